@@ -1,0 +1,344 @@
+"""The ``kvsim`` command line: ``run``, ``memory``, ``models``, ``screenshot``; no arguments opens the app.
+
+Bad input exits with status 2 and one ``error: …`` line on stderr, never a traceback. The desktop
+app and the screenshot command live in ``ui`` (Qt); they are imported only when asked for, by name,
+so the engine itself never imports Qt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .config import ConfigError
+from .loading import ModelLoadError
+from .memory import PRESETS, MemoryError_, get_preset, human_bytes, kv_cache_bytes, preset_from_hf_config
+from .simulate import Sampling, SimulationError, parse_lanes, summarize
+from .trace import TraceError
+
+USER_ERRORS = (ModelLoadError, SimulationError, ConfigError, MemoryError_, TraceError)
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage + two lines)
+        raise UsageError(message)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be ≥ 1, got {value}")
+    return value
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be ≥ 0, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="kvsim", description="See the KV cache: a transformer run token by token, "
+                "without and with a cache, with real tensors, counts and times.")
+    p.add_argument("--version", action="version", version=f"kvsim {__version__}")
+    p.add_argument("--model", help="model to open the app with (default: the bundled model)")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+
+    r = sub.add_parser("run", help="generate in several lanes and print each step (the terminal app)")
+    r.add_argument("--model", default="tiny", help="bundled/fetched name, random:..., HF dir or .gguf")
+    g = r.add_mutually_exclusive_group()
+    g.add_argument("--prompt", help="prompt text")
+    g.add_argument("--prompt-ids", help="comma-separated token ids, e.g. 1,2,3")
+    r.add_argument("--steps", type=int, default=16, help="steps: 1 prefill + decodes (default 16)")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
+    r.add_argument("--top-k", type=_positive_int)
+    r.add_argument("--top-p", type=float)
+    r.add_argument("--lanes", default="uncached,cached")
+    r.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps", "auto"])
+    r.add_argument("--dtype", default=None, choices=["fp32", "fp16", "bf16"], help="GPU only: fp16/bf16")
+    r.add_argument("--no-chat-template", action="store_true", help="feed the prompt as is")
+    r.add_argument("--save", help="write the trace to this .kvsim file")
+    r.add_argument("--json", action="store_true", help="JSON Lines: one object per step, then a summary")
+
+    m = sub.add_parser("memory", help="KV-cache and weight memory for a model shape")
+    src = m.add_mutually_exclusive_group()
+    src.add_argument("--preset")
+    src.add_argument("--config", help="path to a Hugging Face config.json")
+    src.add_argument("--list", action="store_true", help="name the presets")
+    m.add_argument("--layers", type=_positive_int)
+    m.add_argument("--kv-heads", type=_positive_int)
+    m.add_argument("--head-dim", type=_positive_int)
+    m.add_argument("--context", type=int)
+    m.add_argument("--batch", type=_positive_int, default=1)
+    m.add_argument("--kv-bits", type=int, default=16, choices=[16, 8, 4])
+    m.add_argument("--window", type=_positive_int)
+    m.add_argument("--json", action="store_true")
+
+    models = sub.add_parser("models", help="list or fetch models")
+    msub = models.add_subparsers(dest="models_command", parser_class=_Parser)
+    ml = msub.add_parser("list", help="bundled, fetched and fetchable models")
+    ml.add_argument("--json", action="store_true")
+    mg = msub.add_parser("get", help="fetch a model (the only command that uses the network)")
+    mg.add_argument("name")
+
+    s = sub.add_parser("screenshot", help="render the main window offscreen and write PNGs")
+    s.add_argument("--model", default="tiny")
+    s.add_argument("--prompt", default="Once upon a time")
+    s.add_argument("--steps", type=_positive_int, default=12)
+    s.add_argument("--out", required=True)
+    s.add_argument("--size", default="1920x1080", help="window size WxH (default 1920x1080)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "run":
+            return cmd_run(args)
+        if args.command == "memory":
+            return cmd_memory(args)
+        if args.command == "models":
+            return cmd_models(args)
+        if args.command == "screenshot":
+            return importlib.import_module("ui.screenshot").main(args)
+        return importlib.import_module("ui.app").main(model=args.model)
+    except UsageError as exc:
+        return _fail(str(exc))
+    except USER_ERRORS as exc:
+        return _fail(str(exc))
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # last resort: a clear line, not a traceback
+        print(f"error: unexpected failure: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message.splitlines()[0] if message else 'bad input'}", file=sys.stderr)
+    return 2
+
+
+# ------------------------------------------------------------------------------------------ run
+def _prompt_ids(args: argparse.Namespace, tokenizer) -> tuple[list[int], str | None]:
+    if args.prompt_ids is not None:
+        try:
+            ids = [int(x) for x in args.prompt_ids.split(",") if x.strip()]
+        except ValueError:
+            raise UsageError(f"--prompt-ids must be comma-separated integers, got {args.prompt_ids!r}") from None
+        if not ids:
+            raise SimulationError("the prompt is empty: give --prompt TEXT or --prompt-ids 1,2,3")
+        return ids, None
+    text = args.prompt
+    if text is None or not text.strip():
+        raise SimulationError("the prompt is empty: give --prompt TEXT or --prompt-ids 1,2,3")
+    formatted = tokenizer.format_prompt(text, chat=not args.no_chat_template)
+    return tokenizer.encode(formatted), formatted
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .loading import load_model
+    from .simulate import Simulator
+
+    if args.steps <= 0:
+        raise UsageError(f"--steps must be ≥ 1, got {args.steps}")
+    if args.top_p is not None and not 0 < args.top_p <= 1:
+        raise UsageError(f"--top-p must be in (0, 1], got {args.top_p}")
+    lanes = parse_lanes(args.lanes)
+    sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+    if args.prompt is not None and not args.prompt.strip():
+        raise SimulationError("the prompt is empty: give --prompt TEXT or --prompt-ids 1,2,3")
+    loaded = load_model(args.model, device=args.device, dtype=args.dtype)
+    ids, text = _prompt_ids(args, loaded.tokenizer)
+    ctx = loaded.model.cfg.max_seq_len
+    if len(ids) > ctx:
+        raise SimulationError(f"the prompt is {len(ids)} tokens long, longer than the model's context of {ctx}")
+    if len(ids) + args.steps - 1 > ctx:
+        raise SimulationError(f"prompt ({len(ids)} tokens) + {args.steps} steps needs {len(ids) + args.steps - 1} "
+                              f"positions, more than the model's context of {ctx}")
+    torch_seed(args.seed)
+    sim = Simulator(loaded.model, loaded.tokenizer, ids, lanes, sampling, model_id=loaded.model_id,
+                    prompt_text=text)
+    sim.trace.meta["model_info"] = loaded.info
+    out = sys.stdout
+    if not args.json:
+        _print_header(sim, loaded, out)
+    for record in sim.run(args.steps):
+        if args.json:
+            out.write(json.dumps(step_json(record)) + "\n")
+            out.flush()
+        else:
+            _print_step(record, out)
+    summary = summarize(sim.trace)
+    if args.save:
+        sim.trace.save(args.save)
+    if args.json:
+        out.write(json.dumps({"summary": summary}) + "\n")
+    else:
+        _print_summary(sim, summary, out)
+    return 0
+
+
+def torch_seed(seed: int) -> None:
+    import torch
+
+    torch.manual_seed(seed)
+
+
+def step_json(record) -> dict[str, object]:
+    lanes = {}
+    for lane in record.lanes:
+        lanes[lane.name] = {
+            "policy": lane.policy, "kv_positions": lane.kv_positions, "context": lane.context,
+            "flops": lane.flops, "flops_by_component": lane.flops_by_component,
+            "bytes_by_component": lane.bytes_by_component, "wall_ms": round(lane.wall_ms, 4),
+            "cache_tokens": lane.cache_tokens, "cache_bytes": lane.cache_bytes,
+            "logit_diff": lane.logit_diff, "token_id": lane.token_id, "recompute_diff": lane.recompute_diff,
+        }
+    return {"step": record.step, "phase": record.phase, "token_id": record.token_id, "token": record.token,
+            "positions": [int(record.positions[0]), int(record.positions[-1])],
+            **lanes, "lanes": lanes}
+
+
+def _flops(n: float) -> str:
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.2f}{unit}"
+    return f"{n:.0f}"
+
+
+def _print_header(sim, loaded, out) -> None:
+    cfg = sim.model.cfg
+    out.write(f"model {loaded.model_id}: {cfg.family}, {cfg.n_layers} layers, {cfg.n_heads} heads "
+              f"({cfg.n_kv_heads} kv), dim {cfg.dim}, {sim.model.n_params():,} parameters, "
+              f"on {sim.model.device}\n")
+    out.write(f"prompt: {sim.prompt_len} tokens\n\n")
+    cols = "".join(f" | {lane.name:>10} rows  FLOPs      ms" for lane in sim.lanes)
+    out.write(f"{'step':>4} {'phase':<7} {'token':<14}{cols}\n")
+
+
+def _print_step(record, out) -> None:
+    token = repr(record.token)[1:-1][:14]
+    cols = "".join(f" | {lane.kv_positions:>15} {_flops(lane.flops):>7} {lane.wall_ms:>7.2f}"
+                   for lane in record.lanes)
+    out.write(f"{record.step:>4} {record.phase:<7} {token:<14}{cols}\n")
+    out.flush()
+
+
+def _print_summary(sim, summary, out) -> None:
+    out.write("\ntext: " + sim.tokenizer.decode(sim.tokens) + "\n\n")
+    for name, s in summary["lanes"].items():
+        itl = f"{s['itl_ms']:.2f} ms" if s["itl_ms"] is not None else "-"
+        out.write(f"{name:>10}: TTFT {s['ttft_ms']:.2f} ms, ITL {itl}, K/V rows {s['kv_positions_total']}, "
+                  f"FLOPs {_flops(s['flops_total'])}, cache {human_bytes(s['cache_bytes'])}, "
+                  f"max |Δlogit| {s['max_abs_logit_diff']:.2e}\n")
+    same = "identical" if summary["tokens_identical"] else "DIFFERENT"
+    out.write(f"tokens chosen by every lane: {same}\n")
+
+
+# --------------------------------------------------------------------------------------- memory
+def cmd_memory(args: argparse.Namespace) -> int:
+    if args.list:
+        rows = [{"name": p.name, "source": p.source, "layers": p.layers, "heads": p.heads,
+                 "kv_heads": p.kv_heads, "head_dim": p.head_dim, "context": p.context,
+                 "params": p.n_params} for p in PRESETS.values()]
+        if args.json:
+            print(json.dumps({"presets": rows}))
+        else:
+            for r in rows:
+                print(f"{r['name']:<14} {r['layers']:>3} layers {r['heads']:>3} heads {r['kv_heads']:>3} kv "
+                      f"d_head {r['head_dim']:>3}  ctx {r['context']:>6}  {r['params'] / 1e9:6.2f}B params  ({r['source']})")
+        return 0
+    if args.context is None:
+        raise UsageError("--context N is required (tokens in the cache)")
+    if args.context < 0:
+        raise UsageError(f"--context must be ≥ 0, got {args.context}")
+    preset = None
+    if args.preset:
+        preset = get_preset(args.preset)
+    elif args.config:
+        try:
+            with open(args.config, encoding="utf-8") as fh:
+                preset = preset_from_hf_config(json.load(fh), name=args.config)
+        except OSError as exc:
+            raise UsageError(f"cannot read {args.config}: {exc.strerror}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{args.config} is not valid JSON ({exc})") from None
+    if preset is not None:
+        layers = args.layers or preset.layers
+        kv_heads = args.kv_heads or preset.kv_heads
+        head_dim = args.head_dim or preset.head_dim
+        layer_windows = preset.layer_windows if layers == preset.layers else None
+    else:
+        missing = [f for f, v in (("--layers", args.layers), ("--kv-heads", args.kv_heads),
+                                  ("--head-dim", args.head_dim)) if v is None]
+        if missing:
+            raise UsageError(f"give --preset NAME, --config PATH or all of --layers --kv-heads --head-dim "
+                             f"(missing {', '.join(missing)})")
+        layers, kv_heads, head_dim, layer_windows = args.layers, args.kv_heads, args.head_dim, None
+    total = kv_cache_bytes(layers, kv_heads, head_dim, args.context, args.batch, args.kv_bits,
+                           args.window, layer_windows)
+    per_token = kv_cache_bytes(layers, kv_heads, head_dim, 1, 1, args.kv_bits)
+    report: dict[str, object] = {
+        "bytes": total, "bytes_per_token": per_token, "human": human_bytes(total),
+        "layers": layers, "kv_heads": kv_heads, "head_dim": head_dim, "context": args.context,
+        "batch": args.batch, "kv_bits": args.kv_bits, "window": args.window,
+        "layer_windows": list(layer_windows) if layer_windows else None,
+    }
+    if preset is not None:
+        report.update({"preset": preset.name, "source": preset.source, "heads": preset.heads,
+                       "params": preset.n_params,
+                       "weights_bytes": {k: int(preset.n_params * v) for k, v in
+                                         {"fp32": 4, "fp16": 2, "int8": 1, "int4": 0.5, "int2": 0.25}.items()}})
+    if args.json:
+        print(json.dumps(report))
+        return 0
+    name = preset.name if preset else f"{layers} layers × {kv_heads} kv heads × d_head {head_dim}"
+    print(f"{name}: KV cache for {args.context:,} tokens × batch {args.batch} at {args.kv_bits} bits")
+    print(f"  = 2 × {layers} layers × {kv_heads} kv heads × {head_dim} × tokens × {args.batch} × {args.kv_bits / 8:g} B")
+    print(f"  = {total:,} bytes ({human_bytes(total)}); {per_token:,} bytes per token")
+    if preset is not None:
+        print(f"weights ({preset.n_params / 1e9:.2f}B params): " + ", ".join(
+            f"{k.upper()} {human_bytes(v)}" for k, v in report["weights_bytes"].items()))
+    return 0
+
+
+# --------------------------------------------------------------------------------------- models
+def cmd_models(args: argparse.Namespace) -> int:
+    from .registry import fetch_model, list_models
+
+    if args.models_command == "get":
+        path = fetch_model(args.name)
+        print(f"{args.name}: ready at {path}")
+        return 0
+    if args.models_command != "list":
+        raise UsageError("use `kvsim models list` or `kvsim models get NAME`")
+    rows = list_models()
+    if getattr(args, "json", False):
+        print(json.dumps({"models": rows}))
+        return 0
+    for r in rows:
+        size = human_bytes(r["size_bytes"]) if r.get("size_bytes") else "-"
+        print(f"{r['name']:<18} {r['kind']:<10} {size:>10}  {r.get('description', r.get('path', ''))}")
+    print("also: random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,seed=0 · a Hugging Face "
+          "checkpoint directory · a .gguf file")
+    return 0

@@ -1,0 +1,140 @@
+"""Resolve a ``--model`` value to a ready model + tokenizer.
+
+Accepted: a bundled name (``tiny``), a name fetched by ``kvsim models get``, ``random:`` + settings,
+a Hugging Face checkpoint directory (config.json + *.safetensors + tokenizer.json), or a ``.gguf``
+file. Weights are only ever read with safetensors or gguf — never pickle.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from importlib import resources as importlib_resources
+from pathlib import Path
+
+import torch
+
+from .config import ConfigError, parse_random_spec
+from .model import Transformer, init_random
+from .tokenizer import ByteTokenizer, Tokenizer
+
+
+class ModelLoadError(ValueError):
+    """A model that cannot be loaded; the message says why and what is supported."""
+
+
+@dataclass
+class LoadedModel:
+    model: Transformer
+    tokenizer: Tokenizer
+    model_id: str
+    info: dict[str, object] = field(default_factory=dict)
+
+
+def resources_dir() -> Path:
+    """The bundled resources, in a checkout (``resources/``) or an installed wheel (``kvsim/resources``)."""
+    try:
+        installed = Path(str(importlib_resources.files("kvsim") / "resources"))
+        if installed.is_dir():
+            return installed
+    except (ModuleNotFoundError, TypeError):
+        pass
+    return Path(__file__).resolve().parent.parent / "resources"
+
+
+def bundled_models_dir() -> Path:
+    return resources_dir() / "models"
+
+
+def user_models_dir() -> Path:
+    override = os.environ.get("KVSIM_DATA_DIR")
+    if override:
+        return Path(override) / "models"
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("kvsim", appauthor=False)) / "models"
+
+
+def resolve_device(name: str = "cpu") -> torch.device:
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if name not in ("cpu", "cuda", "mps"):
+        raise ModelLoadError(f"unknown device {name!r} (use cpu, cuda, mps or auto)")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ModelLoadError("device cuda was asked for but torch sees no CUDA GPU (try --device auto)")
+    if name == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise ModelLoadError("device mps was asked for but it is not available here")
+    return torch.device(name)
+
+
+def resolve_dtype(name: str | None, device: torch.device) -> torch.dtype:
+    if name in (None, "auto"):
+        return torch.float32
+    table = {"fp32": torch.float32, "float32": torch.float32, "fp16": torch.float16,
+             "float16": torch.float16, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16}
+    if name not in table:
+        raise ModelLoadError(f"unknown dtype {name!r} (use fp32, fp16 or bf16)")
+    if device.type == "cpu" and table[name] != torch.float32:
+        raise ModelLoadError("fp16/bf16 are for GPUs; on the CPU kvsim runs fp32")
+    return table[name]
+
+
+def load_model(spec: str, device: str = "cpu", dtype: str | None = None) -> LoadedModel:
+    dev = resolve_device(device)
+    dt = resolve_dtype(dtype, dev)
+    loaded = _load_on_cpu(spec)
+    loaded.model = loaded.model.to(device=dev, dtype=dt).eval()
+    loaded.info.update({"device": str(dev), "dtype": str(dt).replace("torch.", "")})
+    return loaded
+
+
+def _load_on_cpu(spec: str) -> LoadedModel:
+    spec = spec.strip()
+    if not spec:
+        raise ModelLoadError("no model given")
+    if spec == "random" or spec.startswith("random:"):
+        try:
+            cfg, seed = parse_random_spec(spec)
+        except ConfigError as exc:
+            raise ModelLoadError(str(exc)) from exc
+        if cfg.vocab_size < 256:
+            raise ModelLoadError(f"random: models need vocab ≥ 256 (byte tokenizer), got {cfg.vocab_size}")
+        model = init_random(Transformer(cfg), seed)
+        return LoadedModel(model, ByteTokenizer(cfg.vocab_size), spec, {"source": "random", "seed": seed})
+    for root, kind in ((bundled_models_dir(), "bundled"), (user_models_dir(), "fetched")):
+        candidate = root / spec
+        if "/" not in spec and os.sep not in spec and candidate.exists():
+            loaded = _load_path(candidate, spec)
+            loaded.info["source"] = kind
+            return loaded
+    path = Path(spec).expanduser()
+    if path.exists():
+        return _load_path(path, spec)
+    raise ModelLoadError(
+        f"unknown model {spec!r}: give a bundled or fetched name (see `kvsim models list`), "
+        "random:key=value,..., a Hugging Face checkpoint directory, or a .gguf file")
+
+
+def _load_path(path: Path, model_id: str) -> LoadedModel:
+    if path.is_dir():
+        gguf_files = sorted(path.glob("*.gguf"))
+        if (path / "config.json").is_file():
+            from .checkpoints import load_hf_dir
+
+            return load_hf_dir(path, model_id)
+        if gguf_files:
+            path = gguf_files[0]
+        else:
+            raise ModelLoadError(f"{path}: a model directory needs config.json + *.safetensors + "
+                                 "tokenizer.json, or a .gguf file")
+    if path.suffix.lower() == ".gguf":
+        from .gguf_model import load_gguf
+
+        return load_gguf(path, model_id)
+    raise ModelLoadError(f"{path}: not a model kvsim can read (supported: Hugging Face checkpoint "
+                         "directories of the GPT-2, Llama, Mistral, Qwen2 and SmolLM families, and "
+                         "Llama-family .gguf files)")

@@ -1,0 +1,186 @@
+"""Memory: the KV-cache formula, weight bytes by precision, and presets of real models.
+
+    kv bytes = 2 (K and V) · Σ_layers min(n, window_l) · H_kv · d_head · batch · bits/8
+
+The KV head count (not the query head count) sizes the cache: that is what GQA/MQA save.
+Preset numbers come from each model's published config.json; parameter counts are computed from
+those shapes (and agree with the published totals, which the tests check).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# bytes per parameter, as in the seed's table (FP32 … INT2)
+WEIGHT_DTYPE_BYTES = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "int8": 1.0, "int4": 0.5, "int2": 0.25}
+
+
+class MemoryError_(ValueError):
+    """Bad memory-calculator input (negative sizes, unknown preset)."""
+
+
+def kv_cache_bytes(layers: int, kv_heads: int, head_dim: int, tokens: int, batch: int = 1,
+                   bits: float = 16, window: int | None = None,
+                   layer_windows: tuple[int | None, ...] | None = None) -> int:
+    """Bytes of K and V held for ``tokens`` positions. ``layer_windows`` (one entry per layer,
+    ``None`` = full attention) models alternating local/global layers such as Gemma 2's."""
+    for name, value in (("layers", layers), ("kv_heads", kv_heads), ("head_dim", head_dim), ("batch", batch)):
+        if value <= 0:
+            raise MemoryError_(f"{name} must be positive, got {value}")
+    if tokens < 0:
+        raise MemoryError_(f"context must be ≥ 0 tokens, got {tokens}")
+    if bits <= 0:
+        raise MemoryError_(f"bits must be positive, got {bits}")
+    if window is not None and window <= 0:
+        raise MemoryError_(f"window must be positive, got {window}")
+    if layer_windows is None:
+        layer_windows = (window,) * layers
+    elif len(layer_windows) != layers:
+        raise MemoryError_(f"layer_windows has {len(layer_windows)} entries for {layers} layers")
+    elif window is not None:  # an explicit window caps every layer, local or not
+        layer_windows = tuple(window if w is None else min(w, window) for w in layer_windows)
+    rows = sum(tokens if w is None else min(tokens, w) for w in layer_windows)
+    elements = 2 * rows * kv_heads * head_dim * batch
+    return -(-int(elements * bits) // 8)  # ceil: int4 packs two per byte
+
+
+def weight_bytes(n_params: int, dtype: str) -> float:
+    if dtype not in WEIGHT_DTYPE_BYTES:
+        raise MemoryError_(f"unknown weight precision {dtype!r} (known: {', '.join(WEIGHT_DTYPE_BYTES)})")
+    return n_params * WEIGHT_DTYPE_BYTES[dtype]
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    source: str  # the Hugging Face repo whose config.json the numbers come from
+    arch: str  # gpt2 | llama | gemma2 | falcon: decides how parameters are counted
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    hidden: int
+    intermediate: int
+    vocab: int
+    context: int
+    tied: bool = False
+    qkv_bias: bool = False
+    layer_windows: tuple[int | None, ...] | None = None
+    published_params: int | None = None
+
+    @property
+    def n_params(self) -> int:
+        return count_params(self)
+
+    def kv_bytes(self, tokens: int, batch: int = 1, bits: float = 16, window: int | None = None) -> int:
+        return kv_cache_bytes(self.layers, self.kv_heads, self.head_dim, tokens, batch, bits,
+                              window, self.layer_windows)
+
+
+def count_params(p: Preset) -> int:
+    d, hd, v = p.hidden, p.head_dim, p.vocab
+    q_out, kv_out = p.heads * hd, p.kv_heads * hd
+    emb = v * d * (1 if p.tied else 2)
+    if p.arch == "gpt2":
+        per_layer = (d * 3 * d + 3 * d) + (d * d + d) + (d * p.intermediate + p.intermediate) \
+            + (p.intermediate * d + d) + 4 * d
+        return emb + p.context * d + p.layers * per_layer + 2 * d
+    if p.arch == "falcon":  # fused QKV (MQA), parallel attention + MLP, one LayerNorm per block
+        per_layer = d * (q_out + 2 * kv_out) + q_out * d + 2 * d * p.intermediate + 2 * d
+        return emb + p.layers * per_layer + 2 * d
+    norms = 4 * d if p.arch == "gemma2" else 2 * d
+    bias = (q_out + 2 * kv_out) if p.qkv_bias else 0
+    per_layer = d * (q_out + 2 * kv_out) + bias + q_out * d + 3 * d * p.intermediate + norms
+    return emb + p.layers * per_layer + d
+
+
+def _alternating(layers: int, window: int) -> tuple[int | None, ...]:
+    # Gemma 2: even layers slide over `window` tokens, odd layers attend globally
+    return tuple(window if i % 2 == 0 else None for i in range(layers))
+
+
+PRESETS: dict[str, Preset] = {p.name: p for p in (
+    Preset("gpt2", "openai-community/gpt2", "gpt2", 12, 12, 12, 64, 768, 3072, 50257, 1024,
+           tied=True, published_params=124_439_808),
+    Preset("gpt2-xl", "openai-community/gpt2-xl", "gpt2", 48, 25, 25, 64, 1600, 6400, 50257, 1024,
+           tied=True, published_params=1_557_611_200),
+    Preset("llama-2-7b", "meta-llama/Llama-2-7b-hf", "llama", 32, 32, 32, 128, 4096, 11008, 32000, 4096,
+           published_params=6_738_415_616),
+    Preset("llama-2-70b", "meta-llama/Llama-2-70b-hf", "llama", 80, 64, 8, 128, 8192, 28672, 32000, 4096,
+           published_params=68_976_648_192),
+    Preset("llama-3-8b", "meta-llama/Meta-Llama-3-8B", "llama", 32, 32, 8, 128, 4096, 14336, 128256, 8192,
+           published_params=8_030_261_248),
+    Preset("llama-3.1-8b", "meta-llama/Llama-3.1-8B", "llama", 32, 32, 8, 128, 4096, 14336, 128256, 131072,
+           published_params=8_030_261_248),
+    Preset("llama-3-70b", "meta-llama/Meta-Llama-3-70B", "llama", 80, 64, 8, 128, 8192, 28672, 128256, 8192,
+           published_params=70_553_706_496),
+    Preset("llama-3.1-70b", "meta-llama/Llama-3.1-70B", "llama", 80, 64, 8, 128, 8192, 28672, 128256, 131072,
+           published_params=70_553_706_496),
+    Preset("mistral-7b", "mistralai/Mistral-7B-v0.1", "llama", 32, 32, 8, 128, 4096, 14336, 32000, 32768,
+           layer_windows=(4096,) * 32, published_params=7_241_732_096),
+    Preset("gemma-2-9b", "google/gemma-2-9b", "gemma2", 42, 16, 8, 256, 3584, 14336, 256000, 8192,
+           tied=True, layer_windows=_alternating(42, 4096), published_params=9_241_705_984),
+    Preset("qwen2.5-0.5b", "Qwen/Qwen2.5-0.5B", "llama", 24, 14, 2, 64, 896, 4864, 151936, 32768,
+           tied=True, qkv_bias=True, published_params=494_032_768),
+    Preset("smollm2-135m", "HuggingFaceTB/SmolLM2-135M-Instruct", "llama", 30, 9, 3, 64, 576, 1536, 49152, 8192,
+           tied=True, published_params=134_515_008),
+    Preset("falcon-7b", "tiiuae/falcon-7b", "falcon", 32, 71, 1, 64, 4544, 18176, 65024, 2048,
+           tied=True, published_params=6_921_720_704),
+)}
+
+
+def get_preset(name: str) -> Preset:
+    key = name.lower()
+    if key not in PRESETS:
+        raise MemoryError_(f"unknown preset {name!r} (see `kvsim memory --list`)")
+    return PRESETS[key]
+
+
+def preset_from_hf_config(config: dict, name: str = "config") -> Preset:
+    """A preset from a Hugging Face config.json (GPT-2, Llama, Mistral, Qwen2, Gemma 2, Falcon…)."""
+    def pick(*keys: str, default: object = None) -> object:
+        for k in keys:
+            if config.get(k) is not None:
+                return config[k]
+        if default is None:
+            raise MemoryError_(f"{name}: config.json lacks {keys[0]}")
+        return default
+
+    layers = int(pick("num_hidden_layers", "n_layer", "num_layers"))
+    heads = int(pick("num_attention_heads", "n_head"))
+    hidden = int(pick("hidden_size", "n_embd", "d_model"))
+    if config.get("multi_query") and not config.get("new_decoder_architecture"):
+        kv_heads = 1
+    else:
+        kv_heads = int(pick("num_key_value_heads", "num_kv_heads", default=heads))
+    head_dim = int(pick("head_dim", default=hidden // heads))
+    window = config.get("sliding_window")
+    if config.get("use_sliding_window") is False:
+        window = None
+    layer_types = config.get("layer_types")
+    model_type = str(config.get("model_type", ""))
+    if isinstance(layer_types, list) and len(layer_types) == layers and window:
+        layer_windows = tuple(window if "sliding" in str(t) else None for t in layer_types)
+    elif model_type == "gemma2" and window:
+        layer_windows = _alternating(layers, int(window))
+    elif window:
+        layer_windows = (int(window),) * layers
+    else:
+        layer_windows = None
+    arch = {"gpt2": "gpt2", "gemma2": "gemma2", "falcon": "falcon"}.get(model_type, "llama")
+    return Preset(
+        name=name, source=name, arch=arch, layers=layers, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
+        hidden=hidden, intermediate=int(pick("intermediate_size", "n_inner", default=4 * hidden)),
+        vocab=int(pick("vocab_size")), context=int(pick("max_position_embeddings", "n_positions", default=0)),
+        tied=bool(config.get("tie_word_embeddings", model_type == "gpt2")),
+        qkv_bias=bool(config.get("attention_bias", model_type == "qwen2")), layer_windows=layer_windows,
+    )
+
+
+def human_bytes(n: float) -> str:
+    """Decimal units, as the seeds and vendors quote them (70B · 4 B = 280 GB)."""
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}".replace(".00 ", " ")
+        n /= 1000
+    return f"{n} TB"

@@ -1,0 +1,214 @@
+"""A small, readable decoder-only transformer for the two families kvsim runs.
+
+The model knows nothing about tokenization or sampling. One forward signature serves every lane:
+
+    out = model(ids, positions, cache)        # ids (B, T) new tokens; positions (T,) absolute
+    out.logits                                # (B, T or 1, vocab)
+    out.q, out.k, out.v                       # (L, B, H|H_kv, T, D) this step's rows, if record=True
+
+The uncached lane passes the whole prefix with a ``NoCache``; the cached lane passes only the new
+token(s) with a ``KVCache``. Attention is written out as two matmuls (not fused SDPA) so that every
+FLOP is one torch's FLOP counter sees and kvsim's closed-form counts can be checked against.
+
+GPT-2 family: learned positions, LayerNorm, GELU (tanh) MLP, biases everywhere, MHA.
+Llama family: RoPE (rotate-half, as Hugging Face), RMSNorm, SwiGLU, GQA/MQA, optional QKV biases
+(Qwen2), optional sliding-window mask (Mistral), tied or untied embeddings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .cache import Cache
+from .config import ModelConfig
+
+LayerHook = Callable[[int, int], None]
+
+
+@dataclass
+class ForwardOutput:
+    logits: torch.Tensor  # (B, T_out, vocab)
+    q: torch.Tensor | None = None  # (L, B, H, T, D)
+    k: torch.Tensor | None = None  # (L, B, H_kv, T, D), after RoPE: exactly what the cache holds
+    v: torch.Tensor | None = None  # (L, B, H_kv, T, D)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # float32 statistics, as the reference implementations do, so fp16/bf16 stay stable
+        x32 = x.float()
+        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x32.to(x.dtype)
+
+
+def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float,
+                 dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=positions.device,
+                                             dtype=torch.int64).float() / head_dim))
+    freqs = positions.float()[:, None] * inv_freq[None, :]  # (T, D/2)
+    emb = torch.cat((freqs, freqs), dim=-1)  # (T, D)
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos + rotated * sin  # cos/sin (T, D) broadcast over (B, H, T, D)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        h, hkv, d = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+        bias = cfg.family == "gpt2" or cfg.qkv_bias
+        self.wq = nn.Linear(cfg.dim, h * d, bias=bias)
+        self.wk = nn.Linear(cfg.dim, hkv * d, bias=bias)
+        self.wv = nn.Linear(cfg.dim, hkv * d, bias=bias)
+        self.wo = nn.Linear(h * d, cfg.dim, bias=cfg.family == "gpt2")
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int,
+                rope: tuple[torch.Tensor, torch.Tensor] | None):
+        cfg = self.cfg
+        b, t, _ = x.shape
+        h, hkv, d, g = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.group_size
+        q = self.wq(x).view(b, t, h, d).transpose(1, 2)  # (B, H, T, D)
+        k = self.wk(x).view(b, t, hkv, d).transpose(1, 2)  # (B, H_kv, T, D)
+        v = self.wv(x).view(b, t, hkv, d).transpose(1, 2)  # (B, H_kv, T, D)
+        if rope is not None:
+            q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        k_all, v_all = cache.update(layer, k, v, positions)  # (B, H_kv, S, D)
+        key_pos = cache.key_positions(layer)  # (S,)
+        s = k_all.shape[2]
+
+        # query heads that share a K/V head are stacked along the row axis: no K/V copies
+        qg = q.reshape(b, hkv, g * t, d)  # (B, H_kv, g*T, D); head h reads kv head h // g
+        scores = (qg @ k_all.transpose(-1, -2)) * (1.0 / math.sqrt(d))  # (B, H_kv, g*T, S)
+        scores = scores.view(b, hkv, g, t, s)
+        visible = key_pos[None, :] <= positions[:, None]  # (T, S) causal
+        if cfg.sliding_window is not None:
+            visible = visible & (key_pos[None, :] > positions[:, None] - cfg.sliding_window)
+        if not bool(visible.all()):
+            scores = scores.masked_fill(~visible, float("-inf"))
+        probs = torch.softmax(scores.float(), dim=-1).to(q.dtype).view(b, hkv, g * t, s)
+        y = (probs @ v_all).view(b, h, t, d)  # (B, H, T, D)
+        y = y.transpose(1, 2).reshape(b, t, h * d)  # (B, T, H*D)
+        return self.wo(y), q, k, v
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.gpt2 = cfg.family == "gpt2"
+        if self.gpt2:
+            self.fc = nn.Linear(cfg.dim, cfg.hidden_dim)
+            self.proj = nn.Linear(cfg.hidden_dim, cfg.dim)
+        else:
+            self.w_gate = nn.Linear(cfg.dim, cfg.hidden_dim, bias=False)
+            self.w_up = nn.Linear(cfg.dim, cfg.hidden_dim, bias=False)
+            self.w_down = nn.Linear(cfg.hidden_dim, cfg.dim, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.gpt2:
+            return self.proj(F.gelu(self.fc(x), approximate="tanh"))
+        return self.w_down(F.silu(self.w_gate(x)) * self.w_up(x))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        norm = (lambda: nn.LayerNorm(cfg.dim, eps=cfg.norm_eps)) if cfg.family == "gpt2" \
+            else (lambda: RMSNorm(cfg.dim, cfg.norm_eps))
+        self.attn_norm = norm()
+        self.attn = Attention(cfg)
+        self.mlp_norm = norm()
+        self.mlp = MLP(cfg)
+
+    def forward(self, x, positions, cache, layer, rope):
+        a, q, k, v = self.attn(self.attn_norm(x), positions, cache, layer, rope)
+        x = x + a
+        x = x + self.mlp(self.mlp_norm(x))
+        return x, q, k, v
+
+
+class Transformer(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.tok_embeddings = nn.Embedding(cfg.vocab_size, cfg.dim)
+        self.pos_embeddings = nn.Embedding(cfg.max_seq_len, cfg.dim) if cfg.family == "gpt2" else None
+        self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.norm = nn.LayerNorm(cfg.dim, eps=cfg.norm_eps) if cfg.family == "gpt2" \
+            else RMSNorm(cfg.dim, cfg.norm_eps)
+        self.lm_head = nn.Linear(cfg.dim, cfg.vocab_size, bias=False)
+        if cfg.tie_embeddings:
+            self.lm_head.weight = self.tok_embeddings.weight
+
+    @property
+    def device(self) -> torch.device:
+        return self.tok_embeddings.weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.tok_embeddings.weight.dtype
+
+    def n_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())  # tied weights counted once
+
+    def weight_bytes(self) -> int:
+        return sum(p.numel() * p.element_size() for p in self.parameters())
+
+    @torch.no_grad()
+    def forward(self, ids: torch.Tensor, positions: torch.Tensor, cache: Cache, *,
+                record: bool = False, last_only: bool = False,
+                layer_hook: LayerHook | None = None) -> ForwardOutput:
+        cfg = self.cfg
+        x = self.tok_embeddings(ids)  # (B, T, dim)
+        rope = None
+        if cfg.family == "gpt2":
+            x = x + self.pos_embeddings(positions)
+        else:
+            rope = rope_cos_sin(positions, cfg.head_dim, cfg.rope_theta, x.dtype)
+        qs, ks, vs = [], [], []
+        for i, block in enumerate(self.layers):
+            x, q, k, v = block(x, positions, cache, i, rope)
+            if record:
+                qs.append(q)
+                ks.append(k)
+                vs.append(v)
+            if layer_hook is not None:
+                layer_hook(i + 1, cfg.n_layers)
+        if last_only:
+            x = x[:, -1:, :]
+        logits = self.lm_head(self.norm(x))
+        if not record:
+            return ForwardOutput(logits)
+        return ForwardOutput(logits, torch.stack(qs), torch.stack(ks), torch.stack(vs))
+
+
+def init_random(model: Transformer, seed: int) -> Transformer:
+    """Seeded random weights. Linear weights ~ N(0, 1/fan_in) so attention is visibly peaked
+    (not the near-uniform rows a 0.02 init gives), embeddings ~ N(0, 1), norms at 1."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("bias"):
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
+            elif "norm" in name:
+                p.fill_(1.0)
+            elif p.dim() == 2 and "embeddings" not in name:
+                p.copy_(torch.randn(p.shape, generator=gen) / math.sqrt(p.shape[1]))
+            else:
+                p.copy_(torch.randn(p.shape, generator=gen))
+    return model
