@@ -103,7 +103,7 @@ def probabilities(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
 def draw(probs: torch.Tensor, u: float) -> int:
     """Inverse-CDF draw: the same ``u`` on two lanes picks the same token when they agree."""
     cdf = torch.cumsum(probs.double(), 0)
-    idx = int(torch.searchsorted(cdf, torch.tensor([u * float(cdf[-1])], dtype=torch.float64)))
+    idx = int(torch.searchsorted(cdf, torch.tensor([u * float(cdf[-1])], dtype=torch.float64), right=True))
     return min(idx, probs.numel() - 1)
 
 

@@ -1,0 +1,261 @@
+"""GGUF files (llama.cpp's format) → kvsim's Llama-family Transformer and a tokenizer.
+
+Contract: ``load_gguf(path, model_id)`` reads a Llama-architecture ``.gguf`` file with
+``gguf.GGUFReader``, dequantizes every tensor to float32 with ``gguf.quants.dequantize`` (F32, F16,
+BF16, Q4_0/Q4_1/Q5_x/Q8_0, the K-quants …), undoes llama.cpp's row permutation of the Q and K
+projections (llama.cpp stores RoPE pairs interleaved; kvsim, like Hugging Face, rotates halves),
+takes the shapes from the metadata (``llama.block_count``, ``llama.attention.head_count[_kv]``,
+``llama.embedding_length``, ``llama.feed_forward_length``, ``llama.rope.freq_base``,
+``llama.attention.layer_norm_rms_epsilon``, ``llama.context_length``, ``llama.vocab_size``) and ties
+the output projection to the embeddings when ``output.weight`` is absent. The tokenizer is built
+from the ``tokenizer.ggml.*`` metadata with the ``tokenizers`` library (byte-level BPE for
+``gpt2``-style vocabularies, SentencePiece-style BPE for ``llama`` ones), with the file's BOS/EOS
+ids and chat template. Anything else — another architecture, RoPE scaling, an unknown tensor, a
+truncated or corrupt file — raises ``ModelLoadError`` naming what is supported. Nothing here uses
+the network or pickle.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from .config import ConfigError, ModelConfig
+from .loading import LoadedModel, ModelLoadError
+from .model import Transformer
+from .tokenizer import TextTokenizer
+
+SUPPORTED = "Llama-architecture GGUF files (general.architecture = llama: Llama, Mistral, SmolLM, …)"
+
+# llama.cpp tensor names (after ``blk.{i}.``) → kvsim module names (after ``layers.{i}.``)
+_BLOCK_TENSORS = {
+    "attn_norm.weight": "attn_norm.weight",
+    "attn_q.weight": "attn.wq.weight",
+    "attn_k.weight": "attn.wk.weight",
+    "attn_v.weight": "attn.wv.weight",
+    "attn_q.bias": "attn.wq.bias",
+    "attn_k.bias": "attn.wk.bias",
+    "attn_v.bias": "attn.wv.bias",
+    "attn_output.weight": "attn.wo.weight",
+    "ffn_norm.weight": "mlp_norm.weight",
+    "ffn_gate.weight": "mlp.w_gate.weight",
+    "ffn_up.weight": "mlp.w_up.weight",
+    "ffn_down.weight": "mlp.w_down.weight",
+}
+_TOP_TENSORS = {"token_embd.weight": "tok_embeddings.weight", "output_norm.weight": "norm.weight",
+                "output.weight": "lm_head.weight"}
+
+# llama.cpp token types (tokenizer.ggml.token_type)
+_CONTROL, _USER_DEFINED = 3, 4
+
+
+def unpermute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
+    """Undo llama.cpp's ``permute`` of a Q or K projection (rows, or a bias), as transformers does.
+
+    llama.cpp's converter writes, per head, the rows of the two RoPE halves interleaved:
+    ``w.reshape(n_heads, 2, d/2, …).swapaxes(1, 2)``. Reading it back swaps the same two axes the
+    other way: ``reshape(n_heads, d/2, 2, …).swapaxes(1, 2)``.
+    """
+    half = w.shape[0] // n_heads // 2
+    return w.reshape(n_heads, half, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def permute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
+    """llama.cpp's own permutation (Hugging Face layout → GGUF layout); the inverse of ``unpermute_qk``."""
+    half = w.shape[0] // n_heads // 2
+    return w.reshape(n_heads, 2, half, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def read_metadata(reader: Any) -> dict[str, Any]:
+    """Every key/value of a ``GGUFReader`` as plain Python values (strings, numbers, lists)."""
+    meta: dict[str, Any] = {}
+    for key, field in reader.fields.items():
+        if key.startswith("GGUF."):
+            continue
+        value = field.contents()
+        if isinstance(value, np.generic):
+            value = value.item()
+        meta[key] = value
+    return meta
+
+
+def config_from_gguf(meta: dict[str, Any], name: str, tensor_names: set[str]) -> ModelConfig:
+    """A kvsim ``ModelConfig`` from a Llama GGUF's metadata (and which tensors it holds)."""
+    arch = meta.get("general.architecture")
+    if arch != "llama":
+        raise ModelLoadError(f"{name}: GGUF architecture {arch!r} is not supported (supported: {SUPPORTED})")
+
+    def get(key: str, default: Any = None) -> Any:
+        value = meta.get(f"llama.{key}", default)
+        if value is None:
+            raise ModelLoadError(f"{name}: GGUF metadata lacks llama.{key}")
+        return value
+
+    scaling = meta.get("llama.rope.scaling.type")
+    if scaling not in (None, "none") or "rope_freqs.weight" in tensor_names:
+        kind = scaling if scaling not in (None, "none") else "llama3 (rope_freqs)"
+        raise ModelLoadError(f"{name}: RoPE scaling {kind!r} is not supported yet (supported: {SUPPORTED} "
+                             "with plain RoPE)")
+    heads = int(get("attention.head_count"))
+    dim = int(get("embedding_length"))
+    head_dim = int(meta.get("llama.attention.key_length") or dim // heads)
+    rotary = meta.get("llama.rope.dimension_count")
+    if rotary is not None and int(rotary) != head_dim:
+        raise ModelLoadError(f"{name}: partial RoPE ({rotary} of {head_dim} head dims) is not supported")
+    vocab = meta.get("llama.vocab_size") or len(meta.get("tokenizer.ggml.tokens") or [])
+    if not vocab:
+        raise ModelLoadError(f"{name}: GGUF metadata gives no vocabulary size")
+    try:
+        return ModelConfig(
+            family="llama", vocab_size=int(vocab), n_layers=int(get("block_count")), n_heads=heads,
+            n_kv_heads=int(meta.get("llama.attention.head_count_kv") or heads), dim=dim, head_dim=head_dim,
+            hidden_dim=int(get("feed_forward_length")), max_seq_len=int(get("context_length", 2048)),
+            norm_eps=float(get("attention.layer_norm_rms_epsilon", 1e-5)),
+            rope_theta=float(get("rope.freq_base", 10000.0)),
+            tie_embeddings="output.weight" not in tensor_names,
+            qkv_bias="blk.0.attn_q.bias" in tensor_names, name=name)
+    except ConfigError as exc:
+        raise ModelLoadError(f"{name}: {exc}") from exc
+
+
+def _state_dict(reader: Any, cfg: ModelConfig, name: str) -> dict[str, torch.Tensor]:
+    from gguf.quants import dequantize
+
+    state: dict[str, torch.Tensor] = {}
+    for tensor in reader.tensors:
+        key = tensor.name
+        if key in _TOP_TENSORS:
+            target = _TOP_TENSORS[key]
+        else:
+            parts = key.split(".", 2)
+            if len(parts) != 3 or parts[0] != "blk" or parts[2] not in _BLOCK_TENSORS:
+                raise ModelLoadError(f"{name}: unexpected tensor {key!r} in the GGUF file (supported: {SUPPORTED})")
+            target = f"layers.{parts[1]}.{_BLOCK_TENSORS[parts[2]]}"
+        try:
+            values = dequantize(tensor.data, tensor.tensor_type)
+        except NotImplementedError as exc:
+            raise ModelLoadError(f"{name}: tensor {key}: {exc}") from exc
+        values = np.asarray(values, dtype=np.float32).reshape([int(n) for n in reversed(tensor.shape)])
+        if ".attn_q." in key:
+            values = unpermute_qk(values, cfg.n_heads)
+        elif ".attn_k." in key:
+            values = unpermute_qk(values, cfg.n_kv_heads)
+        values = np.ascontiguousarray(values)
+        if not values.flags.writeable:  # an F32 tensor is a view of the read-only memory map
+            values = values.copy()
+        state[target] = torch.from_numpy(values)
+    if cfg.tie_embeddings and "tok_embeddings.weight" in state:
+        state["lm_head.weight"] = state["tok_embeddings.weight"]
+    return state
+
+
+def _bpe_merges(tokens: list[str], scores: list[float] | None, merges: list[str] | None) -> list[tuple[str, str]]:
+    """The file's merges, or (SentencePiece files often have none) the ones its vocabulary implies:
+    every token that splits into two vocabulary tokens, best score first."""
+    if merges:
+        return [tuple(m.split(" ", 1)) for m in merges]  # type: ignore[misc]
+    index = {t: i for i, t in enumerate(tokens)}
+    score = scores or [-float(i) for i in range(len(tokens))]
+    found: list[tuple[float, int, int, str, str]] = []
+    for tok in tokens:
+        for cut in range(1, len(tok)):
+            left, right = tok[:cut], tok[cut:]
+            if left in index and right in index:
+                found.append((-score[index[tok]], index[left], index[right], left, right))
+    return [(a, b) for *_, a, b in sorted(found)]
+
+
+def tokenizer_from_gguf(meta: dict[str, Any], name: str) -> TextTokenizer:
+    """A ``TextTokenizer`` from ``tokenizer.ggml.*`` metadata (gpt2 byte-level BPE or llama SentencePiece BPE)."""
+    from tokenizers import AddedToken, Regex, decoders, normalizers, pre_tokenizers
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers.models import BPE
+
+    kind = meta.get("tokenizer.ggml.model")
+    tokens = meta.get("tokenizer.ggml.tokens")
+    if not tokens:
+        raise ModelLoadError(f"{name}: the GGUF file has no tokenizer (tokenizer.ggml.tokens)")
+    types = meta.get("tokenizer.ggml.token_type") or [1] * len(tokens)
+    vocab = {tok: i for i, tok in enumerate(tokens)}
+    merges = _bpe_merges(tokens, meta.get("tokenizer.ggml.scores"), meta.get("tokenizer.ggml.merges"))
+    if kind == "gpt2":
+        tok = HFTokenizer(BPE(vocab, merges, fuse_unk=False))
+        pre = meta.get("tokenizer.ggml.pre")
+        if pre in ("llama3", "llama-v3", "llama-bpe", "smaug-bpe", "dbrx"):
+            split = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+                     r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+            tok.pre_tokenizer = pre_tokenizers.Sequence([
+                pre_tokenizers.Split(Regex(split), behavior="isolated"),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+        else:  # gpt2's own split (SmolLM's "smollm" is this one)
+            tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+        tok.decoder = decoders.ByteLevel()
+        add_bos_default = False
+    elif kind == "llama":
+        unk = meta.get("tokenizer.ggml.unknown_token_id")
+        tok = HFTokenizer(BPE(vocab, merges, unk_token=tokens[unk] if unk is not None else None,
+                              fuse_unk=True, byte_fallback=True))
+        prefix = meta.get("tokenizer.ggml.add_space_prefix", True)
+        steps = [normalizers.Prepend("▁")] if prefix else []
+        tok.normalizer = normalizers.Sequence([*steps, normalizers.Replace(" ", "▁")])
+        tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                         *([decoders.Strip(" ", 1, 0)] if prefix else [])])
+        add_bos_default = True
+    else:
+        raise ModelLoadError(f"{name}: GGUF tokenizer {kind!r} is not supported (supported: gpt2 byte-level BPE, "
+                             "llama SentencePiece)")
+    specials = [AddedToken(t, special=True, normalized=False) for t, k in zip(tokens, types) if k == _CONTROL]
+    added = [AddedToken(t, special=False, normalized=False) for t, k in zip(tokens, types) if k == _USER_DEFINED]
+    if specials:
+        tok.add_special_tokens(specials)
+    if added:
+        tok.add_tokens(added)
+    return TextTokenizer(tok, eos_id=meta.get("tokenizer.ggml.eos_token_id"),
+                         bos_id=meta.get("tokenizer.ggml.bos_token_id"),
+                         add_bos=bool(meta.get("tokenizer.ggml.add_bos_token", add_bos_default)),
+                         chat_template=meta.get("tokenizer.chat_template"))
+
+
+def open_gguf(path: Path) -> Any:
+    """A ``GGUFReader`` over ``path``; unreadable or corrupt files raise ``ModelLoadError``."""
+    from gguf import GGUFReader
+
+    try:
+        return GGUFReader(str(path))
+    except OSError as exc:
+        raise ModelLoadError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    except Exception as exc:  # the reader raises ValueError, IndexError, struct errors … on bad bytes
+        raise ModelLoadError(f"{path}: not a valid GGUF file, it may be truncated or corrupt "
+                             f"({type(exc).__name__}: {exc})") from exc
+
+
+def load_gguf(path: Path, model_id: str) -> LoadedModel:
+    """Load a Llama-architecture ``.gguf`` file as a float32 kvsim model plus its tokenizer."""
+    path = Path(path)
+    reader = open_gguf(path)
+    try:
+        meta = read_metadata(reader)
+        names = {t.name for t in reader.tensors}
+    except Exception as exc:  # malformed key/value section
+        raise ModelLoadError(f"{path}: GGUF metadata cannot be read, the file may be corrupt ({exc})") from exc
+    cfg = config_from_gguf(meta, model_id, names)
+    try:
+        state = _state_dict(reader, cfg, model_id)
+    except ModelLoadError:
+        raise
+    except Exception as exc:  # a tensor whose bytes do not fit its declared shape/type
+        raise ModelLoadError(f"{path}: GGUF tensor data cannot be read, the file may be truncated or corrupt "
+                             f"({type(exc).__name__}: {exc})") from exc
+    model = Transformer(cfg)
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        raise ModelLoadError(f"{path}: GGUF tensors do not fit its metadata ({str(exc).splitlines()[0]})") from exc
+    tokenizer = tokenizer_from_gguf(meta, model_id)
+    quant = sorted({t.tensor_type.name for t in reader.tensors})
+    info = {"source": str(path), "format": "gguf", "gguf_name": meta.get("general.name"),
+            "gguf_tensor_types": quant, "file_bytes": path.stat().st_size}
+    return LoadedModel(model.eval(), tokenizer, model_id, info)

@@ -1,0 +1,117 @@
+"""`kvsim run` contract: JSON Lines per step, a summary line, and one-line errors with exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kvsim.cli import main
+
+SMALL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,ctx=64,seed=0"
+
+
+def run_json(capsys, *args: str) -> tuple[list[dict], dict]:
+    assert main(["run", "--model", SMALL, "--json", *args]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    return lines[:-1], lines[-1]["summary"]
+
+
+def test_json_lines_contract(capsys) -> None:
+    steps, summary = run_json(capsys, "--prompt", "hello", "--steps", "6")
+    assert [s["step"] for s in steps] == list(range(6))
+    assert [s["phase"] for s in steps] == ["prefill"] + ["decode"] * 5
+    p = len("hello".encode())
+    assert [s["cached"]["kv_positions"] for s in steps] == [p, 1, 1, 1, 1, 1]
+    assert [s["uncached"]["kv_positions"] for s in steps] == [p + i for i in range(6)]
+    for s in steps:
+        assert isinstance(s["token_id"], int) and isinstance(s["token"], str)
+        for lane in ("uncached", "cached"):
+            assert set(s[lane]) >= {"kv_positions", "flops", "wall_ms", "cache_tokens", "cache_bytes"}
+            assert s[lane]["flops"] > 0 and s[lane]["wall_ms"] > 0
+        assert s["cached"]["flops"] <= s["uncached"]["flops"]
+    assert steps[-1]["cached"]["cache_tokens"] == p + 5
+    assert summary["tokens_identical"] is True
+    assert summary["max_abs_logit_diff"] < 1e-4
+    assert set(summary["ttft_ms"]) == set(summary["itl_ms"]) == {"uncached", "cached"}
+
+
+def test_prompt_ids_and_lanes(capsys) -> None:
+    steps, summary = run_json(capsys, "--prompt-ids", "1,2,3", "--steps", "3", "--lanes", "cached")
+    assert [s["cached"]["kv_positions"] for s in steps] == [3, 1, 1]
+    assert "uncached" not in steps[0]
+
+
+def test_seeded_sampling_is_reproducible(capsys) -> None:
+    a, _ = run_json(capsys, "--prompt", "abc", "--steps", "12", "--temperature", "1.5", "--seed", "7")
+    b, _ = run_json(capsys, "--prompt", "abc", "--steps", "12", "--temperature", "1.5", "--seed", "7")
+    c, _ = run_json(capsys, "--prompt", "abc", "--steps", "12", "--temperature", "1.5", "--seed", "8")
+    ids = lambda rows: [r["token_id"] for r in rows]  # noqa: E731
+    assert ids(a) == ids(b)
+    assert ids(a) != ids(c)
+
+
+def test_table_output(capsys) -> None:
+    assert main(["run", "--model", SMALL, "--prompt", "hi", "--steps", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "prefill" in out and "decode" in out and "TTFT" in out and "identical" in out
+
+
+def test_save_trace(tmp_path, capsys) -> None:
+    from kvsim.trace import Trace
+
+    path = tmp_path / "x.kvsim"
+    assert main(["run", "--model", SMALL, "--prompt", "hi", "--steps", "4", "--save", str(path), "--json"]) == 0
+    assert len(Trace.load(path).records) == 4
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["run", "--model", SMALL, "--prompt", "", "--steps", "3"], "prompt is empty"),
+    (["run", "--model", SMALL, "--prompt", "   ", "--steps", "3"], "prompt is empty"),
+    (["run", "--model", SMALL, "--prompt", "x", "--steps", "0"], "steps"),
+    (["run", "--model", SMALL, "--prompt", "x", "--steps", "-3"], "steps"),
+    (["run", "--model", SMALL, "--prompt", "x" * 65, "--steps", "1"], "longer than the model's context"),
+    (["run", "--model", SMALL, "--prompt", "x" * 60, "--steps", "10"], "context"),
+    (["run", "--model", "no-such-model", "--prompt", "x"], "unknown model"),
+    (["run", "--model", "random:layers=two", "--prompt", "x"], "integer"),
+    (["run", "--model", "random:layers", "--prompt", "x"], "key=value"),
+    (["run", "--model", "random:wings=3", "--prompt", "x"], "unknown random: setting"),
+    (["run", "--model", "random:heads=8,kv_heads=3", "--prompt", "x"], "multiple"),
+    (["run", "--model", SMALL, "--prompt-ids", "1,x"], "prompt-ids"),
+    (["run", "--model", SMALL, "--prompt-ids", "1,99999"], "vocabulary"),
+    (["run", "--model", SMALL, "--prompt", "x", "--lanes", "warp"], "unknown lane"),
+    (["run", "--model", SMALL, "--prompt", "x", "--temperature", "-1"], "temperature"),
+    (["run", "--model", SMALL, "--prompt", "x", "--top-p", "2"], "top-p"),
+    (["memory", "--layers", "2", "--kv-heads", "2", "--head-dim", "8", "--context", "-5"], "context"),
+    (["memory", "--preset", "gpt5", "--context", "5"], "unknown preset"),
+    (["memory", "--layers", "2", "--context", "5"], "missing"),
+    (["run", "--bogus"], "unrecognized"),
+])
+def test_bad_input_is_one_line_exit_2(args, fragment, capsys) -> None:
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert fragment in err
+
+
+def test_real_entry_point_error_has_no_traceback() -> None:
+    proc = subprocess.run([sys.executable, "-m", "kvsim", "run", "--model", "/no/such/dir", "--prompt", "x"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "kvsim", "--version"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.startswith("kvsim ")
+
+
+def test_corrupt_checkpoint_is_a_clear_error(tmp_path, capsys) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", "num_hidden_layers": 1,
+                                                      "num_attention_heads": 2, "hidden_size": 8,
+                                                      "intermediate_size": 16, "vocab_size": 300}))
+    (tmp_path / "model.safetensors").write_bytes(b"\x00garbage" * 10)
+    assert main(["run", "--model", str(tmp_path), "--prompt", "x"]) == 2
+    assert "corrupt" in capsys.readouterr().err
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    assert main(["run", "--model", str(tmp_path), "--prompt", "x"]) == 2
+    assert "not supported" in capsys.readouterr().err

@@ -1,0 +1,102 @@
+"""The memory formula against hand-computed figures and the seeds' tables."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kvsim.cli import main
+from kvsim.memory import PRESETS, MemoryError_, get_preset, kv_cache_bytes, preset_from_hf_config, weight_bytes
+
+
+def test_seed_formula_mha_fp16() -> None:
+    # memória = 2 × n_layers × n_heads × d_head × seq_len × batch × 2 bytes (Llama-2-7B is MHA)
+    assert get_preset("llama-2-7b").kv_bytes(4096) == 2 * 32 * 32 * 128 * 4096 * 1 * 2 == 2_147_483_648
+
+
+def test_gqa_uses_kv_heads_not_query_heads() -> None:
+    p = get_preset("llama-2-70b")
+    assert (p.heads, p.kv_heads) == (64, 8)
+    assert p.kv_bytes(4096) == 2 * 80 * 8 * 128 * 4096 * 2 == 1_342_177_280
+    # the same shape with MHA would be 8x larger
+    assert kv_cache_bytes(80, 64, 128, 4096) == 8 * p.kv_bytes(4096)
+    assert get_preset("llama-3-70b").kv_bytes(128_000) == 41_943_040_000  # "dezenas de GB"
+
+
+def test_mqa_single_kv_head() -> None:
+    p = get_preset("falcon-7b")
+    assert p.kv_heads == 1
+    assert p.kv_bytes(2048, batch=4) == 2 * 32 * 1 * 64 * 2048 * 4 * 2 == 67_108_864
+
+
+def test_sliding_window_caps_memory() -> None:
+    p = get_preset("mistral-7b")
+    cap = 2 * 32 * 8 * 128 * 4096 * 2  # 4096-token window on every layer
+    assert p.kv_bytes(32768) == cap == 536_870_912
+    assert p.kv_bytes(1000) == 2 * 32 * 8 * 128 * 1000 * 2
+    # Gemma 2: 21 local layers capped at 4096, 21 global layers hold all 8192 tokens
+    g = get_preset("gemma-2-9b")
+    assert g.kv_bytes(8192) == 2 * 8 * 256 * 2 * (21 * 4096 + 21 * 8192) == 2_113_929_216
+    assert kv_cache_bytes(4, 2, 8, 100, window=10) == 2 * 4 * 10 * 2 * 8 * 2
+
+
+def test_quantized_bits() -> None:
+    full = kv_cache_bytes(32, 8, 128, 1000)
+    assert kv_cache_bytes(32, 8, 128, 1000, bits=8) * 2 == full
+    assert kv_cache_bytes(32, 8, 128, 1000, bits=4) * 4 == full
+
+
+def test_seed_weight_table_70b() -> None:
+    expected_gb = {"fp32": 280, "fp16": 140, "bf16": 140, "int8": 70, "int4": 35, "int2": 17.5}
+    for dtype, gb in expected_gb.items():
+        assert weight_bytes(70_000_000_000, dtype) == gb * 1e9
+
+
+def test_parameter_counts_match_published_totals() -> None:
+    for preset in PRESETS.values():
+        assert preset.n_params == preset.published_params, preset.name
+
+
+def test_required_presets_exist() -> None:
+    for name in ("gpt2", "gpt2-xl", "llama-2-7b", "llama-2-70b", "llama-3-8b", "llama-3.1-8b", "llama-3-70b",
+                 "llama-3.1-70b", "mistral-7b", "gemma-2-9b", "qwen2.5-0.5b", "smollm2-135m", "falcon-7b"):
+        assert name in PRESETS
+    assert get_preset("smollm2-135m").kv_heads == 3
+
+
+def test_bad_values_raise() -> None:
+    with pytest.raises(MemoryError_):
+        kv_cache_bytes(2, 2, 8, -1)
+    with pytest.raises(MemoryError_):
+        kv_cache_bytes(0, 2, 8, 10)
+    with pytest.raises(MemoryError_):
+        get_preset("no-such-model")
+
+
+def test_config_json_matches_preset(tmp_path) -> None:
+    cfg = {"model_type": "llama", "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8,
+           "hidden_size": 8192, "intermediate_size": 28672, "vocab_size": 32000, "max_position_embeddings": 4096}
+    p = preset_from_hf_config(cfg)
+    assert p.kv_bytes(4096) == get_preset("llama-2-70b").kv_bytes(4096)
+    assert p.n_params == get_preset("llama-2-70b").published_params
+
+
+def test_memory_cli_json(capsys, tmp_path) -> None:
+    assert main(["memory", "--preset", "llama-3-8b", "--context", "8192", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["bytes"] == 2 * 32 * 8 * 128 * 8192 * 2
+    assert out["bytes_per_token"] == 2 * 32 * 8 * 128 * 2
+    assert main(["memory", "--layers", "4", "--kv-heads", "2", "--head-dim", "16", "--context", "10",
+                 "--kv-bits", "8", "--batch", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["bytes"] == 2 * 4 * 2 * 16 * 10 * 3
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "mistral", "num_hidden_layers": 32, "num_attention_heads": 32,
+                                "num_key_value_heads": 8, "hidden_size": 4096, "intermediate_size": 14336,
+                                "vocab_size": 32000, "sliding_window": 4096}))
+    assert main(["memory", "--config", str(path), "--context", "32768", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["bytes"] == 536_870_912
+    assert main(["memory", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert "falcon-7b" in listed and "gemma-2-9b" in listed

@@ -1,0 +1,111 @@
+"""Traces round-trip exactly; damaged files give clear errors."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+from helpers import FAMILY_SPECS, load
+
+from kvsim.simulate import Simulator
+from kvsim.trace import Trace, TraceError
+
+
+@pytest.fixture(scope="module")
+def trace() -> Trace:
+    loaded = load(FAMILY_SPECS["llama-gqa"])
+    sim = Simulator(loaded.model, loaded.tokenizer, loaded.tokenizer.encode("round trip"), model_id="t")
+    list(sim.run(6))
+    return sim.trace
+
+
+def test_round_trip_is_exact(trace: Trace, tmp_path) -> None:
+    path = trace.save(tmp_path / "run.kvsim")
+    back = Trace.load(path)
+    assert back.meta == json.loads(json.dumps(trace.meta))
+    assert len(back.records) == len(trace.records)
+    for a, b in zip(trace.records, back.records, strict=True):
+        for name in ("positions", "input_ids", "q", "k", "v"):
+            x, y = getattr(a, name), getattr(b, name)
+            assert x.dtype == y.dtype and np.array_equal(x, y)
+        assert (a.run_id, a.step, a.phase, a.token_id, a.token) == (b.run_id, b.step, b.phase, b.token_id, b.token)
+        assert a.lanes == b.lanes
+    assert back.token_ids() == trace.token_ids()
+
+
+def test_records_are_immutable(trace: Trace) -> None:
+    r = trace.records[0]
+    with pytest.raises(ValueError):
+        r.k[0, 0, 0, 0] = 1.0
+    with pytest.raises(AttributeError):
+        r.step = 3  # type: ignore[misc]
+
+
+def test_save_is_atomic_and_leaves_no_temp(trace: Trace, tmp_path) -> None:
+    target = tmp_path / "a.kvsim"
+    target.write_bytes(b"old")
+    trace.save(target)
+    assert zipfile.is_zipfile(target)
+    assert [p.name for p in tmp_path.iterdir()] == ["a.kvsim"]
+
+
+def test_truncated_file(trace: Trace, tmp_path) -> None:
+    path = trace.save(tmp_path / "run.kvsim")
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(TraceError, match="damaged|truncated|not a kvsim"):
+        Trace.load(path)
+
+
+def _rewrite(src, dst, manifest=None, arrays=None) -> None:
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        zout.writestr("manifest.json", manifest if manifest is not None else zin.read("manifest.json"))
+        zout.writestr("arrays.npz", arrays if arrays is not None else zin.read("arrays.npz"))
+
+
+def test_tampered_files(trace: Trace, tmp_path) -> None:
+    good = trace.save(tmp_path / "good.kvsim")
+    manifest = json.loads(zipfile.ZipFile(good).read("manifest.json"))
+
+    bad = tmp_path / "version.kvsim"
+    _rewrite(good, bad, json.dumps({**manifest, "version": 99}))
+    with pytest.raises(TraceError, match="version"):
+        Trace.load(bad)
+
+    bad = tmp_path / "json.kvsim"
+    _rewrite(good, bad, "{not json")
+    with pytest.raises(TraceError, match="JSON"):
+        Trace.load(bad)
+
+    meta = dict(manifest["meta"])
+    meta["config"] = {**meta["config"], "n_kv_heads": 3}
+    bad = tmp_path / "shape.kvsim"
+    _rewrite(good, bad, json.dumps({**manifest, "meta": meta}))
+    with pytest.raises(TraceError, match="do not match"):
+        Trace.load(bad)
+
+    bad = tmp_path / "arrays.kvsim"
+    _rewrite(good, bad, arrays=b"garbage")
+    with pytest.raises(TraceError, match="arrays.npz"):
+        Trace.load(bad)
+
+    bad = tmp_path / "plain.kvsim"
+    bad.write_text("hello")
+    with pytest.raises(TraceError):
+        Trace.load(bad)
+    with pytest.raises(TraceError, match="no such"):
+        Trace.load(tmp_path / "missing.kvsim")
+
+
+def test_pickled_arrays_are_refused(trace: Trace, tmp_path) -> None:
+    import io
+
+    good = trace.save(tmp_path / "good.kvsim")
+    buf = io.BytesIO()
+    np.savez(buf, s0_q=np.array([{"evil": 1}], dtype=object))
+    bad = tmp_path / "pickle.kvsim"
+    _rewrite(good, bad, arrays=buf.getvalue())
+    with pytest.raises(TraceError):
+        Trace.load(bad)
