@@ -152,6 +152,17 @@ def _state_dict(reader: Any, cfg: ModelConfig, name: str) -> dict[str, torch.Ten
     return state
 
 
+def build_with_weights(cfg: ModelConfig, state: dict[str, torch.Tensor]) -> Transformer:
+    """A ``Transformer`` holding exactly ``state`` (strict), built on the meta device so no time
+    goes into random initialisation that the weights overwrite; tied embeddings stay one tensor."""
+    with torch.device("meta"):
+        model = Transformer(cfg)
+    model.load_state_dict(state, strict=True, assign=True)
+    if cfg.tie_embeddings:
+        model.lm_head.weight = model.tok_embeddings.weight
+    return model
+
+
 def _bpe_merges(tokens: list[str], scores: list[float] | None, merges: list[str] | None) -> list[tuple[str, str]]:
     """The file's merges, or (SentencePiece files often have none) the ones its vocabulary implies:
     every token that splits into two vocabulary tokens, best score first."""
@@ -179,6 +190,8 @@ def tokenizer_from_gguf(meta: dict[str, Any], name: str) -> TextTokenizer:
     if not tokens:
         raise ModelLoadError(f"{name}: the GGUF file has no tokenizer (tokenizer.ggml.tokens)")
     types = meta.get("tokenizer.ggml.token_type") or [1] * len(tokens)
+    if len(types) != len(tokens):
+        raise ModelLoadError(f"{name}: GGUF tokenizer has {len(tokens)} tokens but {len(types)} token types")
     vocab = {tok: i for i, tok in enumerate(tokens)}
     merges = _bpe_merges(tokens, meta.get("tokenizer.ggml.scores"), meta.get("tokenizer.ggml.merges"))
     if kind == "gpt2":
@@ -207,8 +220,8 @@ def tokenizer_from_gguf(meta: dict[str, Any], name: str) -> TextTokenizer:
     else:
         raise ModelLoadError(f"{name}: GGUF tokenizer {kind!r} is not supported (supported: gpt2 byte-level BPE, "
                              "llama SentencePiece)")
-    specials = [AddedToken(t, special=True, normalized=False) for t, k in zip(tokens, types) if k == _CONTROL]
-    added = [AddedToken(t, special=False, normalized=False) for t, k in zip(tokens, types) if k == _USER_DEFINED]
+    specials = [AddedToken(t, special=True, normalized=False) for t, k in zip(tokens, types, strict=True) if k == _CONTROL]
+    added = [AddedToken(t, special=False, normalized=False) for t, k in zip(tokens, types, strict=True) if k == _USER_DEFINED]
     if specials:
         tok.add_special_tokens(specials)
     if added:
@@ -249,9 +262,8 @@ def load_gguf(path: Path, model_id: str) -> LoadedModel:
     except Exception as exc:  # a tensor whose bytes do not fit its declared shape/type
         raise ModelLoadError(f"{path}: GGUF tensor data cannot be read, the file may be truncated or corrupt "
                              f"({type(exc).__name__}: {exc})") from exc
-    model = Transformer(cfg)
     try:
-        model.load_state_dict(state, strict=True)
+        model = build_with_weights(cfg, state)
     except RuntimeError as exc:
         raise ModelLoadError(f"{path}: GGUF tensors do not fit its metadata ({str(exc).splitlines()[0]})") from exc
     tokenizer = tokenizer_from_gguf(meta, model_id)
