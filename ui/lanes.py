@@ -1,0 +1,403 @@
+"""One lane's panel: its K and V tables, its attention rows, and what this step cost.
+
+Rows are tokens (the same rows in all three plots, so a token's K, V and attention line up);
+K/V columns are head dimensions; attention columns are key positions. Images are rebuilt only when
+the cursor, layer or head changes; animation only moves overlay rectangles (cheap), so a frame
+costs almost nothing while a step animates:
+
+* rows this lane computed this step: the *old* ones are swept top to bottom (the recompute), the
+  *new* ones fade in and stay outlined;
+* rows it did not compute (read from its cache) are dimmed and labelled.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QBrush, QColor, QFont, QPen
+from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QVBoxLayout, QWidget
+
+from . import theme
+from .attention import AttentionRows, kv_head_of
+
+MAX_ROWS = 256  # rows drawn at most (the newest ones); older rows scroll off the top
+MAX_COLS = 512  # attention columns drawn at most (max-pooled beyond)
+
+
+class TokenAxis(pg.AxisItem):
+    """Left axis whose ticks are the tokens of the rows (every k-th when rows are thin)."""
+
+    def __init__(self, label_of) -> None:
+        super().__init__("left")
+        self.label_of = label_of
+        self.newest = 0
+        self.setWidth(118)
+        self.setStyle(tickLength=0, tickTextOffset=6, autoExpandTextSpace=False, hideOverlappingLabels=False)
+
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802, N803 - pyqtgraph API
+        minVal, maxVal = min(minVal, maxVal), max(minVal, maxVal)  # the y axis is inverted
+        rows = max(maxVal - minVal, 1e-9)
+        px = size / rows
+        every = max(1, math.ceil(17 / max(px, 1e-9)))
+        lo, hi = max(0, math.ceil(minVal - 0.5)), min(self.newest, math.floor(maxVal - 0.5)) + 1
+        values = [i + 0.5 for i in range(lo, hi) if (self.newest - i) % every == 0]
+        return [(1.0, values)]
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802
+        out = []
+        for v in values:
+            text = theme.show_token(self.label_of(int(v)))
+            out.append(text if len(text) <= 12 else text[:11] + "…")
+        return out
+
+
+def _rect_item(vb, fill: str | None, pen: str | None = None, width: float = 2.0, z: float = 10) -> QGraphicsRectItem:
+    item = QGraphicsRectItem()
+    item.setBrush(QBrush(QColor(fill)) if fill else QBrush(Qt.NoBrush))
+    if pen:
+        p = QPen(QColor(pen), width)
+        p.setCosmetic(True)
+        item.setPen(p)
+    else:
+        item.setPen(QPen(Qt.NoPen))
+    item.setZValue(z)
+    item.setVisible(False)
+    vb.addItem(item, ignoreBounds=True)
+    return item
+
+
+class _Plot:
+    """One image plot with the lane's overlays (dim, fade, sweep, outline, hover)."""
+
+    def __init__(self, glw: pg.GraphicsLayoutWidget, row: int, col: int, axis_left, color: str, x_label: str) -> None:
+        axes = {"left": axis_left} if axis_left is not None else {}
+        self.plot = glw.addPlot(row=row, col=col, axisItems=axes)
+        self.plot.setMenuEnabled(False)
+        self.plot.hideButtons()
+        vb = self.vb = self.plot.getViewBox()
+        vb.setMouseEnabled(False, False)
+        vb.invertY(True)
+        vb.setDefaultPadding(0.0)
+        if axis_left is None:
+            self.plot.hideAxis("left")
+        bottom = self.plot.getAxis("bottom")
+        bottom.setLabel(x_label, color=theme.MUTED)
+        bottom.setStyle(tickLength=-4)
+        # masked cells are transparent: this hatched background is what shows through
+        self.masked_bg = _rect_item(vb, None, z=-20)
+        self.masked_bg.setBrush(QBrush(QColor(theme.MASKED), Qt.BDiagPattern))
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.image.setZValue(0)
+        vb.addItem(self.image)
+        self.dim = _rect_item(vb, "#000000", z=5)
+        self.pending = _rect_item(vb, "#000000", z=6)
+        self.fade = _rect_item(vb, "#000000", z=7)
+        self.sweep = _rect_item(vb, None, pen=None, z=8)
+        self.sweep.setBrush(QBrush(QColor(255, 255, 255, 110)))
+        self.outline = _rect_item(vb, None, pen=color, width=2.5, z=9)
+        self.hover = _rect_item(vb, None, pen="#ffffff", width=1.5, z=11)
+        self.hover_col = _rect_item(vb, None, pen="#ffffff", width=1.5, z=11)
+        self.width = 1.0
+
+    def set_rows(self, rgba: np.ndarray | None, lo: int, hi: int, width: float) -> None:
+        self.width = width
+        if rgba is None or hi <= lo:
+            self.image.setVisible(False)
+            self.masked_bg.setVisible(False)
+        else:
+            self.image.setImage(rgba, levels=(0, 255), autoLevels=False)
+            self.image.setRect(QRectF(0, lo, width, hi - lo))
+            self.image.setVisible(True)
+            self.masked_bg.setRect(QRectF(0, lo, width, hi - lo))
+            self.masked_bg.setVisible(True)
+        self.vb.setRange(xRange=(0, width), yRange=(lo, max(hi, lo + 1)), padding=0)
+
+    def band(self, item: QGraphicsRectItem, a: float, b: float, alpha: float | None = None) -> None:
+        if b <= a:
+            item.setVisible(False)
+            return
+        item.setRect(QRectF(0, a, self.width, b - a))
+        if alpha is not None:
+            c = QColor(theme.BG)
+            c.setAlphaF(max(0.0, min(1.0, alpha)))
+            item.setBrush(QBrush(c))
+        item.setVisible(True)
+
+
+def _pool_cols(mat: np.ndarray, max_cols: int) -> np.ndarray:
+    n = mat.shape[1]
+    if n <= max_cols:
+        return mat
+    f = math.ceil(n / max_cols)
+    pad = (-n) % f
+    if pad:
+        mat = np.concatenate([mat, np.full((mat.shape[0], pad), np.nan, np.float32)], axis=1)
+    return np.fmax.reduce(mat.reshape(mat.shape[0], -1, f), axis=2)
+
+
+class DerivedImages:
+    """Images both lanes share (the values are the same; only the overlays differ), memoised."""
+
+    def __init__(self, session) -> None:
+        self.session = session
+        self.attn: dict[tuple[int, int], AttentionRows] = {}
+        self._memo: dict[tuple, object] = {}
+        self.levels: dict[tuple[int, int], float] = {}
+        session.run_started.connect(self.clear)
+
+    def clear(self) -> None:
+        self.attn.clear()
+        self._memo.clear()
+        self.levels.clear()
+
+    def _kv_level(self, layer: int, kv_head: int) -> float:
+        """Symmetric colour level for a (layer, kv head), fixed for the run from the prefill rows."""
+        key = (layer, kv_head)
+        if key not in self.levels:
+            s = self.session
+            p = max(s.prompt_len, 1)
+            rows = np.concatenate([s.k.buf[layer, kv_head, :p].ravel(), s.v.buf[layer, kv_head, :p].ravel()])
+            self.levels[key] = float(np.percentile(np.abs(rows), 99)) or 1.0
+        return self.levels[key]
+
+    def kv(self, layer: int, head: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        s = self.session
+        cfg = s.run.config
+        g = kv_head_of(head, cfg["n_heads"], cfg["n_kv_heads"])
+        key = ("kv", layer, g, lo, hi)
+        if key not in self._memo:
+            m = self._kv_level(layer, g)
+            k = theme.colorize(s.k.buf[layer, g, lo:hi], -m, m, theme.KV_CMAP)
+            v = theme.colorize(s.v.buf[layer, g, lo:hi], -m, m, theme.KV_CMAP)
+            self._remember(key, (k, v))
+        return self._memo[key]
+
+    def attention(self, layer: int, head: int, lo: int, hi: int) -> tuple[np.ndarray, float]:
+        """RGBA of attention rows lo..hi-1 over keys 0..hi-1, and the image's x width (= hi)."""
+        s = self.session
+        cfg = s.run.config
+        key = ("attn", layer, head, lo, hi)
+        if key not in self._memo:
+            rows = self.attn.setdefault((layer, head), AttentionRows(cfg.get("sliding_window")))
+            g = kv_head_of(head, cfg["n_heads"], cfg["n_kv_heads"])
+            mat = rows.rows(s.q.buf[layer, head], s.k.buf[layer, g], lo, hi, hi)
+            mat = _pool_cols(mat, MAX_COLS)
+            rgba = theme.colorize(np.sqrt(mat), 0.0, 1.0, theme.ATTN_CMAP)  # colour ∝ √p (see legend)
+            self._remember(key, (rgba, float(hi)))
+        return self._memo[key]
+
+    def attention_values(self, layer: int, head: int, row: int) -> np.ndarray:
+        """The exact probabilities of one query row (tests and tooltips)."""
+        s = self.session
+        cfg = s.run.config
+        rows = self.attn.setdefault((layer, head), AttentionRows(cfg.get("sliding_window")))
+        g = kv_head_of(head, cfg["n_heads"], cfg["n_kv_heads"])
+        return rows.rows(s.q.buf[layer, head], s.k.buf[layer, g], row, row + 1, row + 1)[0]
+
+    def _remember(self, key, value) -> None:
+        if len(self._memo) > 24:
+            self._memo.pop(next(iter(self._memo)))
+        self._memo[key] = value
+
+
+class LanePanel(QWidget):
+    """Lane ``name``: header, [K | V | attention] with shared token rows, and a per-step readout."""
+
+    def __init__(self, session, derived: DerivedImages, name: str, policy: str, parent=None) -> None:
+        super().__init__(parent)
+        self.session, self.derived, self.name, self.policy = session, derived, name, policy
+        self.color = theme.lane_color(name)
+        self.layer, self.head = 0, 0
+        self.hovered = -1
+        self._geom = None  # (lo, hi, computed_lo, new_lo, n) of the drawn step
+        self._t = 1.0
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 2, 4, 2)
+        lay.setSpacing(2)
+        self.header = QLabel()
+        self.header.setTextFormat(Qt.RichText)
+        hf = QFont(self.font())
+        hf.setPointSizeF(hf.pointSizeF() * 1.35)
+        self.header.setFont(hf)
+        lay.addWidget(self.header)
+
+        self.glw = pg.GraphicsLayoutWidget()
+        self.glw.ci.setContentsMargins(0, 0, 0, 0)
+        self.glw.ci.setSpacing(6)
+        self.axis = TokenAxis(self._label_of)
+        font = QFont(self.font())
+        self.axis.setTickFont(font)
+        self.titles = [self.glw.addLabel("", row=0, col=c, size="12pt", color=theme.MUTED) for c in range(3)]
+        self.k = _Plot(self.glw, 1, 0, self.axis, self.color, "K dims")
+        self.v = _Plot(self.glw, 1, 1, None, self.color, "V dims")
+        self.a = _Plot(self.glw, 1, 2, None, self.color, "key position")
+        for p in (self.v, self.a):
+            p.vb.setYLink(self.k.vb)
+        lay_ = self.glw.ci.layout
+        lay_.setColumnStretchFactor(0, 2)
+        lay_.setColumnStretchFactor(1, 2)
+        lay_.setColumnStretchFactor(2, 4)
+        for p in (self.k, self.v, self.a):
+            p.plot.getAxis("bottom").setTickFont(font)
+        self.cache_text = pg.TextItem("", color=theme.TEXT, anchor=(0.5, 0.5), fill=QColor(18, 20, 24, 200))
+        self.cache_text.setZValue(20)
+        self.a.vb.addItem(self.cache_text, ignoreBounds=True)
+        lay.addWidget(self.glw, 1)
+
+        self.readout = QLabel()
+        self.readout.setObjectName("readout")
+        self.readout.setTextFormat(Qt.RichText)
+        rf = QFont(self.font())
+        rf.setPointSizeF(rf.pointSizeF() * 1.2)
+        self.readout.setFont(rf)
+        lay.addWidget(self.readout)
+        self._set_header()
+
+        session.run_started.connect(self.redraw)
+        session.cursor_moved.connect(lambda _s: self.redraw())
+
+    # ------------------------------------------------------------------ drawing
+    def _label_of(self, row: int) -> str:
+        s = self.session
+        return s.token_label(row) if 0 <= row < len(s.tokens) else ""
+
+    def _set_header(self) -> None:
+        what = "recomputes every row, every step" if self.policy == "none" else "computes the new row, reads the rest"
+        self.header.setText(f"<span style='color:{self.color}'>●</span> <b style='color:{self.color}'>"
+                             f"{theme.lane_title(self.name)}</b> <span style='color:{theme.MUTED}'>— {what}</span>")
+
+    def set_selection(self, layer: int, head: int) -> None:
+        if (layer, head) != (self.layer, self.head):
+            self.layer, self.head = layer, head
+            self.redraw()
+
+    def redraw(self, t: float = 1.0) -> None:
+        """Rebuild the images for the session's cursor (no animation: ``t`` = 1 unless given)."""
+        s = self.session
+        r = s.record()
+        if s.run is None or r is None:
+            self._geom = None
+            for p in (self.k, self.v, self.a):
+                p.set_rows(None, 0, 1, 1.0)
+                for item in (p.dim, p.pending, p.fade, p.sweep, p.outline, p.hover, p.hover_col):
+                    item.setVisible(False)
+            self.cache_text.setVisible(False)
+            self.readout.setText(f"<span style='color:{theme.MUTED}'>press Step (→) to run the prefill</span>")
+            self._titles()
+            return
+        cfg = s.run.config
+        layer = min(self.layer, cfg["n_layers"] - 1)
+        head = min(self.head, cfg["n_heads"] - 1)
+        n = s.n_rows()
+        lo = max(0, n - MAX_ROWS)
+        self.axis.newest = n - 1
+        k_img, v_img = self.derived.kv(layer, head, lo, n)
+        a_img, a_width = self.derived.attention(layer, head, lo, n)
+        d = cfg["head_dim"]
+        self.k.set_rows(k_img, lo, n, d)
+        self.v.set_rows(v_img, lo, n, d)
+        self.a.set_rows(a_img, lo, n, a_width)
+        lane = r.lane(self.name)
+        new_lo, _ = s.new_rows()
+        self._geom = (lo, n, n - lane.kv_positions, new_lo, n)
+        self._titles(layer, head)
+        self.set_progress(t)
+        self._hover_items()
+
+    def _titles(self, layer: int = 0, head: int = 0) -> None:
+        s = self.session
+        if s.run is None:
+            return
+        cfg = s.run.config
+        g = kv_head_of(min(head, cfg["n_heads"] - 1), cfg["n_heads"], cfg["n_kv_heads"])
+        self.titles[0].setText(f"K · layer {layer} · kv head {g}")
+        self.titles[1].setText("V")
+        self.titles[2].setText(f"attention · query head {head}")
+
+    def set_progress(self, t: float) -> None:
+        """Animation frame ``t`` in [0, 1] of the current step: only overlays move."""
+        self._t = t
+        if self._geom is None:
+            return
+        lo, hi, comp_lo, new_lo, n = self._geom
+        sweep_to = comp_lo + (new_lo - comp_lo) * min(1.0, t / 0.7) if new_lo > comp_lo else new_lo
+        fade_t = 1.0 if new_lo <= comp_lo else max(0.0, (t - 0.6) / 0.4)
+        fade_alpha = 1.0 - (t if new_lo <= comp_lo else fade_t)
+        for p in (self.k, self.v, self.a):
+            p.band(p.dim, max(lo, 0), max(lo, comp_lo), alpha=0.5)  # read from cache
+            p.band(p.pending, max(lo, sweep_to), max(lo, new_lo), alpha=0.8)  # not yet recomputed
+            p.band(p.sweep, max(lo, sweep_to - 1), max(lo, sweep_to)) if t < 1 and new_lo > comp_lo \
+                else p.sweep.setVisible(False)
+            p.band(p.fade, max(lo, new_lo), n, alpha=0.95 * fade_alpha) if fade_alpha > 0.01 \
+                else p.fade.setVisible(False)
+            p.band(p.outline, max(lo, new_lo), n)
+        self._cache_label(lo, comp_lo, new_lo, n)
+        self._readout(t)
+
+    def _cache_label(self, lo: int, comp_lo: int, new_lo: int, n: int) -> None:
+        if comp_lo > lo and comp_lo - lo >= 2:
+            self.cache_text.setText("read from cache (not recomputed)")
+            self.cache_text.setPos(self.a.width / 2, (lo + comp_lo) / 2)
+            self.cache_text.setVisible(True)
+        elif new_lo > comp_lo and new_lo - max(lo, comp_lo) >= 2:
+            self.cache_text.setText(f"all {n - comp_lo} rows recomputed")
+            self.cache_text.setPos(self.a.width / 2, (max(lo, comp_lo) + new_lo) / 2)
+            self.cache_text.setVisible(True)
+        else:
+            self.cache_text.setVisible(False)
+
+    def _readout(self, t: float) -> None:
+        r = self.session.record()
+        if r is None:
+            return
+        lane = r.lane(self.name)
+        e = 1 - (1 - min(1.0, t)) ** 3  # counters count up with an ease-out
+        rows = round(lane.kv_positions * e)
+        flops = lane.flops * e
+        ms = lane.wall_ms * e
+        c = self.color
+        diff = ""
+        if lane.recompute_diff is not None:
+            diff = f" · recomputed rows differ from the first ones by max <b>{lane.recompute_diff:.1e}</b>"
+        cache = f"cache <b>{lane.cache_tokens}</b> rows, <b>{theme.human_bytes(lane.cache_bytes)}</b>" \
+            if lane.cache_tokens else "no cache kept"
+        self.readout.setText(
+            f"this step: <b style='color:{c}'>{rows}</b> K/V rows computed · "
+            f"<b style='color:{c}'>{theme.human_count(flops)}FLOP</b> · <b style='color:{c}'>{ms:.2f} ms</b>"
+            f"<br><span style='color:{theme.MUTED}'>attention read {lane.context} keys · {cache}{diff}</span>")
+
+    # ------------------------------------------------------------------ hover
+    def set_hovered(self, position: int) -> None:
+        self.hovered = position
+        self._hover_items()
+
+    def _hover_items(self) -> None:
+        p_ = self.hovered
+        geom = self._geom
+        for p in (self.k, self.v, self.a):
+            if geom is None or not (geom[0] <= p_ < geom[1]):
+                p.hover.setVisible(False)
+                p.hover_col.setVisible(False)
+                continue
+            p.band(p.hover, p_, p_ + 1)
+        if geom is not None and 0 <= p_ < geom[1]:
+            scale = self.a.width / geom[1]
+            self.a.hover_col.setRect(QRectF(p_ * scale, geom[0], max(scale, 0.5), geom[1] - geom[0]))
+            self.a.hover_col.setVisible(True)
+        else:
+            self.a.hover_col.setVisible(False)
+
+    # ------------------------------------------------------------------ introspection (tests)
+    def shown(self) -> dict[str, object]:
+        """What the panel shows now: image shapes, row range, geometry (for tests and screenshots)."""
+        k = self.k.image.image
+        a = self.a.image.image
+        return {"k_shape": None if k is None or not self.k.image.isVisible() else k.shape[:2],
+                "v_shape": None if self.v.image.image is None or not self.v.image.isVisible()
+                else self.v.image.image.shape[:2],
+                "attn_shape": None if a is None or not self.a.image.isVisible() else a.shape[:2],
+                "geom": self._geom, "readout": self.readout.text()}

@@ -1,0 +1,75 @@
+"""All heads at once: the attention of every query head of the selected layer, grouped by the
+K/V head they share (GQA), for the step under the cursor."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF
+from PySide6.QtGui import QFont
+
+from . import theme
+from .attention import kv_head_of
+
+OVERVIEW_ROWS = 48  # newest query rows shown per head
+
+
+class HeadsOverview(pg.GraphicsLayoutWidget):
+    def __init__(self, session, derived, parent=None) -> None:
+        super().__init__(parent)
+        self.session, self.derived = session, derived
+        self.layer = 0
+        self.items: list[tuple[pg.PlotItem, pg.ImageItem]] = []
+        self._shape = None
+        session.run_started.connect(self._build)
+        session.cursor_moved.connect(lambda _s: self.redraw())
+
+    def _build(self) -> None:
+        self.clear()
+        self.items = []
+        s = self.session
+        cfg = s.run.config
+        h, hkv = cfg["n_heads"], cfg["n_kv_heads"]
+        cols = min(h, 4 if h <= 8 else 6)
+        font = QFont(self.font())
+        for i in range(h):
+            g = kv_head_of(i, h, hkv)
+            p = self.addPlot(row=(i // cols) * 2 + 1, col=i % cols)
+            self.addLabel(f"head {i} · kv {g}", row=(i // cols) * 2, col=i % cols, size="11pt",
+                          color=theme.lane_color("cached") if g % 2 == 0 else theme.ACCENT)
+            p.setMenuEnabled(False)
+            p.hideButtons()
+            p.setMouseEnabled(False, False)
+            p.invertY(True)
+            p.hideAxis("left")
+            p.hideAxis("bottom")
+            p.getAxis("bottom").setTickFont(font)
+            img = pg.ImageItem(axisOrder="row-major")
+            p.addItem(img)
+            self.items.append((p, img))
+        self.redraw()
+
+    def set_layer(self, layer: int) -> None:
+        self.layer = layer
+        self.redraw()
+
+    def redraw(self) -> None:
+        s = self.session
+        if s.run is None or not self.items or not self.isVisible():
+            return
+        n = s.n_rows()
+        if n <= 0:
+            for _, img in self.items:
+                img.setVisible(False)
+            return
+        lo = max(0, n - OVERVIEW_ROWS)
+        layer = min(self.layer, s.run.config["n_layers"] - 1)
+        for head, (p, img) in enumerate(self.items):
+            rgba, width = self.derived.attention(layer, head, lo, n)
+            img.setImage(rgba, levels=(0, 255), autoLevels=False)
+            img.setRect(QRectF(0, lo, width, n - lo))
+            img.setVisible(True)
+            p.setRange(xRange=(0, width), yRange=(lo, n), padding=0)
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        self.redraw()

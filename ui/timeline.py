@@ -1,0 +1,87 @@
+"""Timeline: a scrubber over the recorded steps, the phase (PREFILL / DECODE) always visible,
+and, during a long step, its progress with a Cancel button."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QSlider, QWidget
+
+from . import theme
+
+
+class Timeline(QWidget):
+    scrubbed = Signal(int)
+    cancel_requested = Signal()
+
+    def __init__(self, session, parent=None) -> None:
+        super().__init__(parent)
+        self.session = session
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(8, 4, 8, 4)
+        lay.setSpacing(10)
+        self.phase = QLabel("—")
+        self.phase.setObjectName("phase")
+        f = QFont(self.font())
+        f.setPointSizeF(f.pointSizeF() * 1.3)
+        self.phase.setFont(f)
+        self.phase.setMinimumWidth(120)
+        self.phase.setAlignment(Qt.AlignCenter)
+        lay.addWidget(self.phase)
+        self.slider = QSlider(Qt.Horizontal)
+        self.slider.setRange(-1, -1)
+        self.slider.setPageStep(1)
+        self.slider.valueChanged.connect(self._moved)
+        lay.addWidget(self.slider, 1)
+        self.label = QLabel()
+        self.label.setMinimumWidth(230)
+        lay.addWidget(self.label)
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(200)
+        self.progress.setVisible(False)
+        lay.addWidget(self.progress)
+        self.cancel = QPushButton("Cancel")
+        self.cancel.setVisible(False)
+        self.cancel.clicked.connect(self.cancel_requested)
+        lay.addWidget(self.cancel)
+        self._updating = False
+        session.run_started.connect(self.sync)
+        session.step_added.connect(lambda _s: self.sync())
+        session.cursor_moved.connect(lambda _s: self.sync())
+
+    def _moved(self, value: int) -> None:
+        if not self._updating:
+            self.scrubbed.emit(value)
+
+    def sync(self) -> None:
+        s = self.session
+        self._updating = True
+        self.slider.setRange(-1, max(-1, s.n_steps - 1))
+        self.slider.setValue(s.cursor)
+        self._updating = False
+        r = s.record()
+        if s.run is None:
+            self.label.setText("")
+            self.phase.setText("—")
+            return
+        if r is None:
+            phase, text = "READY", f"prompt: {s.prompt_len} tokens · step — / {s.n_steps}"
+            color = theme.MUTED
+        else:
+            phase = r.phase.upper()
+            color = theme.PHASE_COLORS[r.phase]
+            text = f"step {r.step} / {s.n_steps - 1} · {s.n_rows()} K/V rows · {s.n_text_tokens()} tokens"
+        self.phase.setText(phase)
+        self.phase.setStyleSheet(f"background: {color};")
+        self.label.setText(text)
+
+    def show_progress(self, lane: str, done: int, total: int) -> None:
+        self.progress.setVisible(True)
+        self.cancel.setVisible(True)
+        self.progress.setRange(0, total)
+        self.progress.setValue(done)
+        self.progress.setFormat(f"{theme.lane_title(lane)}: layer {done}/{total}")
+
+    def hide_progress(self) -> None:
+        self.progress.setVisible(False)
+        self.cancel.setVisible(False)

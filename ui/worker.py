@@ -1,0 +1,164 @@
+"""The worker: loads models and runs the Simulator on its own QThread, one step per request.
+
+It never touches a widget. Requests arrive as queued signals (``load``, ``begin``, ``step``);
+results leave as signals carrying immutable objects (``LoadedModel`` info, ``RunInfo``,
+``StepRecord``). A long step reports progress per layer and can be cancelled from the GUI thread
+(``cancel()`` sets a flag the per-layer callback checks and raises on).
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+from kvsim.config import ConfigError
+from kvsim.loading import ModelLoadError, load_model
+from kvsim.simulate import LANE_PRESETS, SimulationError, Simulator
+
+from .session import RunInfo
+
+FALLBACK_MODEL = "random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,seed=0"
+USER_ERRORS = (ModelLoadError, SimulationError, ConfigError, ValueError, OSError)
+
+
+class Cancelled(Exception):
+    """Raised from the progress callback to abandon a step."""
+
+
+class SimWorker(QObject):
+    model_loaded = Signal(object)  # dict: model_id, config, info, fallback note
+    run_started = Signal(object)  # RunInfo
+    record_ready = Signal(object)  # StepRecord
+    progress = Signal(str, int, int)  # lane, layers done, layers total
+    failed = Signal(str, str)  # what (load / run / step), message
+    busy_changed = Signal(bool)
+    cancelled = Signal(int)  # the step that was abandoned
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loaded = None
+        self.sim: Simulator | None = None
+        self._cancel = threading.Event()
+        self._lanes = ("uncached", "cached")
+        self._prompt = ""
+
+    def cancel(self) -> None:
+        """Thread-safe: the running step stops at the next layer boundary."""
+        self._cancel.set()
+
+    # -------------------------------------------------------------- slots (worker thread)
+    @Slot(str, bool)
+    def load(self, spec: str, fallback: bool = False) -> None:
+        self._cancel.clear()
+        self.busy_changed.emit(True)
+        note = ""
+        try:
+            try:
+                loaded = load_model(spec)
+            except ModelLoadError as exc:
+                if not fallback:
+                    raise
+                note = f"bundled model {spec!r} not available ({exc}); using a random model"
+                loaded = load_model(FALLBACK_MODEL)
+            self.loaded = loaded
+            self.sim = None
+            cfg = loaded.model.cfg
+            self.model_loaded.emit({"model_id": loaded.model_id, "config": _cfg_dict(cfg),
+                                    "info": dict(loaded.info), "note": note,
+                                    "params": loaded.model.n_params()})
+        except USER_ERRORS as exc:
+            self.failed.emit("load", f"could not load model {spec!r}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - the app must stay usable
+            self.failed.emit("load", f"could not load model {spec!r}: {type(exc).__name__}: {exc}")
+            traceback.print_exc()
+        finally:
+            self.busy_changed.emit(False)
+
+    @Slot(str, str)
+    def begin(self, prompt: str, lanes: str) -> None:
+        """Start a new run: tokenize the prompt and build the simulator (no step yet)."""
+        self._cancel.clear()
+        self.sim = None
+        if self.loaded is None:
+            self.failed.emit("run", "no model is loaded")
+            return
+        try:
+            names = [n for n in lanes.split(",") if n]
+            specs = tuple(LANE_PRESETS[n] for n in names)
+            tok = self.loaded.tokenizer
+            text = tok.format_prompt(prompt, chat=True)
+            ids = tok.encode(text)
+            sim = Simulator(self.loaded.model, tok, ids, specs, model_id=self.loaded.model_id,
+                            prompt_text=text, progress=self._on_progress)
+        except (*USER_ERRORS, KeyError) as exc:
+            self.failed.emit("run", str(exc))
+            return
+        self.sim = sim
+        self._prompt, self._lanes = prompt, tuple(names)
+        cfg = self.loaded.model.cfg
+        labels = {i: tok.token_text(i) for i in set(ids)}
+        self.run_started.emit(RunInfo(
+            run_id=sim.run_id, model_id=self.loaded.model_id, config=_cfg_dict(cfg), prompt_ids=list(ids),
+            prompt_text=text, token_texts=labels, lanes=list(sim.trace.meta["lanes"]),
+            info=dict(self.loaded.info), max_seq_len=cfg.max_seq_len))
+
+    @Slot(str)
+    def step(self, run_id: str) -> None:
+        """One Simulator.step() for run ``run_id`` (requests for an older run are dropped)."""
+        sim = self.sim
+        if sim is None or sim.run_id != run_id:
+            return
+        self._cancel.clear()
+        self.busy_changed.emit(True)
+        index = sim.steps_done
+        try:
+            record = sim.step()
+        except Cancelled:
+            self.sim = None  # its caches hold a half step: the run cannot continue
+            self.cancelled.emit(index)
+        except USER_ERRORS as exc:
+            self.failed.emit("step", str(exc))
+        except Exception as exc:  # noqa: BLE001
+            self.failed.emit("step", f"{type(exc).__name__}: {exc}")
+            traceback.print_exc()
+        else:
+            self.record_ready.emit(record)
+        finally:
+            self.busy_changed.emit(False)
+
+    def _on_progress(self, lane: str, done: int, total: int) -> None:
+        if self._cancel.is_set():
+            raise Cancelled()
+        self.progress.emit(lane, done, total)
+
+
+def _cfg_dict(cfg) -> dict:
+    return {"family": cfg.family, "n_layers": cfg.n_layers, "n_heads": cfg.n_heads, "n_kv_heads": cfg.n_kv_heads,
+            "head_dim": cfg.head_dim, "dim": cfg.dim, "vocab_size": cfg.vocab_size,
+            "max_seq_len": cfg.max_seq_len, "sliding_window": cfg.sliding_window, "name": cfg.name}
+
+
+class WorkerThread(QObject):
+    """Owns the QThread and the worker; the GUI talks to it through these signals."""
+
+    request_load = Signal(str, bool)
+    request_begin = Signal(str, str)
+    request_step = Signal(str)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.thread = QThread()
+        self.thread.setObjectName("kvsim-worker")
+        self.worker = SimWorker()
+        self.worker.moveToThread(self.thread)
+        self.request_load.connect(self.worker.load)
+        self.request_begin.connect(self.worker.begin)
+        self.request_step.connect(self.worker.step)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.worker.cancel()
+        self.thread.quit()
+        self.thread.wait(10_000)
