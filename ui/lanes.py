@@ -18,7 +18,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPen
-from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from . import theme
 from .attention import AttentionRows, kv_head_of
@@ -254,6 +254,9 @@ class LanePanel(QWidget):
         rf = QFont(self.font())
         rf.setPointSizeF(rf.pointSizeF() * 1.2)
         self.readout.setFont(rf)
+        for label in (self.header, self.readout):
+            label.setWordWrap(True)
+            label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         lay.addWidget(self.readout)
         self._set_header()
 
@@ -362,13 +365,13 @@ class LanePanel(QWidget):
         c = self.color
         diff = ""
         if lane.recompute_diff is not None:
-            diff = f" · recomputed rows differ from the first ones by max <b>{lane.recompute_diff:.1e}</b>"
+            diff = f" · recomputed rows vs first: max |Δ| <b>{lane.recompute_diff:.1e}</b>"
         cache = f"cache <b>{lane.cache_tokens}</b> rows, <b>{theme.human_bytes(lane.cache_bytes)}</b>" \
-            if lane.cache_tokens else "no cache kept"
+            if lane.cache_tokens else "nothing cached"
         self.readout.setText(
             f"this step: <b style='color:{c}'>{rows}</b> K/V rows computed · "
             f"<b style='color:{c}'>{theme.human_count(flops)}FLOP</b> · <b style='color:{c}'>{ms:.2f} ms</b>"
-            f"<br><span style='color:{theme.MUTED}'>attention read {lane.context} keys · {cache}{diff}</span>")
+            f"<br><span style='color:{theme.MUTED}'>read {lane.context} keys · {cache}{diff}</span>")
 
     # ------------------------------------------------------------------ hover
     def set_hovered(self, position: int) -> None:

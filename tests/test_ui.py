@@ -1,0 +1,346 @@
+"""GUI tests (pytest-qt, offscreen): what every view shows after N steps, scrubbing, play/pause,
+switching models, errors, cancelling, and the Signal(object) stress regression."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import textwrap  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+pytest.importorskip("pytestqt")
+from PySide6.QtCore import Qt  # noqa: E402
+
+from ui import theme  # noqa: E402
+from ui.attention import attention_rows, kv_head_of  # noqa: E402
+from ui.lanes import MAX_ROWS  # noqa: E402
+
+MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,seed=1"
+PROMPT = "The cache remembers"
+
+
+@pytest.fixture
+def window(qtbot, qapp):
+    theme.apply(qapp)
+    from ui.window import MainWindow
+
+    w = MainWindow(model=MODEL, prompt=PROMPT, persist=False)
+    w.animator.set_speed("instant")
+    qtbot.addWidget(w)
+    w.resize(1280, 720)
+    w.show()
+    assert w.wait_ready(60), w.last_error
+    yield w
+    w.shutdown()
+
+
+def _kv_from_records(records, layer, g):
+    k = np.concatenate([r.k[layer, g] for r in records], axis=0)
+    v = np.concatenate([r.v[layer, g] for r in records], axis=0)
+    return k, v
+
+
+# ---------------------------------------------------------------------------------- pure helper
+def test_attention_rows_match_softmax_and_mask():
+    rng = np.random.default_rng(0)
+    q, k = rng.normal(size=(3, 8)), rng.normal(size=(5, 8))
+    p = attention_rows(q, k, np.array([2, 3, 4]), np.arange(5))
+    assert p.shape == (3, 5)
+    assert np.isnan(p[0, 3:]).all() and np.isnan(p[1, 4:]).all() and not np.isnan(p[2]).any()
+    s = q[0] @ k[:3].T / np.sqrt(8)
+    np.testing.assert_allclose(p[0, :3], np.exp(s) / np.exp(s).sum(), rtol=1e-5)
+    np.testing.assert_allclose(np.nansum(p, axis=1), 1.0, rtol=1e-5)
+    w = attention_rows(q, k, np.array([2, 3, 4]), np.arange(5), window=2)
+    assert np.isnan(w[2, :3]).all() and np.isfinite(w[2, 3:]).all()
+    assert [kv_head_of(h, 8, 2) for h in range(8)] == [0, 0, 0, 0, 1, 1, 1, 1]
+
+
+def test_attention_matches_the_model():
+    """The derived attention equals the probabilities the engine's own forward computes."""
+    import torch
+
+    from kvsim.cache import NoCache
+    from kvsim.loading import load_model
+
+    loaded = load_model(MODEL)
+    m = loaded.model
+    ids = torch.tensor([loaded.tokenizer.encode(PROMPT)])
+    n = ids.shape[1]
+    captured = {}
+
+    def hook(_mod, _inp, out):
+        captured["probs"] = out
+
+    layer = m.layers[1].attn
+    handle_softmax = torch.nn.functional.softmax
+
+    def spy(x, dim=-1, **kw):
+        out = handle_softmax(x, dim=dim, **kw)
+        captured.setdefault("all", []).append(out)
+        return out
+
+    torch.softmax, orig = spy, torch.softmax
+    try:
+        out = m(ids, torch.arange(n), NoCache(m.cfg.n_layers), record=True)
+    finally:
+        torch.softmax = orig
+    probs = captured["all"][1]  # layer 1: (B, H_kv, g, T, S)
+    cfg = m.cfg
+    g = cfg.group_size
+    for head in range(cfg.n_heads):
+        kvh = kv_head_of(head, cfg.n_heads, cfg.n_kv_heads)
+        mine = attention_rows(out.q[1, 0, head].numpy(), out.k[1, 0, kvh].numpy(), np.arange(n), np.arange(n))
+        ref = probs[0, kvh, head % g].numpy()
+        np.testing.assert_allclose(np.nan_to_num(mine), ref, atol=1e-5)
+    assert layer is not None
+
+
+# ---------------------------------------------------------------------------------- views
+def test_after_n_steps_every_view_shows_the_records(window):
+    N = 5
+    assert window.run_steps(N)
+    s = window.session
+    P = s.prompt_len
+    records = s.records
+    assert len(records) == N and s.cursor == N - 1
+    cfg = s.run.config
+    D = cfg["head_dim"]
+    # after N steps the K/V tables hold P + N - 1 rows: the N-th produced token is not fed yet
+    assert s.n_rows() == P + N - 1
+    assert s.n_text_tokens() == P + N
+    for panel in window.lane_panels:
+        shown = panel.shown()
+        assert shown["k_shape"] == (P + N - 1, D)
+        assert shown["v_shape"] == (P + N - 1, D)
+        assert shown["attn_shape"] == (P + N - 1, P + N - 1)  # query rows × key positions
+        lane = records[-1].lane(panel.name)
+        assert f"<b style='color:{panel.color}'>{lane.kv_positions}</b>" in shown["readout"]
+        assert f"{lane.wall_ms:.2f} ms" in shown["readout"]
+    # images are the records' rows through the colormap, with symmetric levels
+    layer, head = window.lane_panels[0].layer, window.lane_panels[0].head
+    g = kv_head_of(head, cfg["n_heads"], cfg["n_kv_heads"])
+    k, v = _kv_from_records(records, layer, g)
+    m = window.derived.levels[(layer, g)]
+    np.testing.assert_array_equal(window.lane_panels[1].k.image.image, theme.colorize(k, -m, m, theme.KV_CMAP))
+    np.testing.assert_array_equal(window.lane_panels[1].v.image.image, theme.colorize(v, -m, m, theme.KV_CMAP))
+    # the last attention row: one decode row over P + N - 1 keys, equal to softmax(q·Kᵀ/√d)
+    q_last = records[-1].q[layer, head]  # (1, D)
+    expect = attention_rows(q_last, k, np.array([P + N - 2]), np.arange(P + N - 1))[0]
+    got = window.derived.attention_values(layer, head, P + N - 2)
+    np.testing.assert_allclose(got, expect, rtol=1e-5, atol=1e-7)
+    # lane geometry: uncached computed every row, cached only the new one
+    un = next(p for p in window.lane_panels if p.name == "uncached")
+    ca = next(p for p in window.lane_panels if p.name == "cached")
+    assert un.shown()["geom"][2] == 0 and ca.shown()["geom"][2] == P + N - 2
+    # counters equal the engine's records
+    for name in s.lane_names:
+        assert s.cum_rows[name][-1] == sum(r.lane(name).kv_positions for r in records)
+        assert s.cum_flops[name][-1] == sum(r.lane(name).flops for r in records)
+        rows_curve, flops_curve, time_curve = window.costs.curves[name]
+        np.testing.assert_array_equal(rows_curve.yData, np.cumsum([r.lane(name).kv_positions for r in records]))
+        np.testing.assert_array_equal(flops_curve.yData, np.cumsum([r.lane(name).flops for r in records]).astype(float))
+        np.testing.assert_allclose(time_curve.yData, [r.lane(name).wall_ms for r in records])
+    assert s.cum_rows["uncached"][-1] == N * P + N * (N - 1) // 2
+    assert s.cum_rows["cached"][-1] == P + N - 1
+    # timeline and phase
+    assert window.timeline.phase.text() == "DECODE"
+    assert window.timeline.slider.value() == N - 1
+
+
+def test_scrubbing_back_shows_step_k_exactly(window):
+    assert window.run_steps(6)
+    s = window.session
+    P = s.prompt_len
+    before = len(s.records)
+    for k in (0, 2, 4):
+        window.scrub_to(k)
+        assert s.cursor == k and len(s.records) == before  # no recompute
+        cfg = s.run.config
+        layer, head = window.lane_panels[0].layer, window.lane_panels[0].head
+        g = kv_head_of(head, cfg["n_heads"], cfg["n_kv_heads"])
+        kk, _ = _kv_from_records(s.records[: k + 1], layer, g)
+        m = window.derived.levels[(layer, g)]
+        for panel in window.lane_panels:
+            assert panel.shown()["k_shape"] == (P + k, cfg["head_dim"])
+            np.testing.assert_array_equal(panel.k.image.image, theme.colorize(kk, -m, m, theme.KV_CMAP))
+            lane = s.records[k].lane(panel.name)
+            assert f"{lane.wall_ms:.2f} ms" in panel.readout.text()
+        assert window.timeline.phase.text() == ("PREFILL" if k == 0 else "DECODE")
+        assert len(window.costs.curves["cached"][0].yData) == k + 1
+    # stepping forward from the middle replays the record, it does not compute
+    window.step_forward()
+    assert s.cursor == 5 and len(s.records) == before
+    window.step_back()
+    assert s.cursor == 4
+
+
+def test_step_back_to_prompt_only_and_hover(window, qtbot):
+    assert window.run_steps(2)
+    window.scrub_to(-1)
+    assert window.session.cursor == -1
+    assert window.lane_panels[0].shown()["k_shape"] is None
+    window.scrub_to(1)
+    window.tokens.set_hover(2)
+    for panel in window.lane_panels:
+        assert panel.k.hover.isVisible() and panel.a.hover_col.isVisible()
+    window.tokens.set_hover(-1)
+    assert not window.lane_panels[0].k.hover.isVisible()
+
+
+def test_play_and_pause(window, qtbot):
+    window.animator.set_speed("fast")
+    window.toggle_play()
+    assert window.playing
+    qtbot.waitUntil(lambda: window.session.n_steps >= 3, timeout=30_000)
+    window.toggle_play()
+    assert not window.playing
+    qtbot.wait(50)
+    qtbot.waitUntil(lambda: not window.busy, timeout=10_000)
+    n = window.session.n_steps
+    qtbot.wait(600)
+    assert window.session.n_steps == n  # paused: nothing more is computed
+    assert window.session.cursor == n - 1
+
+
+def test_keyboard_shortcuts(window, qtbot):
+    keys = {a.shortcut().toString() for a in (window.reset_action, window.back_action, window.step_action,
+                                              window.play_action)}
+    assert keys == {"Home", "Left", "Right", "Space"}
+    window.step_action.trigger()
+    qtbot.waitUntil(lambda: window.session.n_steps == 1, timeout=20_000)
+    window.back_action.trigger()
+    assert window.session.cursor == -1
+
+
+def test_switching_model_mid_session(window, qtbot):
+    assert window.run_steps(3)
+    other = "random:family=gpt2,layers=2,heads=2,dim=64,seed=3"
+    window.load_model(other)
+    qtbot.waitUntil(lambda: window.session.run is not None and window.session.run.model_id == other
+                    and window.can_step, timeout=30_000)
+    assert window.session.n_steps == 0
+    assert window.run_steps(2)
+    assert window.lane_panels[0].shown()["k_shape"] == (window.session.prompt_len + 1, 32)
+    assert window.head_box.count() == 3  # 2 heads + "all heads"
+
+
+def test_bad_model_file_shows_an_error_and_the_app_stays_usable(window, qtbot, tmp_path):
+    assert window.run_steps(2)
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"this is not a gguf file")
+    window.load_model(str(bad))
+    qtbot.waitUntil(lambda: window.banner.isVisible(), timeout=30_000)
+    assert "broken.gguf" in window.banner.text()
+    qtbot.waitUntil(lambda: not window.busy, timeout=10_000)
+    # the previous model is still loaded: reset and step again
+    window.reset()
+    qtbot.waitUntil(lambda: window.can_step and window.session.n_steps == 0, timeout=20_000)
+    assert window.run_steps(2)
+    assert window.session.n_steps == 2
+
+
+def test_prompt_too_long_is_a_message(qtbot, qapp):
+    from ui.window import MainWindow
+
+    w = MainWindow(model="random:layers=1,heads=2,kv_heads=1,dim=32,ctx=16", prompt="x" * 40, persist=False)
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitUntil(lambda: w.banner.isVisible(), timeout=30_000)
+    assert "longer than the model's context" in w.banner.text()
+    w.prompt_box.setEditText("short")
+    w.reset()
+    qtbot.waitUntil(lambda: w.can_step, timeout=20_000)
+    assert w.run_steps(2)
+    w.shutdown()
+
+
+def test_cancel_a_long_step(window, qtbot):
+    worker = window.worker.worker
+    worker.progress.connect(lambda *_: worker.cancel(), Qt.DirectConnection)
+    window.step_forward()
+    qtbot.waitUntil(lambda: not window.busy and not window.can_step, timeout=20_000)
+    assert "cancelled" in window.banner.text()
+    assert window.session.n_steps == 0
+    worker.progress.disconnect()
+    window.reset()
+    qtbot.waitUntil(lambda: window.can_step, timeout=20_000)
+    assert window.run_steps(1)
+
+
+def test_long_sequences_draw_only_the_rows_that_fit(qtbot, qapp):
+    from ui.window import MainWindow
+
+    w = MainWindow(model="random:layers=1,heads=2,kv_heads=1,dim=32,ctx=1024", prompt="a" * 300, persist=False)
+    qtbot.addWidget(w)
+    w.animator.set_speed("instant")
+    assert w.wait_ready(60)
+    assert w.run_steps(2)
+    n = w.session.n_rows()
+    assert n == 301
+    shown = w.lane_panels[0].shown()
+    assert shown["k_shape"] == (MAX_ROWS, 16)
+    assert shown["attn_shape"] == (MAX_ROWS, n)
+    w.shutdown()
+
+
+def test_signal_object_stress_does_not_abort():
+    """Regression: PySide6 6.12.0 on CPython 3.11 aborted after ~2,000 Signal(object) emits."""
+    script = textwrap.dedent("""
+        import os, sys
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+        from PySide6.QtCore import QCoreApplication, QObject, QThread, Signal, Slot
+        app = QCoreApplication([])
+        class Src(QObject):
+            sig = Signal(object)
+            flag = Signal(bool)
+        class Sink(QObject):
+            n = 0
+            @Slot(object)
+            def take(self, obj): self.n += 1
+        src, sink = Src(), Sink()
+        src.sig.connect(sink.take)
+        src.flag.connect(lambda b: None)
+        for i in range(6000):
+            src.sig.emit({"i": i})
+            src.flag.emit(i % 2 == 0)
+        # and across threads, queued, as the worker does
+        class Emitter(QObject):
+            sig = Signal(object)
+            @Slot()
+            def run(self):
+                for i in range(6000):
+                    self.sig.emit((i, True))
+        th = QThread(); em = Emitter(); em.moveToThread(th)
+        sink2 = Sink(); em.sig.connect(sink2.take)
+        th.started.connect(em.run); th.start()
+        import time
+        t0 = time.time()
+        while sink2.n < 6000 and time.time() - t0 < 60:
+            app.processEvents()
+        th.quit(); th.wait()
+        print(sink.n, sink2.n)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["6000", "6000"]
+
+
+def test_screenshot_command_writes_pngs(tmp_path):
+    import argparse
+
+    from ui import screenshot
+
+    args = argparse.Namespace(model="random:layers=1,heads=2,kv_heads=1,dim=32", prompt="Hello", steps=3,
+                              out=str(tmp_path), size="800x600")
+    assert screenshot.main(args) == 0
+    names = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert names == ["kvsim-1280x720.png", "kvsim-1920x1080.png", "kvsim.png"]
+    from PySide6.QtGui import QImage
+
+    assert QImage(str(tmp_path / "kvsim-1280x720.png")).width() == 1280
