@@ -100,6 +100,13 @@ def probabilities(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
     return probs
 
 
+def choose(logits: torch.Tensor, sampling: Sampling, u: float) -> int:
+    """The token ``logits`` pick under ``sampling`` with the uniform draw ``u`` (argmax when greedy)."""
+    if sampling.temperature == 0:
+        return int(torch.argmax(logits))
+    return draw(probabilities(logits, sampling), u)
+
+
 def draw(probs: torch.Tensor, u: float) -> int:
     """Inverse-CDF draw: the same ``u`` on two lanes picks the same token when they agree."""
     cdf = torch.cumsum(probs.double(), 0)
@@ -220,7 +227,7 @@ class Simulator:
         # 2. the token: one uniform draw, applied to the reference lane (and, to compare, to each lane)
         u = float(torch.rand((), generator=self._generator)) if self.sampling.temperature > 0 else 0.5
         ref_logits = outputs[0].logits[0, -1].float()
-        token_id = draw(probabilities(ref_logits, self.sampling), u)
+        token_id = choose(ref_logits, self.sampling, u)
 
         # 3. the step's new rows: taken from an exact caching lane (only new rows computed)
         new_t = n - self._done
@@ -238,9 +245,8 @@ class Simulator:
             context = int(lane.cache.key_positions(0).numel())
             cost = step_cost(cfg, new=t, context=context, out=1, dtype_bytes=elem)
             logits = out.logits[0, -1].float()
-            lane_probs = probabilities(logits, self.sampling)
-            shown = torch.softmax(logits / max(self.sampling.temperature, 1e-6), -1) \
-                if self.sampling.temperature > 0 else torch.softmax(logits, -1)
+            # candidates as the sampler sees them (tempered), plain softmax when greedy
+            shown = torch.softmax(logits / (self.sampling.temperature or 1.0), -1)
             top = torch.topk(shown, min(self.top_k_record, shown.numel()))
             lane_steps.append(LaneStep(
                 name=lane.name, policy=lane.cache.policy, kv_positions=t, context=context,
@@ -248,7 +254,7 @@ class Simulator:
                 bytes_by_component=dict(cost.bytes), wall_ms=ms,
                 cache_tokens=lane.cache.n_tokens, cache_bytes=lane.cache.nbytes,
                 logit_diff=float((logits - ref_logits).abs().max()),
-                token_id=draw(lane_probs, u),
+                token_id=choose(logits, self.sampling, u),
                 top_ids=tuple(int(i) for i in top.indices), top_probs=tuple(float(p) for p in top.values),
                 recompute_diff=rdiff, first_key=int(lane.cache.key_positions(0).min()),
             ))

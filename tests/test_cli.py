@@ -23,7 +23,7 @@ def test_json_lines_contract(capsys) -> None:
     steps, summary = run_json(capsys, "--prompt", "hello", "--steps", "6")
     assert [s["step"] for s in steps] == list(range(6))
     assert [s["phase"] for s in steps] == ["prefill"] + ["decode"] * 5
-    p = len("hello".encode())
+    p = len(b"hello")
     assert [s["cached"]["kv_positions"] for s in steps] == [p, 1, 1, 1, 1, 1]
     assert [s["uncached"]["kv_positions"] for s in steps] == [p + i for i in range(6)]
     for s in steps:

@@ -1,0 +1,136 @@
+"""Engine benchmark: kvsim's cached decode vs Hugging Face transformers' own cached decode.
+
+Both run the *same* random weights (a transformers model is built from a config, its state dict is
+mapped into kvsim's model), fp32, greedy, one token at a time after a 16-token prompt. Timings are
+interleaved (kvsim block, transformers block, …) and the median per-token time of each is compared
+in one run, so machine noise hits both alike. Also: the cost of recording (a full simulator step
+with its StepRecord vs a bare cached forward).
+
+    python benchmarks/engine.py [--new-tokens 128] [--rounds 3] [--device cpu|cuda] [--shapes gpt2-small,smollm2-135m]
+
+Goals: kvsim / transformers ≤ 1.0; recording overhead ≤ 15 %.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from kvsim.cache import KVCache
+from kvsim.checkpoints import _gpt2_state, _llama_state, config_from_hf
+from kvsim.model import Transformer
+from kvsim.simulate import LANE_PRESETS, Simulator
+from kvsim.tokenizer import ByteTokenizer
+
+
+def build_pair(shape: str, device: torch.device):
+    import transformers
+
+    torch.manual_seed(0)
+    if shape == "gpt2-small":
+        hf_cfg = transformers.GPT2Config(n_layer=12, n_head=12, n_embd=768, n_positions=1024, vocab_size=50257)
+        hf = transformers.GPT2LMHeadModel(hf_cfg)
+    elif shape == "smollm2-135m":
+        hf_cfg = transformers.LlamaConfig(
+            num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3, hidden_size=576,
+            intermediate_size=1536, vocab_size=49152, max_position_embeddings=8192, rope_theta=100000.0,
+            rms_norm_eps=1e-5, tie_word_embeddings=True)
+        hf = transformers.LlamaForCausalLM(hf_cfg)
+    else:
+        raise SystemExit(f"unknown shape {shape}")
+    hf = hf.eval().to(device)
+    cfg = config_from_hf(hf_cfg.to_dict(), shape)
+    ours = Transformer(cfg)
+    state = {k: v.detach().clone().float().cpu() for k, v in hf.state_dict().items()}
+    mapped = (_gpt2_state if cfg.family == "gpt2" else _llama_state)(state, cfg)
+    if cfg.tie_embeddings:
+        mapped["lm_head.weight"] = mapped["tok_embeddings.weight"]
+    ours.load_state_dict(mapped, strict=True)
+    return hf, ours.eval().to(device), cfg
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+@torch.no_grad()
+def time_hf(hf, prompt: torch.Tensor, new: int, device) -> list[float]:
+    out = hf(input_ids=prompt, use_cache=True)
+    past, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+    times = []
+    for _ in range(new):
+        _sync(device)
+        t0 = time.perf_counter()
+        out = hf(input_ids=token, past_key_values=past, use_cache=True)
+        past = out.past_key_values
+        token = out.logits[:, -1:].argmax(-1)
+        _sync(device)
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+@torch.no_grad()
+def time_kvsim_bare(model: Transformer, prompt: torch.Tensor, new: int, device) -> list[float]:
+    cache = KVCache(model.cfg.n_layers)
+    p = prompt.shape[1]
+    out = model(prompt, torch.arange(p, device=device), cache, last_only=True)
+    token = out.logits[:, -1:].argmax(-1)
+    times = []
+    for i in range(new):
+        _sync(device)
+        t0 = time.perf_counter()
+        out = model(token, torch.arange(p + i, p + i + 1, device=device), cache, last_only=True)
+        token = out.logits[:, -1:].argmax(-1)
+        _sync(device)
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def time_kvsim_recorded(model: Transformer, prompt: torch.Tensor, new: int, device) -> list[float]:
+    sim = Simulator(model, ByteTokenizer(max(256, model.cfg.vocab_size)), prompt[0].tolist(),
+                    lanes=(LANE_PRESETS["cached"],))
+    sim.step()
+    times = []
+    for _ in range(new):
+        t0 = time.perf_counter()
+        sim.step()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--new-tokens", type=int, default=128)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--shapes", default="gpt2-small,smollm2-135m")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
+    args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {device}, "
+          f"{args.new_tokens} new tokens after a 16-token prompt, {args.rounds} interleaved rounds\n")
+    print(f"{'shape':<14} {'transformers':>13} {'kvsim bare':>11} {'kvsim+record':>13} "
+          f"{'kvsim/hf':>9} {'record overhead':>16}")
+    for shape in args.shapes.split(","):
+        hf, ours, cfg = build_pair(shape, device)
+        prompt = torch.randint(0, cfg.vocab_size, (1, 16), generator=torch.Generator().manual_seed(1)).to(device)
+        # warm-up, then interleaved rounds
+        time_hf(hf, prompt, 4, device)
+        time_kvsim_bare(ours, prompt, 4, device)
+        hf_t, bare_t, rec_t = [], [], []
+        for _ in range(args.rounds):
+            hf_t += time_hf(hf, prompt, args.new_tokens, device)
+            bare_t += time_kvsim_bare(ours, prompt, args.new_tokens, device)
+            rec_t += time_kvsim_recorded(ours, prompt, args.new_tokens, device)
+        h, b, r = (statistics.median(x) * 1e3 for x in (hf_t, bare_t, rec_t))
+        print(f"{shape:<14} {h:>10.2f} ms {b:>8.2f} ms {r:>10.2f} ms {b / h:>9.2f} {100 * (r / b - 1):>15.1f}%")
+
+
+if __name__ == "__main__":
+    main()
