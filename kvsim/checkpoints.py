@@ -95,6 +95,17 @@ def _llama_state(w: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[str, torc
     return out
 
 
+def build_with_weights(cfg: ModelConfig, state: dict[str, torch.Tensor]) -> Transformer:
+    """A ``Transformer`` holding exactly ``state`` (strict: every tensor, right shapes), built on the
+    meta device so no time goes into a random init the weights overwrite; tied embeddings stay one tensor."""
+    with torch.device("meta"):
+        model = Transformer(cfg)
+    model.load_state_dict(state, strict=True, assign=True)
+    if cfg.tie_embeddings:
+        model.lm_head.weight = model.tok_embeddings.weight
+    return model
+
+
 def load_hf_dir(path: Path, model_id: str) -> LoadedModel:
     from safetensors import SafetensorError
     from safetensors.torch import load_file
@@ -117,13 +128,12 @@ def load_hf_dir(path: Path, model_id: str) -> LoadedModel:
         raise ModelLoadError(f"{path}: weights cannot be read, the file may be corrupt ({exc})") from exc
     if cfg.family == "llama" and not cfg.tie_embeddings and "lm_head.weight" not in weights:
         cfg = cfg.with_(tie_embeddings=True)
-    model = Transformer(cfg)
     try:
         state = (_gpt2_state if cfg.family == "gpt2" else _llama_state)(weights, cfg)
-        state = {k: v.to(torch.float32) for k, v in state.items()}
+        state = {k: v.to(torch.float32).contiguous() for k, v in state.items()}
         if cfg.tie_embeddings:
             state["lm_head.weight"] = state["tok_embeddings.weight"]
-        model.load_state_dict(state, strict=True)
+        model = build_with_weights(cfg, state)
     except KeyError as exc:
         raise ModelLoadError(f"{path}: weights lack tensor {exc.args[0]!r}") from exc
     except RuntimeError as exc:

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from .checkpoints import build_with_weights
 from .config import ConfigError, ModelConfig
 from .loading import LoadedModel, ModelLoadError
-from .model import Transformer
 from .tokenizer import TextTokenizer
 
 SUPPORTED = "Llama-architecture GGUF files (general.architecture = llama: Llama, Mistral, SmolLM, …)"
@@ -150,17 +150,6 @@ def _state_dict(reader: Any, cfg: ModelConfig, name: str) -> dict[str, torch.Ten
     if cfg.tie_embeddings and "tok_embeddings.weight" in state:
         state["lm_head.weight"] = state["tok_embeddings.weight"]
     return state
-
-
-def build_with_weights(cfg: ModelConfig, state: dict[str, torch.Tensor]) -> Transformer:
-    """A ``Transformer`` holding exactly ``state`` (strict), built on the meta device so no time
-    goes into random initialisation that the weights overwrite; tied embeddings stay one tensor."""
-    with torch.device("meta"):
-        model = Transformer(cfg)
-    model.load_state_dict(state, strict=True, assign=True)
-    if cfg.tie_embeddings:
-        model.lm_head.weight = model.tok_embeddings.weight
-    return model
 
 
 def _bpe_merges(tokens: list[str], scores: list[float] | None, merges: list[str] | None) -> list[tuple[str, str]]:

@@ -66,7 +66,8 @@ def _common(**kw: object) -> dict[str, object]:
 def _configs() -> dict[str, object]:
     T = transformers
     return {
-        "gpt2": (T.GPT2Config(vocab_size=VOCAB, n_embd=64, n_layer=2, n_head=4, n_positions=128),
+        "gpt2": (T.GPT2Config(vocab_size=VOCAB, n_embd=64, n_layer=2, n_head=4, n_positions=128,
+                               bos_token_id=0, eos_token_id=0),
                  T.GPT2LMHeadModel),
         "llama-gqa": (T.LlamaConfig(**_common(num_attention_heads=4, num_key_value_heads=2,
                                               rope_parameters={"rope_type": "default", "rope_theta": 500.0})),
