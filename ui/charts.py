@@ -16,6 +16,15 @@ from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 from . import theme
 
 
+class SIAxis(pg.AxisItem):
+    """Left axis with k / M / G / T tick labels (FLOPs reach 1e12 quickly)."""
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph API
+        if self.logMode:
+            return [theme.human_count(10 ** v).strip() for v in values]
+        return [theme.human_count(v).strip() for v in values]
+
+
 class CostsPanel(QWidget):
     def __init__(self, session, parent=None) -> None:
         super().__init__(parent)
@@ -29,7 +38,7 @@ class CostsPanel(QWidget):
         self.plots, self.curves = [], {}
         titles = ("K/V rows computed (cumulative)", "FLOPs (cumulative)", "time per step (ms, measured)")
         for col, title in enumerate(titles):
-            p = self.glw.addPlot(row=0, col=col)
+            p = self.glw.addPlot(row=0, col=col, axisItems={"left": SIAxis("left")})
             p.setTitle(title, color=theme.MUTED, size="12pt")
             p.setMenuEnabled(False)
             p.hideButtons()
@@ -103,18 +112,22 @@ class CostsPanel(QWidget):
         if r is None:
             self.stats.setText(f"<span style='color:{theme.MUTED}'>no steps yet</span>")
             return
-        lines = []
-        rows = {name: s.cumulative(name)[0] for name in s.lane_names}
-        for name in s.lane_names:
-            lane = r.lane(name)
-            ttft, itl = s.ttft_itl(name)
-            c = theme.lane_color(name)
-            itl_s = f"{itl:.2f} ms" if itl is not None else "–"
-            lines.append(f"<b style='color:{c}'>{theme.lane_title(name)}</b><br>"
-                         f"&nbsp;cache {theme.human_bytes(lane.cache_bytes)} · TTFT {ttft:.2f} ms<br>"
-                         f"&nbsp;ITL {itl_s} · rows {rows[name]:,}")
-        if len(rows) == 2:
-            a, b = rows.values()
-            if min(a, b) > 0:
-                lines.append(f"<span style='color:{theme.ACCENT}'>rows ratio {max(a, b) / min(a, b):.1f}×</span>")
-        self.stats.setText("<br>".join(lines))
+        names = s.lane_names
+        head = "".join(f"<th align=right style='color:{theme.lane_color(n)}'>&nbsp;{theme.lane_title(n)}</th>"
+                       for n in names)
+        rows = {n: s.cumulative(n)[0] for n in names}
+        ttft_itl = {n: s.ttft_itl(n) for n in names}
+
+        def ms(v):
+            return "–" if v is None else (f"{v:.1f} ms" if v >= 10 else f"{v:.2f} ms")
+
+        lines = [("TTFT", [ms(ttft_itl[n][0]) for n in names]),
+                 ("ITL", [ms(ttft_itl[n][1]) for n in names]),
+                 ("K/V rows", [f"{rows[n]:,}" for n in names]),
+                 ("cache", [theme.human_bytes(r.lane(n).cache_bytes) for n in names])]
+        body = "".join(f"<tr><td style='color:{theme.MUTED}'>{label}</td>" +
+                       "".join(f"<td align=right>&nbsp;{v}</td>" for v in values) + "</tr>" for label, values in lines)
+        ratio = ""
+        if len(rows) == 2 and min(rows.values()) > 0:
+            ratio = f"<div style='color:{theme.ACCENT}'>{max(rows.values()) / min(rows.values()):.1f}× the K/V rows</div>"
+        self.stats.setText(f"<table cellspacing=0 cellpadding=1><tr><th></th>{head}</tr>{body}</table>{ratio}")

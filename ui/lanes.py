@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt
+from PySide6.QtCore import QEvent, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPen
 from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
@@ -84,7 +84,6 @@ class _Plot:
         if axis_left is None:
             self.plot.hideAxis("left")
         bottom = self.plot.getAxis("bottom")
-        bottom.setLabel(x_label, color=theme.MUTED)
         bottom.setStyle(tickLength=-4)
         # masked cells are transparent: this hatched background is what shows through
         self.masked_bg = _rect_item(vb, None, z=-20)
@@ -221,7 +220,7 @@ class LanePanel(QWidget):
         self.header = QLabel()
         self.header.setTextFormat(Qt.RichText)
         hf = QFont(self.font())
-        hf.setPointSizeF(hf.pointSizeF() * 1.35)
+        hf.setPointSizeF(hf.pointSizeF() * 1.2)
         self.header.setFont(hf)
         lay.addWidget(self.header)
 
@@ -237,10 +236,7 @@ class LanePanel(QWidget):
         self.a = _Plot(self.glw, 1, 2, None, self.color, "key position")
         for p in (self.v, self.a):
             p.vb.setYLink(self.k.vb)
-        lay_ = self.glw.ci.layout
-        lay_.setColumnStretchFactor(0, 2)
-        lay_.setColumnStretchFactor(1, 2)
-        lay_.setColumnStretchFactor(2, 4)
+        self.glw.installEventFilter(self)
         for p in (self.k, self.v, self.a):
             p.plot.getAxis("bottom").setTickFont(font)
         self.cache_text = pg.TextItem("", color=theme.TEXT, anchor=(0.5, 0.5), fill=QColor(18, 20, 24, 200))
@@ -252,16 +248,31 @@ class LanePanel(QWidget):
         self.readout.setObjectName("readout")
         self.readout.setTextFormat(Qt.RichText)
         rf = QFont(self.font())
-        rf.setPointSizeF(rf.pointSizeF() * 1.2)
+        rf.setPointSizeF(rf.pointSizeF() * 1.08)
         self.readout.setFont(rf)
         for label in (self.header, self.readout):
             label.setWordWrap(True)
             label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        fm = self.readout.fontMetrics()
+        self.readout.setFixedHeight(int(fm.lineSpacing() * 2 + 8))  # both lanes: same plot height
         lay.addWidget(self.readout)
         self._set_header()
 
         session.run_started.connect(self.redraw)
         session.cursor_moved.connect(lambda _s: self.redraw())
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+        if obj is self.glw and event.type() == QEvent.Resize:
+            self._fit_columns(event.size().width())
+        return False
+
+    def _fit_columns(self, width: int) -> None:
+        """K and V columns equally wide (the token axis is extra), attention twice as wide."""
+        lay = self.glw.ci.layout
+        rest = max(width - self.axis.width() - 2 * 6 - 4, 60)
+        kv = rest * 0.25
+        for col, w in ((0, kv + self.axis.width()), (1, kv), (2, rest - 2 * kv)):
+            lay.setColumnFixedWidth(col, w)
 
     # ------------------------------------------------------------------ drawing
     def _label_of(self, row: int) -> str:
@@ -269,7 +280,7 @@ class LanePanel(QWidget):
         return s.token_label(row) if 0 <= row < len(s.tokens) else ""
 
     def _set_header(self) -> None:
-        what = "recomputes every row, every step" if self.policy == "none" else "computes the new row, reads the rest"
+        what = "recomputes all rows, every step" if self.policy == "none" else "computes the new row, reads the rest"
         self.header.setText(f"<span style='color:{self.color}'>●</span> <b style='color:{self.color}'>"
                              f"{theme.lane_title(self.name)}</b> <span style='color:{theme.MUTED}'>— {what}</span>")
 
@@ -317,8 +328,8 @@ class LanePanel(QWidget):
             return
         cfg = s.run.config
         g = kv_head_of(min(head, cfg["n_heads"] - 1), cfg["n_heads"], cfg["n_kv_heads"])
-        self.titles[0].setText(f"K · layer {layer} · kv head {g}")
-        self.titles[1].setText("V")
+        self.titles[0].setText(f"K · kv head {g}")
+        self.titles[1].setText(f"V · layer {layer}")
         self.titles[2].setText(f"attention · query head {head}")
 
     def set_progress(self, t: float) -> None:
@@ -343,7 +354,7 @@ class LanePanel(QWidget):
 
     def _cache_label(self, lo: int, comp_lo: int, new_lo: int, n: int) -> None:
         if comp_lo > lo and comp_lo - lo >= 2:
-            self.cache_text.setText("read from cache (not recomputed)")
+            self.cache_text.setText("read from cache")
             self.cache_text.setPos(self.a.width / 2, (lo + comp_lo) / 2)
             self.cache_text.setVisible(True)
         elif new_lo > comp_lo and new_lo - max(lo, comp_lo) >= 2:
@@ -365,13 +376,13 @@ class LanePanel(QWidget):
         c = self.color
         diff = ""
         if lane.recompute_diff is not None:
-            diff = f" · recomputed rows vs first: max |Δ| <b>{lane.recompute_diff:.1e}</b>"
+            diff = f" · recomputed vs first |Δ| ≤ <b>{lane.recompute_diff:.0e}</b>"
         cache = f"cache <b>{lane.cache_tokens}</b> rows, <b>{theme.human_bytes(lane.cache_bytes)}</b>" \
             if lane.cache_tokens else "nothing cached"
         self.readout.setText(
             f"this step: <b style='color:{c}'>{rows}</b> K/V rows computed · "
             f"<b style='color:{c}'>{theme.human_count(flops)}FLOP</b> · <b style='color:{c}'>{ms:.2f} ms</b>"
-            f"<br><span style='color:{theme.MUTED}'>read {lane.context} keys · {cache}{diff}</span>")
+            f"<br><span style='color:{theme.MUTED}'>{lane.context} keys read · {cache}{diff}</span>")
 
     # ------------------------------------------------------------------ hover
     def set_hovered(self, position: int) -> None:

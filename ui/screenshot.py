@@ -22,6 +22,8 @@ def render(window, size: tuple[int, int], path: Path) -> Path:
     from PySide6.QtCore import QCoreApplication
 
     window.resize(*size)
+    QCoreApplication.processEvents()
+    window.fit_docks()
     for _ in range(5):
         QCoreApplication.processEvents()
     for p in window.lane_panels:

@@ -86,12 +86,12 @@ def apply(app: QApplication) -> None:
 
 STYLE = f"""
 QMainWindow, QDockWidget {{ background: {BG}; }}
-QDockWidget::title {{ background: {PANEL}; padding: 4px 8px; color: {MUTED}; }}
-QToolBar {{ background: {PANEL}; border: none; border-bottom: 1px solid {BORDER}; spacing: 6px; padding: 4px; }}
-QToolButton {{ padding: 4px 8px; border-radius: 4px; }}
+QDockWidget::title {{ background: {PANEL}; padding: 2px 8px; color: {MUTED}; }}
+QToolBar {{ background: {PANEL}; border: none; border-bottom: 1px solid {BORDER}; spacing: 4px; padding: 3px; }}
+QToolButton {{ padding: 3px 5px; border-radius: 4px; }}
 QToolButton:hover {{ background: #2a2f38; }}
 QToolButton:checked {{ background: #33404f; }}
-QComboBox, QSpinBox, QLineEdit {{ background: {BG}; border: 1px solid {BORDER}; border-radius: 4px; padding: 3px 6px; }}
+QComboBox, QSpinBox, QLineEdit {{ background: {BG}; border: 1px solid {BORDER}; border-radius: 4px; padding: 3px 4px; }}
 QStatusBar {{ background: {PANEL}; color: {MUTED}; }}
 QLabel#banner {{ background: #4a1f24; color: #ffd7d7; padding: 6px 10px; border-radius: 4px; }}
 QLabel#phase {{ font-weight: 700; padding: 2px 12px; border-radius: 4px; color: #111; }}

@@ -34,7 +34,7 @@ RANDOM_PRESETS = [
     ("random · Llama MHA (4 layers, 8 heads)", "random:family=llama,layers=4,heads=8,kv_heads=8,dim=256,seed=0"),
     ("random · GPT-2 (4 layers, 4 heads, 128 dim)", "random:family=gpt2,layers=4,heads=4,dim=128,seed=0"),
 ]
-LANE_CHOICES = [("no cache  vs  KV cache", "uncached,cached"), ("KV cache  vs  no cache", "cached,uncached")]
+LANE_CHOICES = [("no cache | KV cache", "uncached,cached"), ("KV cache | no cache", "cached,uncached")]
 OPEN_ITEM = "__open__"
 
 
@@ -114,6 +114,7 @@ class MainWindow(QMainWindow):
         self.lane_panels: list[LanePanel] = []
         self.last_error = ""
         self._first_paint = None
+        self._docks_fitted = False
         self._t_created = time.perf_counter()
 
         self._build_toolbar(prompt)
@@ -135,7 +136,7 @@ class MainWindow(QMainWindow):
         big.setPointSizeF(big.pointSizeF() * 1.1)
 
         self.model_box = QComboBox()
-        self.model_box.setMinimumContentsLength(18)
+        self.model_box.setMinimumContentsLength(11)
         self.model_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.model_box.setToolTip("model")
         self._fill_models()
@@ -144,7 +145,7 @@ class MainWindow(QMainWindow):
         self.prompt_box = QComboBox()
         self.prompt_box.setEditable(True)
         self.prompt_box.setInsertPolicy(QComboBox.NoInsert)
-        self.prompt_box.setMinimumContentsLength(24)
+        self.prompt_box.setMinimumContentsLength(12)
         self.prompt_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.prompt_box.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
         for lang, text in example_prompts():
@@ -153,6 +154,7 @@ class MainWindow(QMainWindow):
         self.prompt_box.setCurrentIndex(0)
         if prompt:
             self.prompt_box.setEditText(prompt)
+        self.prompt_box.lineEdit().setCursorPosition(0)
         self.prompt_box.setToolTip("prompt: pick an example (English / Português) or type; Enter restarts")
         tb.addWidget(self.prompt_box)
 
@@ -190,7 +192,10 @@ class MainWindow(QMainWindow):
         self.layer_box = QComboBox()
         self.layer_box.setToolTip("layer")
         tb.addWidget(self.layer_box)
+        self.lanes_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
+        self.layer_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
         self.head_box = QComboBox()
+        self.head_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
         self.head_box.setToolTip("query head (GQA: the K/V head it reads is shown in the titles)")
         tb.addWidget(self.head_box)
 
@@ -422,7 +427,7 @@ class MainWindow(QMainWindow):
             self.layer_box.addItem(f"layer {i}", i)
         g = cfg["n_heads"] // cfg["n_kv_heads"]
         for h in range(cfg["n_heads"]):
-            self.head_box.addItem(f"head {h} (kv {h // g})", h)
+            self.head_box.addItem(f"head {h} · kv {h // g}", h)
         self.head_box.addItem("all heads", -1)
         self.layer_box.setCurrentIndex(cfg["n_layers"] - 1 if cfg["n_layers"] <= 2 else 1)
         for box in (self.layer_box, self.head_box):
@@ -554,6 +559,18 @@ class MainWindow(QMainWindow):
         self.stop_play()
         self.animator.timer.stop()
         self.worker.stop()
+
+    def fit_docks(self) -> None:
+        """Give the lanes most of the height: costs ≈ 21 %, text ≈ 9 % of the window."""
+        h = max(self.height(), 600)
+        self.resizeDocks([self.costs_dock, self.text_dock], [int(h * 0.19), max(52, int(h * 0.075))], Qt.Vertical)
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        if not self._docks_fitted:
+            self._docks_fitted = True
+            if self.settings is None or self.settings.value("state") is None:
+                self.fit_docks()
 
     def paintEvent(self, event) -> None:  # noqa: N802
         super().paintEvent(event)
