@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,8 @@ transformers = pytest.importorskip("transformers")
 from kvsim.cache import KVCache, NoCache  # noqa: E402
 from kvsim.loading import load_model  # noqa: E402
 
+# KVSIM_TEST_DEVICE=cuda runs the same comparisons on a GPU (benchmarks/gpu_check.sh), fp32 both sides
+DEVICE = torch.device(os.environ.get("KVSIM_TEST_DEVICE", "cpu"))
 VOCAB = 96
 PROMPT_LEN = 8
 DECODE_STEPS = 32
@@ -96,8 +99,8 @@ def pair(request, tmp_path_factory):
     path = tmp_path_factory.mktemp(request.param)
     hf.save_pretrained(path, safe_serialization=True)
     write_tokenizer(path)
-    hf = cls.from_pretrained(path, attn_implementation="eager").eval()  # what is on disk is the reference
-    ours = load_model(str(path))
+    hf = cls.from_pretrained(path, attn_implementation="eager").eval().to(DEVICE)  # on disk = the reference
+    ours = load_model(str(path), device=DEVICE.type)
     return request.param, hf, ours
 
 
@@ -111,7 +114,7 @@ def hf_step(hf, ids: torch.Tensor, past: object | None) -> tuple[torch.Tensor, o
 
 
 def _prompt() -> torch.Tensor:
-    return torch.randint(1, VOCAB, (1, PROMPT_LEN), generator=torch.Generator().manual_seed(7))
+    return torch.randint(1, VOCAB, (1, PROMPT_LEN), generator=torch.Generator().manual_seed(7)).to(DEVICE)
 
 
 def test_config_read_from_checkpoint(pair):
@@ -132,7 +135,7 @@ def test_prefill_logits_match_at_every_position(pair):
     with torch.no_grad():
         ref = hf(ids, use_cache=False).logits  # (1, T, V)
     model = ours.model
-    got = model(ids, torch.arange(ids.shape[1]), NoCache(model.cfg.n_layers), last_only=False).logits
+    got = model(ids, torch.arange(ids.shape[1], device=DEVICE), NoCache(model.cfg.n_layers), last_only=False).logits
     assert got.shape == ref.shape
     torch.testing.assert_close(got, ref, atol=ATOL, rtol=0)
 
@@ -144,14 +147,15 @@ def test_cached_decode_matches_past_key_values(pair):
     n = ids.shape[1]
     cache = KVCache(model.cfg.n_layers)
     ref, past = hf_step(hf, ids, None)
-    got = model(ids, torch.arange(n), cache, last_only=True).logits
+    got = model(ids, torch.arange(n, device=DEVICE), cache, last_only=True).logits
     torch.testing.assert_close(got[:, -1], ref[:, -1], atol=ATOL, rtol=0)
     ref_tok, our_tok = int(ref[0, -1].argmax()), int(got[0, -1].argmax())
     ref_tokens, our_tokens = [ref_tok], [our_tok]
     worst = 0.0
     for step in range(DECODE_STEPS):
-        ref, past = hf_step(hf, torch.tensor([[ref_tok]]), past)
-        got = model(torch.tensor([[our_tok]]), torch.tensor([n + step]), cache, last_only=True).logits
+        ref, past = hf_step(hf, torch.tensor([[ref_tok]], device=DEVICE), past)
+        got = model(torch.tensor([[our_tok]], device=DEVICE), torch.tensor([n + step], device=DEVICE), cache,
+                    last_only=True).logits
         diff = float((got[0, -1] - ref[0, -1]).abs().max())
         worst = max(worst, diff)
         assert diff <= ATOL, f"{name}: decode step {step + 1} logits differ by {diff:.2e}"
