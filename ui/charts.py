@@ -65,7 +65,15 @@ class CostsPanel(QWidget):
         lay.addLayout(side)
 
         session.run_started.connect(self._rebuild)
-        session.cursor_moved.connect(lambda _s: self.redraw())
+        self.dirty = False
+        session.cursor_moved.connect(self._mark)
+
+    def _mark(self, _step: int) -> None:
+        self.dirty = True  # redrawn on flush(): the window staggers it one frame after the lanes
+
+    def flush(self) -> None:
+        if self.dirty:
+            self.redraw()
 
     def _rebuild(self) -> None:
         for p in self.plots:
@@ -81,8 +89,7 @@ class CostsPanel(QWidget):
             self.curves[name] = [
                 self.plots[0].plot([], [], pen=pen, name=theme.lane_title(name), skipFiniteCheck=True),
                 self.plots[1].plot([], [], pen=pen, skipFiniteCheck=True),
-                self.plots[2].plot([], [], pen=pg.mkPen(color, width=2), symbol="o", symbolSize=5,
-                                   symbolBrush=color, symbolPen=None, skipFiniteCheck=True),
+                self.plots[2].plot([], [], pen=pg.mkPen(color, width=2), skipFiniteCheck=True),
             ]
         self.redraw()
 
@@ -93,6 +100,7 @@ class CostsPanel(QWidget):
         self.redraw()
 
     def redraw(self) -> None:
+        self.dirty = False
         s = self.session
         if s.run is None:
             return

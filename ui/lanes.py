@@ -83,8 +83,7 @@ class _Plot:
         vb.setDefaultPadding(0.0)
         if axis_left is None:
             self.plot.hideAxis("left")
-        bottom = self.plot.getAxis("bottom")
-        bottom.setStyle(tickLength=-4)
+        self.plot.hideAxis("bottom")  # columns are named in the titles; axes cost a frame each step
         # masked cells are transparent: this hatched background is what shows through
         self.masked_bg = _rect_item(vb, None, z=-20)
         self.masked_bg.setBrush(QBrush(QColor(theme.MASKED), Qt.BDiagPattern))
@@ -112,7 +111,11 @@ class _Plot:
             self.image.setVisible(True)
             self.masked_bg.setRect(QRectF(0, lo, width, hi - lo))
             self.masked_bg.setVisible(True)
-        self.vb.setRange(xRange=(0, width), yRange=(lo, max(hi, lo + 1)), padding=0)
+        rng = (0, width, lo, max(hi, lo + 1))
+        if rng != getattr(self, "_range", None):
+            self._range = rng
+            self.vb.setRange(xRange=(0, width), yRange=(lo, max(hi, lo + 1)), padding=0)
+
 
     def band(self, item: QGraphicsRectItem, a: float, b: float, alpha: float | None = None) -> None:
         if b <= a:
@@ -237,8 +240,6 @@ class LanePanel(QWidget):
         for p in (self.v, self.a):
             p.vb.setYLink(self.k.vb)
         self.glw.installEventFilter(self)
-        for p in (self.k, self.v, self.a):
-            p.plot.getAxis("bottom").setTickFont(font)
         self.cache_text = pg.TextItem("", color=theme.TEXT, anchor=(0.5, 0.5), fill=QColor(18, 20, 24, 200))
         self.cache_text.setZValue(20)
         self.a.vb.addItem(self.cache_text, ignoreBounds=True)
@@ -328,9 +329,11 @@ class LanePanel(QWidget):
             return
         cfg = s.run.config
         g = kv_head_of(min(head, cfg["n_heads"] - 1), cfg["n_heads"], cfg["n_kv_heads"])
-        self.titles[0].setText(f"K · kv head {g}")
-        self.titles[1].setText(f"V · layer {layer}")
-        self.titles[2].setText(f"attention · query head {head}")
+        d = cfg["head_dim"]
+        texts = (f"K · kv head {g} · {d} dims", f"V · layer {layer}", f"attention of head {head} over keys")
+        for label, text in zip(self.titles, texts, strict=True):
+            if label.text != text:
+                label.setText(text)
 
     def set_progress(self, t: float) -> None:
         """Animation frame ``t`` in [0, 1] of the current step: only overlays move."""

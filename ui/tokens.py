@@ -33,7 +33,15 @@ class TokenStrip(QWidget):
         self.hover = -1
         session.run_started.connect(self._reset)
         session.step_added.connect(lambda _s: self._extend())
-        session.cursor_moved.connect(lambda _s: self._on_cursor())
+        self.dirty = False
+        session.cursor_moved.connect(self._mark)
+
+    def _mark(self, _step: int) -> None:
+        self.dirty = True  # redrawn on flush(), staggered after the lanes
+
+    def flush(self) -> None:
+        if self.dirty:
+            self._on_cursor()
 
     # ------------------------------------------------------------------ layout
     def _reset(self) -> None:
@@ -74,6 +82,7 @@ class TokenStrip(QWidget):
         super().resizeEvent(event)
 
     def _on_cursor(self) -> None:
+        self.dirty = False
         self._fit_height()
         self.update()
         n = self.session.n_text_tokens()

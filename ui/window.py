@@ -25,7 +25,6 @@ from .overview import HeadsOverview
 from .session import Session
 from .timeline import Timeline
 from .tokens import token_area
-from .worker import WorkerThread
 
 DEFAULT_MODEL = "tiny"
 RANDOM_PRESETS = [
@@ -104,7 +103,7 @@ class MainWindow(QMainWindow):
         self.session = Session(self)
         self.derived = DerivedImages(self.session)
         self.animator = Animator(self)
-        self.worker = WorkerThread(self)
+        self.worker = None  # created after the first paint (it imports torch)
         self.busy = False
         self.playing = False
         self.can_step = False  # a simulator exists for the current run
@@ -115,15 +114,38 @@ class MainWindow(QMainWindow):
         self.last_error = ""
         self._first_paint = None
         self._docks_fitted = False
+        self._stagger = 0
         self._t_created = time.perf_counter()
 
         self._build_toolbar(prompt)
         self._build_central()
         self._build_docks()
+
         self._connect()
         self.resize(1600, 900)
         if self.settings is not None:
             self._restore()
+        self._booted = False
+        QTimer.singleShot(200, self._boot)  # or on the first paint, whichever comes first
+
+    def _boot(self) -> None:
+        """Import the engine and start the worker thread, then load the model on it."""
+        if self._booted:
+            return
+        self._booted = True
+        self.statusBar().showMessage("starting the engine …")
+        from .worker import WorkerThread
+
+        self.worker = WorkerThread(self)
+        w = self.worker.worker
+        w.models_listed.connect(self._fill_models)
+        w.model_loaded.connect(self._on_model_loaded)
+        w.run_started.connect(self._on_run_started)
+        w.record_ready.connect(self._on_record)
+        w.failed.connect(self._on_failed)
+        w.busy_changed.connect(self._on_busy)
+        w.progress.connect(self.timeline.show_progress)
+        w.cancelled.connect(self._on_cancelled)
         self.load_model(self.model_spec, fallback=self.fallback)
 
     # ================================================================== building
@@ -199,16 +221,13 @@ class MainWindow(QMainWindow):
         self.head_box.setToolTip("query head (GQA: the K/V head it reads is shown in the titles)")
         tb.addWidget(self.head_box)
 
-    def _fill_models(self) -> None:
+    def _fill_models(self, rows: list | None = None) -> None:
+        """Bundled/fetched models (listed by the worker, off the GUI thread), presets, Open…."""
         box = self.model_box
+        current = box.currentData()
         box.blockSignals(True)
         box.clear()
-        try:
-            from kvsim.registry import list_models
-
-            rows = list_models()
-        except Exception:  # noqa: BLE001 - a broken user dir must not stop the app
-            rows = []
+        rows = rows or []
         names = [str(r["name"]) for r in rows]
         if DEFAULT_MODEL not in names:
             box.addItem(f"{DEFAULT_MODEL} (bundled)", DEFAULT_MODEL)
@@ -217,6 +236,9 @@ class MainWindow(QMainWindow):
         for label, spec in RANDOM_PRESETS:
             box.addItem(label, spec)
         box.addItem("Open checkpoint directory or .gguf…", OPEN_ITEM)
+        if current is not None and box.findData(current) < 0 and current != OPEN_ITEM:
+            box.insertItem(box.count() - 1, str(current), current)
+        box.setCurrentIndex(max(0, box.findData(current)) if current is not None else 0)
         box.blockSignals(False)
 
     def _build_central(self) -> None:
@@ -273,14 +295,6 @@ class MainWindow(QMainWindow):
         return d
 
     def _connect(self) -> None:
-        w = self.worker.worker
-        w.model_loaded.connect(self._on_model_loaded)
-        w.run_started.connect(self._on_run_started)
-        w.record_ready.connect(self._on_record)
-        w.failed.connect(self._on_failed)
-        w.busy_changed.connect(self._on_busy)
-        w.progress.connect(self.timeline.show_progress)
-        w.cancelled.connect(self._on_cancelled)
         self.timeline.scrubbed.connect(self.scrub_to)
         self.timeline.cancel_requested.connect(self.cancel)
         self.animator.frame.connect(self._on_frame)
@@ -296,6 +310,8 @@ class MainWindow(QMainWindow):
 
     # ================================================================== commands
     def load_model(self, spec: str, fallback: bool = False) -> None:
+        if self.worker is None:
+            self._boot()
         self.stop_play()
         self.can_step = False
         self.model_spec = spec
@@ -311,6 +327,8 @@ class MainWindow(QMainWindow):
         self.stop_play()
         self.animator.stop()
         self.can_step = False
+        if self.worker is None:
+            return
         self.worker.worker.cancel()
         self.worker.request_begin.emit(self.prompt_text(), self.lanes)
 
@@ -340,11 +358,13 @@ class MainWindow(QMainWindow):
         self.stop_play()
         self.animator.stop()
         self.session.set_cursor(self.session.cursor - 1)
+        self.flush_views()
 
     def scrub_to(self, step: int) -> None:
         self.stop_play()
         self.animator.stop()
         self.session.set_cursor(step)
+        self.flush_views()
 
     def toggle_play(self) -> None:
         if self.playing:
@@ -363,7 +383,8 @@ class MainWindow(QMainWindow):
 
     def cancel(self) -> None:
         self.stop_play()
-        self.worker.worker.cancel()
+        if self.worker is not None:
+            self.worker.worker.cancel()
 
     def run_steps(self, n: int, timeout_s: float = 120.0) -> bool:
         """Compute/show ``n`` more steps synchronously from the caller's view (tests, screenshots)."""
@@ -436,18 +457,24 @@ class MainWindow(QMainWindow):
 
     def _on_run_started(self, run) -> None:
         self.animator.stop()
-        names = [lane["name"] for lane in run.lanes]
-        if [p.name for p in self.lane_panels] != names:
-            for p in self.lane_panels:
-                p.setParent(None)
-                p.deleteLater()
-            self.lane_panels = [LanePanel(self.session, self.derived, lane["name"], lane["policy"]) for lane in run.lanes]
-            for p in self.lane_panels:
-                self.splitter.addWidget(p)
-            self._on_selection()
+        self._make_lanes(run.lanes)
         self.session.start_run(run)
+        self.flush_views()
         self.can_step = True
         self.statusBar().showMessage(f"prompt: {len(run.prompt_ids)} tokens · press Step (→) or Play (Space)")
+
+    def _make_lanes(self, lanes: list[dict]) -> None:
+        names = [lane["name"] for lane in lanes]
+        if [p.name for p in self.lane_panels] == names:
+            return
+        for p in self.lane_panels:
+            p.setParent(None)
+            p.deleteLater()
+        self.lane_panels = [LanePanel(self.session, self.derived, lane["name"], lane["policy"]) for lane in lanes]
+        for p in self.lane_panels:
+            self.splitter.addWidget(p)
+            p.redraw()
+        self._on_selection()
 
     def _on_record(self, record) -> None:
         self.busy = False
@@ -477,6 +504,16 @@ class MainWindow(QMainWindow):
     def _on_frame(self, t: float) -> None:
         for p in self.lane_panels:
             p.set_progress(t)
+        # the step's secondary views follow the lanes one frame apart, so no frame paints everything
+        self._stagger = 0 if t <= 0.0 else self._stagger + 1
+        if self._stagger == 1 or t >= 1.0:
+            self.costs.flush()
+        if self._stagger == 2 or t >= 1.0:
+            self.tokens.flush()
+
+    def flush_views(self) -> None:
+        self.costs.flush()
+        self.tokens.flush()
 
     def _on_anim_finished(self) -> None:
         if self.playing:
@@ -558,7 +595,8 @@ class MainWindow(QMainWindow):
     def shutdown(self) -> None:
         self.stop_play()
         self.animator.timer.stop()
-        self.worker.stop()
+        if self.worker is not None:
+            self.worker.stop()
 
     def fit_docks(self) -> None:
         """Give the lanes most of the height: costs ≈ 21 %, text ≈ 9 % of the window."""
@@ -577,3 +615,4 @@ class MainWindow(QMainWindow):
         if self._first_paint is None:
             self._first_paint = time.perf_counter()
             self.first_painted.emit(self._first_paint)
+            QTimer.singleShot(0, self._boot)

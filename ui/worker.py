@@ -13,9 +13,18 @@ import traceback
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
+# Importing this module imports the engine (and torch): the window does it after its first paint,
+# on the GUI thread — PySide6's import hook is not safe for imports on other threads.
 from kvsim.config import ConfigError
 from kvsim.loading import ModelLoadError, load_model
+from kvsim.registry import list_models
 from kvsim.simulate import LANE_PRESETS, SimulationError, Simulator
+
+for _lazy in ("kvsim.checkpoints", "kvsim.gguf_model", "tokenizers", "safetensors", "gguf", "jinja2", "platformdirs"):
+    try:  # the engine imports these lazily; import them here, on the GUI thread, not in the worker
+        __import__(_lazy)
+    except Exception:  # noqa: BLE001 - optional at this point; load_model reports what is missing
+        pass
 
 from .session import RunInfo
 
@@ -28,6 +37,7 @@ class Cancelled(Exception):
 
 
 class SimWorker(QObject):
+    models_listed = Signal(object)  # list of dicts from kvsim.registry.list_models()
     model_loaded = Signal(object)  # dict: model_id, config, info, fallback note
     run_started = Signal(object)  # RunInfo
     record_ready = Signal(object)  # StepRecord
@@ -43,6 +53,7 @@ class SimWorker(QObject):
         self._cancel = threading.Event()
         self._lanes = ("uncached", "cached")
         self._prompt = ""
+        self._listed = False
 
     def cancel(self) -> None:
         """Thread-safe: the running step stops at the next layer boundary."""
@@ -54,6 +65,12 @@ class SimWorker(QObject):
         self._cancel.clear()
         self.busy_changed.emit(True)
         note = ""
+        if not self._listed:
+            self._listed = True
+            try:
+                self.models_listed.emit(list_models())
+            except Exception:  # noqa: BLE001 - a broken user dir must not stop the app
+                traceback.print_exc()
         try:
             try:
                 loaded = load_model(spec)
