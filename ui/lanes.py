@@ -115,6 +115,7 @@ class _Plot:
         if rng != getattr(self, "_range", None):
             self._range = rng
             self.vb.setRange(xRange=(0, width), yRange=(lo, max(hi, lo + 1)), padding=0)
+            self.vb.prepareForPaint()  # settle the transform now: one paint per step, not two
 
 
     def band(self, item: QGraphicsRectItem, a: float, b: float, alpha: float | None = None) -> None:

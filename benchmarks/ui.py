@@ -1,0 +1,156 @@
+"""UI frame times while playing, and launch-to-first-paint.
+
+    QT_QPA_PLATFORM=offscreen python benchmarks/ui.py [--tokens 256,1024,2048] [--steps 24]
+
+For each sequence length T the engine first records a run (a small random Llama with a 2,304-token
+context, prompt of T - steps bytes, then `steps` decode steps) so the engine is not what is
+measured. Then the records are played into the real main window in its default layout, exactly as
+the worker delivers them: a *step frame* (record arrives → session → every view redraws → paint)
+followed by the animation frames of the "normal" speed (700 ms at 60 Hz ≈ 42 frames that only move
+overlays). Every frame is timed including the paint (processEvents). Reported: median and p99 over
+all frames, and over step frames alone (what "instant" speed costs per frame).
+
+Goals: median ≤ 8 ms and p99 ≤ 16 ms at 2048 tokens; first paint ≤ 3 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,ctx=2304,seed=0"
+
+
+def record_run(tokens: int, steps: int):
+    from kvsim.loading import load_model
+    from kvsim.simulate import Simulator
+
+    loaded = load_model(MODEL)
+    prompt = ("It is a truth universally acknowledged, that a single man in possession of a good fortune "
+              "must be in want of a wife. ") * (tokens // 64 + 1)
+    ids = loaded.tokenizer.encode(prompt)[: tokens - steps + 1]
+    sim = Simulator(loaded.model, loaded.tokenizer, ids, model_id=MODEL, prompt_text=prompt)
+    records = list(sim.run(steps))
+    labels = {i: loaded.tokenizer.token_text(i) for i in set(ids)}
+    return sim, records, labels
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(q / 100 * (len(s) - 1))))]
+
+
+def measure(tokens: int, steps: int, size=(1920, 1080)) -> dict[str, float]:
+    from PySide6.QtCore import QCoreApplication, QEvent, QObject
+
+    from ui.app import make_app
+    from ui.session import RunInfo
+    from ui.window import MainWindow
+
+    sim, records, labels = record_run(tokens, steps)
+    app = make_app()
+    w = MainWindow(model=MODEL, persist=False)
+    w.resize(*size)
+    w.show()
+    w.wait_ready(120)
+
+    class Paints(QObject):
+        n = 0
+
+        def eventFilter(self, obj, ev):  # noqa: N802
+            if ev.type() == QEvent.Paint:
+                Paints.n += 1
+            return False
+
+    counter = Paints()
+    for p in w.lane_panels:
+        p.glw.viewport().installEventFilter(counter)
+    cfg = sim.model.cfg
+    run = RunInfo(run_id=sim.run_id, model_id=MODEL,
+                  config={"family": cfg.family, "n_layers": cfg.n_layers, "n_heads": cfg.n_heads,
+                          "n_kv_heads": cfg.n_kv_heads, "head_dim": cfg.head_dim, "dim": cfg.dim,
+                          "vocab_size": cfg.vocab_size, "max_seq_len": cfg.max_seq_len,
+                          "sliding_window": cfg.sliding_window, "name": cfg.name},
+                  prompt_ids=list(records[0].input_ids), prompt_text="", token_texts=labels,
+                  lanes=list(sim.trace.meta["lanes"]), max_seq_len=cfg.max_seq_len)
+    w._on_run_started(run)
+    w.can_step = False  # the records come from here, not from the worker
+    for _ in range(3):
+        QCoreApplication.processEvents()
+    frames_per_step = 42  # 700 ms at 60 Hz
+    step_frames, anim_frames = [], []
+    w.animator.timer.stop()
+    for rec in records:
+        t0 = time.perf_counter()
+        w.session.add_record(rec)
+        w.session.set_cursor(rec.step)
+        w._on_frame(0.0)
+        QCoreApplication.processEvents()
+        step_frames.append((time.perf_counter() - t0) * 1e3)
+        for i in range(1, frames_per_step + 1):
+            t0 = time.perf_counter()
+            w._on_frame(i / frames_per_step)
+            QCoreApplication.processEvents()
+            anim_frames.append((time.perf_counter() - t0) * 1e3)
+    n_rows = w.session.n_rows()
+    w.shutdown()
+    w.close()
+    QCoreApplication.processEvents()
+    # the prefill frame is not a playing frame: leave it out
+    step_frames = step_frames[1:]
+    frames = step_frames + anim_frames
+    return {"tokens": n_rows, "frames": len(frames), "median_ms": statistics.median(frames),
+            "p99_ms": pct(frames, 99), "step_median_ms": statistics.median(step_frames),
+            "step_p99_ms": pct(step_frames, 99), "paints": Paints.n}
+
+
+def first_paint(runs: int = 3) -> list[tuple[float, float]]:
+    """Wall time from process start to the first paint of the main window (subprocess)."""
+    root = Path(__file__).resolve().parent.parent
+    out = []
+    for _ in range(runs):
+        env = dict(os.environ, KVSIM_EXIT_AFTER_FIRST_PAINT="1", QT_QPA_PLATFORM="offscreen")
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-c", "import sys; from ui.app import main; sys.exit(main())"],
+                                cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        wall, inner = float("nan"), float("nan")
+        for line in proc.stdout:
+            if line.startswith("first-paint-ms"):
+                wall = (time.perf_counter() - t0) * 1e3
+                inner = float(line.split()[1])
+                break
+        proc.wait(timeout=120)
+        out.append((wall, inner))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tokens", default="256,1024,2048")
+    ap.add_argument("--steps", type=int, default=24)
+    ap.add_argument("--size", default="1920x1080")
+    args = ap.parse_args()
+    size = tuple(int(x) for x in args.size.split("x"))
+    print(f"window {size[0]}x{size[1]}, default layout, model {MODEL}, {args.steps} steps per length")
+    print(f"{'tokens':>7} {'frames':>7} {'median ms':>10} {'p99 ms':>8} {'step median':>12} {'step p99':>9}")
+    for t in (int(x) for x in args.tokens.split(",")):
+        r = measure(t, args.steps, size)
+        print(f"{r['tokens']:>7} {r['frames']:>7} {r['median_ms']:>10.2f} {r['p99_ms']:>8.2f} "
+              f"{r['step_median_ms']:>12.2f} {r['step_p99_ms']:>9.2f}   ({r['paints']} lane paints)", flush=True)
+    fp = first_paint()
+    print("launch to first paint (process start → first paint, wall): "
+          + ", ".join(f"{w:.0f} ms" for w, _ in fp) + f"  (median {statistics.median(w for w, _ in fp):.0f} ms)")
+    print("  of which after `import ui.app`: " + ", ".join(f"{i:.0f} ms" for _, i in fp))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
