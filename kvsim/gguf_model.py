@@ -153,24 +153,25 @@ def _state_dict(reader: Any, cfg: ModelConfig, name: str) -> dict[str, torch.Ten
 
 
 def _bpe_merges(tokens: list[str], scores: list[float] | None, merges: list[str] | None) -> list[tuple[str, str]]:
-    """The file's merges, or (SentencePiece files often have none) the ones its vocabulary implies:
-    every token that splits into two vocabulary tokens, best score first."""
+    """The file's merges, or (SentencePiece files usually have none) the ones its vocabulary implies:
+    every split of a token into two vocabulary tokens, best score first — the order transformers'
+    ``generate_merges`` gives, so both tokenize alike."""
     if merges:
         return [tuple(m.split(" ", 1)) for m in merges]  # type: ignore[misc]
     index = {t: i for i, t in enumerate(tokens)}
-    score = scores or [-float(i) for i in range(len(tokens))]
-    found: list[tuple[float, int, int, str, str]] = []
-    for tok in tokens:
-        for cut in range(1, len(tok)):
-            left, right = tok[:cut], tok[cut:]
-            if left in index and right in index:
-                found.append((-score[index[tok]], index[left], index[right], left, right))
-    return [(a, b) for *_, a, b in sorted(found)]
+    ranked = dict(zip(tokens, scores, strict=True)) if scores else index
+    found: list[tuple[str, str, float]] = []
+    for tok, score in ranked.items():
+        local = [(tok[:cut], tok[cut:], score) for cut in range(1, len(tok))
+                 if tok[:cut] in index and tok[cut:] in index]
+        found.extend(sorted(local, key=lambda m: (index[m[0]], index[m[1]])))
+    found.sort(key=lambda m: (m[2], len(m[0]), len(m[1])), reverse=bool(scores))
+    return [(a, b) for a, b, _ in found]
 
 
 def tokenizer_from_gguf(meta: dict[str, Any], name: str) -> TextTokenizer:
     """A ``TextTokenizer`` from ``tokenizer.ggml.*`` metadata (gpt2 byte-level BPE or llama SentencePiece BPE)."""
-    from tokenizers import AddedToken, Regex, decoders, normalizers, pre_tokenizers
+    from tokenizers import AddedToken, Regex, decoders, pre_tokenizers
     from tokenizers import Tokenizer as HFTokenizer
     from tokenizers.models import BPE
 
@@ -200,9 +201,10 @@ def tokenizer_from_gguf(meta: dict[str, Any], name: str) -> TextTokenizer:
         unk = meta.get("tokenizer.ggml.unknown_token_id")
         tok = HFTokenizer(BPE(vocab, merges, unk_token=tokens[unk] if unk is not None else None,
                               fuse_unk=True, byte_fallback=True))
-        prefix = meta.get("tokenizer.ggml.add_space_prefix", True)
-        steps = [normalizers.Prepend("▁")] if prefix else []
-        tok.normalizer = normalizers.Sequence([*steps, normalizers.Replace(" ", "▁")])
+        prefix = bool(meta.get("tokenizer.ggml.add_space_prefix", True))
+        # as transformers' LlamaTokenizer: spaces → "▁", one "▁" before the first word only
+        tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first" if prefix else "never",
+                                                     split=False)
         tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
                                          *([decoders.Strip(" ", 1, 0)] if prefix else [])])
         add_bos_default = True

@@ -56,16 +56,25 @@ def tiny_vocab() -> tuple[list[str], list[int], list[str]]:
     return tokens, types, merges
 
 
+def spm_vocab() -> tuple[list[str], list[int], list[float]]:
+    """A SentencePiece-style vocabulary (tokenizer.ggml.model = llama): tokens, types, scores, no merges."""
+    pieces = ["▁", "t", "h", "e", "c", "a", "s", "i", "n", "▁t", "he", "▁the", "▁c", "at", "▁cat", "▁i", "▁is",
+              "▁a", "in", "▁in", "▁h", "▁hat"]
+    tokens = ["<unk>", "<s>", "</s>", *(f"<0x{b:02X}>" for b in range(256)), *pieces]
+    types = [2, 3, 3] + [6] * 256 + [1] * len(pieces)
+    scores = [0.0] * 259 + [-float(i) for i in range(len(pieces))]
+    return tokens, types, scores
+
+
 def llamacpp_permute(w: np.ndarray, n_head: int) -> np.ndarray:
     """llama.cpp convert_hf_to_gguf.py ``LlamaModel.permute`` (HF rotate-half rows → interleaved)."""
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def hf_llama(seed: int = 1):
+def hf_llama(seed: int = 1, vocab_size: int | None = None):
     transformers = pytest.importorskip("transformers")
-    tokens, _, _ = tiny_vocab()
     cfg = transformers.LlamaConfig(
-        vocab_size=len(tokens), hidden_size=DIM, intermediate_size=FFN, num_hidden_layers=LAYERS,
+        vocab_size=vocab_size or len(tiny_vocab()[0]), hidden_size=DIM, intermediate_size=FFN, num_hidden_layers=LAYERS,
         num_attention_heads=HEADS, num_key_value_heads=KV_HEADS, max_position_embeddings=256,
         rms_norm_eps=1e-5, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
         tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)
@@ -81,8 +90,9 @@ def hf_llama(seed: int = 1):
 
 
 def write_gguf(path: Path, hf_model, qtype=None, arch: str = "llama", chat_template: str | None = CHAT_TEMPLATE,
-               tie: bool = False) -> Path:
-    """``hf_model``'s weights in llama.cpp's GGUF layout (F32, or ``qtype`` for the 2-D weights)."""
+               tie: bool = False, spm: bool = False) -> Path:
+    """``hf_model``'s weights in llama.cpp's GGUF layout (F32, or ``qtype`` for the 2-D weights), with
+    the byte-level BPE vocabulary of ``tiny_vocab`` or (``spm``) the SentencePiece one of ``spm_vocab``."""
     tokens, types, merges = tiny_vocab()
     cfg = hf_model.config
     w = gguf.GGUFWriter(str(path), arch)
@@ -97,14 +107,24 @@ def write_gguf(path: Path, hf_model, qtype=None, arch: str = "llama", chat_templ
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     w.add_vocab_size(cfg.vocab_size)
     w.add_file_type(gguf.LlamaFileType.ALL_F32 if qtype is None else gguf.LlamaFileType.MOSTLY_Q8_0)
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("smollm")
-    w.add_token_list(tokens)
-    w.add_token_types(types)
-    w.add_token_merges(merges)
+    if spm:
+        tokens, types, scores = spm_vocab()
+        w.add_tokenizer_model("llama")
+        w.add_token_list(tokens)
+        w.add_token_types(types)
+        w.add_token_scores(scores)
+        w.add_unk_token_id(0)
+        w.add_add_space_prefix(True)
+        w.add_add_bos_token(True)
+    else:
+        w.add_tokenizer_model("gpt2")
+        w.add_tokenizer_pre("smollm")
+        w.add_token_list(tokens)
+        w.add_token_types(types)
+        w.add_token_merges(merges)
+        w.add_add_bos_token(False)
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
-    w.add_add_bos_token(False)
     if chat_template:
         w.add_chat_template(chat_template)
     sd = {k: v.detach().numpy().astype(np.float32) for k, v in hf_model.state_dict().items()}
@@ -224,6 +244,20 @@ def test_tokenizer_and_chat_template_from_metadata(tiny):
     ids = tok.encode(prompt)
     assert ids[0] == 1 and tokens[ids[0]] == "<|im_start|>" and 2 in ids  # specials stay whole
     assert tok.format_prompt("the cat", chat=False) == "the cat"
+
+
+def test_sentencepiece_gguf_tokenizes_as_transformers(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    hf = hf_llama(vocab_size=len(spm_vocab()[0]))
+    path = write_gguf(tmp_path / "spm.gguf", hf, spm=True, chat_template=None)
+    ours = load_model(str(path)).tokenizer
+    ref = transformers.AutoTokenizer.from_pretrained(tmp_path, gguf_file=path.name)
+    for text in ("the cat is in the hat", "  the  cat", "héllo wörld", "the cat</s>", "hat\nthe"):
+        ids = ours.encode(text)
+        assert ids == ref(text).input_ids, text
+        assert ids[0] == 1  # add_bos_token
+        assert ours.decode(ids[1:]) == ref.decode(ids[1:]), text
+    assert ours.chat_template is None and ours.format_prompt("x") == "x"
 
 
 def test_cli_run_uses_chat_template_unless_switched_off(tiny, capsys):
