@@ -35,6 +35,13 @@ from kvsim.loading import ModelLoadError, load_model
 from kvsim.model import Transformer
 
 PROMPT = "What is the capital of France? Answer in one sentence."
+NOTES = """Reading the thread rows: on a machine whose cores are shared with other jobs (the load average
+above), more torch threads than free cores oversubscribe. Each small parallel op of a one-token step
+then waits for a descheduled thread (torch.profiler, 2 threads, load ≈ 3 on 2 cores: the attention's
+bmm and softmax took ≈ 2.9 ms per call on 3×45 scores), and kvsim's written-out attention has three
+such ops per layer (QKᵀ, softmax, ·V) where transformers' fused SDPA has one. The one-thread rows are
+the like-for-like comparison there; on idle cores use `--threads` up to the core count.
+"""
 
 
 def to_transformers(model: Transformer, attn: str):
@@ -162,10 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = [
         ("model", f"{args.model} ({loaded.info.get('gguf_name') or cfg.name}; {cfg.n_layers} layers, {cfg.n_heads} heads / "
                   f"{cfg.n_kv_heads} KV heads, dim {cfg.dim}, {model.n_params() / 1e6:.1f} M parameters, fp32)"),
-        ("machine", f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}"),
+        ("machine", f"{platform.machine()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start, "
+                    f"torch {torch.__version__}"),
         ("load (GGUF → fp32 model)", f"{load_s:.1f} s"),
         ("prompt / decoded tokens", f"{len(prompt)} / {args.new_tokens} × {args.rounds} rounds, greedy"),
-        ("max |Δlogit| at prefill (same weights)", f"{max_diff:.1e}"),
+        ("max abs logit difference at prefill (same weights)", f"{max_diff:.1e}"),
     ]
     threads = [int(t) for t in args.threads.split(",")] if args.threads else [torch.get_num_threads()]
     for n_threads in threads:
@@ -206,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         lines = ["# Real-model benchmark: SmolLM2-135M-Instruct", "",
                  f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with", "", "```", command.strip(), "```", "",
                  "| figure | value |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows), "",
-                 (__doc__ or "").split("\n\n")[1].replace("\n", " ").strip(), ""]
+                 *(p.replace("\n", " ").strip() + "\n" for p in (__doc__ or "").split("\n\n")[1:3]), NOTES]
         Path(args.doc).write_text("\n".join(lines), encoding="utf-8")
         print(f"\nwrote {args.doc}")
     return 0
