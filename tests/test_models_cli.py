@@ -147,3 +147,10 @@ def test_models_list_shows_fetchable_and_unknown_get_fails(capsys):
     assert cli_main(["models", "get", "no-such-model"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: unknown fetchable model 'no-such-model'") and "smollm2-135m" in err
+
+
+def test_unfetched_model_says_how_to_fetch_it(capsys):
+    with pytest.raises(ModelLoadError, match="not fetched yet: run `kvsim models get smollm2-135m`"):
+        load_model("smollm2-135m")
+    assert cli_main(["run", "--model", "smollm2-135m", "--prompt", "hi", "--steps", "1"]) == 2
+    assert "kvsim models get smollm2-135m" in capsys.readouterr().err
