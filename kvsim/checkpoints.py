@@ -21,33 +21,57 @@ LLAMA_TYPES = ("llama", "mistral", "qwen2", "smollm", "smollm2")
 SUPPORTED = "gpt2, llama, mistral, qwen2 (SmolLM checkpoints are llama)"
 
 
+def _sliding_window(hf: dict, model_type: str, name: str) -> int | None:
+    """One window for every layer, or none. Qwen2 windows only when ``use_sliding_window``; a
+    per-layer mix (``layer_types`` with both kinds, e.g. Qwen2's ``max_window_layers``) is refused."""
+    window = hf.get("sliding_window")
+    if model_type == "qwen2" and not hf.get("use_sliding_window"):
+        return None
+    kinds = set(hf.get("layer_types") or [])
+    if len(kinds) > 1:
+        raise ModelLoadError(f"{name}: a different attention per layer ({', '.join(sorted(kinds))}) is not supported "
+                             "yet (kvsim applies one sliding window to every layer)")
+    if kinds == {"full_attention"}:
+        return None
+    return int(window) if window else None
+
+
 def config_from_hf(hf: dict, name: str) -> ModelConfig:
+    """A kvsim ``ModelConfig`` from a Hugging Face ``config.json`` (transformers 4.x or 5.x names)."""
     model_type = str(hf.get("model_type", "")).lower()
     try:
         if model_type == "gpt2":
+            act = hf.get("activation_function") or "gelu_new"
+            if act not in ("gelu_new", "gelu_pytorch_tanh"):
+                raise ModelLoadError(f"{name}: GPT-2 activation {act!r} is not supported (kvsim uses tanh GELU)")
+            if hf.get("scale_attn_by_inverse_layer_idx") or hf.get("scale_attn_weights") is False:
+                raise ModelLoadError(f"{name}: GPT-2 attention scaling variants are not supported")
             return ModelConfig(
                 family="gpt2", vocab_size=hf["vocab_size"], n_layers=hf["n_layer"], n_heads=hf["n_head"],
                 n_kv_heads=hf["n_head"], dim=hf["n_embd"], hidden_dim=hf.get("n_inner") or 4 * hf["n_embd"],
-                max_seq_len=hf.get("n_positions", hf.get("n_ctx", 1024)),
-                norm_eps=hf.get("layer_norm_epsilon", 1e-5), tie_embeddings=True, qkv_bias=True, name=name)
+                max_seq_len=hf.get("n_positions") or hf.get("n_ctx") or 1024,
+                norm_eps=hf.get("layer_norm_epsilon") or 1e-5, tie_embeddings=True, qkv_bias=True, name=name)
         if model_type in LLAMA_TYPES:
+            # transformers 5 writes rope_parameters {"rope_type", "rope_theta"}; 4.x rope_theta + rope_scaling
             rope = hf.get("rope_parameters") or hf.get("rope_scaling") or {}
             rope_type = rope.get("rope_type", rope.get("type", "default")) if isinstance(rope, dict) else "default"
             if rope_type not in (None, "default"):
                 raise ModelLoadError(f"{name}: RoPE scaling {rope_type!r} is not supported yet")
-            theta = (rope.get("rope_theta") if isinstance(rope, dict) else None) or hf.get("rope_theta", 10000.0)
-            window = hf.get("sliding_window")
-            if model_type == "qwen2" and not hf.get("use_sliding_window", False):
-                window = None
+            theta = (rope.get("rope_theta") if isinstance(rope, dict) else None) or hf.get("rope_theta") or 10000.0
+            act = hf.get("hidden_act") or "silu"
+            if act != "silu":
+                raise ModelLoadError(f"{name}: MLP activation {act!r} is not supported (Llama family: silu)")
+            bias = hf.get("attention_bias")
+            window = _sliding_window(hf, model_type, name)
             heads = hf["num_attention_heads"]
             return ModelConfig(
                 family="llama", vocab_size=hf["vocab_size"], n_layers=hf["num_hidden_layers"], n_heads=heads,
                 n_kv_heads=hf.get("num_key_value_heads") or heads, dim=hf["hidden_size"],
                 head_dim=hf.get("head_dim") or hf["hidden_size"] // heads, hidden_dim=hf["intermediate_size"],
-                max_seq_len=hf.get("max_position_embeddings", 2048), norm_eps=hf.get("rms_norm_eps", 1e-6),
+                max_seq_len=hf.get("max_position_embeddings") or 2048, norm_eps=hf.get("rms_norm_eps") or 1e-6,
                 rope_theta=float(theta), tie_embeddings=bool(hf.get("tie_word_embeddings", False)),
-                qkv_bias=bool(hf.get("attention_bias", model_type == "qwen2")),
-                sliding_window=int(window) if window else None, name=name)
+                qkv_bias=bool(bias) if bias is not None else model_type == "qwen2",
+                sliding_window=window, name=name)
     except KeyError as exc:
         raise ModelLoadError(f"{name}: config.json lacks {exc.args[0]!r}") from exc
     except ConfigError as exc:

@@ -166,3 +166,35 @@ def test_cached_decode_matches_past_key_values(pair):
     assert n + DECODE_STEPS > 8  # the Mistral case really runs past its window
     if name != "llama-mqa-tied":  # tied N(0, 1) embeddings make a model echo its input token
         assert len(set(our_tokens)) > 1, "degenerate run: one token repeated (weights too small?)"
+
+
+def test_config_from_full_transformers_dicts():
+    """``to_dict()`` spells unset attributes as None (attention_bias, rope_theta …): read them as unset."""
+    from kvsim.checkpoints import config_from_hf
+
+    qwen = transformers.Qwen2Config(**_common(num_attention_heads=4, num_key_value_heads=2)).to_dict()
+    cfg = config_from_hf(qwen, "q")
+    assert cfg.qkv_bias and cfg.sliding_window is None and cfg.rope_theta == qwen["rope_parameters"]["rope_theta"]
+    uniform = transformers.Qwen2Config(**_common(num_attention_heads=4, num_key_value_heads=2, use_sliding_window=True,
+                                                 sliding_window=8, max_window_layers=0)).to_dict()
+    assert config_from_hf(uniform, "q").sliding_window == 8
+    llama = transformers.LlamaConfig(**_common(num_attention_heads=4, num_key_value_heads=4)).to_dict()
+    assert not config_from_hf(llama, "l").qkv_bias
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"use_sliding_window": True, "sliding_window": 8, "max_window_layers": 1}, "different attention per layer"),
+    ({"rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4}}, "RoPE scaling 'linear'"),
+    ({"hidden_act": "gelu"}, "activation 'gelu'"),
+])
+def test_unsupported_checkpoint_variants_are_refused(change, message):
+    from kvsim.checkpoints import config_from_hf
+    from kvsim.loading import ModelLoadError
+
+    hf = transformers.Qwen2Config(**_common(num_attention_heads=4, num_key_value_heads=2)).to_dict()
+    hf.update(change)
+    if "max_window_layers" in change:  # transformers derives layer_types from these at construction
+        hf["layer_types"] = transformers.Qwen2Config(**_common(num_attention_heads=4, num_key_value_heads=2,
+                                                               **change)).layer_types
+    with pytest.raises(ModelLoadError, match=message):
+        config_from_hf(hf, "m")
