@@ -94,6 +94,9 @@ def config_from_gguf(meta: dict[str, Any], name: str, tensor_names: set[str]) ->
             raise ModelLoadError(f"{name}: GGUF metadata lacks llama.{key}")
         return value
 
+    if meta.get("llama.expert_count"):
+        raise ModelLoadError(f"{name}: mixture-of-experts GGUF files ({meta['llama.expert_count']} experts) are not "
+                             f"supported (supported: {SUPPORTED}, dense)")
     scaling = meta.get("llama.rope.scaling.type")
     if scaling not in (None, "none") or "rope_freqs.weight" in tensor_names:
         kind = scaling if scaling not in (None, "none") else "llama3 (rope_freqs)"
