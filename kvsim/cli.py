@@ -73,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps", "auto"])
     r.add_argument("--dtype", default=None, choices=["fp32", "fp16", "bf16"], help="GPU only: fp16/bf16")
     r.add_argument("--no-chat-template", action="store_true", help="feed the prompt as is")
+    r.add_argument("--ignore-eos", action="store_true", help="keep generating after the end-of-sequence token")
     r.add_argument("--save", help="write the trace to this .kvsim file")
     r.add_argument("--json", action="store_true", help="JSON Lines: one object per step, then a summary")
 
@@ -182,7 +183,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = sys.stdout
     if not args.json:
         _print_header(sim, loaded, out)
-    for record in sim.run(args.steps):
+    for record in sim.run(args.steps, stop_at_eos=not args.ignore_eos):
         if args.json:
             out.write(json.dumps(step_json(record)) + "\n")
             out.flush()

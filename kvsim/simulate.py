@@ -188,11 +188,19 @@ class Simulator:
         """Decode steps still possible before the next fed position would exceed the context."""
         return self.model.cfg.max_seq_len - len(self.tokens) + 1
 
-    def run(self, steps: int) -> Iterator[StepRecord]:
+    @property
+    def ended_with_eos(self) -> bool:
+        """The last produced token is the model's end-of-sequence token."""
+        eos = getattr(self.tokenizer, "eos_id", None)
+        return eos is not None and self.steps_done > 0 and self.tokens[-1] == eos
+
+    def run(self, steps: int, stop_at_eos: bool = True) -> Iterator[StepRecord]:
+        """Up to ``steps`` steps; stops early when the context is full or (by default) after the
+        model produced its end-of-sequence token, as a chat model ends its answer."""
         if steps <= 0:
             raise SimulationError(f"steps must be ≥ 1, got {steps}")
         for _ in range(steps):
-            if self.context_left <= 0:
+            if self.context_left <= 0 or (stop_at_eos and self.ended_with_eos):
                 return
             yield self.step()
 

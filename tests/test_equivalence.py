@@ -77,3 +77,17 @@ def test_uncached_recompute_reproduces_old_rows() -> None:
     diffs = [r.lane("uncached").recompute_diff for r in sim.run(30)]
     assert diffs[0] is None  # nothing old at prefill
     assert all(d is not None and d < 1e-5 for d in diffs[1:])
+
+
+def test_run_stops_after_end_of_sequence() -> None:
+    loaded = load(FAMILY_SPECS["gpt2"])
+    sim = Simulator(loaded.model, loaded.tokenizer, [5, 6, 7])
+    first = [r.token_id for r in sim.run(20)]
+    # make the 4th produced token the EOS id: a fresh run stops right after it
+    loaded.tokenizer.eos_id = first[3]
+    sim = Simulator(loaded.model, loaded.tokenizer, [5, 6, 7])
+    stopped = [r.token_id for r in sim.run(20)]
+    assert stopped == first[: first.index(first[3]) + 1]
+    assert sim.ended_with_eos
+    sim = Simulator(loaded.model, loaded.tokenizer, [5, 6, 7])
+    assert len(list(sim.run(20, stop_at_eos=False))) == 20
