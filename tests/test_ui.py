@@ -19,7 +19,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 
 from ui import theme  # noqa: E402
 from ui.attention import attention_rows, kv_head_of  # noqa: E402
-from ui.lanes import MAX_ROWS  # noqa: E402
+from ui.lanes import MAX_ROWS, dim_rows  # noqa: E402
 
 MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,seed=1"
 PROMPT = "The cache remembers"
@@ -127,8 +127,12 @@ def test_after_n_steps_every_view_shows_the_records(window):
     g = kv_head_of(head, cfg["n_heads"], cfg["n_kv_heads"])
     k, v = _kv_from_records(records, layer, g)
     m = window.derived.levels[(layer, g)]
-    np.testing.assert_array_equal(window.lane_panels[1].k.image.image, theme.colorize(k, -m, m, theme.KV_CMAP))
-    np.testing.assert_array_equal(window.lane_panels[1].v.image.image, theme.colorize(v, -m, m, theme.KV_CMAP))
+    un, ca = window.lane_panels  # no cache | KV cache
+    np.testing.assert_array_equal(un.k.image.image, theme.colorize(k, -m, m, theme.KV_CMAP))
+    np.testing.assert_array_equal(un.v.image.image, theme.colorize(v, -m, m, theme.KV_CMAP))
+    # the cached lane: the same values, rows read from the cache dimmed, the new row as computed
+    np.testing.assert_array_equal(ca.k.image.image, dim_rows(theme.colorize(k, -m, m, theme.KV_CMAP), P + N - 2))
+    np.testing.assert_array_equal(ca.k.image.image[-1], un.k.image.image[-1])
     # the last attention row: one decode row over P + N - 1 keys, equal to softmax(q·Kᵀ/√d)
     q_last = records[-1].q[layer, head]  # (1, D)
     expect = attention_rows(q_last, k, np.array([P + N - 2]), np.arange(P + N - 1))[0]
@@ -168,7 +172,10 @@ def test_scrubbing_back_shows_step_k_exactly(window):
         m = window.derived.levels[(layer, g)]
         for panel in window.lane_panels:
             assert panel.shown()["k_shape"] == (P + k, cfg["head_dim"])
-            np.testing.assert_array_equal(panel.k.image.image, theme.colorize(kk, -m, m, theme.KV_CMAP))
+            expect = theme.colorize(kk, -m, m, theme.KV_CMAP)
+            if panel.name == "cached" and k > 0:
+                expect = dim_rows(expect, P + k - 1)
+            np.testing.assert_array_equal(panel.k.image.image, expect)
             lane = s.records[k].lane(panel.name)
             assert f"{lane.wall_ms:.2f} ms" in panel.readout.text()
         assert window.timeline.phase.text() == ("PREFILL" if k == 0 else "DECODE")

@@ -16,6 +16,17 @@ from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 from . import theme
 
 
+def _nice(x: float) -> float:
+    """The smallest of 1, 2, 5 × 10^k that is ≥ x."""
+    if x <= 0:
+        return 1.0
+    e = 10 ** np.floor(np.log10(x))
+    for m in (1, 2, 5, 10):
+        if m * e >= x:
+            return float(m * e)
+    return float(10 * e)
+
+
 class SIAxis(pg.AxisItem):
     """Left axis with k / M / G / T tick labels (FLOPs reach 1e12 quickly)."""
 
@@ -36,7 +47,7 @@ class CostsPanel(QWidget):
         self.glw.ci.setContentsMargins(0, 0, 0, 0)
         font = QFont(self.font())
         self.plots, self.curves = [], {}
-        titles = ("K/V rows computed (cumulative)", "FLOPs (cumulative)", "time per step (ms, measured)")
+        titles = ("K/V rows computed, cumulative (x: step)", "FLOPs, cumulative", "measured time per step (ms)")
         for col, title in enumerate(titles):
             p = self.glw.addPlot(row=0, col=col, axisItems={"left": SIAxis("left")})
             p.setTitle(title, color=theme.MUTED, size="12pt")
@@ -44,11 +55,9 @@ class CostsPanel(QWidget):
             p.hideButtons()
             p.setMouseEnabled(False, False)
             p.showGrid(x=True, y=True, alpha=0.15)
-            p.getAxis("bottom").setLabel("step", color=theme.MUTED)
             for ax in ("left", "bottom"):
                 p.getAxis(ax).setTickFont(font)
-            p.setClipToView(True)
-            p.setDownsampling(auto=True, mode="peak")
+            p.disableAutoRange()
             self.plots.append(p)
         self.plots[0].addLegend(offset=(8, 4), labelTextSize="11pt", brush=pg.mkBrush(18, 20, 24, 200))
         lay.addWidget(self.glw, 1)
@@ -56,7 +65,7 @@ class CostsPanel(QWidget):
         side = QVBoxLayout()
         self.stats = QLabel()
         self.stats.setTextFormat(Qt.RichText)
-        self.stats.setMinimumWidth(250)
+        self.stats.setFixedWidth(int(self.stats.fontMetrics().horizontalAdvance("M") * 19))  # no relayout per step
         self.stats.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         side.addWidget(self.stats, 1)
         self.log_box = QCheckBox("log scale")
@@ -64,16 +73,29 @@ class CostsPanel(QWidget):
         side.addWidget(self.log_box)
         lay.addLayout(side)
 
+        self._dirty_plots: set[int] = set()
         session.run_started.connect(self._rebuild)
         self.dirty = False
         session.cursor_moved.connect(self._mark)
 
     def _mark(self, _step: int) -> None:
-        self.dirty = True  # redrawn on flush(): the window staggers it one frame after the lanes
+        self.dirty = True  # redrawn on flush(): the window staggers it after the lanes
+        self._dirty_plots = {0, 1, 2}
 
     def flush(self) -> None:
         if self.dirty:
             self.redraw()
+
+    def flush_part(self, i: int) -> None:
+        """Redraw plot ``i`` only (the window spreads the three plots over three frames)."""
+        if i in self._dirty_plots:
+            self._redraw_plot(i)
+        if not self._dirty_plots:
+            self.dirty = False
+            self._stats()
+
+    def stages(self) -> list:
+        return [lambda i=i: self.flush_part(i) for i in range(3)]
 
     def _rebuild(self) -> None:
         for p in self.plots:
@@ -101,18 +123,41 @@ class CostsPanel(QWidget):
 
     def redraw(self) -> None:
         self.dirty = False
+        if self.session.run is None:
+            return
+        for i in range(3):
+            self._redraw_plot(i)
+        self._stats()
+
+    def _redraw_plot(self, i: int) -> None:
+        self._dirty_plots.discard(i)
         s = self.session
         if s.run is None:
             return
         k = s.cursor + 1
         x = np.arange(k, dtype=np.float64)
-        for name, (rows_c, flops_c, time_c) in self.curves.items():
-            rows_c.setData(x, np.asarray(s.cum_rows[name][:k], dtype=np.float64))
-            flops_c.setData(x, np.asarray(s.cum_flops[name][:k], dtype=np.float64))
-            time_c.setData(x, np.asarray(s.wall_ms[name][:k], dtype=np.float64))
-        for p in self.plots:
-            p.enableAutoRange()
-        self._stats()
+        series = (s.cum_rows, s.cum_flops, s.wall_ms)[i]
+        for name, curves in self.curves.items():
+            curves[i].setData(x, np.asarray(series[name][:k], dtype=np.float64))
+        self._fit_range(i, k)
+
+    def _fit_range(self, i: int, k: int) -> None:
+        """Explicit ranges rounded up to 1-2-5 steps: axes are redrawn only when a bound is crossed."""
+        s = self.session
+        x_hi = _nice(max(k - 1, 1))
+        p, series = self.plots[i], (s.cum_rows, s.cum_flops, s.wall_ms)[i]
+        top = max((max(v[:k]) for v in series.values() if k > 0 and v[:k]), default=1.0)
+        if self.log:
+            low = min((min(x for x in v[:k] if x > 0) for v in series.values()
+                       if k > 0 and any(x > 0 for x in v[:k])), default=1.0)
+            rng = (np.floor(np.log10(max(low, 1e-9))), np.ceil(np.log10(max(top, 1e-9))) + 0.05)
+        else:
+            rng = (0.0, _nice(top))
+        key = (x_hi, rng)
+        if getattr(p, "_kv_range", None) != key:
+            p._kv_range = key
+            p.setRange(xRange=(0, x_hi), yRange=rng, padding=0.02)
+            p.getViewBox().prepareForPaint()  # settle the transform now: one paint, not two
 
     def _stats(self) -> None:
         s = self.session

@@ -72,7 +72,8 @@ def _rect_item(vb, fill: str | None, pen: str | None = None, width: float = 2.0,
 class _Plot:
     """One image plot with the lane's overlays (dim, fade, sweep, outline, hover)."""
 
-    def __init__(self, glw: pg.GraphicsLayoutWidget, row: int, col: int, axis_left, color: str, x_label: str) -> None:
+    def __init__(self, glw: pg.GraphicsLayoutWidget, row: int, col: int, axis_left, color: str,
+                 masked: bool = False) -> None:
         axes = {"left": axis_left} if axis_left is not None else {}
         self.plot = glw.addPlot(row=row, col=col, axisItems=axes)
         self.plot.setMenuEnabled(False)
@@ -87,6 +88,7 @@ class _Plot:
         # masked cells are transparent: this hatched background is what shows through
         self.masked_bg = _rect_item(vb, None, z=-20)
         self.masked_bg.setBrush(QBrush(QColor(theme.MASKED), Qt.BDiagPattern))
+        self.has_masked = masked
         self.image = pg.ImageItem(axisOrder="row-major")
         self.image.setZValue(0)
         vb.addItem(self.image)
@@ -110,7 +112,7 @@ class _Plot:
             self.image.setRect(QRectF(0, lo, width, hi - lo))
             self.image.setVisible(True)
             self.masked_bg.setRect(QRectF(0, lo, width, hi - lo))
-            self.masked_bg.setVisible(True)
+            self.masked_bg.setVisible(self.has_masked)
         rng = (0, width, lo, max(hi, lo + 1))
         if rng != getattr(self, "_range", None):
             self._range = rng
@@ -130,15 +132,27 @@ class _Plot:
         item.setVisible(True)
 
 
-def _pool_cols(mat: np.ndarray, max_cols: int) -> np.ndarray:
+def _pool_cols(mat: np.ndarray, f: int) -> np.ndarray:
+    """Max-pool columns by ``f`` (NaN = masked is ignored unless a whole block is masked)."""
     n = mat.shape[1]
-    if n <= max_cols:
+    if f <= 1:
         return mat
-    f = math.ceil(n / max_cols)
     pad = (-n) % f
     if pad:
         mat = np.concatenate([mat, np.full((mat.shape[0], pad), np.nan, np.float32)], axis=1)
     return np.fmax.reduce(mat.reshape(mat.shape[0], -1, f), axis=2)
+
+
+DIM = 0.5  # rows read from the cache: half way to the background
+
+
+def dim_rows(rgba: np.ndarray, upto: int) -> np.ndarray:
+    """A copy of ``rgba`` with rows ``:upto`` blended half way to the background (transparent stays)."""
+    out = rgba.copy()
+    bg = np.array(QColor(theme.BG).getRgb()[:3], dtype=np.float32)
+    rows = out[:upto, :, :3].astype(np.float32)
+    out[:upto, :, :3] = (rows * DIM + bg * (1 - DIM)).astype(np.uint8)
+    return out
 
 
 class DerivedImages:
@@ -148,12 +162,14 @@ class DerivedImages:
         self.session = session
         self.attn: dict[tuple[int, int], AttentionRows] = {}
         self._memo: dict[tuple, object] = {}
+        self._attn_rgba: dict[tuple[int, int, int], dict[int, np.ndarray]] = {}
         self.levels: dict[tuple[int, int], float] = {}
         session.run_started.connect(self.clear)
 
     def clear(self) -> None:
         self.attn.clear()
         self._memo.clear()
+        self._attn_rgba.clear()
         self.levels.clear()
 
     def _kv_level(self, layer: int, kv_head: int) -> float:
@@ -179,17 +195,33 @@ class DerivedImages:
         return self._memo[key]
 
     def attention(self, layer: int, head: int, lo: int, hi: int) -> tuple[np.ndarray, float]:
-        """RGBA of attention rows lo..hi-1 over keys 0..hi-1, and the image's x width (= hi)."""
+        """RGBA of attention rows lo..hi-1 over keys 0..hi-1, and the image's width in key units.
+
+        Beyond MAX_COLS keys, columns are max-pooled by f = ceil(n / MAX_COLS). A row never changes
+        once computed, so its coloured (pooled) pixels are kept: a new step colours one new row.
+        """
+        key = ("attn", layer, head, lo, hi)
+        if key in self._memo:
+            return self._memo[key]
         s = self.session
         cfg = s.run.config
-        key = ("attn", layer, head, lo, hi)
-        if key not in self._memo:
+        f = max(1, math.ceil(hi / MAX_COLS))
+        width = math.ceil(hi / f)
+        cache = self._attn_rgba.setdefault((layer, head, f), {})
+        missing = [p for p in range(lo, hi) if p not in cache]
+        if missing:
+            a, b = missing[0], missing[-1] + 1
             rows = self.attn.setdefault((layer, head), AttentionRows(cfg.get("sliding_window")))
             g = kv_head_of(head, cfg["n_heads"], cfg["n_kv_heads"])
-            mat = rows.rows(s.q.buf[layer, head], s.k.buf[layer, g], lo, hi, hi)
-            mat = _pool_cols(mat, MAX_COLS)
+            mat = _pool_cols(rows.rows(s.q.buf[layer, head], s.k.buf[layer, g], a, b, b), f)
             rgba = theme.colorize(np.sqrt(mat), 0.0, 1.0, theme.ATTN_CMAP)  # colour ∝ √p (see legend)
-            self._remember(key, (rgba, float(hi)))
+            for i, p in enumerate(range(a, b)):
+                cache[p] = rgba[i, : math.ceil((p + 1) / f)].copy()
+        img = np.zeros((hi - lo, width, 4), dtype=np.uint8)  # transparent = masked (hatched behind)
+        for i, p in enumerate(range(lo, hi)):
+            row = cache[p]
+            img[i, : row.shape[0]] = row
+        self._remember(key, (img, float(width * f)))
         return self._memo[key]
 
     def attention_values(self, layer: int, head: int, row: int) -> np.ndarray:
@@ -235,9 +267,9 @@ class LanePanel(QWidget):
         font = QFont(self.font())
         self.axis.setTickFont(font)
         self.titles = [self.glw.addLabel("", row=0, col=c, size="12pt", color=theme.MUTED) for c in range(3)]
-        self.k = _Plot(self.glw, 1, 0, self.axis, self.color, "K dims")
-        self.v = _Plot(self.glw, 1, 1, None, self.color, "V dims")
-        self.a = _Plot(self.glw, 1, 2, None, self.color, "key position")
+        self.k = _Plot(self.glw, 1, 0, self.axis, self.color)
+        self.v = _Plot(self.glw, 1, 1, None, self.color)
+        self.a = _Plot(self.glw, 1, 2, None, self.color, masked=True)
         for p in (self.v, self.a):
             p.vb.setYLink(self.k.vb)
         self.glw.installEventFilter(self)
@@ -260,8 +292,16 @@ class LanePanel(QWidget):
         lay.addWidget(self.readout)
         self._set_header()
 
+        self.dirty = False
         session.run_started.connect(self.redraw)
-        session.cursor_moved.connect(lambda _s: self.redraw())
+        session.cursor_moved.connect(self._mark)
+
+    def _mark(self, _step: int) -> None:
+        self.dirty = True  # redrawn on flush(): the window spreads a step's redraws over frames
+
+    def flush(self) -> None:
+        if self.dirty:
+            self.redraw(self._t)
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802
         if obj is self.glw and event.type() == QEvent.Resize:
@@ -293,6 +333,7 @@ class LanePanel(QWidget):
 
     def redraw(self, t: float = 1.0) -> None:
         """Rebuild the images for the session's cursor (no animation: ``t`` = 1 unless given)."""
+        self.dirty = False
         s = self.session
         r = s.record()
         if s.run is None or r is None:
@@ -314,12 +355,15 @@ class LanePanel(QWidget):
         k_img, v_img = self.derived.kv(layer, head, lo, n)
         a_img, a_width = self.derived.attention(layer, head, lo, n)
         d = cfg["head_dim"]
+        lane = r.lane(self.name)
+        new_lo, _ = s.new_rows()
+        comp_lo = n - lane.kv_positions
+        self._geom = (lo, n, comp_lo, new_lo, n)
+        if comp_lo > lo:  # rows read from the cache are dimmed in the pixels (cheaper than an overlay)
+            k_img, v_img, a_img = (dim_rows(img, comp_lo - lo) for img in (k_img, v_img, a_img))
         self.k.set_rows(k_img, lo, n, d)
         self.v.set_rows(v_img, lo, n, d)
         self.a.set_rows(a_img, lo, n, a_width)
-        lane = r.lane(self.name)
-        new_lo, _ = s.new_rows()
-        self._geom = (lo, n, n - lane.kv_positions, new_lo, n)
         self._titles(layer, head)
         self.set_progress(t)
         self._hover_items()
@@ -339,14 +383,13 @@ class LanePanel(QWidget):
     def set_progress(self, t: float) -> None:
         """Animation frame ``t`` in [0, 1] of the current step: only overlays move."""
         self._t = t
-        if self._geom is None:
+        if self._geom is None or self.dirty:
             return
         lo, hi, comp_lo, new_lo, n = self._geom
         sweep_to = comp_lo + (new_lo - comp_lo) * min(1.0, t / 0.7) if new_lo > comp_lo else new_lo
         fade_t = 1.0 if new_lo <= comp_lo else max(0.0, (t - 0.6) / 0.4)
         fade_alpha = 1.0 - (t if new_lo <= comp_lo else fade_t)
         for p in (self.k, self.v, self.a):
-            p.band(p.dim, max(lo, 0), max(lo, comp_lo), alpha=0.5)  # read from cache
             p.band(p.pending, max(lo, sweep_to), max(lo, new_lo), alpha=0.8)  # not yet recomputed
             p.band(p.sweep, max(lo, sweep_to - 1), max(lo, sweep_to)) if t < 1 and new_lo > comp_lo \
                 else p.sweep.setVisible(False)

@@ -45,6 +45,7 @@ class TokenStrip(QWidget):
 
     # ------------------------------------------------------------------ layout
     def _reset(self) -> None:
+        self._drawn_n = -1
         self._rects, self._tops, self._labels = [], [], []
         self._x = self._y = 0.0
         self._layout_width = self.width()
@@ -84,12 +85,21 @@ class TokenStrip(QWidget):
     def _on_cursor(self) -> None:
         self.dirty = False
         self._fit_height()
-        self.update()
         n = self.session.n_text_tokens()
+        last = getattr(self, "_drawn_n", -1)
+        if n == last + 1 and 2 <= n <= len(self._rects):
+            # one step on: only the last two tokens change (the dashed "not fed yet" mark moves)
+            self.update(self._rects[n - 2].united(self._rects[n - 1]).toAlignedRect().adjusted(-3, -3, 3, 3))
+        else:
+            self.update()
+        self._drawn_n = n
         if n > 0 and n <= len(self._rects):
             area = self.parent().parent() if self.parent() else None
             if isinstance(area, QScrollArea):
                 r = self._rects[n - 1]
+                view = area.viewport().rect().translated(0, area.verticalScrollBar().value())
+                if view.contains(r.toAlignedRect()):
+                    return
                 area.ensureVisible(int(r.center().x()), int(r.center().y()), 10, int(r.height()))
 
     # ------------------------------------------------------------------ painting

@@ -504,16 +504,21 @@ class MainWindow(QMainWindow):
     def _on_frame(self, t: float) -> None:
         for p in self.lane_panels:
             p.set_progress(t)
-        # the step's secondary views follow the lanes one frame apart, so no frame paints everything
+        # a step's redraws are spread over its first frames (lane A, lane B, costs, text), one view
+        # per frame, so no frame paints everything; the last frame (t = 1) flushes whatever is left
         self._stagger = 0 if t <= 0.0 else self._stagger + 1
-        if self._stagger == 1 or t >= 1.0:
-            self.costs.flush()
-        if self._stagger == 2 or t >= 1.0:
-            self.tokens.flush()
+        stages = [*self.lane_panels, *self.costs.stages(), self.tokens.flush]
+        if t >= 1.0:
+            self.flush_views()
+        elif self._stagger < len(self.lane_panels):
+            self.lane_panels[self._stagger].flush()
+            self.lane_panels[self._stagger].set_progress(t)
+        elif self._stagger < len(stages):
+            stages[self._stagger]()
 
     def flush_views(self) -> None:
-        self.costs.flush()
-        self.tokens.flush()
+        for view in (*self.lane_panels, self.costs, self.tokens):
+            view.flush()
 
     def _on_anim_finished(self) -> None:
         if self.playing:
