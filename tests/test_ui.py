@@ -351,3 +351,14 @@ def test_screenshot_command_writes_pngs(tmp_path):
     from PySide6.QtGui import QImage
 
     assert QImage(str(tmp_path / "kvsim-1280x720.png")).width() == 1280
+
+
+def test_switching_lanes_rebuilds_the_panels(window, qtbot):
+    assert window.run_steps(2)
+    window.lanes_box.setCurrentIndex(1)
+    window._on_lanes_chosen()
+    qtbot.waitUntil(lambda: window.can_step and [p.name for p in window.lane_panels] == ["cached", "uncached"],
+                    timeout=20_000)
+    assert window.run_steps(2)
+    assert window.lane_panels[0].shown()["geom"][2] == window.session.n_rows() - 1  # cached: one row
+    assert window.lane_panels[1].shown()["geom"][2] == 0

@@ -137,14 +137,22 @@ class CostsPanel(QWidget):
         k = s.cursor + 1
         x = np.arange(k, dtype=np.float64)
         series = (s.cum_rows, s.cum_flops, s.wall_ms)[i]
+        few = k <= 40  # dots while there are few steps (a single step is a point, not a line)
         for name, curves in self.curves.items():
+            if getattr(curves[i], "_kv_dots", None) != few:
+                curves[i]._kv_dots = few
+                color = theme.lane_color(name)
+                curves[i].setSymbol("o" if few else None)
+                curves[i].setSymbolSize(7)
+                curves[i].setSymbolBrush(color)
+                curves[i].setSymbolPen(None)
             curves[i].setData(x, np.asarray(series[name][:k], dtype=np.float64))
         self._fit_range(i, k)
 
     def _fit_range(self, i: int, k: int) -> None:
         """Explicit ranges rounded up to 1-2-5 steps: axes are redrawn only when a bound is crossed."""
         s = self.session
-        x_hi = _nice(max(k - 1, 1))
+        x_hi = _nice(max(k - 1, 5))
         p, series = self.plots[i], (s.cum_rows, s.cum_flops, s.wall_ms)[i]
         top = max((max(v[:k]) for v in series.values() if k > 0 and v[:k]), default=1.0)
         if self.log:

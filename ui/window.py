@@ -256,6 +256,10 @@ class MainWindow(QMainWindow):
         lay.addWidget(self.banner)
         self.splitter = QSplitter(Qt.Horizontal)
         self.splitter.setChildrenCollapsible(False)
+        self.placeholder = QLabel("loading the model …")
+        self.placeholder.setAlignment(Qt.AlignCenter)
+        self.placeholder.setStyleSheet(f"color: {theme.MUTED}; font-size: 20pt;")
+        self.splitter.addWidget(self.placeholder)
         lay.addWidget(self.splitter, 1)
         self.legend = Legend()
         lay.addWidget(self.legend)
@@ -470,6 +474,10 @@ class MainWindow(QMainWindow):
         for p in self.lane_panels:
             p.setParent(None)
             p.deleteLater()
+        if self.placeholder is not None:
+            self.placeholder.setParent(None)
+            self.placeholder.deleteLater()
+            self.placeholder = None
         self.lane_panels = [LanePanel(self.session, self.derived, lane["name"], lane["policy"]) for lane in lanes]
         for p in self.lane_panels:
             self.splitter.addWidget(p)
