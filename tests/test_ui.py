@@ -362,3 +362,45 @@ def test_switching_lanes_rebuilds_the_panels(window, qtbot):
     assert window.run_steps(2)
     assert window.lane_panels[0].shown()["geom"][2] == window.session.n_rows() - 1  # cached: one row
     assert window.lane_panels[1].shown()["geom"][2] == 0
+
+
+def test_log_scale_and_layout_persistence(qtbot, qapp, tmp_path):
+    from PySide6.QtCore import QSettings
+
+    from ui.window import MainWindow
+
+    QSettings.setDefaultFormat(QSettings.IniFormat)
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp_path))
+    w = MainWindow(model=MODEL, prompt=PROMPT, persist=True)
+    qtbot.addWidget(w)
+    w.show()
+    assert w.wait_ready(60)
+    w.animator.set_speed("instant")
+    assert w.run_steps(3)
+    w.costs.log_box.setChecked(True)
+    assert all(p.getAxis("left").logMode for p in w.costs.plots)
+    assert w.costs.curves["cached"][0].yData[-1] == w.session.cum_rows["cached"][-1]
+    w.text_dock.setVisible(False)
+    w.speed_box.setCurrentIndex(w.speed_box.findData("fast"))
+    w.close()
+    w2 = MainWindow(model=MODEL, prompt=PROMPT, persist=True)
+    qtbot.addWidget(w2)
+    w2.show()
+    assert w2.speed_box.currentData() == "fast"
+    assert not w2.text_dock.isVisible()
+    assert w2.wait_ready(60)
+    w2.close()
+
+
+def test_keys_reach_the_simulator_not_the_prompt_box(window, qtbot):
+    window.activateWindow()
+    qtbot.waitUntil(lambda: window.isActiveWindow(), timeout=5_000)
+    assert not window.prompt_box.lineEdit().hasFocus()
+    qtbot.keyClick(window.focusWidget() or window, Qt.Key_Right)
+    qtbot.waitUntil(lambda: window.session.n_steps == 1, timeout=20_000)
+    qtbot.keyClick(window.focusWidget() or window, Qt.Key_Left)
+    assert window.session.cursor == -1
+    qtbot.keyClick(window.focusWidget() or window, Qt.Key_Space)
+    assert window.playing
+    qtbot.keyClick(window.focusWidget() or window, Qt.Key_Space)
+    assert not window.playing

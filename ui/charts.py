@@ -84,17 +84,18 @@ class CostsPanel(QWidget):
 
     def flush(self) -> None:
         if self.dirty:
-            self.redraw()
+            self.dirty = False
+            for i in sorted(self._dirty_plots):
+                self._redraw_plot(i)
+            self._stats()
 
     def flush_part(self, i: int) -> None:
         """Redraw plot ``i`` only (the window spreads the three plots over three frames)."""
         if i in self._dirty_plots:
             self._redraw_plot(i)
-        if not self._dirty_plots:
-            self.dirty = False
-            self._stats()
 
     def stages(self) -> list:
+        """Three redraw stages (one plot each); the stats table follows with ``flush``."""
         return [lambda i=i: self.flush_part(i) for i in range(3)]
 
     def _rebuild(self) -> None:

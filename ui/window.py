@@ -263,6 +263,7 @@ class MainWindow(QMainWindow):
         lay.addWidget(self.splitter, 1)
         self.legend = Legend()
         lay.addWidget(self.legend)
+        central.setFocusPolicy(Qt.StrongFocus)  # arrows/Space drive the simulator, not a text box
         self.setCentralWidget(central)
 
         self.timeline = Timeline(self.session)
@@ -465,6 +466,8 @@ class MainWindow(QMainWindow):
         self.session.start_run(run)
         self.flush_views()
         self.can_step = True
+        if self.prompt_box.lineEdit().hasFocus() or self.focusWidget() is None:
+            self.centralWidget().setFocus()  # so Space / → / ← / Home work at once
         self.statusBar().showMessage(f"prompt: {len(run.prompt_ids)} tokens · press Step (→) or Play (Space)")
 
     def _make_lanes(self, lanes: list[dict]) -> None:
@@ -515,7 +518,7 @@ class MainWindow(QMainWindow):
         # a step's redraws are spread over its first frames (lane A, lane B, costs, text), one view
         # per frame, so no frame paints everything; the last frame (t = 1) flushes whatever is left
         self._stagger = 0 if t <= 0.0 else self._stagger + 1
-        stages = [*self.lane_panels, *self.costs.stages(), self.tokens.flush]
+        stages = [*self.lane_panels, *self.costs.stages(), self.costs.flush, self.tokens.flush]
         if t >= 1.0:
             self.flush_views()
         elif self._stagger < len(self.lane_panels):
