@@ -56,7 +56,7 @@ def measure(tokens: int, steps: int, size=(1920, 1080)) -> dict[str, float]:
     from ui.window import MainWindow
 
     sim, records, labels = record_run(tokens, steps)
-    app = make_app()
+    app = make_app()  # noqa: F841 - keeps the QApplication alive
     w = MainWindow(model=MODEL, persist=False)
     w.resize(*size)
     w.show()
@@ -148,7 +148,7 @@ def main() -> int:
         r = measure(t, args.steps, size)
         print(f"{r['tokens']:>7} {r['frames']:>7} {r['median_ms']:>10.2f} {r['p99_ms']:>8.2f} "
               f"{r['step_median_ms']:>12.2f} {r['step_p99_ms']:>9.2f}   frames after a step (median ms): "
-              + " ".join(f"{k}:{v:.1f}" for k, v in r["by_frame"].items()) + f" (7 = 7th and later)", flush=True)
+              + " ".join(f"{k}:{v:.1f}" for k, v in r["by_frame"].items()) + " (7 = 7th and later)", flush=True)
     fp = first_paint()
     print("launch to first paint (process start → first paint, wall): "
           + ", ".join(f"{w:.0f} ms" for w, _ in fp) + f"  (median {statistics.median(w for w, _ in fp):.0f} ms)")

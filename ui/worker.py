@@ -20,13 +20,13 @@ from kvsim.loading import ModelLoadError, load_model
 from kvsim.registry import list_models
 from kvsim.simulate import LANE_PRESETS, SimulationError, Simulator
 
+from .session import RunInfo
+
 for _lazy in ("kvsim.checkpoints", "kvsim.gguf_model", "tokenizers", "safetensors", "gguf", "jinja2", "platformdirs"):
     try:  # the engine imports these lazily; import them here, on the GUI thread, not in the worker
         __import__(_lazy)
     except Exception:  # noqa: BLE001 - optional at this point; load_model reports what is missing
         pass
-
-from .session import RunInfo
 
 FALLBACK_MODEL = "random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,seed=0"
 USER_ERRORS = (ModelLoadError, SimulationError, ConfigError, ValueError, OSError)
