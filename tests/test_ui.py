@@ -198,6 +198,18 @@ def test_step_back_to_prompt_only_and_hover(window, qtbot):
         assert panel.k.hover.isVisible() and panel.a.hover_col.isVisible()
     window.tokens.set_hover(-1)
     assert not window.lane_panels[0].k.hover.isVisible()
+    # and the other way: a row hovered in a lane highlights the token and the other lane
+    lane = window.lane_panels[1]
+    lane.hovered.emit(3)
+    assert window.tokens.hover == 3 and window.lane_panels[0].k.hover.isVisible()
+    texts = []
+    lane.pointed.connect(texts.append)
+    n = window.session.n_rows()
+    lane._point_attention(n - 1, 0.5 * lane.a.width / n)  # last query row, key 0
+    p0 = window.derived.attention_values(lane.layer, lane.head, n - 1)[0]
+    assert texts and f"p = {p0:.4f}" in texts[-1]
+    lane._point_attention(2, (n - 0.5) * lane.a.width / n)  # row 2 cannot see the last key
+    assert "masked" in texts[-1]
 
 
 def test_play_and_pause(window, qtbot):

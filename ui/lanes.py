@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QRectF, Qt
+from PySide6.QtCore import QEvent, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QPen
 from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
@@ -241,12 +241,15 @@ class DerivedImages:
 class LanePanel(QWidget):
     """Lane ``name``: header, [K | V | attention] with shared token rows, and a per-step readout."""
 
+    hovered = Signal(int)  # token position under the mouse (-1: none)
+    pointed = Signal(str)  # what the mouse points at (an attention cell's probability), for the status bar
+
     def __init__(self, session, derived: DerivedImages, name: str, policy: str, parent=None) -> None:
         super().__init__(parent)
         self.session, self.derived, self.name, self.policy = session, derived, name, policy
         self.color = theme.lane_color(name)
         self.layer, self.head = 0, 0
-        self.hovered = -1
+        self.hover_pos = -1
         self._geom = None  # (lo, hi, computed_lo, new_lo, n) of the drawn step
         self._t = 1.0
 
@@ -273,6 +276,7 @@ class LanePanel(QWidget):
         for p in (self.v, self.a):
             p.vb.setYLink(self.k.vb)
         self.glw.installEventFilter(self)
+        self.glw.scene().sigMouseMoved.connect(self._mouse_moved)
         self.cache_text = pg.TextItem("", color=theme.TEXT, anchor=(0.5, 0.5), fill=QColor(18, 20, 24, 200))
         self.cache_text.setZValue(20)
         self.a.vb.addItem(self.cache_text, ignoreBounds=True)
@@ -432,12 +436,43 @@ class LanePanel(QWidget):
             f"<br><span style='color:{theme.MUTED}'>{lane.context} keys read · {cache}{diff}</span>")
 
     # ------------------------------------------------------------------ hover
+    def _mouse_moved(self, scene_pos) -> None:
+        geom = self._geom
+        if geom is None:
+            return
+        row = -1
+        for p in (self.k, self.v, self.a):
+            if p.vb.sceneBoundingRect().contains(scene_pos):
+                pt = p.vb.mapSceneToView(scene_pos)
+                row = int(math.floor(pt.y()))
+                if not geom[0] <= row < geom[1]:
+                    row = -1
+                elif p is self.a:
+                    self._point_attention(row, pt.x())
+                break
+        if row != self.hover_pos:
+            self.hovered.emit(row)
+
+    def _point_attention(self, row: int, x: float) -> None:
+        s = self.session
+        n = self._geom[1]
+        col = int(math.floor(x * n / max(self.a.width, 1e-9))) if self.a.width else -1
+        if not 0 <= col < n:
+            return
+        cfg = s.run.config
+        layer, head = min(self.layer, cfg["n_layers"] - 1), min(self.head, cfg["n_heads"] - 1)
+        p = self.derived.attention_values(layer, head, row)
+        q, k = theme.show_token(s.token_label(row)), theme.show_token(s.token_label(col))
+        text = f"attention of {q!r} (position {row}) to {k!r} (position {col}): "
+        text += "masked (a future position)" if col >= p.shape[0] or np.isnan(p[col]) else f"p = {p[col]:.4f}"
+        self.pointed.emit(text)
+
     def set_hovered(self, position: int) -> None:
-        self.hovered = position
+        self.hover_pos = position
         self._hover_items()
 
     def _hover_items(self) -> None:
-        p_ = self.hovered
+        p_ = self.hover_pos
         geom = self._geom
         for p in (self.k, self.v, self.a):
             if geom is None or not (geom[0] <= p_ < geom[1]):

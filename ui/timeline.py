@@ -75,9 +75,10 @@ class Timeline(QWidget):
         self.phase.setStyleSheet(f"background: {color};")
         self.label.setText(text)
 
-    def show_progress(self, lane: str, done: int, total: int) -> None:
-        self.progress.setVisible(True)
-        self.cancel.setVisible(True)
+    def show_progress(self, lane: str, done: int, total: int, visible: bool = True) -> None:
+        if visible:
+            self.progress.setVisible(True)
+            self.cancel.setVisible(True)
         self.progress.setRange(0, total)
         self.progress.setValue(done)
         self.progress.setFormat(f"{theme.lane_title(lane)}: layer {done}/{total}")

@@ -113,6 +113,9 @@ class MainWindow(QMainWindow):
         self.session = Session(self)
         self.derived = DerivedImages(self.session)
         self.animator = Animator(self)
+        self._progress_delay = QTimer(self)
+        self._progress_delay.setSingleShot(True)
+        self._progress_delay.setInterval(300)
         self.worker = None  # created after the first paint (it imports torch)
         self.busy = False
         self.playing = False
@@ -154,7 +157,7 @@ class MainWindow(QMainWindow):
         w.record_ready.connect(self._on_record)
         w.failed.connect(self._on_failed)
         w.busy_changed.connect(self._on_busy)
-        w.progress.connect(self.timeline.show_progress)
+        w.progress.connect(self._on_progress)
         w.cancelled.connect(self._on_cancelled)
         self.load_model(self.model_spec, fallback=self.fallback)
 
@@ -367,6 +370,7 @@ class MainWindow(QMainWindow):
             self.stop_play()
             return
         self.busy = True
+        self._progress_delay.start()  # progress shows only for steps longer than a blink
         self.worker.request_step.emit(s.run.run_id)
 
     def step_back(self) -> None:
@@ -494,11 +498,14 @@ class MainWindow(QMainWindow):
         self.lane_panels = [LanePanel(self.session, self.derived, lane["name"], lane["policy"]) for lane in lanes]
         for p in self.lane_panels:
             self.splitter.addWidget(p)
+            p.hovered.connect(self._on_hover)
+            p.pointed.connect(lambda text: self.statusBar().showMessage(text, 4000))
             p.redraw()
         self._on_selection()
 
     def _on_record(self, record) -> None:
         self.busy = False
+        self._progress_delay.stop()
         self.timeline.hide_progress()
         if self.session.add_record(record):
             self.session.set_cursor(record.step)
@@ -516,6 +523,9 @@ class MainWindow(QMainWindow):
         self.timeline.hide_progress()
         self.show_message(f"step {step} cancelled — the records so far stay browsable; Reset (Home) starts again",
                           error=True)
+
+    def _on_progress(self, lane: str, done: int, total: int) -> None:
+        self.timeline.show_progress(lane, done, total, visible=not self._progress_delay.isActive())
 
     def _on_busy(self, busy: bool) -> None:
         if not busy:
@@ -583,8 +593,11 @@ class MainWindow(QMainWindow):
             p.set_selection(layer, head)
 
     def _on_hover(self, position: int) -> None:
+        """A token hovered in the text or a row hovered in a lane: highlight it everywhere."""
         for p in self.lane_panels:
             p.set_hovered(position)
+        if self.tokens.hover != position:
+            self.tokens.set_hover(position)
 
     # ================================================================== messages, settings
     def show_message(self, text: str, error: bool = False) -> None:
