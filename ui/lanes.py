@@ -85,6 +85,7 @@ class _Plot:
         if axis_left is None:
             self.plot.hideAxis("left")
         self.plot.hideAxis("bottom")  # columns are named in the titles; axes cost a frame each step
+        self.plot.setContentsMargins(0, 0, 0, 10)  # room for the last row's label below the image
         # masked cells are transparent: this hatched background is what shows through
         self.masked_bg = _rect_item(vb, None, z=-20)
         self.masked_bg.setBrush(QBrush(QColor(theme.MASKED), Qt.BDiagPattern))

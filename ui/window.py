@@ -208,6 +208,11 @@ class MainWindow(QMainWindow):
         self.back_action = action("◀ Back", "step back (redraw from the record)", "Left", self.step_back)
         self.step_action = action("Step ▶", "next step (computes one if at the end)", "Right", self.step_forward)
         self.play_action = action("▶▶ Play", "play / pause", "Space", self.toggle_play, checkable=True)
+        self.focus_action = QAction("lanes only", self)
+        self.focus_action.setShortcut(QKeySequence("F"))
+        self.focus_action.setToolTip("show only the lanes and the timeline (F), for small screens")
+        self.focus_action.triggered.connect(self.toggle_lanes_only)
+        self.addAction(self.focus_action)
         for a in (self.reset_action, self.back_action, self.step_action, self.play_action):
             tb.widgetForAction(a).setFont(big)
 
@@ -395,6 +400,13 @@ class MainWindow(QMainWindow):
             if not self.animator.running and not self.busy:
                 self.step_forward()
 
+    def toggle_lanes_only(self) -> None:
+        """Hide the costs and text docks (or bring them back): the lanes get the whole height."""
+        show = not (self.costs_dock.isVisible() or self.text_dock.isVisible())
+        self.costs_dock.setVisible(show)
+        self.text_dock.setVisible(show)
+        self.legend.setVisible(show)
+
     def stop_play(self) -> None:
         self.playing = False
         self.play_action.setChecked(False)
@@ -482,7 +494,7 @@ class MainWindow(QMainWindow):
         self.can_step = True
         if self.prompt_box.lineEdit().hasFocus() or self.focusWidget() is None:
             self.centralWidget().setFocus()  # so Space / → / ← / Home work at once
-        self.statusBar().showMessage(f"prompt: {len(run.prompt_ids)} tokens · press Step (→) or Play (Space)")
+        self.statusBar().showMessage(f"prompt: {len(run.prompt_ids)} tokens · press Step (→) or Play (Space) · Back (←) · Reset (Home) · F: lanes only")
 
     def _make_lanes(self, lanes: list[dict]) -> None:
         names = [lane["name"] for lane in lanes]
