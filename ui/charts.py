@@ -54,7 +54,7 @@ class CostsPanel(QWidget):
             p.setMenuEnabled(False)
             p.hideButtons()
             p.setMouseEnabled(False, False)
-            p.showGrid(x=True, y=True, alpha=0.15)
+            # no grid: pyqtgraph draws it with the axes, which would repaint them with every new point
             for ax in ("left", "bottom"):
                 p.getAxis(ax).setTickFont(font)
             p.disableAutoRange()
