@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "without and with a cache, with real tensors, counts and times.")
     p.add_argument("--version", action="version", version=f"kvsim {__version__}")
     p.add_argument("--model", help="model to open the app with (default: the bundled model)")
+    p.add_argument("--threads", type=_positive_int, help="torch compute threads (default: half the cores, ≤ 4)")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
 
     r = sub.add_parser("run", help="generate in several lanes and print each step (the terminal app)")
@@ -71,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--top-p", type=float)
     r.add_argument("--lanes", default="uncached,cached")
     r.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps", "auto"])
+    r.add_argument("--threads", type=_positive_int, help="torch compute threads (default: half the cores, ≤ 4)")
     r.add_argument("--dtype", default=None, choices=["fp32", "fp16", "bf16"], help="GPU only: fp16/bf16")
     r.add_argument("--no-chat-template", action="store_true", help="feed the prompt as is")
     r.add_argument("--ignore-eos", action="store_true", help="keep generating after the end-of-sequence token")
@@ -111,6 +113,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
+        if args.command in ("run", "screenshot", None):
+            from .loading import set_threads
+
+            set_threads(getattr(args, "threads", None))
         if args.command == "run":
             return cmd_run(args)
         if args.command == "memory":
@@ -176,7 +182,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     if len(ids) + args.steps - 1 > ctx:
         raise SimulationError(f"prompt ({len(ids)} tokens) + {args.steps} steps needs {len(ids) + args.steps - 1} "
                               f"positions, more than the model's context of {ctx}")
-    torch_seed(args.seed)
     sim = Simulator(loaded.model, loaded.tokenizer, ids, lanes, sampling, model_id=loaded.model_id,
                     prompt_text=text)
     sim.trace.meta["model_info"] = loaded.info
@@ -197,12 +202,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         _print_summary(sim, summary, out)
     return 0
-
-
-def torch_seed(seed: int) -> None:
-    import torch
-
-    torch.manual_seed(seed)
 
 
 def step_json(record) -> dict[str, object]:

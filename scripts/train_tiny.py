@@ -239,6 +239,10 @@ def main() -> int:
     hf_tok = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=EOT, eos_token=EOT, pad_token=EOT,
                                      unk_token=None, model_max_length=args.max_pos)
     hf_tok.save_pretrained(args.out)
+    tc_path = args.out / "tokenizer_config.json"  # name a class that transformers 4.x also knows
+    tc = json.loads(tc_path.read_text())
+    tc["tokenizer_class"] = "PreTrainedTokenizerFast"
+    tc_path.write_text(json.dumps(tc, indent=2, sort_keys=True) + "\n")
     tok.save(str(args.out / "tokenizer.json"))
     (args.out / "train_stats.json").write_text(json.dumps({
         "parameters": n_params, "steps": step + 1, "batch": args.batch, "ctx": args.ctx,
