@@ -65,6 +65,10 @@ class CostsPanel(QWidget):
         side = QVBoxLayout()
         self.stats = QLabel()
         self.stats.setTextFormat(Qt.RichText)
+        self.stats.setToolTip("TTFT: measured time of the prefill step (prompt → first token)\n"
+                              "ITL: mean measured time of the decode steps so far (inter-token latency)\n"
+                              "K/V rows: rows computed so far, summed over steps (Σ per step)\n"
+                              "cache: bytes of K and V the lane holds now (all layers)")
         self.stats.setFixedWidth(int(self.stats.fontMetrics().horizontalAdvance("M") * 19))  # no relayout per step
         self.stats.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         side.addWidget(self.stats, 1)
