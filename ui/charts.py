@@ -31,9 +31,14 @@ class SIAxis(pg.AxisItem):
     """Left axis with k / M / G / T tick labels (FLOPs reach 1e12 quickly)."""
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph API
-        if self.logMode:
-            return [theme.human_count(10 ** v).strip() for v in values]
-        return [theme.human_count(v).strip() for v in values]
+        return [_si(10 ** v if self.logMode else v) for v in values]
+
+
+def _si(v: float) -> str:
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(v) >= scale:
+            return f"{v / scale:.3g} {unit}"
+    return f"{v:.3g}"
 
 
 class CostsPanel(QWidget):

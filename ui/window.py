@@ -494,7 +494,8 @@ class MainWindow(QMainWindow):
         self.can_step = True
         if self.prompt_box.lineEdit().hasFocus() or self.focusWidget() is None:
             self.centralWidget().setFocus()  # so Space / → / ← / Home work at once
-        self.statusBar().showMessage(f"prompt: {len(run.prompt_ids)} tokens · press Step (→) or Play (Space) · Back (←) · Reset (Home) · F: lanes only")
+        self.statusBar().showMessage(f"prompt: {len(run.prompt_ids)} tokens · press Step (→) or Play (Space) · "
+                                     "Back (←) · Reset (Home) · F: lanes only")
 
     def _make_lanes(self, lanes: list[dict]) -> None:
         names = [lane["name"] for lane in lanes]
