@@ -416,3 +416,30 @@ def test_keys_reach_the_simulator_not_the_prompt_box(window, qtbot):
     assert window.playing
     qtbot.keyClick(window.focusWidget() or window, Qt.Key_Space)
     assert not window.playing
+
+
+def test_generated_token_tooltip_names_the_candidates(window):
+    assert window.run_steps(3)
+    s = window.session
+    pos = s.prompt_len + 1  # produced by step 1
+    window.tokens.set_hover(pos)
+    tip = window.tokens.toolTip()
+    lane = s.records[1].lanes[0]
+    assert "candidates at step 1" in tip and repr(s.id_label(lane.top_ids[0])) in tip
+    window.tokens.set_hover(-1)
+
+
+def test_play_stops_at_end_of_sequence(window, qtbot):
+    from dataclasses import replace
+
+    assert window.run_steps(3)
+    s = window.session
+    s.run = replace(s.run, eos_id=s.records[1].token_id)  # pretend step 1 produced the end-of-sequence token
+    window.scrub_to(0)
+    window.animator.set_speed("fast")
+    window.toggle_play()
+    qtbot.waitUntil(lambda: not window.playing, timeout=20_000)
+    assert s.cursor == 1
+    assert "end-of-sequence" in window.statusBar().currentMessage()
+    window.step_forward()  # Step continues past it
+    assert s.cursor == 2

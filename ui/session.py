@@ -33,6 +33,8 @@ class RunInfo:
     lanes: list[dict] = field(default_factory=list)
     info: dict = field(default_factory=dict)
     max_seq_len: int = 0
+    eos_id: int | None = None
+    token_text: object = None  # callable id -> str (the tokenizer's; pure, safe from any thread)
 
 
 class _Grow:
@@ -139,7 +141,16 @@ class Session(QObject):
         return self.prompt_len + step + 1
 
     def token_label(self, position: int) -> str:
-        return self._token_labels.get(self.tokens[position], f"<{self.tokens[position]}>")
+        return self.id_label(self.tokens[position])
+
+    def id_label(self, token_id: int) -> str:
+        """The text of a token id (labels seen in this run first, then the tokenizer)."""
+        label = self._token_labels.get(token_id)
+        if label is None:
+            fn = self.run.token_text if self.run is not None else None
+            label = fn(token_id) if callable(fn) else f"<{token_id}>"
+            self._token_labels[token_id] = label
+        return label
 
     def k_table(self, layer: int, kv_head: int, step: int | None = None) -> np.ndarray:
         return self.k.buf[layer, kv_head, : self.n_rows(step)]

@@ -170,7 +170,14 @@ class TokenStrip(QWidget):
                 s = self.session
                 note = "prompt token (prefill)" if pos < s.prompt_len else "generated token"
                 fed = "" if pos < s.n_rows() else " — not fed yet: no K/V row until the next step"
-                self.setToolTip(f"position {pos}: {self._labels[pos]!r} · {note}{fed}")
+                tip = f"position {pos}: {self._labels[pos]!r} · {note}{fed}"
+                step = pos - s.prompt_len  # the step that produced this token
+                if 0 <= step < s.n_steps:
+                    lane = s.records[step].lanes[0]
+                    cands = ", ".join(f"{s.id_label(i)!r} {p:.0%}" for i, p in zip(lane.top_ids, lane.top_probs,
+                                                                                  strict=False))
+                    tip += f"\ncandidates at step {step}: {cands}"
+                self.setToolTip(tip)
             self.hovered.emit(pos)
 
 

@@ -565,8 +565,15 @@ class MainWindow(QMainWindow):
             view.flush()
 
     def _on_anim_finished(self) -> None:
-        if self.playing:
-            QTimer.singleShot(0, self._play_next)
+        if not self.playing:
+            return
+        r, run = self.session.record(), self.session.run
+        if r is not None and run is not None and run.eos_id is not None and r.token_id == run.eos_id:
+            self.stop_play()  # as `kvsim run` does; Step (→) continues past it
+            self.show_message("the model produced its end-of-sequence token (its answer ends here); "
+                              "Step (→) continues anyway")
+            return
+        QTimer.singleShot(0, self._play_next)
 
     def _play_next(self) -> None:
         if self.playing and not self.busy and not self.animator.running:
