@@ -281,6 +281,10 @@ class LanePanel(QWidget):
         self.cache_text = pg.TextItem("", color=theme.TEXT, anchor=(0.5, 0.5), fill=QColor(18, 20, 24, 200))
         self.cache_text.setZValue(20)
         self.a.vb.addItem(self.cache_text, ignoreBounds=True)
+        self.kv_text = pg.TextItem("", color=theme.TEXT, anchor=(0.5, 0.5), fill=QColor(18, 20, 24, 200))
+        self.kv_text.setZValue(20)
+        self.k.vb.addItem(self.kv_text, ignoreBounds=True)
+        self._labels_state = None
         lay.addWidget(self.glw, 1)
 
         self.readout = QLabel()
@@ -348,6 +352,8 @@ class LanePanel(QWidget):
                 for item in (p.dim, p.pending, p.fade, p.sweep, p.outline, p.hover, p.hover_col):
                     item.setVisible(False)
             self.cache_text.setVisible(False)
+            self.kv_text.setVisible(False)
+            self._labels_state = None
             self.readout.setText(f"<span style='color:{theme.MUTED}'>press Step (→) to run the prefill</span>")
             self._titles()
             return
@@ -405,16 +411,33 @@ class LanePanel(QWidget):
         self._readout(t)
 
     def _cache_label(self, lo: int, comp_lo: int, new_lo: int, n: int) -> None:
+        """Name what the dim / swept rows are: K, V read from the cache; attention rows not recomputed."""
         if comp_lo > lo and comp_lo - lo >= 2:
-            self.cache_text.setText("read from cache")
-            self.cache_text.setPos(self.a.width / 2, (lo + comp_lo) / 2)
-            self.cache_text.setVisible(True)
+            y = (lo + comp_lo) / 2
+            state = ("read from cache", "earlier rows not recomputed", y)
         elif new_lo > comp_lo and new_lo - max(lo, comp_lo) >= 2:
-            self.cache_text.setText(f"all {n - comp_lo} rows recomputed")
-            self.cache_text.setPos(self.a.width / 2, (max(lo, comp_lo) + new_lo) / 2)
-            self.cache_text.setVisible(True)
+            y = (max(lo, comp_lo) + new_lo) / 2
+            state = ("recomputed", f"all {n - comp_lo} rows recomputed", y)
         else:
+            state = None
+        key = (state, self.k.width, self.a.width, self.k.vb.width(), self.a.vb.width())
+        if key == self._labels_state:
+            return  # setting text every frame costs; only when it changes
+        self._labels_state = key
+        if state is None:
+            self.kv_text.setVisible(False)
             self.cache_text.setVisible(False)
+            return
+        fm = self.fontMetrics()
+        for item, plot, text in ((self.kv_text, self.k, state[0]), (self.cache_text, self.a, state[1])):
+            if fm.horizontalAdvance(text) + 12 > plot.vb.width():  # a short form, or nothing, if it would clip
+                text = {"read from cache": "cached", "earlier rows not recomputed": "not recomputed"}.get(text, "")
+                if not text or fm.horizontalAdvance(text) + 12 > plot.vb.width():
+                    item.setVisible(False)
+                    continue
+            item.setText(text)
+            item.setPos(plot.width / 2, state[2])
+            item.setVisible(True)
 
     def _readout(self, t: float) -> None:
         r = self.session.record()
