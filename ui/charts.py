@@ -64,7 +64,7 @@ class CostsPanel(QWidget):
                 p.getAxis(ax).setTickFont(font)
             p.disableAutoRange()
             self.plots.append(p)
-        self.plots[0].addLegend(offset=(8, 4), labelTextSize="11pt", brush=pg.mkBrush(18, 20, 24, 200))
+        self.plots[0].addLegend(offset=(70, 2), labelTextSize="11pt", brush=pg.mkBrush(18, 20, 24, 200))
         lay.addWidget(self.glw, 1)
 
         side = QVBoxLayout()
