@@ -227,6 +227,20 @@ def test_play_and_pause(window, qtbot):
     assert window.session.cursor == n - 1
 
 
+def test_models_load_on_the_worker_thread(window, qtbot):
+    """Model loading and steps run on the worker's QThread, never on the GUI thread."""
+    from PySide6.QtCore import QThread
+
+    worker = window.worker.worker
+    assert worker.thread() is window.worker.thread and worker.thread() is not QThread.currentThread()
+    seen = []
+    worker.model_loaded.connect(lambda _info: seen.append(QThread.currentThread() is window.worker.thread),
+                                Qt.DirectConnection)
+    window.load_model(MODEL)
+    qtbot.waitUntil(lambda: bool(seen) and window.can_step, timeout=30_000)
+    assert seen == [True]
+
+
 def test_keyboard_shortcuts(window, qtbot):
     keys = {a.shortcut().toString() for a in (window.reset_action, window.back_action, window.step_action,
                                               window.play_action)}
@@ -402,6 +416,7 @@ def test_log_scale_and_layout_persistence(qtbot, qapp, tmp_path):
     assert not w2.text_dock.isVisible()
     assert w2.wait_ready(60)
     w2.close()
+    QSettings.setDefaultFormat(QSettings.NativeFormat)
 
 
 def test_keys_reach_the_simulator_not_the_prompt_box(window, qtbot):

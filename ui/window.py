@@ -147,6 +147,7 @@ class MainWindow(QMainWindow):
             return
         self._booted = True
         self.statusBar().showMessage("starting the engine …")
+        self.statusBar().repaint()  # seen before the (blocking, ~1 s) import of torch below
         from .worker import WorkerThread
 
         self.worker = WorkerThread(self)
