@@ -296,13 +296,22 @@ def test_prompt_too_long_is_a_message(qtbot, qapp):
 def test_cancel_a_long_step(window, qtbot):
     worker = window.worker.worker
     worker.progress.connect(lambda *_: worker.cancel(), Qt.DirectConnection)
-    window.step_forward()
-    qtbot.waitUntil(lambda: not window.busy and not window.can_step, timeout=20_000)
-    assert "cancelled" in window.banner.text()
+    window.step_forward()  # the prefill, cancelled after its first layer
+    qtbot.waitUntil(lambda: "cancelled" in window.banner.text() and not window.busy and window.can_step,
+                    timeout=20_000)
     assert window.session.n_steps == 0
     worker.progress.disconnect()
+    assert window.run_steps(2)  # a cancelled prefill just runs again
+    # a cancelled decode step ends the run: its records stay browsable, Reset starts again
+    worker.progress.connect(lambda *_: worker.cancel(), Qt.DirectConnection)
+    window.step_forward()
+    qtbot.waitUntil(lambda: not window.busy and not window.can_step, timeout=20_000)
+    assert "step 2 cancelled" in window.banner.text()
+    worker.progress.disconnect()
+    window.scrub_to(0)
+    assert window.session.cursor == 0
     window.reset()
-    qtbot.waitUntil(lambda: window.can_step, timeout=20_000)
+    qtbot.waitUntil(lambda: window.can_step and window.session.n_steps == 0, timeout=20_000)
     assert window.run_steps(1)
 
 

@@ -535,8 +535,11 @@ class MainWindow(QMainWindow):
         self.busy = False
         self.can_step = False
         self.timeline.hide_progress()
-        self.show_message(f"step {step} cancelled — the records so far stay browsable; Reset (Home) starts again",
-                          error=True)
+        if step == 0:
+            self.show_message("prefill cancelled — Step (→) runs it again", error=True)
+        else:
+            self.show_message(f"step {step} cancelled — the records so far stay browsable; Reset (Home) "
+                              "starts again", error=True)
 
     def _on_progress(self, lane: str, done: int, total: int) -> None:
         self.timeline.show_progress(lane, done, total, visible=not self._progress_delay.isActive())

@@ -136,6 +136,8 @@ class SimWorker(QObject):
         except Cancelled:
             self.sim = None  # its caches hold a half step: the run cannot continue
             self.cancelled.emit(index)
+            if index == 0:  # a cancelled prefill loses nothing: start the same run afresh
+                self.begin(self._prompt, ",".join(self._lanes))
         except USER_ERRORS as exc:
             self.failed.emit("step", str(exc))
         except Exception as exc:  # noqa: BLE001
