@@ -490,6 +490,7 @@ class MainWindow(QMainWindow):
     def _on_run_started(self, run) -> None:
         self.animator.stop()
         self._make_lanes(run.lanes)
+        self.setWindowTitle(f"kvsim — {run.model_id} — the KV cache, step by step")
         self.session.start_run(run)
         self.flush_views()
         self.can_step = True
