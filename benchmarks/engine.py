@@ -49,7 +49,10 @@ def build_pair(shape: str, device: torch.device):
     if cfg.tie_embeddings:
         mapped["lm_head.weight"] = mapped["tok_embeddings.weight"]
     ours.load_state_dict(mapped, strict=True)
-    return hf, ours.eval().to(device), cfg
+    ours = ours.eval().to(device)
+    if device.type == "cpu":
+        ours.use_decode_friendly_layout()  # as kvsim.loading.load_model does
+    return hf, ours, cfg
 
 
 def _sync(device: torch.device) -> None:

@@ -51,6 +51,10 @@ class Cache(ABC):
     def nbytes(self) -> int:
         """Bytes of K/V held, all layers."""
 
+    def truncate(self, n_tokens: int) -> None:
+        """Forget rows at positions ≥ ``n_tokens`` (undo a step that did not complete)."""
+        raise NotImplementedError
+
     def describe(self) -> dict[str, object]:
         return {"policy": self.policy}
 
@@ -77,6 +81,9 @@ class NoCache(Cache):
 
     def reset(self) -> None:
         self._positions = [None] * len(self._positions)
+
+    def truncate(self, n_tokens: int) -> None:
+        pass  # holds nothing between steps
 
     @property
     def n_tokens(self) -> int:
@@ -133,6 +140,10 @@ class KVCache(Cache):
 
     def key_positions(self, layer: int) -> torch.Tensor:
         return self._pos[layer][: self._len[layer]]
+
+    def truncate(self, n_tokens: int) -> None:
+        # rows are appended in position order, so the first n_tokens rows are positions 0..n-1
+        self._len = [min(n, n_tokens) for n in self._len]
 
     def stored(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The rows held for ``layer`` (views, not copies)."""

