@@ -251,7 +251,8 @@ class MainWindow(QMainWindow):
         if DEFAULT_MODEL not in names:
             box.addItem(f"{DEFAULT_MODEL} (bundled)", DEFAULT_MODEL)
         for r in rows:
-            box.addItem(f"{r['name']} ({r['kind']})", str(r["name"]))
+            kind = "not fetched: kvsim models get " + str(r["name"]) if r["kind"] == "fetchable" else r["kind"]
+            box.addItem(f"{r['name']} ({kind})", str(r["name"]))
         for label, spec in RANDOM_PRESETS:
             box.addItem(label, spec)
         box.addItem("Open checkpoint directory or .gguf…", OPEN_ITEM)
@@ -534,13 +535,9 @@ class MainWindow(QMainWindow):
 
     def _on_cancelled(self, step: int) -> None:
         self.busy = False
-        self.can_step = False
         self.timeline.hide_progress()
-        if step == 0:
-            self.show_message("prefill cancelled — Step (→) runs it again", error=True)
-        else:
-            self.show_message(f"step {step} cancelled — the records so far stay browsable; Reset (Home) "
-                              "starts again", error=True)
+        what = "prefill" if step == 0 else f"step {step}"
+        self.show_message(f"{what} cancelled — nothing was kept of it; Step (→) runs it again", error=True)
 
     def _on_progress(self, lane: str, done: int, total: int) -> None:
         self.timeline.show_progress(lane, done, total, visible=not self._progress_delay.isActive())

@@ -134,10 +134,8 @@ class SimWorker(QObject):
         try:
             record = sim.step()
         except Cancelled:
-            self.sim = None  # its caches hold a half step: the run cannot continue
+            # Simulator.step rolled every cache back to the last complete step: the run goes on
             self.cancelled.emit(index)
-            if index == 0:  # a cancelled prefill loses nothing: start the same run afresh
-                self.begin(self._prompt, ",".join(self._lanes))
         except USER_ERRORS as exc:
             self.failed.emit("step", str(exc))
         except Exception as exc:  # noqa: BLE001
