@@ -470,3 +470,14 @@ def test_play_stops_at_end_of_sequence(window, qtbot):
     assert "end-of-sequence" in window.statusBar().currentMessage()
     window.step_forward()  # Step continues past it
     assert s.cursor == 2
+
+
+def test_a_closed_dock_comes_back_from_the_view_menu(window, qtbot):
+    window.text_dock.close()
+    assert not window.text_dock.isVisible()
+    actions = {a.text(): a for a in window.view_button.menu().actions()}
+    actions["Default layout"].trigger()
+    assert window.text_dock.isVisible()
+    window.costs_dock.close()
+    next(a for a in window.view_button.menu().actions() if a.text() == window.costs_dock.windowTitle()).trigger()
+    assert window.costs_dock.isVisible()

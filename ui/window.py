@@ -20,9 +20,11 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QLabel,
     QMainWindow,
+    QMenu,
     QSizePolicy,
     QSplitter,
     QToolBar,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -136,6 +138,7 @@ class MainWindow(QMainWindow):
 
         self._connect()
         self.resize(1600, 900)
+        self._default_state = self.saveState()
         if self.settings is not None:
             self._restore()
         self._booted = False
@@ -306,10 +309,18 @@ class MainWindow(QMainWindow):
         self.splitDockWidget(self.costs_dock, self.text_dock, Qt.Vertical)
         self.resizeDocks([self.costs_dock, self.text_dock], [230, 80], Qt.Vertical)
         self.resizeDocks([self.overview_dock], [520], Qt.Horizontal)
-        view = self.menuBar().addMenu("View")
+        # docks can be closed, so the toolbar keeps a View menu to bring them (or the default layout) back
+        view = QMenu("View", self)
         for d in (self.costs_dock, self.text_dock, self.overview_dock):
             view.addAction(d.toggleViewAction())
-        self.menuBar().setVisible(False)  # the toolbar is the interface; the menu stays for shortcuts
+        view.addSeparator()
+        view.addAction("Default layout", self.default_layout)
+        self.view_button = QToolButton()
+        self.view_button.setText("View ▾")
+        self.view_button.setToolTip("show or hide panels; back to the default layout")
+        self.view_button.setMenu(view)
+        self.view_button.setPopupMode(QToolButton.InstantPopup)
+        self.toolbar.addWidget(self.view_button)
 
     def _dock(self, title: str, name: str, widget: QWidget, area) -> QDockWidget:
         d = QDockWidget(title, self)
@@ -631,6 +642,10 @@ class MainWindow(QMainWindow):
             self.banner.setVisible(False)
         self.statusBar().showMessage(text)
         self.message.emit(text, error)
+
+    def default_layout(self) -> None:
+        """Every dock back where a fresh window puts it (the state captured before settings were read)."""
+        self.restoreState(self._default_state)
 
     def _restore(self) -> None:
         s = self.settings
