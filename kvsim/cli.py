@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -58,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"kvsim {__version__}")
     p.add_argument("--model", help="model to open the app with (default: the bundled model)")
     p.add_argument("--threads", type=_positive_int, help="torch compute threads (default: half the cores, ≤ 4)")
+    p.add_argument("--scale", type=float, help="the app's size factor, e.g. 1.5 for a projector (0.5 to 4)")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
 
     r = sub.add_parser("run", help="generate in several lanes and print each step (the terminal app)")
@@ -125,6 +127,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_models(args)
         if args.command == "screenshot":
             return importlib.import_module("ui.screenshot").main(args)
+        if args.scale is not None:
+            if not 0.5 <= args.scale <= 4:
+                raise UsageError(f"--scale must be between 0.5 and 4, got {args.scale}")
+            os.environ["QT_SCALE_FACTOR"] = f"{args.scale:g}"  # read when the QApplication starts
         return importlib.import_module("ui.app").main(model=args.model)
     except UsageError as exc:
         return _fail(str(exc))

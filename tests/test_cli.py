@@ -115,3 +115,17 @@ def test_corrupt_checkpoint_is_a_clear_error(tmp_path, capsys) -> None:
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))
     assert main(["run", "--model", str(tmp_path), "--prompt", "x"]) == 2
     assert "not supported" in capsys.readouterr().err
+
+
+def test_no_arguments_opens_the_app_with_scale(monkeypatch) -> None:
+    import ui.app
+
+    opened = {}
+    monkeypatch.setattr(ui.app, "main", lambda model=None: opened.setdefault("model", model) and 0 or 0)
+    monkeypatch.delenv("QT_SCALE_FACTOR", raising=False)
+    assert main(["--scale", "1.5", "--model", "tiny"]) == 0
+    assert opened == {"model": "tiny"}
+    import os
+
+    assert os.environ["QT_SCALE_FACTOR"] == "1.5"
+    monkeypatch.delenv("QT_SCALE_FACTOR")
