@@ -169,6 +169,7 @@ class Simulator:
             "config": {k: v for k, v in asdict(cfg).items() if k != "extra"},
             "prompt": prompt_text,
             "prompt_ids": list(prompt_ids),
+            "prompt_tokens": {str(i): tokenizer.token_text(i) for i in sorted(set(prompt_ids))},
             "sampling": asdict(sampling),
             "lanes": [{"name": s.name, "policy": s.policy, "options": dict(s.options)} for s in lanes],
             "device": str(model.device),

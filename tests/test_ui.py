@@ -481,3 +481,34 @@ def test_a_closed_dock_comes_back_from_the_view_menu(window, qtbot):
     window.costs_dock.close()
     next(a for a in window.view_button.menu().actions() if a.text() == window.costs_dock.windowTitle()).trigger()
     assert window.costs_dock.isVisible()
+
+
+def test_save_and_open_a_run(window, qtbot, tmp_path):
+    assert window.run_steps(4)
+    before = [(r.token_id, r.lane("cached").flops) for r in window.session.records]
+    k_before = window.session.k_table(0, 0).copy()
+    path = tmp_path / "lecture.kvsim"
+    assert window.save_run(str(path))
+    window.reset()
+    qtbot.waitUntil(lambda: window.can_step and window.session.n_steps == 0, timeout=20_000)
+
+    assert window.open_run(str(path))
+    s = window.session
+    assert s.n_steps == 4 and s.cursor == 3 and window.browsing and not window.can_step
+    assert [(r.token_id, r.lane("cached").flops) for r in s.records] == before
+    assert np.array_equal(s.k_table(0, 0), k_before)
+    window.step_forward()  # at the end of an opened run: a message, no new step
+    assert s.n_steps == 4 and "browsing" in window.banner.text()
+    window.scrub_to(1)
+    assert s.cursor == 1
+
+    bad = tmp_path / "broken.kvsim"
+    bad.write_bytes(path.read_bytes()[:100])
+    assert not window.open_run(str(bad))
+    assert "could not open" in window.banner.text()
+    assert s.n_steps == 4  # the run on screen is kept
+
+    window.reset()  # back to a live run on the loaded model
+    qtbot.waitUntil(lambda: window.can_step and window.session.n_steps == 0, timeout=20_000)
+    assert not window.browsing
+    assert window.run_steps(2)

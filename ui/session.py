@@ -35,6 +35,7 @@ class RunInfo:
     max_seq_len: int = 0
     eos_id: int | None = None
     token_text: object = None  # callable id -> str (the tokenizer's; pure, safe from any thread)
+    meta: dict = field(default_factory=dict)  # the trace's metadata (what a saved .kvsim file carries)
 
 
 class _Grow:

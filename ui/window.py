@@ -34,7 +34,7 @@ from .animation import SPEEDS, Animator
 from .charts import CostsPanel
 from .lanes import DerivedImages, LanePanel
 from .overview import HeadsOverview
-from .session import Session
+from .session import RunInfo, Session
 from .timeline import Timeline
 from .tokens import token_area
 
@@ -122,6 +122,7 @@ class MainWindow(QMainWindow):
         self.busy = False
         self.playing = False
         self.can_step = False  # a simulator exists for the current run
+        self.browsing = False  # showing a run opened from a .kvsim file
         self.model_spec = model or DEFAULT_MODEL
         self.fallback = (model is None or model == DEFAULT_MODEL) if fallback is None else fallback
         self.lanes = LANE_CHOICES[0][1]
@@ -311,13 +312,19 @@ class MainWindow(QMainWindow):
         self.resizeDocks([self.overview_dock], [520], Qt.Horizontal)
         # docks can be closed, so the toolbar keeps a View menu to bring them (or the default layout) back
         view = QMenu("View", self)
+        save = view.addAction("Save run…", self._ask_save_run)
+        save.setShortcut(QKeySequence.Save)
+        opened = view.addAction("Open run…", self._ask_open_run)
+        opened.setShortcut(QKeySequence.Open)
+        self.addActions([save, opened])  # shortcuts work with the menu closed
+        view.addSeparator()
         for d in (self.costs_dock, self.text_dock, self.overview_dock):
             view.addAction(d.toggleViewAction())
         view.addSeparator()
         view.addAction("Default layout", self.default_layout)
         self.view_button = QToolButton()
         self.view_button.setText("View ▾")
-        self.view_button.setToolTip("show or hide panels; back to the default layout")
+        self.view_button.setToolTip("save or open a run (.kvsim); show or hide panels; the default layout")
         self.view_button.setMenu(view)
         self.view_button.setPopupMode(QToolButton.InstantPopup)
         self.toolbar.addWidget(self.view_button)
@@ -358,11 +365,77 @@ class MainWindow(QMainWindow):
     def prompt_text(self) -> str:
         return self.prompt_box.currentText()
 
+    # ------------------------------------------------------------------ runs on disk (.kvsim)
+    def _ask_save_run(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save run", "run.kvsim", "kvsim runs (*.kvsim)")
+        if path:
+            self.save_run(path if path.endswith(".kvsim") else path + ".kvsim")
+
+    def _ask_open_run(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open run", "", "kvsim runs (*.kvsim);;all files (*)")
+        if path:
+            self.open_run(path)
+
+    def save_run(self, path: str) -> bool:
+        """Write the current run's records (all of them, whatever the cursor) to a .kvsim file."""
+        from kvsim.trace import Trace
+
+        run = self.session.run
+        if run is None or not self.session.records:
+            self.show_message("nothing to save yet: run a step first", error=True)
+            return False
+        try:
+            Trace(meta=dict(run.meta), records=list(self.session.records)).save(path)
+        except OSError as exc:
+            self.show_message(f"could not save {path}: {exc.strerror or exc}", error=True)
+            return False
+        self.show_message(f"saved {self.session.n_steps} steps to {path}")
+        return True
+
+    def open_run(self, path: str) -> bool:
+        """Show a saved run (browse only: its model need not be loaded). Reset starts a live run again."""
+        from kvsim.trace import Trace, TraceError
+
+        try:
+            trace = Trace.load(path)
+            if not trace.records:
+                raise TraceError(f"{path}: the run has no steps")
+            meta, records = trace.meta, trace.records
+            cfg = dict(meta["config"])
+            labels = {int(k): str(v) for k, v in meta.get("prompt_tokens", {}).items()}
+            run = RunInfo(run_id=records[0].run_id, model_id=str(meta.get("model_id", "saved run")), config=cfg,
+                          prompt_ids=[int(i) for i in records[0].input_ids], prompt_text=str(meta.get("prompt") or ""),
+                          token_texts=labels, lanes=list(meta["lanes"]), info={"source": path},
+                          max_seq_len=int(cfg["max_seq_len"]), meta=meta)
+        except (TraceError, OSError, KeyError, TypeError, ValueError) as exc:
+            self.show_message(f"could not open {path}: {exc}", error=True)
+            return False
+        self.stop_play()
+        self.animator.stop()
+        if self.worker is not None:
+            self.worker.worker.cancel()
+        self.browsing = True
+        self._fill_selectors(cfg)
+        self._on_run_started(run)
+        self.can_step = False
+        for record in records:
+            self.session.add_record(record)
+        self.session.set_cursor(len(records) - 1)
+        self.flush_views()
+        self.setWindowTitle(f"kvsim — {run.model_id} — {path}")
+        self.show_message(f"opened {path}: {len(records)} steps of {run.model_id} — browse with ← →; "
+                          "Reset (Home) starts a live run on the loaded model")
+        return True
+
     def reset(self) -> None:
         """Restart the run with the prompt in the box (the model stays loaded)."""
         self.stop_play()
         self.animator.stop()
         self.can_step = False
+        if self.browsing:  # back from an opened run: the selectors follow the loaded model again
+            self.browsing = False
+            if getattr(self, "loaded_info", None):
+                self._fill_selectors(self.loaded_info["config"])
         if self.worker is None:
             return
         self.worker.worker.cancel()
@@ -380,7 +453,8 @@ class MainWindow(QMainWindow):
         if self.busy:
             return
         if not self.can_step:
-            self.show_message("this run cannot continue: press Reset (Home) to start again", error=True)
+            why = "an opened run is for browsing" if self.browsing else "this run cannot continue"
+            self.show_message(f"{why}: press Reset (Home) to start a live run", error=True)
             self.stop_play()
             return
         if s.n_rows(s.n_steps) > s.run.max_seq_len:

@@ -120,7 +120,7 @@ class SimWorker(QObject):
             run_id=sim.run_id, model_id=self.loaded.model_id, config=_cfg_dict(cfg), prompt_ids=list(ids),
             prompt_text=text, token_texts=labels, lanes=list(sim.trace.meta["lanes"]),
             info=dict(self.loaded.info), max_seq_len=cfg.max_seq_len,
-            eos_id=getattr(tok, "eos_id", None), token_text=tok.token_text))
+            eos_id=getattr(tok, "eos_id", None), token_text=tok.token_text, meta=sim.trace.meta))
 
     @Slot(str)
     def step(self, run_id: str) -> None:
