@@ -74,7 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--top-p", type=float)
     r.add_argument("--lanes", default="uncached,cached")
     r.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps", "auto"])
-    r.add_argument("--threads", type=_positive_int, help="torch compute threads (default: half the cores, ≤ 4)")
+    # SUPPRESS: an absent `run --threads` must not overwrite `kvsim --threads N run …`
+    r.add_argument("--threads", type=_positive_int, default=argparse.SUPPRESS,
+                   help="torch compute threads (default: half the cores, ≤ 4)")
     r.add_argument("--dtype", default=None, choices=["fp32", "fp16", "bf16"], help="GPU only: fp16/bf16")
     r.add_argument("--no-chat-template", action="store_true", help="feed the prompt as is")
     r.add_argument("--ignore-eos", action="store_true", help="keep generating after the end-of-sequence token")

@@ -129,3 +129,12 @@ def test_no_arguments_opens_the_app_with_scale(monkeypatch) -> None:
 
     # popped directly: monkeypatch.delenv would record "1.5" and restore it for later Qt tests
     assert os.environ.pop("QT_SCALE_FACTOR") == "1.5"
+
+
+def test_threads_option_either_side_of_run() -> None:
+    from kvsim.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["--threads", "3", "run", "--prompt", "x"]).threads == 3
+    assert parser.parse_args(["run", "--threads", "2", "--prompt", "x"]).threads == 2
+    assert parser.parse_args(["run", "--prompt", "x"]).threads is None
