@@ -354,8 +354,9 @@ class LanePanel(QWidget):
             self.cache_text.setVisible(False)
             self.kv_text.setVisible(False)
             self._labels_state = None
+            self.axis.newest = -1  # no rows yet: no row labels
             self.readout.setText(f"<span style='color:{theme.MUTED}'>press Step (→) to run the prefill</span>")
-            self._titles()
+            self._titles(self.layer, self.head)
             return
         cfg = s.run.config
         layer = min(self.layer, cfg["n_layers"] - 1)

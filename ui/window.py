@@ -323,7 +323,7 @@ class MainWindow(QMainWindow):
         view.addSeparator()
         view.addAction("Default layout", self.default_layout)
         self.view_button = QToolButton()
-        self.view_button.setText("View ▾")
+        self.view_button.setText("☰")
         self.view_button.setToolTip("save or open a run (.kvsim); show or hide panels; the default layout")
         self.view_button.setMenu(view)
         self.view_button.setPopupMode(QToolButton.InstantPopup)
@@ -751,7 +751,8 @@ class MainWindow(QMainWindow):
     def fit_docks(self) -> None:
         """Give the lanes most of the height: costs ≈ 21 %, text ≈ 9 % of the window."""
         h = max(self.height(), 600)
-        self.resizeDocks([self.costs_dock, self.text_dock], [int(h * 0.19), max(52, int(h * 0.075))], Qt.Vertical)
+        text_h = max(self.text_dock.minimumSizeHint().height(), int(h * 0.075))  # else costs pays the difference
+        self.resizeDocks([self.costs_dock, self.text_dock], [int(h * 0.19), text_h], Qt.Vertical)
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
