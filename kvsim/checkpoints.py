@@ -38,6 +38,8 @@ def _sliding_window(hf: dict, model_type: str, name: str) -> int | None:
 
 def config_from_hf(hf: dict, name: str) -> ModelConfig:
     """A kvsim ``ModelConfig`` from a Hugging Face ``config.json`` (transformers 4.x or 5.x names)."""
+    if not isinstance(hf, dict):
+        raise ModelLoadError(f"{name}: config.json is not a JSON object")
     model_type = str(hf.get("model_type", "")).lower()
     try:
         if model_type == "gpt2":
@@ -76,6 +78,8 @@ def config_from_hf(hf: dict, name: str) -> ModelConfig:
         raise ModelLoadError(f"{name}: config.json lacks {exc.args[0]!r}") from exc
     except ConfigError as exc:
         raise ModelLoadError(f"{name}: {exc}") from exc
+    except (TypeError, ValueError, ZeroDivisionError) as exc:
+        raise ModelLoadError(f"{name}: config.json has a value of the wrong kind ({exc})") from exc
     raise ModelLoadError(f"{name}: model_type {model_type or '(none)'!r} is not supported (supported: {SUPPORTED})")
 
 

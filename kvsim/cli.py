@@ -17,11 +17,21 @@ from collections.abc import Sequence
 from . import __version__
 from .config import ConfigError
 from .loading import ModelLoadError
-from .memory import PRESETS, MemoryError_, get_preset, human_bytes, kv_cache_bytes, preset_from_hf_config
+from .memory import (
+    PRESETS,
+    WEIGHT_DTYPE_BYTES,
+    MemoryError_,
+    get_preset,
+    human_bytes,
+    kv_cache_bytes,
+    preset_from_hf_config,
+    weight_bytes,
+)
 from .simulate import Sampling, SimulationError, parse_lanes, summarize
+from .tokenizer import ChatTemplateError
 from .trace import TraceError
 
-USER_ERRORS = (ModelLoadError, SimulationError, ConfigError, MemoryError_, TraceError)
+USER_ERRORS = (ModelLoadError, SimulationError, ConfigError, MemoryError_, TraceError, ChatTemplateError)
 
 
 class UsageError(Exception):
@@ -182,6 +192,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
     if args.prompt is not None and not args.prompt.strip():
         raise SimulationError("the prompt is empty: give --prompt TEXT or --prompt-ids 1,2,3")
+    if args.save:
+        folder = os.path.dirname(os.path.abspath(args.save))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            raise UsageError(f"--save: cannot write into {folder} (no such folder or no permission)")
     loaded = load_model(args.model, device=args.device, dtype=args.dtype)
     ids, text = _prompt_ids(args, loaded.tokenizer)
     ctx = loaded.model.cfg.max_seq_len
@@ -204,7 +218,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             _print_step(record, out)
     summary = summarize(sim.trace)
     if args.save:
-        sim.trace.save(args.save)
+        try:
+            sim.trace.save(args.save)
+        except OSError as exc:
+            raise UsageError(f"could not save the trace to {args.save}: {exc.strerror or exc}") from None
     if args.json:
         out.write(json.dumps({"summary": summary}) + "\n")
     else:
@@ -286,7 +303,10 @@ def cmd_memory(args: argparse.Namespace) -> int:
     elif args.config:
         try:
             with open(args.config, encoding="utf-8") as fh:
-                preset = preset_from_hf_config(json.load(fh), name=args.config)
+                hf_config = json.load(fh)
+            if not isinstance(hf_config, dict):
+                raise UsageError(f"{args.config} is not a config.json (expected a JSON object)")
+            preset = preset_from_hf_config(hf_config, name=args.config)
         except OSError as exc:
             raise UsageError(f"cannot read {args.config}: {exc.strerror}") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -315,8 +335,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
     if preset is not None:
         report.update({"preset": preset.name, "source": preset.source, "heads": preset.heads,
                        "params": preset.n_params,
-                       "weights_bytes": {k: int(preset.n_params * v) for k, v in
-                                         {"fp32": 4, "fp16": 2, "int8": 1, "int4": 0.5, "int2": 0.25}.items()}})
+                       "weights_bytes": {k: int(weight_bytes(preset.n_params, k)) for k in WEIGHT_DTYPE_BYTES}})
     if args.json:
         print(json.dumps(report))
         return 0

@@ -44,6 +44,10 @@ class ModelConfig:
                 raise ConfigError(f"{key} must be a positive integer, got {getattr(self, key)}")
         if self.n_heads % self.n_kv_heads:
             raise ConfigError(f"heads ({self.n_heads}) must be a multiple of kv_heads ({self.n_kv_heads})")
+        if self.head_dim < 0 or self.hidden_dim < 0:
+            raise ConfigError("head_dim and hidden must be positive (or 0 for the default)")
+        if not self.rope_theta > 0:
+            raise ConfigError(f"rope_theta must be positive, got {self.rope_theta}")
         if self.head_dim == 0:
             if self.dim % self.n_heads:
                 raise ConfigError(f"dim ({self.dim}) must be divisible by heads ({self.n_heads})")

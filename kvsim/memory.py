@@ -146,9 +146,14 @@ def preset_from_hf_config(config: dict, name: str = "config") -> Preset:
             raise MemoryError_(f"{name}: config.json lacks {keys[0]}")
         return default
 
-    layers = int(pick("num_hidden_layers", "n_layer", "num_layers"))
-    heads = int(pick("num_attention_heads", "n_head"))
-    hidden = int(pick("hidden_size", "n_embd", "d_model"))
+    try:
+        layers = int(pick("num_hidden_layers", "n_layer", "num_layers"))
+        heads = int(pick("num_attention_heads", "n_head"))
+        hidden = int(pick("hidden_size", "n_embd", "d_model"))
+    except (TypeError, ValueError) as exc:
+        raise MemoryError_(f"{name}: layer/head/hidden sizes must be integers ({exc})") from None
+    if min(layers, heads, hidden) <= 0:
+        raise MemoryError_(f"{name}: layers, heads and hidden size must be positive")
     if config.get("multi_query") and not config.get("new_decoder_architecture"):
         kv_heads = 1
     else:

@@ -15,6 +15,7 @@ that same draw, and how far its logits are from the reference.
 
 from __future__ import annotations
 
+import math
 import platform
 import time
 import uuid
@@ -25,7 +26,7 @@ import numpy as np
 import torch
 
 from . import __version__
-from .cache import Cache, make_cache
+from .cache import Cache, KVCache, make_cache
 from .counting import step_cost
 from .model import Transformer
 from .tokenizer import Tokenizer
@@ -46,8 +47,8 @@ class Sampling:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.temperature < 0:
-            raise SimulationError(f"temperature must be ≥ 0, got {self.temperature}")
+        if not math.isfinite(self.temperature) or self.temperature < 0:
+            raise SimulationError(f"temperature must be a number ≥ 0, got {self.temperature}")
         if self.top_k is not None and self.top_k < 1:
             raise SimulationError(f"top-k must be ≥ 1, got {self.top_k}")
         if self.top_p is not None and not 0 < self.top_p <= 1:
@@ -160,10 +161,9 @@ class Simulator:
         self.prompt_len = len(prompt_ids)
         self._done = 0  # positions whose K/V every lane that reuses its past holds
         self._generator = torch.Generator().manual_seed(sampling.seed)
-        self._keep_history = any(not lane.cache.reuses_past for lane in self.lanes)
+        # first-computed rows, to show how far an uncached lane's recomputation drifts from them
+        self._history = KVCache(cfg.n_layers) if any(not lane.cache.reuses_past for lane in self.lanes) else None
         self._row_lane = next((i for i, lane in enumerate(self.lanes) if lane.cache.policy == "kv"), 0)
-        self._k_hist: list[torch.Tensor] = []  # per layer (H_kv, n, D): first-computed rows
-        self._v_hist: list[torch.Tensor] = []
         self.trace = Trace(meta={
             "model_id": model_id,
             "config": {k: v for k, v in asdict(cfg).items() if k != "extra"},
@@ -209,20 +209,29 @@ class Simulator:
         """Advance every lane by one step and return the frozen record of it."""
         if self.context_left <= 0:
             raise SimulationError(f"the model's context of {self.model.cfg.max_seq_len} tokens is full")
-        cfg, device = self.model.cfg, self.model.device
+        device = self.model.device
         n = len(self.tokens)  # positions 0..n-1 have tokens; K/V of positions < self._done are cached
         step_index = self.steps_done
         phase = "prefill" if step_index == 0 else "decode"
         all_ids = torch.tensor([self.tokens], dtype=torch.long, device=device)  # (1, n)
 
-        # 1. every lane runs its forward over what its policy must compute; a step that does not
-        #    complete (cancelled from the progress hook, out of memory…) leaves every cache as it was
+        # a step that does not complete (cancelled from the progress hook, out of memory…) leaves
+        # every cache as it was, so the run can go on
         try:
-            outputs, timings, fed = self._forward_lanes(all_ids, n)
+            record = self._step(all_ids, n, step_index, phase)
         except BaseException:
-            for lane in self.lanes:
-                lane.cache.truncate(self._done)
+            for cache in [lane.cache for lane in self.lanes] + [self._history] * (self._history is not None):
+                cache.truncate(self._done)
             raise
+        self._done = n
+        self.tokens.append(record.token_id)
+        self.trace.records.append(record)
+        return record
+
+    def _step(self, all_ids: torch.Tensor, n: int, step_index: int, phase: str) -> StepRecord:
+        cfg = self.model.cfg
+        # 1. every lane runs its forward over what its policy must compute
+        outputs, timings, fed = self._forward_lanes(all_ids, n)
 
         # 2. the token: one uniform draw, applied to the reference lane (and, to compare, to each lane)
         u = float(torch.rand((), generator=self._generator)) if self.sampling.temperature > 0 else 0.5
@@ -235,8 +244,10 @@ class Simulator:
         q_new, k_new, v_new = (x[:, 0, :, -new_t:] for x in (src.q, src.k, src.v))  # (L, H, T, D)
         recompute_diffs = [self._recompute_diff(out) if not lane.cache.reuses_past else None
                            for lane, out in zip(self.lanes, outputs, strict=True)]
-        if self._keep_history:
-            self._append_history(k_new, v_new)
+        if self._history is not None:
+            positions = torch.arange(self._done, n, device=k_new.device)
+            for layer in range(cfg.n_layers):
+                self._history.update(layer, k_new[layer][None], v_new[layer][None], positions)
 
         # 4. per-lane accounting
         lane_steps = []
@@ -245,9 +256,13 @@ class Simulator:
             context = int(lane.cache.key_positions(0).numel())
             cost = step_cost(cfg, new=t, context=context, out=1, dtype_bytes=elem)
             logits = out.logits[0, -1].float()
-            # candidates as the sampler sees them (tempered), plain softmax when greedy
-            shown = torch.softmax(logits / (self.sampling.temperature or 1.0), -1)
+            # candidates as the sampler sees them (tempered, top-k/top-p), plain softmax when greedy
+            shown = probabilities(logits, self.sampling) if self.sampling.temperature > 0 \
+                else torch.softmax(logits, -1)
             top = torch.topk(shown, min(self.top_k_record, shown.numel()))
+            first_key = int(lane.cache.key_positions(0)[0])
+            if cfg.sliding_window is not None:  # the newest query (position n-1) sees keys > n-1-W
+                first_key = max(first_key, n - cfg.sliding_window)
             lane_steps.append(LaneStep(
                 name=lane.name, policy=lane.cache.policy, kv_positions=t, context=context,
                 flops=cost.matmul_flops, flops_by_component=dict(cost.flops),
@@ -256,22 +271,18 @@ class Simulator:
                 logit_diff=float((logits - ref_logits).abs().max()),
                 token_id=choose(logits, self.sampling, u),
                 top_ids=tuple(int(i) for i in top.indices), top_probs=tuple(float(p) for p in top.values),
-                recompute_diff=rdiff, first_key=int(lane.cache.key_positions(0).min()),
+                recompute_diff=rdiff, first_key=first_key,
             ))
 
         # 5. freeze the record, then advance the sequence
         as_np = lambda x: x.detach().float().cpu().numpy().astype(self.record_dtype)  # noqa: E731
-        record = StepRecord(
+        return StepRecord(
             run_id=self.run_id, step=step_index, phase=phase,
             positions=np.arange(self._done, n, dtype=np.int64),
             input_ids=np.asarray(self.tokens[self._done:n], dtype=np.int64),
             token_id=token_id, token=self.tokenizer.token_text(token_id),
             q=as_np(q_new), k=as_np(k_new), v=as_np(v_new), lanes=tuple(lane_steps),
         )
-        self._done = n
-        self.tokens.append(token_id)
-        self.trace.records.append(record)
-        return record
 
     def _forward_lanes(self, all_ids: torch.Tensor, n: int):
         device = self.model.device
@@ -280,36 +291,32 @@ class Simulator:
             start = self._done if lane.cache.reuses_past else 0
             ids = all_ids[:, start:n]
             positions = torch.arange(start, n, device=device)
-            hook = None
+            hook, in_hook = None, [0.0]
             if self.progress is not None:
-                def hook(done: int, total: int, name: str = lane.name) -> None:
+                def hook(done: int, total: int, name: str = lane.name, spent: list[float] = in_hook) -> None:
+                    t = time.perf_counter()
                     self.progress(name, done, total)
+                    spent[0] += time.perf_counter() - t  # the observer's time is not the lane's
+
             _sync(device)
             t0 = time.perf_counter()
             out = self.model(ids, positions, lane.cache, record=True, last_only=True, layer_hook=hook)
             _sync(device)
-            timings.append((time.perf_counter() - t0) * 1e3)
+            timings.append((time.perf_counter() - t0 - in_hook[0]) * 1e3)
             outputs.append(out)
             fed.append(n - start)
         return outputs, timings, fed
 
-    def _append_history(self, k_new: torch.Tensor, v_new: torch.Tensor) -> None:
-        if not self._k_hist:
-            self._k_hist = [k.clone() for k in k_new]  # (H_kv, T, D) per layer
-            self._v_hist = [v.clone() for v in v_new]
-        else:
-            self._k_hist = [torch.cat((h, k), 1) for h, k in zip(self._k_hist, k_new, strict=True)]
-            self._v_hist = [torch.cat((h, v), 1) for h, v in zip(self._v_hist, v_new, strict=True)]
-
     def _recompute_diff(self, out) -> float | None:
         """How far an uncached lane's recomputed old rows are from when they were first computed."""
-        if not self._k_hist:
+        old = self._history.n_tokens if self._history is not None else 0
+        if old == 0:
             return None
-        old = self._k_hist[0].shape[1]
         diff = 0.0
-        for layer, (kh, vh) in enumerate(zip(self._k_hist, self._v_hist, strict=True)):
-            diff = max(diff, float((out.k[layer, 0, :, :old] - kh).abs().max()),
-                       float((out.v[layer, 0, :, :old] - vh).abs().max()))
+        for layer in range(self.model.cfg.n_layers):
+            k_first, v_first = self._history.stored(layer)  # (1, H_kv, old, D)
+            diff = max(diff, float((out.k[layer, :, :, :old] - k_first).abs().max()),
+                       float((out.v[layer, :, :, :old] - v_first).abs().max()))
         return diff
 
 

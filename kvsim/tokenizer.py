@@ -11,6 +11,10 @@ from pathlib import Path
 from typing import Protocol
 
 
+class ChatTemplateError(ValueError):
+    """The model's chat template cannot be rendered (broken or unsafe)."""
+
+
 class Tokenizer(Protocol):
     eos_id: int | None
     bos_id: int | None
@@ -62,11 +66,22 @@ class TextTokenizer:
         if not chat or not self.chat_template:
             return text
         import jinja2
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-        template = jinja2.Environment(keep_trailing_newline=True).from_string(self.chat_template)
+        def raise_exception(message: str) -> None:
+            raise jinja2.TemplateError(message)
+
+        # the template comes from the model file: render it sandboxed, as transformers does
+        env = ImmutableSandboxedEnvironment(keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
+                                          extensions=["jinja2.ext.loopcontrols"])
+        env.globals["raise_exception"] = raise_exception
         special = {"bos_token": self.token_text(self.bos_id) if self.bos_id is not None else "",
                    "eos_token": self.token_text(self.eos_id) if self.eos_id is not None else ""}
-        return template.render(messages=[{"role": "user", "content": text}], add_generation_prompt=True, **special)
+        try:
+            return env.from_string(self.chat_template).render(
+                messages=[{"role": "user", "content": text}], add_generation_prompt=True, **special)
+        except jinja2.TemplateError as exc:
+            raise ChatTemplateError(f"the model's chat template failed ({exc}); use --no-chat-template") from exc
 
 
 class ByteTokenizer:

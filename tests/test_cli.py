@@ -88,6 +88,11 @@ def test_save_trace(tmp_path, capsys) -> None:
     (["memory", "--preset", "gpt5", "--context", "5"], "unknown preset"),
     (["memory", "--layers", "2", "--context", "5"], "missing"),
     (["run", "--bogus"], "unrecognized"),
+    (["run", "--model", "random:head_dim=-2", "--prompt", "x"], "positive"),
+    (["run", "--model", "random:hidden=-4", "--prompt", "x"], "positive"),
+    (["run", "--model", "random:rope_theta=0", "--prompt", "x"], "rope_theta"),
+    (["run", "--model", SMALL, "--prompt", "x", "--temperature", "nan"], "temperature"),
+    (["run", "--model", SMALL, "--prompt", "x", "--save", "/no/such/folder/x.kvsim"], "cannot write"),
 ])
 def test_bad_input_is_one_line_exit_2(args, fragment, capsys) -> None:
     assert main(args) == 2
@@ -138,3 +143,34 @@ def test_threads_option_either_side_of_run() -> None:
     assert parser.parse_args(["--threads", "3", "run", "--prompt", "x"]).threads == 3
     assert parser.parse_args(["run", "--threads", "2", "--prompt", "x"]).threads == 2
     assert parser.parse_args(["run", "--prompt", "x"]).threads is None
+
+
+def test_memory_config_of_the_wrong_kind(tmp_path, capsys) -> None:
+    path = tmp_path / "config.json"
+    for content in ("[1, 2]", json.dumps({"num_hidden_layers": 2, "num_attention_heads": 0, "hidden_size": 8,
+                                          "vocab_size": 10}),
+                    json.dumps({"num_hidden_layers": "two", "num_attention_heads": 2, "hidden_size": 8})):
+        path.write_text(content)
+        assert main(["memory", "--config", str(path), "--context", "5"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1, err
+
+
+def test_chat_templates_render_sandboxed() -> None:
+    from tokenizers import Tokenizer, models
+
+    from kvsim.tokenizer import ChatTemplateError, TextTokenizer
+
+    tok = TextTokenizer(Tokenizer(models.WordLevel({"a": 0, "[UNK]": 1}, unk_token="[UNK]")))
+    tok.chat_template = "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}<assistant>"
+    assert tok.format_prompt("hi") == "<user>hi<assistant>"
+    assert tok.format_prompt("hi", chat=False) == "hi"
+    tok.chat_template = "{{ cycler.__init__.__globals__.os.getcwd() }}"  # a model file must not run code
+    with pytest.raises(ChatTemplateError):
+        tok.format_prompt("hi")
+    tok.chat_template = "{{ raise_exception('only user turns') }}"
+    with pytest.raises(ChatTemplateError, match="only user turns"):
+        tok.format_prompt("hi")
+    tok.chat_template = "{% if %}"
+    with pytest.raises(ChatTemplateError):
+        tok.format_prompt("hi")

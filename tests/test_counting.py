@@ -84,6 +84,8 @@ def test_cache_bytes_follow_the_formula() -> None:
     loaded = load(FAMILY_SPECS["llama-gqa"])
     cfg = loaded.model.cfg
     sim = Simulator(loaded.model, loaded.tokenizer, list(range(9)))
+    cache = next(lane.cache for lane in sim.lanes if lane.name == "cached")
     for r in sim.run(5):
         n = r.lane("cached").cache_tokens
-        assert r.lane("cached").cache_bytes == 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * n * 4
+        held = sum(t.numel() * t.element_size() for layer in range(cfg.n_layers) for t in cache.stored(layer))
+        assert r.lane("cached").cache_bytes == held == 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * n * 4

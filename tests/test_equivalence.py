@@ -136,3 +136,20 @@ def test_decode_friendly_layout_changes_no_value() -> None:
         assert plain.layers[0].attn.fused_qkv is not None
         got = plain(ids, torch.arange(19), NoCache(cfg.n_layers)).logits
         assert torch.allclose(got, expected, atol=1e-5, rtol=0)
+
+
+def test_sliding_window_first_key_and_observer_time_excluded() -> None:
+    import time
+
+    loaded = load("random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,window=8,seed=5")
+
+    def slow_observer(lane: str, done: int, total: int) -> None:
+        time.sleep(0.03)  # a GUI repainting its progress bar must not count as the lane's time
+
+    sim = Simulator(loaded.model, loaded.tokenizer, list(range(1, 6)), progress=slow_observer)
+    for r in sim.run(10):
+        n = r.n_tokens
+        assert r.lane("cached").first_key == max(0, n - 8)
+        assert r.lane("cached").context == n  # the window is a mask: every row is still read
+        for lane in r.lanes:
+            assert lane.wall_ms < 30, lane  # two layers slept 60 ms per lane
