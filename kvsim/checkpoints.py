@@ -175,4 +175,21 @@ def load_hf_dir(path: Path, model_id: str) -> LoadedModel:
         tokenizer = TextTokenizer.from_file(tok_file, eos_id=eos, bos_id=hf.get("bos_token_id"))
     except Exception as exc:  # tokenizers raises a bare Exception on malformed files
         raise ModelLoadError(f"{path}/tokenizer.json cannot be read ({exc})") from exc
+    tokenizer.chat_template = _chat_template(path)
     return LoadedModel(model.eval(), tokenizer, model_id, {"source": str(path), "format": "hf"})
+
+
+def _chat_template(path: Path) -> str | None:
+    """The checkpoint's chat template: ``chat_template.jinja`` or ``tokenizer_config.json``'s entry."""
+    jinja = path / "chat_template.jinja"
+    if jinja.is_file():
+        return jinja.read_text(encoding="utf-8")
+    try:
+        config = json.loads((path / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    template = config.get("chat_template") if isinstance(config, dict) else None
+    if isinstance(template, list):  # named templates: [{"name": "default", "template": "..."}, ...]
+        named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)}
+        template = named.get("default")
+    return template if isinstance(template, str) else None

@@ -157,12 +157,43 @@ class Trace:
             raise TraceError(f"{path}: arrays.npz is damaged ({exc})") from exc
         meta = manifest.get("meta", {})
         try:
+            _check_meta(meta)
             records = [_record_from_json(i, s, arrays, meta) for i, s in enumerate(manifest["steps"])]
+            _check_sequence(records, meta)
         except TraceError as exc:
             raise TraceError(f"{path}: {exc}") from exc
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise TraceError(f"{path}: malformed step data ({exc!r})") from exc
         return cls(meta=meta, records=records)
+
+
+CONFIG_KEYS = ("n_layers", "n_heads", "n_kv_heads", "head_dim", "max_seq_len")
+
+
+def _check_meta(meta: object) -> None:
+    if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
+        raise TraceError("metadata lacks the model config")
+    missing = [k for k in CONFIG_KEYS if not isinstance(meta["config"].get(k), int)]
+    if missing:
+        raise TraceError(f"model config lacks {', '.join(missing)}")
+    lanes = meta.get("lanes")
+    if not isinstance(lanes, list) or not lanes or not all(isinstance(x, dict) and "name" in x for x in lanes):
+        raise TraceError("metadata lacks the lanes")
+
+
+def _check_sequence(records: list[StepRecord], meta: dict[str, Any]) -> None:
+    """Steps 0..N-1 of one run, each carrying every lane the metadata names, positions contiguous."""
+    names = [lane["name"] for lane in meta["lanes"]]
+    next_position = 0
+    for i, r in enumerate(records):
+        if r.step != i or r.run_id != records[0].run_id:
+            raise TraceError(f"step {i}: steps are not one run numbered 0..N-1")
+        if [lane.name for lane in r.lanes] != names:
+            raise TraceError(f"step {i}: lanes {[lane.name for lane in r.lanes]} differ from {names}")
+        if int(r.positions[0]) != next_position or not np.array_equal(
+                r.positions, np.arange(next_position, next_position + len(r.positions))):
+            raise TraceError(f"step {i}: positions do not continue the previous step's")
+        next_position = int(r.positions[-1]) + 1
 
 
 def _lane_to_json(lane: LaneStep) -> dict[str, Any]:

@@ -174,3 +174,23 @@ def test_chat_templates_render_sandboxed() -> None:
     tok.chat_template = "{% if %}"
     with pytest.raises(ChatTemplateError):
         tok.format_prompt("hi")
+
+
+def test_checkpoint_chat_template_is_applied(tmp_path, capsys) -> None:
+    import shutil
+
+    from kvsim.loading import bundled_models_dir, load_model
+
+    ckpt = tmp_path / "tiny-chat"
+    shutil.copytree(bundled_models_dir() / "tiny", ckpt)
+    config = json.loads((ckpt / "tokenizer_config.json").read_text())
+    config["chat_template"] = "{% for m in messages %}Q: {{ m.content }}\n{% endfor %}A:"
+    (ckpt / "tokenizer_config.json").write_text(json.dumps(config))
+    tok = load_model(str(ckpt)).tokenizer
+    assert tok.format_prompt("Who?") == "Q: Who?\nA:"
+    assert main(["run", "--model", str(ckpt), "--prompt", "Who?", "--steps", "1", "--json"]) == 0
+    chat = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert main(["run", "--model", str(ckpt), "--prompt", "Who?", "--steps", "1", "--json",
+                 "--no-chat-template"]) == 0
+    plain = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert chat["cached"]["kv_positions"] > plain["cached"]["kv_positions"]  # the template's tokens

@@ -111,3 +111,19 @@ def test_pickled_arrays_are_refused(trace: Trace, tmp_path) -> None:
     _rewrite(good, bad, arrays=buf.getvalue())
     with pytest.raises(TraceError, match="pickle|[Oo]bject"):
         Trace.load(bad)
+
+
+def test_inconsistent_runs_are_refused(trace: Trace, tmp_path) -> None:
+    good = trace.save(tmp_path / "good.kvsim")
+    manifest = json.loads(zipfile.ZipFile(good).read("manifest.json"))
+    cases = {
+        "meta": {**manifest, "meta": "not an object"},
+        "config": {**manifest, "meta": {**manifest["meta"], "config": {"n_layers": 2}}},
+        "lanes": {**manifest, "meta": {**manifest["meta"], "lanes": [{"name": "warp"}]}},
+        "order": {**manifest, "steps": [manifest["steps"][1], manifest["steps"][0], *manifest["steps"][2:]]},
+    }
+    for name, bad_manifest in cases.items():
+        bad = tmp_path / f"{name}.kvsim"
+        _rewrite(good, bad, json.dumps(bad_manifest))
+        with pytest.raises(TraceError):
+            Trace.load(bad)

@@ -512,3 +512,34 @@ def test_save_and_open_a_run(window, qtbot, tmp_path):
     qtbot.waitUntil(lambda: window.can_step and window.session.n_steps == 0, timeout=20_000)
     assert not window.browsing
     assert window.run_steps(2)
+
+
+def test_enter_in_the_prompt_box_starts_exactly_one_run(window, qtbot):
+    from PySide6.QtCore import Qt as _Qt
+
+    started = []
+    window.session.run_started.connect(lambda: started.append(window.session.run.run_id))
+    window.prompt_box.lineEdit().setFocus()
+    qtbot.keyClick(window.prompt_box.lineEdit(), _Qt.Key_Return)
+    qtbot.waitUntil(lambda: len(started) >= 1 and window.can_step, timeout=20_000)
+    qtbot.wait(300)  # a second run would have started by now
+    assert len(started) == 1
+    window.busy = True  # as if a Step for the old run were in flight when a new run starts
+    window.reset()
+    qtbot.waitUntil(lambda: len(started) == 2, timeout=20_000)
+    assert not window.busy
+    assert window.run_steps(1)
+
+
+def test_screenshot_into_an_unwritable_place_is_one_error_line(tmp_path, capsys):
+    import argparse
+
+    from ui import screenshot
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    args = argparse.Namespace(model="random:layers=1,heads=2,kv_heads=1,dim=32", prompt="Hi", steps=1,
+                              out=str(blocker / "sub"), size="800x600")
+    assert screenshot.main(args) == 2
+    err = capsys.readouterr().err
+    assert "error: cannot write" in err and "Traceback" not in err

@@ -63,9 +63,13 @@ def main(args) -> int:
         if not window.run_steps(args.steps, timeout_s=600):
             print(f"error: {window.last_error or 'the steps did not complete'}", file=sys.stderr)
             return 2
-        written = [render(window, size, out / "kvsim.png")]
-        for w, h in ((1280, 720), (1920, 1080)):
-            written.append(render(window, (w, h), out / f"kvsim-{w}x{h}.png"))
+        try:
+            written = [render(window, size, out / "kvsim.png")]
+            for w, h in ((1280, 720), (1920, 1080)):
+                written.append(render(window, (w, h), out / f"kvsim-{w}x{h}.png"))
+        except OSError as exc:
+            print(f"error: cannot write the screenshots into {out}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
         for p in written:
             print(p)
         return 0

@@ -343,8 +343,13 @@ class MainWindow(QMainWindow):
         self.animator.frame.connect(self._on_frame)
         self.animator.finished.connect(self._on_anim_finished)
         self.model_box.activated.connect(self._on_model_chosen)
-        self.prompt_box.lineEdit().returnPressed.connect(self.reset)
-        self.prompt_box.activated.connect(lambda _i: self.reset())
+        # Enter in the editable box fires both signals: coalesce them into one reset
+        self._reset_soon = QTimer(self)
+        self._reset_soon.setSingleShot(True)
+        self._reset_soon.setInterval(0)
+        self._reset_soon.timeout.connect(self.reset)
+        self.prompt_box.lineEdit().returnPressed.connect(self._reset_soon.start)
+        self.prompt_box.activated.connect(lambda _i: self._reset_soon.start())
         self.speed_box.currentIndexChanged.connect(lambda _i: self.animator.set_speed(self.speed_box.currentData()))
         self.lanes_box.activated.connect(lambda _i: self._on_lanes_chosen())
         self.layer_box.currentIndexChanged.connect(lambda _i: self._on_selection())
@@ -407,7 +412,7 @@ class MainWindow(QMainWindow):
                           prompt_ids=[int(i) for i in records[0].input_ids], prompt_text=str(meta.get("prompt") or ""),
                           token_texts=labels, lanes=list(meta["lanes"]), info={"source": path},
                           max_seq_len=int(cfg["max_seq_len"]), meta=meta)
-        except (TraceError, OSError, KeyError, TypeError, ValueError) as exc:
+        except (TraceError, OSError, KeyError, TypeError, ValueError, AttributeError) as exc:
             self.show_message(f"could not open {path}: {exc}", error=True)
             return False
         self.stop_play()
@@ -574,6 +579,7 @@ class MainWindow(QMainWindow):
         self._on_selection()
 
     def _on_run_started(self, run) -> None:
+        self.busy = False  # a step asked of the previous run is dropped by the worker
         self.animator.stop()
         self._make_lanes(run.lanes)
         self.setWindowTitle(f"kvsim — {run.model_id} — the KV cache, step by step")
