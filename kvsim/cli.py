@@ -30,6 +30,7 @@ from .memory import (
 from .simulate import Sampling, SimulationError, parse_lanes, summarize
 from .tokenizer import ChatTemplateError
 from .trace import TraceError
+from .units import si
 
 USER_ERRORS = (ModelLoadError, SimulationError, ConfigError, MemoryError_, TraceError, ChatTemplateError)
 
@@ -245,10 +246,7 @@ def step_json(record) -> dict[str, object]:
 
 
 def _flops(n: float) -> str:
-    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.2f}{unit}"
-    return f"{n:.0f}"
+    return si(n, sep="")
 
 
 def _print_header(sim, loaded, out) -> None:

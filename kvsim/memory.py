@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .units import human_bytes  # noqa: F401 - re-exported: the memory report's unit
+
 # bytes per parameter, as in the seed's table (FP32 … INT2)
 WEIGHT_DTYPE_BYTES = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "int8": 1.0, "int4": 0.5, "int2": 0.25}
 
@@ -180,12 +182,3 @@ def preset_from_hf_config(config: dict, name: str = "config") -> Preset:
         tied=bool(config.get("tie_word_embeddings", model_type == "gpt2")),
         qkv_bias=bool(config.get("attention_bias", model_type == "qwen2")), layer_windows=layer_windows,
     )
-
-
-def human_bytes(n: float) -> str:
-    """Decimal units, as the seeds and vendors quote them (70B · 4 B = 280 GB)."""
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1000 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}".replace(".00 ", " ")
-        n /= 1000
-    return f"{n} TB"

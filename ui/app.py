@@ -43,7 +43,12 @@ def main(model: str | None = None) -> int:
         window.first_painted.connect(done)
     window.show()
     code = app.exec()
-    window.shutdown()
+    if not window.shutdown():
+        # the worker is inside a model load that cannot be interrupted; destroying its running QThread
+        # would abort the process, so leave at once (nothing of the user's is unsaved in a load)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(int(code))
     return int(code)
 
 

@@ -13,6 +13,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from kvsim.units import si
+
 from . import theme
 
 
@@ -35,10 +37,7 @@ class SIAxis(pg.AxisItem):
 
 
 def _si(v: float) -> str:
-    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(v) >= scale:
-            return f"{v / scale:.3g} {unit}"
-    return f"{v:.3g}"
+    return si(v, ".3g")
 
 
 class CostsPanel(QWidget):

@@ -455,10 +455,11 @@ class LanePanel(QWidget):
             diff = f" · recomputed vs first |Δ| ≤ <b>{lane.recompute_diff:.0e}</b>"
         cache = f"cache <b>{lane.cache_tokens}</b> rows, <b>{theme.human_bytes(lane.cache_bytes)}</b>" \
             if lane.cache_tokens else "nothing cached"
-        self.readout.setText(
-            f"this step: <b style='color:{c}'>{rows}</b> K/V rows computed · "
-            f"<b style='color:{c}'>{theme.human_count(flops)}FLOP</b> · <b style='color:{c}'>{ms:.2f} ms</b>"
-            f"<br><span style='color:{theme.MUTED}'>{lane.context} keys read · {cache}{diff}</span>")
+        text = (f"this step: <b style='color:{c}'>{rows}</b> K/V rows computed · "
+                f"<b style='color:{c}'>{theme.human_count(flops)}FLOP</b> · <b style='color:{c}'>{ms:.2f} ms</b>"
+                f"<br><span style='color:{theme.MUTED}'>{lane.context} keys read · {cache}{diff}</span>")
+        if text != self.readout.text():  # rich text is re-laid out on every set: skip unchanged frames
+            self.readout.setText(text)
 
     # ------------------------------------------------------------------ hover
     def _mouse_moved(self, scene_pos) -> None:
@@ -481,7 +482,7 @@ class LanePanel(QWidget):
     def _point_attention(self, row: int, x: float) -> None:
         s = self.session
         n = self._geom[1]
-        col = int(math.floor(x * n / max(self.a.width, 1e-9))) if self.a.width else -1
+        col = int(math.floor(x)) if self.a.width else -1  # the image's x axis is in key units
         if not 0 <= col < n:
             return
         cfg = s.run.config
@@ -506,8 +507,8 @@ class LanePanel(QWidget):
                 continue
             p.band(p.hover, p_, p_ + 1)
         if geom is not None and 0 <= p_ < geom[1]:
-            scale = self.a.width / geom[1]
-            self.a.hover_col.setRect(QRectF(p_ * scale, geom[0], max(scale, 0.5), geom[1] - geom[0]))
+            f = max(1, math.ceil(geom[1] / MAX_COLS))  # keys per pixel column when pooled
+            self.a.hover_col.setRect(QRectF((p_ // f) * f, geom[0], f, geom[1] - geom[0]))
             self.a.hover_col.setVisible(True)
         else:
             self.a.hover_col.setVisible(False)

@@ -7,6 +7,8 @@ import pyqtgraph as pg
 from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import QApplication
 
+from kvsim.units import human_bytes, si  # noqa: F401 - human_bytes re-exported: one formatter for CLI and app
+
 BG = "#121418"
 PANEL = "#1a1d23"
 BORDER = "#2c313a"
@@ -105,18 +107,9 @@ QScrollArea {{ border: none; }}
 """
 
 
+
 def human_count(n: float) -> str:
-    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(n) >= scale:
-            return f"{n / scale:.2f} {unit}"
-    return f"{n:.0f} "
-
-
-def human_bytes(n: float) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n:.0f} B"
+    return si(n)  # "1.23 M", as `kvsim run` prints it (without the space there)
 
 
 def show_token(text: str) -> str:

@@ -71,8 +71,9 @@ class Timeline(QWidget):
             phase = r.phase.upper()
             color = theme.PHASE_COLORS[r.phase]
             text = f"step {r.step} / {s.n_steps - 1} · {s.n_rows()} K/V rows · {s.n_text_tokens()} tokens"
-        self.phase.setText(phase)
-        self.phase.setStyleSheet(f"background: {color};")
+        if self.phase.text() != phase:  # a style sheet change re-polishes the widget: only on a new phase
+            self.phase.setText(phase)
+            self.phase.setStyleSheet(f"background: {color};")
         self.label.setText(text)
 
     def show_progress(self, lane: str, done: int, total: int, visible: bool = True) -> None:

@@ -748,11 +748,11 @@ class MainWindow(QMainWindow):
         self.shutdown()
         super().closeEvent(event)
 
-    def shutdown(self) -> None:
+    def shutdown(self) -> bool:
+        """Stop playing and the worker thread; False if the worker is still busy (e.g. loading)."""
         self.stop_play()
         self.animator.timer.stop()
-        if self.worker is not None:
-            self.worker.stop()
+        return self.worker is None or self.worker.stop()
 
     def fit_docks(self) -> None:
         """Give the lanes most of the height: costs ≈ 21 %, text ≈ 9 % of the window."""

@@ -176,7 +176,8 @@ class WorkerThread(QObject):
         self.request_step.connect(self.worker.step)
         self.thread.start()
 
-    def stop(self) -> None:
+    def stop(self, timeout_ms: int = 10_000) -> bool:
+        """Ask the worker to finish; False if it is still busy (a model load cannot be interrupted)."""
         self.worker.cancel()
         self.thread.quit()
-        self.thread.wait(10_000)
+        return self.thread.wait(timeout_ms)
