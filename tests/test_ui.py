@@ -543,3 +543,42 @@ def test_screenshot_into_an_unwritable_place_is_one_error_line(tmp_path, capsys)
     assert screenshot.main(args) == 2
     err = capsys.readouterr().err
     assert "error: cannot write" in err and "Traceback" not in err
+
+
+def test_derived_attention_of_cached_decode_steps_with_a_window_matches_the_model():
+    """Rows drawn from the records equal the probabilities the model's cached decode computed."""
+    import torch
+
+    from kvsim.cache import KVCache
+    from kvsim.loading import load_model
+    from kvsim.simulate import LANE_PRESETS, Simulator
+    from ui.attention import AttentionRows
+
+    loaded = load_model("random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,window=6,seed=9")
+    m, cfg = loaded.model, loaded.model.cfg
+    sim = Simulator(m, loaded.tokenizer, list(range(30, 39)), lanes=(LANE_PRESETS["cached"],))
+    records = list(sim.run(8))
+    q_all = np.concatenate([r.q for r in records], axis=2)  # (L, H, n, D)
+    k_all = np.concatenate([r.k for r in records], axis=2)  # (L, H_kv, n, D)
+    n = q_all.shape[2]
+
+    # replay the same tokens through a cached forward, capturing each decode step's softmax
+    seen = []
+    orig = torch.softmax
+    cache = KVCache(cfg.n_layers)
+    tokens = sim.tokens
+    m(torch.tensor([tokens[:9]]), torch.arange(9), cache)
+    try:
+        torch.softmax = lambda x, dim=-1, **kw: seen.append(orig(x, dim=dim, **kw)) or seen[-1]
+        for p in range(9, n):
+            seen.clear()
+            m(torch.tensor([[tokens[p]]]), torch.arange(p, p + 1), cache)
+            probs = seen[1][0]  # layer 1: (H_kv, g, 1, S)
+            for head in range(cfg.n_heads):
+                kvh = kv_head_of(head, cfg.n_heads, cfg.n_kv_heads)
+                mine = AttentionRows(cfg.sliding_window).rows(q_all[1, head], k_all[1, kvh], p, p + 1, p + 1)[0]
+                ref = probs[kvh, head % cfg.group_size, 0].numpy()
+                assert np.isnan(mine[: max(0, p - 5)]).all()  # outside the window of 6: masked
+                np.testing.assert_allclose(np.nan_to_num(mine), ref, atol=1e-5)
+    finally:
+        torch.softmax = orig
