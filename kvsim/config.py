@@ -72,7 +72,8 @@ class ModelConfig:
         return self.n_heads // self.n_kv_heads
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The shape numbers as plain JSON values (what traces and the app carry)."""
+        return {k: v for k, v in asdict(self).items() if k != "extra"}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelConfig:

@@ -166,7 +166,7 @@ class Simulator:
         self._row_lane = next((i for i, lane in enumerate(self.lanes) if lane.cache.policy == "kv"), 0)
         self.trace = Trace(meta={
             "model_id": model_id,
-            "config": {k: v for k, v in asdict(cfg).items() if k != "extra"},
+            "config": cfg.to_dict(),
             "prompt": prompt_text,
             "prompt_ids": list(prompt_ids),
             "prompt_tokens": {str(i): tokenizer.token_text(i) for i in sorted(set(prompt_ids))},

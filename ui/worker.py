@@ -82,7 +82,7 @@ class SimWorker(QObject):
             self.loaded = loaded
             self.sim = None
             cfg = loaded.model.cfg
-            self.model_loaded.emit({"model_id": loaded.model_id, "config": _cfg_dict(cfg),
+            self.model_loaded.emit({"model_id": loaded.model_id, "config": cfg.to_dict(),
                                     "info": dict(loaded.info), "note": note,
                                     "params": loaded.model.n_params()})
         except USER_ERRORS as exc:
@@ -117,7 +117,7 @@ class SimWorker(QObject):
         cfg = self.loaded.model.cfg
         labels = {i: tok.token_text(i) for i in set(ids)}
         self.run_started.emit(RunInfo(
-            run_id=sim.run_id, model_id=self.loaded.model_id, config=_cfg_dict(cfg), prompt_ids=list(ids),
+            run_id=sim.run_id, model_id=self.loaded.model_id, config=cfg.to_dict(), prompt_ids=list(ids),
             prompt_text=text, token_texts=labels, lanes=list(sim.trace.meta["lanes"]),
             info=dict(self.loaded.info), max_seq_len=cfg.max_seq_len,
             eos_id=getattr(tok, "eos_id", None), token_text=tok.token_text, meta=sim.trace.meta))
@@ -150,12 +150,6 @@ class SimWorker(QObject):
         if self._cancel.is_set():
             raise Cancelled()
         self.progress.emit(lane, done, total)
-
-
-def _cfg_dict(cfg) -> dict:
-    return {"family": cfg.family, "n_layers": cfg.n_layers, "n_heads": cfg.n_heads, "n_kv_heads": cfg.n_kv_heads,
-            "head_dim": cfg.head_dim, "dim": cfg.dim, "vocab_size": cfg.vocab_size,
-            "max_seq_len": cfg.max_seq_len, "sliding_window": cfg.sliding_window, "name": cfg.name}
 
 
 class WorkerThread(QObject):
