@@ -140,6 +140,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_models(args)
         if args.command == "screenshot":
             return importlib.import_module("ui.screenshot").main(args)
+        if sys.platform.startswith("linux") and not any(
+                os.environ.get(v) for v in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")):
+            # Qt would abort with a core dump; say what to do instead
+            raise UsageError("no display to open the window on (set DISPLAY, e.g. under Xvfb); "
+                             "`kvsim run` is the terminal version")
         if args.scale is not None:
             if not 0.5 <= args.scale <= 4:
                 raise UsageError(f"--scale must be between 0.5 and 4, got {args.scale}")

@@ -128,6 +128,7 @@ def test_no_arguments_opens_the_app_with_scale(monkeypatch) -> None:
     opened = {}
     monkeypatch.setattr(ui.app, "main", lambda model=None: opened.setdefault("model", model) and 0 or 0)
     monkeypatch.delenv("QT_SCALE_FACTOR", raising=False)
+    monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
     assert main(["--scale", "1.5", "--model", "tiny"]) == 0
     assert opened == {"model": "tiny"}
     import os
@@ -194,3 +195,14 @@ def test_checkpoint_chat_template_is_applied(tmp_path, capsys) -> None:
                  "--no-chat-template"]) == 0
     plain = json.loads(capsys.readouterr().out.splitlines()[0])
     assert chat["cached"]["kv_positions"] > plain["cached"]["kv_positions"]  # the template's tokens
+
+
+def test_no_display_is_a_clear_error(monkeypatch, capsys) -> None:
+    import sys as _sys
+
+    if not _sys.platform.startswith("linux"):
+        pytest.skip("the display check is for Linux")
+    for var in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(var, raising=False)
+    assert main([]) == 2
+    assert "no display" in capsys.readouterr().err
