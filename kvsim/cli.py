@@ -192,8 +192,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.steps <= 0:
         raise UsageError(f"--steps must be ≥ 1, got {args.steps}")
-    if args.top_p is not None and not 0 < args.top_p <= 1:
-        raise UsageError(f"--top-p must be in (0, 1], got {args.top_p}")
     lanes = parse_lanes(args.lanes)
     sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
     if args.prompt is not None and not args.prompt.strip():
