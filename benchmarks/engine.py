@@ -19,11 +19,11 @@ import time
 
 import torch
 
-from kvsim.cache import KVCache
-from kvsim.checkpoints import _gpt2_state, _llama_state, config_from_hf
-from kvsim.model import Transformer
-from kvsim.simulate import LANE_PRESETS, Simulator
-from kvsim.tokenizer import ByteTokenizer
+from kvsim.caches import KVCache, parse_spec
+from kvsim.models.checkpoints import _gpt2_state, _llama_state, config_from_hf
+from kvsim.models.tokenizer import ByteTokenizer
+from kvsim.models.transformer import Transformer
+from kvsim.simulate import Simulator
 
 
 def build_pair(shape: str, device: torch.device):
@@ -95,7 +95,7 @@ def time_kvsim_bare(model: Transformer, prompt: torch.Tensor, new: int, device) 
 
 def time_kvsim_recorded(model: Transformer, prompt: torch.Tensor, new: int, device) -> list[float]:
     sim = Simulator(model, ByteTokenizer(max(256, model.cfg.vocab_size)), prompt[0].tolist(),
-                    lanes=(LANE_PRESETS["cached"],))
+                    lanes=(parse_spec("cached"),))
     sim.step()
     times = []
     for _ in range(new):

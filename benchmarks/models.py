@@ -30,9 +30,9 @@ from pathlib import Path
 
 import torch
 
-from kvsim.cache import KVCache, NoCache
-from kvsim.loading import ModelLoadError, load_model
-from kvsim.model import Transformer
+from kvsim.caches import KVCache, NoCache
+from kvsim.models.loading import ModelLoadError, load_model
+from kvsim.models.transformer import Transformer
 
 PROMPT = "What is the capital of France? Answer in one sentence."
 NOTES = """Reading the thread rows: on a machine whose cores are shared with other jobs (the load average

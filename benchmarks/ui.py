@@ -31,7 +31,7 @@ MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,ctx=2304,seed=0"
 
 
 def record_run(tokens: int, steps: int):
-    from kvsim.loading import load_model
+    from kvsim.models.loading import load_model
     from kvsim.simulate import Simulator
 
     loaded = load_model(MODEL)
@@ -50,11 +50,10 @@ def pct(values: list[float], q: float) -> float:
 
 
 def measure(tokens: int, steps: int, size=(1920, 1080)) -> dict[str, float]:
+    from kvsim.ui.app import make_app
+    from kvsim.ui.session import RunInfo
+    from kvsim.ui.window import MainWindow
     from PySide6.QtCore import QCoreApplication, QEvent, QObject
-
-    from ui.app import make_app
-    from ui.session import RunInfo
-    from ui.window import MainWindow
 
     sim, records, labels = record_run(tokens, steps)
     app = make_app()  # noqa: F841 - keeps the QApplication alive
@@ -135,7 +134,7 @@ def first_paint(runs: int = 3) -> list[tuple[float, float]]:
     for _ in range(runs):
         env = dict(os.environ, KVSIM_EXIT_AFTER_FIRST_PAINT="1", QT_QPA_PLATFORM="offscreen")
         t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-c", "import sys; from ui.app import main; sys.exit(main())"],
+        proc = subprocess.Popen([sys.executable, "-c", "import sys; from kvsim.ui.app import main; sys.exit(main())"],
                                 cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         wall, inner = float("nan"), float("nan")
         for line in proc.stdout:

@@ -8,15 +8,14 @@ so the engine itself never imports Qt.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
+import math
 import os
 import sys
 from collections.abc import Sequence
 
 from . import __version__
-from .config import ConfigError
-from .loading import ModelLoadError
+from .caches import SpecError, known_specs, parse_lanes
 from .memory import (
     PRESETS,
     WEIGHT_DTYPE_BYTES,
@@ -27,12 +26,14 @@ from .memory import (
     preset_from_hf_config,
     weight_bytes,
 )
-from .simulate import Sampling, SimulationError, parse_lanes, summarize
-from .tokenizer import ChatTemplateError
+from .models.base import ModelLoadError
+from .models.config import ConfigError
+from .models.tokenizer import ChatTemplateError
+from .sampling import Sampling, SimulationError
 from .trace import TraceError
 from .units import si
 
-USER_ERRORS = (ModelLoadError, SimulationError, ConfigError, MemoryError_, TraceError, ChatTemplateError)
+USER_ERRORS = (ModelLoadError, SimulationError, SpecError, ConfigError, MemoryError_, TraceError, ChatTemplateError)
 
 
 class UsageError(Exception):
@@ -64,6 +65,13 @@ def _nonneg_int(text: str) -> int:
     return value
 
 
+def _seed(text: str) -> int:
+    value = _nonneg_int(text)
+    if value >= 2**63:
+        raise argparse.ArgumentTypeError(f"must be below 2^63, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kvsim", description="See the KV cache: a transformer run token by token, "
                 "without and with a cache, with real tensors, counts and times.")
@@ -79,11 +87,15 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--prompt", help="prompt text")
     g.add_argument("--prompt-ids", help="comma-separated token ids, e.g. 1,2,3")
     r.add_argument("--steps", type=int, default=16, help="steps: 1 prefill + decodes (default 16)")
-    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--seed", type=_seed, default=0, help="random seed for sampling (0 to 2^63-1)")
     r.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     r.add_argument("--top-k", type=_positive_int)
     r.add_argument("--top-p", type=float)
-    r.add_argument("--lanes", default="uncached,cached")
+    r.add_argument("--lanes", default="uncached,cached",
+                   help="comma-separated cache policies, one lane each, keyed in --json by the spec as given "
+                        f"(known: {', '.join(known_specs())}; uncached/cached are none/kv)")
+    r.add_argument("--reference", help="the lane whose token every lane continues on and that logit "
+                                       "differences are measured from (default: the first)")
     r.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps", "auto"])
     # SUPPRESS: an absent `run --threads` must not overwrite `kvsim --threads N run …`
     r.add_argument("--threads", type=_positive_int, default=argparse.SUPPRESS,
@@ -129,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command in ("run", "screenshot", None):
-            from .loading import set_threads
+            from .models.loading import set_threads
 
             set_threads(getattr(args, "threads", None))
         if args.command == "run":
@@ -139,7 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "models":
             return cmd_models(args)
         if args.command == "screenshot":
-            return importlib.import_module("ui.screenshot").main(args)
+            from .ui import screenshot  # the app, imported only when asked for (the engine never needs it)
+
+            return screenshot.main(args)
         if sys.platform.startswith("linux") and not any(
                 os.environ.get(v) for v in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")):
             # Qt would abort with a core dump; say what to do instead
@@ -149,7 +163,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not 0.5 <= args.scale <= 4:
                 raise UsageError(f"--scale must be between 0.5 and 4, got {args.scale}")
             os.environ["QT_SCALE_FACTOR"] = f"{args.scale:g}"  # read when the QApplication starts
-        return importlib.import_module("ui.app").main(model=args.model)
+        from .ui import app  # the app, imported only when asked for (the engine never needs it)
+
+        return app.main(model=args.model)
     except UsageError as exc:
         return _fail(str(exc))
     except USER_ERRORS as exc:
@@ -187,12 +203,14 @@ def _prompt_ids(args: argparse.Namespace, tokenizer) -> tuple[list[int], str | N
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .loading import load_model
-    from .simulate import Simulator
+    from .models.loading import load_model
+    from .simulate import RunSummary, Simulator
 
     if args.steps <= 0:
         raise UsageError(f"--steps must be ≥ 1, got {args.steps}")
     lanes = parse_lanes(args.lanes)
+    if args.reference is not None and args.reference not in [lane.name for lane in lanes]:
+        raise UsageError(f"--reference {args.reference!r} is not one of the lanes ({args.lanes})")
     sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
     if args.prompt is not None and not args.prompt.strip():
         raise SimulationError("the prompt is empty: give --prompt TEXT or --prompt-ids 1,2,3")
@@ -208,26 +226,29 @@ def cmd_run(args: argparse.Namespace) -> int:
     if len(ids) + args.steps - 1 > ctx:
         raise SimulationError(f"prompt ({len(ids)} tokens) + {args.steps} steps needs {len(ids) + args.steps - 1} "
                               f"positions, more than the model's context of {ctx}")
-    sim = Simulator(loaded.model, loaded.tokenizer, ids, lanes, sampling, model_id=loaded.model_id,
-                    prompt_text=text)
+    sim = Simulator(loaded.model, loaded.tokenizer, ids, lanes, sampling, reference=args.reference,
+                    model_id=loaded.model_id, prompt_text=text)
     sim.trace.meta["model_info"] = loaded.info
+    sim.keep_records = bool(args.save)  # without --save, a step's record is printed and dropped
     out = sys.stdout
     if not args.json:
         _print_header(sim, loaded, out)
+    running = RunSummary()
     for record in sim.run(args.steps, stop_at_eos=not args.ignore_eos):
+        running.add(record)
         if args.json:
-            out.write(json.dumps(step_json(record)) + "\n")
+            out.write(json_line(step_json(record)) + "\n")
             out.flush()
         else:
             _print_step(record, out)
-    summary = summarize(sim.trace)
+    summary = running.as_dict()
     if args.save:
         try:
             sim.trace.save(args.save)
         except OSError as exc:
             raise UsageError(f"could not save the trace to {args.save}: {exc.strerror or exc}") from None
     if args.json:
-        out.write(json.dumps({"summary": summary}) + "\n")
+        out.write(json_line({"summary": summary}) + "\n")
     else:
         _print_summary(sim, summary, out)
     return 0
@@ -241,11 +262,29 @@ def step_json(record) -> dict[str, object]:
             "flops": lane.flops, "flops_by_component": lane.flops_by_component,
             "bytes_by_component": lane.bytes_by_component, "wall_ms": round(lane.wall_ms, 4),
             "cache_tokens": lane.cache_tokens, "cache_bytes": lane.cache_bytes,
+            "cache_overhead_bytes": lane.cache_overhead_bytes, "first_key": lane.first_key,
             "logit_diff": lane.logit_diff, "token_id": lane.token_id, "recompute_diff": lane.recompute_diff,
         }
+        if lane.spans is not None:
+            lanes[lane.name]["key_spans"] = [list(span) for span in lane.spans]
     return {"step": record.step, "phase": record.phase, "token_id": record.token_id, "token": record.token,
-            "positions": [int(record.positions[0]), int(record.positions[-1])],
-            **lanes, "lanes": lanes}
+            "positions": [int(record.positions[0]), int(record.positions[-1])], **lanes}
+
+
+def _finite(value: object) -> object:
+    """``value`` with every float that is not a number (NaN, ±inf) replaced by null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def json_line(obj: object) -> str:
+    """Strict JSON (never a bare NaN or Infinity): a number that is not one is written as null."""
+    return json.dumps(_finite(obj), allow_nan=False)
 
 
 def _flops(n: float) -> str:
@@ -352,7 +391,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------------------- models
 def cmd_models(args: argparse.Namespace) -> int:
-    from .registry import fetch_model, list_models
+    from .models.catalog import fetch_model, list_models
 
     if args.models_command == "get":
         path = fetch_model(args.name)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import ModelConfig
+from .models.config import ModelConfig
 
 MATMUL_COMPONENTS = ("qkv_proj", "attn_scores", "attn_values", "out_proj", "mlp", "lm_head")
 

@@ -3,7 +3,7 @@
 Step 0 is the prefill: every lane computes K/V for all prompt positions and produces the first
 token. Every later step decodes one token: a lane that reuses its past feeds only the newest token,
 the uncached lane feeds the whole sequence again. All lanes continue on the *same* token — sampled
-once per step from the reference lane (lane 0) with one seeded uniform draw — so their costs and
+once per step from the reference lane (the first, unless another is named) with one seeded draw — so their costs and
 outputs stay comparable; each lane also records which token its own logits would have chosen with
 that same draw, and how far its logits are from the reference.
 
@@ -15,110 +15,81 @@ that same draw, and how far its logits are from the reference.
 
 from __future__ import annotations
 
-import math
 import platform
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 
 import numpy as np
 import torch
 
 from . import __version__
-from .cache import Cache, KVCache, make_cache
+from .caches import Cache, KVCache, LaneSpec, PolicyInfo, make_cache, parse_lanes
 from .counting import step_cost
-from .model import Transformer
-from .tokenizer import Tokenizer
-from .trace import LaneStep, StepRecord, Trace
+from .models.tokenizer import Tokenizer
+from .models.transformer import Transformer, effective_window
+from .sampling import Sampling, SimulationError, choose, probabilities
+from .trace import LaneRows, LaneStep, StepRecord, Trace
+
+__all__ = ["DEFAULT_LANES", "LaneSpec", "Sampling", "SimulationError", "Simulator", "parse_lanes", "summarize"]
 
 Progress = Callable[[str, int, int], None]  # (lane name, layers done, layers total)
 
-
-class SimulationError(ValueError):
-    """Bad simulator input: empty prompt, too long for the model, unknown lane."""
+DEFAULT_LANES = parse_lanes("uncached,cached")
 
 
-@dataclass(frozen=True)
-class Sampling:
-    temperature: float = 0.0  # 0 = greedy
-    top_k: int | None = None
-    top_p: float | None = None
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if not math.isfinite(self.temperature) or self.temperature < 0:
-            raise SimulationError(f"temperature must be a number ≥ 0, got {self.temperature}")
-        if self.top_k is not None and self.top_k < 1:
-            raise SimulationError(f"top-k must be ≥ 1, got {self.top_k}")
-        if self.top_p is not None and not 0 < self.top_p <= 1:
-            raise SimulationError(f"top-p must be in (0, 1], got {self.top_p}")
+def lane_spans(positions: np.ndarray, n: int) -> tuple[tuple[int, int], ...] | None:
+    """Key positions as [start, end) runs; None when they are exactly 0..n-1 (nothing evicted)."""
+    if positions.size == n and (n == 0 or (positions[0] == 0 and positions[-1] == n - 1
+                                           and np.all(np.diff(positions) == 1))):
+        return None
+    if positions.size == 0:
+        return ()
+    breaks = np.nonzero(np.diff(positions) != 1)[0]
+    starts = np.concatenate([[positions[0]], positions[breaks + 1]])
+    ends = np.concatenate([positions[breaks] + 1, [positions[-1] + 1]])
+    return tuple((int(a), int(b)) for a, b in zip(starts, ends, strict=True))
 
 
-@dataclass(frozen=True)
-class LaneSpec:
-    name: str
-    policy: str
-    options: dict[str, object] = field(default_factory=dict)
+class _RowMirror:
+    """The rows of a lossy lane as last recorded, by absolute position, to record only what changed."""
 
+    def __init__(self) -> None:
+        self.k: torch.Tensor | None = None  # (L, H_kv, N, D)
+        self.v: torch.Tensor | None = None
+        self.known: torch.Tensor | None = None  # (N,) bool
 
-LANE_PRESETS = {
-    "uncached": LaneSpec("uncached", "none"),
-    "cached": LaneSpec("cached", "kv"),
-}
-DEFAULT_LANES = (LANE_PRESETS["uncached"], LANE_PRESETS["cached"])
+    def changed(self, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """Positions (sorted) whose rows are new or differ from the recorded ones; updates the mirror."""
+        need = int(positions.max()) + 1 if positions.numel() else 0
+        if self.k is None or self.k.shape[2] < need:
+            cap = max(64, need, 2 * (self.k.shape[2] if self.k is not None else 0))
+            shape = (k.shape[0], k.shape[1], cap, k.shape[3])
+            new_k, new_v = k.new_zeros(shape), v.new_zeros(shape)
+            known = torch.zeros(cap, dtype=torch.bool, device=k.device)
+            if self.k is not None:
+                n = self.k.shape[2]
+                new_k[:, :, :n], new_v[:, :, :n], known[:n] = self.k, self.v, self.known
+            self.k, self.v, self.known = new_k, new_v, known
+        old_k, old_v = self.k[:, :, positions], self.v[:, :, positions]
+        differs = (old_k != k).flatten(0, 1).any(-1).any(0) | (old_v != v).flatten(0, 1).any(-1).any(0)
+        mask = differs | ~self.known[positions]
+        self.k[:, :, positions], self.v[:, :, positions] = k, v
+        self.known[positions] = True
+        return positions[mask]
 
-
-def parse_lanes(text: str) -> tuple[LaneSpec, ...]:
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if not names:
-        raise SimulationError("no lanes given (e.g. --lanes uncached,cached)")
-    unknown = [n for n in names if n not in LANE_PRESETS]
-    if unknown:
-        raise SimulationError(f"unknown lane {unknown[0]!r} (known: {', '.join(LANE_PRESETS)})")
-    if len(set(names)) != len(names):
-        raise SimulationError(f"lane named twice in {text!r}")
-    return tuple(LANE_PRESETS[n] for n in names)
-
-
-def probabilities(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
-    """The distribution a sampled token is drawn from (temperature, then top-k, then top-p)."""
-    logits = logits.float()
-    if sampling.temperature == 0:
-        probs = torch.zeros_like(logits)
-        probs[int(torch.argmax(logits))] = 1.0
-        return probs
-    logits = logits / sampling.temperature
-    if sampling.top_k is not None and sampling.top_k < logits.numel():
-        kth = torch.topk(logits, sampling.top_k).values[-1]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    probs = torch.softmax(logits, dim=-1)
-    if sampling.top_p is not None and sampling.top_p < 1:
-        sorted_p, order = torch.sort(probs, descending=True)
-        keep = torch.cumsum(sorted_p, 0) - sorted_p < sampling.top_p  # always keeps the top token
-        probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_p[keep])
-        probs = probs / probs.sum()
-    return probs
-
-
-def choose(logits: torch.Tensor, sampling: Sampling, u: float) -> int:
-    """The token ``logits`` pick under ``sampling`` with the uniform draw ``u`` (argmax when greedy)."""
-    if sampling.temperature == 0:
-        return int(torch.argmax(logits))
-    return draw(probabilities(logits, sampling), u)
-
-
-def draw(probs: torch.Tensor, u: float) -> int:
-    """Inverse-CDF draw: the same ``u`` on two lanes picks the same token when they agree."""
-    cdf = torch.cumsum(probs.double(), 0)
-    idx = int(torch.searchsorted(cdf, torch.tensor([u * float(cdf[-1])], dtype=torch.float64), right=True))
-    return min(idx, probs.numel() - 1)
+    def truncate(self, n_tokens: int) -> None:
+        if self.known is not None:
+            self.known[n_tokens:] = False
 
 
 class Lane:
     def __init__(self, spec: LaneSpec, cache: Cache) -> None:
         self.spec = spec
         self.cache = cache
+        self.info: PolicyInfo = cache.describe()
+        self.mirror = _RowMirror() if self.info.lossy else None  # the rows recorded so far
 
     @property
     def name(self) -> str:
@@ -133,9 +104,12 @@ def _sync(device: torch.device) -> None:
 
 
 class Simulator:
+    """One model, N lanes. The reference lane (the first unless ``reference`` names another)
+    picks the token every lane continues on and is what logit differences are measured from."""
+
     def __init__(self, model: Transformer, tokenizer: Tokenizer, prompt_ids: Sequence[int],
-                 lanes: Sequence[LaneSpec] = DEFAULT_LANES, sampling: Sampling = Sampling(),
-                 *, model_id: str = "model", prompt_text: str | None = None,
+                 lanes: Sequence[LaneSpec] = DEFAULT_LANES, sampling: Sampling | None = None,
+                 *, reference: str | None = None, model_id: str = "model", prompt_text: str | None = None,
                  record_dtype: type = np.float32, top_k_record: int = 5,
                  progress: Progress | None = None) -> None:
         cfg = model.cfg
@@ -150,10 +124,16 @@ class Simulator:
             raise SimulationError(f"token id {bad[0]} is outside the model's vocabulary (0..{cfg.vocab_size - 1})")
         if not lanes:
             raise SimulationError("at least one lane is needed")
+        names = [spec.name for spec in lanes]
+        if len(set(names)) != len(names):
+            raise SimulationError(f"lane names must differ, got {names}")
+        if reference is not None and reference not in names:
+            raise SimulationError(f"reference lane {reference!r} is not one of the lanes ({', '.join(names)})")
         self.model = model
         self.tokenizer = tokenizer
-        self.sampling = sampling
-        self.lanes = [Lane(spec, make_cache(spec.policy, cfg.n_layers, **spec.options)) for spec in lanes]
+        self.sampling = sampling = sampling if sampling is not None else Sampling()
+        self.lanes = [Lane(spec, make_cache(spec, cfg.n_layers)) for spec in lanes]
+        self.reference = names.index(reference) if reference is not None else 0
         self.progress = progress
         self.record_dtype = record_dtype
         self.top_k_record = top_k_record
@@ -163,7 +143,11 @@ class Simulator:
         self._generator = torch.Generator().manual_seed(sampling.seed)
         # first-computed rows, to show how far an uncached lane's recomputation drifts from them
         self._history = KVCache(cfg.n_layers) if any(not lane.cache.reuses_past for lane in self.lanes) else None
-        self._row_lane = next((i for i, lane in enumerate(self.lanes) if lane.cache.policy == "kv"), 0)
+        # the record's shared rows are what an exact cache holds: from the first exact lane that
+        # reuses its past (it computes only the new rows), else from any exact lane
+        exact = [i for i, lane in enumerate(self.lanes) if not lane.info.lossy]
+        caching = [i for i in exact if self.lanes[i].cache.reuses_past]
+        self._row_lane = (caching or exact or [self.reference])[0]
         self.trace = Trace(meta={
             "model_id": model_id,
             "config": cfg.to_dict(),
@@ -171,7 +155,9 @@ class Simulator:
             "prompt_ids": list(prompt_ids),
             "prompt_tokens": {str(i): tokenizer.token_text(i) for i in sorted(set(prompt_ids))},
             "sampling": asdict(sampling),
-            "lanes": [{"name": s.name, "policy": s.policy, "options": dict(s.options)} for s in lanes],
+            "lanes": [{"name": lane.name, "policy": lane.spec.policy, "options": dict(lane.spec.options),
+                       **lane.info.to_dict()} for lane in self.lanes],
+            "reference": names[self.reference],
             "device": str(model.device),
             "dtype": str(model.dtype).replace("torch.", ""),
             "versions": {"kvsim": __version__, "torch": torch.__version__, "numpy": np.__version__,
@@ -179,10 +165,12 @@ class Simulator:
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         })
         self.run_id = uuid.uuid4().hex[:12]
+        self.keep_records = True  # False: records are yielded, not kept (a long CLI run without --save)
+        self._steps_done = 0
 
     @property
     def steps_done(self) -> int:
-        return len(self.trace.records)
+        return self._steps_done
 
     @property
     def context_left(self) -> int:
@@ -222,10 +210,15 @@ class Simulator:
         except BaseException:
             for cache in [lane.cache for lane in self.lanes] + [self._history] * (self._history is not None):
                 cache.truncate(self._done)
+            for lane in self.lanes:
+                if lane.mirror is not None:
+                    lane.mirror.truncate(self._done)
             raise
         self._done = n
         self.tokens.append(record.token_id)
-        self.trace.records.append(record)
+        self._steps_done += 1
+        if self.keep_records:
+            self.trace.records.append(record)
         return record
 
     def _step(self, all_ids: torch.Tensor, n: int, step_index: int, phase: str) -> StepRecord:
@@ -235,10 +228,14 @@ class Simulator:
 
         # 2. the token: one uniform draw, applied to the reference lane (and, to compare, to each lane)
         u = float(torch.rand((), generator=self._generator)) if self.sampling.temperature > 0 else 0.5
-        ref_logits = outputs[0].logits[0, -1].float()
+        ref_logits = outputs[self.reference].logits[0, -1].float()
+        for lane, out in zip(self.lanes, outputs, strict=True):
+            if not bool(torch.isfinite(out.logits[0, -1]).all()):
+                raise SimulationError(f"lane {lane.name!r}: the model produced logits that are not numbers "
+                                      "(NaN or infinity): its weights are damaged or out of range")
         token_id = choose(ref_logits, self.sampling, u)
 
-        # 3. the step's new rows: taken from an exact caching lane (only new rows computed)
+        # 3. the step's new rows: taken from an exact lane (a caching one computes only new rows)
         new_t = n - self._done
         src = outputs[self._row_lane]
         q_new, k_new, v_new = (x[:, 0, :, -new_t:] for x in (src.q, src.k, src.v))  # (L, H, T, D)
@@ -249,33 +246,38 @@ class Simulator:
             for layer in range(cfg.n_layers):
                 self._history.update(layer, k_new[layer][None], v_new[layer][None], positions)
 
-        # 4. per-lane accounting
+        # 4. per-lane accounting, and the rows/positions of lanes that differ from the shared ones
+        as_np = lambda x: x.detach().float().cpu().numpy().astype(self.record_dtype)  # noqa: E731
         lane_steps = []
         elem = self.model.dtype.itemsize
         for lane, out, ms, t, rdiff in zip(self.lanes, outputs, timings, fed, recompute_diffs, strict=True):
-            context = int(lane.cache.key_positions(0).numel())
+            key_pos = lane.cache.key_positions(0).detach().cpu().numpy()
+            context = int(key_pos.size)
             cost = step_cost(cfg, new=t, context=context, out=1, dtype_bytes=elem)
             logits = out.logits[0, -1].float()
             # candidates as the sampler sees them (tempered, top-k/top-p), plain softmax when greedy
             shown = probabilities(logits, self.sampling) if self.sampling.temperature > 0 \
                 else torch.softmax(logits, -1)
             top = torch.topk(shown, min(self.top_k_record, shown.numel()))
-            first_key = int(lane.cache.key_positions(0)[0])
-            if cfg.sliding_window is not None:  # the newest query (position n-1) sees keys > n-1-W
-                first_key = max(first_key, n - cfg.sliding_window)
+            first_key = int(key_pos[0]) if key_pos.size else n - 1
+            window = effective_window(cfg.sliding_window, lane.cache.mask_window)
+            if window is not None:  # the newest query (position n-1) sees keys > n-1-W
+                first_key = max(first_key, n - window)
+            payload, overhead = lane.cache.bytes_split()
             lane_steps.append(LaneStep(
-                name=lane.name, policy=lane.cache.policy, kv_positions=t, context=context,
+                name=lane.name, policy=lane.spec.policy, kv_positions=t, context=context,
                 flops=cost.matmul_flops, flops_by_component=dict(cost.flops),
                 bytes_by_component=dict(cost.bytes), wall_ms=ms,
-                cache_tokens=lane.cache.n_tokens, cache_bytes=lane.cache.nbytes,
+                cache_tokens=lane.cache.n_tokens, cache_bytes=payload + overhead,
                 logit_diff=float((logits - ref_logits).abs().max()),
                 token_id=choose(logits, self.sampling, u),
                 top_ids=tuple(int(i) for i in top.indices), top_probs=tuple(float(p) for p in top.values),
-                recompute_diff=rdiff, first_key=first_key,
+                recompute_diff=rdiff, first_key=first_key, spans=lane_spans(key_pos, n),
+                cache_overhead_bytes=overhead,
+                rows=self._lane_rows(lane, out, new_t, as_np) if lane.mirror is not None else None,
             ))
 
         # 5. freeze the record, then advance the sequence
-        as_np = lambda x: x.detach().float().cpu().numpy().astype(self.record_dtype)  # noqa: E731
         return StepRecord(
             run_id=self.run_id, step=step_index, phase=phase,
             positions=np.arange(self._done, n, dtype=np.int64),
@@ -283,6 +285,17 @@ class Simulator:
             token_id=token_id, token=self.tokenizer.token_text(token_id),
             q=as_np(q_new), k=as_np(k_new), v=as_np(v_new), lanes=tuple(lane_steps),
         )
+
+    def _lane_rows(self, lane: Lane, out, new_t: int, as_np) -> LaneRows:
+        """A lossy lane's own rows: its new queries, and every stored row that changed this step."""
+        held = [lane.cache.held_rows(layer) for layer in range(self.model.cfg.n_layers)]
+        positions = held[0][2]
+        k = torch.stack([h[0][0] for h in held])  # (L, H_kv, S, D)
+        v = torch.stack([h[1][0] for h in held])
+        changed = lane.mirror.changed(k, v, positions)
+        index = torch.searchsorted(positions, changed)
+        return LaneRows(positions=changed.cpu().numpy().astype(np.int64),
+                        k=as_np(k[:, :, index]), v=as_np(v[:, :, index]), q=as_np(out.q[:, 0, :, -new_t:]))
 
     def _forward_lanes(self, all_ids: torch.Tensor, n: int):
         device = self.model.device
@@ -320,31 +333,48 @@ class Simulator:
         return diff
 
 
+class RunSummary:
+    """Whole-run figures accumulated step by step, so a long run need not keep its records."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.lanes: dict[str, dict[str, object]] = {}
+        self._decode_ms: dict[str, list[float]] = {}
+
+    def add(self, record: StepRecord) -> None:
+        self.steps += 1
+        for s in record.lanes:
+            d = self.lanes.setdefault(s.name, {
+                "tokens_identical": True, "max_abs_logit_diff": 0.0, "ttft_ms": s.wall_ms, "itl_ms": None,
+                "itl_median_ms": None, "kv_positions_total": 0, "flops_total": 0, "cache_bytes": 0,
+                "max_recompute_diff": None})
+            d["tokens_identical"] = d["tokens_identical"] and s.token_id == record.token_id
+            d["max_abs_logit_diff"] = max(d["max_abs_logit_diff"], s.logit_diff)
+            d["kv_positions_total"] += s.kv_positions
+            d["flops_total"] += s.flops
+            d["cache_bytes"] = s.cache_bytes
+            if s.recompute_diff is not None:
+                d["max_recompute_diff"] = max(d["max_recompute_diff"] or 0.0, s.recompute_diff)
+            if record.step > 0:
+                ms = self._decode_ms.setdefault(s.name, [])
+                ms.append(s.wall_ms)
+                d["itl_ms"], d["itl_median_ms"] = float(np.mean(ms)), float(np.median(ms))
+
+    def as_dict(self) -> dict[str, object]:
+        per_lane = self.lanes
+        return {
+            "steps": self.steps,
+            "tokens_identical": all(v["tokens_identical"] for v in per_lane.values()),
+            "max_abs_logit_diff": max((v["max_abs_logit_diff"] for v in per_lane.values()), default=0.0),
+            "ttft_ms": {k: v["ttft_ms"] for k, v in per_lane.items()},
+            "itl_ms": {k: v["itl_ms"] for k, v in per_lane.items()},
+            "lanes": per_lane,
+        }
+
+
 def summarize(trace: Trace) -> dict[str, object]:
     """Whole-run figures: did every lane choose the reference's tokens, how far apart, TTFT/ITL."""
-    records = trace.records
-    lanes = [lane.name for lane in records[0].lanes] if records else []
-    per_lane: dict[str, dict[str, object]] = {}
-    for name in lanes:
-        steps = [r.lane(name) for r in records]
-        decode_ms = [s.wall_ms for s in steps[1:]]
-        per_lane[name] = {
-            "tokens_identical": all(s.token_id == r.token_id for s, r in zip(steps, records, strict=True)),
-            "max_abs_logit_diff": max(s.logit_diff for s in steps),
-            "ttft_ms": steps[0].wall_ms,
-            "itl_ms": float(np.mean(decode_ms)) if decode_ms else None,
-            "itl_median_ms": float(np.median(decode_ms)) if decode_ms else None,
-            "kv_positions_total": sum(s.kv_positions for s in steps),
-            "flops_total": sum(s.flops for s in steps),
-            "cache_bytes": steps[-1].cache_bytes,
-            "max_recompute_diff": max((s.recompute_diff for s in steps if s.recompute_diff is not None),
-                                      default=None),
-        }
-    return {
-        "steps": len(records),
-        "tokens_identical": all(v["tokens_identical"] for v in per_lane.values()),
-        "max_abs_logit_diff": max((v["max_abs_logit_diff"] for v in per_lane.values()), default=0.0),
-        "ttft_ms": {k: v["ttft_ms"] for k, v in per_lane.items()},
-        "itl_ms": {k: v["itl_ms"] for k, v in per_lane.items()},
-        "lanes": per_lane,
-    }
+    summary = RunSummary()
+    for record in trace.records:
+        summary.add(record)
+    return summary.as_dict()

@@ -13,21 +13,51 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import tempfile
 import zipfile
-from dataclasses import asdict, dataclass, field
+import zlib
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 SCHEMA = "kvsim-trace"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1 (before per-lane rows) reads as lanes that hold the shared rows
+MAX_LANES = 16  # more lanes than a screen can compare: refused, not drawn
+MAX_MEMBER_BYTES = 2 * 1024**3  # an archive member that unpacks to more is refused before it is read
+MAX_MANIFEST_BYTES = 256 * 1024**2
 
 
 class TraceError(ValueError):
     """A trace file that cannot be read: wrong format, truncated, tampered with."""
+
+
+def _freeze(obj: object, names: tuple[str, ...]) -> None:
+    for name in names:
+        arr = np.asarray(getattr(obj, name))
+        if arr.flags.writeable:
+            arr = arr.copy() if not arr.flags.owndata else arr
+            arr.flags.writeable = False
+        object.__setattr__(obj, name, arr)
+
+
+@dataclass(frozen=True)
+class LaneRows:
+    """A lane's own rows where they differ from the record's shared ones (a lossy cache):
+    its queries for this step's new positions, and every stored K/V row that changed this step
+    (new rows, and older rows the policy re-encoded), by absolute position."""
+
+    positions: np.ndarray  # (R,) int64, sorted
+    k: np.ndarray  # (L, H_kv, R, D): the rows as the lane's attention reads them (dequantized)
+    v: np.ndarray  # (L, H_kv, R, D)
+    q: np.ndarray  # (L, H, T, D): this step's queries, computed from the lane's own past
+
+    def __post_init__(self) -> None:
+        _freeze(self, ("positions", "k", "v", "q"))
 
 
 @dataclass(frozen=True)
@@ -50,6 +80,22 @@ class LaneStep:
     top_probs: tuple[float, ...] = ()
     recompute_diff: float | None = None  # uncached lane: max |recomputed old K/V - first K/V|
     first_key: int = 0  # lowest position still visible to this lane (sliding windows evict)
+    #: key positions this step's attention read, as [start, end) runs; None = every position 0..n-1
+    spans: tuple[tuple[int, int], ...] | None = None
+    cache_overhead_bytes: int = 0  # of cache_bytes, what is not K/V values (scales, block tables)
+    rows: LaneRows | None = None  # a lossy lane's own rows (None: it holds the shared rows exactly)
+
+    @property
+    def cache_payload_bytes(self) -> int:
+        return self.cache_bytes - self.cache_overhead_bytes
+
+    def read_positions(self, n: int) -> np.ndarray:
+        """The key positions this step read, for a sequence of ``n`` positions."""
+        if self.spans is None:
+            return np.arange(n, dtype=np.int64)
+        if not self.spans:
+            return np.zeros(0, dtype=np.int64)
+        return np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in self.spans])
 
 
 @dataclass(frozen=True)
@@ -67,12 +113,7 @@ class StepRecord:
     lanes: tuple[LaneStep, ...] = field(default=())
 
     def __post_init__(self) -> None:
-        for name in ("positions", "input_ids", "q", "k", "v"):
-            arr = np.asarray(getattr(self, name))
-            if arr.flags.writeable:
-                arr = arr.copy() if not arr.flags.owndata else arr
-                arr.flags.writeable = False
-            object.__setattr__(self, name, arr)
+        _freeze(self, ("positions", "input_ids", "q", "k", "v"))
 
     def lane(self, name: str) -> LaneStep:
         for lane in self.lanes:
@@ -112,6 +153,10 @@ class Trace:
             })
             for name in ("positions", "input_ids", "q", "k", "v"):
                 arrays[f"s{i}_{name}"] = getattr(r, name)
+            for j, lane in enumerate(r.lanes):
+                if lane.rows is not None:
+                    for name in ("positions", "k", "v", "q"):
+                        arrays[f"s{i}_l{j}_{name}"] = getattr(lane.rows, name)
         manifest = {"schema": SCHEMA, "version": SCHEMA_VERSION, "meta": self.meta, "steps": steps}
         npz = io.BytesIO()
         np.savez(npz, **arrays)
@@ -129,82 +174,226 @@ class Trace:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Trace:
+        """Read and validate a ``.kvsim`` file; every failure is a ``TraceError`` with one line."""
         path = Path(path)
-        if not path.is_file():
+        try:
+            return cls._load(path)
+        except TraceError:
+            raise
+        except RecursionError:
+            raise TraceError(f"{path}: the manifest is nested too deeply to be a kvsim trace") from None
+        except MemoryError:
+            raise TraceError(f"{path}: too large to open") from None
+        except Exception as exc:  # noqa: BLE001 - a damaged file may fail in any library below
+            raise TraceError(f"{path}: damaged or not a kvsim trace ({type(exc).__name__}: {exc})") from None
+
+    @classmethod
+    def _load(cls, path: Path) -> Trace:
+        if not path.exists():
             raise TraceError(f"{path}: no such trace file")
+        if not path.is_file():
+            raise TraceError(f"{path}: not a regular file")
         try:
             with zipfile.ZipFile(path) as zf:
-                names = set(zf.namelist())
+                members = {info.filename: info for info in zf.infolist()}
                 for member in ("manifest.json", "arrays.npz"):
-                    if member not in names:
+                    if member not in members:
                         raise TraceError(f"{path}: not a kvsim trace (missing {member})")
+                if members["manifest.json"].file_size > MAX_MANIFEST_BYTES or \
+                        members["arrays.npz"].file_size > MAX_MEMBER_BYTES:
+                    raise TraceError(f"{path}: a member unpacks to more than kvsim opens "
+                                     f"({members['arrays.npz'].file_size:,} bytes)")
                 manifest = json.loads(zf.read("manifest.json"))
                 arrays_blob = zf.read("arrays.npz")
-        except (zipfile.BadZipFile, EOFError, OSError) as exc:
-            raise TraceError(f"{path}: damaged or truncated trace file ({exc})") from exc
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+            raise TraceError(f"{path}: damaged or truncated trace file ({exc})") from None
+        except (NotImplementedError, RuntimeError) as exc:  # deflate64, encrypted members
+            raise TraceError(f"{path}: a zip kvsim cannot read ({exc})") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise TraceError(f"{path}: manifest.json is not valid JSON ({exc})") from exc
+            raise TraceError(f"{path}: manifest.json is not valid JSON ({exc})") from None
         if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:
             raise TraceError(f"{path}: not a kvsim trace (schema {manifest.get('schema')!r})"
                              if isinstance(manifest, dict) else f"{path}: manifest is not an object")
-        if manifest.get("version") != SCHEMA_VERSION:
-            raise TraceError(f"{path}: trace schema version {manifest.get('version')!r} is not supported "
-                             f"(this kvsim reads version {SCHEMA_VERSION})")
+        version = manifest.get("version")
+        if type(version) is not int or version not in READABLE_VERSIONS:
+            raise TraceError(f"{path}: trace schema version {version!r} is not supported "
+                             f"(this kvsim reads versions {', '.join(map(str, READABLE_VERSIONS))})")
         try:
             npz = np.load(io.BytesIO(arrays_blob), allow_pickle=False)
             arrays = {k: npz[k] for k in npz.files}
-        except Exception as exc:  # numpy raises many kinds for a corrupt archive
-            raise TraceError(f"{path}: arrays.npz is damaged ({exc})") from exc
+        except Exception as exc:  # noqa: BLE001 - numpy raises many kinds for a corrupt archive
+            raise TraceError(f"{path}: arrays.npz is damaged ({exc})") from None
         meta = manifest.get("meta", {})
+        steps = manifest.get("steps")
         try:
             _check_meta(meta)
-            records = [_record_from_json(i, s, arrays, meta) for i, s in enumerate(manifest["steps"])]
+            if not isinstance(steps, list):
+                raise TraceError("the manifest has no list of steps")
+            records = [_record_from_json(i, s, arrays, meta) for i, s in enumerate(steps)]
             _check_sequence(records, meta)
         except TraceError as exc:
-            raise TraceError(f"{path}: {exc}") from exc
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise TraceError(f"{path}: malformed step data ({exc!r})") from exc
+            raise TraceError(f"{path}: {exc}") from None
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
+            raise TraceError(f"{path}: malformed step data ({exc!r})") from None
         return cls(meta=meta, records=records)
 
 
 CONFIG_KEYS = ("n_layers", "n_heads", "n_kv_heads", "head_dim", "max_seq_len")
+CONFIG_LIMIT = 1 << 20  # no model kvsim draws has more layers, heads, dims or positions than this
+
+
+def _is_int(value: object) -> bool:
+    return type(value) is int
+
+
+def _is_number(value: object) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
 
 
 def _check_meta(meta: object) -> None:
+    """The metadata must describe a model and lanes that make sense, not only have the right keys."""
     if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
         raise TraceError("metadata lacks the model config")
-    missing = [k for k in CONFIG_KEYS if not isinstance(meta["config"].get(k), int)]
-    if missing:
-        raise TraceError(f"model config lacks {', '.join(missing)}")
+    cfg = meta["config"]
+    bad = [k for k in CONFIG_KEYS if not (_is_int(cfg.get(k)) and 1 <= cfg[k] <= CONFIG_LIMIT)]
+    if bad:
+        raise TraceError(f"model config: {', '.join(bad)} must be whole numbers from 1 to {CONFIG_LIMIT}")
+    if cfg["n_heads"] % cfg["n_kv_heads"]:
+        raise TraceError(f"model config: {cfg['n_heads']} query heads cannot share {cfg['n_kv_heads']} K/V heads "
+                         "(heads must be a multiple of kv heads)")
+    window = cfg.get("sliding_window")
+    if window is not None and not (_is_int(window) and window >= 1):
+        raise TraceError(f"model config: sliding_window must be a whole number ≥ 1, got {window!r}")
+    vocab = cfg.get("vocab_size")
+    if vocab is not None and not (_is_int(vocab) and vocab >= 1):
+        raise TraceError(f"model config: vocab_size must be a whole number ≥ 1, got {vocab!r}")
     lanes = meta.get("lanes")
-    if not isinstance(lanes, list) or not lanes or not all(isinstance(x, dict) and "name" in x for x in lanes):
-        raise TraceError("metadata lacks the lanes")
+    if not isinstance(lanes, list) or not lanes or not all(
+            isinstance(x, dict) and isinstance(x.get("name"), str) and x["name"] for x in lanes):
+        raise TraceError("metadata lacks the lanes (each a name)")
+    if len(lanes) > MAX_LANES:
+        raise TraceError(f"{len(lanes)} lanes: kvsim shows at most {MAX_LANES} side by side")
+    names = [x["name"] for x in lanes]
+    if len(set(names)) != len(names):
+        raise TraceError("two lanes share a name")
+    for x in lanes:
+        for key in ("title", "explanation", "policy"):
+            if key in x and not isinstance(x[key], str):
+                raise TraceError(f"lane {x['name']!r}: {key} is not text")
+        w = x.get("window")
+        if w is not None and not (_is_int(w) and w >= 1):
+            raise TraceError(f"lane {x['name']!r}: window must be a whole number ≥ 1, got {w!r}")
+    if not isinstance(meta.get("prompt_ids", []), list):
+        raise TraceError("prompt_ids is not a list")
 
 
 def _check_sequence(records: list[StepRecord], meta: dict[str, Any]) -> None:
     """Steps 0..N-1 of one run, each carrying every lane the metadata names, positions contiguous."""
     names = [lane["name"] for lane in meta["lanes"]]
     next_position = 0
+    max_len = meta["config"]["max_seq_len"]
     for i, r in enumerate(records):
         if r.step != i or r.run_id != records[0].run_id:
             raise TraceError(f"step {i}: steps are not one run numbered 0..N-1")
+        if r.phase != ("prefill" if i == 0 else "decode"):
+            raise TraceError(f"step {i}: phase {r.phase!r} (step 0 is the prefill, later steps decode)")
         if [lane.name for lane in r.lanes] != names:
             raise TraceError(f"step {i}: lanes {[lane.name for lane in r.lanes]} differ from {names}")
         if int(r.positions[0]) != next_position or not np.array_equal(
                 r.positions, np.arange(next_position, next_position + len(r.positions))):
             raise TraceError(f"step {i}: positions do not continue the previous step's")
         next_position = int(r.positions[-1]) + 1
+        if next_position > max_len:
+            raise TraceError(f"step {i}: position {next_position - 1} is beyond the model's context of {max_len}")
+        for lane in r.lanes:
+            _check_lane(i, lane, r, next_position)
+
+
+def _check_lane(i: int, lane: LaneStep, r: StepRecord, n: int) -> None:
+    where = f"step {i}, lane {lane.name!r}"
+    for key in ("kv_positions", "context", "flops", "cache_tokens", "cache_bytes", "token_id", "first_key",
+                "cache_overhead_bytes"):
+        value = getattr(lane, key)
+        if not _is_int(value) or value < 0:
+            raise TraceError(f"{where}: {key} must be a whole number ≥ 0, got {value!r}")
+    for key in ("wall_ms", "logit_diff"):
+        value = getattr(lane, key)
+        if not _is_number(value) or value < 0:
+            raise TraceError(f"{where}: {key} must be a finite number ≥ 0, got {value!r}")
+    if lane.recompute_diff is not None and not (_is_number(lane.recompute_diff) and lane.recompute_diff >= 0):
+        raise TraceError(f"{where}: recompute_diff must be a finite number ≥ 0")
+    if lane.kv_positions > n or lane.context > n or lane.cache_overhead_bytes > lane.cache_bytes:
+        raise TraceError(f"{where}: counts larger than the sequence ({n} positions)")
+    if not all(_is_int(t) for t in lane.top_ids) or not all(_is_number(p) for p in lane.top_probs):
+        raise TraceError(f"{where}: top candidates are not numbers")
+    if lane.spans is not None:
+        last = 0
+        for a, b in lane.spans:
+            if not (_is_int(a) and _is_int(b) and last <= a < b <= n):
+                raise TraceError(f"{where}: key spans are not increasing runs within 0..{n}")
+            last = b
+    rows = lane.rows
+    if rows is not None:
+        L, Hkv, _, D = r.k.shape
+        R = rows.positions.shape[0] if rows.positions.ndim == 1 else -1
+        if R < 0 or rows.k.shape != (L, Hkv, R, D) or rows.v.shape != rows.k.shape or rows.q.shape != r.q.shape \
+                or (R and not (np.all(np.diff(rows.positions) > 0) and 0 <= rows.positions[0]
+                               and rows.positions[-1] < n)):
+            raise TraceError(f"{where}: its own rows do not fit the step's shapes and positions")
+        if not all(np.isfinite(a).all() for a in (rows.k, rows.v, rows.q)):
+            raise TraceError(f"{where}: its own rows hold values that are not numbers")
 
 
 def _lane_to_json(lane: LaneStep) -> dict[str, Any]:
     data = asdict(lane)
+    data.pop("rows")
     data["top_ids"] = list(lane.top_ids)
     data["top_probs"] = list(lane.top_probs)
+    data["spans"] = None if lane.spans is None else [list(s) for s in lane.spans]
     return data
 
 
-def _record_from_json(i: int, step: dict[str, Any], arrays: dict[str, np.ndarray],
+_LANE_FIELDS = {f.name for f in fields(LaneStep)} - {"rows"}
+
+
+def _lane_from_json(i: int, j: int, data: object, arrays: dict[str, np.ndarray]) -> LaneStep:
+    if not isinstance(data, dict):
+        raise TraceError(f"step {i}: lane {j} is not an object")
+    unknown = set(data) - _LANE_FIELDS
+    if unknown:
+        raise TraceError(f"step {i}: lane {j} has unknown fields {sorted(unknown)}")
+    for key in ("name", "policy"):
+        if not isinstance(data.get(key), str):
+            raise TraceError(f"step {i}: lane {j}'s {key} is not text")
+    for key in ("flops_by_component", "bytes_by_component"):
+        if not isinstance(data.get(key), dict) or not all(_is_int(v) for v in data[key].values()):
+            raise TraceError(f"step {i}: lane {j}'s {key} is not a table of whole numbers")
+    spans = data.get("spans")
+    if spans is not None:
+        if not isinstance(spans, list) or not all(isinstance(s, list) and len(s) == 2 for s in spans):
+            raise TraceError(f"step {i}: lane {j}'s spans are not [start, end] pairs")
+        spans = tuple((s[0], s[1]) for s in spans)
+    rows = None
+    if f"s{i}_l{j}_positions" in arrays:
+        parts = {}
+        for name in ("positions", "k", "v", "q"):
+            key = f"s{i}_l{j}_{name}"
+            if key not in arrays:
+                raise TraceError(f"step {i}: lane {j} lacks its {name} rows")
+            parts[name] = arrays[key]
+        if parts["positions"].dtype.kind != "i" or any(parts[n].dtype not in (np.float16, np.float32)
+                                                      for n in ("k", "v", "q")):
+            raise TraceError(f"step {i}: lane {j}'s rows have the wrong dtypes")
+        rows = LaneRows(**parts)
+    return LaneStep(**{**data, "top_ids": tuple(data["top_ids"]), "top_probs": tuple(data["top_probs"]),
+                       "spans": spans, "rows": rows})
+
+
+def _record_from_json(i: int, step: object, arrays: dict[str, np.ndarray],
                       meta: dict[str, Any]) -> StepRecord:
+    if not isinstance(step, dict):
+        raise TraceError(f"step {i} is not an object")
+
     def arr(name: str) -> np.ndarray:
         key = f"s{i}_{name}"
         if key not in arrays:
@@ -213,19 +402,29 @@ def _record_from_json(i: int, step: dict[str, Any], arrays: dict[str, np.ndarray
 
     positions, input_ids, q, k, v = (arr(n) for n in ("positions", "input_ids", "q", "k", "v"))
     t = positions.shape[0] if positions.ndim == 1 else -1
-    if t <= 0 or input_ids.shape != positions.shape:
+    if t <= 0 or input_ids.shape != positions.shape or positions.dtype.kind != "i" or input_ids.dtype.kind != "i":
         raise TraceError(f"step {i}: positions/input_ids have shapes {positions.shape}, {input_ids.shape}")
     for name, a in (("q", q), ("k", k), ("v", v)):
         if a.ndim != 4 or a.shape[2] != t or a.dtype not in (np.float16, np.float32):
             raise TraceError(f"step {i}: {name} has shape {a.shape} dtype {a.dtype}, expected (L, H, {t}, D) float")
+        if not np.isfinite(a).all():
+            raise TraceError(f"step {i}: {name} holds values that are not numbers")
     if k.shape != v.shape or q.shape[0] != k.shape[0] or q.shape[3] != k.shape[3]:
         raise TraceError(f"step {i}: q {q.shape}, k {k.shape}, v {v.shape} do not fit together")
-    cfg = meta.get("config", {})
-    expected = (cfg.get("n_layers"), cfg.get("n_heads"), cfg.get("n_kv_heads"), cfg.get("head_dim"))
-    if None not in expected and (q.shape[0], q.shape[1], k.shape[1], q.shape[3]) != expected:
+    cfg = meta["config"]
+    expected = (cfg["n_layers"], cfg["n_heads"], cfg["n_kv_heads"], cfg["head_dim"])
+    if (q.shape[0], q.shape[1], k.shape[1], q.shape[3]) != expected:
         raise TraceError(f"step {i}: rows of shape {q.shape}/{k.shape} do not match the model config {expected}")
-    lanes = tuple(LaneStep(**{**lane, "top_ids": tuple(lane["top_ids"]), "top_probs": tuple(lane["top_probs"])})
-                  for lane in step["lanes"])
-    return StepRecord(run_id=str(step["run_id"]), step=int(step["step"]), phase=str(step["phase"]),
-                      positions=positions, input_ids=input_ids, token_id=int(step["token_id"]),
-                      token=str(step["token"]), q=q, k=k, v=v, lanes=lanes)
+    vocab = cfg.get("vocab_size")
+    ids = [int(x) for x in input_ids] + [step.get("token_id")]
+    if not _is_int(step.get("token_id")) or (vocab is not None and not all(0 <= x < vocab for x in ids)):
+        raise TraceError(f"step {i}: token ids outside the model's vocabulary")
+    for key in ("run_id", "phase", "token"):
+        if not isinstance(step.get(key), str):
+            raise TraceError(f"step {i}: {key} is not text")
+    if not _is_int(step.get("step")) or not isinstance(step.get("lanes"), list):
+        raise TraceError(f"step {i}: step number or lanes missing")
+    lanes = tuple(_lane_from_json(i, j, lane, arrays) for j, lane in enumerate(step["lanes"]))
+    return StepRecord(run_id=step["run_id"], step=step["step"], phase=step["phase"],
+                      positions=positions.astype(np.int64), input_ids=input_ids.astype(np.int64),
+                      token_id=step["token_id"], token=step["token"], q=q, k=k, v=v, lanes=lanes)

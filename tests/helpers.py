@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvsim.loading import LoadedModel, load_model
+from kvsim.models.loading import LoadedModel, load_model
 
 FAMILY_SPECS = {
     "gpt2": "random:family=gpt2,layers=2,heads=4,dim=64,vocab=300,ctx=512,seed=1",

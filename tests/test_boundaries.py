@@ -8,7 +8,7 @@ import textwrap
 
 import torch
 
-from kvsim.simulate import Sampling, draw, probabilities
+from kvsim.sampling import Sampling, draw, probabilities
 
 
 def test_engine_imports_without_qt() -> None:

@@ -123,10 +123,10 @@ def test_corrupt_checkpoint_is_a_clear_error(tmp_path, capsys) -> None:
 
 
 def test_no_arguments_opens_the_app_with_scale(monkeypatch) -> None:
-    import ui.app
+    import kvsim.ui.app
 
     opened = {}
-    monkeypatch.setattr(ui.app, "main", lambda model=None: opened.setdefault("model", model) and 0 or 0)
+    monkeypatch.setattr(kvsim.ui.app, "main", lambda model=None: opened.setdefault("model", model) and 0 or 0)
     monkeypatch.delenv("QT_SCALE_FACTOR", raising=False)
     monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
     assert main(["--scale", "1.5", "--model", "tiny"]) == 0
@@ -160,7 +160,7 @@ def test_memory_config_of_the_wrong_kind(tmp_path, capsys) -> None:
 def test_chat_templates_render_sandboxed() -> None:
     from tokenizers import Tokenizer, models
 
-    from kvsim.tokenizer import ChatTemplateError, TextTokenizer
+    from kvsim.models.tokenizer import ChatTemplateError, TextTokenizer
 
     tok = TextTokenizer(Tokenizer(models.WordLevel({"a": 0, "[UNK]": 1}, unk_token="[UNK]")))
     tok.chat_template = "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}<assistant>"
@@ -180,7 +180,7 @@ def test_chat_templates_render_sandboxed() -> None:
 def test_checkpoint_chat_template_is_applied(tmp_path, capsys) -> None:
     import shutil
 
-    from kvsim.loading import bundled_models_dir, load_model
+    from kvsim.models.loading import bundled_models_dir, load_model
 
     ckpt = tmp_path / "tiny-chat"
     shutil.copytree(bundled_models_dir() / "tiny", ckpt)

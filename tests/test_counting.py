@@ -7,9 +7,9 @@ import torch
 from helpers import FAMILY_SPECS, load
 from torch.utils.flop_counter import FlopCounterMode
 
-from kvsim.cache import KVCache, NoCache
+from kvsim.caches import KVCache, NoCache, parse_spec
 from kvsim.counting import MATMUL_COMPONENTS, cumulative_kv_rows, step_cost
-from kvsim.simulate import LANE_PRESETS, Simulator
+from kvsim.simulate import Simulator
 
 
 def counted(fn) -> int:
@@ -38,7 +38,7 @@ def test_forward_flops_match_torch_counter(name: str) -> None:
 @pytest.mark.parametrize("name", ["gpt2", "llama-gqa"])
 def test_recorded_flops_equal_torch_count_of_the_step(name: str, lane: str) -> None:
     loaded = load(FAMILY_SPECS[name])
-    sim = Simulator(loaded.model, loaded.tokenizer, list(range(40, 52)), lanes=(LANE_PRESETS[lane],))
+    sim = Simulator(loaded.model, loaded.tokenizer, list(range(40, 52)), lanes=(parse_spec(lane),))
     for _ in range(4):  # prefill, then decodes
         with FlopCounterMode(display=False) as counter:
             record = sim.step()

@@ -6,7 +6,7 @@ import pytest
 import torch
 from helpers import FAMILY_SPECS, load
 
-from kvsim.cache import KVCache
+from kvsim.caches import KVCache
 from kvsim.simulate import Simulator
 
 
@@ -32,7 +32,7 @@ def test_logits_match_full_recompute_at_every_position() -> None:
     loaded = load(FAMILY_SPECS["llama-mha-tied-bias"])
     model = loaded.model
     ids = torch.randint(0, model.cfg.vocab_size, (1, 40), generator=torch.Generator().manual_seed(0))
-    from kvsim.cache import NoCache
+    from kvsim.caches import NoCache
 
     full = model(ids, torch.arange(40), NoCache(model.cfg.n_layers)).logits
     cache = KVCache(model.cfg.n_layers, initial_capacity=4)  # forces several regrowths
@@ -121,9 +121,9 @@ def test_a_cancelled_step_leaves_the_run_as_it_was() -> None:
 
 
 def test_decode_friendly_layout_changes_no_value() -> None:
-    from kvsim.cache import NoCache
-    from kvsim.config import parse_random_spec
-    from kvsim.model import Transformer, init_random
+    from kvsim.caches import NoCache
+    from kvsim.models.config import parse_random_spec
+    from kvsim.models.transformer import Transformer, init_random
 
     for spec in (FAMILY_SPECS["gpt2"], FAMILY_SPECS["llama-mha-tied-bias"]):
         cfg, seed = parse_random_spec(spec)

