@@ -9,6 +9,7 @@ those shapes (and agree with the published totals, which the tests check).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .units import human_bytes  # noqa: F401 - re-exported: the memory report's unit
@@ -26,24 +27,33 @@ def kv_cache_bytes(layers: int, kv_heads: int, head_dim: int, tokens: int, batch
                    layer_windows: tuple[int | None, ...] | None = None) -> int:
     """Bytes of K and V held for ``tokens`` positions. ``layer_windows`` (one entry per layer,
     ``None`` = full attention) models alternating local/global layers such as Gemma 2's."""
+    for name, value in (("layers", layers), ("kv_heads", kv_heads), ("head_dim", head_dim), ("batch", batch),
+                        ("context", tokens)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise MemoryError_(f"{name} must be an integer, got {value!r}")
     for name, value in (("layers", layers), ("kv_heads", kv_heads), ("head_dim", head_dim), ("batch", batch)):
         if value <= 0:
             raise MemoryError_(f"{name} must be positive, got {value}")
     if tokens < 0:
         raise MemoryError_(f"context must be ≥ 0 tokens, got {tokens}")
-    if bits <= 0:
-        raise MemoryError_(f"bits must be positive, got {bits}")
-    if window is not None and window <= 0:
-        raise MemoryError_(f"window must be positive, got {window}")
+    if isinstance(bits, bool) or not isinstance(bits, int | float) or not math.isfinite(bits) or bits <= 0:
+        raise MemoryError_(f"bits must be a positive number, got {bits!r}")
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window <= 0):
+        raise MemoryError_(f"window must be a positive integer, got {window!r}")
     if layer_windows is None:
-        layer_windows = (window,) * layers
-    elif len(layer_windows) != layers:
-        raise MemoryError_(f"layer_windows has {len(layer_windows)} entries for {layers} layers")
-    elif window is not None:  # an explicit window caps every layer, local or not
-        layer_windows = tuple(window if w is None else min(w, window) for w in layer_windows)
-    rows = sum(tokens if w is None else min(tokens, w) for w in layer_windows)
+        rows = layers * (tokens if window is None else min(tokens, window))  # no per-layer tuple: layers may be huge
+    else:
+        if len(layer_windows) != layers:
+            raise MemoryError_(f"layer_windows has {len(layer_windows)} entries for {layers} layers")
+        if any(w is not None and (isinstance(w, bool) or not isinstance(w, int) or w <= 0) for w in layer_windows):
+            raise MemoryError_("every layer's window must be a positive integer (or none)")
+        if window is not None:  # an explicit window caps every layer, local or not
+            layer_windows = tuple(window if w is None else min(w, window) for w in layer_windows)
+        rows = sum(tokens if w is None else min(tokens, w) for w in layer_windows)
     elements = 2 * rows * kv_heads * head_dim * batch
-    return -(-int(elements * bits) // 8)  # ceil: int4 packs two per byte
+    if isinstance(bits, int):
+        return -(-(elements * bits) // 8)  # ceil: int4 packs two per byte
+    return math.ceil(elements * bits / 8)
 
 
 def weight_bytes(n_params: int, dtype: str) -> float:
@@ -138,8 +148,13 @@ def get_preset(name: str) -> Preset:
     return PRESETS[key]
 
 
+MAX_CONFIG_LAYERS = 10_000  # past any real model; a per-layer pattern of more is a damaged file
+
+
 def preset_from_hf_config(config: dict, name: str = "config") -> Preset:
-    """A preset from a Hugging Face config.json (GPT-2, Llama, Mistral, Qwen2, Gemma 2, Falcon…)."""
+    """A preset from a Hugging Face config.json (GPT-2, Llama, Mistral, Qwen2, Gemma 2, Falcon…).
+    Every number is taken as written and must be a positive integer: ``2.5``, ``"2"``, ``true``,
+    negative or zero sizes and windows are refused, never rounded."""
     def pick(*keys: str, default: object = None) -> object:
         for k in keys:
             if config.get(k) is not None:
@@ -148,37 +163,59 @@ def preset_from_hf_config(config: dict, name: str = "config") -> Preset:
             raise MemoryError_(f"{name}: config.json lacks {keys[0]}")
         return default
 
-    try:
-        layers = int(pick("num_hidden_layers", "n_layer", "num_layers"))
-        heads = int(pick("num_attention_heads", "n_head"))
-        hidden = int(pick("hidden_size", "n_embd", "d_model"))
-    except (TypeError, ValueError) as exc:
-        raise MemoryError_(f"{name}: layer/head/hidden sizes must be integers ({exc})") from None
-    if min(layers, heads, hidden) <= 0:
-        raise MemoryError_(f"{name}: layers, heads and hidden size must be positive")
-    if config.get("multi_query") and not config.get("new_decoder_architecture"):
+    def positive(key: str, value: object, cap: int | None = None) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise MemoryError_(f"{name}: config.json's {key} must be an integer, got {value!r}")
+        if value <= 0:
+            raise MemoryError_(f"{name}: config.json's {key} must be positive, got {value}")
+        if cap is not None and value > cap:
+            raise MemoryError_(f"{name}: config.json's {key} = {value} is beyond any real model (at most {cap:,})")
+        return value
+
+    def flag(key: str, default: bool) -> bool:
+        value = config.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise MemoryError_(f"{name}: config.json's {key} must be true or false, got {value!r}")
+        return value
+
+    layers = positive("num_hidden_layers", pick("num_hidden_layers", "n_layer", "num_layers"), MAX_CONFIG_LAYERS)
+    heads = positive("num_attention_heads", pick("num_attention_heads", "n_head"))
+    hidden = positive("hidden_size", pick("hidden_size", "n_embd", "d_model"))
+    if flag("multi_query", False) and not flag("new_decoder_architecture", False):
         kv_heads = 1
     else:
-        kv_heads = int(pick("num_key_value_heads", "num_kv_heads", default=heads))
-    head_dim = int(pick("head_dim", default=hidden // heads))
+        kv_heads = positive("num_key_value_heads", pick("num_key_value_heads", "num_kv_heads", default=heads))
+    if config.get("head_dim") is None and hidden % heads:
+        raise MemoryError_(f"{name}: hidden_size {hidden} is not divisible by {heads} heads (give head_dim)")
+    head_dim = positive("head_dim", pick("head_dim", default=hidden // heads))
     window = config.get("sliding_window")
-    if config.get("use_sliding_window") is False:
+    if flag("use_sliding_window", True) is False:
         window = None
+    if window is not None:
+        window = positive("sliding_window", window)
     layer_types = config.get("layer_types")
-    model_type = str(config.get("model_type", ""))
+    if layer_types is not None and (not isinstance(layer_types, list) or not all(isinstance(t, str) for t in layer_types)):
+        raise MemoryError_(f"{name}: config.json's layer_types must be a list of names")
+    model_type = config.get("model_type", "")
+    model_type = model_type if isinstance(model_type, str) else ""
     if isinstance(layer_types, list) and len(layer_types) == layers and window:
-        layer_windows = tuple(window if "sliding" in str(t) else None for t in layer_types)
+        layer_windows = tuple(window if "sliding" in t else None for t in layer_types)
     elif model_type == "gemma2" and window:
-        layer_windows = _alternating(layers, int(window))
+        layer_windows = _alternating(layers, window)
     elif window:
-        layer_windows = (int(window),) * layers
+        layer_windows = (window,) * layers
     else:
         layer_windows = None
     arch = {"gpt2": "gpt2", "gemma2": "gemma2", "falcon": "falcon"}.get(model_type, "llama")
+    context = pick("max_position_embeddings", "n_positions", default=0)
+    if isinstance(context, bool) or not isinstance(context, int) or context < 0:
+        raise MemoryError_(f"{name}: config.json's max_position_embeddings must be a non-negative integer, got {context!r}")
     return Preset(
         name=name, source=name, arch=arch, layers=layers, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
-        hidden=hidden, intermediate=int(pick("intermediate_size", "n_inner", default=4 * hidden)),
-        vocab=int(pick("vocab_size")), context=int(pick("max_position_embeddings", "n_positions", default=0)),
-        tied=bool(config.get("tie_word_embeddings", model_type == "gpt2")),
-        qkv_bias=bool(config.get("attention_bias", model_type == "qwen2")), layer_windows=layer_windows,
+        hidden=hidden, intermediate=positive("intermediate_size", pick("intermediate_size", "n_inner", default=4 * hidden)),
+        vocab=positive("vocab_size", pick("vocab_size")), context=context,
+        tied=flag("tie_word_embeddings", model_type == "gpt2"),
+        qkv_bias=flag("attention_bias", model_type == "qwen2"), layer_windows=layer_windows,
     )

@@ -14,73 +14,159 @@ import torch
 
 from .base import LoadedModel, ModelLoadError
 from .config import ConfigError, ModelConfig
-from .tokenizer import TextTokenizer
+from .tensors import check_finite, check_size, check_tensor_set
+from .tokenizer import TextTokenizer, check_vocabulary
 from .transformer import Transformer
 
 LLAMA_TYPES = ("llama", "mistral", "qwen2", "smollm", "smollm2")
 SUPPORTED = "gpt2, llama, mistral, qwen2 (SmolLM checkpoints are llama)"
 
 
+_UNSET = object()
+
+
+def _get(hf: dict, key: str, default: object = _UNSET, name: str = "") -> object:
+    """``hf[key]``, with ``null`` read as unset (transformers' ``to_dict`` writes unset values as null)."""
+    value = hf.get(key)
+    if value is None:
+        if default is _UNSET:
+            raise ModelLoadError(f"{name}: config.json lacks {key!r}")
+        return default
+    return value
+
+
+def _flag(hf: dict, key: str, default: bool, name: str) -> bool:
+    value = _get(hf, key, default, name)
+    if not isinstance(value, bool):
+        raise ModelLoadError(f"{name}: config.json's {key} must be true or false, got {value!r}")
+    return value
+
+
 def _sliding_window(hf: dict, model_type: str, name: str) -> int | None:
     """One window for every layer, or none. Qwen2 windows only when ``use_sliding_window``; a
     per-layer mix (``layer_types`` with both kinds, e.g. Qwen2's ``max_window_layers``) is refused."""
     window = hf.get("sliding_window")
-    if model_type == "qwen2" and not hf.get("use_sliding_window"):
+    if model_type == "qwen2" and not _flag(hf, "use_sliding_window", False, name):
         return None
-    kinds = set(hf.get("layer_types") or [])
+    layer_types = hf.get("layer_types") or []
+    if not isinstance(layer_types, list) or not all(isinstance(t, str) for t in layer_types):
+        raise ModelLoadError(f"{name}: config.json's layer_types must be a list of names, got {layer_types!r}")
+    kinds = set(layer_types)
     if len(kinds) > 1:
         raise ModelLoadError(f"{name}: a different attention per layer ({', '.join(sorted(kinds))}) is not supported "
                              "yet (kvsim applies one sliding window to every layer)")
-    if kinds == {"full_attention"}:
+    if kinds == {"full_attention"} or window is None:
         return None
-    return int(window) if window else None
+    return window  # type-checked (a positive integer) by ModelConfig
 
 
 def config_from_hf(hf: dict, name: str) -> ModelConfig:
-    """A kvsim ``ModelConfig`` from a Hugging Face ``config.json`` (transformers 4.x or 5.x names)."""
+    """A kvsim ``ModelConfig`` from a Hugging Face ``config.json`` (transformers 4.x or 5.x names).
+
+    Values are taken as written, never rounded or coerced: ``2.5`` or ``"2"`` layers, ``true`` heads,
+    infinities and NaN are refused (``ModelConfig`` checks the kinds and ranges)."""
     if not isinstance(hf, dict):
         raise ModelLoadError(f"{name}: config.json is not a JSON object")
-    model_type = str(hf.get("model_type", "")).lower()
+    model_type = hf.get("model_type", "")
+    model_type = model_type.lower() if isinstance(model_type, str) else repr(model_type)
     try:
         if model_type == "gpt2":
-            act = hf.get("activation_function") or "gelu_new"
+            act = _get(hf, "activation_function", "gelu_new", name)
             if act not in ("gelu_new", "gelu_pytorch_tanh"):
                 raise ModelLoadError(f"{name}: GPT-2 activation {act!r} is not supported (kvsim uses tanh GELU)")
-            if hf.get("scale_attn_by_inverse_layer_idx") or hf.get("scale_attn_weights") is False:
+            if _flag(hf, "scale_attn_by_inverse_layer_idx", False, name) or not _flag(hf, "scale_attn_weights", True, name):
                 raise ModelLoadError(f"{name}: GPT-2 attention scaling variants are not supported")
+            if _flag(hf, "add_cross_attention", False, name):
+                raise ModelLoadError(f"{name}: GPT-2 with cross-attention is not a decoder-only model kvsim runs")
+            positions = hf.get("n_positions") if hf.get("n_positions") is not None else _get(hf, "n_ctx", 1024, name)
             return ModelConfig(
-                family="gpt2", vocab_size=hf["vocab_size"], n_layers=hf["n_layer"], n_heads=hf["n_head"],
-                n_kv_heads=hf["n_head"], dim=hf["n_embd"], hidden_dim=hf.get("n_inner") or 4 * hf["n_embd"],
-                max_seq_len=hf.get("n_positions") or hf.get("n_ctx") or 1024,
-                norm_eps=hf.get("layer_norm_epsilon") or 1e-5, tie_embeddings=True, qkv_bias=True, name=name)
+                family="gpt2", vocab_size=_get(hf, "vocab_size", name=name), n_layers=_get(hf, "n_layer", name=name),
+                n_heads=_get(hf, "n_head", name=name), n_kv_heads=_get(hf, "n_head", name=name),
+                dim=_get(hf, "n_embd", name=name), hidden_dim=_get(hf, "n_inner", 0, name), max_seq_len=positions,
+                norm_eps=_get(hf, "layer_norm_epsilon", 1e-5, name),
+                tie_embeddings=_flag(hf, "tie_word_embeddings", True, name), qkv_bias=True, name=name)
         if model_type in LLAMA_TYPES:
             # transformers 5 writes rope_parameters {"rope_type", "rope_theta"}; 4.x rope_theta + rope_scaling
             rope = hf.get("rope_parameters") or hf.get("rope_scaling") or {}
-            rope_type = rope.get("rope_type", rope.get("type", "default")) if isinstance(rope, dict) else "default"
+            if not isinstance(rope, dict):
+                raise ModelLoadError(f"{name}: config.json's rope parameters must be an object, got {rope!r}")
+            rope_type = rope.get("rope_type", rope.get("type", "default"))
             if rope_type not in (None, "default"):
                 raise ModelLoadError(f"{name}: RoPE scaling {rope_type!r} is not supported yet")
-            theta = (rope.get("rope_theta") if isinstance(rope, dict) else None) or hf.get("rope_theta") or 10000.0
-            act = hf.get("hidden_act") or "silu"
+            theta = rope.get("rope_theta") if rope.get("rope_theta") is not None else _get(hf, "rope_theta", 10000.0)
+            act = _get(hf, "hidden_act", "silu", name)
             if act != "silu":
                 raise ModelLoadError(f"{name}: MLP activation {act!r} is not supported (Llama family: silu)")
-            bias = hf.get("attention_bias")
+            if _get(hf, "pretraining_tp", 1, name) != 1:
+                raise ModelLoadError(f"{name}: pretraining_tp {hf['pretraining_tp']!r} is not supported (only 1)")
+            # which projections carry biases is the modelling code's choice, as in transformers:
+            # Llama/SmolLM: attention_bias (q, k, v and o) and mlp_bias; Qwen2: q, k, v always; Mistral: none
+            if model_type == "qwen2":
+                qkv_bias, out_bias, mlp_bias = True, False, False
+            elif model_type == "mistral":
+                qkv_bias = out_bias = mlp_bias = False
+            else:
+                qkv_bias = out_bias = _flag(hf, "attention_bias", False, name)
+                mlp_bias = _flag(hf, "mlp_bias", False, name)
             window = _sliding_window(hf, model_type, name)
-            heads = hf["num_attention_heads"]
+            heads = _get(hf, "num_attention_heads", name=name)
             return ModelConfig(
-                family="llama", vocab_size=hf["vocab_size"], n_layers=hf["num_hidden_layers"], n_heads=heads,
-                n_kv_heads=hf.get("num_key_value_heads") or heads, dim=hf["hidden_size"],
-                head_dim=hf.get("head_dim") or hf["hidden_size"] // heads, hidden_dim=hf["intermediate_size"],
-                max_seq_len=hf.get("max_position_embeddings") or 2048, norm_eps=hf.get("rms_norm_eps") or 1e-6,
-                rope_theta=float(theta), tie_embeddings=bool(hf.get("tie_word_embeddings", False)),
-                qkv_bias=bool(bias) if bias is not None else model_type == "qwen2",
-                sliding_window=window, name=name)
-    except KeyError as exc:
-        raise ModelLoadError(f"{name}: config.json lacks {exc.args[0]!r}") from exc
+                family="llama", vocab_size=_get(hf, "vocab_size", name=name),
+                n_layers=_get(hf, "num_hidden_layers", name=name), n_heads=heads,
+                n_kv_heads=_get(hf, "num_key_value_heads", heads, name), dim=_get(hf, "hidden_size", name=name),
+                head_dim=hf.get("head_dim") or 0,  # transformers: head_dim or hidden_size // heads
+                hidden_dim=_get(hf, "intermediate_size", name=name),
+                max_seq_len=_get(hf, "max_position_embeddings", 2048, name),
+                norm_eps=_get(hf, "rms_norm_eps", 1e-6, name), rope_theta=theta,
+                tie_embeddings=_flag(hf, "tie_word_embeddings", False, name),
+                qkv_bias=qkv_bias, out_bias=out_bias, mlp_bias=mlp_bias, sliding_window=window, name=name)
     except ConfigError as exc:
-        raise ModelLoadError(f"{name}: {exc}") from exc
-    except (TypeError, ValueError, ZeroDivisionError) as exc:
+        raise ModelLoadError(f"{name}: config.json: {exc}") from exc
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError) as exc:
+        if isinstance(exc, ModelLoadError):
+            raise
         raise ModelLoadError(f"{name}: config.json has a value of the wrong kind ({exc})") from exc
     raise ModelLoadError(f"{name}: model_type {model_type or '(none)'!r} is not supported (supported: {SUPPORTED})")
+
+
+def hf_tensor_shapes(cfg: ModelConfig, gpt2_prefix: str = "") -> dict[str, tuple[int, ...]]:
+    """Every tensor a checkpoint of this config holds, by its Hugging Face name, with its shape in the
+    file's layout (GPT-2's Conv1D weights are (in, out)). The lm_head of tied models is not listed."""
+    d, ff, v = cfg.dim, cfg.hidden_dim, cfg.vocab_size
+    q, kv = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
+    out: dict[str, tuple[int, ...]] = {}
+    if cfg.family == "gpt2":
+        p = gpt2_prefix
+        out.update({p + "wte.weight": (v, d), p + "wpe.weight": (cfg.max_seq_len, d), p + "ln_f.weight": (d,),
+                    p + "ln_f.bias": (d,)})
+        for i in range(cfg.n_layers):
+            b = f"{p}h.{i}."
+            out.update({b + "ln_1.weight": (d,), b + "ln_1.bias": (d,), b + "ln_2.weight": (d,), b + "ln_2.bias": (d,),
+                        b + "attn.c_attn.weight": (d, 3 * d), b + "attn.c_attn.bias": (3 * d,),
+                        b + "attn.c_proj.weight": (d, d), b + "attn.c_proj.bias": (d,),
+                        b + "mlp.c_fc.weight": (d, ff), b + "mlp.c_fc.bias": (ff,),
+                        b + "mlp.c_proj.weight": (ff, d), b + "mlp.c_proj.bias": (d,)})
+        if not cfg.tie_embeddings:
+            out["lm_head.weight"] = (v, d)
+        return out
+    out.update({"model.embed_tokens.weight": (v, d), "model.norm.weight": (d,)})
+    if not cfg.tie_embeddings:
+        out["lm_head.weight"] = (v, d)
+    for i in range(cfg.n_layers):
+        b = f"model.layers.{i}."
+        out.update({b + "self_attn.q_proj.weight": (q, d), b + "self_attn.k_proj.weight": (kv, d),
+                    b + "self_attn.v_proj.weight": (kv, d), b + "self_attn.o_proj.weight": (d, q),
+                    b + "mlp.gate_proj.weight": (ff, d), b + "mlp.up_proj.weight": (ff, d),
+                    b + "mlp.down_proj.weight": (d, ff), b + "input_layernorm.weight": (d,),
+                    b + "post_attention_layernorm.weight": (d,)})
+        if cfg.qkv_bias:
+            out.update({b + "self_attn.q_proj.bias": (q,), b + "self_attn.k_proj.bias": (kv,),
+                        b + "self_attn.v_proj.bias": (kv,)})
+        if cfg.out_bias:
+            out[b + "self_attn.o_proj.bias"] = (d,)
+        if cfg.mlp_bias:
+            out.update({b + "mlp.gate_proj.bias": (ff,), b + "mlp.up_proj.bias": (ff,), b + "mlp.down_proj.bias": (d,)})
+    return out
 
 
 def _gpt2_state(w: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[str, torch.Tensor]:
@@ -88,6 +174,8 @@ def _gpt2_state(w: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[str, torch
     d = cfg.dim
     out = {"tok_embeddings.weight": w["wte.weight"], "pos_embeddings.weight": w["wpe.weight"],
            "norm.weight": w["ln_f.weight"], "norm.bias": w["ln_f.bias"]}
+    if not cfg.tie_embeddings:
+        out["lm_head.weight"] = w["lm_head.weight"]
     for i in range(cfg.n_layers):
         p, o = f"h.{i}.", f"layers.{i}."
         # GPT-2 stores Conv1D weights as (in, out): transpose to Linear's (out, in)
@@ -114,12 +202,14 @@ def _llama_state(w: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[str, torc
     names = {"self_attn.q_proj": "attn.wq", "self_attn.k_proj": "attn.wk", "self_attn.v_proj": "attn.wv",
              "self_attn.o_proj": "attn.wo", "mlp.gate_proj": "mlp.w_gate", "mlp.up_proj": "mlp.w_up",
              "mlp.down_proj": "mlp.w_down", "input_layernorm": "attn_norm", "post_attention_layernorm": "mlp_norm"}
+    biased = {"self_attn.q_proj": cfg.qkv_bias, "self_attn.k_proj": cfg.qkv_bias, "self_attn.v_proj": cfg.qkv_bias,
+              "self_attn.o_proj": cfg.out_bias, "mlp.gate_proj": cfg.mlp_bias, "mlp.up_proj": cfg.mlp_bias,
+              "mlp.down_proj": cfg.mlp_bias}
     for i in range(cfg.n_layers):
         for src, dst in names.items():
             out[f"layers.{i}.{dst}.weight"] = w[f"model.layers.{i}.{src}.weight"]
-        if cfg.qkv_bias:
-            for src, dst in (("q_proj", "wq"), ("k_proj", "wk"), ("v_proj", "wv")):
-                out[f"layers.{i}.attn.{dst}.bias"] = w[f"model.layers.{i}.self_attn.{src}.bias"]
+            if biased.get(src):
+                out[f"layers.{i}.{dst}.bias"] = w[f"model.layers.{i}.{src}.bias"]
     return out
 
 
@@ -134,59 +224,173 @@ def build_with_weights(cfg: ModelConfig, state: dict[str, torch.Tensor]) -> Tran
     return model
 
 
-def load_hf_dir(path: Path, model_id: str) -> LoadedModel:
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
+_FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
 
+
+def _read_index(path: Path, files: list[Path], model_id: str) -> dict[str, tuple[Path, str, tuple[int, ...]]]:
+    """name → (file, dtype, shape) from the safetensors headers alone (no tensor data is read)."""
+    from safetensors import SafetensorError, safe_open
+
+    index: dict[str, tuple[Path, str, tuple[int, ...]]] = {}
+    for f in files:
+        if not f.is_file():
+            raise ModelLoadError(f"{f}: not a regular file")
+        try:
+            with safe_open(str(f), framework="pt") as fh:
+                for key in fh.keys():
+                    if key in index:
+                        raise ModelLoadError(f"{model_id}: tensor {key!r} is in both {index[key][0].name} and {f.name}")
+                    part = fh.get_slice(key)
+                    index[key] = (f, part.get_dtype(), tuple(int(n) for n in part.get_shape()))
+        except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
+            if isinstance(exc, ModelLoadError):
+                raise
+            raise ModelLoadError(f"{f}: weights cannot be read, the file may be corrupt "
+                                 f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from exc
+    return index
+
+
+def _derived_buffers(cfg: ModelConfig, index: dict, prefix: str) -> set[str]:
+    """Names of buffers some checkpoints save although the config determines them (GPT-2's causal
+    mask ``attn.bias``/``attn.masked_bias``, old Llama's ``rotary_emb.inv_freq``): kvsim recomputes
+    them, and the loader checks the saved ones agree."""
+    names = set()
+    for i in range(cfg.n_layers):
+        if cfg.family == "gpt2":
+            names |= {f"{prefix}h.{i}.attn.bias", f"{prefix}h.{i}.attn.masked_bias"}
+        else:
+            names.add(f"model.layers.{i}.self_attn.rotary_emb.inv_freq")
+    return names & set(index)
+
+
+def load_hf_dir(path: Path, model_id: str) -> LoadedModel:
+    from safetensors import SafetensorError, safe_open
+
+    config_file = path / "config.json"
+    if not config_file.is_file():
+        raise ModelLoadError(f"{config_file}: not a regular file")
     try:
-        hf = json.loads((path / "config.json").read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ModelLoadError(f"{path}/config.json cannot be read ({exc})") from exc
+        if config_file.stat().st_size > 4_000_000:  # real ones are a few kB
+            raise ModelLoadError(f"{config_file} is {config_file.stat().st_size:,} bytes: not a config.json")
+        hf = json.loads(config_file.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise ModelLoadError(f"{path}/config.json cannot be read ({type(exc).__name__}: "
+                             f"{str(exc).splitlines()[0] if str(exc) else ''})") from exc
     cfg = config_from_hf(hf, model_id)
     files = sorted(path.glob("*.safetensors"))
     if not files:
         bins = list(path.glob("*.bin")) + list(path.glob("*.pt"))
         extra = " (pickle .bin/.pt weights are never loaded: convert them to safetensors)" if bins else ""
         raise ModelLoadError(f"{path}: no *.safetensors weights{extra}")
+    index = _read_index(path, files, model_id)
+    prefix = "transformer." if cfg.family == "gpt2" and any(k.startswith("transformer.") for k in index) else ""
+    found = {k: shape for k, (_, _, shape) in index.items()}
+    tied_head = cfg.tie_embeddings and "lm_head.weight" in index  # a copy of the embeddings, checked below
+    check_size(model_id, cfg.n_params(), found, "config.json")
+    expected = hf_tensor_shapes(cfg, prefix)
+    derived = _derived_buffers(cfg, index, prefix)
+    check_tensor_set(model_id, expected, found, ignorable=derived | ({"lm_head.weight"} if tied_head else set()),
+                     what="config.json")
+    for key in expected:
+        if index[key][1] not in _FLOAT_DTYPES:
+            raise ModelLoadError(f"{model_id}: tensor {key!r} is {index[key][1]}, not floating point "
+                                 "(quantized checkpoints are not supported)")
     weights: dict[str, torch.Tensor] = {}
     try:
         for f in files:
-            weights.update(load_file(str(f)))
-    except (SafetensorError, OSError, ValueError) as exc:
-        raise ModelLoadError(f"{path}: weights cannot be read, the file may be corrupt ({exc})") from exc
-    if cfg.family == "llama" and not cfg.tie_embeddings and "lm_head.weight" not in weights:
-        cfg = cfg.with_(tie_embeddings=True)
+            with safe_open(str(f), framework="pt") as fh:
+                for key in fh.keys():
+                    if key in expected or key in derived or (tied_head and key == "lm_head.weight"):
+                        weights[key] = fh.get_tensor(key)
+    except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
+        raise ModelLoadError(f"{path}: weights cannot be read, the file may be corrupt "
+                             f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from exc
+    for key in expected:
+        check_finite(model_id, key, weights[key])
+    _check_derived(model_id, cfg, weights, derived, tied_head, prefix)
+    state = (_gpt2_state if cfg.family == "gpt2" else _llama_state)(weights, cfg)
+    state = {k: v.to(torch.float32).contiguous() for k, v in state.items()}
+    if cfg.tie_embeddings:
+        state["lm_head.weight"] = state["tok_embeddings.weight"]
     try:
-        state = (_gpt2_state if cfg.family == "gpt2" else _llama_state)(weights, cfg)
-        state = {k: v.to(torch.float32).contiguous() for k, v in state.items()}
-        if cfg.tie_embeddings:
-            state["lm_head.weight"] = state["tok_embeddings.weight"]
         model = build_with_weights(cfg, state)
-    except KeyError as exc:
-        raise ModelLoadError(f"{path}: weights lack tensor {exc.args[0]!r}") from exc
     except RuntimeError as exc:
         raise ModelLoadError(f"{path}: weights do not fit config.json ({str(exc).splitlines()[0]})") from exc
     tok_file = path / "tokenizer.json"
     if not tok_file.is_file():
-        raise ModelLoadError(f"{path}: tokenizer.json is missing")
-    eos = hf.get("eos_token_id")
-    eos = eos[0] if isinstance(eos, list) and eos else eos
-    try:
-        tokenizer = TextTokenizer.from_file(tok_file, eos_id=eos, bos_id=hf.get("bos_token_id"))
-    except Exception as exc:  # tokenizers raises a bare Exception on malformed files
-        raise ModelLoadError(f"{path}/tokenizer.json cannot be read ({exc})") from exc
+        raise ModelLoadError(f"{path}: tokenizer.json is missing (or not a regular file)")
+    tokenizer = TextTokenizer.from_file(tok_file, eos_id=_token_id(hf, "eos_token_id", cfg, model_id),
+                                        bos_id=_token_id(hf, "bos_token_id", cfg, model_id))
+    check_vocabulary(tokenizer, cfg.vocab_size, model_id)
     tokenizer.chat_template = _chat_template(path)
     return LoadedModel(model.eval(), tokenizer, model_id, {"source": str(path), "format": "hf"})
 
 
-def _chat_template(path: Path) -> str | None:
-    """The checkpoint's chat template: ``chat_template.jinja`` or ``tokenizer_config.json``'s entry."""
-    jinja = path / "chat_template.jinja"
-    if jinja.is_file():
-        return jinja.read_text(encoding="utf-8")
+def _check_derived(model_id: str, cfg: ModelConfig, weights: dict[str, torch.Tensor], derived: set[str],
+                   tied_head: bool, prefix: str) -> None:
+    """The tensors kvsim does not load but recomputes or shares must say what kvsim assumes."""
+    if tied_head:
+        embed = weights[prefix + "wte.weight" if cfg.family == "gpt2" else "model.embed_tokens.weight"]
+        head = weights["lm_head.weight"]
+        if head.shape != embed.shape or not torch.equal(head.to(torch.float32), embed.to(torch.float32)):
+            raise ModelLoadError(f"{model_id}: config.json ties the output head to the embeddings but "
+                                 "'lm_head.weight' in the weights differs from them")
+    for key in derived:
+        t = weights[key]
+        if key.endswith("inv_freq"):
+            d = cfg.head_dim
+            want = 1.0 / (cfg.rope_theta ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
+            ok = t.shape == want.shape and bool(torch.allclose(t.float(), want, rtol=1e-4, atol=0))
+        elif key.endswith("masked_bias"):
+            ok = t.numel() == 1
+        else:  # GPT-2's causal mask
+            n = t.shape[-1] if t.dim() >= 2 else -1
+            ok = t.dim() >= 2 and t.shape[-2] == n and bool(torch.equal(t.reshape(-1, n, n)[0].bool(),
+                                                                        torch.ones(n, n, dtype=torch.bool).tril()))
+        if not ok:
+            raise ModelLoadError(f"{model_id}: buffer {key!r} is not what config.json implies (kvsim recomputes it "
+                                 "and would ignore the file's values)")
+
+
+def _token_id(hf: dict, key: str, cfg: ModelConfig, model_id: str) -> int | None:
+    value = hf.get(key)
+    if isinstance(value, list):
+        value = value[0] if value else None
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < cfg.vocab_size:
+        raise ModelLoadError(f"{model_id}: config.json's {key} {value!r} is not a token id of the vocabulary "
+                             f"(0 to {cfg.vocab_size - 1})")
+    return value
+
+
+def _read_small(path: Path, limit: int = 4_000_000) -> str | None:
+    """A small side file's text, or None when absent; a FIFO, device or oversized file is refused
+    (reading one would block forever or fill memory)."""
+    if not path.exists():
+        return None
+    if not path.is_file():
+        raise ModelLoadError(f"{path}: not a regular file")
+    if path.stat().st_size > limit:
+        raise ModelLoadError(f"{path} is {path.stat().st_size:,} bytes, more than such a file can sensibly be")
     try:
-        config = json.loads((path / "tokenizer_config.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelLoadError(f"{path} cannot be read ({type(exc).__name__})") from None
+
+
+def _chat_template(path: Path) -> str | None:
+    """The checkpoint's chat template: ``chat_template.jinja`` or ``tokenizer_config.json``'s entry.
+    A template that cannot be found is no template; one that is broken fails when it is rendered."""
+    jinja = _read_small(path / "chat_template.jinja")
+    if jinja is not None:
+        return jinja
+    text = _read_small(path / "tokenizer_config.json")
+    if text is None:
+        return None
+    try:
+        config = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
         return None
     template = config.get("chat_template") if isinstance(config, dict) else None
     if isinstance(template, list):  # named templates: [{"name": "default", "template": "..."}, ...]

@@ -7,10 +7,21 @@ SwiGLU, GQA/MQA), the numbers decide the shapes.
 
 from __future__ import annotations
 
+import math
+import operator
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 FAMILIES = ("gpt2", "llama")
+
+# The largest model kvsim agrees to describe: a parameter count (a few times the largest open models)
+# and per-field sizes no real checkpoint comes near. A config past them is a damaged or hostile file,
+# refused before anything is allocated from its numbers.
+MAX_PARAMS = 10**12
+MAX_SIZES = {"vocab_size": 10**7, "n_layers": 10**4, "n_heads": 2**14, "n_kv_heads": 2**14, "dim": 2**20,
+             "head_dim": 2**16, "hidden_dim": 2**22, "max_seq_len": 2**26}
+# what `random:` models may allocate (fp32, 4 bytes a parameter): they are for seeing, not for size
+MAX_RANDOM_PARAMS = 300_000_000
 
 
 class ConfigError(ValueError):
@@ -32,22 +43,35 @@ class ModelConfig:
     rope_theta: float = 10000.0
     tie_embeddings: bool = False
     qkv_bias: bool = False  # GPT-2 always has biases; Qwen2 has them on q/k/v only
+    out_bias: bool = False  # Llama's attention_bias: the output projection too
+    mlp_bias: bool = False  # Llama's mlp_bias: gate, up and down projections
     sliding_window: int | None = None  # Mistral-style attention window (mask only)
     name: str = "model"
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
-        if self.family not in FAMILIES:
+        if not isinstance(self.family, str) or self.family not in FAMILIES:
             raise ConfigError(f"unknown model family {self.family!r} (supported: {', '.join(FAMILIES)})")
-        for key in ("vocab_size", "n_layers", "n_heads", "n_kv_heads", "dim", "max_seq_len"):
-            if int(getattr(self, key)) <= 0:
-                raise ConfigError(f"{key} must be a positive integer, got {getattr(self, key)}")
+        for key in ("vocab_size", "n_layers", "n_heads", "n_kv_heads", "dim", "max_seq_len", "head_dim", "hidden_dim"):
+            value = _strict_int(key, getattr(self, key))
+            if value < 0 or (value == 0 and key not in ("head_dim", "hidden_dim")):
+                kind = "a positive integer" if key not in ("head_dim", "hidden_dim") else "positive (or 0 for the default)"
+                raise ConfigError(f"{key} must be {kind}, got {value}")
+            if value > MAX_SIZES[key]:
+                raise ConfigError(f"{key} = {value} is beyond any real model (at most {MAX_SIZES[key]:,})")
+            object.__setattr__(self, key, value)
+        for key in ("tie_embeddings", "qkv_bias", "out_bias", "mlp_bias"):
+            if not isinstance(getattr(self, key), bool):
+                raise ConfigError(f"{key} must be true or false, got {getattr(self, key)!r}")
+        for key, low in (("norm_eps", 0.0), ("rope_theta", 0.0)):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= low:
+                raise ConfigError(f"{key} must be a positive finite number, got {value!r}")
+            object.__setattr__(self, key, float(value))
+        if self.norm_eps >= 1:
+            raise ConfigError(f"norm_eps must be below 1, got {self.norm_eps}")
         if self.n_heads % self.n_kv_heads:
             raise ConfigError(f"heads ({self.n_heads}) must be a multiple of kv_heads ({self.n_kv_heads})")
-        if self.head_dim < 0 or self.hidden_dim < 0:
-            raise ConfigError("head_dim and hidden must be positive (or 0 for the default)")
-        if not self.rope_theta > 0:
-            raise ConfigError(f"rope_theta must be positive, got {self.rope_theta}")
         if self.head_dim == 0:
             if self.dim % self.n_heads:
                 raise ConfigError(f"dim ({self.dim}) must be divisible by heads ({self.n_heads})")
@@ -63,8 +87,26 @@ class ModelConfig:
             object.__setattr__(self, "hidden_dim", hidden)
         if self.family == "gpt2" and self.n_kv_heads != self.n_heads:
             raise ConfigError("GPT-2 family models use multi-head attention: kv_heads must equal heads")
-        if self.sliding_window is not None and self.sliding_window <= 0:
-            raise ConfigError(f"sliding window must be positive, got {self.sliding_window}")
+        if self.sliding_window is not None:
+            window = _strict_int("sliding_window", self.sliding_window)
+            if window <= 0:
+                raise ConfigError(f"sliding window must be positive, got {window}")
+            object.__setattr__(self, "sliding_window", window)
+        if self.n_params() > MAX_PARAMS:
+            raise ConfigError(f"the shape describes {self.n_params():,} parameters, beyond any real model")
+
+    def n_params(self) -> int:
+        """Parameters of a model of this shape (tied embeddings once), by arithmetic: nothing is built."""
+        d, h, hkv, hd, ff = self.dim, self.n_heads, self.n_kv_heads, self.head_dim, self.hidden_dim
+        gpt2 = self.family == "gpt2"
+        attn = d * (h + 2 * hkv) * hd + h * hd * d
+        attn += (h + 2 * hkv) * hd if gpt2 or self.qkv_bias else 0
+        attn += d if gpt2 or self.out_bias else 0
+        mlp = (2 * d * ff + ff + d) if gpt2 else 3 * d * ff + ((2 * ff + d) if self.mlp_bias else 0)
+        norms = (4 if gpt2 else 2) * d
+        top = self.vocab_size * d * (1 if self.tie_embeddings else 2) + (2 if gpt2 else 1) * d
+        top += self.max_seq_len * d if gpt2 else 0
+        return top + self.n_layers * (attn + mlp + norms)
 
     @property
     def group_size(self) -> int:
@@ -99,6 +141,8 @@ _RANDOM_KEYS = {
     "window": "sliding_window",
     "tie": "tie_embeddings",
     "qkv_bias": "qkv_bias",
+    "out_bias": "out_bias",
+    "mlp_bias": "mlp_bias",
     "rope_theta": "rope_theta",
 }
 
@@ -127,7 +171,7 @@ def parse_random_spec(spec: str) -> tuple[ModelConfig, int]:
         field_name = _RANDOM_KEYS[key]
         if field_name == "family":
             values[field_name] = raw
-        elif field_name in ("tie_embeddings", "qkv_bias"):
+        elif field_name in ("tie_embeddings", "qkv_bias", "out_bias", "mlp_bias"):
             if raw.lower() not in ("0", "1", "true", "false", "yes", "no"):
                 raise ConfigError(f"random: setting {key} must be true or false, got {raw!r}")
             values[field_name] = raw.lower() in ("1", "true", "yes")
@@ -136,6 +180,8 @@ def parse_random_spec(spec: str) -> tuple[ModelConfig, int]:
                 values[field_name] = float(raw)
             except ValueError as exc:
                 raise ConfigError(f"random: setting {key} must be a number, got {raw!r}") from exc
+            if not math.isfinite(values[field_name]):
+                raise ConfigError(f"random: setting {key} must be a finite number, got {raw!r}")
         else:
             values[field_name] = _to_int(key, raw)
             kv_given |= field_name == "n_kv_heads"
@@ -144,11 +190,30 @@ def parse_random_spec(spec: str) -> tuple[ModelConfig, int]:
     if values["family"] == "gpt2":
         values["qkv_bias"] = True
     values["name"] = spec
-    return ModelConfig(**values), seed
+    cfg = ModelConfig(**values)
+    if cfg.n_params() > MAX_RANDOM_PARAMS:
+        raise ConfigError(f"random: a model of {cfg.n_params():,} parameters ({cfg.n_params() * 4 / 1e9:.1f} GB) is "
+                          f"more than random: models allow ({MAX_RANDOM_PARAMS:,}); load a checkpoint for big models")
+    if not 0 <= seed < 2**63:
+        raise ConfigError(f"random: seed must be from 0 to 2^63-1, got {seed}")
+    return cfg, seed
 
 
 def _to_int(key: str, raw: str) -> int:
+    # digits only: int() would also take "1_000", " 7 " and 4,300-digit numbers it is slow to parse
+    text = raw.strip()
+    digits = text[1:] if text[:1] in "+-" else text
+    if not digits.isascii() or not digits.isdigit() or len(digits) > 30:
+        raise ConfigError(f"random: setting {key} must be an integer, got {raw!r}")
+    return int(text)
+
+
+def _strict_int(key: str, value: Any) -> int:
+    """``value`` as an int when it is one (numpy integers included); bools, floats and strings are refused:
+    a config that says ``2.5``, ``"2"`` or ``true`` layers is damaged, not something to round."""
+    if isinstance(value, bool) or isinstance(value, float | str | bytes):
+        raise ConfigError(f"{key} must be an integer, got {value!r}")
     try:
-        return int(raw)
-    except ValueError as exc:
-        raise ConfigError(f"random: setting {key} must be an integer, got {raw!r}") from exc
+        return operator.index(value)
+    except TypeError:
+        raise ConfigError(f"{key} must be an integer, got {value!r}") from None

@@ -17,6 +17,7 @@ the network or pickle.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,8 @@ import torch
 from .base import LoadedModel, ModelLoadError
 from .checkpoints import build_with_weights
 from .config import ConfigError, ModelConfig
-from .tokenizer import TextTokenizer
+from .tensors import check_finite, check_size, check_tensor_set
+from .tokenizer import TextTokenizer, TokenizerError, check_vocabulary, guarded
 
 SUPPORTED = "Llama-architecture GGUF files (general.architecture = llama: Llama, Mistral, SmolLM, …)"
 
@@ -40,6 +42,10 @@ _BLOCK_TENSORS = {
     "attn_k.bias": "attn.wk.bias",
     "attn_v.bias": "attn.wv.bias",
     "attn_output.weight": "attn.wo.weight",
+    "attn_output.bias": "attn.wo.bias",
+    "ffn_gate.bias": "mlp.w_gate.bias",
+    "ffn_up.bias": "mlp.w_up.bias",
+    "ffn_down.bias": "mlp.w_down.bias",
     "ffn_norm.weight": "mlp_norm.weight",
     "ffn_gate.weight": "mlp.w_gate.weight",
     "ffn_up.weight": "mlp.w_up.weight",
@@ -82,46 +88,92 @@ def read_metadata(reader: Any) -> dict[str, Any]:
     return meta
 
 
+def _meta_int(meta: dict[str, Any], key: str, name: str, default: int | None = None) -> int:
+    value = meta.get(key)
+    if value is None:
+        if default is None:
+            raise ModelLoadError(f"{name}: GGUF metadata lacks {key}")
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ModelLoadError(f"{name}: GGUF metadata {key} must be an integer, got {str(value)[:60]!r}")
+    return value
+
+
+def _meta_float(meta: dict[str, Any], key: str, name: str, default: float) -> float:
+    value = meta.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ModelLoadError(f"{name}: GGUF metadata {key} must be a number, got {str(value)[:60]!r}")
+    return float(value)
+
+
 def config_from_gguf(meta: dict[str, Any], name: str, tensor_names: set[str]) -> ModelConfig:
-    """A kvsim ``ModelConfig`` from a Llama GGUF's metadata (and which tensors it holds)."""
+    """A kvsim ``ModelConfig`` from a Llama GGUF's metadata (and which tensors it holds). Numbers are
+    taken as written and checked (kind, range); the tensors are checked against them afterwards."""
     arch = meta.get("general.architecture")
     if arch != "llama":
-        raise ModelLoadError(f"{name}: GGUF architecture {arch!r} is not supported (supported: {SUPPORTED})")
-
-    def get(key: str, default: Any = None) -> Any:
-        value = meta.get(f"llama.{key}", default)
-        if value is None:
-            raise ModelLoadError(f"{name}: GGUF metadata lacks llama.{key}")
-        return value
-
+        shown = arch if isinstance(arch, str) else str(arch)[:40]
+        raise ModelLoadError(f"{name}: GGUF architecture {shown!r} is not supported (supported: {SUPPORTED})")
     if meta.get("llama.expert_count"):
-        raise ModelLoadError(f"{name}: mixture-of-experts GGUF files ({meta['llama.expert_count']} experts) are not "
-                             f"supported (supported: {SUPPORTED}, dense)")
+        raise ModelLoadError(f"{name}: mixture-of-experts GGUF files ({str(meta['llama.expert_count'])[:20]} experts) "
+                             f"are not supported (supported: {SUPPORTED}, dense)")
     scaling = meta.get("llama.rope.scaling.type")
     if scaling not in (None, "none") or "rope_freqs.weight" in tensor_names:
-        kind = scaling if scaling not in (None, "none") else "llama3 (rope_freqs)"
+        kind = str(scaling)[:40] if scaling not in (None, "none") else "llama3 (rope_freqs)"
         raise ModelLoadError(f"{name}: RoPE scaling {kind!r} is not supported yet (supported: {SUPPORTED} "
                              "with plain RoPE)")
-    heads = int(get("attention.head_count"))
-    dim = int(get("embedding_length"))
-    head_dim = int(meta.get("llama.attention.key_length") or dim // heads)
-    rotary = meta.get("llama.rope.dimension_count")
-    if rotary is not None and int(rotary) != head_dim:
-        raise ModelLoadError(f"{name}: partial RoPE ({rotary} of {head_dim} head dims) is not supported")
-    vocab = meta.get("llama.vocab_size") or len(meta.get("tokenizer.ggml.tokens") or [])
-    if not vocab:
+    heads = _meta_int(meta, "llama.attention.head_count", name)
+    tokens = meta.get("tokenizer.ggml.tokens")
+    vocab = meta.get("llama.vocab_size")
+    if vocab is None:
+        vocab = len(tokens) if isinstance(tokens, list) and tokens else None
+    if vocab is None:
         raise ModelLoadError(f"{name}: GGUF metadata gives no vocabulary size")
     try:
-        return ModelConfig(
-            family="llama", vocab_size=int(vocab), n_layers=int(get("block_count")), n_heads=heads,
-            n_kv_heads=int(meta.get("llama.attention.head_count_kv") or heads), dim=dim, head_dim=head_dim,
-            hidden_dim=int(get("feed_forward_length")), max_seq_len=int(get("context_length", 2048)),
-            norm_eps=float(get("attention.layer_norm_rms_epsilon", 1e-5)),
-            rope_theta=float(get("rope.freq_base", 10000.0)),
+        cfg = ModelConfig(
+            family="llama", vocab_size=vocab, n_layers=_meta_int(meta, "llama.block_count", name), n_heads=heads,
+            n_kv_heads=_meta_int(meta, "llama.attention.head_count_kv", name, heads),
+            dim=_meta_int(meta, "llama.embedding_length", name),
+            head_dim=_meta_int(meta, "llama.attention.key_length", name, 0),
+            hidden_dim=_meta_int(meta, "llama.feed_forward_length", name),
+            max_seq_len=_meta_int(meta, "llama.context_length", name, 2048),
+            norm_eps=_meta_float(meta, "llama.attention.layer_norm_rms_epsilon", name, 1e-5),
+            rope_theta=_meta_float(meta, "llama.rope.freq_base", name, 10000.0),
             tie_embeddings="output.weight" not in tensor_names,
-            qkv_bias="blk.0.attn_q.bias" in tensor_names, name=name)
+            qkv_bias="blk.0.attn_q.bias" in tensor_names, out_bias="blk.0.attn_output.bias" in tensor_names,
+            mlp_bias="blk.0.ffn_up.bias" in tensor_names, name=name)
     except ConfigError as exc:
-        raise ModelLoadError(f"{name}: {exc}") from exc
+        raise ModelLoadError(f"{name}: GGUF metadata: {exc}") from exc
+    value_length = meta.get("llama.attention.value_length")
+    if value_length is not None and value_length != cfg.head_dim:
+        raise ModelLoadError(f"{name}: different key and value head sizes ({cfg.head_dim}, {str(value_length)[:20]}) "
+                             "are not supported")
+    rotary = meta.get("llama.rope.dimension_count")
+    if rotary is not None and rotary != cfg.head_dim:
+        raise ModelLoadError(f"{name}: partial RoPE ({str(rotary)[:20]} of {cfg.head_dim} head dims) is not supported")
+    return cfg
+
+
+def gguf_tensor_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """Every tensor a Llama GGUF of this config holds, with its shape as numpy reads it (rows, cols)."""
+    d, ff, v = cfg.dim, cfg.hidden_dim, cfg.vocab_size
+    q, kv = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
+    out: dict[str, tuple[int, ...]] = {"token_embd.weight": (v, d), "output_norm.weight": (d,)}
+    if not cfg.tie_embeddings:
+        out["output.weight"] = (v, d)
+    for i in range(cfg.n_layers):
+        b = f"blk.{i}."
+        out.update({b + "attn_norm.weight": (d,), b + "attn_q.weight": (q, d), b + "attn_k.weight": (kv, d),
+                    b + "attn_v.weight": (kv, d), b + "attn_output.weight": (d, q), b + "ffn_norm.weight": (d,),
+                    b + "ffn_gate.weight": (ff, d), b + "ffn_up.weight": (ff, d), b + "ffn_down.weight": (d, ff)})
+        if cfg.qkv_bias:
+            out.update({b + "attn_q.bias": (q,), b + "attn_k.bias": (kv,), b + "attn_v.bias": (kv,)})
+        if cfg.out_bias:
+            out[b + "attn_output.bias"] = (d,)
+        if cfg.mlp_bias:
+            out.update({b + "ffn_gate.bias": (ff,), b + "ffn_up.bias": (ff,), b + "ffn_down.bias": (d,)})
+    return out
 
 
 def _state_dict(reader: Any, cfg: ModelConfig, name: str) -> dict[str, torch.Tensor]:
@@ -150,6 +202,7 @@ def _state_dict(reader: Any, cfg: ModelConfig, name: str) -> dict[str, torch.Ten
         if not values.flags.writeable:  # an F32 tensor is a view of the read-only memory map
             values = values.copy()
         state[target] = torch.from_numpy(values)
+        check_finite(name, key, state[target])
     if cfg.tie_embeddings and "tok_embeddings.weight" in state:
         state["lm_head.weight"] = state["tok_embeddings.weight"]
     return state
@@ -172,19 +225,70 @@ def _bpe_merges(tokens: list[str], scores: list[float] | None, merges: list[str]
     return [(a, b) for a, b, _ in found]
 
 
+MAX_TOKEN_CHARS_SQUARED = 50_000_000  # Σ len(token)²: the work of deriving merges from a vocabulary
+
+
+def _check_tokenizer_meta(meta: dict[str, Any], name: str) -> None:
+    """The ``tokenizer.ggml.*`` values must have the kinds and lengths a tokenizer needs, checked
+    before the (native) tokenizer is built from them."""
+    tokens = meta.get("tokenizer.ggml.tokens")
+    if not tokens:
+        raise ModelLoadError(f"{name}: the GGUF file has no tokenizer (tokenizer.ggml.tokens)")
+    if not isinstance(tokens, list) or not all(isinstance(t, str) and t for t in tokens):
+        raise ModelLoadError(f"{name}: GGUF tokenizer.ggml.tokens must be a list of non-empty strings")
+    if len(set(tokens)) != len(tokens):
+        raise ModelLoadError(f"{name}: GGUF tokenizer.ggml.tokens holds the same token twice")
+    if sum(len(t) ** 2 for t in tokens) > MAX_TOKEN_CHARS_SQUARED:
+        raise ModelLoadError(f"{name}: GGUF tokenizer tokens are implausibly long (a damaged vocabulary)")
+    for key, kinds in (("tokenizer.ggml.token_type", int), ("tokenizer.ggml.scores", int | float)):
+        values = meta.get(key)
+        if values is None:
+            continue
+        if not isinstance(values, list) or len(values) != len(tokens):
+            raise ModelLoadError(f"{name}: GGUF {key} must be a list of {len(tokens)} values, one per token")
+        if not all(isinstance(v, kinds) and not isinstance(v, bool) for v in values):
+            raise ModelLoadError(f"{name}: GGUF {key} must hold numbers only")
+        if key.endswith("scores") and not all(math.isfinite(v) for v in values):
+            raise ModelLoadError(f"{name}: GGUF {key} holds values that are not numbers (NaN or infinity)")
+    merges = meta.get("tokenizer.ggml.merges")
+    if merges is not None:
+        if not isinstance(merges, list) or not all(isinstance(m, str) for m in merges):
+            raise ModelLoadError(f"{name}: GGUF tokenizer.ggml.merges must be a list of strings")
+        vocab = set(tokens)
+        for m in merges:
+            parts = m.split(" ")
+            if len(parts) != 2 or parts[0] not in vocab or parts[1] not in vocab or parts[0] + parts[1] not in vocab:
+                raise ModelLoadError(f"{name}: GGUF merge {m[:40]!r} is not two tokens of the vocabulary "
+                                     "joined by one space (a damaged merges list)")
+    for key in ("tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id"):
+        value = meta.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < len(tokens)):
+            raise ModelLoadError(f"{name}: GGUF {key} {str(value)[:30]} is not a token of the vocabulary")
+    for key in ("tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.chat_template"):
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            raise ModelLoadError(f"{name}: GGUF {key} must be a string")
+
+
 def tokenizer_from_gguf(meta: dict[str, Any], name: str) -> TextTokenizer:
-    """A ``TextTokenizer`` from ``tokenizer.ggml.*`` metadata (gpt2 byte-level BPE or llama SentencePiece BPE)."""
+    """A ``TextTokenizer`` from ``tokenizer.ggml.*`` metadata (gpt2 byte-level BPE or llama SentencePiece
+    BPE), checked first; failures of the native library are one ``ModelLoadError`` line."""
+    _check_tokenizer_meta(meta, name)
+    try:
+        tok = guarded(f"{name}: the GGUF tokenizer cannot be built", lambda: _build_tokenizer(meta, name))
+    except TokenizerError as exc:
+        raise ModelLoadError(str(exc)) from None
+    tok.probe(name)
+    return tok
+
+
+def _build_tokenizer(meta: dict[str, Any], name: str) -> TextTokenizer:
     from tokenizers import AddedToken, Regex, decoders, pre_tokenizers
     from tokenizers import Tokenizer as HFTokenizer
     from tokenizers.models import BPE
 
     kind = meta.get("tokenizer.ggml.model")
-    tokens = meta.get("tokenizer.ggml.tokens")
-    if not tokens:
-        raise ModelLoadError(f"{name}: the GGUF file has no tokenizer (tokenizer.ggml.tokens)")
+    tokens = meta["tokenizer.ggml.tokens"]
     types = meta.get("tokenizer.ggml.token_type") or [1] * len(tokens)
-    if len(types) != len(tokens):
-        raise ModelLoadError(f"{name}: GGUF tokenizer has {len(tokens)} tokens but {len(types)} token types")
     vocab = {tok: i for i, tok in enumerate(tokens)}
     merges = _bpe_merges(tokens, meta.get("tokenizer.ggml.scores"), meta.get("tokenizer.ggml.merges"))
     if kind == "gpt2":
@@ -230,13 +334,16 @@ def open_gguf(path: Path) -> Any:
     """A ``GGUFReader`` over ``path``; unreadable or corrupt files raise ``ModelLoadError``."""
     from gguf import GGUFReader
 
+    if not path.is_file():  # a FIFO or a device would block the reader (or never end)
+        raise ModelLoadError(f"{path}: not a regular file")
     try:
         return GGUFReader(str(path))
     except OSError as exc:
         raise ModelLoadError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
     except Exception as exc:  # the reader raises ValueError, IndexError, struct errors … on bad bytes
+        detail = str(exc).splitlines()[0][:200] if str(exc) else ""
         raise ModelLoadError(f"{path}: not a valid GGUF file, it may be truncated or corrupt "
-                             f"({type(exc).__name__}: {exc})") from exc
+                             f"({type(exc).__name__}: {detail})") from exc
 
 
 def load_gguf(path: Path, model_id: str) -> LoadedModel:
@@ -245,22 +352,29 @@ def load_gguf(path: Path, model_id: str) -> LoadedModel:
     reader = open_gguf(path)
     try:
         meta = read_metadata(reader)
-        names = {t.name for t in reader.tensors}
+        found = {t.name: tuple(int(n) for n in reversed(t.shape)) for t in reader.tensors}
     except Exception as exc:  # malformed key/value section
-        raise ModelLoadError(f"{path}: GGUF metadata cannot be read, the file may be corrupt ({exc})") from exc
-    cfg = config_from_gguf(meta, model_id, names)
+        raise ModelLoadError(f"{path}: GGUF metadata cannot be read, the file may be corrupt "
+                             f"({type(exc).__name__})") from exc
+    if len(found) != len(reader.tensors):
+        raise ModelLoadError(f"{path}: the GGUF file names a tensor twice")
+    cfg = config_from_gguf(meta, model_id, set(found))
+    # before anything is dequantized or built: the metadata's shape must be what the tensors are
+    check_size(model_id, cfg.n_params(), found, "the GGUF metadata")
+    check_tensor_set(model_id, gguf_tensor_shapes(cfg), found, what="the GGUF metadata")
+    tokenizer = tokenizer_from_gguf(meta, model_id)
+    check_vocabulary(tokenizer, cfg.vocab_size, model_id)
     try:
         state = _state_dict(reader, cfg, model_id)
     except ModelLoadError:
         raise
     except Exception as exc:  # a tensor whose bytes do not fit its declared shape/type
         raise ModelLoadError(f"{path}: GGUF tensor data cannot be read, the file may be truncated or corrupt "
-                             f"({type(exc).__name__}: {exc})") from exc
+                             f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})") from exc
     try:
         model = build_with_weights(cfg, state)
     except RuntimeError as exc:
         raise ModelLoadError(f"{path}: GGUF tensors do not fit its metadata ({str(exc).splitlines()[0]})") from exc
-    tokenizer = tokenizer_from_gguf(meta, model_id)
     quant = sorted({t.tensor_type.name for t in reader.tensors})
     info = {"source": str(path), "format": "gguf", "gguf_name": meta.get("general.name"),
             "gguf_tensor_types": quant, "file_bytes": path.stat().st_size}

@@ -83,6 +83,8 @@ def _load_on_cpu(spec: str) -> LoadedModel:
     spec = spec.strip()
     if not spec:
         raise ModelLoadError("no model given")
+    if "\0" in spec or len(spec) > 4096:
+        raise ModelLoadError(f"not a model name or path: {spec[:60]!r}")
     if spec == "random" or spec.startswith("random:"):
         try:
             cfg, seed = parse_random_spec(spec)
@@ -90,16 +92,20 @@ def _load_on_cpu(spec: str) -> LoadedModel:
             raise ModelLoadError(str(exc)) from exc
         if cfg.vocab_size < 256:
             raise ModelLoadError(f"random: models need vocab ≥ 256 (byte tokenizer), got {cfg.vocab_size}")
-        model = init_random(Transformer(cfg), seed)
+        try:
+            model = init_random(Transformer(cfg), seed)
+        except (MemoryError, RuntimeError) as exc:  # torch's allocator reports a failed allocation as RuntimeError
+            raise ModelLoadError(f"{spec}: not enough memory for {cfg.n_params():,} parameters "
+                                 f"({type(exc).__name__})") from None
         return LoadedModel(model, ByteTokenizer(cfg.vocab_size), spec, {"source": "random", "seed": seed})
     for root, kind in ((bundled_models_dir(), "bundled"), (user_models_dir(), "fetched")):
         candidate = root / spec
-        if "/" not in spec and os.sep not in spec and candidate.exists():
+        if "/" not in spec and os.sep not in spec and _exists(candidate):
             loaded = _load_path(candidate, spec)
             loaded.info["source"] = kind
             return loaded
     path = Path(spec).expanduser()
-    if path.exists():
+    if _exists(path):
         return _load_path(path, spec)
     if spec in FETCHABLE:
         raise ModelLoadError(f"model {spec!r} is not fetched yet: run `kvsim models get {spec}` once (it downloads "
@@ -109,7 +115,16 @@ def _load_on_cpu(spec: str) -> LoadedModel:
         "random:key=value,..., a Hugging Face checkpoint directory, or a .gguf file")
 
 
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError) as exc:  # a name too long for the file system, or one it cannot encode
+        raise ModelLoadError(f"{str(path)[:80]!r} cannot be looked up ({type(exc).__name__})") from None
+
+
 def _load_path(path: Path, model_id: str) -> LoadedModel:
+    if not path.is_dir() and not path.is_file():  # a FIFO, device or socket: reading one could block forever
+        raise ModelLoadError(f"{path}: not a regular file or a directory, so not a model kvsim can read")
     if path.is_dir():
         gguf_files = sorted(path.glob("*.gguf"))
         if (path / "config.json").is_file():

@@ -12,7 +12,8 @@ FLOP is one torch's FLOP counter sees and kvsim's closed-form counts can be chec
 
 GPT-2 family: learned positions, LayerNorm, GELU (tanh) MLP, biases everywhere, MHA.
 Llama family: RoPE (rotate-half, as Hugging Face), RMSNorm, SwiGLU, GQA/MQA, optional QKV biases
-(Qwen2), optional sliding-window mask (Mistral), tied or untied embeddings.
+(Qwen2), optional output-projection and MLP biases (Llama's ``attention_bias`` / ``mlp_bias``),
+optional sliding-window mask (Mistral), tied or untied embeddings.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class Attention(nn.Module):
         self.wq = nn.Linear(cfg.dim, h * d, bias=bias)
         self.wk = nn.Linear(cfg.dim, hkv * d, bias=bias)
         self.wv = nn.Linear(cfg.dim, hkv * d, bias=bias)
-        self.wo = nn.Linear(h * d, cfg.dim, bias=cfg.family == "gpt2")
+        self.wo = nn.Linear(h * d, cfg.dim, bias=cfg.family == "gpt2" or cfg.out_bias)
         self.fused_qkv: tuple[torch.Tensor, torch.Tensor | None] | None = None  # see fuse_qkv
 
     def fuse_qkv(self) -> None:
@@ -142,9 +143,9 @@ class MLP(nn.Module):
             self.fc = nn.Linear(cfg.dim, cfg.hidden_dim)
             self.proj = nn.Linear(cfg.hidden_dim, cfg.dim)
         else:
-            self.w_gate = nn.Linear(cfg.dim, cfg.hidden_dim, bias=False)
-            self.w_up = nn.Linear(cfg.dim, cfg.hidden_dim, bias=False)
-            self.w_down = nn.Linear(cfg.hidden_dim, cfg.dim, bias=False)
+            self.w_gate = nn.Linear(cfg.dim, cfg.hidden_dim, bias=cfg.mlp_bias)
+            self.w_up = nn.Linear(cfg.dim, cfg.hidden_dim, bias=cfg.mlp_bias)
+            self.w_down = nn.Linear(cfg.hidden_dim, cfg.dim, bias=cfg.mlp_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.gpt2:
