@@ -1,7 +1,58 @@
+"""Test-wide set-up: no display needed, and no test reads or writes the user's real folders.
+
+kvsim keeps fetched models in the user data dir (``KVSIM_DATA_DIR`` or platformdirs' data dir)
+and the app keeps its layout in ``QSettings("kvsim", "kvsim-ui")`` (on Linux,
+``$XDG_CONFIG_HOME/kvsim/kvsim-ui.conf``). Every test gets its own HOME, XDG folders and
+``KVSIM_DATA_DIR`` under a temporary directory (the autouse fixture below), and the same
+variables point at a session temp folder from import time on, before anything imports Qt (Qt
+reads the settings path once). ``REAL_ENV`` keeps the values from before, for opt-in tests that
+read (never write) a model the user fetched.
+"""
+
+from __future__ import annotations
+
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
+
+import pytest
 
 # GUI tests run without a display; set before any Qt import
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).parent))
+
+ISOLATED_VARS = {"HOME": "home", "XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "data", "XDG_CACHE_HOME": "cache",
+                 "XDG_STATE_HOME": "state", "KVSIM_DATA_DIR": "kvsim-data"}
+REAL_ENV: dict[str, str | None] = {k: os.environ.get(k) for k in ISOLATED_VARS}
+REAL_HOME = Path.home()
+
+_SESSION_ROOT = Path(tempfile.mkdtemp(prefix="kvsim-tests-"))
+atexit.register(shutil.rmtree, _SESSION_ROOT, True)
+for _var, _name in ISOLATED_VARS.items():
+    (_SESSION_ROOT / _name).mkdir()
+    os.environ[_var] = str(_SESSION_ROOT / _name)
+
+
+def _point_qsettings_at(config: Path) -> None:
+    """Qt caches the user settings folder on first use, so a later change of XDG_CONFIG_HOME is not
+    enough once Qt is loaded: set the path explicitly (both formats the app may use)."""
+    if "PySide6.QtCore" not in sys.modules:
+        return
+    from PySide6.QtCore import QSettings
+
+    for fmt in (QSettings.NativeFormat, QSettings.IniFormat):
+        QSettings.setPath(fmt, QSettings.UserScope, str(config))
+
+
+@pytest.fixture(autouse=True)
+def isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """HOME, the XDG folders and KVSIM_DATA_DIR of this test: fresh, temporary, its own."""
+    root = tmp_path_factory.mktemp("user")
+    for var, name in ISOLATED_VARS.items():
+        (root / name).mkdir()
+        monkeypatch.setenv(var, str(root / name))
+    _point_qsettings_at(root / "config")
+    return root

@@ -83,6 +83,12 @@ def _configs() -> dict[str, object]:
         "mistral-window8": (T.MistralConfig(**_common(num_attention_heads=4, num_key_value_heads=2,
                                                       sliding_window=8)),
                             T.MistralForCausalLM),
+        # Llama's attention_bias puts biases on q, k, v *and* o; mlp_bias on gate, up and down
+        "llama-attention-bias": (T.LlamaConfig(**_common(num_attention_heads=4, num_key_value_heads=2,
+                                                         attention_bias=True)),
+                                 T.LlamaForCausalLM),
+        "llama-mlp-bias": (T.LlamaConfig(**_common(num_attention_heads=4, num_key_value_heads=2, mlp_bias=True)),
+                           T.LlamaForCausalLM),
     }
 
 
@@ -124,9 +130,27 @@ def test_config_read_from_checkpoint(pair):
     if name != "gpt2":
         assert cfg.n_kv_heads == c.num_key_value_heads
         assert cfg.rope_theta == c.rope_parameters["rope_theta"]
-        assert cfg.qkv_bias == (name == "qwen2-bias")
+        assert cfg.qkv_bias == (name in ("qwen2-bias", "llama-attention-bias"))
+        assert cfg.out_bias == (name == "llama-attention-bias")
+        assert cfg.mlp_bias == (name == "llama-mlp-bias")
         assert cfg.tie_embeddings == (name == "llama-mqa-tied")
         assert cfg.sliding_window == (8 if name == "mistral-window8" else None)
+
+
+def test_every_bias_of_the_reference_is_loaded(pair):
+    """Each bias transformers holds is a parameter of kvsim's model with the same values (none dropped)."""
+    name, hf, ours = pair
+    hf_biases = {k for k in hf.state_dict() if k.endswith(".bias") and ".attn.bias" not in k}
+    ours_biases = {k for k in ours.model.state_dict() if k.endswith(".bias") and "norm" not in k}
+    hf_linear_biases = {k for k in hf_biases if "ln_" not in k and "norm" not in k}
+    if name == "gpt2":  # one fused c_attn bias is three kvsim biases
+        assert len(ours_biases) == len(hf_linear_biases) + 2 * 2
+    else:
+        assert len(ours_biases) == len(hf_linear_biases)
+    if name == "llama-attention-bias":
+        torch.testing.assert_close(ours.model.layers[1].attn.wo.bias, hf.model.layers[1].self_attn.o_proj.bias)
+    if name == "llama-mlp-bias":
+        torch.testing.assert_close(ours.model.layers[1].mlp.w_down.bias, hf.model.layers[1].mlp.down_proj.bias)
 
 
 def test_prefill_logits_match_at_every_position(pair):
@@ -198,3 +222,72 @@ def test_unsupported_checkpoint_variants_are_refused(change, message):
                                                                **change)).layer_types
     with pytest.raises(ModelLoadError, match=message):
         config_from_hf(hf, "m")
+
+
+# ------------------------------------------------------------------ every tensor used, or the file refused
+@pytest.fixture(scope="module")
+def llama_dir(tmp_path_factory) -> Path:
+    cfg, cls = _configs()["llama-gqa"]
+    torch.manual_seed(0)
+    hf = cls(cfg).eval()
+    randomize(hf, seed=1)
+    path = tmp_path_factory.mktemp("llama-good")
+    hf.save_pretrained(path, safe_serialization=True)
+    write_tokenizer(path)
+    return path
+
+
+def _copy_with(src: Path, dst: Path, change) -> Path:
+    """A copy of checkpoint ``src`` whose weights dict went through ``change``."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(src, dst)
+    weights = load_file(str(src / "model.safetensors"))
+    change(weights)
+    save_file(weights, str(dst / "model.safetensors"))
+    return dst
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda w: w.update({"model.layers.0.self_attn.o_proj.bias": torch.zeros(64)}),
+     "ignore.*'model.layers.0.self_attn.o_proj.bias'"),
+    (lambda w: w.update({"model.layers.1.mlp.up_proj.bias": torch.zeros(160)}), "ignore.*mlp.up_proj.bias"),
+    (lambda w: w.update({"model.layers.2.self_attn.q_proj.weight": torch.zeros(64, 64)}),
+     "ignore.*'model.layers.2.self_attn.q_proj.weight'"),
+    (lambda w: w.update({"something_else": torch.zeros(3)}), "ignore.*'something_else'"),
+    (lambda w: w.pop("model.layers.1.mlp.down_proj.weight"), "lack.*'model.layers.1.mlp.down_proj.weight'"),
+    (lambda w: w.pop("lm_head.weight"), "lack.*'lm_head.weight'"),
+    (lambda w: w.update({"model.norm.weight": torch.ones(65)}), "'model.norm.weight' has shape \\(65,\\)"),
+    (lambda w: w["model.layers.0.mlp.gate_proj.weight"].__setitem__((0, 0), float("nan")), "not numbers"),
+    (lambda w: w.update({"model.embed_tokens.weight": w["model.embed_tokens.weight"].to(torch.int32)}), "not floating"),
+    (lambda w: w.update({"model.layers.0.self_attn.rotary_emb.inv_freq": torch.ones(8)}), "inv_freq"),
+])
+def test_checkpoint_tensors_all_used_or_refused(llama_dir, tmp_path, change, message):
+    from kvsim.models.loading import ModelLoadError
+
+    bad = _copy_with(llama_dir, tmp_path / "bad", change)
+    with pytest.raises(ModelLoadError, match=message):
+        load_model(str(bad))
+
+
+def test_checkpoint_buffers_that_agree_are_accepted(llama_dir, tmp_path):
+    """Old Llama checkpoints carry rotary_emb.inv_freq: accepted when it is what the config implies."""
+    d = 64 // 4
+    inv = 1.0 / (500.0 ** (torch.arange(0, d, 2).float() / d))
+    ok = _copy_with(llama_dir, tmp_path / "ok", lambda w: w.update({"model.layers.0.self_attn.rotary_emb.inv_freq": inv}))
+    assert load_model(str(ok)).model.cfg.n_layers == 2
+
+
+def test_tied_head_that_differs_from_embeddings_is_refused(llama_dir, tmp_path):
+    import json
+
+    from kvsim.models.loading import ModelLoadError
+
+    bad = _copy_with(llama_dir, tmp_path / "tied", lambda w: None)
+    cfg = json.loads((bad / "config.json").read_text())
+    cfg["tie_word_embeddings"] = True
+    (bad / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ModelLoadError, match="ties the output head.*differs"):
+        load_model(str(bad))
