@@ -127,6 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
     mg = msub.add_parser("get", help="fetch a model (the only command that uses the network)")
     mg.add_argument("name")
 
+    i = sub.add_parser("inspect", help="check a saved run (.kvsim) and print what it holds")
+    i.add_argument("file")
+    i.add_argument("--json", action="store_true", help="the run's metadata and summary as one JSON object")
+
     s = sub.add_parser("screenshot", help="render the main window offscreen and write PNGs")
     s.add_argument("--model", default="tiny")
     s.add_argument("--prompt", default="Once upon a time")
@@ -150,6 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_memory(args)
         if args.command == "models":
             return cmd_models(args)
+        if args.command == "inspect":
+            return cmd_inspect(args)
         if args.command == "screenshot":
             from .ui import screenshot  # the app, imported only when asked for (the engine never needs it)
 
@@ -175,8 +181,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # last resort: a clear line, not a traceback
-        print(f"error: unexpected failure: {type(exc).__name__}: {exc}", file=sys.stderr)
+    except SystemExit:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - last resort (a Rust panic is not an Exception): one line
+        message = str(exc).splitlines()[0][:300] if str(exc) else ""
+        print(f"error: unexpected failure: {type(exc).__name__}: {message}", file=sys.stderr)
         return 1
 
 
@@ -408,4 +417,28 @@ def cmd_models(args: argparse.Namespace) -> int:
         print(f"{r['name']:<18} {r['kind']:<10} {size:>10}  {r.get('description', r.get('path', ''))}")
     print("also: random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,seed=0 · a Hugging Face "
           "checkpoint directory · a .gguf file")
+    return 0
+
+
+# -------------------------------------------------------------------------------------- inspect
+def cmd_inspect(args: argparse.Namespace) -> int:
+    """Validate a ``.kvsim`` file as the app's Open run does, then summarise it."""
+    from .simulate import summarize
+    from .trace import Trace
+
+    trace = Trace.load(args.file)
+    meta, summary = trace.meta, summarize(trace)
+    lanes = [lane["name"] for lane in meta["lanes"]]
+    if args.json:
+        print(json_line({"model_id": meta.get("model_id"), "config": meta["config"], "lanes": meta["lanes"],
+                         "steps": len(trace.records), "summary": summary}))
+        return 0
+    cfg = meta["config"]
+    print(f"{args.file}: {len(trace.records)} steps of {meta.get('model_id', '?')} "
+          f"({cfg['n_layers']} layers, {cfg['n_heads']} heads / {cfg['n_kv_heads']} kv, head dim {cfg['head_dim']})")
+    print(f"lanes: {', '.join(lanes)}")
+    for name, s in summary["lanes"].items():
+        itl = f"{s['itl_ms']:.2f} ms" if s["itl_ms"] is not None else "-"
+        print(f"{name:>12}: TTFT {s['ttft_ms']:.2f} ms, ITL {itl}, K/V rows {s['kv_positions_total']}, "
+              f"cache {human_bytes(s['cache_bytes'])}")
     return 0

@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 pytest.importorskip("pytestqt")
 from kvsim.ui import theme  # noqa: E402
 from kvsim.ui.attention import attention_rows, kv_head_of  # noqa: E402
-from kvsim.ui.lanes import MAX_ROWS, dim_rows  # noqa: E402
+from kvsim.ui.views.lanes import MAX_ROWS, dim_rows  # noqa: E402
 from PySide6.QtCore import Qt  # noqa: E402
 
 MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,seed=1"
@@ -34,7 +34,7 @@ def window(qtbot, qapp):
     qtbot.addWidget(w)
     w.resize(1280, 720)
     w.show()
-    assert w.wait_ready(60), w.last_error
+    assert w.controller.wait_ready(60), w.controller.last_error
     yield w
     w.shutdown()
 
@@ -103,13 +103,13 @@ def test_attention_matches_the_model():
 # ---------------------------------------------------------------------------------- views
 def test_after_n_steps_every_view_shows_the_records(window):
     N = 5
-    assert window.run_steps(N)
+    assert window.controller.run_steps(N)
     s = window.session
     P = s.prompt_len
     records = s.records
     assert len(records) == N and s.cursor == N - 1
     cfg = s.run.config
-    D = cfg["head_dim"]
+    D = cfg.head_dim
     # after N steps the K/V tables hold P + N - 1 rows: the N-th produced token is not fed yet
     assert s.n_rows() == P + N - 1
     assert s.n_text_tokens() == P + N
@@ -123,7 +123,7 @@ def test_after_n_steps_every_view_shows_the_records(window):
         assert f"{lane.wall_ms:.2f} ms" in shown["readout"]
     # images are the records' rows through the colormap, with symmetric levels
     layer, head = window.lane_panels[0].layer, window.lane_panels[0].head
-    g = kv_head_of(head, cfg["n_heads"], cfg["n_kv_heads"])
+    g = kv_head_of(head, cfg.n_heads, cfg.n_kv_heads)
     k, v = _kv_from_records(records, layer, g)
     m = window.derived.levels[(layer, g)]
     un, ca = window.lane_panels  # no cache | KV cache
@@ -135,42 +135,41 @@ def test_after_n_steps_every_view_shows_the_records(window):
     # the last attention row: one decode row over P + N - 1 keys, equal to softmax(q·Kᵀ/√d)
     q_last = records[-1].q[layer, head]  # (1, D)
     expect = attention_rows(q_last, k, np.array([P + N - 2]), np.arange(P + N - 1))[0]
-    got = window.derived.attention_values(layer, head, P + N - 2)
+    got = window.derived.attention_values(0, layer, head, P + N - 2)
     np.testing.assert_allclose(got, expect, rtol=1e-5, atol=1e-7)
     # lane geometry: uncached computed every row, cached only the new one
     un = next(p for p in window.lane_panels if p.name == "uncached")
     ca = next(p for p in window.lane_panels if p.name == "cached")
     assert un.shown()["geom"][2] == 0 and ca.shown()["geom"][2] == P + N - 2
     # counters equal the engine's records
-    for name in s.lane_names:
-        assert s.cum_rows[name][-1] == sum(r.lane(name).kv_positions for r in records)
-        assert s.cum_flops[name][-1] == sum(r.lane(name).flops for r in records)
-        rows_curve, flops_curve, time_curve = window.costs.curves[name]
+    for i, name in enumerate(lane.name for lane in s.lanes):
+        assert s.cumulative(i) == (sum(r.lane(name).kv_positions for r in records), sum(r.lane(name).flops for r in records))
+        rows_curve, flops_curve, time_curve = window.costs.curves[i]
         np.testing.assert_array_equal(rows_curve.yData, np.cumsum([r.lane(name).kv_positions for r in records]))
         np.testing.assert_array_equal(flops_curve.yData, np.cumsum([r.lane(name).flops for r in records]).astype(float))
         np.testing.assert_allclose(time_curve.yData, [r.lane(name).wall_ms for r in records])
-    assert s.cum_rows["uncached"][-1] == N * P + N * (N - 1) // 2
-    assert s.cum_rows["cached"][-1] == P + N - 1
+    assert s.cumulative(0)[0] == N * P + N * (N - 1) // 2  # Σ over steps of every row: n(n+1)/2 less the prompt's
+    assert s.cumulative(1)[0] == P + N - 1
     # timeline and phase
     assert window.timeline.phase.text() == "DECODE"
     assert window.timeline.slider.value() == N - 1
 
 
 def test_scrubbing_back_shows_step_k_exactly(window):
-    assert window.run_steps(6)
+    assert window.controller.run_steps(6)
     s = window.session
     P = s.prompt_len
     before = len(s.records)
     for k in (0, 2, 4):
-        window.scrub_to(k)
+        window.controller.scrub_to(k)
         assert s.cursor == k and len(s.records) == before  # no recompute
         cfg = s.run.config
         layer, head = window.lane_panels[0].layer, window.lane_panels[0].head
-        g = kv_head_of(head, cfg["n_heads"], cfg["n_kv_heads"])
+        g = kv_head_of(head, cfg.n_heads, cfg.n_kv_heads)
         kk, _ = _kv_from_records(s.records[: k + 1], layer, g)
         m = window.derived.levels[(layer, g)]
         for panel in window.lane_panels:
-            assert panel.shown()["k_shape"] == (P + k, cfg["head_dim"])
+            assert panel.shown()["k_shape"] == (P + k, cfg.head_dim)
             expect = theme.colorize(kk, -m, m, theme.KV_CMAP)
             if panel.name == "cached" and k > 0:
                 expect = dim_rows(expect, P + k - 1)
@@ -178,20 +177,20 @@ def test_scrubbing_back_shows_step_k_exactly(window):
             lane = s.records[k].lane(panel.name)
             assert f"{lane.wall_ms:.2f} ms" in panel.readout.text()
         assert window.timeline.phase.text() == ("PREFILL" if k == 0 else "DECODE")
-        assert len(window.costs.curves["cached"][0].yData) == k + 1
+        assert len(window.costs.curves[1][0].yData) == k + 1
     # stepping forward from the middle replays the record, it does not compute
-    window.step_forward()
+    window.controller.step_forward()
     assert s.cursor == 5 and len(s.records) == before
-    window.step_back()
+    window.controller.step_back()
     assert s.cursor == 4
 
 
 def test_step_back_to_prompt_only_and_hover(window, qtbot):
-    assert window.run_steps(2)
-    window.scrub_to(-1)
+    assert window.controller.run_steps(2)
+    window.controller.scrub_to(-1)
     assert window.session.cursor == -1
     assert window.lane_panels[0].shown()["k_shape"] is None
-    window.scrub_to(1)
+    window.controller.scrub_to(1)
     window.tokens.set_hover(2)
     for panel in window.lane_panels:
         assert panel.k.hover.isVisible() and panel.a.hover_col.isVisible()
@@ -205,7 +204,7 @@ def test_step_back_to_prompt_only_and_hover(window, qtbot):
     lane.pointed.connect(texts.append)
     n = window.session.n_rows()
     lane._point_attention(n - 1, 0.5 * lane.a.width / n)  # last query row, key 0
-    p0 = window.derived.attention_values(lane.layer, lane.head, n - 1)[0]
+    p0 = window.derived.attention_values(lane.index, lane.layer, lane.head, n - 1)[0]
     assert texts and f"p = {p0:.4f}" in texts[-1]
     lane._point_attention(2, (n - 0.5) * lane.a.width / n)  # row 2 cannot see the last key
     assert "masked" in texts[-1]
@@ -213,13 +212,13 @@ def test_step_back_to_prompt_only_and_hover(window, qtbot):
 
 def test_play_and_pause(window, qtbot):
     window.animator.set_speed("fast")
-    window.toggle_play()
-    assert window.playing
+    window.controller.toggle_play()
+    assert window.controller.playing
     qtbot.waitUntil(lambda: window.session.n_steps >= 3, timeout=30_000)
-    window.toggle_play()
-    assert not window.playing
+    window.controller.toggle_play()
+    assert not window.controller.playing
     qtbot.wait(50)
-    qtbot.waitUntil(lambda: not window.busy, timeout=10_000)
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)
     n = window.session.n_steps
     qtbot.wait(600)
     assert window.session.n_steps == n  # paused: nothing more is computed
@@ -235,45 +234,45 @@ def test_models_load_on_the_worker_thread(window, qtbot):
     seen = []
     worker.model_loaded.connect(lambda _info: seen.append(QThread.currentThread() is window.worker.thread),
                                 Qt.DirectConnection)
-    window.load_model(MODEL)
-    qtbot.waitUntil(lambda: bool(seen) and window.can_step, timeout=30_000)
+    window.controller.load_model(MODEL)
+    qtbot.waitUntil(lambda: bool(seen) and window.controller.can_step, timeout=30_000)
     assert seen == [True]
 
 
 def test_keyboard_shortcuts(window, qtbot):
-    keys = {a.shortcut().toString() for a in (window.reset_action, window.back_action, window.step_action,
-                                              window.play_action)}
+    keys = {a.shortcut().toString() for a in (window.toolbar.reset_action, window.toolbar.back_action, window.toolbar.step_action,
+                                              window.toolbar.play_action)}
     assert keys == {"Home", "Left", "Right", "Space"}
-    window.step_action.trigger()
+    window.toolbar.step_action.trigger()
     qtbot.waitUntil(lambda: window.session.n_steps == 1, timeout=20_000)
-    window.back_action.trigger()
+    window.toolbar.back_action.trigger()
     assert window.session.cursor == -1
 
 
 def test_switching_model_mid_session(window, qtbot):
-    assert window.run_steps(3)
+    assert window.controller.run_steps(3)
     other = "random:family=gpt2,layers=2,heads=2,dim=64,seed=3"
-    window.load_model(other)
+    window.controller.load_model(other)
     qtbot.waitUntil(lambda: window.session.run is not None and window.session.run.model_id == other
-                    and window.can_step, timeout=30_000)
+                    and window.controller.can_step, timeout=30_000)
     assert window.session.n_steps == 0
-    assert window.run_steps(2)
+    assert window.controller.run_steps(2)
     assert window.lane_panels[0].shown()["k_shape"] == (window.session.prompt_len + 1, 32)
-    assert window.head_box.count() == 3  # 2 heads + "all heads"
+    assert window.toolbar.head_box.count() == 3  # 2 heads + "all heads"
 
 
 def test_bad_model_file_shows_an_error_and_the_app_stays_usable(window, qtbot, tmp_path):
-    assert window.run_steps(2)
+    assert window.controller.run_steps(2)
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"this is not a gguf file")
-    window.load_model(str(bad))
+    window.controller.load_model(str(bad))
     qtbot.waitUntil(lambda: window.banner.isVisible(), timeout=30_000)
     assert "broken.gguf" in window.banner.text()
-    qtbot.waitUntil(lambda: not window.busy, timeout=10_000)
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)
     # the previous model is still loaded: reset and step again
-    window.reset()
-    qtbot.waitUntil(lambda: window.can_step and window.session.n_steps == 0, timeout=20_000)
-    assert window.run_steps(2)
+    window.controller.reset()
+    qtbot.waitUntil(lambda: window.controller.can_step and window.session.n_steps == 0, timeout=20_000)
+    assert window.controller.run_steps(2)
     assert window.session.n_steps == 2
 
 
@@ -285,35 +284,35 @@ def test_prompt_too_long_is_a_message(qtbot, qapp):
     w.show()
     qtbot.waitUntil(lambda: w.banner.isVisible(), timeout=30_000)
     assert "longer than the model's context" in w.banner.text()
-    w.prompt_box.setEditText("short")
-    w.reset()
-    qtbot.waitUntil(lambda: w.can_step, timeout=20_000)
-    assert w.run_steps(2)
+    w.toolbar.prompt_box.setEditText("short")
+    w.controller.reset()
+    qtbot.waitUntil(lambda: w.controller.can_step, timeout=20_000)
+    assert w.controller.run_steps(2)
     w.shutdown()
 
 
 def test_cancel_a_long_step(window, qtbot):
     worker = window.worker.worker
     worker.progress.connect(lambda *_: worker.cancel(), Qt.DirectConnection)
-    window.step_forward()  # the prefill, cancelled after its first layer
-    qtbot.waitUntil(lambda: "cancelled" in window.banner.text() and not window.busy and window.can_step,
+    window.controller.step_forward()  # the prefill, cancelled after its first layer
+    qtbot.waitUntil(lambda: "cancelled" in window.banner.text() and not window.controller.busy and window.controller.can_step,
                     timeout=20_000)
     assert window.session.n_steps == 0
     worker.progress.disconnect()
-    assert window.run_steps(2)  # a cancelled prefill just runs again
+    assert window.controller.run_steps(2)  # a cancelled prefill just runs again
     # a cancelled decode step keeps nothing of itself and the run goes on from where it was
     tokens_before = [r.token_id for r in window.session.records]
     worker.progress.connect(lambda *_: worker.cancel(), Qt.DirectConnection)
-    window.step_forward()
-    qtbot.waitUntil(lambda: "step 2 cancelled" in window.banner.text() and not window.busy and window.can_step,
-                    timeout=20_000)
+    window.controller.step_forward()
+    c = window.controller
+    qtbot.waitUntil(lambda: "step 2 cancelled" in window.banner.text() and not c.busy and c.can_step, timeout=20_000)
     worker.progress.disconnect()
     assert window.session.n_steps == 2
-    assert window.run_steps(2)
+    assert window.controller.run_steps(2)
     assert [r.token_id for r in window.session.records][:2] == tokens_before
     # the continued run is the run an uncancelled simulator gives (caches were rolled back)
     assert all(r.lane("cached").logit_diff < 1e-4 for r in window.session.records)
-    window.scrub_to(0)
+    window.controller.scrub_to(0)
     assert window.session.cursor == 0
 
 
@@ -323,8 +322,8 @@ def test_long_sequences_draw_only_the_rows_that_fit(qtbot, qapp):
     w = MainWindow(model="random:layers=1,heads=2,kv_heads=1,dim=32,ctx=1024", prompt="a" * 300, persist=False)
     qtbot.addWidget(w)
     w.animator.set_speed("instant")
-    assert w.wait_ready(60)
-    assert w.run_steps(2)
+    assert w.controller.wait_ready(60)
+    assert w.controller.run_steps(2)
     n = w.session.n_rows()
     assert n == 301
     shown = w.lane_panels[0].shown()
@@ -391,12 +390,12 @@ def test_screenshot_command_writes_pngs(tmp_path):
 
 
 def test_switching_lanes_rebuilds_the_panels(window, qtbot):
-    assert window.run_steps(2)
-    window.lanes_box.setCurrentIndex(1)
-    window._on_lanes_chosen()
-    qtbot.waitUntil(lambda: window.can_step and [p.name for p in window.lane_panels] == ["cached", "uncached"],
+    assert window.controller.run_steps(2)
+    window.toolbar.lanes_box.setCurrentIndex(1)
+    window.toolbar._lanes_activated(1)
+    qtbot.waitUntil(lambda: window.controller.can_step and [p.name for p in window.lane_panels] == ["cached", "uncached"],
                     timeout=20_000)
-    assert window.run_steps(2)
+    assert window.controller.run_steps(2)
     assert window.lane_panels[0].shown()["geom"][2] == window.session.n_rows() - 1  # cached: one row
     assert window.lane_panels[1].shown()["geom"][2] == 0
 
@@ -410,21 +409,21 @@ def test_log_scale_and_layout_persistence(qtbot, qapp, tmp_path):
     w = MainWindow(model=MODEL, prompt=PROMPT, persist=True)
     qtbot.addWidget(w)
     w.show()
-    assert w.wait_ready(60)
+    assert w.controller.wait_ready(60)
     w.animator.set_speed("instant")
-    assert w.run_steps(3)
+    assert w.controller.run_steps(3)
     w.costs.log_box.setChecked(True)
     assert all(p.getAxis("left").logMode for p in w.costs.plots)
-    assert w.costs.curves["cached"][0].yData[-1] == w.session.cum_rows["cached"][-1]
+    assert w.costs.curves[1][0].yData[-1] == w.session.cumulative(1)[0]
     w.text_dock.setVisible(False)
-    w.speed_box.setCurrentIndex(w.speed_box.findData("fast"))
+    w.toolbar.speed_box.setCurrentIndex(w.toolbar.speed_box.findData("fast"))
     w.close()
     w2 = MainWindow(model=MODEL, prompt=PROMPT, persist=True)
     qtbot.addWidget(w2)
     w2.show()
-    assert w2.speed_box.currentData() == "fast"
+    assert w2.toolbar.speed_box.currentData() == "fast"
     assert not w2.text_dock.isVisible()
-    assert w2.wait_ready(60)
+    assert w2.controller.wait_ready(60)
     w2.close()
     QSettings.setDefaultFormat(QSettings.NativeFormat)
 
@@ -432,19 +431,19 @@ def test_log_scale_and_layout_persistence(qtbot, qapp, tmp_path):
 def test_keys_reach_the_simulator_not_the_prompt_box(window, qtbot):
     window.activateWindow()
     qtbot.waitUntil(lambda: window.isActiveWindow(), timeout=5_000)
-    assert not window.prompt_box.lineEdit().hasFocus()
+    assert not window.toolbar.prompt_box.lineEdit().hasFocus()
     qtbot.keyClick(window.focusWidget() or window, Qt.Key_Right)
     qtbot.waitUntil(lambda: window.session.n_steps == 1, timeout=20_000)
     qtbot.keyClick(window.focusWidget() or window, Qt.Key_Left)
     assert window.session.cursor == -1
     qtbot.keyClick(window.focusWidget() or window, Qt.Key_Space)
-    assert window.playing
+    assert window.controller.playing
     qtbot.keyClick(window.focusWidget() or window, Qt.Key_Space)
-    assert not window.playing
+    assert not window.controller.playing
 
 
 def test_generated_token_tooltip_names_the_candidates(window):
-    assert window.run_steps(3)
+    assert window.controller.run_steps(3)
     s = window.session
     pos = s.prompt_len + 1  # produced by step 1
     window.tokens.set_hover(pos)
@@ -457,59 +456,59 @@ def test_generated_token_tooltip_names_the_candidates(window):
 def test_play_stops_at_end_of_sequence(window, qtbot):
     from dataclasses import replace
 
-    assert window.run_steps(3)
+    assert window.controller.run_steps(3)
     s = window.session
     s.run = replace(s.run, eos_id=s.records[1].token_id)  # pretend step 1 produced the end-of-sequence token
-    window.scrub_to(0)
+    window.controller.scrub_to(0)
     window.animator.set_speed("fast")
-    window.toggle_play()
-    qtbot.waitUntil(lambda: not window.playing, timeout=20_000)
+    window.controller.toggle_play()
+    qtbot.waitUntil(lambda: not window.controller.playing, timeout=20_000)
     assert s.cursor == 1
     assert "end-of-sequence" in window.statusBar().currentMessage()
-    window.step_forward()  # Step continues past it
+    window.controller.step_forward()  # Step continues past it
     assert s.cursor == 2
 
 
 def test_a_closed_dock_comes_back_from_the_view_menu(window, qtbot):
     window.text_dock.close()
     assert not window.text_dock.isVisible()
-    actions = {a.text(): a for a in window.view_button.menu().actions()}
+    actions = {a.text(): a for a in window.toolbar.view_button.menu().actions()}
     actions["Default layout"].trigger()
     assert window.text_dock.isVisible()
     window.costs_dock.close()
-    next(a for a in window.view_button.menu().actions() if a.text() == window.costs_dock.windowTitle()).trigger()
+    next(a for a in window.toolbar.view_button.menu().actions() if a.text() == window.costs_dock.windowTitle()).trigger()
     assert window.costs_dock.isVisible()
 
 
 def test_save_and_open_a_run(window, qtbot, tmp_path):
-    assert window.run_steps(4)
+    assert window.controller.run_steps(4)
     before = [(r.token_id, r.lane("cached").flops) for r in window.session.records]
-    k_before = window.session.k_table(0, 0).copy()
+    k_before = window.session.kv_rows(1, 0, 0, 0, window.session.n_rows())[0].copy()
     path = tmp_path / "lecture.kvsim"
-    assert window.save_run(str(path))
-    window.reset()
-    qtbot.waitUntil(lambda: window.can_step and window.session.n_steps == 0, timeout=20_000)
+    assert window.controller.save_run(str(path))
+    window.controller.reset()
+    qtbot.waitUntil(lambda: window.controller.can_step and window.session.n_steps == 0, timeout=20_000)
 
-    assert window.open_run(str(path))
+    assert window.controller.open_run(str(path))
     s = window.session
-    assert s.n_steps == 4 and s.cursor == 3 and window.browsing and not window.can_step
+    assert s.n_steps == 4 and s.cursor == 3 and window.controller.browsing and not window.controller.can_step
     assert [(r.token_id, r.lane("cached").flops) for r in s.records] == before
-    assert np.array_equal(s.k_table(0, 0), k_before)
-    window.step_forward()  # at the end of an opened run: a message, no new step
+    assert np.array_equal(s.kv_rows(1, 0, 0, 0, s.n_rows())[0], k_before)
+    window.controller.step_forward()  # at the end of an opened run: a message, no new step
     assert s.n_steps == 4 and "browsing" in window.banner.text()
-    window.scrub_to(1)
+    window.controller.scrub_to(1)
     assert s.cursor == 1
 
     bad = tmp_path / "broken.kvsim"
     bad.write_bytes(path.read_bytes()[:100])
-    assert not window.open_run(str(bad))
+    assert not window.controller.open_run(str(bad))
     assert "could not open" in window.banner.text()
     assert s.n_steps == 4  # the run on screen is kept
 
-    window.reset()  # back to a live run on the loaded model
-    qtbot.waitUntil(lambda: window.can_step and window.session.n_steps == 0, timeout=20_000)
-    assert not window.browsing
-    assert window.run_steps(2)
+    window.controller.reset()  # back to a live run on the loaded model
+    qtbot.waitUntil(lambda: window.controller.can_step and window.session.n_steps == 0, timeout=20_000)
+    assert not window.controller.browsing
+    assert window.controller.run_steps(2)
 
 
 def test_enter_in_the_prompt_box_starts_exactly_one_run(window, qtbot):
@@ -517,16 +516,16 @@ def test_enter_in_the_prompt_box_starts_exactly_one_run(window, qtbot):
 
     started = []
     window.session.run_started.connect(lambda: started.append(window.session.run.run_id))
-    window.prompt_box.lineEdit().setFocus()
-    qtbot.keyClick(window.prompt_box.lineEdit(), _Qt.Key_Return)
-    qtbot.waitUntil(lambda: len(started) >= 1 and window.can_step, timeout=20_000)
+    window.toolbar.prompt_box.lineEdit().setFocus()
+    qtbot.keyClick(window.toolbar.prompt_box.lineEdit(), _Qt.Key_Return)
+    qtbot.waitUntil(lambda: len(started) >= 1 and window.controller.can_step, timeout=20_000)
     qtbot.wait(300)  # a second run would have started by now
     assert len(started) == 1
-    window.busy = True  # as if a Step for the old run were in flight when a new run starts
-    window.reset()
+    window.controller.busy = True  # as if a Step for the old run were in flight when a new run starts
+    window.controller.reset()
     qtbot.waitUntil(lambda: len(started) == 2, timeout=20_000)
-    assert not window.busy
-    assert window.run_steps(1)
+    assert not window.controller.busy
+    assert window.controller.run_steps(1)
 
 
 def test_screenshot_into_an_unwritable_place_is_one_error_line(tmp_path, capsys):

@@ -53,15 +53,15 @@ def main(args) -> int:
     app = make_app()
     window = MainWindow(model=args.model, prompt=args.prompt, persist=False, fallback=args.model == "tiny")
     window.animator.set_speed("instant")
-    window.speed_box.setCurrentIndex(window.speed_box.findData("instant"))
+    window.toolbar.show_speed("instant")
     window.resize(*size)
     window.show()
     try:
-        if not window.wait_ready(timeout_s=300):
-            print(f"error: {window.last_error or 'the model did not load in time'}", file=sys.stderr)
+        if not window.controller.wait_ready(timeout_s=300):
+            print(f"error: {window.controller.last_error or 'the model did not load in time'}", file=sys.stderr)
             return 2
-        if not window.run_steps(args.steps, timeout_s=600):
-            print(f"error: {window.last_error or 'the steps did not complete'}", file=sys.stderr)
+        if not window.controller.run_steps(args.steps, timeout_s=600):
+            print(f"error: {window.controller.last_error or 'the steps did not complete'}", file=sys.stderr)
             return 2
         try:
             written = [render(window, size, out / "kvsim.png")]

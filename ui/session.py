@@ -1,9 +1,12 @@
 """The Session: the records of one run and the cursor the views draw. Qt, GUI thread only.
 
-Records arrive from the worker (``add_record``); the session appends their new K/V/Q rows to
-growing arrays so that any view can slice "the table at step s" without concatenating, and keeps
-cumulative counters per lane. Views subscribe to ``run_started``, ``step_added`` and
-``cursor_moved`` and redraw from records: stepping back is moving the cursor, never recomputing.
+It is the one door into the data: views read the run's typed config, its lanes' descriptions,
+rows, visible keys and counters through the methods here, never through the records' internals.
+Records arrive from the worker (``add_record``); the session appends the shared Q/K/V rows to
+growing arrays so that any view can slice "the table at step s" without concatenating, keeps each
+lossy lane's own rows as per-step changes, and keeps cumulative counters per lane. Views subscribe
+to ``run_started``, ``step_added`` and ``cursor_moved`` and redraw from records: stepping back is
+moving the cursor, never recomputing.
 
 Row bookkeeping, stated once: the prompt has P tokens. After step s (0-based; step 0 is the
 prefill) the K/V tables hold ``n_rows(s) = P + s`` rows — the token produced at step s is not fed
@@ -12,30 +15,79 @@ yet, so after N steps the table has P + N - 1 rows and the text has P + N tokens
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QObject, Signal
 
+from kvsim.caches import SpecError, describe_spec
+from kvsim.models.config import ConfigError, ModelConfig
 from kvsim.trace import StepRecord
+
+
+@dataclass(frozen=True)
+class LaneInfo:
+    """What the app knows of a lane before any step: its place, name and its policy's description."""
+
+    index: int
+    name: str
+    title: str
+    explanation: str
+    reuses_past: bool = True
+    lossy: bool = False
+    evicts: bool = False
+    window: int | None = None
+
+    @classmethod
+    def from_meta(cls, index: int, lane: dict[str, Any]) -> LaneInfo:
+        """From a trace's ``meta["lanes"]`` entry; version-1 traces lack the description: rebuild it."""
+        if "title" not in lane:
+            try:
+                info = describe_spec(str(lane.get("policy", lane["name"]))).to_dict()
+            except SpecError:
+                info = {"title": lane["name"], "explanation": ""}
+            lane = {**info, **lane}
+        return cls(index=index, name=str(lane["name"]), title=str(lane.get("title", lane["name"])),
+                   explanation=str(lane.get("explanation", "")), reuses_past=bool(lane.get("reuses_past", True)),
+                   lossy=bool(lane.get("lossy", False)), evicts=bool(lane.get("evicts", False)),
+                   window=lane.get("window"))
 
 
 @dataclass
 class RunInfo:
-    """What the worker tells the session about a new run (before its first step)."""
+    """What the session knows of a run before its first step (from the worker or a saved trace)."""
 
     run_id: str
     model_id: str
-    config: dict
+    config: ModelConfig
     prompt_ids: list[int]
     prompt_text: str
+    lanes: list[LaneInfo]
     token_texts: dict[int, str] = field(default_factory=dict)  # id -> label for the prompt's ids
-    lanes: list[dict] = field(default_factory=list)
     info: dict = field(default_factory=dict)
-    max_seq_len: int = 0
     eos_id: int | None = None
-    token_text: object = None  # callable id -> str (the tokenizer's; pure, safe from any thread)
+    token_text: Callable[[int], str] | None = None  # the tokenizer's (pure, safe from any thread)
     meta: dict = field(default_factory=dict)  # the trace's metadata (what a saved .kvsim file carries)
+
+    @property
+    def max_seq_len(self) -> int:
+        return self.config.max_seq_len
+
+    @classmethod
+    def from_trace(cls, meta: dict, run_id: str, *, info: dict | None = None, eos_id: int | None = None,
+                   token_text: Callable[[int], str] | None = None) -> RunInfo:
+        """The one builder: from a trace's metadata (a live run's, or a validated saved one's)."""
+        try:
+            config = ModelConfig.from_dict(meta["config"])
+        except (ConfigError, TypeError, ValueError) as exc:
+            raise ValueError(f"the run's model config is not usable: {exc}") from None
+        labels = {int(k): str(v) for k, v in meta.get("prompt_tokens", {}).items()}
+        return cls(run_id=run_id, model_id=str(meta.get("model_id", "saved run")), config=config,
+                   prompt_ids=[int(i) for i in meta.get("prompt_ids", [])], prompt_text=str(meta.get("prompt") or ""),
+                   lanes=[LaneInfo.from_meta(i, lane) for i, lane in enumerate(meta["lanes"])],
+                   token_texts=labels, info=dict(info or {}), eos_id=eos_id, token_text=token_text, meta=meta)
 
 
 class _Grow:
@@ -56,6 +108,25 @@ class _Grow:
         self.n += t
 
 
+class _OwnRows:
+    """A lossy lane's rows: its own queries, and its stored rows as changes step by step."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        self.q = _Grow(cfg.n_layers, cfg.n_heads, cfg.head_dim)
+        self.changes: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []  # (step, positions, k, v)
+
+    def table(self, shared: _Grow, which: int, layer: int, kv_head: int, lo: int, hi: int, step: int) -> np.ndarray:
+        """Rows lo..hi-1 as the lane held them after ``step`` (K if which == 0, else V)."""
+        out = shared.buf[layer, kv_head, lo:hi].copy()
+        for s, positions, k, v in self.changes:
+            if s > step:
+                break
+            inside = (positions >= lo) & (positions < hi)
+            if inside.any():
+                out[positions[inside] - lo] = (k if which == 0 else v)[layer, kv_head, inside]
+        return out
+
+
 class Session(QObject):
     run_started = Signal()
     step_added = Signal(int)
@@ -66,6 +137,7 @@ class Session(QObject):
         self.run: RunInfo | None = None
         self.records: list[StepRecord] = []
         self.cursor = -1
+        self.lanes: list[LaneInfo] = []
         self._token_labels: dict[int, str] = {}
 
     # ------------------------------------------------------------------ building
@@ -74,14 +146,15 @@ class Session(QObject):
         self.records = []
         self.cursor = -1
         cfg = run.config
-        L, H, Hkv, D = cfg["n_layers"], cfg["n_heads"], cfg["n_kv_heads"], cfg["head_dim"]
-        self.q = _Grow(L, H, D)
-        self.k = _Grow(L, Hkv, D)
-        self.v = _Grow(L, Hkv, D)
-        self.lane_names = [lane["name"] for lane in run.lanes]
-        self.cum_rows = {name: [] for name in self.lane_names}
-        self.cum_flops = {name: [] for name in self.lane_names}
-        self.wall_ms = {name: [] for name in self.lane_names}
+        L, H, Hkv, D = cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+        self._q = _Grow(L, H, D)
+        self._k = _Grow(L, Hkv, D)
+        self._v = _Grow(L, Hkv, D)
+        self.lanes = list(run.lanes)
+        self._own = {lane.index: _OwnRows(cfg) for lane in self.lanes if lane.lossy}
+        self._cum_rows: list[list[int]] = [[] for _ in self.lanes]
+        self._cum_flops: list[list[int]] = [[] for _ in self.lanes]
+        self._wall_ms: list[list[float]] = [[] for _ in self.lanes]
         self._token_labels = dict(run.token_texts)
         self.tokens: list[int] = list(run.prompt_ids)
         self.run_started.emit()
@@ -91,15 +164,25 @@ class Session(QObject):
         """Append a record of the current run (stale runs are ignored). Does not move the cursor."""
         if self.run is None or record.run_id != self.run.run_id or record.step != len(self.records):
             return False
+        if [lane.name for lane in record.lanes] != [lane.name for lane in self.lanes]:
+            return False
         self.records.append(record)
-        self.q.append(np.asarray(record.q, dtype=np.float32))
-        self.k.append(np.asarray(record.k, dtype=np.float32))
-        self.v.append(np.asarray(record.v, dtype=np.float32))
-        for lane in record.lanes:
-            rows, flops = self.cum_rows[lane.name], self.cum_flops[lane.name]
+        self._q.append(np.asarray(record.q, dtype=np.float32))
+        self._k.append(np.asarray(record.k, dtype=np.float32))
+        self._v.append(np.asarray(record.v, dtype=np.float32))
+        for i, lane in enumerate(record.lanes):
+            rows, flops = self._cum_rows[i], self._cum_flops[i]
             rows.append((rows[-1] if rows else 0) + lane.kv_positions)
             flops.append((flops[-1] if flops else 0) + lane.flops)
-            self.wall_ms[lane.name].append(lane.wall_ms)
+            self._wall_ms[i].append(lane.wall_ms)
+            own = self._own.get(i)
+            if own is not None:
+                if lane.rows is not None:
+                    own.q.append(np.asarray(lane.rows.q, dtype=np.float32))
+                    own.changes.append((record.step, lane.rows.positions, np.asarray(lane.rows.k, np.float32),
+                                        np.asarray(lane.rows.v, np.float32)))
+                else:  # a lossy lane that recorded nothing of its own this step holds the shared rows
+                    own.q.append(np.asarray(record.q, dtype=np.float32))
         self.tokens.append(record.token_id)
         self._token_labels.setdefault(record.token_id, record.token)
         self.step_added.emit(record.step)
@@ -111,7 +194,11 @@ class Session(QObject):
             self.cursor = step
             self.cursor_moved.emit(step)
 
-    # ------------------------------------------------------------------ reading
+    # ------------------------------------------------------------------ reading: the run
+    @property
+    def config(self) -> ModelConfig | None:
+        return self.run.config if self.run is not None else None
+
     @property
     def prompt_len(self) -> int:
         return len(self.run.prompt_ids) if self.run else 0
@@ -124,6 +211,14 @@ class Session(QObject):
         step = self.cursor if step is None else step
         return self.records[step] if 0 <= step < len(self.records) else None
 
+    def lane_step(self, lane: int, step: int | None = None):
+        """What lane ``lane`` (an index) did at ``step`` (a ``LaneStep``), or None before the prefill."""
+        r = self.record(step)
+        return r.lanes[lane] if r is not None else None
+
+    def lane_index(self, name: str) -> int | None:
+        return next((lane.index for lane in self.lanes if lane.name == name), None)
+
     def n_rows(self, step: int | None = None) -> int:
         """K/V rows held after ``step`` (P + step); 0 before the prefill."""
         step = self.cursor if step is None else step
@@ -135,6 +230,10 @@ class Session(QObject):
         if r is None:
             return (0, 0)
         return int(r.positions[0]), int(r.positions[-1]) + 1
+
+    def step_of_position(self, position: int) -> int:
+        """The step whose query was at ``position`` (prompt positions are all the prefill's)."""
+        return max(0, position - self.prompt_len + 1)
 
     def n_text_tokens(self, step: int | None = None) -> int:
         """Tokens of text after ``step``: the prompt plus every token produced so far."""
@@ -153,24 +252,52 @@ class Session(QObject):
             self._token_labels[token_id] = label
         return label
 
-    def k_table(self, layer: int, kv_head: int, step: int | None = None) -> np.ndarray:
-        return self.k.buf[layer, kv_head, : self.n_rows(step)]
+    # ------------------------------------------------------------------ reading: rows and keys
+    def has_own_rows(self, lane: int) -> bool:
+        """True when the lane's rows differ from the shared ones (a lossy cache)."""
+        return lane in self._own
 
-    def v_table(self, layer: int, kv_head: int, step: int | None = None) -> np.ndarray:
-        return self.v.buf[layer, kv_head, : self.n_rows(step)]
+    def kv_rows(self, lane: int, layer: int, kv_head: int, lo: int, hi: int,
+                step: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(K, V) rows lo..hi-1 of ``kv_head`` as lane ``lane`` held them after ``step``: (hi-lo, D) each."""
+        own = self._own.get(lane)
+        if own is None:
+            return self._k.buf[layer, kv_head, lo:hi], self._v.buf[layer, kv_head, lo:hi]
+        step = self.cursor if step is None else step
+        return (own.table(self._k, 0, layer, kv_head, lo, hi, step),
+                own.table(self._v, 1, layer, kv_head, lo, hi, step))
 
-    def q_rows(self, layer: int, head: int, step: int | None = None) -> np.ndarray:
-        return self.q.buf[layer, head, : self.n_rows(step)]
+    def q_rows(self, lane: int, layer: int, head: int, lo: int, hi: int) -> np.ndarray:
+        """Query rows lo..hi-1 of ``head`` as lane ``lane`` computed them: (hi-lo, D)."""
+        own = self._own.get(lane)
+        return (own.q if own is not None else self._q).buf[layer, head, lo:hi]
 
-    def cumulative(self, lane: str, step: int | None = None) -> tuple[int, int]:
+    def shared_rows(self, layer: int, kv_head: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """The exact rows 0..hi-1 (what a full-precision cache holds), for colour levels."""
+        return self._k.buf[layer, kv_head, :hi], self._v.buf[layer, kv_head, :hi]
+
+    def read_positions(self, lane: int, step: int | None = None) -> np.ndarray | None:
+        """Key positions lane ``lane``'s attention read at ``step``; None when it read every position."""
+        r = self.record(step)
+        if r is None:
+            return None
+        ls = r.lanes[lane]
+        return None if ls.spans is None else ls.read_positions(r.n_tokens)
+
+    # ------------------------------------------------------------------ reading: counters
+    def cumulative(self, lane: int, step: int | None = None) -> tuple[int, int]:
         step = self.cursor if step is None else step
         if step < 0:
             return 0, 0
-        return self.cum_rows[lane][step], self.cum_flops[lane][step]
+        return self._cum_rows[lane][step], self._cum_flops[lane][step]
 
-    def ttft_itl(self, lane: str, step: int | None = None) -> tuple[float | None, float | None]:
+    def series(self, which: str, lane: int) -> list:
+        """Per-step values of one lane: "rows" / "flops" (cumulative) or "ms" (measured per step)."""
+        return {"rows": self._cum_rows, "flops": self._cum_flops, "ms": self._wall_ms}[which][lane]
+
+    def ttft_itl(self, lane: int, step: int | None = None) -> tuple[float | None, float | None]:
         step = self.cursor if step is None else step
         if step < 0:
             return None, None
-        ms = self.wall_ms[lane][: step + 1]
+        ms = self._wall_ms[lane][: step + 1]
         return ms[0], (float(np.mean(ms[1:])) if len(ms) > 1 else None)

@@ -17,9 +17,9 @@ MUTED = "#9aa3ad"
 ACCENT = "#f0c419"
 ERROR = "#ff6b6b"
 MASKED = "#3a3f4a"
-# Okabe–Ito (colour-blind safe): orange for the lane without a cache, sky blue for the cached one
-LANE_COLORS = {"uncached": "#E69F00", "cached": "#56B4E9"}
-LANE_TITLES = {"uncached": "no cache", "cached": "KV cache"}
+# Okabe–Ito (colour-blind safe), by lane index: orange and sky blue for the default two lanes
+# (no cache | KV cache), then yellow, vermillion, reddish purple, a lighter blue, bluish green
+LANE_COLORS = ("#E69F00", "#56B4E9", "#F0E442", "#D55E00", "#CC79A7", "#6FA8DC", "#009E73")
 PHASE_COLORS = {"prefill": "#CC79A7", "decode": "#009E73"}
 KV_CMAP = "CET-D6"  # diverging blue–black–yellow: perceptually uniform, colour-blind safe, dark centre
 ATTN_CMAP = "inferno"  # sequential, perceptually uniform
@@ -27,12 +27,9 @@ ATTN_CMAP = "inferno"  # sequential, perceptually uniform
 BASE_POINT_SIZE = 12
 
 
-def lane_color(name: str) -> str:
-    return LANE_COLORS.get(name, "#cccccc")
-
-
-def lane_title(name: str) -> str:
-    return LANE_TITLES.get(name, name)
+def lane_color(index: int) -> str:
+    """The colour of lane ``index`` (the palette repeats beyond its seven colours)."""
+    return LANE_COLORS[index % len(LANE_COLORS)]
 
 
 _luts: dict[str, np.ndarray] = {}

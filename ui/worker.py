@@ -13,17 +13,18 @@ import traceback
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
+from kvsim.caches import SpecError, parse_lanes
+from kvsim.models.catalog import list_models
+
 # Importing this module imports the engine (and torch): the window does it after its first paint,
 # on the GUI thread — PySide6's import hook is not safe for imports on other threads.
 from kvsim.models.config import ConfigError
 from kvsim.models.loading import ModelLoadError, load_model
-from kvsim.models.catalog import list_models
-from kvsim.caches import SpecError, parse_lanes
 from kvsim.simulate import SimulationError, Simulator
 
 from .session import RunInfo
 
-for _lazy in ("kvsim.models.checkpoints", "kvsim.models.gguf_file", "tokenizers", "safetensors", "gguf", "jinja2", "platformdirs"):
+for _lazy in ("tokenizers", "safetensors", "gguf", "jinja2", "platformdirs"):
     try:  # the engine imports these lazily; import them here, on the GUI thread, not in the worker
         __import__(_lazy)
     except Exception:  # noqa: BLE001 - optional at this point; load_model reports what is missing
@@ -49,6 +50,7 @@ class SimWorker(QObject):
 
     def __init__(self) -> None:
         super().__init__()
+        self.latest = {"load": 0, "begin": 0}  # the newest request of each kind (older ones are skipped)
         self.loaded = None
         self.sim: Simulator | None = None
         self._cancel = threading.Event()
@@ -61,8 +63,10 @@ class SimWorker(QObject):
         self._cancel.set()
 
     # -------------------------------------------------------------- slots (worker thread)
-    @Slot(str, bool)
-    def load(self, spec: str, fallback: bool = False) -> None:
+    @Slot(str, bool, int)
+    def load(self, spec: str, fallback: bool = False, ticket: int = 0) -> None:
+        if ticket and ticket != self.latest["load"]:
+            return  # a newer load was asked for while this one waited: only the last one runs
         self._cancel.clear()
         self.busy_changed.emit(True)
         note = ""
@@ -94,9 +98,11 @@ class SimWorker(QObject):
         finally:
             self.busy_changed.emit(False)
 
-    @Slot(str, str)
-    def begin(self, prompt: str, lanes: str) -> None:
+    @Slot(str, str, int)
+    def begin(self, prompt: str, lanes: str, ticket: int = 0) -> None:
         """Start a new run: tokenize the prompt and build the simulator (no step yet)."""
+        if ticket and ticket != self.latest["begin"]:
+            return  # superseded by a newer restart (ten Home presses build one run, not ten)
         self._cancel.clear()
         self.sim = None
         if self.loaded is None:
@@ -115,13 +121,8 @@ class SimWorker(QObject):
             return
         self.sim = sim
         self._prompt, self._lanes = prompt, tuple(names)
-        cfg = self.loaded.model.cfg
-        labels = {i: tok.token_text(i) for i in set(ids)}
-        self.run_started.emit(RunInfo(
-            run_id=sim.run_id, model_id=self.loaded.model_id, config=cfg.to_dict(), prompt_ids=list(ids),
-            prompt_text=text, token_texts=labels, lanes=list(sim.trace.meta["lanes"]),
-            info=dict(self.loaded.info), max_seq_len=cfg.max_seq_len,
-            eos_id=getattr(tok, "eos_id", None), token_text=tok.token_text, meta=sim.trace.meta))
+        self.run_started.emit(RunInfo.from_trace(sim.trace.meta, sim.run_id, info=dict(self.loaded.info),
+                                                 eos_id=getattr(tok, "eos_id", None), token_text=tok.token_text))
 
     @Slot(str)
     def step(self, run_id: str) -> None:
@@ -154,11 +155,20 @@ class SimWorker(QObject):
 
 
 class WorkerThread(QObject):
-    """Owns the QThread and the worker; the GUI talks to it through these signals."""
+    """Owns the QThread, the worker and its cancel. The GUI calls ``request_*`` and ``cancel`` and
+    listens to the same signals the worker has, re-emitted here on the GUI thread."""
 
-    request_load = Signal(str, bool)
-    request_begin = Signal(str, str)
-    request_step = Signal(str)
+    models_listed = Signal(object)
+    model_loaded = Signal(object)
+    run_started = Signal(object)
+    record_ready = Signal(object)
+    progress = Signal(str, int, int)
+    failed = Signal(str, str)
+    busy_changed = Signal(bool)
+    cancelled = Signal(int)
+    _load = Signal(str, bool, int)
+    _begin = Signal(str, str, int)
+    _step = Signal(str)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -166,10 +176,31 @@ class WorkerThread(QObject):
         self.thread.setObjectName("kvsim-worker")
         self.worker = SimWorker()
         self.worker.moveToThread(self.thread)
-        self.request_load.connect(self.worker.load)
-        self.request_begin.connect(self.worker.begin)
-        self.request_step.connect(self.worker.step)
+        self._tickets = 0
+        self._load.connect(self.worker.load)
+        self._begin.connect(self.worker.begin)
+        self._step.connect(self.worker.step)
+        for name in ("models_listed", "model_loaded", "run_started", "record_ready", "progress", "failed",
+                     "busy_changed", "cancelled"):
+            getattr(self.worker, name).connect(getattr(self, name))
         self.thread.start()
+
+    def request_load(self, spec: str, fallback: bool = False) -> None:
+        self._tickets += 1
+        self.worker.latest["load"] = self._tickets
+        self._load.emit(spec, fallback, self._tickets)
+
+    def request_begin(self, prompt: str, lanes: str) -> None:
+        self._tickets += 1
+        self.worker.latest["begin"] = self._tickets
+        self._begin.emit(prompt, lanes, self._tickets)
+
+    def request_step(self, run_id: str) -> None:
+        self._step.emit(run_id)
+
+    def cancel(self) -> None:
+        """Thread-safe: the running step stops at its next layer boundary."""
+        self.worker.cancel()
 
     def stop(self, timeout_ms: int = 10_000) -> bool:
         """Ask the worker to finish; False if it is still busy (a model load cannot be interrupted)."""

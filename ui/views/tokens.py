@@ -9,7 +9,7 @@ from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen
 from PySide6.QtWidgets import QScrollArea, QWidget
 
-from . import theme
+from .. import theme
 
 PAD_X, PAD_Y, GAP, LINE_GAP = 4.0, 3.0, 3.0, 5.0
 

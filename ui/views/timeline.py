@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QSlider, QWidget
 
-from . import theme
+from .. import theme
 
 
 class Timeline(QWidget):
@@ -82,7 +82,9 @@ class Timeline(QWidget):
             self.cancel.setVisible(True)
         self.progress.setRange(0, total)
         self.progress.setValue(done)
-        self.progress.setFormat(f"{theme.lane_title(lane)}: layer {done}/{total}")
+        index = self.session.lane_index(lane)
+        title = self.session.lanes[index].title if index is not None else lane
+        self.progress.setFormat(f"{title}: layer {done}/{total}")
 
     def hide_progress(self) -> None:
         self.progress.setVisible(False)

@@ -7,8 +7,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QFont
 
-from . import theme
-from .attention import kv_head_of
+from .. import theme
+from ..attention import kv_head_of
 
 OVERVIEW_ROWS = 48  # newest query rows shown per head
 
@@ -18,6 +18,7 @@ class HeadsOverview(pg.GraphicsLayoutWidget):
         super().__init__(parent)
         self.session, self.derived = session, derived
         self.layer = 0
+        self.lane = 0  # the lane whose attention is shown (the first: the reference)
         self.items: list[tuple[pg.PlotItem, pg.ImageItem]] = []
         self._shape = None
         session.run_started.connect(self._build)
@@ -27,15 +28,15 @@ class HeadsOverview(pg.GraphicsLayoutWidget):
         self.clear()
         self.items = []
         s = self.session
-        cfg = s.run.config
-        h, hkv = cfg["n_heads"], cfg["n_kv_heads"]
+        cfg = s.config
+        h, hkv = cfg.n_heads, cfg.n_kv_heads
         cols = min(h, 4 if h <= 8 else 6)
         font = QFont(self.font())
         for i in range(h):
             g = kv_head_of(i, h, hkv)
             p = self.addPlot(row=(i // cols) * 2 + 1, col=i % cols)
             self.addLabel(f"head {i} · kv {g}", row=(i // cols) * 2, col=i % cols, size="11pt",
-                          color=theme.lane_color("cached") if g % 2 == 0 else theme.ACCENT)
+                          color=theme.lane_color(1) if g % 2 == 0 else theme.ACCENT)
             p.setMenuEnabled(False)
             p.hideButtons()
             p.setMouseEnabled(False, False)
@@ -62,9 +63,10 @@ class HeadsOverview(pg.GraphicsLayoutWidget):
                 img.setVisible(False)
             return
         lo = max(0, n - OVERVIEW_ROWS)
-        layer = min(self.layer, s.run.config["n_layers"] - 1)
+        layer = min(self.layer, s.config.n_layers - 1)
+        lane = min(self.lane, len(s.lanes) - 1)
         for head, (p, img) in enumerate(self.items):
-            rgba, width = self.derived.attention(layer, head, lo, n)
+            rgba, width = self.derived.attention(lane, layer, head, lo, n)
             img.setImage(rgba, levels=(0, 255), autoLevels=False)
             img.setRect(QRectF(0, lo, width, n - lo))
             img.setVisible(True)

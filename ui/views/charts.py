@@ -7,6 +7,8 @@ session's per-lane counters up to the cursor; curves are created once and fed wi
 
 from __future__ import annotations
 
+from html import escape
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
@@ -15,7 +17,7 @@ from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 
 from kvsim.units import si
 
-from . import theme
+from .. import theme
 
 
 def _nice(x: float) -> float:
@@ -114,11 +116,12 @@ class CostsPanel(QWidget):
         if legend is not None:
             legend.clear()
         self.curves = {}
-        for name in self.session.lane_names:
-            color = theme.lane_color(name)
+        for lane in self.session.lanes:
+            color = theme.lane_color(lane.index)
             pen = pg.mkPen(color, width=3)
-            self.curves[name] = [
-                self.plots[0].plot([], [], pen=pen, name=theme.lane_title(name), skipFiniteCheck=True),
+            self.curves[lane.index] = [
+                self.plots[0].plot([], [], pen=pen, name=lane.title if lane.title == lane.name else f"{lane.title} ({lane.name})",
+                                   skipFiniteCheck=True),
                 self.plots[1].plot([], [], pen=pen, skipFiniteCheck=True),
                 self.plots[2].plot([], [], pen=pg.mkPen(color, width=2), skipFiniteCheck=True),
             ]
@@ -145,24 +148,25 @@ class CostsPanel(QWidget):
             return
         k = s.cursor + 1
         x = np.arange(k, dtype=np.float64)
-        series = (s.cum_rows, s.cum_flops, s.wall_ms)[i]
+        which = ("rows", "flops", "ms")[i]
         few = k <= 40  # dots while there are few steps (a single step is a point, not a line)
-        for name, curves in self.curves.items():
+        for lane, curves in self.curves.items():
             if getattr(curves[i], "_kv_dots", None) != few:
                 curves[i]._kv_dots = few
-                color = theme.lane_color(name)
+                color = theme.lane_color(lane)
                 curves[i].setSymbol("o" if few else None)
                 curves[i].setSymbolSize(7)
                 curves[i].setSymbolBrush(color)
                 curves[i].setSymbolPen(None)
-            curves[i].setData(x, np.asarray(series[name][:k], dtype=np.float64))
+            curves[i].setData(x, np.asarray(s.series(which, lane)[:k], dtype=np.float64))
         self._fit_range(i, k)
 
     def _fit_range(self, i: int, k: int) -> None:
         """Explicit ranges rounded up to 1-2-5 steps: axes are redrawn only when a bound is crossed."""
         s = self.session
         x_hi = _nice(max(k - 1, 5))
-        p, series = self.plots[i], (s.cum_rows, s.cum_flops, s.wall_ms)[i]
+        p = self.plots[i]
+        series = {lane.index: s.series(("rows", "flops", "ms")[i], lane.index) for lane in s.lanes}
         top = max((max(v[:k]) for v in series.values() if k > 0 and v[:k]), default=1.0)
         if self.log:
             low = min((min(x for x in v[:k] if x > 0) for v in series.values()
@@ -182,9 +186,9 @@ class CostsPanel(QWidget):
         if r is None:
             self.stats.setText(f"<span style='color:{theme.MUTED}'>no steps yet</span>")
             return
-        names = s.lane_names
-        head = "".join(f"<th align=right style='color:{theme.lane_color(n)}'>&nbsp;{theme.lane_title(n)}</th>"
-                       for n in names)
+        names = [lane.index for lane in s.lanes]
+        head = "".join(f"<th align=right style='color:{theme.lane_color(lane.index)}'>&nbsp;{escape(lane.title)}</th>"
+                       for lane in s.lanes)
         rows = {n: s.cumulative(n)[0] for n in names}
         ttft_itl = {n: s.ttft_itl(n) for n in names}
 
@@ -194,7 +198,7 @@ class CostsPanel(QWidget):
         lines = [("TTFT", [ms(ttft_itl[n][0]) for n in names]),
                  ("ITL", [ms(ttft_itl[n][1]) for n in names]),
                  ("K/V rows", [f"{rows[n]:,}" for n in names]),
-                 ("cache", [theme.human_bytes(r.lane(n).cache_bytes) for n in names])]
+                 ("cache", [theme.human_bytes(r.lanes[n].cache_bytes) for n in names])]
         body = "".join(f"<tr><td style='color:{theme.MUTED}'>{label}</td>" +
                        "".join(f"<td align=right>&nbsp;{v}</td>" for v in values) + "</tr>" for label, values in lines)
         ratio = ""

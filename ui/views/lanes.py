@@ -13,6 +13,7 @@ costs almost nothing while a step animates:
 from __future__ import annotations
 
 import math
+from html import escape
 
 import numpy as np
 import pyqtgraph as pg
@@ -20,11 +21,11 @@ from PySide6.QtCore import QEvent, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QPen
 from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from . import theme
-from .attention import AttentionRows, kv_head_of
+from .. import theme
+from ..attention import kv_head_of
+from .derived import MAX_COLS, DerivedImages
 
 MAX_ROWS = 256  # rows drawn at most (the newest ones); older rows scroll off the top
-MAX_COLS = 512  # attention columns drawn at most (max-pooled beyond)
 
 
 class TokenAxis(pg.AxisItem):
@@ -133,17 +134,6 @@ class _Plot:
         item.setVisible(True)
 
 
-def _pool_cols(mat: np.ndarray, f: int) -> np.ndarray:
-    """Max-pool columns by ``f`` (NaN = masked is ignored unless a whole block is masked)."""
-    n = mat.shape[1]
-    if f <= 1:
-        return mat
-    pad = (-n) % f
-    if pad:
-        mat = np.concatenate([mat, np.full((mat.shape[0], pad), np.nan, np.float32)], axis=1)
-    return np.fmax.reduce(mat.reshape(mat.shape[0], -1, f), axis=2)
-
-
 DIM = 0.5  # rows read from the cache: half way to the background
 
 
@@ -156,99 +146,19 @@ def dim_rows(rgba: np.ndarray, upto: int) -> np.ndarray:
     return out
 
 
-class DerivedImages:
-    """Images both lanes share (the values are the same; only the overlays differ), memoised."""
-
-    def __init__(self, session) -> None:
-        self.session = session
-        self.attn: dict[tuple[int, int], AttentionRows] = {}
-        self._memo: dict[tuple, object] = {}
-        self._attn_rgba: dict[tuple[int, int, int], dict[int, np.ndarray]] = {}
-        self.levels: dict[tuple[int, int], float] = {}
-        session.run_started.connect(self.clear)
-
-    def clear(self) -> None:
-        self.attn.clear()
-        self._memo.clear()
-        self._attn_rgba.clear()
-        self.levels.clear()
-
-    def _kv_level(self, layer: int, kv_head: int) -> float:
-        """Symmetric colour level for a (layer, kv head), fixed for the run from the prefill rows."""
-        key = (layer, kv_head)
-        if key not in self.levels:
-            s = self.session
-            p = max(s.prompt_len, 1)
-            rows = np.concatenate([s.k.buf[layer, kv_head, :p].ravel(), s.v.buf[layer, kv_head, :p].ravel()])
-            self.levels[key] = float(np.percentile(np.abs(rows), 99)) or 1.0
-        return self.levels[key]
-
-    def kv(self, layer: int, head: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        s = self.session
-        cfg = s.run.config
-        g = kv_head_of(head, cfg["n_heads"], cfg["n_kv_heads"])
-        key = ("kv", layer, g, lo, hi)
-        if key not in self._memo:
-            m = self._kv_level(layer, g)
-            k = theme.colorize(s.k.buf[layer, g, lo:hi], -m, m, theme.KV_CMAP)
-            v = theme.colorize(s.v.buf[layer, g, lo:hi], -m, m, theme.KV_CMAP)
-            self._remember(key, (k, v))
-        return self._memo[key]
-
-    def attention(self, layer: int, head: int, lo: int, hi: int) -> tuple[np.ndarray, float]:
-        """RGBA of attention rows lo..hi-1 over keys 0..hi-1, and the image's width in key units.
-
-        Beyond MAX_COLS keys, columns are max-pooled by f = ceil(n / MAX_COLS). A row never changes
-        once computed, so its coloured (pooled) pixels are kept: a new step colours one new row.
-        """
-        key = ("attn", layer, head, lo, hi)
-        if key in self._memo:
-            return self._memo[key]
-        s = self.session
-        cfg = s.run.config
-        f = max(1, math.ceil(hi / MAX_COLS))
-        width = math.ceil(hi / f)
-        cache = self._attn_rgba.setdefault((layer, head, f), {})
-        missing = [p for p in range(lo, hi) if p not in cache]
-        if missing:
-            a, b = missing[0], missing[-1] + 1
-            rows = self.attn.setdefault((layer, head), AttentionRows(cfg.get("sliding_window")))
-            g = kv_head_of(head, cfg["n_heads"], cfg["n_kv_heads"])
-            mat = _pool_cols(rows.rows(s.q.buf[layer, head], s.k.buf[layer, g], a, b, b), f)
-            rgba = theme.colorize(np.sqrt(mat), 0.0, 1.0, theme.ATTN_CMAP)  # colour ∝ √p (see legend)
-            for i, p in enumerate(range(a, b)):
-                cache[p] = rgba[i, : math.ceil((p + 1) / f)].copy()
-        img = np.zeros((hi - lo, width, 4), dtype=np.uint8)  # transparent = masked (hatched behind)
-        for i, p in enumerate(range(lo, hi)):
-            row = cache[p]
-            img[i, : row.shape[0]] = row
-        self._remember(key, (img, float(width * f)))
-        return self._memo[key]
-
-    def attention_values(self, layer: int, head: int, row: int) -> np.ndarray:
-        """The exact probabilities of one query row (tests and tooltips)."""
-        s = self.session
-        cfg = s.run.config
-        rows = self.attn.setdefault((layer, head), AttentionRows(cfg.get("sliding_window")))
-        g = kv_head_of(head, cfg["n_heads"], cfg["n_kv_heads"])
-        return rows.rows(s.q.buf[layer, head], s.k.buf[layer, g], row, row + 1, row + 1)[0]
-
-    def _remember(self, key, value) -> None:
-        if len(self._memo) > 24:
-            self._memo.pop(next(iter(self._memo)))
-        self._memo[key] = value
-
-
 class LanePanel(QWidget):
-    """Lane ``name``: header, [K | V | attention] with shared token rows, and a per-step readout."""
+    """Lane ``index`` of the run: header, [K | V | attention] with shared token rows, and a per-step
+    readout. Everything it shows of its lane comes from the lane's description and records."""
 
     hovered = Signal(int)  # token position under the mouse (-1: none)
     pointed = Signal(str)  # what the mouse points at (an attention cell's probability), for the status bar
 
-    def __init__(self, session, derived: DerivedImages, name: str, policy: str, parent=None) -> None:
+    def __init__(self, session, derived: DerivedImages, index: int, parent=None) -> None:
         super().__init__(parent)
-        self.session, self.derived, self.name, self.policy = session, derived, name, policy
-        self.color = theme.lane_color(name)
+        self.session, self.derived, self.index = session, derived, index
+        self.info = session.lanes[index]
+        self.name = self.info.name
+        self.color = theme.lane_color(index)
         self.layer, self.head = 0, 0
         self.hover_pos = -1
         self._geom = None  # (lo, hi, computed_lo, new_lo, n) of the drawn step
@@ -305,6 +215,14 @@ class LanePanel(QWidget):
         session.run_started.connect(self.redraw)
         session.cursor_moved.connect(self._mark)
 
+    def detach(self) -> None:
+        """Stop listening to the session (before the panel is removed: a new run may have other lanes)."""
+        for signal, slot in ((self.session.run_started, self.redraw), (self.session.cursor_moved, self._mark)):
+            try:
+                signal.disconnect(slot)
+            except (RuntimeError, TypeError):
+                pass
+
     def _mark(self, _step: int) -> None:
         self.dirty = True  # redrawn on flush(): the window spreads a step's redraws over frames
 
@@ -331,9 +249,12 @@ class LanePanel(QWidget):
         return s.token_label(row) if 0 <= row < len(s.tokens) else ""
 
     def _set_header(self) -> None:
-        what = "recomputes all rows, every step" if self.policy == "none" else "computes the new row, reads the rest"
+        info = self.info
+        what = f" <span style='color:{theme.MUTED}'>— {escape(info.explanation)}</span>" if info.explanation else ""
+        spec = f" <span style='color:{theme.MUTED}'>({escape(info.name)})</span>" if info.name != info.title else ""
         self.header.setText(f"<span style='color:{self.color}'>●</span> <b style='color:{self.color}'>"
-                             f"{theme.lane_title(self.name)}</b> <span style='color:{theme.MUTED}'>— {what}</span>")
+                            f"{escape(info.title)}</b>{spec}{what}")
+        self.header.setToolTip(f"lane {info.name}: {info.explanation}")
 
     def set_selection(self, layer: int, head: int) -> None:
         if (layer, head) != (self.layer, self.head):
@@ -358,16 +279,16 @@ class LanePanel(QWidget):
             self.readout.setText(f"<span style='color:{theme.MUTED}'>press Step (→) to run the prefill</span>")
             self._titles(self.layer, self.head)
             return
-        cfg = s.run.config
-        layer = min(self.layer, cfg["n_layers"] - 1)
-        head = min(self.head, cfg["n_heads"] - 1)
+        cfg = s.config
+        layer = min(self.layer, cfg.n_layers - 1)
+        head = min(self.head, cfg.n_heads - 1)
         n = s.n_rows()
         lo = max(0, n - MAX_ROWS)
         self.axis.newest = n - 1
-        k_img, v_img = self.derived.kv(layer, head, lo, n)
-        a_img, a_width = self.derived.attention(layer, head, lo, n)
-        d = cfg["head_dim"]
-        lane = r.lane(self.name)
+        k_img, v_img = self.derived.kv(self.index, layer, head, lo, n)
+        a_img, a_width = self.derived.attention(self.index, layer, head, lo, n)
+        d = cfg.head_dim
+        lane = r.lanes[self.index]
         new_lo, _ = s.new_rows()
         comp_lo = n - lane.kv_positions
         self._geom = (lo, n, comp_lo, new_lo, n)
@@ -384,9 +305,9 @@ class LanePanel(QWidget):
         s = self.session
         if s.run is None:
             return
-        cfg = s.run.config
-        g = kv_head_of(min(head, cfg["n_heads"] - 1), cfg["n_heads"], cfg["n_kv_heads"])
-        d = cfg["head_dim"]
+        cfg = s.config
+        g = kv_head_of(min(head, cfg.n_heads - 1), cfg.n_heads, cfg.n_kv_heads)
+        d = cfg.head_dim
         texts = (f"K · kv head {g} · {d} dims", f"V · layer {layer}", f"attention of head {head} over keys")
         for label, text in zip(self.titles, texts, strict=True):
             if label.text != text:
@@ -444,7 +365,7 @@ class LanePanel(QWidget):
         r = self.session.record()
         if r is None:
             return
-        lane = r.lane(self.name)
+        lane = r.lanes[self.index]
         e = 1 - (1 - min(1.0, t)) ** 3  # counters count up with an ease-out
         rows = round(lane.kv_positions * e)
         flops = lane.flops * e
@@ -485,12 +406,17 @@ class LanePanel(QWidget):
         col = int(math.floor(x)) if self.a.width else -1  # the image's x axis is in key units
         if not 0 <= col < n:
             return
-        cfg = s.run.config
-        layer, head = min(self.layer, cfg["n_layers"] - 1), min(self.head, cfg["n_heads"] - 1)
-        p = self.derived.attention_values(layer, head, row)
+        cfg = s.config
+        layer, head = min(self.layer, cfg.n_layers - 1), min(self.head, cfg.n_heads - 1)
+        p = self.derived.attention_values(self.index, layer, head, row)
         q, k = theme.show_token(s.token_label(row)), theme.show_token(s.token_label(col))
         text = f"attention of {q!r} (position {row}) to {k!r} (position {col}): "
-        text += "masked (a future position)" if col >= p.shape[0] or np.isnan(p[col]) else f"p = {p[col]:.4f}"
+        if col >= p.shape[0]:
+            text += "masked (a future position)"
+        elif np.isnan(p[col]):
+            text += "not seen by this lane (evicted, or outside its window)"
+        else:
+            text += f"p = {p[col]:.4f}"
         self.pointed.emit(text)
 
     def set_hovered(self, position: int) -> None:

@@ -1,0 +1,222 @@
+"""The toolbar: model, prompt, Reset / Back / Step / Play, speed, lanes, layer, head, ☰ menu.
+
+It only turns clicks and keys into intents (signals); it never runs anything. The controller and
+the window decide what an intent does, and call back the ``show_*`` methods to reflect state.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QAction, QFont, QKeySequence
+from PySide6.QtWidgets import QComboBox, QMenu, QSizePolicy, QToolBar, QToolButton, QWidget
+
+from kvsim.caches import known_specs, policy_examples
+from kvsim.models.config import ModelConfig
+
+from .animation import SPEEDS
+
+DEFAULT_MODEL = "tiny"
+RANDOM_PRESETS = [
+    ("random · Llama GQA (4 layers, 8 heads, 2 kv)", "random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,seed=0"),
+    ("random · Llama MQA (4 layers, 8 heads, 1 kv)", "random:family=llama,layers=4,heads=8,kv_heads=1,dim=256,seed=0"),
+    ("random · Llama MHA (4 layers, 8 heads)", "random:family=llama,layers=4,heads=8,kv_heads=8,dim=256,seed=0"),
+    ("random · GPT-2 (4 layers, 4 heads, 128 dim)", "random:family=gpt2,layers=4,heads=4,dim=128,seed=0"),
+]
+DEFAULT_LANES = "uncached,cached"
+OPEN_ITEM = "__open__"
+
+
+def example_prompts() -> list[tuple[str, str]]:
+    data = json.loads((Path(__file__).with_name("prompts.json")).read_text(encoding="utf-8"))
+    return [(lang, text) for lang in ("en", "pt") for text in data.get(lang, [])]
+
+
+def lane_choices() -> list[tuple[str, str]]:
+    """(label, specs) the lane chooser offers: the default pair, swapped, and each registered
+    policy beside the KV cache, with its example parameters (any spec list can also be typed)."""
+    choices = [("no cache | KV cache", DEFAULT_LANES), ("KV cache | no cache", "cached,uncached")]
+    for example, _grammar in policy_examples():
+        if example not in ("none", "kv"):
+            choices.append((f"no cache | KV cache | {example}", f"uncached,cached,{example}"))
+    return choices
+
+
+class ControlsToolBar(QToolBar):
+    model_chosen = Signal(str)  # a model spec, or OPEN_ITEM
+    prompt_submitted = Signal()
+    reset_requested = Signal()
+    back_requested = Signal()
+    step_requested = Signal()
+    play_toggled = Signal()
+    speed_chosen = Signal(str)
+    lanes_chosen = Signal(str)  # comma-separated lane specs
+    selection_changed = Signal(int, int)  # layer, head (-1: all heads)
+
+    def __init__(self, parent: QWidget, prompt: str | None = None) -> None:
+        super().__init__("Controls", parent)
+        self.setObjectName("controls")
+        self.setMovable(False)
+        big = QFont(self.font())
+        big.setPointSizeF(big.pointSizeF() * 1.1)
+
+        self.model_box = QComboBox()
+        self.model_box.setMinimumContentsLength(11)
+        self.model_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.model_box.setToolTip("model")
+        self.fill_models([])
+        self.addWidget(self.model_box)
+
+        self.prompt_box = QComboBox()
+        self.prompt_box.setEditable(True)
+        self.prompt_box.setInsertPolicy(QComboBox.NoInsert)
+        self.prompt_box.setMinimumContentsLength(12)
+        self.prompt_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.prompt_box.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
+        for lang, text in example_prompts():
+            self.prompt_box.addItem(text, lang)
+            self.prompt_box.setItemData(self.prompt_box.count() - 1, f"example ({lang.upper()})", Qt.ToolTipRole)
+        self.prompt_box.setCurrentIndex(0)
+        if prompt:
+            self.prompt_box.setEditText(prompt)
+        self.prompt_box.lineEdit().setCursorPosition(0)
+        self.prompt_box.setToolTip("prompt: pick an example (English / Português) or type; Enter restarts")
+        self.addWidget(self.prompt_box)
+
+        self.reset_action = self._action("↺ Reset", "restart the run with this prompt", "Home", self.reset_requested)
+        self.back_action = self._action("◀ Back", "step back (redraw from the record)", "Left", self.back_requested)
+        self.step_action = self._action("Step ▶", "next step (computes one if at the end)", "Right", self.step_requested)
+        self.play_action = self._action("▶▶ Play", "play / pause", "Space", self.play_toggled, checkable=True)
+        for a in (self.reset_action, self.back_action, self.step_action, self.play_action):
+            self.widgetForAction(a).setFont(big)
+
+        self.speed_box = QComboBox()
+        for name in SPEEDS:
+            self.speed_box.addItem(name, name)
+        self.speed_box.setCurrentIndex(1)
+        self.speed_box.setToolTip("animation speed")
+        self.addWidget(self.speed_box)
+
+        self.addSeparator()
+        self.lanes_box = QComboBox()
+        self.lanes_box.setEditable(True)
+        self.lanes_box.setInsertPolicy(QComboBox.NoInsert)
+        for label, value in lane_choices():
+            self.lanes_box.addItem(label, value)
+        self.lanes_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.lanes_box.setMinimumContentsLength(16)
+        self.lanes_box.setToolTip("the lanes, side by side: pick a set, or type cache policies separated by commas "
+                                  f"(known: {', '.join(known_specs())}; uncached = none, cached = kv) and press Enter")
+        self.addWidget(self.lanes_box)
+        self.layer_box = QComboBox()
+        self.layer_box.setToolTip("layer")
+        self.layer_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
+        self.addWidget(self.layer_box)
+        self.head_box = QComboBox()
+        self.head_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
+        self.head_box.setToolTip("query head (GQA: the K/V head it reads is shown in the titles)")
+        self.addWidget(self.head_box)
+
+        self.menu = QMenu("View", self)
+        self.view_button = QToolButton()
+        self.view_button.setText("☰")
+        self.view_button.setToolTip("save or open a run (.kvsim); show or hide lanes and panels; the default layout")
+        self.view_button.setMenu(self.menu)
+        self.view_button.setPopupMode(QToolButton.InstantPopup)
+        self.addWidget(self.view_button)
+
+        self.model_box.activated.connect(lambda i: self.model_chosen.emit(str(self.model_box.itemData(i))))
+        self.prompt_box.lineEdit().returnPressed.connect(self.prompt_submitted)
+        self.prompt_box.activated.connect(lambda _i: self.prompt_submitted.emit())
+        self.speed_box.currentIndexChanged.connect(lambda _i: self.speed_chosen.emit(self.speed_box.currentData()))
+        self.lanes_box.activated.connect(self._lanes_activated)
+        self.lanes_box.lineEdit().returnPressed.connect(self._lanes_typed)
+        self.layer_box.currentIndexChanged.connect(lambda _i: self._emit_selection())
+        self.head_box.currentIndexChanged.connect(lambda _i: self._emit_selection())
+
+    def _action(self, text: str, tip: str, keys: str, signal, checkable: bool = False) -> QAction:
+        a = QAction(text, self)
+        a.setToolTip(f"{tip} ({keys})")
+        a.setShortcut(QKeySequence(keys))
+        a.setShortcutContext(Qt.WindowShortcut)
+        a.setCheckable(checkable)
+        a.triggered.connect(lambda _checked=False: signal.emit())
+        self.addAction(a)
+        return a
+
+    # ------------------------------------------------------------------ intents
+    def _lanes_activated(self, index: int) -> None:
+        value = self.lanes_box.itemData(index)
+        self.lanes_chosen.emit(str(value) if value else self.lanes_box.currentText())
+
+    def _lanes_typed(self) -> None:
+        text = self.lanes_box.currentText().strip()
+        index = self.lanes_box.findText(text)
+        self.lanes_chosen.emit(str(self.lanes_box.itemData(index)) if index >= 0 else text)
+
+    def _emit_selection(self) -> None:
+        layer = self.layer_box.currentData()
+        head = self.head_box.currentData()
+        self.selection_changed.emit(max(layer or 0, 0), 0 if head is None else head)
+
+    def prompt_text(self) -> str:
+        return self.prompt_box.currentText()
+
+    # ------------------------------------------------------------------ reflecting state
+    def fill_models(self, rows: list) -> None:
+        """Bundled/fetched models (listed by the worker, off the GUI thread), presets, Open…."""
+        box = self.model_box
+        current = box.currentData()
+        box.blockSignals(True)
+        box.clear()
+        names = [str(r["name"]) for r in rows]
+        if DEFAULT_MODEL not in names:
+            box.addItem(f"{DEFAULT_MODEL} (bundled)", DEFAULT_MODEL)
+        for r in rows:
+            kind = "not fetched: kvsim models get " + str(r["name"]) if r["kind"] == "fetchable" else r["kind"]
+            box.addItem(f"{r['name']} ({kind})", str(r["name"]))
+        for label, spec in RANDOM_PRESETS:
+            box.addItem(label, spec)
+        box.addItem("Open checkpoint directory or .gguf…", OPEN_ITEM)
+        if current is not None and box.findData(current) < 0 and current != OPEN_ITEM:
+            box.insertItem(box.count() - 1, str(current), current)
+        box.setCurrentIndex(max(0, box.findData(current)) if current is not None else 0)
+        box.blockSignals(False)
+
+    def show_model(self, model_id: str, tooltip: str) -> None:
+        idx = self.model_box.findData(model_id)
+        if idx < 0:
+            self.model_box.insertItem(self.model_box.count() - 1, model_id, model_id)
+            idx = self.model_box.findData(model_id)
+        self.model_box.setCurrentIndex(idx)
+        self.model_box.setToolTip(tooltip)
+
+    def show_lanes(self, specs: str) -> None:
+        index = self.lanes_box.findData(specs)
+        if index < 0:
+            self.lanes_box.addItem(specs.replace(",", " | "), specs)
+            index = self.lanes_box.count() - 1
+        self.lanes_box.setCurrentIndex(index)
+
+    def show_playing(self, playing: bool) -> None:
+        self.play_action.setChecked(playing)
+        self.play_action.setText("❚❚ Pause" if playing else "▶▶ Play")
+
+    def show_speed(self, name: str) -> None:
+        self.speed_box.setCurrentIndex(max(0, self.speed_box.findData(name)))
+
+    def fill_selectors(self, cfg: ModelConfig) -> None:
+        for box in (self.layer_box, self.head_box):
+            box.blockSignals(True)
+            box.clear()
+        for i in range(cfg.n_layers):
+            self.layer_box.addItem(f"layer {i}", i)
+        for h in range(cfg.n_heads):
+            self.head_box.addItem(f"head {h} · kv {h // cfg.group_size}", h)
+        self.head_box.addItem("all heads", -1)
+        self.layer_box.setCurrentIndex(cfg.n_layers - 1 if cfg.n_layers <= 2 else 1)
+        for box in (self.layer_box, self.head_box):
+            box.blockSignals(False)
+        self._emit_selection()
