@@ -148,6 +148,33 @@ def get_preset(name: str) -> Preset:
     return PRESETS[key]
 
 
+def read_hf_config(path: str) -> dict:
+    """A config.json's contents, read safely: a FIFO or device (which would block the read forever),
+    a huge file, bad UTF-8 or JSON, or JSON that is not an object are one ``MemoryError_`` line."""
+    import json
+    import os
+    import stat
+
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError) as exc:
+        raise MemoryError_(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise MemoryError_(f"{path} is not a regular file (a config.json is)")
+    if info.st_size > 4_000_000:
+        raise MemoryError_(f"{path} is {info.st_size:,} bytes: not a config.json")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            config = json.load(fh)
+    except OSError as exc:
+        raise MemoryError_(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, a 5,000-digit number, deep nesting
+        raise MemoryError_(f"{path} is not valid JSON ({type(exc).__name__})") from None
+    if not isinstance(config, dict):
+        raise MemoryError_(f"{path} is not a config.json (expected a JSON object)")
+    return config
+
+
 MAX_CONFIG_LAYERS = 10_000  # past any real model; a per-layer pattern of more is a damaged file
 
 

@@ -150,6 +150,13 @@ def _sandbox_class() -> type:
                 _check_str_method(owner, name, args, kwargs)
             return _check_len(super().call(__context, __obj, *args, **kwargs))
 
+        def wrap_str_format(self, value: Any) -> Any:
+            # the sandbox hands templates a wrapper for str.format / format_map: check the format first
+            owner = getattr(value, "__self__", None)
+            if isinstance(owner, str) and _BIG_FORMAT.search(owner):
+                raise ChatTemplateError("the model's chat template formats with a huge width")
+            return super().wrap_str_format(value)
+
         def _bounded_filter(self, func: Callable[..., Any]) -> Callable[..., Any]:
             @functools.wraps(func)  # keeps jinja's pass_context / pass_environment marks
             def bounded(*args: Any, **kwargs: Any) -> Any:

@@ -121,12 +121,29 @@ def config_from_hf(hf: dict, name: str) -> ModelConfig:
                 tie_embeddings=_flag(hf, "tie_word_embeddings", False, name),
                 qkv_bias=qkv_bias, out_bias=out_bias, mlp_bias=mlp_bias, sliding_window=window, name=name)
     except ConfigError as exc:
-        raise ModelLoadError(f"{name}: config.json: {exc}") from exc
+        raise ModelLoadError(f"{name}: config.json: {_hf_names(str(exc), model_type)}") from exc
     except (TypeError, ValueError, ZeroDivisionError, OverflowError) as exc:
         if isinstance(exc, ModelLoadError):
             raise
         raise ModelLoadError(f"{name}: config.json has a value of the wrong kind ({exc})") from exc
     raise ModelLoadError(f"{name}: model_type {model_type or '(none)'!r} is not supported (supported: {SUPPORTED})")
+
+
+_HF_KEYS = {"vocab_size": "vocab_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
+            "n_kv_heads": "num_key_value_heads", "dim": "hidden_size", "hidden_dim": "intermediate_size",
+            "max_seq_len": "max_position_embeddings", "norm_eps": "rms_norm_eps", "head_dim": "head_dim",
+            "sliding window": "sliding_window", "sliding_window": "sliding_window", "rope_theta": "rope_theta"}
+_GPT2_KEYS = {"n_layers": "n_layer", "n_heads": "n_head", "n_kv_heads": "n_head", "dim": "n_embd",
+              "hidden_dim": "n_inner", "max_seq_len": "n_positions", "norm_eps": "layer_norm_epsilon"}
+
+
+def _hf_names(message: str, model_type: str) -> str:
+    """A ModelConfig message with its field name spelled as config.json spells it."""
+    keys = {**_HF_KEYS, **(_GPT2_KEYS if model_type == "gpt2" else {})}
+    for field, key in sorted(keys.items(), key=lambda kv: -len(kv[0])):
+        if message.startswith(field + " ") or message.startswith(field + ":"):
+            return key + message[len(field):]
+    return message
 
 
 def hf_tensor_shapes(cfg: ModelConfig, gpt2_prefix: str = "") -> dict[str, tuple[int, ...]]:
@@ -273,7 +290,7 @@ def load_hf_dir(path: Path, model_id: str) -> LoadedModel:
         if config_file.stat().st_size > 4_000_000:  # real ones are a few kB
             raise ModelLoadError(f"{config_file} is {config_file.stat().st_size:,} bytes: not a config.json")
         hf = json.loads(config_file.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad JSON, bad UTF-8, a 5,000-digit number
         raise ModelLoadError(f"{path}/config.json cannot be read ({type(exc).__name__}: "
                              f"{str(exc).splitlines()[0] if str(exc) else ''})") from exc
     cfg = config_from_hf(hf, model_id)

@@ -144,7 +144,7 @@ def config_from_gguf(meta: dict[str, Any], name: str, tensor_names: set[str]) ->
             qkv_bias="blk.0.attn_q.bias" in tensor_names, out_bias="blk.0.attn_output.bias" in tensor_names,
             mlp_bias="blk.0.ffn_up.bias" in tensor_names, name=name)
     except ConfigError as exc:
-        raise ModelLoadError(f"{name}: GGUF metadata: {exc}") from exc
+        raise ModelLoadError(f"{name}: GGUF metadata: {_gguf_names(str(exc))}") from exc
     value_length = meta.get("llama.attention.value_length")
     if value_length is not None and value_length != cfg.head_dim:
         raise ModelLoadError(f"{name}: different key and value head sizes ({cfg.head_dim}, {str(value_length)[:20]}) "
@@ -153,6 +153,21 @@ def config_from_gguf(meta: dict[str, Any], name: str, tensor_names: set[str]) ->
     if rotary is not None and rotary != cfg.head_dim:
         raise ModelLoadError(f"{name}: partial RoPE ({str(rotary)[:20]} of {cfg.head_dim} head dims) is not supported")
     return cfg
+
+
+_GGUF_KEYS = {"vocab_size": "llama.vocab_size", "n_layers": "llama.block_count",
+              "n_heads": "llama.attention.head_count", "n_kv_heads": "llama.attention.head_count_kv",
+              "dim": "llama.embedding_length", "hidden_dim": "llama.feed_forward_length",
+              "max_seq_len": "llama.context_length", "head_dim": "llama.attention.key_length",
+              "norm_eps": "llama.attention.layer_norm_rms_epsilon", "rope_theta": "llama.rope.freq_base"}
+
+
+def _gguf_names(message: str) -> str:
+    """A ModelConfig message with its field name spelled as the GGUF metadata spells it."""
+    for field, key in sorted(_GGUF_KEYS.items(), key=lambda kv: -len(kv[0])):
+        if message.startswith(field + " "):
+            return key + message[len(field):]
+    return message
 
 
 def gguf_tensor_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:

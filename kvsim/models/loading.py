@@ -39,6 +39,9 @@ def resolve_device(name: str = "cpu") -> torch.device:
     return torch.device(name)
 
 
+MAX_THREADS = 1024  # torch takes a C int; more threads than this is a typo, not a machine
+
+
 def default_threads() -> int:
     """Intra-op threads for torch: half the cores, at most 4. The steps kvsim runs are small, and on a
     small machine a second compute thread fights the GUI (or anything else) for a core: measured on
@@ -50,8 +53,8 @@ def default_threads() -> int:
 def set_threads(n: int | None = None) -> int:
     """Set torch's intra-op thread count (``None`` = ``default_threads()``); returns it."""
     n = default_threads() if n is None else n
-    if n < 1:
-        raise ModelLoadError(f"threads must be ≥ 1, got {n}")
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_THREADS:
+        raise ModelLoadError(f"threads must be from 1 to {MAX_THREADS}, got {n}")
     torch.set_num_threads(n)
     return n
 
