@@ -1,0 +1,149 @@
+"""The proof that a technique is one file: a cache policy defined only here ("keep every other
+row") is run by the CLI and shown by the app as a third lane, with no edit to ui/ or the engine."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from kvsim.caches import Cache, PolicyInfo, register_policy, unregister_policy
+from kvsim.cli import main
+from kvsim.ui.attention import attention_rows
+
+MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,seed=3"
+
+
+class EveryOtherRow(Cache):
+    """Reads the even positions it kept plus this step's new rows, then forgets the odd ones."""
+
+    terms = ("every-other",)
+    grammar = "every-other"
+
+    def __init__(self, n_layers: int) -> None:
+        self.n_layers = n_layers
+        self.reset()
+
+    def describe(self) -> PolicyInfo:
+        return PolicyInfo(spec="every-other", title="every other row", explanation="keeps the even positions only",
+                          reuses_past=True, lossy=False, evicts=True)
+
+    def reset(self) -> None:
+        self.k: list = [None] * self.n_layers
+        self.v: list = [None] * self.n_layers
+        self.pos: list = [None] * self.n_layers
+        self.read: list = [None] * self.n_layers
+
+    def update(self, layer, k_new, v_new, positions):
+        if self.k[layer] is None:
+            k_all, v_all, pos_all = k_new, v_new, positions
+        else:
+            k_all = torch.cat([self.k[layer], k_new], 2)
+            v_all = torch.cat([self.v[layer], v_new], 2)
+            pos_all = torch.cat([self.pos[layer], positions])
+        keep = pos_all % 2 == 0
+        self.k[layer], self.v[layer], self.pos[layer] = k_all[:, :, keep], v_all[:, :, keep], pos_all[keep]
+        self.read[layer] = pos_all
+        return k_all, v_all
+
+    def key_positions(self, layer):
+        return self.read[layer]
+
+    def truncate(self, n_tokens):
+        for layer in range(self.n_layers):
+            if self.pos[layer] is not None:
+                keep = self.pos[layer] < n_tokens
+                self.k[layer], self.v[layer], self.pos[layer] = (
+                    self.k[layer][:, :, keep], self.v[layer][:, :, keep], self.pos[layer][keep])
+
+    @property
+    def n_tokens(self):
+        return 0 if self.pos[0] is None else int(self.pos[0].numel())
+
+    def bytes_split(self):
+        return sum(2 * k.numel() * k.element_size() for k in self.k if k is not None), 0
+
+
+@pytest.fixture
+def every_other():
+    register_policy(EveryOtherRow)
+    yield EveryOtherRow
+    unregister_policy(EveryOtherRow)
+
+
+def test_the_cli_runs_a_policy_defined_in_a_test_file(every_other, capsys):
+    P, steps = 5, 6
+    code = main(["run", "--model", MODEL, "--prompt-ids", ",".join(map(str, range(10, 10 + P))), "--steps",
+                 str(steps), "--lanes", "none,kv,every-other", "--json"])
+    out = capsys.readouterr().out.strip().splitlines()
+    assert code == 0
+    steps_json = [json.loads(line) for line in out[:-1]]
+    summary = json.loads(out[-1])["summary"]
+    assert set(summary["lanes"]) == {"none", "kv", "every-other"}
+    for s in steps_json:
+        lane = s["every-other"]
+        n = s["positions"][1] + 1  # the sequence length this step
+        read = [p for p in range(n - lane["kv_positions"]) if p % 2 == 0] + list(range(n - lane["kv_positions"], n))
+        assert lane["context"] == len(read)
+        assert [p for a, b in lane.get("key_spans", [[0, n]]) for p in range(a, b)] == read  # absent: all keys
+        kept = len([p for p in range(n) if p % 2 == 0])
+        assert lane["cache_tokens"] == kept
+        assert lane["cache_bytes"] == kept * 2 * 2 * 2 * 8 * 4  # rows × K,V × layers × kv heads × head dim × fp32
+        assert lane["kv_positions"] == (P if s["step"] == 0 else 1)
+        assert s["kv"]["cache_tokens"] == n and "key_spans" not in s["kv"]
+    # the evicting lane's own logits moved away from the reference's; the exact cache's did not
+    assert summary["lanes"]["every-other"]["max_abs_logit_diff"] > 1e-4
+    assert summary["lanes"]["kv"]["max_abs_logit_diff"] < 1e-4
+
+
+def test_the_cli_says_which_lanes_exist(capsys):
+    assert main(["run", "--model", MODEL, "--prompt-ids", "1,2", "--lanes", "kv,every-other"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: unknown lane 'every-other'") and "kv" in err and len(err.splitlines()) == 1
+
+
+def test_the_app_shows_it_as_a_third_lane(every_other, qtbot, qapp):
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from kvsim.ui import theme
+    from kvsim.ui.window import MainWindow
+
+    theme.apply(qapp)
+    w = MainWindow(model=MODEL, prompt="Once upon", persist=False)
+    w.animator.set_speed("instant")
+    qtbot.addWidget(w)
+    w.resize(1920, 1080)
+    w.show()
+    assert w.controller.wait_ready(60), w.controller.last_error
+    w.controller.set_lanes("none,kv,every-other")
+    qtbot.waitUntil(lambda: w.controller.can_step and len(w.lane_panels) == 3, timeout=20_000)
+    assert w.controller.run_steps(4)
+    s = w.session
+    third = w.lane_panels[2]
+    assert "every other row" in third.header.text() and "keeps the even positions only" in third.header.text()
+    assert third.isVisible() and third.width() > 400  # three lanes side by side fit at 1920×1080
+    assert [p.color for p in w.lane_panels][:2] == [theme.lane_color(0), theme.lane_color(1)] != [third.color] * 2
+    n = s.n_rows()
+    # its K table: odd rows it no longer read are transparent, the others drawn
+    alpha = third.k.image.image[:, 0, 3]
+    read = s.read_positions(2)
+    assert read is not None and list(alpha) == [255 if p in set(read.tolist()) else 0 for p in range(n)]
+    # its attention: the newest query over exactly the keys it read, equal to softmax(q·Kᵀ/√d)
+    layer, head = third.layer, third.head
+    g = head // (s.config.n_heads // s.config.n_kv_heads)
+    k_all = np.concatenate([r.k[layer, g] for r in s.records])  # (n, D)
+    q = s.records[-1].q[layer, head]  # (1, D)
+    expect = attention_rows(q, k_all[read], np.array([n - 1]), read)[0]
+    got = w.derived.attention_values(2, layer, head, n - 1)
+    np.testing.assert_allclose(got[read], expect, rtol=1e-5, atol=1e-7)
+    assert np.isnan(np.delete(got, read)).all()
+    # the other two lanes still see every key
+    assert not np.isnan(w.derived.attention_values(1, layer, head, n - 1)).any()
+    # any lane can be hidden, and comes back
+    w.lanes.show_lane("every-other", False)
+    assert third.isHidden() and len(w.lanes.shown()) == 2
+    w.lanes.show_lane("every-other", True)
+    assert not third.isHidden()
+    w.shutdown()
