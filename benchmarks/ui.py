@@ -50,10 +50,11 @@ def pct(values: list[float], q: float) -> float:
 
 
 def measure(tokens: int, steps: int, size=(1920, 1080)) -> dict[str, float]:
+    from PySide6.QtCore import QCoreApplication, QEvent, QObject
+
     from kvsim.ui.app import make_app
     from kvsim.ui.session import RunInfo
     from kvsim.ui.window import MainWindow
-    from PySide6.QtCore import QCoreApplication, QEvent, QObject
 
     sim, records, labels = record_run(tokens, steps)
     app = make_app()  # noqa: F841 - keeps the QApplication alive

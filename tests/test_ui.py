@@ -15,10 +15,11 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 pytest.importorskip("pytestqt")
+from PySide6.QtCore import Qt  # noqa: E402
+
 from kvsim.ui import theme  # noqa: E402
 from kvsim.ui.attention import attention_rows, kv_head_of  # noqa: E402
 from kvsim.ui.views.lanes import MAX_ROWS, dim_rows  # noqa: E402
-from PySide6.QtCore import Qt  # noqa: E402
 
 MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,seed=1"
 PROMPT = "The cache remembers"
@@ -401,8 +402,9 @@ def test_switching_lanes_rebuilds_the_panels(window, qtbot):
 
 
 def test_log_scale_and_layout_persistence(qtbot, qapp, tmp_path):
-    from kvsim.ui.window import MainWindow
     from PySide6.QtCore import QSettings
+
+    from kvsim.ui.window import MainWindow
 
     QSettings.setDefaultFormat(QSettings.IniFormat)
     QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp_path))
@@ -545,11 +547,11 @@ def test_screenshot_into_an_unwritable_place_is_one_error_line(tmp_path, capsys)
 def test_derived_attention_of_cached_decode_steps_with_a_window_matches_the_model():
     """Rows drawn from the records equal the probabilities the model's cached decode computed."""
     import torch
-    from kvsim.ui.attention import AttentionRows
 
     from kvsim.caches import KVCache, parse_spec
     from kvsim.models.loading import load_model
     from kvsim.simulate import Simulator
+    from kvsim.ui.attention import AttentionRows
 
     loaded = load_model("random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,window=6,seed=9")
     m, cfg = loaded.model, loaded.model.cfg
