@@ -100,3 +100,37 @@ def test_memory_cli_json(capsys, tmp_path) -> None:
     assert main(["memory", "--list"]) == 0
     listed = capsys.readouterr().out
     assert "falcon-7b" in listed and "gemma-2-9b" in listed
+
+
+@pytest.mark.parametrize("window", [-4096, 0, 2.5, "4096", True])
+def test_config_sliding_window_must_be_a_positive_integer(window):
+    config = {"num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2, "hidden_size": 256,
+              "vocab_size": 1000, "model_type": "mistral", "sliding_window": window}
+    with pytest.raises(MemoryError_, match="sliding_window"):
+        preset_from_hf_config(config)
+
+
+@pytest.mark.parametrize("key, value", [("num_hidden_layers", 2.5), ("num_hidden_layers", "4"),
+                                        ("num_hidden_layers", True), ("num_hidden_layers", 10**12),
+                                        ("num_attention_heads", 0), ("num_key_value_heads", -2), ("hidden_size", None)])
+def test_config_sizes_are_taken_as_written(key, value):
+    config = {"num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2, "hidden_size": 256,
+              "vocab_size": 1000, key: value}
+    with pytest.raises(MemoryError_):
+        preset_from_hf_config(config)
+
+
+def test_huge_layer_counts_are_arithmetic_not_tuples():
+    # one window for 10^12 layers: counted, never materialized per layer
+    assert kv_cache_bytes(10**12, 1, 1, 10, window=4) == 2 * 10**12 * 4 * 2
+
+
+def test_read_hf_config_refuses_a_fifo(tmp_path):
+    import os
+
+    from kvsim.memory import read_hf_config
+
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)
+    with pytest.raises(MemoryError_, match="not a regular file"):
+        read_hf_config(str(fifo))
