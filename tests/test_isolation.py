@@ -35,8 +35,9 @@ def test_user_folders_are_temporary(isolated_user_dirs):
 
 def test_window_settings_land_in_the_temporary_config_folder(qtbot, qapp, isolated_user_dirs):
     pytest.importorskip("PySide6")
-    from kvsim.ui.window import MainWindow
     from PySide6.QtCore import QSettings
+
+    from kvsim.ui.window import MainWindow
 
     real = _real_settings_file()
     before = _snapshot(real)
