@@ -1,31 +1,22 @@
-"""The ``kvsim`` command line: ``run``, ``memory``, ``models``, ``screenshot``; no arguments opens the app.
+"""The ``kvsim`` command line: ``run``, ``memory``, ``models``, ``inspect``, ``screenshot``; no
+arguments opens the app.
 
 Bad input exits with status 2 and one ``error: …`` line on stderr, never a traceback. The desktop
-app and the screenshot command live in ``ui`` (Qt); they are imported only when asked for, by name,
-so the engine itself never imports Qt.
+app and the screenshot command live in ``kvsim.ui`` (Qt); ``main`` imports them only when asked
+for — the one place the engine reaches the app (the import-linter contract names it).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import os
 import sys
 from collections.abc import Sequence
 
 from . import __version__
 from .caches import SpecError, known_specs, parse_lanes
-from .memory import (
-    PRESETS,
-    WEIGHT_DTYPE_BYTES,
-    MemoryError_,
-    get_preset,
-    human_bytes,
-    kv_cache_bytes,
-    preset_from_hf_config,
-    weight_bytes,
-)
+from .cli_reports import UsageError, cmd_inspect, cmd_memory, cmd_models, json_line
+from .memory import MemoryError_, human_bytes
 from .models.base import ModelLoadError
 from .models.config import ConfigError
 from .models.tokenizer import ChatTemplateError
@@ -36,8 +27,6 @@ from .units import si
 USER_ERRORS = (ModelLoadError, SimulationError, SpecError, ConfigError, MemoryError_, TraceError, ChatTemplateError)
 
 
-class UsageError(Exception):
-    pass
 
 
 class _Parser(argparse.ArgumentParser):
@@ -137,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--steps", type=_positive_int, default=12)
     s.add_argument("--out", required=True)
     s.add_argument("--size", default="1920x1080", help="window size WxH (default 1920x1080)")
+    s.add_argument("--lanes", default="uncached,cached", help="the lanes, as for `kvsim run --lanes`")
     return p
 
 
@@ -157,6 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "inspect":
             return cmd_inspect(args)
         if args.command == "screenshot":
+            parse_lanes(args.lanes)  # a bad spec is one error line before any window opens
             from .ui import screenshot  # the app, imported only when asked for (the engine never needs it)
 
             return screenshot.main(args)
@@ -280,22 +271,6 @@ def step_json(record) -> dict[str, object]:
             "positions": [int(record.positions[0]), int(record.positions[-1])], **lanes}
 
 
-def _finite(value: object) -> object:
-    """``value`` with every float that is not a number (NaN, ±inf) replaced by null."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
-
-
-def json_line(obj: object) -> str:
-    """Strict JSON (never a bare NaN or Infinity): a number that is not one is written as null."""
-    return json.dumps(_finite(obj), allow_nan=False)
-
-
 def _flops(n: float) -> str:
     return si(n, sep="")
 
@@ -327,118 +302,3 @@ def _print_summary(sim, summary, out) -> None:
                   f"max |Δlogit| {s['max_abs_logit_diff']:.2e}\n")
     same = "identical" if summary["tokens_identical"] else "DIFFERENT"
     out.write(f"tokens chosen by every lane: {same}\n")
-
-
-# --------------------------------------------------------------------------------------- memory
-def cmd_memory(args: argparse.Namespace) -> int:
-    if args.list:
-        rows = [{"name": p.name, "source": p.source, "layers": p.layers, "heads": p.heads,
-                 "kv_heads": p.kv_heads, "head_dim": p.head_dim, "context": p.context,
-                 "params": p.n_params} for p in PRESETS.values()]
-        if args.json:
-            print(json.dumps({"presets": rows}))
-        else:
-            for r in rows:
-                print(f"{r['name']:<14} {r['layers']:>3} layers {r['heads']:>3} heads {r['kv_heads']:>3} kv "
-                      f"d_head {r['head_dim']:>3}  ctx {r['context']:>6}  {r['params'] / 1e9:6.2f}B params  ({r['source']})")
-        return 0
-    if args.context is None:
-        raise UsageError("--context N is required (tokens in the cache)")
-    if args.context < 0:
-        raise UsageError(f"--context must be ≥ 0, got {args.context}")
-    preset = None
-    if args.preset:
-        preset = get_preset(args.preset)
-    elif args.config:
-        try:
-            with open(args.config, encoding="utf-8") as fh:
-                hf_config = json.load(fh)
-            if not isinstance(hf_config, dict):
-                raise UsageError(f"{args.config} is not a config.json (expected a JSON object)")
-            preset = preset_from_hf_config(hf_config, name=args.config)
-        except OSError as exc:
-            raise UsageError(f"cannot read {args.config}: {exc.strerror}") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{args.config} is not valid JSON ({exc})") from None
-    if preset is not None:
-        layers = args.layers or preset.layers
-        kv_heads = args.kv_heads or preset.kv_heads
-        head_dim = args.head_dim or preset.head_dim
-        layer_windows = preset.layer_windows if layers == preset.layers else None
-    else:
-        missing = [f for f, v in (("--layers", args.layers), ("--kv-heads", args.kv_heads),
-                                  ("--head-dim", args.head_dim)) if v is None]
-        if missing:
-            raise UsageError(f"give --preset NAME, --config PATH or all of --layers --kv-heads --head-dim "
-                             f"(missing {', '.join(missing)})")
-        layers, kv_heads, head_dim, layer_windows = args.layers, args.kv_heads, args.head_dim, None
-    total = kv_cache_bytes(layers, kv_heads, head_dim, args.context, args.batch, args.kv_bits,
-                           args.window, layer_windows)
-    per_token = kv_cache_bytes(layers, kv_heads, head_dim, 1, 1, args.kv_bits)
-    report: dict[str, object] = {
-        "bytes": total, "bytes_per_token": per_token, "human": human_bytes(total),
-        "layers": layers, "kv_heads": kv_heads, "head_dim": head_dim, "context": args.context,
-        "batch": args.batch, "kv_bits": args.kv_bits, "window": args.window,
-        "layer_windows": list(layer_windows) if layer_windows else None,
-    }
-    if preset is not None:
-        report.update({"preset": preset.name, "source": preset.source, "heads": preset.heads,
-                       "params": preset.n_params,
-                       "weights_bytes": {k: int(weight_bytes(preset.n_params, k)) for k in WEIGHT_DTYPE_BYTES}})
-    if args.json:
-        print(json.dumps(report))
-        return 0
-    name = preset.name if preset else f"{layers} layers × {kv_heads} kv heads × d_head {head_dim}"
-    print(f"{name}: KV cache for {args.context:,} tokens × batch {args.batch} at {args.kv_bits} bits")
-    print(f"  = 2 × {layers} layers × {kv_heads} kv heads × {head_dim} × tokens × {args.batch} × {args.kv_bits / 8:g} B")
-    print(f"  = {total:,} bytes ({human_bytes(total)}); {per_token:,} bytes per token")
-    if preset is not None:
-        print(f"weights ({preset.n_params / 1e9:.2f}B params): " + ", ".join(
-            f"{k.upper()} {human_bytes(v)}" for k, v in report["weights_bytes"].items()))
-    return 0
-
-
-# --------------------------------------------------------------------------------------- models
-def cmd_models(args: argparse.Namespace) -> int:
-    from .models.catalog import fetch_model, list_models
-
-    if args.models_command == "get":
-        path = fetch_model(args.name)
-        print(f"{args.name}: ready at {path}")
-        return 0
-    if args.models_command != "list":
-        raise UsageError("use `kvsim models list` or `kvsim models get NAME`")
-    rows = list_models()
-    if getattr(args, "json", False):
-        print(json.dumps({"models": rows}))
-        return 0
-    for r in rows:
-        size = human_bytes(r["size_bytes"]) if r.get("size_bytes") else "-"
-        print(f"{r['name']:<18} {r['kind']:<10} {size:>10}  {r.get('description', r.get('path', ''))}")
-    print("also: random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,seed=0 · a Hugging Face "
-          "checkpoint directory · a .gguf file")
-    return 0
-
-
-# -------------------------------------------------------------------------------------- inspect
-def cmd_inspect(args: argparse.Namespace) -> int:
-    """Validate a ``.kvsim`` file as the app's Open run does, then summarise it."""
-    from .simulate import summarize
-    from .trace import Trace
-
-    trace = Trace.load(args.file)
-    meta, summary = trace.meta, summarize(trace)
-    lanes = [lane["name"] for lane in meta["lanes"]]
-    if args.json:
-        print(json_line({"model_id": meta.get("model_id"), "config": meta["config"], "lanes": meta["lanes"],
-                         "steps": len(trace.records), "summary": summary}))
-        return 0
-    cfg = meta["config"]
-    print(f"{args.file}: {len(trace.records)} steps of {meta.get('model_id', '?')} "
-          f"({cfg['n_layers']} layers, {cfg['n_heads']} heads / {cfg['n_kv_heads']} kv, head dim {cfg['head_dim']})")
-    print(f"lanes: {', '.join(lanes)}")
-    for name, s in summary["lanes"].items():
-        itl = f"{s['itl_ms']:.2f} ms" if s["itl_ms"] is not None else "-"
-        print(f"{name:>12}: TTFT {s['ttft_ms']:.2f} ms, ITL {itl}, K/V rows {s['kv_positions_total']}, "
-              f"cache {human_bytes(s['cache_bytes'])}")
-    return 0

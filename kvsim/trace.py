@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import os
 import tempfile
 import zipfile
@@ -24,16 +23,13 @@ from typing import Any
 
 import numpy as np
 
+from .trace_checks import TraceError, check_meta, check_sequence, is_int
+
 SCHEMA = "kvsim-trace"
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)  # version 1 (before per-lane rows) reads as lanes that hold the shared rows
-MAX_LANES = 16  # more lanes than a screen can compare: refused, not drawn
 MAX_MEMBER_BYTES = 2 * 1024**3  # an archive member that unpacks to more is refused before it is read
 MAX_MANIFEST_BYTES = 256 * 1024**2
-
-
-class TraceError(ValueError):
-    """A trace file that cannot be read: wrong format, truncated, tampered with."""
 
 
 def _freeze(obj: object, names: tuple[str, ...]) -> None:
@@ -226,122 +222,16 @@ class Trace:
         meta = manifest.get("meta", {})
         steps = manifest.get("steps")
         try:
-            _check_meta(meta)
-            if not isinstance(steps, list):
-                raise TraceError("the manifest has no list of steps")
+            check_meta(meta)
+            if not isinstance(steps, list) or not steps:
+                raise TraceError("the run has no steps" if isinstance(steps, list) else "the manifest has no list of steps")
             records = [_record_from_json(i, s, arrays, meta) for i, s in enumerate(steps)]
-            _check_sequence(records, meta)
+            check_sequence(records, meta)
         except TraceError as exc:
             raise TraceError(f"{path}: {exc}") from None
         except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
             raise TraceError(f"{path}: malformed step data ({exc!r})") from None
         return cls(meta=meta, records=records)
-
-
-CONFIG_KEYS = ("n_layers", "n_heads", "n_kv_heads", "head_dim", "max_seq_len")
-CONFIG_LIMIT = 1 << 20  # no model kvsim draws has more layers, heads, dims or positions than this
-
-
-def _is_int(value: object) -> bool:
-    return type(value) is int
-
-
-def _is_number(value: object) -> bool:
-    return type(value) in (int, float) and math.isfinite(value)
-
-
-def _check_meta(meta: object) -> None:
-    """The metadata must describe a model and lanes that make sense, not only have the right keys."""
-    if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
-        raise TraceError("metadata lacks the model config")
-    cfg = meta["config"]
-    bad = [k for k in CONFIG_KEYS if not (_is_int(cfg.get(k)) and 1 <= cfg[k] <= CONFIG_LIMIT)]
-    if bad:
-        raise TraceError(f"model config: {', '.join(bad)} must be whole numbers from 1 to {CONFIG_LIMIT}")
-    if cfg["n_heads"] % cfg["n_kv_heads"]:
-        raise TraceError(f"model config: {cfg['n_heads']} query heads cannot share {cfg['n_kv_heads']} K/V heads "
-                         "(heads must be a multiple of kv heads)")
-    window = cfg.get("sliding_window")
-    if window is not None and not (_is_int(window) and window >= 1):
-        raise TraceError(f"model config: sliding_window must be a whole number ≥ 1, got {window!r}")
-    vocab = cfg.get("vocab_size")
-    if vocab is not None and not (_is_int(vocab) and vocab >= 1):
-        raise TraceError(f"model config: vocab_size must be a whole number ≥ 1, got {vocab!r}")
-    lanes = meta.get("lanes")
-    if not isinstance(lanes, list) or not lanes or not all(
-            isinstance(x, dict) and isinstance(x.get("name"), str) and x["name"] for x in lanes):
-        raise TraceError("metadata lacks the lanes (each a name)")
-    if len(lanes) > MAX_LANES:
-        raise TraceError(f"{len(lanes)} lanes: kvsim shows at most {MAX_LANES} side by side")
-    names = [x["name"] for x in lanes]
-    if len(set(names)) != len(names):
-        raise TraceError("two lanes share a name")
-    for x in lanes:
-        for key in ("title", "explanation", "policy"):
-            if key in x and not isinstance(x[key], str):
-                raise TraceError(f"lane {x['name']!r}: {key} is not text")
-        w = x.get("window")
-        if w is not None and not (_is_int(w) and w >= 1):
-            raise TraceError(f"lane {x['name']!r}: window must be a whole number ≥ 1, got {w!r}")
-    if not isinstance(meta.get("prompt_ids", []), list):
-        raise TraceError("prompt_ids is not a list")
-
-
-def _check_sequence(records: list[StepRecord], meta: dict[str, Any]) -> None:
-    """Steps 0..N-1 of one run, each carrying every lane the metadata names, positions contiguous."""
-    names = [lane["name"] for lane in meta["lanes"]]
-    next_position = 0
-    max_len = meta["config"]["max_seq_len"]
-    for i, r in enumerate(records):
-        if r.step != i or r.run_id != records[0].run_id:
-            raise TraceError(f"step {i}: steps are not one run numbered 0..N-1")
-        if r.phase != ("prefill" if i == 0 else "decode"):
-            raise TraceError(f"step {i}: phase {r.phase!r} (step 0 is the prefill, later steps decode)")
-        if [lane.name for lane in r.lanes] != names:
-            raise TraceError(f"step {i}: lanes {[lane.name for lane in r.lanes]} differ from {names}")
-        if int(r.positions[0]) != next_position or not np.array_equal(
-                r.positions, np.arange(next_position, next_position + len(r.positions))):
-            raise TraceError(f"step {i}: positions do not continue the previous step's")
-        next_position = int(r.positions[-1]) + 1
-        if next_position > max_len:
-            raise TraceError(f"step {i}: position {next_position - 1} is beyond the model's context of {max_len}")
-        for lane in r.lanes:
-            _check_lane(i, lane, r, next_position)
-
-
-def _check_lane(i: int, lane: LaneStep, r: StepRecord, n: int) -> None:
-    where = f"step {i}, lane {lane.name!r}"
-    for key in ("kv_positions", "context", "flops", "cache_tokens", "cache_bytes", "token_id", "first_key",
-                "cache_overhead_bytes"):
-        value = getattr(lane, key)
-        if not _is_int(value) or value < 0:
-            raise TraceError(f"{where}: {key} must be a whole number ≥ 0, got {value!r}")
-    for key in ("wall_ms", "logit_diff"):
-        value = getattr(lane, key)
-        if not _is_number(value) or value < 0:
-            raise TraceError(f"{where}: {key} must be a finite number ≥ 0, got {value!r}")
-    if lane.recompute_diff is not None and not (_is_number(lane.recompute_diff) and lane.recompute_diff >= 0):
-        raise TraceError(f"{where}: recompute_diff must be a finite number ≥ 0")
-    if lane.kv_positions > n or lane.context > n or lane.cache_overhead_bytes > lane.cache_bytes:
-        raise TraceError(f"{where}: counts larger than the sequence ({n} positions)")
-    if not all(_is_int(t) for t in lane.top_ids) or not all(_is_number(p) for p in lane.top_probs):
-        raise TraceError(f"{where}: top candidates are not numbers")
-    if lane.spans is not None:
-        last = 0
-        for a, b in lane.spans:
-            if not (_is_int(a) and _is_int(b) and last <= a < b <= n):
-                raise TraceError(f"{where}: key spans are not increasing runs within 0..{n}")
-            last = b
-    rows = lane.rows
-    if rows is not None:
-        L, Hkv, _, D = r.k.shape
-        R = rows.positions.shape[0] if rows.positions.ndim == 1 else -1
-        if R < 0 or rows.k.shape != (L, Hkv, R, D) or rows.v.shape != rows.k.shape or rows.q.shape != r.q.shape \
-                or (R and not (np.all(np.diff(rows.positions) > 0) and 0 <= rows.positions[0]
-                               and rows.positions[-1] < n)):
-            raise TraceError(f"{where}: its own rows do not fit the step's shapes and positions")
-        if not all(np.isfinite(a).all() for a in (rows.k, rows.v, rows.q)):
-            raise TraceError(f"{where}: its own rows hold values that are not numbers")
 
 
 def _lane_to_json(lane: LaneStep) -> dict[str, Any]:
@@ -366,7 +256,7 @@ def _lane_from_json(i: int, j: int, data: object, arrays: dict[str, np.ndarray])
         if not isinstance(data.get(key), str):
             raise TraceError(f"step {i}: lane {j}'s {key} is not text")
     for key in ("flops_by_component", "bytes_by_component"):
-        if not isinstance(data.get(key), dict) or not all(_is_int(v) for v in data[key].values()):
+        if not isinstance(data.get(key), dict) or not all(is_int(v) for v in data[key].values()):
             raise TraceError(f"step {i}: lane {j}'s {key} is not a table of whole numbers")
     spans = data.get("spans")
     if spans is not None:
@@ -417,12 +307,12 @@ def _record_from_json(i: int, step: object, arrays: dict[str, np.ndarray],
         raise TraceError(f"step {i}: rows of shape {q.shape}/{k.shape} do not match the model config {expected}")
     vocab = cfg.get("vocab_size")
     ids = [int(x) for x in input_ids] + [step.get("token_id")]
-    if not _is_int(step.get("token_id")) or (vocab is not None and not all(0 <= x < vocab for x in ids)):
+    if not is_int(step.get("token_id")) or (vocab is not None and not all(0 <= x < vocab for x in ids)):
         raise TraceError(f"step {i}: token ids outside the model's vocabulary")
     for key in ("run_id", "phase", "token"):
         if not isinstance(step.get(key), str):
             raise TraceError(f"step {i}: {key} is not text")
-    if not _is_int(step.get("step")) or not isinstance(step.get("lanes"), list):
+    if not is_int(step.get("step")) or not isinstance(step.get("lanes"), list):
         raise TraceError(f"step {i}: step number or lanes missing")
     lanes = tuple(_lane_from_json(i, j, lane, arrays) for j, lane in enumerate(step["lanes"]))
     return StepRecord(run_id=step["run_id"], step=step["step"], phase=step["phase"],

@@ -26,16 +26,9 @@ import pytest
 HERE = Path(__file__).parent
 pytest.importorskip("gguf")
 
-# Cases that fail because of code outside the loaders (owned elsewhere), each with the change it needs;
-# they run (under a short alarm) and are checked by the xfail test at the end, not silently dropped.
-KNOWN_GAPS = {
-    "memory/config-fifo": "kvsim/cli.py cmd_memory opens --config itself and blocks on a FIFO: "
-                          "use kvsim.memory.read_hf_config(args.config)",
-    "trace/steps-empty": "kvsim/trace.py: Trace.load accepts a manifest with no steps",
-    "inspect/steps-empty": "kvsim/trace.py: Trace.load accepts a manifest with no steps",
-    "trace/theta-nan": "kvsim/trace.py: Trace.load accepts meta.config.rope_theta = NaN",
-    "inspect/theta-nan": "kvsim/trace.py: Trace.load accepts meta.config.rope_theta = NaN",
-}
+# Cases that still fail, each with the change it needs; they run (under a short alarm) and are listed,
+# not silently dropped.
+KNOWN_GAPS: dict[str, str] = {}  # cases that still fail, with why (none now); the test at the end holds them
 
 
 def _bad_outcome(r: dict) -> str | None:
@@ -145,9 +138,12 @@ def test_console_entry_point_behaves_the_same(corpus, outcomes, pick):
     assert err.strip() == {r["name"]: r for r in outcomes["results"]}[pick]["stderr"].strip()
 
 
-@pytest.mark.xfail(reason="needs changes outside the loaders: see KNOWN_GAPS", strict=False)
-def test_known_gaps(outcomes):
+def test_formerly_known_gaps_are_closed(outcomes):
+    """A FIFO as --config, a run with no steps, a trace whose config holds a NaN: all refused now."""
     results = {r["name"]: r for r in outcomes["results"]}
-    still = {name: why for name, why in KNOWN_GAPS.items()
+    gaps = {name: "" for name in ("memory/config-fifo", "trace/steps-empty", "inspect/steps-empty", "trace/theta-nan",
+                                  "inspect/theta-nan")}
+    assert set(gaps) <= set(results)
+    still = {name: why for name, why in gaps.items()
              if (results[name]["rc"] not in ("TraceError",) if name.startswith("trace/") else _bad_outcome(results[name]))}
     assert not still, "\n".join(f"{k}: {v}" for k, v in still.items())

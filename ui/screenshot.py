@@ -26,7 +26,7 @@ def render(window, size: tuple[int, int], path: Path) -> Path:
     window.fit_docks()
     for _ in range(5):
         QCoreApplication.processEvents()
-    for p in window.lane_panels:
+    for p in window.lanes.shown():
         p.redraw()
     window.costs.redraw()
     QCoreApplication.processEvents()
@@ -54,6 +54,7 @@ def main(args) -> int:
     window = MainWindow(model=args.model, prompt=args.prompt, persist=False, fallback=args.model == "tiny")
     window.animator.set_speed("instant")
     window.toolbar.show_speed("instant")
+    window.controller.lanes = getattr(args, "lanes", None) or window.controller.lanes
     window.resize(*size)
     window.show()
     try:

@@ -10,12 +10,12 @@ redraws over the frames of the one animation clock.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QFileDialog, QLabel, QMainWindow, QToolBar, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QToolBar, QVBoxLayout, QWidget
 
+from . import dialogs
 from .animation import SPEEDS, Animator
 from .controller import Controller
 from .session import Session
@@ -118,9 +118,9 @@ class MainWindow(QMainWindow):
         self.resizeDocks([self.costs_dock, self.text_dock], [230, 80], Qt.Vertical)
         self.resizeDocks([self.overview_dock], [520], Qt.Horizontal)
         menu = self.toolbar.menu  # docks and lanes can be hidden, so the ☰ menu brings them back
-        save = menu.addAction("Save run…", self._ask_save_run)
+        save = menu.addAction("Save run…", lambda: (path := dialogs.ask_save_run(self)) and self.controller.save_run(path))
         save.setShortcut(QKeySequence.Save)
-        opened = menu.addAction("Open run…", self._ask_open_run)
+        opened = menu.addAction("Open run…", lambda: (path := dialogs.ask_open_run(self)) and self.controller.open_run(path))
         opened.setShortcut(QKeySequence.Open)
         self.focus_action = QAction("Lanes only", self)
         self.focus_action.setShortcut(QKeySequence("F"))
@@ -193,13 +193,10 @@ class MainWindow(QMainWindow):
     # ================================================================== reactions
     def _on_model_chosen(self, spec: str) -> None:
         if spec == OPEN_ITEM:
-            path, _ = QFileDialog.getOpenFileName(
-                self, "Open a checkpoint (its config.json) or a .gguf file", str(Path.home()),
-                "Models (config.json *.gguf);;All files (*)")
-            if not path:
+            spec = dialogs.ask_model(self)
+            if not spec:
                 self.toolbar.show_model(self.controller.model_spec or self.model_spec, self.toolbar.model_box.toolTip())
                 return
-            spec = str(Path(path).parent) if Path(path).name == "config.json" else path
         self.controller.load_model(spec, fallback=False)
 
     def _on_model_loaded(self, info: dict) -> None:
@@ -248,17 +245,6 @@ class MainWindow(QMainWindow):
             self.banner.setText(f"⚠  {text}")
         self.banner.setVisible(error)
         self.statusBar().showMessage(text)
-
-    # ------------------------------------------------------------------ runs on disk (.kvsim)
-    def _ask_save_run(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save run", "run.kvsim", "kvsim runs (*.kvsim)")
-        if path:
-            self.controller.save_run(path if path.endswith(".kvsim") else path + ".kvsim")
-
-    def _ask_open_run(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open run", "", "kvsim runs (*.kvsim);;all files (*)")
-        if path:
-            self.controller.open_run(path)
 
     # ================================================================== settings, lifetime
     def default_layout(self) -> None:

@@ -116,12 +116,13 @@ class CostsPanel(QWidget):
         if legend is not None:
             legend.clear()
         self.curves = {}
+        em = self.stats.fontMetrics().horizontalAdvance("M")
+        self.stats.setFixedWidth(int(em * min(6 + 7 * len(self.session.lanes), 60)))  # fixed: no relayout per step
         for lane in self.session.lanes:
             color = theme.lane_color(lane.index)
             pen = pg.mkPen(color, width=3)
             self.curves[lane.index] = [
-                self.plots[0].plot([], [], pen=pen, name=lane.title if lane.title == lane.name else f"{lane.title} ({lane.name})",
-                                   skipFiniteCheck=True),
+                self.plots[0].plot([], [], pen=pen, name=self.session.lane_label(lane.index), skipFiniteCheck=True),
                 self.plots[1].plot([], [], pen=pen, skipFiniteCheck=True),
                 self.plots[2].plot([], [], pen=pg.mkPen(color, width=2), skipFiniteCheck=True),
             ]
@@ -187,8 +188,8 @@ class CostsPanel(QWidget):
             self.stats.setText(f"<span style='color:{theme.MUTED}'>no steps yet</span>")
             return
         names = [lane.index for lane in s.lanes]
-        head = "".join(f"<th align=right style='color:{theme.lane_color(lane.index)}'>&nbsp;{escape(lane.title)}</th>"
-                       for lane in s.lanes)
+        head = "".join(f"<th align=right style='color:{theme.lane_color(lane.index)}'>&nbsp;"
+                       f"{escape(s.lane_label(lane.index)).replace(' (', '<br>(', 1)}</th>" for lane in s.lanes)
         rows = {n: s.cumulative(n)[0] for n in names}
         ttft_itl = {n: s.ttft_itl(n) for n in names}
 

@@ -53,7 +53,7 @@ class LaneArea(QSplitter):
             panel.set_selection(*self.selection)
             panel.setVisible(lane.name not in self.hidden and lane.index < MAX_SHOWN_LANES)
             self.panels.append(panel)
-            action = self.menu.addAction(f"{lane.title} ({lane.name})" if lane.title != lane.name else lane.name)
+            action = self.menu.addAction(f"{self.session.lane_label(lane.index)} — {lane.name}")
             action.setCheckable(True)
             action.setChecked(not panel.isHidden())
             action.toggled.connect(lambda on, name=lane.name: self.show_lane(name, on))
