@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QFont, QKeySequence
 from PySide6.QtWidgets import QComboBox, QMenu, QSizePolicy, QToolBar, QToolButton, QWidget
 
-from kvsim.caches import known_specs, policy_examples
+from kvsim.caches import known_specs, parse_spec, policy_examples
 from kvsim.models.config import ModelConfig
 
 from .animation import SPEEDS
@@ -38,8 +38,9 @@ def lane_choices() -> list[tuple[str, str]]:
     """(label, specs) the lane chooser offers: the default pair, swapped, and each registered
     policy beside the KV cache, with its example parameters (any spec list can also be typed)."""
     choices = [("no cache | KV cache", DEFAULT_LANES), ("KV cache | no cache", "cached,uncached")]
+    shown = {parse_spec(spec).policy for spec in DEFAULT_LANES.split(",")}
     for example, _grammar in policy_examples():
-        if example not in ("none", "kv"):
+        if parse_spec(example).policy not in shown:
             choices.append((f"no cache | KV cache | {example}", f"uncached,cached,{example}"))
     return choices
 

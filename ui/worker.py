@@ -54,8 +54,6 @@ class SimWorker(QObject):
         self.loaded = None
         self.sim: Simulator | None = None
         self._cancel = threading.Event()
-        self._lanes = ("uncached", "cached")
-        self._prompt = ""
         self._listed = False
 
     def cancel(self) -> None:
@@ -110,7 +108,6 @@ class SimWorker(QObject):
             return
         try:
             specs = parse_lanes(lanes)
-            names = [spec.name for spec in specs]
             tok = self.loaded.tokenizer
             text = tok.format_prompt(prompt, chat=True)
             ids = tok.encode(text)
@@ -120,7 +117,6 @@ class SimWorker(QObject):
             self.failed.emit("run", str(exc))
             return
         self.sim = sim
-        self._prompt, self._lanes = prompt, tuple(names)
         self.run_started.emit(RunInfo.from_trace(sim.trace.meta, sim.run_id, info=dict(self.loaded.info),
                                                  eos_id=getattr(tok, "eos_id", None), token_text=tok.token_text))
 
