@@ -25,10 +25,10 @@ import numpy as np
 import torch
 
 from . import __version__
-from .caches import Cache, KVCache, LaneSpec, PolicyInfo, make_cache, parse_lanes
+from .caches import Cache, KVCache, LaneSpec, PolicyInfo, make_cache, parse_lanes, visibility
 from .counting import step_cost
 from .models.tokenizer import Tokenizer
-from .models.transformer import Transformer, effective_window
+from .models.transformer import Transformer
 from .sampling import Sampling, SimulationError, choose, probabilities
 from .trace import LaneRows, LaneStep, StepRecord, Trace
 
@@ -259,10 +259,9 @@ class Simulator:
             shown = probabilities(logits, self.sampling) if self.sampling.temperature > 0 \
                 else torch.softmax(logits, -1)
             top = torch.topk(shown, min(self.top_k_record, shown.numel()))
-            first_key = int(key_pos[0]) if key_pos.size else n - 1
-            window = effective_window(cfg.sliding_window, lane.cache.mask_window)
-            if window is not None:  # the newest query (position n-1) sees keys > n-1-W
-                first_key = max(first_key, n - window)
+            seen = key_pos[visibility(np.array([n - 1]), key_pos, cfg.sliding_window, lane.cache.mask_window,
+                                      lane.cache.mask_sinks)[0]]
+            first_key = int(seen[0]) if seen.size else n - 1  # the lowest position the newest query sees
             payload, overhead = lane.cache.bytes_split()
             lane_steps.append(LaneStep(
                 name=lane.name, policy=lane.spec.policy, kv_positions=t, context=context,

@@ -70,6 +70,8 @@ def check_meta(meta: object) -> None:
         for key in ("title", "explanation", "policy"):
             if key in x and not isinstance(x[key], str):
                 raise TraceError(f"lane {x['name']!r}: {key} is not text")
+        if not (is_int(x.get("sinks", 0)) and x.get("sinks", 0) >= 0):
+            raise TraceError(f"lane {x['name']!r}: sinks must be a whole number ≥ 0")
         w = x.get("window")
         if w is not None and not (is_int(w) and w >= 1):
             raise TraceError(f"lane {x['name']!r}: window must be a whole number ≥ 1, got {w!r}")

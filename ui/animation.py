@@ -3,6 +3,9 @@
 Speed is a duration per step; "instant" (0 ms) jumps straight to t = 1. Subscribers get
 ``frame(t)``; ``finished`` fires once per animation, which is what Play waits for before asking
 for the next step, so the picture never lags the data by more than one step.
+
+The speed may change at any moment, mid-animation included: a running animation keeps its
+progress in time and ends at once when the new duration is already over (or is "instant").
 """
 
 from __future__ import annotations
@@ -29,7 +32,12 @@ class Animator(QObject):
         self.frame_times: list[float] | None = None  # set to a list to record frame costs (benchmarks)
 
     def set_speed(self, name: str) -> None:
+        """``name``: a key of SPEEDS (an unknown name keeps the current speed)."""
+        if name not in SPEEDS:
+            return
         self.duration_ms = SPEEDS[name]
+        if self.running and self.duration_ms <= 0:
+            self._finish()  # "instant" chosen mid-animation: this step ends now (Play goes on)
 
     def start(self) -> None:
         if self.duration_ms <= 0:
@@ -50,14 +58,21 @@ class Animator(QObject):
             self._emit(1.0)
 
     def _tick(self) -> None:
-        t = (time.perf_counter() - self._t0) * 1000.0 / self.duration_ms
-        if t >= 1.0:
+        if not self.running:  # a tick queued before stop()
             self.timer.stop()
-            self.running = False
-            self._emit(1.0)
-            self.finished.emit()
+            return
+        elapsed_ms = (time.perf_counter() - self._t0) * 1000.0
+        t = elapsed_ms / self.duration_ms if self.duration_ms > 0 else 1.0
+        if t >= 1.0:
+            self._finish()
         else:
             self._emit(t)
+
+    def _finish(self) -> None:
+        self.timer.stop()
+        self.running = False
+        self._emit(1.0)
+        self.finished.emit()
 
     def _emit(self, t: float) -> None:
         if self.frame_times is None:

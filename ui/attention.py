@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kvsim.caches.base import visibility
+
 
 def kv_head_of(head: int, n_heads: int, n_kv_heads: int) -> int:
     """The K/V head query head ``head`` reads (GQA: groups of H/H_kv query heads share one)."""
@@ -21,25 +23,21 @@ def kv_head_of(head: int, n_heads: int, n_kv_heads: int) -> int:
     return head // (n_heads // n_kv_heads)
 
 
-def visible_mask(q_pos: np.ndarray, k_pos: np.ndarray, window: int | None = None) -> np.ndarray:
-    """(T, S) bool: which key positions each query position attends to (causal, optional window)."""
-    q_pos = np.asarray(q_pos)[:, None]
-    k_pos = np.asarray(k_pos)[None, :]
-    visible = k_pos <= q_pos
-    if window is not None:
-        visible &= k_pos > q_pos - window
-    return visible
+def visible_mask(q_pos: np.ndarray, k_pos: np.ndarray, window: int | None = None,
+                 lane_window: int | None = None, sinks: int = 0) -> np.ndarray:
+    """(T, S) bool: which key positions each query position attends to — the model's own rule."""
+    return visibility(np.asarray(q_pos), np.asarray(k_pos), window, lane_window, sinks)
 
 
 def attention_rows(q: np.ndarray, k: np.ndarray, q_pos: np.ndarray, k_pos: np.ndarray,
-                   window: int | None = None) -> np.ndarray:
+                   window: int | None = None, lane_window: int | None = None, sinks: int = 0) -> np.ndarray:
     """Attention probabilities (T, S) of queries ``q`` (T, D) over keys ``k`` (S, D); NaN where masked."""
     q = np.asarray(q, dtype=np.float64)
     k = np.asarray(k, dtype=np.float64)
     if q.ndim != 2 or k.ndim != 2 or q.shape[1] != k.shape[1]:
         raise ValueError(f"q {q.shape} and k {k.shape} must be (T, D) and (S, D)")
     scores = (q @ k.T) / np.sqrt(q.shape[1])  # (T, S)
-    visible = visible_mask(q_pos, k_pos, window)
+    visible = visible_mask(q_pos, k_pos, window, lane_window, sinks)
     scores = np.where(visible, scores, -np.inf)
     top = scores.max(axis=1, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)

@@ -39,6 +39,7 @@ class LaneInfo:
     lossy: bool = False
     evicts: bool = False
     window: int | None = None
+    sinks: int = 0
 
     @classmethod
     def from_meta(cls, index: int, lane: dict[str, Any]) -> LaneInfo:
@@ -52,7 +53,7 @@ class LaneInfo:
         return cls(index=index, name=str(lane["name"]), title=str(lane.get("title", lane["name"])),
                    explanation=str(lane.get("explanation", "")), reuses_past=bool(lane.get("reuses_past", True)),
                    lossy=bool(lane.get("lossy", False)), evicts=bool(lane.get("evicts", False)),
-                   window=lane.get("window"))
+                   window=lane.get("window"), sinks=int(lane.get("sinks", 0)))
 
 
 @dataclass

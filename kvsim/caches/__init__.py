@@ -5,7 +5,7 @@
     cache = make_cache(lanes[1], n_layers)   # a KVCache
 """
 
-from .base import Cache, PolicyInfo, SpecError
+from .base import Cache, PolicyInfo, SpecError, visibility
 from .kv import KVCache
 from .none import NoCache
 from .registry import (
@@ -21,4 +21,5 @@ from .registry import (
 )
 
 __all__ = ["Cache", "PolicyInfo", "SpecError", "KVCache", "NoCache", "LaneSpec", "describe_spec", "known_specs",
-           "make_cache", "parse_lanes", "parse_spec", "policy_examples", "register_policy", "unregister_policy"]
+           "make_cache", "parse_lanes", "parse_spec", "policy_examples", "register_policy", "unregister_policy",
+           "visibility"]

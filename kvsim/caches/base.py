@@ -35,10 +35,27 @@ class PolicyInfo:
     reuses_past: bool  # feeds only new tokens (True) or recomputes the prefix (False)
     lossy: bool  # its stored rows may differ from full precision (quantized)
     evicts: bool  # it may drop positions, so attention sees fewer keys than the sequence has
-    window: int | None = None  # queries see at most this many most recent keys (its attention mask)
+    window: int | None = None  # queries see at most this many most recent keys (its attention mask)…
+    sinks: int = 0  # …besides the first `sinks` positions, which stay visible (StreamingLLM's attention sinks)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def visibility(q_pos, k_pos, model_window: int | None = None, lane_window: int | None = None, sinks: int = 0):
+    """(T, S) bool, numpy or torch alike: may the query at ``q_pos[t]`` see the key at ``k_pos[s]``?
+    Causal; inside the model's own window (Mistral); inside the lane's window unless the key is one of
+    the first ``sinks`` positions. The model's mask and the app's derived attention both use this."""
+    q, k = q_pos[:, None], k_pos[None, :]
+    visible = k <= q
+    if model_window is not None:
+        visible = visible & (k > q - model_window)
+    if lane_window is not None:
+        inside = k > q - lane_window
+        if sinks:
+            inside = inside | (k < sinks)
+        visible = visible & inside
+    return visible
 
 
 class Cache(ABC):
@@ -55,8 +72,10 @@ class Cache(ABC):
     example: ClassVar[str] = ""
     #: True when rows computed in earlier steps are reused (the lane feeds only new tokens)
     reuses_past: ClassVar[bool] = True
-    #: the attention mask window this policy imposes on its queries (None: causal only)
+    #: the attention mask window this policy imposes on its queries (None: causal only)…
     mask_window: int | None = None
+    #: …except for the first positions, which every query still sees (attention sinks)
+    mask_sinks: int = 0
 
     @classmethod
     def parse_options(cls, args: list[list[str]]) -> dict[str, Any]:

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..caches.base import Cache
+from ..caches.base import Cache, visibility
 from .config import ModelConfig
 
 LayerHook = Callable[[int, int], None]
@@ -66,12 +66,6 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     half = x.shape[-1] // 2
     rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
     return x * cos + rotated * sin  # cos/sin (T, D) broadcast over (B, H, T, D)
-
-
-def effective_window(model_window: int | None, cache_window: int | None) -> int | None:
-    """The window a query sees: the model's own (Mistral) and its lane's cache policy's, the smaller."""
-    windows = [w for w in (model_window, cache_window) if w is not None]
-    return min(windows) if windows else None
 
 
 class Attention(nn.Module):
@@ -123,10 +117,7 @@ class Attention(nn.Module):
         qg = q.reshape(b, hkv, g * t, d)  # (B, H_kv, g*T, D); head h reads kv head h // g
         scores = (qg @ k_all.transpose(-1, -2)) * (1.0 / math.sqrt(d))  # (B, H_kv, g*T, S)
         scores = scores.view(b, hkv, g, t, s)
-        visible = key_pos[None, :] <= positions[:, None]  # (T, S) causal
-        window = effective_window(cfg.sliding_window, cache.mask_window)
-        if window is not None:
-            visible = visible & (key_pos[None, :] > positions[:, None] - window)
+        visible = visibility(positions, key_pos, cfg.sliding_window, cache.mask_window, cache.mask_sinks)  # (T, S)
         if not bool(visible.all()):
             scores = scores.masked_fill(~visible, float("-inf"))
         probs = torch.softmax(scores.float(), dim=-1).to(q.dtype).view(b, hkv, g * t, s)

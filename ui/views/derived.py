@@ -16,8 +16,6 @@ import math
 
 import numpy as np
 
-from kvsim.models.transformer import effective_window
-
 from .. import theme
 from ..attention import AttentionRows, attention_rows, kv_head_of
 
@@ -126,7 +124,7 @@ class DerivedImages:
             return rows.rows(s.q_rows(lane, layer, head, 0, b), s.shared_rows(layer, g, b)[0], a, b, b)
         done = self._rows.setdefault((lane, layer, head), {})
         out = np.full((b - a, b), np.nan, dtype=np.float32)
-        window = effective_window(cfg.sliding_window, s.lanes[lane].window)
+        info = s.lanes[lane]
         p = a
         while p < b:
             step = s.step_of_position(p)
@@ -137,7 +135,7 @@ class DerivedImages:
                 keys = np.arange(n) if keys is None else keys
                 k_all = s.kv_rows(lane, layer, g, 0, n, step=step)[0]
                 block = attention_rows(s.q_rows(lane, layer, head, p, end), k_all[keys],
-                                       np.arange(p, end), keys, window)
+                                       np.arange(p, end), keys, cfg.sliding_window, info.window, info.sinks)
                 for i, q in enumerate(range(p, end)):
                     full = np.full(q + 1, np.nan, dtype=np.float32)
                     seen = keys <= q

@@ -1,15 +1,30 @@
-"""The lanes, side by side: one panel per lane of the run, built from the session's lane
-descriptions; any lane can be hidden (a hidden lane still runs, it is only not drawn)."""
+"""The lanes, side by side: one panel per shown lane of the run, built from the session's lane
+descriptions; any lane can be hidden (a hidden lane still runs, it is only not drawn).
+
+Panels are built lazily, because one costs ~60–100 ms of the GUI thread (three pyqtgraph plots):
+
+* a new run whose lanes differ re-targets the panels that exist (panel i shows lane i: its colour
+  is the lane's index, so only its header changes) instead of destroying and rebuilding them;
+* a lane that opens hidden (beyond the first ``MAX_SHOWN_LANES``, or hidden by the user) gets no
+  panel until it is first shown (the Lanes menu, ``show_lane``);
+* at most ``SYNC_BUILDS`` missing panels are built inside the run's start; the others one per
+  turn of the event loop, so opening a run with many lanes never freezes the window.
+
+``panels`` is the list of built panels in lane order (the shown ones, and hidden ones that were
+shown once); ``panel(index)`` is lane ``index``'s panel or None; ``pending`` says whether panels
+are still to be built (``settle()`` builds them at once, for tests and screenshots).
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QMenu, QSplitter
 
 from .. import theme
 from .lanes import LanePanel
 
 MAX_SHOWN_LANES = 4  # more lanes than this open hidden (the Lanes menu shows any of them)
+SYNC_BUILDS = 2  # panels built inside a run's start; the rest follow one per event-loop turn
 
 
 class LaneArea(QSplitter):
@@ -24,6 +39,13 @@ class LaneArea(QSplitter):
         self.hidden: set[str] = set()
         self.selection = (0, 0)
         self.menu = QMenu("Lanes")
+        self._lanes: list = []  # the lanes the area was built for
+        self._actions: dict[str, object] = {}
+        self._pending: list[int] = []  # lane indices to show whose panel is not built yet
+        self._build_soon = QTimer(self)
+        self._build_soon.setSingleShot(True)
+        self._build_soon.setInterval(0)
+        self._build_soon.timeout.connect(self._build_next)
         self.placeholder: QLabel | None = QLabel("loading the model …")
         self.placeholder.setAlignment(Qt.AlignCenter)
         self.placeholder.setStyleSheet(f"color: {theme.MUTED}; font-size: 20pt;")
@@ -31,43 +53,111 @@ class LaneArea(QSplitter):
         # connected before any panel exists, so the panels match a new run before they draw it
         session.run_started.connect(self.rebuild)
 
+    # ------------------------------------------------------------------ building
+    def _wanted(self, lane) -> bool:
+        return lane.name not in self.hidden and lane.index < MAX_SHOWN_LANES
+
     def rebuild(self) -> None:
-        lanes = self.session.lanes
-        if [p.info for p in self.panels] == lanes:
+        lanes = list(self.session.lanes)
+        if lanes == self._lanes:
             return
-        for p in self.panels:
-            p.detach()
-            p.setParent(None)
-            p.deleteLater()
+        self._lanes = lanes
         if self.placeholder is not None:
             self.placeholder.setParent(None)
             self.placeholder.deleteLater()
             self.placeholder = None
-        self.panels = []
+        keep: list[LanePanel] = []
+        for p in self.panels:
+            if p.index < len(lanes) and self._wanted(lanes[p.index]):
+                _retarget(p, lanes[p.index])
+                p.setVisible(True)
+                keep.append(p)
+            else:
+                _destroy(p)
+        self.panels = keep
+        built = {p.index for p in keep}
+        self._pending = [lane.index for lane in lanes if self._wanted(lane) and lane.index not in built]
+        for _ in range(min(SYNC_BUILDS, len(self._pending))):
+            self._build(self._pending.pop(0), redraw=False)  # the run's cursor_moved marks it for drawing
+        if self._pending:
+            self._build_soon.start()
+        else:
+            self._build_soon.stop()
+        self._fill_menu()
+
+    def _fill_menu(self) -> None:
         self.menu.clear()
-        for lane in lanes:
-            panel = LanePanel(self.session, self.derived, lane.index)
-            self.addWidget(panel)
-            panel.hovered.connect(self.hovered)
-            panel.pointed.connect(self.pointed)
-            panel.set_selection(*self.selection)
-            panel.setVisible(lane.name not in self.hidden and lane.index < MAX_SHOWN_LANES)
-            self.panels.append(panel)
+        self._actions = {}
+        for lane in self._lanes:
             action = self.menu.addAction(f"{self.session.lane_label(lane.index)} — {lane.name}")
             action.setCheckable(True)
-            action.setChecked(not panel.isHidden())
+            action.setChecked(self._wanted(lane))
             action.toggled.connect(lambda on, name=lane.name: self.show_lane(name, on))
+            self._actions[lane.name] = action
 
-    def show_lane(self, name: str, visible: bool = True) -> None:
-        (self.hidden.discard if visible else self.hidden.add)(name)
-        for p in self.panels:
-            if p.info.name == name and p.isHidden() == visible:
-                p.setVisible(visible)
-                if visible:
-                    p.redraw()
+    def _build(self, index: int, redraw: bool = True) -> LanePanel:
+        panel = LanePanel(self.session, self.derived, index)
+        at = sum(1 for p in self.panels if p.index < index)
+        self.insertWidget(at, panel)
+        self.panels.insert(at, panel)
+        panel.hovered.connect(self.hovered)
+        panel.pointed.connect(self.pointed)
+        panel.set_selection(*self.selection)
+        panel.set_hovered(getattr(self, "_hover", -1))
+        if redraw:
+            panel.redraw()
+        return panel
+
+    def _build_next(self) -> None:
+        """One deferred panel per event-loop turn (a lane shown since is built already)."""
+        while self._pending:
+            index = self._pending.pop(0)
+            if index < len(self._lanes) and self.panel(index) is None and self._wanted(self._lanes[index]):
+                self._build(index)
+                break
+        if self._pending:
+            self._build_soon.start()
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._pending)
+
+    def settle(self) -> None:
+        """Build every panel still waiting for its turn (tests, screenshots)."""
+        self._build_soon.stop()
+        while self._pending:
+            self._build_next()
+        self._build_soon.stop()
+
+    # ------------------------------------------------------------------ reading
+    def panel(self, index: int) -> LanePanel | None:
+        """Lane ``index``'s panel, or None when it was never shown."""
+        return next((p for p in self.panels if p.index == index), None)
 
     def shown(self) -> list[LanePanel]:
         return [p for p in self.panels if not p.isHidden()]
+
+    # ------------------------------------------------------------------ changes
+    def show_lane(self, name: str, visible: bool = True) -> None:
+        (self.hidden.discard if visible else self.hidden.add)(name)
+        index = self.session.lane_index(name)
+        if index is not None and index < len(self._lanes):
+            p = self.panel(index)
+            if visible and p is None:
+                if index in self._pending:
+                    self._pending.remove(index)
+                p = self._build(index)
+            elif p is not None and p.isHidden() == visible:
+                p.setVisible(visible)
+                if visible:
+                    p.redraw()
+            if not visible and index in self._pending:
+                self._pending.remove(index)
+        action = self._actions.get(name)
+        if action is not None and action.isChecked() != visible:
+            action.blockSignals(True)
+            action.setChecked(visible)
+            action.blockSignals(False)
 
     def set_selection(self, layer: int, head: int) -> None:
         self.selection = (layer, head)
@@ -75,5 +165,21 @@ class LaneArea(QSplitter):
             p.set_selection(layer, head)
 
     def set_hovered(self, position: int) -> None:
+        self._hover = position
         for p in self.panels:
             p.set_hovered(position)
+
+
+def _retarget(panel: LanePanel, lane) -> None:
+    """Panel ``panel`` (already lane ``lane.index``'s place and colour) now shows ``lane``: its
+    description and header; the images follow from the session when the run draws."""
+    panel.info = lane
+    panel.name = lane.name
+    panel._set_header()
+    panel.dirty = True
+
+
+def _destroy(panel: LanePanel) -> None:
+    panel.detach()
+    panel.setParent(None)
+    panel.deleteLater()
