@@ -263,7 +263,8 @@ def step_json(record) -> dict[str, object]:
             "bytes_by_component": lane.bytes_by_component, "wall_ms": round(lane.wall_ms, 4),
             "cache_tokens": lane.cache_tokens, "cache_bytes": lane.cache_bytes,
             "cache_overhead_bytes": lane.cache_overhead_bytes, "first_key": lane.first_key,
-            "logit_diff": lane.logit_diff, "token_id": lane.token_id, "recompute_diff": lane.recompute_diff,
+            "logit_diff": lane.logit_diff, "kl_div": lane.kl_div, "ref_logprob": lane.ref_logprob,
+            "token_id": lane.token_id, "recompute_diff": lane.recompute_diff,
         }
         if lane.spans is not None:
             lanes[lane.name]["key_spans"] = [list(span) for span in lane.spans]

@@ -15,6 +15,7 @@ that same draw, and how far its logits are from the reference.
 
 from __future__ import annotations
 
+import math
 import platform
 import time
 import uuid
@@ -234,6 +235,7 @@ class Simulator:
                 raise SimulationError(f"lane {lane.name!r}: the model produced logits that are not numbers "
                                       "(NaN or infinity): its weights are damaged or out of range")
         token_id = choose(ref_logits, self.sampling, u)
+        ref_logp = torch.log_softmax(ref_logits, -1)
 
         # 3. the step's new rows: taken from an exact lane (a caching one computes only new rows)
         new_t = n - self._done
@@ -263,6 +265,8 @@ class Simulator:
                                       lane.cache.mask_sinks)[0]]
             first_key = int(seen[0]) if seen.size else n - 1  # the lowest position the newest query sees
             payload, overhead = lane.cache.bytes_split()
+            logp = torch.log_softmax(logits, -1)
+            kl = float((ref_logp.exp() * (ref_logp - logp)).sum().clamp_min(0.0))  # KL(ref ‖ lane), nats
             lane_steps.append(LaneStep(
                 name=lane.name, policy=lane.spec.policy, kv_positions=t, context=context,
                 flops=cost.matmul_flops, flops_by_component=dict(cost.flops),
@@ -272,7 +276,7 @@ class Simulator:
                 token_id=choose(logits, self.sampling, u),
                 top_ids=tuple(int(i) for i in top.indices), top_probs=tuple(float(p) for p in top.values),
                 recompute_diff=rdiff, first_key=first_key, spans=lane_spans(key_pos, n),
-                cache_overhead_bytes=overhead,
+                cache_overhead_bytes=overhead, kl_div=kl, ref_logprob=min(0.0, float(logp[token_id])),
                 rows=self._lane_rows(lane, out, new_t, as_np) if lane.mirror is not None else None,
             ))
 
@@ -339,16 +343,27 @@ class RunSummary:
         self.steps = 0
         self.lanes: dict[str, dict[str, object]] = {}
         self._decode_ms: dict[str, list[float]] = {}
+        self._logprob: dict[str, float] = {}
+        self._diff_sum: dict[str, float] = {}
 
     def add(self, record: StepRecord) -> None:
         self.steps += 1
         for s in record.lanes:
             d = self.lanes.setdefault(s.name, {
-                "tokens_identical": True, "max_abs_logit_diff": 0.0, "ttft_ms": s.wall_ms, "itl_ms": None,
-                "itl_median_ms": None, "kv_positions_total": 0, "flops_total": 0, "cache_bytes": 0,
+                "tokens_identical": True, "first_divergent_step": None, "max_abs_logit_diff": 0.0,
+                "mean_abs_logit_diff": 0.0, "max_kl_div": 0.0, "perplexity_of_reference": None, "ttft_ms": s.wall_ms,
+                "itl_ms": None, "itl_median_ms": None, "kv_positions_total": 0, "flops_total": 0, "cache_bytes": 0,
                 "max_recompute_diff": None})
+            self._logprob[s.name] = self._logprob.get(s.name, 0.0) + s.ref_logprob
+            self._diff_sum[s.name] = self._diff_sum.get(s.name, 0.0) + s.logit_diff
+            if s.token_id != record.token_id and d["first_divergent_step"] is None:
+                d["first_divergent_step"] = record.step  # its own choice first differs from the reference's
             d["tokens_identical"] = d["tokens_identical"] and s.token_id == record.token_id
             d["max_abs_logit_diff"] = max(d["max_abs_logit_diff"], s.logit_diff)
+            d["mean_abs_logit_diff"] = self._diff_sum[s.name] / self.steps
+            d["max_kl_div"] = max(d["max_kl_div"], s.kl_div)
+            # the reference's own continuation, scored by this lane (teacher-forced: lockstep feeds it)
+            d["perplexity_of_reference"] = math.exp(-self._logprob[s.name] / self.steps)
             d["kv_positions_total"] += s.kv_positions
             d["flops_total"] += s.flops
             d["cache_bytes"] = s.cache_bytes

@@ -108,7 +108,9 @@ def _check_lane(i: int, lane: LaneStep, r: StepRecord, n: int) -> None:
         value = getattr(lane, key)
         if not is_int(value) or value < 0:
             raise TraceError(f"{where}: {key} must be a whole number ≥ 0, got {value!r}")
-    for key in ("wall_ms", "logit_diff"):
+    if not (_is_number(lane.ref_logprob) and lane.ref_logprob <= 0):
+        raise TraceError(f"{where}: ref_logprob must be a finite number ≤ 0, got {lane.ref_logprob!r}")
+    for key in ("wall_ms", "logit_diff", "kl_div"):
         value = getattr(lane, key)
         if not _is_number(value) or value < 0:
             raise TraceError(f"{where}: {key} must be a finite number ≥ 0, got {value!r}")

@@ -147,3 +147,42 @@ def test_the_app_shows_it_as_a_third_lane(every_other, qtbot, qapp):
     w.lanes.show_lane("every-other", True)
     assert not third.isHidden()
     w.shutdown()
+
+
+def test_lossy_lanes_are_measured_against_the_reference(every_other):
+    """KL(reference ‖ lane), the lane's log-probability of the reference's token, and the summary's
+    perplexity, recomputed here by running the model with the lane's cache by hand."""
+    import torch.nn.functional as F
+
+    from kvsim.caches import NoCache, parse_lanes
+    from kvsim.models.loading import load_model
+    from kvsim.simulate import Simulator, summarize
+
+    loaded = load_model(MODEL)
+    model = loaded.model
+    prompt = list(range(20, 29))
+    sim = Simulator(model, loaded.tokenizer, prompt, parse_lanes("kv,every-other"))
+    records = list(sim.run(8))
+    tokens = prompt + [r.token_id for r in records]
+    mine = EveryOtherRow(model.cfg.n_layers)
+    fed = 0
+    for step, r in enumerate(records):
+        n = len(prompt) + step
+        ids = torch.tensor([tokens[fed:n]])
+        lane_logits = model(ids, torch.arange(fed, n), mine, last_only=True).logits[0, -1].float()
+        ref_logits = model(torch.tensor([tokens[:n]]), torch.arange(n), NoCache(model.cfg.n_layers),
+                           last_only=True).logits[0, -1].float()
+        fed = n
+        ref_logp, lane_logp = torch.log_softmax(ref_logits, -1), torch.log_softmax(lane_logits, -1)
+        kl = float(F.kl_div(lane_logp, ref_logp, log_target=True, reduction="sum"))
+        lane = r.lane("every-other")
+        assert lane.kl_div == pytest.approx(kl, rel=1e-3, abs=1e-6)
+        assert lane.ref_logprob == pytest.approx(float(lane_logp[r.token_id]), abs=1e-4)
+        assert r.lane("kv").kl_div < 1e-6
+    assert max(r.lane("every-other").kl_div for r in records[1:]) > 1e-4  # evicting half the past costs something
+    summary = summarize(sim.trace)["lanes"]["every-other"]
+    expect = float(np.exp(-np.mean([r.lane("every-other").ref_logprob for r in records])))
+    assert summary["perplexity_of_reference"] == pytest.approx(expect, rel=1e-9)
+    assert summary["perplexity_of_reference"] > summarize(sim.trace)["lanes"]["kv"]["perplexity_of_reference"]
+    diverged = [r.step for r in records if r.lane("every-other").token_id != r.token_id]
+    assert summary["first_divergent_step"] == (diverged[0] if diverged else None)
