@@ -186,3 +186,109 @@ def test_lossy_lanes_are_measured_against_the_reference(every_other):
     assert summary["perplexity_of_reference"] > summarize(sim.trace)["lanes"]["kv"]["perplexity_of_reference"]
     diverged = [r.step for r in records if r.lane("every-other").token_id != r.token_id]
     assert summary["first_divergent_step"] == (diverged[0] if diverged else None)
+
+
+class RoundedPast(Cache):
+    """A lossy test policy: rows older than the newest two are rounded to multiples of 1/4 — so a row
+    changes once after it was first stored, as a quantized cache's residual rows do."""
+
+    terms = ("rounded",)
+    grammar = "rounded"
+
+    def __init__(self, n_layers: int) -> None:
+        self.n_layers = n_layers
+        self.reset()
+
+    def describe(self) -> PolicyInfo:
+        return PolicyInfo(spec="rounded", title="rounded past", explanation="older rows rounded to 1/4",
+                          reuses_past=True, lossy=True, evicts=False)
+
+    def reset(self) -> None:
+        self.k: list = [None] * self.n_layers
+        self.v: list = [None] * self.n_layers
+        self.pos: list = [None] * self.n_layers
+
+    def update(self, layer, k_new, v_new, positions):
+        if self.k[layer] is None:
+            self.k[layer], self.v[layer], self.pos[layer] = k_new.clone(), v_new.clone(), positions.clone()
+        else:
+            self.k[layer] = torch.cat([self.k[layer], k_new], 2)
+            self.v[layer] = torch.cat([self.v[layer], v_new], 2)
+            self.pos[layer] = torch.cat([self.pos[layer], positions])
+        old = self.k[layer].shape[2] - 2
+        if old > 0:
+            self.k[layer][:, :, :old] = torch.round(self.k[layer][:, :, :old] * 4) / 4
+            self.v[layer][:, :, :old] = torch.round(self.v[layer][:, :, :old] * 4) / 4
+        return self.k[layer], self.v[layer]
+
+    def key_positions(self, layer):
+        return self.pos[layer]
+
+    def held_rows(self, layer):
+        return self.k[layer], self.v[layer], self.pos[layer]
+
+    def truncate(self, n_tokens):
+        for layer in range(self.n_layers):
+            if self.pos[layer] is not None:
+                keep = self.pos[layer] < n_tokens
+                self.k[layer], self.v[layer], self.pos[layer] = (
+                    self.k[layer][:, :, keep], self.v[layer][:, :, keep], self.pos[layer][keep])
+
+    @property
+    def n_tokens(self):
+        return 0 if self.pos[0] is None else int(self.pos[0].numel())
+
+    def bytes_split(self):
+        return sum(2 * k.numel() * k.element_size() for k in self.k if k is not None), 0
+
+
+def test_a_lossy_lane_shows_its_own_rows_step_by_step_and_its_error(qtbot, qapp):
+    from kvsim.models.loading import load_model
+    from kvsim.ui import theme
+    from kvsim.ui.views.lane_plots import dim_rows
+    from kvsim.ui.window import MainWindow
+
+    register_policy(RoundedPast)
+    try:
+        theme.apply(qapp)
+        w = MainWindow(model=MODEL, prompt="Once upon", persist=False)
+        w.animator.set_speed("instant")
+        qtbot.addWidget(w)
+        w.show()
+        assert w.controller.wait_ready(60), w.controller.last_error
+        w.controller.set_lanes("kv,rounded")
+        qtbot.waitUntil(lambda: w.controller.can_step and len(w.lane_panels) == 2
+                        and w.lane_panels[1].info.lossy, timeout=20_000)
+        steps = 5
+        assert w.controller.run_steps(steps)
+        s = w.session
+        # by hand: the same model, the same tokens, a RoundedPast cache; its held rows after each step
+        model = load_model(MODEL).model
+        mine = RoundedPast(model.cfg.n_layers)
+        tokens, fed = s.tokens, 0
+        for step in range(steps):
+            n = s.n_rows(step)
+            model(torch.tensor([tokens[fed:n]]), torch.arange(fed, n), mine, last_only=True)
+            fed = n
+            for layer in range(model.cfg.n_layers):
+                for g in range(model.cfg.n_kv_heads):
+                    k, v = s.kv_rows(1, layer, g, 0, n, step=step)
+                    np.testing.assert_allclose(k, mine.k[layer][0, g].numpy(), atol=1e-5)
+                    np.testing.assert_allclose(v, mine.v[layer][0, g].numpy(), atol=1e-5)
+        k_exact = s.kv_rows(0, 1, 0, 0, s.n_rows())[0]
+        k_lane = s.kv_rows(1, 1, 0, 0, s.n_rows())[0]
+        assert np.abs(k_lane - k_exact)[:-2].max() > 0.01  # the older rows really are rounded
+        # the error view: lane − exact on its own symmetric scale, named in the title
+        panel = w.lane_panels[1]
+        w.derived.set_show_error(True)
+        panel.set_selection(1, 0)
+        panel.redraw()
+        err = w.derived.error_levels[(1, 1, 0)]
+        expect = dim_rows(theme.colorize(k_lane - k_exact, -err, err, theme.KV_CMAP), s.n_rows() - 1)  # cached rows dim
+        np.testing.assert_array_equal(panel.k.image.image, expect)
+        assert panel.titles[0].text.startswith("K − exact")
+        assert not w.lane_panels[0].titles[0].text.startswith("K − exact")  # an exact lane shows its values
+        assert "KL" in panel.readout.text()
+        w.shutdown()
+    finally:
+        unregister_policy(RoundedPast)

@@ -217,6 +217,13 @@ class Session(QObject):
         r = self.record(step)
         return r.lanes[lane] if r is not None else None
 
+    @property
+    def reference(self) -> int:
+        """The lane the run's token is taken from (and differences are measured against)."""
+        name = self.run.meta.get("reference") if self.run is not None else None
+        index = self.lane_index(name) if isinstance(name, str) else None
+        return 0 if index is None else index
+
     def lane_label(self, lane: int) -> str:
         """The lane's title, with its spec when that says more (parameters) or tells two lanes apart."""
         info = self.lanes[lane]

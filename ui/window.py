@@ -131,6 +131,9 @@ class MainWindow(QMainWindow):
         for d in (self.costs_dock, self.text_dock, self.overview_dock):
             menu.addAction(d.toggleViewAction())
         menu.addAction(self.focus_action)
+        errors = menu.addAction("K/V error vs exact (lossy lanes)")
+        errors.setCheckable(True)
+        errors.toggled.connect(lambda on: (self.derived.set_show_error(on), [p.redraw() for p in self.lanes.shown()]))
         menu.addSeparator()
         menu.addAction("Default layout", self.default_layout)
 

@@ -40,7 +40,13 @@ class DerivedImages:
         self._memo: dict[tuple, object] = {}
         self._attn_rgba: dict[tuple, dict[int, np.ndarray]] = {}
         self.levels: dict[tuple[int, int], float] = {}
+        self.show_error = False  # lossy lanes: draw K/V minus the exact rows instead of the rows
+        self.error_levels: dict[tuple, float] = {}
         session.run_started.connect(self.clear)
+
+    def set_show_error(self, on: bool) -> None:
+        self.show_error = bool(on)
+        self._memo.clear()
 
     def clear(self) -> None:
         self._rows.clear()
@@ -71,10 +77,16 @@ class DerivedImages:
         cfg = s.config
         g = kv_head_of(head, cfg.n_heads, cfg.n_kv_heads)
         own = self._own_view(lane)
-        key = ("kv", self.view_key(lane), layer, g, lo, hi, s.cursor if own else None)
+        error = self.show_error and s.has_own_rows(lane)
+        key = ("kv", self.view_key(lane), layer, g, lo, hi, s.cursor if own else None, error)
         if key not in self._memo:
             m = self._kv_level(layer, g)
             k_rows, v_rows = s.kv_rows(lane, layer, g, lo, hi)
+            if error:  # the error against full precision, on its own symmetric scale (named in the title)
+                k_exact, v_exact = s.shared_rows(layer, g, hi)
+                k_rows, v_rows = k_rows - k_exact[lo:], v_rows - v_exact[lo:]
+                m = float(np.percentile(np.abs(np.concatenate([k_rows.ravel(), v_rows.ravel()])), 99)) or 1e-9
+                self.error_levels[(lane, layer, g)] = m
             k = theme.colorize(k_rows, -m, m, theme.KV_CMAP)
             v = theme.colorize(v_rows, -m, m, theme.KV_CMAP)
             read = s.read_positions(lane) if own else None

@@ -192,6 +192,9 @@ class LanePanel(QWidget):
         g = kv_head_of(min(head, cfg.n_heads - 1), cfg.n_heads, cfg.n_kv_heads)
         d = cfg.head_dim
         texts = (f"K · kv head {g} · {d} dims", f"V · layer {layer}", f"attention of head {head} over keys")
+        err = self.derived.error_levels.get((self.index, layer, g)) if self.derived.show_error else None
+        if err is not None and self.session.has_own_rows(self.index):
+            texts = (f"K − exact · kv head {g} · ±{err:.1g}", f"V − exact · layer {layer}", texts[2])
         for label, text in zip(self.titles, texts, strict=True):
             if label.text != text:
                 label.setText(text)
@@ -257,6 +260,11 @@ class LanePanel(QWidget):
         diff = ""
         if lane.recompute_diff is not None:
             diff = f" · recomputed vs first |Δ| ≤ <b>{lane.recompute_diff:.0e}</b>"
+        elif self.index != self.session.reference and (self.info.lossy or self.info.evicts or self.info.window):
+            # what the saving costs: how far this lane's next-token distribution is from the reference's
+            diff = f" · vs reference |Δlogit| <b>{lane.logit_diff:.2g}</b>, KL <b>{lane.kl_div:.2g}</b>"
+            if lane.token_id != r.token_id:
+                diff += f" · <b style='color:{theme.ERROR}'>own choice differs</b>"
         cache = f"cache <b>{lane.cache_tokens}</b> rows, <b>{theme.human_bytes(lane.cache_bytes)}</b>" \
             if lane.cache_tokens else "nothing cached"
         text = (f"this step: <b style='color:{c}'>{rows}</b> K/V rows computed · "
