@@ -8,6 +8,8 @@
 from .base import Cache, PolicyInfo, SpecError, visibility
 from .kv import KVCache
 from .none import NoCache
+from . import window  # noqa: F401, I001 - registers window:W and sink:S+window:W
+from .quantized import Int4Cache, Int8Cache  # noqa: F401 - registers int8 / int4
 from .registry import (
     LaneSpec,
     describe_spec,
