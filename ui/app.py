@@ -4,22 +4,166 @@
 
 Opens the main window on the bundled model (or ``model``) with an example prompt loaded, so Step
 and Play work at once. Model loading and every simulator step run on a worker thread.
+
+No exception is silent and none is a crash: ``install_error_handlers()`` (``make_app`` calls it)
+routes an exception no code caught — one raised in a slot, a timer callback, on the worker thread —
+to the window's error banner and to one line on stderr (identical repeats are counted, not
+reprinted), and filters Qt's messages: platform-capability notes of the offscreen/minimal plugins
+("This plugin does not support propagateSizeHints()") never reach the terminal; other warnings
+are one ``kvsim: qt …`` line each.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
+import traceback
 
 _T0 = time.perf_counter()
 
+# Qt messages that say nothing to a user: capability notes of headless platform plugins, and
+# environment remarks Qt makes on every start on some systems
+HARMLESS_QT_MESSAGES = (
+    "This plugin does not support",  # propagateSizeHints(), raise(), grabbing the keyboard/mouse, …
+    "QStandardPaths: XDG_RUNTIME_DIR not set",
+    "QStandardPaths: wrong permissions on runtime directory",
+    "QStandardPaths: runtime directory",
+    "Unable to detect default application",
+)
+REPEAT_QUIET_S = 5.0  # the same error (type and place) again within this time is counted, not reprinted
 
-def make_app(argv: list[str] | None = None):
+
+def is_harmless_qt_message(message: str) -> bool:
+    return any(message.startswith(prefix) for prefix in HARMLESS_QT_MESSAGES)
+
+
+def _where(tb) -> str:
+    frames = traceback.extract_tb(tb) if tb is not None else []
+    if not frames:
+        return ""
+    f = frames[-1]
+    return f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}"
+
+
+class ErrorHandlers:
+    """The installed hooks; ``uninstall()`` puts back what was there before (tests)."""
+
+    def __init__(self, stream=None) -> None:
+        from PySide6.QtCore import QObject, Qt, Signal
+
+        class _Relay(QObject):  # made on the GUI thread: a report from any thread is shown there
+            report = Signal(str)
+
+        self.stream = stream  # None: sys.stderr at the time of the report
+        self.relay = _Relay()
+        self.relay.report.connect(self._show, Qt.QueuedConnection)
+        self.lines: list[str] = []  # what was printed (tests)
+        self.count = 0  # unexpected exceptions seen
+        self._last: dict[str, tuple[float, int]] = {}  # place -> (last printed at, repeats since)
+        self._lock = threading.Lock()
+        self._previous_hook = sys.excepthook
+        self._previous_thread_hook = threading.excepthook
+        self._previous_qt = None
+        self._installed = False
+
+    def install(self) -> ErrorHandlers:
+        from PySide6.QtCore import qInstallMessageHandler
+
+        sys.excepthook = self.excepthook
+        threading.excepthook = lambda args: self.excepthook(args.exc_type, args.exc_value, args.exc_traceback)
+        self._previous_qt = qInstallMessageHandler(self.qt_message)
+        self._installed = True
+        return self
+
+    def uninstall(self) -> None:
+        from PySide6.QtCore import qInstallMessageHandler
+
+        if not self._installed:
+            return
+        self._installed = False
+        sys.excepthook = self._previous_hook
+        threading.excepthook = self._previous_thread_hook
+        qInstallMessageHandler(self._previous_qt)
+
+    def _print(self, line: str) -> None:
+        self.lines.append(line)
+        try:
+            print(line, file=self.stream or sys.stderr, flush=True)
+        except (OSError, ValueError):  # a closed terminal must not turn one error into another
+            pass
+
+    # ------------------------------------------------------------------ exceptions
+    def excepthook(self, kind, value, tb) -> None:
+        if issubclass(kind, KeyboardInterrupt):  # Ctrl+C in the terminal: leave, as a console program does
+            from PySide6.QtCore import QCoreApplication
+
+            QCoreApplication.quit()
+            return
+        where = _where(tb)
+        text = f"{kind.__name__}: {value}" + (f" (at {where})" if where else "")
+        key = f"{kind.__name__}@{where}"
+        now = time.monotonic()
+        with self._lock:
+            self.count += 1
+            last, repeats = self._last.get(key, (-1e9, 0))
+            quiet = now - last < REPEAT_QUIET_S
+            self._last[key] = (last, repeats + 1) if quiet else (now, 0)
+        if quiet:
+            return  # the banner already says it; a slot failing 60 times a second is one line, not 60
+        more = f" (and {repeats} more like it)" if repeats else ""
+        self._print(f"kvsim: unexpected error: {text}{more}")
+        if os.environ.get("KVSIM_DEBUG"):
+            traceback.print_exception(kind, value, tb, file=self.stream or sys.stderr)
+        self.relay.report.emit(f"unexpected error: {text} — the app may show something stale; "
+                               "Reset (Home) starts the run afresh")
+
+    def _show(self, text: str) -> None:
+        from PySide6.QtWidgets import QApplication
+
+        for w in QApplication.topLevelWidgets():
+            controller = getattr(w, "controller", None)
+            if controller is not None and hasattr(controller, "say"):
+                controller.say(text, error=True)
+            elif hasattr(w, "show_message"):
+                w.show_message(text, error=True)
+
+    # ------------------------------------------------------------------ Qt's messages
+    def qt_message(self, mode, context, message: str) -> None:
+        from PySide6.QtCore import QtMsgType
+
+        if is_harmless_qt_message(message):
+            return
+        if mode in (QtMsgType.QtDebugMsg, QtMsgType.QtInfoMsg) and not os.environ.get("KVSIM_DEBUG"):
+            return
+        kind = {QtMsgType.QtDebugMsg: "debug", QtMsgType.QtInfoMsg: "info", QtMsgType.QtWarningMsg: "warning",
+                QtMsgType.QtCriticalMsg: "critical", QtMsgType.QtFatalMsg: "fatal"}.get(mode, "message")
+        self._print(f"kvsim: qt {kind}: {message}")
+
+
+_handlers: ErrorHandlers | None = None
+
+
+def install_error_handlers(stream=None) -> ErrorHandlers:
+    """Route uncaught exceptions to the banner + one stderr line and filter Qt's messages. Once per
+    process (a second call returns the installed handlers); call it on the GUI thread."""
+    global _handlers
+    if _handlers is not None and _handlers._installed:
+        return _handlers
+    _handlers = ErrorHandlers(stream).install()
+    return _handlers
+
+
+def make_app(argv: list[str] | None = None, handlers: bool = True):
+    """The QApplication (made once), themed; ``handlers``: install the error handlers first, so
+    even Qt's messages while the application starts are filtered."""
     from PySide6.QtWidgets import QApplication
 
     from . import theme
 
+    if handlers:
+        install_error_handlers()
     app = QApplication.instance()
     if app is None:
         app = QApplication(argv if argv is not None else [sys.argv[0]])

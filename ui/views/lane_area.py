@@ -7,8 +7,9 @@ Panels are built lazily, because one costs ~60–100 ms of the GUI thread (three
   is the lane's index, so only its header changes) instead of destroying and rebuilding them;
 * a lane that opens hidden (beyond the first ``MAX_SHOWN_LANES``, or hidden by the user) gets no
   panel until it is first shown (the Lanes menu, ``show_lane``);
-* at most ``SYNC_BUILDS`` missing panels are built inside the run's start; the others one per
-  turn of the event loop, so opening a run with many lanes never freezes the window.
+* when no panel could be kept, ``SYNC_BUILDS`` are built inside the run's start (the area is never
+  empty); every other missing panel is built one per turn of the event loop, so opening a run
+  with many lanes never freezes the window.
 
 ``panels`` is the list of built panels in lane order (the shown ones, and hidden ones that were
 shown once); ``panel(index)`` is lane ``index``'s panel or None; ``pending`` says whether panels
@@ -24,7 +25,7 @@ from .. import theme
 from .lanes import LanePanel
 
 MAX_SHOWN_LANES = 4  # more lanes than this open hidden (the Lanes menu shows any of them)
-SYNC_BUILDS = 2  # panels built inside a run's start; the rest follow one per event-loop turn
+SYNC_BUILDS = 2  # panels built inside a run's start when none could be kept; the rest one per event-loop turn
 
 
 class LaneArea(QSplitter):
@@ -77,7 +78,7 @@ class LaneArea(QSplitter):
         self.panels = keep
         built = {p.index for p in keep}
         self._pending = [lane.index for lane in lanes if self._wanted(lane) and lane.index not in built]
-        for _ in range(min(SYNC_BUILDS, len(self._pending))):
+        for _ in range(0 if keep else min(SYNC_BUILDS, len(self._pending))):
             self._build(self._pending.pop(0), redraw=False)  # the run's cursor_moved marks it for drawing
         if self._pending:
             self._build_soon.start()
