@@ -8,7 +8,6 @@
 from .base import Cache, PolicyInfo, SpecError, visibility
 from .kv import KVCache
 from .none import NoCache
-from . import window  # noqa: F401, I001 - registers window:W and sink:S+window:W
 from .quantized import Int4Cache, Int8Cache  # noqa: F401 - registers int8 / int4
 from .registry import (
     LaneSpec,
@@ -21,6 +20,7 @@ from .registry import (
     register_policy,
     unregister_policy,
 )
+from .window import SinkWindowCache, SlidingWindowCache  # noqa: F401 - registers window:W / sink:S+window:W
 
 __all__ = ["Cache", "PolicyInfo", "SpecError", "KVCache", "NoCache", "LaneSpec", "describe_spec", "known_specs",
            "make_cache", "parse_lanes", "parse_spec", "policy_examples", "register_policy", "unregister_policy",
