@@ -62,12 +62,23 @@ class Heartbeat(QObject):
         self.timer.setInterval(interval_ms)
         self.timer.timeout.connect(self._tick)
         self.gaps: list[float] = []
-        self.label = ""
+        self._label = ""
+        self._during: list[str] = []  # labels set since the last tick: a gap is blamed on all of them
         self.worst = (0.0, "")
         self.top: list[tuple[float, str]] = []  # the 8 longest gaps and what they followed
         self._last = 0.0
 
+    @property
+    def label(self) -> str:
+        return self._label
+
+    @label.setter
+    def label(self, text: str) -> None:
+        self._label = text
+        self._during.append(text)
+
     def start(self) -> None:
+        self._during = [self._label]
         self.gaps.clear()
         self.top.clear()
         self.worst = (0.0, "")
@@ -82,10 +93,12 @@ class Heartbeat(QObject):
         gap = (now - self._last) * 1000.0
         self._last = now
         self.gaps.append(gap)
+        label = " > ".join(self._during)
+        self._during = [self._label]
         if gap > self.worst[0]:
-            self.worst = (gap, self.label)
+            self.worst = (gap, label)
         if len(self.top) < 8 or gap > self.top[-1][0]:
-            self.top = sorted([*self.top, (gap, self.label)], reverse=True)[:8]
+            self.top = sorted([*self.top, (gap, label)], reverse=True)[:8]
 
     @property
     def longest_ms(self) -> float:
@@ -229,7 +242,7 @@ class Monkey:
             self.errors.append(f"{name}: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
         self.counts[name] += 1
         if self.heartbeat is not None:
-            self.heartbeat.label = f"events after {name}"
+            self.heartbeat.label = f"after {name}"
         pump(self.rng.choice([0, 0, 1, 5, 10, 20, 40, 80, 150]))
         return name
 
