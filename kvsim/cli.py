@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--lanes", default="uncached,cached",
                    help="comma-separated cache policies, one lane each, keyed in --json by the spec as given "
                         f"(known: {', '.join(known_specs())}; uncached/cached are none/kv)")
+    r.add_argument("--free-running", action="store_true",
+                   help="each lane continues on its own choice (default: every lane on the reference's token); "
+                        "the summary's perplexity of the reference continuation still comes from a lockstep pass")
     r.add_argument("--reference", help="the lane whose token every lane continues on and that logit "
                                        "differences are measured from (default: the first)")
     r.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps", "auto"])
@@ -227,7 +230,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise SimulationError(f"prompt ({len(ids)} tokens) + {args.steps} steps needs {len(ids) + args.steps - 1} "
                               f"positions, more than the model's context of {ctx}")
     sim = Simulator(loaded.model, loaded.tokenizer, ids, lanes, sampling, reference=args.reference,
-                    model_id=loaded.model_id, prompt_text=text)
+                    free_running=args.free_running, model_id=loaded.model_id, prompt_text=text)
     sim.trace.meta["model_info"] = loaded.info
     sim.keep_records = bool(args.save)  # without --save, a step's record is printed and dropped
     out = sys.stdout
@@ -242,6 +245,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             _print_step(record, out)
     summary = running.as_dict()
+    if args.free_running:
+        summary["free_running"] = True
+        _teacher_forced(summary, loaded, ids, lanes, sampling, args, steps=running.steps)
     if args.save:
         try:
             sim.trace.save(args.save)
@@ -252,6 +258,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         _print_summary(sim, summary, out)
     return 0
+
+
+def _teacher_forced(summary: dict, loaded, ids: list[int], lanes, sampling, args, steps: int) -> None:
+    """Free-running lanes read their own text, so the reference continuation is scored by a second,
+    lockstep pass (same prompt, same draws: the reference lane produces the same tokens)."""
+    from .simulate import RunSummary, Simulator
+
+    lockstep = Simulator(loaded.model, loaded.tokenizer, ids, lanes, sampling, reference=args.reference)
+    lockstep.keep_records = False
+    forced = RunSummary()
+    for record in lockstep.run(steps, stop_at_eos=False):
+        forced.add(record)
+    for name, lane in forced.as_dict()["lanes"].items():
+        summary["lanes"][name]["perplexity_of_reference"] = lane["perplexity_of_reference"]
+        summary["lanes"][name]["teacher_forced_max_abs_logit_diff"] = lane["max_abs_logit_diff"]
 
 
 def step_json(record) -> dict[str, object]:

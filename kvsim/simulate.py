@@ -110,7 +110,8 @@ class Simulator:
 
     def __init__(self, model: Transformer, tokenizer: Tokenizer, prompt_ids: Sequence[int],
                  lanes: Sequence[LaneSpec] = DEFAULT_LANES, sampling: Sampling | None = None,
-                 *, reference: str | None = None, model_id: str = "model", prompt_text: str | None = None,
+                 *, reference: str | None = None, free_running: bool = False, model_id: str = "model",
+                 prompt_text: str | None = None,
                  record_dtype: type = np.float32, top_k_record: int = 5,
                  progress: Progress | None = None) -> None:
         cfg = model.cfg
@@ -138,7 +139,10 @@ class Simulator:
         self.progress = progress
         self.record_dtype = record_dtype
         self.top_k_record = top_k_record
-        self.tokens: list[int] = list(prompt_ids)
+        self.tokens: list[int] = list(prompt_ids)  # the reference lane's sequence (the record's text)
+        # free-running: each lane continues on its own choice, so each has its own sequence
+        self.free_running = free_running
+        self.lane_tokens = [list(prompt_ids) for _ in lanes] if free_running else None
         self.prompt_len = len(prompt_ids)
         self._done = 0  # positions whose K/V every lane that reuses its past holds
         self._generator = torch.Generator().manual_seed(sampling.seed)
@@ -149,6 +153,8 @@ class Simulator:
         exact = [i for i, lane in enumerate(self.lanes) if not lane.info.lossy]
         caching = [i for i in exact if self.lanes[i].cache.reuses_past]
         self._row_lane = (caching or exact or [self.reference])[0]
+        if free_running:  # the shared rows must be those of the record's text: the reference's own
+            self._row_lane = self.reference
         self.trace = Trace(meta={
             "model_id": model_id,
             "config": cfg.to_dict(),
@@ -159,6 +165,7 @@ class Simulator:
             "lanes": [{"name": lane.name, "policy": lane.spec.policy, "options": dict(lane.spec.options),
                        **lane.info.to_dict()} for lane in self.lanes],
             "reference": names[self.reference],
+            "free_running": free_running,
             "device": str(model.device),
             "dtype": str(model.dtype).replace("torch.", ""),
             "versions": {"kvsim": __version__, "torch": torch.__version__, "numpy": np.__version__,
@@ -217,6 +224,9 @@ class Simulator:
             raise
         self._done = n
         self.tokens.append(record.token_id)
+        if self.lane_tokens is not None:
+            for own, lane_step in zip(self.lane_tokens, record.lanes, strict=True):
+                own.append(lane_step.token_id)
         self._steps_done += 1
         if self.keep_records:
             self.trace.records.append(record)
@@ -241,8 +251,9 @@ class Simulator:
         new_t = n - self._done
         src = outputs[self._row_lane]
         q_new, k_new, v_new = (x[:, 0, :, -new_t:] for x in (src.q, src.k, src.v))  # (L, H, T, D)
-        recompute_diffs = [self._recompute_diff(out) if not lane.cache.reuses_past else None
-                           for lane, out in zip(self.lanes, outputs, strict=True)]
+        # an uncached lane's recomputed rows against the first-computed ones (of the same text only)
+        recompute_diffs = [self._recompute_diff(out) if not lane.cache.reuses_past and self._same_text(i) else None
+                           for i, (lane, out) in enumerate(zip(self.lanes, outputs, strict=True))]
         if self._history is not None:
             positions = torch.arange(self._done, n, device=k_new.device)
             for layer in range(cfg.n_layers):
@@ -252,7 +263,8 @@ class Simulator:
         as_np = lambda x: x.detach().float().cpu().numpy().astype(self.record_dtype)  # noqa: E731
         lane_steps = []
         elem = self.model.dtype.itemsize
-        for lane, out, ms, t, rdiff in zip(self.lanes, outputs, timings, fed, recompute_diffs, strict=True):
+        for i, (lane, out, ms, t, rdiff) in enumerate(zip(self.lanes, outputs, timings, fed, recompute_diffs,
+                                                          strict=True)):
             key_pos = lane.cache.key_positions(0).detach().cpu().numpy()
             context = int(key_pos.size)
             cost = step_cost(cfg, new=t, context=context, out=1, dtype_bytes=elem)
@@ -277,7 +289,7 @@ class Simulator:
                 top_ids=tuple(int(i) for i in top.indices), top_probs=tuple(float(p) for p in top.values),
                 recompute_diff=rdiff, first_key=first_key, spans=lane_spans(key_pos, n),
                 cache_overhead_bytes=overhead, kl_div=kl, ref_logprob=min(0.0, float(logp[token_id])),
-                rows=self._lane_rows(lane, out, new_t, as_np) if lane.mirror is not None else None,
+                rows=self._own_rows(i, lane, out, new_t, as_np),
             ))
 
         # 5. freeze the record, then advance the sequence
@@ -288,6 +300,20 @@ class Simulator:
             token_id=token_id, token=self.tokenizer.token_text(token_id),
             q=as_np(q_new), k=as_np(k_new), v=as_np(v_new), lanes=tuple(lane_steps),
         )
+
+    def _same_text(self, lane: int) -> bool:
+        return self.lane_tokens is None or self.lane_tokens[lane] == self.tokens
+
+    def _own_rows(self, i: int, lane: Lane, out, new_t: int, as_np) -> LaneRows | None:
+        """What a lane records of its own: a lossy lane its changed stored rows; in free-running mode,
+        a lane other than the reference its new rows (they belong to its own text)."""
+        if lane.mirror is not None:
+            return self._lane_rows(lane, out, new_t, as_np)
+        if self.free_running and i != self._row_lane:
+            positions = np.arange(self._done, self._done + new_t, dtype=np.int64)
+            return LaneRows(positions=positions, k=as_np(out.k[:, 0, :, -new_t:]), v=as_np(out.v[:, 0, :, -new_t:]),
+                            q=as_np(out.q[:, 0, :, -new_t:]))
+        return None
 
     def _lane_rows(self, lane: Lane, out, new_t: int, as_np) -> LaneRows:
         """A lossy lane's own rows: its new queries, and every stored row that changed this step."""
@@ -303,8 +329,10 @@ class Simulator:
     def _forward_lanes(self, all_ids: torch.Tensor, n: int):
         device = self.model.device
         outputs, timings, fed = [], [], []
-        for lane in self.lanes:
+        for i, lane in enumerate(self.lanes):
             start = self._done if lane.cache.reuses_past else 0
+            if self.lane_tokens is not None:  # free-running: the lane's own text
+                all_ids = torch.tensor([self.lane_tokens[i]], dtype=torch.long, device=device)
             ids = all_ids[:, start:n]
             positions = torch.arange(start, n, device=device)
             hook, in_hook = None, [0.0]

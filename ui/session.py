@@ -158,6 +158,9 @@ class Session(QObject):
         self._wall_ms: list[list[float]] = [[] for _ in self.lanes]
         self._token_labels = dict(run.token_texts)
         self.tokens: list[int] = list(run.prompt_ids)
+        # free-running: each lane's own text (its own choices); lockstep: all read the reference's
+        self.free_running = bool(run.meta.get("free_running"))
+        self.lane_tokens = [list(run.prompt_ids) for _ in self.lanes] if self.free_running else None
         self.run_started.emit()
         self.cursor_moved.emit(self.cursor)
 
@@ -176,6 +179,10 @@ class Session(QObject):
             rows.append((rows[-1] if rows else 0) + lane.kv_positions)
             flops.append((flops[-1] if flops else 0) + lane.flops)
             self._wall_ms[i].append(lane.wall_ms)
+            if lane.rows is not None and record.step == 0 and i not in self._own:
+                self._own[i] = _OwnRows(self.run.config)  # a free-running lane: its rows follow its own text
+            if self.lane_tokens is not None:
+                self.lane_tokens[i].append(lane.token_id)
             own = self._own.get(i)
             if own is not None:
                 if lane.rows is not None:
@@ -254,8 +261,10 @@ class Session(QObject):
         step = self.cursor if step is None else step
         return self.prompt_len + step + 1
 
-    def token_label(self, position: int) -> str:
-        return self.id_label(self.tokens[position])
+    def token_label(self, position: int, lane: int | None = None) -> str:
+        """The token at ``position`` — of ``lane``'s own text when lanes run free, else the run's."""
+        tokens = self.lane_tokens[lane] if lane is not None and self.lane_tokens is not None else self.tokens
+        return self.id_label(tokens[position]) if 0 <= position < len(tokens) else ""
 
     def id_label(self, token_id: int) -> str:
         """The text of a token id (labels seen in this run first, then the tokenizer)."""

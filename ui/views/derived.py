@@ -56,7 +56,7 @@ class DerivedImages:
 
     def _own_view(self, lane: int) -> bool:
         info = self.session.lanes[lane]
-        return info.lossy or info.evicts or info.window is not None
+        return info.lossy or info.evicts or info.window is not None or self.session.has_own_rows(lane)
 
     def view_key(self, lane: int) -> int | str:
         """Lanes with the same key draw the same images."""

@@ -129,7 +129,7 @@ class LanePanel(QWidget):
     # ------------------------------------------------------------------ drawing
     def _label_of(self, row: int) -> str:
         s = self.session
-        return s.token_label(row) if 0 <= row < len(s.tokens) else ""
+        return s.token_label(row, self.index)
 
     def _set_header(self) -> None:
         info = self.info
@@ -300,7 +300,7 @@ class LanePanel(QWidget):
         cfg = s.config
         layer, head = min(self.layer, cfg.n_layers - 1), min(self.head, cfg.n_heads - 1)
         p = self.derived.attention_values(self.index, layer, head, row)
-        q, k = theme.show_token(s.token_label(row)), theme.show_token(s.token_label(col))
+        q, k = theme.show_token(s.token_label(row, self.index)), theme.show_token(s.token_label(col, self.index))
         text = f"attention of {q!r} (position {row}) to {k!r} (position {col}): "
         if col >= p.shape[0]:
             text += "masked (a future position)"
