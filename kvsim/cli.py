@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from . import __version__
 from .caches import SpecError, known_specs, parse_lanes
-from .cli_reports import UsageError, cmd_inspect, cmd_memory, cmd_models, json_line
+from .cli_reports import UsageError, cmd_gqa, cmd_inspect, cmd_memory, cmd_models, json_line
 from .memory import MemoryError_, human_bytes
 from .models.base import ModelLoadError
 from .models.config import ConfigError
@@ -119,6 +119,15 @@ def build_parser() -> argparse.ArgumentParser:
     mg = msub.add_parser("get", help="fetch a model (the only command that uses the network)")
     mg.add_argument("name")
 
+    q = sub.add_parser("gqa", help="MHA → GQA → MQA: one model shape with fewer K/V heads, bytes and times measured")
+    q.add_argument("--family", default="llama", choices=["llama"])
+    q.add_argument("--layers", type=_positive_int, default=4)
+    q.add_argument("--heads", type=_positive_int, default=8)
+    q.add_argument("--dim", type=_positive_int, default=256)
+    q.add_argument("--prompt-len", type=_positive_int, default=64)
+    q.add_argument("--steps", type=_positive_int, default=32)
+    q.add_argument("--json", action="store_true")
+
     i = sub.add_parser("inspect", help="check a saved run (.kvsim) and print what it holds")
     i.add_argument("file")
     i.add_argument("--json", action="store_true", help="the run's metadata and summary as one JSON object")
@@ -149,6 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_models(args)
         if args.command == "inspect":
             return cmd_inspect(args)
+        if args.command == "gqa":
+            return cmd_gqa(args)
         if args.command == "screenshot":
             parse_lanes(args.lanes)  # a bad spec is one error line before any window opens
             from .ui import screenshot  # the app, imported only when asked for (the engine never needs it)

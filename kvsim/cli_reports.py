@@ -1,4 +1,4 @@
-"""The report commands of the CLI: ``kvsim memory``, ``kvsim models``, ``kvsim inspect``, and the
+"""The report commands of the CLI: ``kvsim memory``, ``kvsim models``, ``kvsim inspect``, ``kvsim gqa``, and the
 pieces every command shares (``UsageError``, strict JSON lines)."""
 
 from __future__ import annotations
@@ -142,4 +142,27 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         itl = f"{s['itl_ms']:.2f} ms" if s["itl_ms"] is not None else "-"
         print(f"{name:>12}: TTFT {s['ttft_ms']:.2f} ms, ITL {itl}, K/V rows {s['kv_positions_total']}, "
               f"cache {human_bytes(s['cache_bytes'])}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------ gqa
+def cmd_gqa(args: argparse.Namespace) -> int:
+    """The same random model shape with H_kv = H, H/2, …, 1: what the cache holds per token, measured."""
+    from .gqa import compare_kv_heads
+
+    if args.dim % args.heads:
+        raise UsageError(f"--dim ({args.dim}) must be a multiple of --heads ({args.heads})")
+    if args.layers * args.dim * args.dim > 2**31 or args.prompt_len + args.steps > 8192:
+        raise UsageError("that shape is too large for a comparison on this machine (layers·dim² ≤ 2^31, "
+                         "prompt + steps ≤ 8192)")
+    rows = compare_kv_heads(args.family, args.layers, args.heads, args.dim, args.prompt_len, args.steps)
+    if args.json:
+        print(json_line({"rows": [row.__dict__ for row in rows]}))
+        return 0
+    print(f"{args.layers} layers, {args.heads} query heads, dim {args.dim}; prompt {args.prompt_len} + "
+          f"{args.steps} steps, KV cache lane, fp32")
+    print(f"{'kv heads':>8} {'group':>6} {'kind':>5} {'bytes/token':>12} {'cache':>10} {'ITL (median)':>13}")
+    for r in rows:
+        print(f"{r.kv_heads:>8} {r.group_size:>6} {r.kind:>5} {human_bytes(r.bytes_per_token):>12} "
+              f"{human_bytes(r.cache_bytes):>10} {r.itl_ms_median:>10.2f} ms")
     return 0

@@ -206,3 +206,17 @@ def test_no_display_is_a_clear_error(monkeypatch, capsys) -> None:
         monkeypatch.delenv(var, raising=False)
     assert main([]) == 2
     assert "no display" in capsys.readouterr().err
+
+
+def test_gqa_compares_kv_head_counts_with_the_memory_formula(capsys):
+    """MHA → GQA → MQA on one shape: the measured bytes per token are 2·L·H_kv·d·4 (fp32), halving."""
+    assert main(["gqa", "--layers", "2", "--heads", "4", "--dim", "64", "--prompt-len", "8", "--steps", "3", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [(r["kv_heads"], r["group_size"], r["kind"]) for r in rows] == [(4, 1, "MHA"), (2, 2, "GQA"), (1, 4, "MQA")]
+    head_dim = 64 // 4
+    for r in rows:
+        assert r["bytes_per_token"] == 2 * 2 * r["kv_heads"] * head_dim * 4
+        assert r["cache_bytes"] == r["bytes_per_token"] * (8 + 3 - 1)
+        assert r["itl_ms_median"] > 0
+    assert main(["gqa", "--heads", "8", "--dim", "100"]) == 2
+    assert "multiple of --heads" in capsys.readouterr().err

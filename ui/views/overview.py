@@ -1,5 +1,6 @@
-"""All heads at once: the attention of every query head of the selected layer, grouped by the
-K/V head they share (GQA), for the step under the cursor."""
+"""All heads at once: the attention of every query head of the selected layer, drawn in groups over
+the K/V head they share (MHA: groups of one; GQA: H/H_kv heads per group; MQA: one group), for the
+step under the cursor. Group colours are their own (not lane colours): the grouping is the model's."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from .. import theme
 from ..attention import kv_head_of
 
 OVERVIEW_ROWS = 48  # newest query rows shown per head
+# K/V-head groups: light neutral tones, told apart from each other but never taken for a lane's colour
+GROUP_COLORS = ("#d9d9d9", "#9e9ac8", "#a1d99b", "#fdd0a2", "#bdbdbd", "#fcbba1", "#bcbddc", "#c7e9c0")
 
 
 class HeadsOverview(pg.GraphicsLayoutWidget):
@@ -20,6 +23,7 @@ class HeadsOverview(pg.GraphicsLayoutWidget):
         self.layer = 0
         self.lane = 0  # the lane whose attention is shown (the first: the reference)
         self.items: list[tuple[pg.PlotItem, pg.ImageItem]] = []
+        self.frames: list[str] = []  # each head's group colour (its K/V head's)
         self._shape = None
         session.run_started.connect(self._build)
         session.cursor_moved.connect(lambda _s: self.redraw())
@@ -27,16 +31,22 @@ class HeadsOverview(pg.GraphicsLayoutWidget):
     def _build(self) -> None:
         self.clear()
         self.items = []
+        self.frames = []
         s = self.session
         cfg = s.config
-        h, hkv = cfg.n_heads, cfg.n_kv_heads
-        cols = min(h, 4 if h <= 8 else 6)
+        h, hkv, group = cfg.n_heads, cfg.n_kv_heads, cfg.group_size
+        # one row per K/V head when the groups are few and small enough; else wrap heads in rows
+        cols = group if hkv <= 8 and group <= 8 else min(h, 4 if h <= 8 else 6)
+        kind = "MHA" if group == 1 else "MQA" if hkv == 1 else f"GQA: {group} share each"
+        self.addLabel(f"{h} heads, {hkv} K/V · {kind}", row=0, col=0, colspan=cols, size="11pt", color=theme.MUTED)
         font = QFont(self.font())
         for i in range(h):
             g = kv_head_of(i, h, hkv)
-            p = self.addPlot(row=(i // cols) * 2 + 1, col=i % cols)
-            self.addLabel(f"head {i} · kv {g}", row=(i // cols) * 2, col=i % cols, size="11pt",
-                          color=theme.lane_color(1) if g % 2 == 0 else theme.ACCENT)
+            color = GROUP_COLORS[g % len(GROUP_COLORS)]
+            p = self.addPlot(row=(i // cols) * 2 + 2, col=i % cols)
+            self.addLabel(f"head {i} · kv {g}", row=(i // cols) * 2 + 1, col=i % cols, size="11pt", color=color)
+            p.getViewBox().setBorder(pg.mkPen(color, width=2))  # the frame says which K/V head it shares
+            self.frames.append(color)
             p.setMenuEnabled(False)
             p.hideButtons()
             p.setMouseEnabled(False, False)
