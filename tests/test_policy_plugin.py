@@ -327,4 +327,5 @@ def test_free_running_lanes_continue_on_their_own_choice(every_other, capsys):
     lockstep = Simulator(model, loaded.tokenizer, prompt, parse_lanes("kv,every-other"))
     forced = [r.lane("every-other").ref_logprob for r in lockstep.run(12, stop_at_eos=False)]
     assert summary["lanes"]["every-other"]["perplexity_of_reference"] == pytest.approx(float(np.exp(-np.mean(forced))))
-    assert summary["lanes"]["every-other"]["first_divergent_step"] == next(i for i, (a, b) in enumerate(zip(own, ref)) if a != b)
+    first = next(i for i, (a, b) in enumerate(zip(own, ref, strict=True)) if a != b)
+    assert summary["lanes"]["every-other"]["first_divergent_step"] == first
