@@ -12,8 +12,6 @@ The same monkey runs for about a minute in tests/test_gui_robustness.py. Figures
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import os
 import sys
@@ -24,36 +22,6 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-
-
-def make_traces(folder: Path, model: str) -> list[Path]:
-    """A good saved run with 16 lanes (the most a trace may hold), one with one lane, and a few damaged
-    copies (the hostile corpus's generator): open_run must show or refuse each, never break."""
-    import hostile
-
-    from kvsim.cli import main as cli_main
-
-    lanes16 = ",".join(["none", "None", "NONE", "nOnE", "kv", "Kv", "kV", "KV", "cached", "Cached", "CACHED", "cAched",
-                        "caChed", "cacHed", "cachEd", "cacheD"])
-    folder.mkdir(parents=True, exist_ok=True)
-    out = []
-    for name, lanes in (("lanes16", lanes16), ("cached-only", "cached"), ("uncached-only", "uncached")):
-        path = folder / f"{name}.kvsim"
-        with contextlib.redirect_stdout(io.StringIO()):
-            code = cli_main(["run", "--model", model, "--prompt", "The cache", "--steps", "4", "--lanes", lanes,
-                             "--save", str(path)])
-        if code == 0:
-            out.append(path)
-    damaged = hostile.build_trace_corpus(folder / "damaged", out[1])
-    picks = ("truncated-0.5", "flip-", "lanes-120", "heads-3-over-2", "manifest-deep", "nan-numbers")
-    seen = set()
-    for case in damaged:
-        if case.kind == "trace":
-            pick = next((p for p in picks if case.name.split("/", 1)[1].startswith(p)), None)
-            if pick and pick not in seen:
-                seen.add(pick)
-                out.append(Path(case.argv[0]))
-    return out
 
 
 def main() -> int:
@@ -83,7 +51,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="kvsim-monkey-") as tmp:
         folder = Path(tmp)
-        traces = make_traces(folder / "traces", mk.MODEL)
+        traces = mk.make_traces(folder / "traces")
         w = MainWindow(model=mk.MODEL, prompt=mk.PROMPT, persist=False)
         w.resize(1280, 720)
         w.show()

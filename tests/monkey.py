@@ -19,6 +19,8 @@ Used by tests/test_gui_robustness.py (about a minute) and benchmarks/monkey.py (
 
 from __future__ import annotations
 
+import contextlib
+import io
 import random
 import sys
 import time
@@ -32,6 +34,8 @@ from PySide6.QtTest import QTest
 
 MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,seed=1"
 PROMPT = "The cache remembers"
+LANES_16 = ",".join(["none", "None", "NONE", "nOnE", "kv", "Kv", "kV", "KV", "cached", "Cached", "CACHED", "cAched",
+                     "caChed", "cacHed", "cachEd", "cacheD"])  # 16 lanes (names differ by case): the most a run may have
 LANE_SETS = ["uncached,cached", "cached,uncached", "cached", "uncached", "none,kv,cached",
              "none,NONE,kv,KV,cached,Cached"]  # six lanes: two open hidden (the Lanes menu shows them)
 
@@ -267,6 +271,38 @@ class Monkey:
         if not self.c.wait_ready(timeout_s):
             return False
         return self.c.run_steps(2, timeout_s) and self.w.session.n_steps == 2
+
+
+def save_trace(path: Path, lanes: str, model: str = MODEL, steps: int = 4, prompt: str = "The cache") -> Path:
+    """A saved run made by ``kvsim run --save`` (its table printout swallowed)."""
+    from kvsim.cli import main as cli_main
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = cli_main(["run", "--model", model, "--prompt", prompt, "--steps", str(steps), "--lanes", lanes,
+                         "--save", str(path)])
+    if code != 0:
+        raise RuntimeError(f"kvsim run --lanes {lanes} --save {path}: exit {code}")
+    return path
+
+
+def make_traces(folder: Path, model: str = MODEL) -> list[Path]:
+    """A good saved run with 16 lanes (the most a trace may hold), one with one lane, and a few damaged
+    copies (the hostile corpus's generator): open_run must show or refuse each, never break."""
+    import hostile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    out = [save_trace(folder / f"{name}.kvsim", lanes, model)
+           for name, lanes in (("lanes16", LANES_16), ("cached-only", "cached"), ("uncached-only", "uncached"))]
+    damaged = hostile.build_trace_corpus(folder / "damaged", out[1])
+    picks = ("truncated-0.5", "flip-", "lanes-120", "heads-3-over-2", "manifest-deep", "nan-numbers")
+    seen = set()
+    for case in damaged:
+        if case.kind == "trace":
+            pick = next((p for p in picks if case.name.split("/", 1)[1].startswith(p)), None)
+            if pick and pick not in seen:
+                seen.add(pick)
+                out.append(Path(case.argv[0]))
+    return out
 
 
 def record_exceptions(into: list[str]):

@@ -19,6 +19,9 @@ from .animation import Animator
 from .session import RunInfo, Session
 from .toolbar import DEFAULT_LANES
 
+RESTART_QUIET_MS = 250  # a Reset this soon after the last restart (or the run it showed) waits for more presses
+RESTART_COALESCE_MS = 80  # how long it waits: a held Home key (auto-repeat ~30 a second) is one restart
+
 
 class Controller(QObject):
     message = Signal(str, bool)  # text, is_error
@@ -53,6 +56,7 @@ class Controller(QObject):
         self._reset_soon.setSingleShot(True)
         self._reset_soon.setInterval(0)
         self._reset_soon.timeout.connect(self._restart)
+        self._last_restart = -1e9  # time.monotonic() of the last restart or run shown
         animator.finished.connect(self._on_anim_finished)
 
     def attach_worker(self, worker) -> None:
@@ -87,9 +91,11 @@ class Controller(QObject):
         self.stop_play()
         self.animator.stop()
         self.can_step = False
-        self._reset_soon.start()
+        recent = (time.monotonic() - self._last_restart) * 1000 < RESTART_QUIET_MS
+        self._reset_soon.start(RESTART_COALESCE_MS if recent else 0)
 
     def _restart(self) -> None:
+        self._last_restart = time.monotonic()
         if self.browsing:  # back from an opened run: the selectors follow the loaded model again
             self.browsing = False
             if self.loaded_info is not None:
@@ -248,6 +254,7 @@ class Controller(QObject):
         self.busy = False  # a step asked of the previous run is dropped by the worker
         self._show_run(run)
         self.can_step = True
+        self._last_restart = time.monotonic()
 
     def _show_run(self, run: RunInfo) -> None:
         self.animator.stop()

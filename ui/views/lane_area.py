@@ -7,9 +7,9 @@ Panels are built lazily, because one costs ~60–100 ms of the GUI thread (three
   is the lane's index, so only its header changes) instead of destroying and rebuilding them;
 * a lane that opens hidden (beyond the first ``MAX_SHOWN_LANES``, or hidden by the user) gets no
   panel until it is first shown (the Lanes menu, ``show_lane``);
-* when no panel could be kept, ``SYNC_BUILDS`` are built inside the run's start (the area is never
-  empty); every other missing panel is built one per turn of the event loop, so opening a run
-  with many lanes never freezes the window.
+* missing panels are built inside the run's start only until ``SYNC_BUILDS`` panels exist (a run
+  of one or two lanes is drawn at once, as before); every other one is built one per turn of the
+  event loop, so opening a run with many lanes never freezes the window.
 
 ``panels`` is the list of built panels in lane order (the shown ones, and hidden ones that were
 shown once); ``panel(index)`` is lane ``index``'s panel or None; ``pending`` says whether panels
@@ -18,6 +18,8 @@ are still to be built (``settle()`` builds them at once, for tests and screensho
 
 from __future__ import annotations
 
+import time
+
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QMenu, QSplitter
 
@@ -25,7 +27,7 @@ from .. import theme
 from .lanes import LanePanel
 
 MAX_SHOWN_LANES = 4  # more lanes than this open hidden (the Lanes menu shows any of them)
-SYNC_BUILDS = 2  # panels built inside a run's start when none could be kept; the rest one per event-loop turn
+SYNC_BUILDS = 2  # panels that exist as soon as a run starts; more are built one per event-loop turn
 
 
 class LaneArea(QSplitter):
@@ -42,6 +44,7 @@ class LaneArea(QSplitter):
         self.menu = QMenu("Lanes")
         self._lanes: list = []  # the lanes the area was built for
         self._actions: dict[str, object] = {}
+        self.last_rebuild_ms = 0.0  # what the last new run's lanes cost the GUI thread here (tests, benchmarks)
         self._pending: list[int] = []  # lane indices to show whose panel is not built yet
         self._build_soon = QTimer(self)
         self._build_soon.setSingleShot(True)
@@ -62,6 +65,7 @@ class LaneArea(QSplitter):
         lanes = list(self.session.lanes)
         if lanes == self._lanes:
             return
+        t0 = time.perf_counter()
         self._lanes = lanes
         if self.placeholder is not None:
             self.placeholder.setParent(None)
@@ -78,13 +82,14 @@ class LaneArea(QSplitter):
         self.panels = keep
         built = {p.index for p in keep}
         self._pending = [lane.index for lane in lanes if self._wanted(lane) and lane.index not in built]
-        for _ in range(0 if keep else min(SYNC_BUILDS, len(self._pending))):
+        while self._pending and len(self.panels) < SYNC_BUILDS:
             self._build(self._pending.pop(0), redraw=False)  # the run's cursor_moved marks it for drawing
         if self._pending:
             self._build_soon.start()
         else:
             self._build_soon.stop()
         self._fill_menu()
+        self.last_rebuild_ms = (time.perf_counter() - t0) * 1000.0
 
     def _fill_menu(self) -> None:
         self.menu.clear()
