@@ -160,7 +160,7 @@ def test_the_cli_runs_int8_and_int4_lanes(capsys, tmp_path):
     assert code == 0
     steps = [json.loads(line) for line in lines[:-1]]
     diffs = {lane: [s[lane]["logit_diff"] for s in steps] for lane in ("int8", "int4:g32:r16")}
-    # measured on this model: int8 ≤ ~0.003, int4 ~0.01-0.08; the bound leaves a wide margin
+    # measured on this model: int8 max 0.0055 (mean 0.0016), int4 max 0.10 (mean 0.048); the bound leaves 9× margin
     assert max(diffs["int8"]) < 0.05
     assert np.mean(diffs["int4:g32:r16"]) > 2 * np.mean(diffs["int8"]) > 0
     assert steps[0]["int8"]["logit_diff"] == 0  # the prefill reads its own rows in full precision

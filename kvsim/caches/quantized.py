@@ -161,8 +161,7 @@ class QuantizedCache(Cache):
         recent = f"the last {r} tokens in full precision" if r else "only an unfinished group in full precision"
         return PolicyInfo(
             spec=f"int{b}:g{g}:r{r}", title=f"INT{b} cache (g{g}, r{r})",
-            explanation=(f"keys per channel, values per token, {b}-bit codes in groups of {g} with a scale and a "
-                         f"zero point each; {recent}"),
+            explanation=f"keys per channel, values per token, {b}-bit codes in groups of {g}; {recent}",
             reuses_past=True, lossy=True, evicts=False)
 
     # ------------------------------------------------------------------ the interface
