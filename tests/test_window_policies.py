@@ -55,7 +55,7 @@ def test_specs_and_descriptions() -> None:
     assert parse_spec("Sink:4+Window:60").options == {"sinks": 4, "window": 60}
     assert parse_spec("sink:0+window:3").options == {"sinks": 0, "window": 3}
     info = make_cache("window:64", 2).describe()
-    assert (info.spec, info.title, info.window, info.sinks) == ("window:64", "sliding window (64)", 64, 0)
+    assert (info.spec, info.title, info.window, info.sinks) == ("window:64", "sliding window", 64, 0)
     assert info.evicts and info.reuses_past and not info.lossy and "last 64 rows" in info.explanation
     info = make_cache("sink:4+window:60", 2).describe()
     assert (info.spec, info.window, info.sinks, info.evicts) == ("sink:4+window:60", 60, 4, True)
@@ -279,7 +279,8 @@ def test_the_app_draws_window_and_sink_lanes(qtbot, qapp) -> None:
     s = w.session
     n = s.n_rows()
     assert n > 8
-    for index, title, sinks, window in ((2, "sliding window (4)", 0, 4), (3, "attention sinks (1) + window (3)", 1, 3)):
+    lanes = ((2, "sliding window (window:4)", 0, 4), (3, "attention sinks + window (sink:1+window:3)", 1, 3))
+    for index, title, sinks, window in lanes:
         panel = w.lane_panels[index]
         assert title in panel.header.text()
         read = s.read_positions(index)
@@ -299,3 +300,40 @@ def test_the_app_draws_window_and_sink_lanes(qtbot, qapp) -> None:
         assert np.isnan(np.delete(got, read)).all()
     assert not np.isnan(w.derived.attention_values(1, 0, 0, n - 1)).any()  # the kv lane sees every key
     w.shutdown()
+
+
+@pytest.mark.parametrize("window, sinks", [(1, 0), (3, 0), (4, 2), (2, 5), (6, 1)])
+def test_strip_against_a_list_of_rows(window: int, sinks: int) -> None:
+    """Random chunk sizes (prompts longer and shorter than the window, decode rows, several rows at
+    once), each update sometimes undone: the rows read and held are always the expected ones."""
+    gen = torch.Generator().manual_seed(window * 10 + sinks)
+    spec = f"sink:{sinks}+window:{window}" if sinks else f"window:{window}"
+    cache = make_cache(spec, 2)
+
+    def rows(a: int, b: int) -> torch.Tensor:  # row p holds the value p in every element: easy to check
+        return torch.arange(a, b, dtype=torch.float32).view(1, 1, -1, 1).expand(1, 2, -1, 3).contiguous()
+
+    n = 0
+    for _ in range(60):
+        t = int(torch.randint(1, 2 * window + 3 if n == 0 else 4, (), generator=gen))
+        before = [tuple(x.clone() for x in cache.held_rows(layer)) for layer in range(2)] if n else None
+        for layer in range(2):
+            k_all, v_all = cache.update(layer, rows(n, n + t), -rows(n, n + t), torch.arange(n, n + t))
+            read = [p for p in range(n) if p < sinks or p > n - window] + list(range(n, n + t))  # the first new query's window
+            assert cache.key_positions(layer).tolist() == read
+            assert k_all[0, 1, :, 2].tolist() == read and (-v_all[0, 0, :, 0]).tolist() == read
+        if int(torch.randint(0, 3, (), generator=gen)) == 0:  # the step did not complete: undo it
+            cache.truncate(n)
+            if before is None:
+                assert cache.n_tokens == 0
+            else:
+                for layer in range(2):
+                    for a, b in zip(before[layer], cache.held_rows(layer), strict=True):
+                        assert torch.equal(a, b)
+            continue
+        n += t
+        held = [p for p in range(n) if p < sinks or p >= n - window]
+        for layer in range(2):
+            k, v, pos = cache.held_rows(layer)
+            assert pos.tolist() == held and k[0, 0, :, 0].tolist() == held and (-v[0, 1, :, 1]).tolist() == held
+        assert cache.nbytes == len(held) * 2 * 2 * 2 * 3 * 4

@@ -54,22 +54,34 @@ def _parse_int(term: str, args: list[str], letter: str, meaning: str, minimum: i
 
 
 class _Strip:
-    """One layer's rows: buffers (B, H_kv, C, D) and positions (C,); the held run is [start, end)."""
+    """One layer's rows: buffers (B, H_kv, C, D) and positions (C,). The held run is slots [start, end):
+    ``sinks`` sink rows (positions 0..sinks-1), then window rows (positions w_lo, w_lo + 1, …).
+    The counts are kept in Python so that a step costs no reductions over the positions."""
 
-    __slots__ = ("k", "v", "pos", "start", "end", "undo")
+    __slots__ = ("k", "v", "pos", "start", "end", "sinks", "w_lo", "undo")
 
     def __init__(self) -> None:
         self.k: torch.Tensor | None = None
         self.v: torch.Tensor | None = None
         self.pos: torch.Tensor | None = None
-        self.start = 0
-        self.end = 0
-        # (first position of the last update, rows it evicted: k, v, positions) — to undo that update
-        self.undo: tuple[int, torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+        self.start = self.end = 0
+        self.sinks = 0  # sink rows held
+        self.w_lo = 0  # position of the first window row (the next position while the window is empty)
+        # (first position of the last update, the rows it evicted from before it): to undo that update.
+        # A piece is a slot range still intact in the buffers, or copies (when a copy overwrote them).
+        self.undo: tuple[int, list[tuple]] | None = None
 
     @property
     def capacity(self) -> int:
         return 0 if self.k is None else self.k.shape[2]
+
+    @property
+    def window_rows(self) -> int:
+        return self.end - self.start - self.sinks
+
+    def rows(self, a: int, b: int, copy: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        got = (self.k[:, :, a:b], self.v[:, :, a:b], self.pos[a:b])
+        return tuple(x.clone() for x in got) if copy else got
 
 
 class _WindowCache(Cache):
@@ -93,11 +105,10 @@ class _WindowCache(Cache):
 
     def _place(self, s: _Strip, like: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pos: torch.Tensor,
                room: int) -> None:
-        """Put the run (k, v, pos) at the front of a strip with ``room`` free slots after it, reusing
-        the buffers when they fit (so the strip shrinks back after a long prompt)."""
-        m = pos.numel()
-        standard = self.sinks + 2 * self.window
-        capacity = max(m + room, min(max(2 * s.capacity, 64), standard))
+        """Put the run (k, v, pos; not views of the strip) at the front of a strip with ``room`` free
+        slots after it, reusing the buffers when they fit (so the strip shrinks back after a long prompt)."""
+        m = pos.shape[0]
+        capacity = max(m + room, min(max(2 * s.capacity, 64), self.sinks + 2 * self.window))
         if s.k is None or s.capacity != capacity:
             b, h, _, d = like.shape
             s.k, s.v = like.new_empty((b, h, capacity, d)), like.new_empty((b, h, capacity, d))
@@ -106,72 +117,63 @@ class _WindowCache(Cache):
             s.k[:, :, :m], s.v[:, :, :m], s.pos[:m] = k, v, pos
         s.start, s.end = 0, m
 
-    def _evict(self, s: _Strip, count: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Drop the ``count`` oldest non-sink rows of the run (they sit right after the sinks); return copies."""
+    def _drop_after_sinks(self, s: _Strip, count: int, keep_from: int, undo: list[tuple]) -> None:
+        """Evict the ``count`` oldest window rows (right after the sinks). Rows at positions <
+        ``keep_from`` (held before this update) go into ``undo``: as a slot range when nothing
+        overwrites them, as copies when the sinks slide forward over them to keep the run contiguous."""
         if count <= 0:
-            return (s.k[:, :, :0].clone(), s.v[:, :, :0].clone(), s.pos[:0].clone())
-        n_sinks = int((s.pos[s.start:s.end] < self.sinks).sum())
-        a = s.start + n_sinks
-        gone = (s.k[:, :, a:a + count].clone(), s.v[:, :, a:a + count].clone(), s.pos[a:a + count].clone())
-        if n_sinks:  # slide the sinks forward over the evicted rows so the run stays contiguous
-            lo, hi = s.start, s.start + n_sinks
-            sk, sv, sp = s.k[:, :, lo:hi].clone(), s.v[:, :, lo:hi].clone(), s.pos[lo:hi].clone()
-            s.k[:, :, lo + count:hi + count], s.v[:, :, lo + count:hi + count], s.pos[lo + count:hi + count] = sk, sv, sp
+            return
+        a = s.start + s.sinks
+        old = min(count, max(0, keep_from - s.w_lo))  # of the evicted, the rows from before this update
+        if s.sinks:
+            if old:
+                undo.append(s.rows(a, a + old, copy=True))
+            sinks = s.rows(s.start, a, copy=True)
+            s.k[:, :, s.start + count:a + count], s.v[:, :, s.start + count:a + count] = sinks[0], sinks[1]
+            s.pos[s.start + count:a + count] = sinks[2]
+        elif old:
+            undo.append((a, a + old))
         s.start += count
-        return gone
-
-    def _window_rows(self, s: _Strip) -> int:
-        return int((s.pos[s.start:s.end] >= self.sinks).sum()) if s.pos is not None else 0
+        s.w_lo += count
 
     # ---------------------------------------------------------------- the interface
     def update(self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor,
                positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``positions`` are consecutive (the simulator feeds arange(done, n)) and follow the held ones."""
         s = self._layers[layer]
         t = k_new.shape[2]
-        first = int(positions[0]) if t else (int(s.pos[s.end - 1]) + 1 if s.end else 0)
-        # 1. rows no new query can see any more (older than the window of the first new query) go now,
-        #    so a decode step reads exactly its window: W - 1 held rows + the new one (+ the sinks)
-        if s.end > s.start:
-            old = s.pos[s.start:s.end]
-            stale = int(((old >= self.sinks) & (old <= first - self.window)).sum())
-        else:
-            stale = 0
-        if s.k is None or s.end + t > s.capacity:  # no room after the run: move it to the front first
-            run = slice(s.start, s.end)
-            held = (s.k[:, :, run].clone(), s.v[:, :, run].clone(), s.pos[run].clone()) if s.k is not None \
-                else (k_new[:, :, :0], v_new[:, :, :0], positions[:0].long())
-            gone_k, gone_v, gone_p = held[0][:, :, :0], held[1][:, :, :0], held[2][:0]
+        first = int(positions[0]) if t else s.w_lo + s.window_rows
+        undo: list[tuple] = []
+        # 1. rows no new query can see any more (older than the first new query's window) go first, so
+        #    a decode step reads exactly its window: W - 1 held rows + the new one (+ the sinks)
+        stale = min(s.window_rows, max(0, first - self.window + 1 - s.w_lo))
+        if s.k is None or s.end + t > s.capacity:  # no room after the run: move it to the front
+            a = s.start + s.sinks
             if stale:
-                n_sinks = int((held[2] < self.sinks).sum())
-                cut = slice(n_sinks, n_sinks + stale)
-                gone_k, gone_v, gone_p = held[0][:, :, cut], held[1][:, :, cut], held[2][cut]
-                keep = torch.ones(held[2].numel(), dtype=torch.bool, device=held[2].device)
-                keep[cut] = False
-                held = (held[0][:, :, keep], held[1][:, :, keep], held[2][keep])
+                undo.append(s.rows(a, a + stale, copy=True))
+            parts = [s.rows(s.start, a), s.rows(a + stale, s.end)] if s.k is not None else []
+            held = [torch.cat([p[i] for p in parts], 2 if i < 2 else 0) for i in range(3)] if parts \
+                else [k_new[:, :, :0], v_new[:, :, :0], positions[:0].long()]
             self._place(s, k_new, *held, room=t)
+            s.w_lo += stale
         else:
-            gone_k, gone_v, gone_p = self._evict(s, stale)
+            self._drop_after_sinks(s, stale, first, undo)
         # 2. the new rows go after the run; attention reads the whole run, a view of the strip
+        if s.window_rows == 0:  # the window starts after whatever part of the new rows are sinks
+            s.sinks += max(0, min(self.sinks, first + t) - first)
+            s.w_lo = max(first, min(self.sinks, first + t))
         a, b = s.end, s.end + t
         s.k[:, :, a:b], s.v[:, :, a:b], s.pos[a:b] = k_new, v_new, positions
         s.end = b
-        k_all, v_all = s.k[:, :, s.start:b], s.v[:, :, s.start:b]
-        self._read[layer] = s.pos[s.start:b]
-        # 3. between steps hold only the sinks and the last W rows (a long prompt's earlier rows are
-        #    evicted now; the views returned above stay valid: nothing is written before the next update)
-        extra = self._window_rows(s) - self.window
-        if extra > 0:
-            if self.sinks and bool((self._read[layer] < self.sinks).any()):
-                # sliding the sinks forward would overwrite the rows just returned before attention
-                # reads them: return copies instead (a prompt longer than the window: once, at prefill)
-                k_all, v_all, self._read[layer] = k_all.clone(), v_all.clone(), self._read[layer].clone()
-            more_k, more_v, more_p = self._evict(s, extra)
-            # only rows from before this update need restoring on undo; the new ones are simply dropped
-            old = more_p < first
-            gone_k = torch.cat([gone_k, more_k[:, :, old]], 2)
-            gone_v = torch.cat([gone_v, more_v[:, :, old]], 2)
-            gone_p = torch.cat([gone_p, more_p[old]])
-        s.undo = (first, gone_k, gone_v, gone_p)
+        k_all, v_all, read = s.rows(s.start, b)
+        # 3. between steps hold only the sinks and the last W rows (a long prompt's earlier rows go now;
+        #    the views returned stay valid: nothing is written before the next update, except…)
+        extra = s.window_rows - self.window
+        if extra > 0 and s.sinks:  # …the sinks sliding forward: return copies then (a long prefill, once)
+            k_all, v_all, read = k_all.clone(), v_all.clone(), read.clone()
+        self._drop_after_sinks(s, extra, first, undo)
+        self._read[layer] = read
+        s.undo = (first, undo)
         return k_all, v_all
 
     def key_positions(self, layer: int) -> torch.Tensor:
@@ -185,19 +187,23 @@ class _WindowCache(Cache):
         not complete): its new rows go, the rows it evicted come back. Rolling back further than one
         step can only drop rows: what earlier steps evicted is gone (the simulator never asks that)."""
         for layer, s in enumerate(self._layers):
-            if s.pos is None or s.end == s.start and s.undo is None:
+            if s.k is None:
                 continue
-            run = slice(s.start, s.end)
-            k, v, pos = s.k[:, :, run], s.v[:, :, run], s.pos[run]
-            if s.undo is not None and s.undo[0] >= n_tokens:
-                _, gone_k, gone_v, gone_p = s.undo
-                k, v, pos = torch.cat([k, gone_k], 2), torch.cat([v, gone_v], 2), torch.cat([pos, gone_p])
-                s.undo = None
-            elif bool((pos < n_tokens).all()):
-                continue
+            next_pos = s.w_lo + s.window_rows if s.window_rows else s.sinks
+            undo = s.undo is not None and s.undo[0] >= n_tokens
+            if not undo and next_pos <= n_tokens:
+                continue  # this layer did not store the incomplete step's rows
+            pieces = [s.rows(s.start, s.end)]
+            if undo:
+                pieces += [s.rows(*p) if len(p) == 2 else p for p in s.undo[1]]
+            k, v, pos = (torch.cat([p[i] for p in pieces], 2 if i < 2 else 0) for i in range(3))
             order = torch.argsort(pos)
             keep = order[pos[order] < n_tokens]
             self._place(s, s.k, k[:, :, keep], v[:, :, keep], pos[keep], room=0)
+            held = s.pos[:s.end].tolist()
+            s.sinks = sum(1 for p in held if p < self.sinks)
+            s.w_lo = held[s.sinks] if s.window_rows else min(n_tokens, self.sinks) if not held else held[-1] + 1
+            s.undo = None
             self._read[layer] = s.pos[s.start:s.end]
 
     @property
@@ -223,8 +229,7 @@ class _WindowCache(Cache):
         s = self._layers[layer]
         if s.k is None:
             raise RuntimeError("held_rows before update")
-        run = slice(s.start, s.end)
-        return s.k[:, :, run], s.v[:, :, run], s.pos[run]
+        return s.rows(s.start, s.end)
 
 
 @register_policy
@@ -243,8 +248,9 @@ class SlidingWindowCache(_WindowCache):
         super().__init__(n_layers, window, 0)
 
     def describe(self) -> PolicyInfo:
+        # the sizes are in the spec, which the app shows next to the title: "sliding window (window:64)"
         w = self.window
-        return PolicyInfo(spec=f"window:{w}", title=f"sliding window ({w})",
+        return PolicyInfo(spec=f"window:{w}", title="sliding window",
                           explanation=f"keeps the last {w} rows; older ones are evicted",
                           reuses_past=True, lossy=False, evicts=True, window=w, sinks=0)
 
@@ -268,7 +274,7 @@ class SinkWindowCache(_WindowCache):
 
     def describe(self) -> PolicyInfo:
         s, w = self.sinks, self.window
-        return PolicyInfo(spec=f"sink:{s}+window:{w}", title=f"attention sinks ({s}) + window ({w})",
+        return PolicyInfo(spec=f"sink:{s}+window:{w}", title="attention sinks + window",
                           explanation=f"keeps the first {s} rows forever and the last {w}; the rows between "
                                       "are evicted",
                           reuses_past=True, lossy=False, evicts=True, window=w, sinks=s)
