@@ -123,6 +123,28 @@ def test_the_spec_grammar():
             parse_spec(bad)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_half_precision_model_keeps_half_precision_statistics(dtype):
+    """Scales and zero points in the model's 2-byte dtype, rounded outward so the group still fits."""
+    gen = torch.Generator().manual_seed(1)
+    k, v = (torch.randn(1, 2, 20, 16, generator=gen) * 5).to(dtype), torch.randn(1, 2, 20, 16, generator=gen).to(dtype)
+    cache = make_cache("int4:g8:r0", 1)
+    cache.update(0, k[:, :, :17], v[:, :, :17], torch.arange(17))
+    cache.update(0, k[:, :, 17:], v[:, :, 17:], torch.arange(17, 20))  # began with 17 rows: 16 quantized
+    st = cache._layers[0]
+    assert st.q == 16 and st.k_scale.dtype == st.k_zero.dtype == st.v_scale.dtype == dtype
+    kf = k[:, :, :16].float().reshape(1, 2, 2, 8, 16)  # (…, group, token in group, channel)
+    zero, scale = st.k_zero.float()[:, :, :, None], st.k_scale.float()[:, :, :, None]
+    assert (zero <= kf.amin(3, keepdim=True)).all() and (zero + 15 * scale >= kf.amax(3, keepdim=True)).all()
+    k_held = cache.held_rows(0)[0][:, :, :16].float().reshape(kf.shape)
+    half_ulp = k_held.abs() * torch.finfo(dtype).eps / 2  # the rows attention reads are in the model's dtype too
+    assert ((k_held - kf).abs() <= scale / 2 + half_ulp + 1e-6).all()
+    es = 2
+    assert cache.bytes_split() == (2 * 2 * 16 * 8 + 2 * 2 * 4 * 16 * es,  # codes (2 per byte) + 4 residual rows
+                                   2 * (2 * 2 * 16 + 2 * 16 * 2) * es)  # K: 2 groups × 16 ch; V: 16 tokens × 2 groups
+    assert cache.nbytes == sum(t.nbytes for t in cache.stored_tensors())
+
+
 # ---------------------------------------------------------------------- 2. bytes
 @pytest.mark.parametrize("spec,bits,group,residual", [("int8:g8:r8", 8, 8, 8), ("int4:g8:r8", 4, 8, 8),
                                                       ("int4:g4:r0", 4, 4, 0)])
