@@ -1,8 +1,8 @@
 """Hugging Face checkpoint directories → kvsim's Transformer.
 
 Reads ``config.json``, every ``*.safetensors`` file (never pickle) and ``tokenizer.json``, maps the
-tensor names of the GPT-2 and Llama families (Llama, Mistral, Qwen2, SmolLM) onto kvsim's modules,
-and refuses anything else with a message that names what is supported.
+tensor names of the GPT-2, Llama (Llama, Mistral, Qwen2, SmolLM) and Gemma 3 (``gemma3_text``)
+families onto kvsim's modules, and refuses anything else with a message that names what is supported.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from .tokenizer import TextTokenizer, check_vocabulary
 from .transformer import Transformer
 
 LLAMA_TYPES = ("llama", "mistral", "qwen2", "smollm", "smollm2")
-SUPPORTED = "gpt2, llama, mistral, qwen2 (SmolLM checkpoints are llama)"
+GEMMA3_TYPES = ("gemma3_text",)
+SUPPORTED = "gpt2, llama, mistral, qwen2 (SmolLM checkpoints are llama), gemma3_text"
 
 
 _UNSET = object()
@@ -60,6 +61,72 @@ def _sliding_window(hf: dict, model_type: str, name: str) -> int | None:
     return window  # type-checked (a positive integer) by ModelConfig
 
 
+def _gemma3_layer_windows(hf: dict, n_layers: object, name: str) -> tuple[int | None, ...]:
+    """Gemma 3's per-layer windows: ``layer_types`` as written, or (older configs) every
+    ``sliding_window_pattern``-th layer global (default 6, as transformers assumes)."""
+    window = _get(hf, "sliding_window", 4096, name)  # transformers' Gemma3TextConfig default
+    layer_types = hf.get("layer_types")
+    if layer_types is None:
+        every = _get(hf, "sliding_window_pattern", 6, name)
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise ModelLoadError(f"{name}: config.json's sliding_window_pattern must be a positive integer, got {every!r}")
+        if isinstance(n_layers, bool) or not isinstance(n_layers, int) or not 0 < n_layers <= 10**4:
+            raise ModelLoadError(f"{name}: config.json's num_hidden_layers must be a positive integer, got {n_layers!r}")
+        layer_types = ["full_attention" if (i + 1) % every == 0 else "sliding_attention" for i in range(n_layers)]
+    if not isinstance(layer_types, list) or not all(t in ("sliding_attention", "full_attention") for t in layer_types):
+        raise ModelLoadError(f"{name}: config.json's layer_types must list sliding_attention or full_attention "
+                             f"per layer, got {str(layer_types)[:80]!r}")
+    return tuple(window if t == "sliding_attention" else None for t in layer_types)
+
+
+def _gemma3_rope_thetas(hf: dict, name: str) -> tuple[object, object]:
+    """(global, local) RoPE bases: transformers 5 writes ``rope_parameters`` per layer type; 4.x wrote
+    ``rope_theta``, ``rope_local_base_freq`` and ``rope_scaling`` (global layers only)."""
+    params = hf.get("rope_parameters")
+    if params is None:
+        scaling = hf.get("rope_scaling")
+        params = {"full_attention": {"rope_type": "default", "rope_theta": _get(hf, "rope_theta", 1_000_000.0, name),
+                                     **(scaling if isinstance(scaling, dict) else {})},
+                  "sliding_attention": {"rope_type": "default",
+                                        "rope_theta": _get(hf, "rope_local_base_freq", 10_000.0, name)}}
+    if not isinstance(params, dict) or not all(isinstance(params.get(k), dict)
+                                               for k in ("full_attention", "sliding_attention")):
+        raise ModelLoadError(f"{name}: config.json's rope_parameters must hold full_attention and sliding_attention "
+                             "objects")
+    thetas = []
+    for kind, default in (("full_attention", 1_000_000.0), ("sliding_attention", 10_000.0)):
+        rope_type = params[kind].get("rope_type", params[kind].get("type", "default"))
+        if rope_type not in (None, "default"):
+            raise ModelLoadError(f"{name}: RoPE scaling {str(rope_type)[:40]!r} ({kind} layers) is not supported yet")
+        thetas.append(params[kind].get("rope_theta") if params[kind].get("rope_theta") is not None else default)
+    return thetas[0], thetas[1]
+
+
+def _gemma3_config(hf: dict, name: str) -> ModelConfig:
+    """Gemma 3 text checkpoints, with transformers' ``Gemma3TextConfig`` defaults for absent keys."""
+    act = _get(hf, "hidden_activation", "gelu_pytorch_tanh", name)
+    if act not in ("gelu_pytorch_tanh", "gelu_new"):
+        raise ModelLoadError(f"{name}: Gemma 3 activation {act!r} is not supported (kvsim uses tanh GELU)")
+    if _flag(hf, "use_bidirectional_attention", False, name):
+        raise ModelLoadError(f"{name}: bidirectional Gemma 3 attention (an encoder) is not a model kvsim runs")
+    if hf.get("attn_logit_softcapping") is not None:
+        raise ModelLoadError(f"{name}: attention logit soft-capping (Gemma 2's) is not supported")
+    global_theta, local_theta = _gemma3_rope_thetas(hf, name)
+    n_layers = _get(hf, "num_hidden_layers", name=name)
+    bias = _flag(hf, "attention_bias", False, name)
+    return ModelConfig(
+        family="gemma3", vocab_size=_get(hf, "vocab_size", name=name), n_layers=n_layers,
+        n_heads=_get(hf, "num_attention_heads", name=name), n_kv_heads=_get(hf, "num_key_value_heads", name=name),
+        dim=_get(hf, "hidden_size", name=name), head_dim=_get(hf, "head_dim", 256, name),
+        hidden_dim=_get(hf, "intermediate_size", name=name),
+        max_seq_len=_get(hf, "max_position_embeddings", 131_072, name), norm_eps=_get(hf, "rms_norm_eps", 1e-6, name),
+        rope_theta=global_theta, rope_theta_local=local_theta,
+        layer_windows=_gemma3_layer_windows(hf, n_layers, name), qk_norm=True,
+        query_pre_attn_scalar=_get(hf, "query_pre_attn_scalar", 256, name),
+        final_logit_softcap=hf.get("final_logit_softcapping"),
+        tie_embeddings=_flag(hf, "tie_word_embeddings", True, name), qkv_bias=bias, out_bias=bias, name=name)
+
+
 def config_from_hf(hf: dict, name: str) -> ModelConfig:
     """A kvsim ``ModelConfig`` from a Hugging Face ``config.json`` (transformers 4.x or 5.x names).
 
@@ -70,6 +137,11 @@ def config_from_hf(hf: dict, name: str) -> ModelConfig:
     model_type = hf.get("model_type", "")
     model_type = model_type.lower() if isinstance(model_type, str) else repr(model_type)
     try:
+        if model_type in GEMMA3_TYPES:
+            return _gemma3_config(hf, name)
+        if model_type == "gemma3":  # the multimodal wrapper: a vision tower and text_config inside
+            raise ModelLoadError(f"{name}: a multimodal Gemma 3 checkpoint (model_type gemma3) is not supported; "
+                                 "kvsim runs the text-only ones (model_type gemma3_text, e.g. Gemma 3 270M and 1B)")
         if model_type == "gpt2":
             act = _get(hf, "activation_function", "gelu_new", name)
             if act not in ("gelu_new", "gelu_pytorch_tanh"):
@@ -132,7 +204,9 @@ def config_from_hf(hf: dict, name: str) -> ModelConfig:
 _HF_KEYS = {"vocab_size": "vocab_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
             "n_kv_heads": "num_key_value_heads", "dim": "hidden_size", "hidden_dim": "intermediate_size",
             "max_seq_len": "max_position_embeddings", "norm_eps": "rms_norm_eps", "head_dim": "head_dim",
-            "sliding window": "sliding_window", "sliding_window": "sliding_window", "rope_theta": "rope_theta"}
+            "sliding window": "sliding_window", "sliding_window": "sliding_window", "rope_theta": "rope_theta",
+            "layer_windows": "layer_types/sliding_window", "rope_theta_local": "rope_local_base_freq",
+            "query_pre_attn_scalar": "query_pre_attn_scalar", "final_logit_softcap": "final_logit_softcapping"}
 _GPT2_KEYS = {"n_layers": "n_layer", "n_heads": "n_head", "n_kv_heads": "n_head", "dim": "n_embd",
               "hidden_dim": "n_inner", "max_seq_len": "n_positions", "norm_eps": "layer_norm_epsilon"}
 
@@ -183,6 +257,10 @@ def hf_tensor_shapes(cfg: ModelConfig, gpt2_prefix: str = "") -> dict[str, tuple
             out[b + "self_attn.o_proj.bias"] = (d,)
         if cfg.mlp_bias:
             out.update({b + "mlp.gate_proj.bias": (ff,), b + "mlp.up_proj.bias": (ff,), b + "mlp.down_proj.bias": (d,)})
+        if cfg.qk_norm:
+            out.update({b + "self_attn.q_norm.weight": (cfg.head_dim,), b + "self_attn.k_norm.weight": (cfg.head_dim,)})
+        if cfg.family == "gemma3":
+            out.update({b + "pre_feedforward_layernorm.weight": (d,), b + "post_feedforward_layernorm.weight": (d,)})
     return out
 
 
@@ -219,6 +297,11 @@ def _llama_state(w: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[str, torc
     names = {"self_attn.q_proj": "attn.wq", "self_attn.k_proj": "attn.wk", "self_attn.v_proj": "attn.wv",
              "self_attn.o_proj": "attn.wo", "mlp.gate_proj": "mlp.w_gate", "mlp.up_proj": "mlp.w_up",
              "mlp.down_proj": "mlp.w_down", "input_layernorm": "attn_norm", "post_attention_layernorm": "mlp_norm"}
+    if cfg.family == "gemma3":  # same names, other places: Gemma's post_attention_layernorm follows attention
+        names.update({"post_attention_layernorm": "post_attn_norm", "pre_feedforward_layernorm": "mlp_norm",
+                      "post_feedforward_layernorm": "post_mlp_norm"})
+    if cfg.qk_norm:
+        names.update({"self_attn.q_norm": "attn.q_norm", "self_attn.k_norm": "attn.k_norm"})
     biased = {"self_attn.q_proj": cfg.qkv_bias, "self_attn.k_proj": cfg.qkv_bias, "self_attn.v_proj": cfg.qkv_bias,
               "self_attn.o_proj": cfg.out_bias, "mlp.gate_proj": cfg.mlp_bias, "mlp.up_proj": cfg.mlp_bias,
               "mlp.down_proj": cfg.mlp_bias}

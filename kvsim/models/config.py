@@ -2,7 +2,10 @@
 
 A `ModelConfig` is all the engine needs to build a transformer: the family decides the
 block layout (GPT-2: learned positions, LayerNorm, GELU MLP, biases; Llama: RoPE, RMSNorm,
-SwiGLU, GQA/MQA), the numbers decide the shapes.
+SwiGLU, GQA/MQA; Gemma 3: Llama's plus QK-norm, a norm before *and* after attention and MLP,
+GeGLU, embeddings scaled by sqrt(dim), Gemma's (1 + weight) RMSNorm), the numbers decide the
+shapes. Attention windows may differ per layer (``layer_windows``: Gemma 3's five local layers
+of 512 tokens, then one global), each kind with its own RoPE base (``rope_theta_local``).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import operator
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-FAMILIES = ("gpt2", "llama")
+FAMILIES = ("gpt2", "llama", "gemma3")
 
 # The largest model kvsim agrees to describe: a parameter count (a few times the largest open models)
 # and per-field sizes no real checkpoint comes near. A config past them is a damaged or hostile file,
@@ -45,7 +48,13 @@ class ModelConfig:
     qkv_bias: bool = False  # GPT-2 always has biases; Qwen2 has them on q/k/v only
     out_bias: bool = False  # Llama's attention_bias: the output projection too
     mlp_bias: bool = False  # Llama's mlp_bias: gate, up and down projections
-    sliding_window: int | None = None  # Mistral-style attention window (mask only)
+    sliding_window: int | None = None  # Mistral-style attention window, every layer (mask only)
+    # per-layer windows (None: that layer attends globally); replaces sliding_window when given
+    layer_windows: tuple[int | None, ...] | None = None
+    rope_theta_local: float | None = None  # RoPE base of the windowed layers (Gemma 3: 10k); None = rope_theta
+    qk_norm: bool = False  # RMSNorm over each head's q and k before RoPE (Gemma 3)
+    query_pre_attn_scalar: float | None = None  # scores scaled by scalar**-0.5; None = head_dim (everyone else)
+    final_logit_softcap: float | None = None  # logits = c·tanh(logits / c) when set (Gemma 2; Gemma 3 has none)
     name: str = "model"
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -60,13 +69,20 @@ class ModelConfig:
             if value > MAX_SIZES[key]:
                 raise ConfigError(f"{key} = {value} is beyond any real model (at most {MAX_SIZES[key]:,})")
             object.__setattr__(self, key, value)
-        for key in ("tie_embeddings", "qkv_bias", "out_bias", "mlp_bias"):
+        for key in ("tie_embeddings", "qkv_bias", "out_bias", "mlp_bias", "qk_norm"):
             if not isinstance(getattr(self, key), bool):
                 raise ConfigError(f"{key} must be true or false, got {getattr(self, key)!r}")
         for key, low in (("norm_eps", 0.0), ("rope_theta", 0.0)):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= low:
                 raise ConfigError(f"{key} must be a positive finite number, got {value!r}")
+            object.__setattr__(self, key, float(value))
+        for key in ("rope_theta_local", "query_pre_attn_scalar", "final_logit_softcap"):  # optional, positive
+            value = getattr(self, key)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+                raise ConfigError(f"{key} must be a positive finite number (or none), got {value!r}")
             object.__setattr__(self, key, float(value))
         if self.norm_eps >= 1:
             raise ConfigError(f"norm_eps must be below 1, got {self.norm_eps}")
@@ -76,7 +92,7 @@ class ModelConfig:
             if self.dim % self.n_heads:
                 raise ConfigError(f"dim ({self.dim}) must be divisible by heads ({self.n_heads})")
             object.__setattr__(self, "head_dim", self.dim // self.n_heads)
-        if self.family == "llama" and self.head_dim % 2:
+        if self.family != "gpt2" and self.head_dim % 2:
             raise ConfigError(f"RoPE needs an even head dimension, got {self.head_dim}")
         if self.hidden_dim == 0:
             if self.family == "gpt2":
@@ -87,13 +103,46 @@ class ModelConfig:
             object.__setattr__(self, "hidden_dim", hidden)
         if self.family == "gpt2" and self.n_kv_heads != self.n_heads:
             raise ConfigError("GPT-2 family models use multi-head attention: kv_heads must equal heads")
+        if self.family == "gpt2" and (self.qk_norm or self.rope_theta_local is not None):
+            raise ConfigError("GPT-2 family models have learned positions and no QK-norm")
         if self.sliding_window is not None:
             window = _strict_int("sliding_window", self.sliding_window)
             if window <= 0:
                 raise ConfigError(f"sliding window must be positive, got {window}")
             object.__setattr__(self, "sliding_window", window)
+        if self.layer_windows is not None:
+            self._check_layer_windows()
         if self.n_params() > MAX_PARAMS:
             raise ConfigError(f"the shape describes {self.n_params():,} parameters, beyond any real model")
+
+    def _check_layer_windows(self) -> None:
+        windows = self.layer_windows
+        if isinstance(windows, list):  # what a JSON round trip (a saved trace) gives back
+            windows = tuple(windows)
+        if not isinstance(windows, tuple):
+            raise ConfigError(f"layer_windows must be a list of windows (or none), got {str(windows)[:60]!r}")
+        if len(windows) != self.n_layers:
+            raise ConfigError(f"layer_windows has {len(windows)} entries for {self.n_layers} layers")
+        if self.sliding_window is not None:
+            raise ConfigError("give either sliding_window (every layer) or layer_windows (per layer), not both")
+        checked = []
+        for i, w in enumerate(windows):
+            if w is not None:
+                w = _strict_int(f"layer_windows[{i}]", w)
+                if w <= 0:
+                    raise ConfigError(f"layer_windows[{i}] must be a positive window (or none), got {w}")
+            checked.append(w)
+        object.__setattr__(self, "layer_windows", tuple(checked))
+
+    def window_of(self, layer: int) -> int | None:
+        """The attention window of ``layer`` (None: it sees every earlier position)."""
+        return self.layer_windows[layer] if self.layer_windows is not None else self.sliding_window
+
+    def rope_theta_of(self, layer: int) -> float:
+        """The RoPE base of ``layer``: Gemma 3's windowed (local) layers rotate with their own base."""
+        if self.rope_theta_local is not None and self.window_of(layer) is not None:
+            return self.rope_theta_local
+        return self.rope_theta
 
     def n_params(self) -> int:
         """Parameters of a model of this shape (tied embeddings once), by arithmetic: nothing is built."""
@@ -102,8 +151,9 @@ class ModelConfig:
         attn = d * (h + 2 * hkv) * hd + h * hd * d
         attn += (h + 2 * hkv) * hd if gpt2 or self.qkv_bias else 0
         attn += d if gpt2 or self.out_bias else 0
+        attn += 2 * hd if self.qk_norm else 0  # one weight per head dim for q, one for k (shared by heads)
         mlp = (2 * d * ff + ff + d) if gpt2 else 3 * d * ff + ((2 * ff + d) if self.mlp_bias else 0)
-        norms = (4 if gpt2 else 2) * d
+        norms = (4 if gpt2 or self.family == "gemma3" else 2) * d  # Gemma 3: pre- and post-norms
         top = self.vocab_size * d * (1 if self.tie_embeddings else 2) + (2 if gpt2 else 1) * d
         top += self.max_seq_len * d if gpt2 else 0
         return top + self.n_layers * (attn + mlp + norms)
@@ -144,13 +194,17 @@ _RANDOM_KEYS = {
     "out_bias": "out_bias",
     "mlp_bias": "mlp_bias",
     "rope_theta": "rope_theta",
+    "rope_theta_local": "rope_theta_local",
+    "global_every": "global_every",  # gemma3: every Nth layer attends globally, the others over `window`
 }
 
 
 def parse_random_spec(spec: str) -> tuple[ModelConfig, int]:
     """Parse ``random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,seed=0``.
 
-    Returns the config and the weight seed. Defaults give a small Llama with GQA.
+    Returns the config and the weight seed. Defaults give a small Llama with GQA. ``family=gemma3``
+    gives Gemma 3's block (QK-norm, four norms, GeGLU); with ``window=W`` its layers slide over W
+    tokens except every ``global_every``-th (default 6), as Gemma 3's do.
     """
     body = spec.split(":", 1)[1] if spec.startswith("random") and ":" in spec else ""
     if spec not in ("random", "random:") and not spec.startswith("random:"):
@@ -175,7 +229,7 @@ def parse_random_spec(spec: str) -> tuple[ModelConfig, int]:
             if raw.lower() not in ("0", "1", "true", "false", "yes", "no"):
                 raise ConfigError(f"random: setting {key} must be true or false, got {raw!r}")
             values[field_name] = raw.lower() in ("1", "true", "yes")
-        elif field_name == "rope_theta":
+        elif field_name in ("rope_theta", "rope_theta_local"):
             try:
                 values[field_name] = float(raw)
             except ValueError as exc:
@@ -189,6 +243,18 @@ def parse_random_spec(spec: str) -> tuple[ModelConfig, int]:
         values["n_kv_heads"] = values["n_heads"]
     if values["family"] == "gpt2":
         values["qkv_bias"] = True
+    every = values.pop("global_every", None)
+    if values["family"] == "gemma3":
+        values["qk_norm"] = True
+        window = values.pop("sliding_window", None)
+        if window is not None:
+            every = 6 if every is None else every
+            if every < 1:
+                raise ConfigError(f"random: setting global_every must be at least 1, got {every}")
+            values["layer_windows"] = tuple(None if (i + 1) % every == 0 else window for i in range(values["n_layers"]))
+            values.setdefault("rope_theta_local", 10000.0)
+    elif every is not None or "rope_theta_local" in values:
+        raise ConfigError("random: settings global_every and rope_theta_local are for family=gemma3")
     values["name"] = spec
     cfg = ModelConfig(**values)
     if cfg.n_params() > MAX_RANDOM_PARAMS:

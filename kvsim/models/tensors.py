@@ -53,5 +53,10 @@ def check_size(source: str, n_params: int, found: Mapping[str, Shape], what: str
 
 
 def check_finite(source: str, name: str, tensor: torch.Tensor) -> None:
+    # a finite sum proves every value finite (NaN and ±inf propagate into it), at a fraction of the
+    # cost of a per-element check (Gemma 3's 168M-value embedding: ~0.1 s against ~3 s); only a sum
+    # that overflowed or met a bad value needs the element-wise look
+    if bool(torch.isfinite(tensor.sum())):
+        return
     if not bool(torch.isfinite(tensor).all()):
         raise ModelLoadError(f"{source}: tensor {name!r} holds values that are not numbers (NaN or infinity)")

@@ -14,6 +14,11 @@ GPT-2 family: learned positions, LayerNorm, GELU (tanh) MLP, biases everywhere, 
 Llama family: RoPE (rotate-half, as Hugging Face), RMSNorm, SwiGLU, GQA/MQA, optional QKV biases
 (Qwen2), optional output-projection and MLP biases (Llama's ``attention_bias`` / ``mlp_bias``),
 optional sliding-window mask (Mistral), tied or untied embeddings.
+Gemma 3 family: the Llama block plus QK-norm (RMSNorm over each head's q and k), a second norm
+after attention and after the MLP (four per block), GeGLU (tanh GELU gate), embeddings scaled by
+sqrt(dim), Gemma's RMSNorm (scale = 1 + weight), scores scaled by ``query_pre_attn_scalar``**-0.5,
+and per-layer windows: local layers see their last W positions and rotate with their own RoPE
+base, global layers see everything.
 """
 
 from __future__ import annotations
@@ -53,6 +58,29 @@ class RMSNorm(nn.Module):
         return self.weight * x32.to(x.dtype)
 
 
+class GemmaRMSNorm(nn.Module):
+    """Gemma's RMSNorm: the weight is stored as an offset from 1 (zeros = identity scale), and the
+    product is taken in float32 before the cast back, where Llama casts first (transformers PR 29402)."""
+
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x32 = x.float()
+        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (x32 * (1.0 + self.weight.float())).to(x.dtype)
+
+
+def make_norm(cfg: ModelConfig, dim: int | None = None) -> nn.Module:
+    """The family's normalisation over ``dim`` features (the model width unless given)."""
+    dim = cfg.dim if dim is None else dim
+    if cfg.family == "gpt2":
+        return nn.LayerNorm(dim, eps=cfg.norm_eps)
+    return GemmaRMSNorm(dim, cfg.norm_eps) if cfg.family == "gemma3" else RMSNorm(dim, cfg.norm_eps)
+
+
 def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float,
                  dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=positions.device,
@@ -69,15 +97,21 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: ModelConfig, layer: int = 0) -> None:
         super().__init__()
         self.cfg = cfg
+        self.window = cfg.window_of(layer)  # this layer's own attention window (None: global)
+        # 1/sqrt(d) as before for every family; Gemma 3 names its own scalar (256 for the 270M)
+        self.scale = 1.0 / math.sqrt(cfg.query_pre_attn_scalar or cfg.head_dim)
         h, hkv, d = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         bias = cfg.family == "gpt2" or cfg.qkv_bias
         self.wq = nn.Linear(cfg.dim, h * d, bias=bias)
         self.wk = nn.Linear(cfg.dim, hkv * d, bias=bias)
         self.wv = nn.Linear(cfg.dim, hkv * d, bias=bias)
         self.wo = nn.Linear(h * d, cfg.dim, bias=cfg.family == "gpt2" or cfg.out_bias)
+        # QK-norm: one weight over the head dimension, shared by every head (Gemma 3)
+        self.q_norm = make_norm(cfg, d) if cfg.qk_norm else None
+        self.k_norm = make_norm(cfg, d) if cfg.qk_norm else None
         self.fused_qkv: tuple[torch.Tensor, torch.Tensor | None] | None = None  # see fuse_qkv
 
     def fuse_qkv(self) -> None:
@@ -107,6 +141,8 @@ class Attention(nn.Module):
         q = q.view(b, t, h, d).transpose(1, 2)  # (B, H, T, D)
         k = k.view(b, t, hkv, d).transpose(1, 2)  # (B, H_kv, T, D)
         v = v.view(b, t, hkv, d).transpose(1, 2)  # (B, H_kv, T, D)
+        if self.q_norm is not None and self.k_norm is not None:  # before RoPE, as Gemma 3 does
+            q, k = self.q_norm(q), self.k_norm(k)
         if rope is not None:
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
         k_all, v_all = cache.update(layer, k, v, positions)  # (B, H_kv, S, D)
@@ -115,9 +151,10 @@ class Attention(nn.Module):
 
         # query heads that share a K/V head are stacked along the row axis: no K/V copies
         qg = q.reshape(b, hkv, g * t, d)  # (B, H_kv, g*T, D); head h reads kv head h // g
-        scores = (qg @ k_all.transpose(-1, -2)) * (1.0 / math.sqrt(d))  # (B, H_kv, g*T, S)
+        scores = (qg @ k_all.transpose(-1, -2)) * self.scale  # (B, H_kv, g*T, S)
         scores = scores.view(b, hkv, g, t, s)
-        visible = visibility(positions, key_pos, cfg.sliding_window, cache.mask_window, cache.mask_sinks)  # (T, S)
+        # the layer's own window (Gemma 3: local layers 512, global none) and the lane's
+        visible = visibility(positions, key_pos, self.window, cache.mask_window, cache.mask_sinks)  # (T, S)
         if not bool(visible.all()):
             scores = scores.masked_fill(~visible, float("-inf"))
         probs = torch.softmax(scores.float(), dim=-1).to(q.dtype).view(b, hkv, g * t, s)
@@ -130,6 +167,7 @@ class MLP(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.gpt2 = cfg.family == "gpt2"
+        self.gelu_gate = cfg.family == "gemma3"  # GeGLU: Gemma gates with tanh GELU where Llama uses SiLU
         if self.gpt2:
             self.fc = nn.Linear(cfg.dim, cfg.hidden_dim)
             self.proj = nn.Linear(cfg.hidden_dim, cfg.dim)
@@ -141,23 +179,27 @@ class MLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.gpt2:
             return self.proj(F.gelu(self.fc(x), approximate="tanh"))
-        return self.w_down(F.silu(self.w_gate(x)) * self.w_up(x))
+        gate = F.gelu(self.w_gate(x), approximate="tanh") if self.gelu_gate else F.silu(self.w_gate(x))
+        return self.w_down(gate * self.w_up(x))
 
 
 class Block(nn.Module):
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: ModelConfig, layer: int = 0) -> None:
         super().__init__()
-        norm = (lambda: nn.LayerNorm(cfg.dim, eps=cfg.norm_eps)) if cfg.family == "gpt2" \
-            else (lambda: RMSNorm(cfg.dim, cfg.norm_eps))
-        self.attn_norm = norm()
-        self.attn = Attention(cfg)
-        self.mlp_norm = norm()
+        self.attn_norm = make_norm(cfg)
+        self.attn = Attention(cfg, layer)
+        self.mlp_norm = make_norm(cfg)
         self.mlp = MLP(cfg)
+        # Gemma 3 normalises each sub-layer's output too, before it joins the residual stream
+        sandwich = cfg.family == "gemma3"
+        self.post_attn_norm = make_norm(cfg) if sandwich else None
+        self.post_mlp_norm = make_norm(cfg) if sandwich else None
 
     def forward(self, x, positions, cache, layer, rope):
         a, q, k, v = self.attn(self.attn_norm(x), positions, cache, layer, rope)
-        x = x + a
-        x = x + self.mlp(self.mlp_norm(x))
+        x = x + (self.post_attn_norm(a) if self.post_attn_norm is not None else a)
+        m = self.mlp(self.mlp_norm(x))
+        x = x + (self.post_mlp_norm(m) if self.post_mlp_norm is not None else m)
         return x, q, k, v
 
 
@@ -167,9 +209,8 @@ class Transformer(nn.Module):
         self.cfg = cfg
         self.tok_embeddings = nn.Embedding(cfg.vocab_size, cfg.dim)
         self.pos_embeddings = nn.Embedding(cfg.max_seq_len, cfg.dim) if cfg.family == "gpt2" else None
-        self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
-        self.norm = nn.LayerNorm(cfg.dim, eps=cfg.norm_eps) if cfg.family == "gpt2" \
-            else RMSNorm(cfg.dim, cfg.norm_eps)
+        self.layers = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
+        self.norm = make_norm(cfg)
         self.lm_head = nn.Linear(cfg.dim, cfg.vocab_size, bias=False)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.tok_embeddings.weight
@@ -208,13 +249,17 @@ class Transformer(nn.Module):
                 layer_hook: LayerHook | None = None) -> ForwardOutput:
         cfg = self.cfg
         x = self.tok_embeddings(ids)  # (B, T, dim)
-        rope = None
+        if cfg.family == "gemma3":  # sqrt(dim), rounded to the weights' dtype first as Gemma does
+            x = x * torch.tensor(math.sqrt(cfg.dim), dtype=x.dtype, device=x.device)
+        ropes: dict[float, tuple[torch.Tensor, torch.Tensor]] = {}  # one cos/sin table per RoPE base in use
         if cfg.family == "gpt2":
             x = x + self.pos_embeddings(positions)
         else:
-            rope = rope_cos_sin(positions, cfg.head_dim, cfg.rope_theta, x.dtype)
+            for theta in {cfg.rope_theta_of(i) for i in range(cfg.n_layers)}:
+                ropes[theta] = rope_cos_sin(positions, cfg.head_dim, theta, x.dtype)
         qs, ks, vs = [], [], []
         for i, block in enumerate(self.layers):
+            rope = ropes.get(cfg.rope_theta_of(i)) if ropes else None
             x, q, k, v = block(x, positions, cache, i, rope)
             if record:
                 qs.append(q)
@@ -225,6 +270,8 @@ class Transformer(nn.Module):
         if last_only:
             x = x[:, -1:, :]
         logits = self.lm_head(self.norm(x))
+        if cfg.final_logit_softcap is not None:  # squashes logits into (-c, c)
+            logits = torch.tanh(logits / cfg.final_logit_softcap) * cfg.final_logit_softcap
         if not record:
             return ForwardOutput(logits)
         return ForwardOutput(logits, torch.stack(qs), torch.stack(ks), torch.stack(vs))
@@ -232,14 +279,16 @@ class Transformer(nn.Module):
 
 def init_random(model: Transformer, seed: int) -> Transformer:
     """Seeded random weights. Linear weights ~ N(0, 1/fan_in) so attention is visibly peaked
-    (not the near-uniform rows a 0.02 init gives), embeddings ~ N(0, 1), norms at 1."""
+    (not the near-uniform rows a 0.02 init gives), embeddings ~ N(0, 1), norms at scale 1 (Gemma's
+    norms store the offset from 1, so theirs are zeros)."""
+    gemma_norms = {id(m.weight) for m in model.modules() if isinstance(m, GemmaRMSNorm)}
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("bias"):
                 p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
             elif "norm" in name:
-                p.fill_(1.0)
+                p.fill_(0.0 if id(p) in gemma_norms else 1.0)
             elif p.dim() == 2 and "embeddings" not in name:
                 p.copy_(torch.randn(p.shape, generator=gen) / math.sqrt(p.shape[1]))
             else:
