@@ -235,7 +235,8 @@ class Session(QObject):
         """The lane's title, with its spec when that says more (parameters) or tells two lanes apart."""
         info = self.lanes[lane]
         twin = any(o.title == info.title and o.index != lane for o in self.lanes)
-        return f"{info.title} ({info.name})" if twin or any(c in info.name for c in ":+") else info.title
+        unnamed = any(c in info.name for c in ":+") and "(" not in info.title  # parameters the title does not show
+        return f"{info.title} ({info.name})" if twin or unnamed else info.title
 
     def lane_index(self, name: str) -> int | None:
         return next((lane.index for lane in self.lanes if lane.name == name), None)

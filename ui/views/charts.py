@@ -188,8 +188,12 @@ class CostsPanel(QWidget):
             self.stats.setText(f"<span style='color:{theme.MUTED}'>no steps yet</span>")
             return
         names = [lane.index for lane in s.lanes]
-        head = "".join(f"<th align=right style='color:{theme.lane_color(lane.index)}'>&nbsp;"
-                       f"{escape(s.lane_label(lane.index)).replace(' (', '<br>(', 1)}</th>" for lane in s.lanes)
+        def short(lane) -> str:  # a column is narrow: a long title gives way to the spec
+            label = s.lane_label(lane.index)
+            return label if len(label) <= 12 else lane.name if len(lane.name) <= 12 else lane.name[:11] + "…"
+
+        head = "".join(f"<th align=right style='color:{theme.lane_color(lane.index)}'>&nbsp;{escape(short(lane))}</th>"
+                       for lane in s.lanes)
         rows = {n: s.cumulative(n)[0] for n in names}
         ttft_itl = {n: s.ttft_itl(n) for n in names}
 

@@ -18,7 +18,7 @@ from html import escape
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from .. import theme
@@ -86,11 +86,14 @@ class LanePanel(QWidget):
         rf = QFont(self.font())
         rf.setPointSizeF(rf.pointSizeF() * 1.08)
         self.readout.setFont(rf)
+        self.readout.setWordWrap(True)
+        self.header.setWordWrap(False)  # one line in every lane, so all lanes' plots get the same height
         for label in (self.header, self.readout):
-            label.setWordWrap(True)
             label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         fm = self.readout.fontMetrics()
-        self.readout.setFixedHeight(int(fm.lineSpacing() * 2 + 8))  # both lanes: same plot height
+        # every lane the same height (rows line up across lanes): a third line when some lane is compared
+        compared = any(lane.lossy or lane.evicts or lane.window for lane in session.lanes)
+        self.readout.setFixedHeight(int(fm.lineSpacing() * (3 if compared else 2) + 8))
         lay.addWidget(self.readout)
         self._set_header()
 
@@ -132,12 +135,23 @@ class LanePanel(QWidget):
         return s.token_label(row, self.index)
 
     def _set_header(self) -> None:
+        """One line: the lane's label, then as much of its explanation as fits (all of it in the tooltip)."""
         info = self.info
-        what = f" <span style='color:{theme.MUTED}'>— {escape(info.explanation)}</span>" if info.explanation else ""
         label = self.session.lane_label(self.index)
-        self.header.setText(f"<span style='color:{self.color}'>●</span> <b style='color:{self.color}'>"
-                            f"{escape(label)}</b>{what}")
+        bold = QFont(self.header.font())
+        bold.setBold(True)
+        room = self.header.width() - QFontMetrics(bold).horizontalAdvance(f"● {label}") - 12
+        what = self.header.fontMetrics().elidedText(f" — {info.explanation}", Qt.ElideRight, max(room, 0)) \
+            if info.explanation else ""
+        text = (f"<span style='color:{self.color}'>●</span> <b style='color:{self.color}'>{escape(label)}</b>"
+                f"<span style='color:{theme.MUTED}'>{escape(what)}</span>")
+        if text != self.header.text():
+            self.header.setText(text)
         self.header.setToolTip(f"lane {info.name}: {info.explanation}")
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._set_header()
 
     def set_selection(self, layer: int, head: int) -> None:
         if (layer, head) != (self.layer, self.head):
@@ -262,7 +276,7 @@ class LanePanel(QWidget):
             diff = f" · recomputed vs first |Δ| ≤ <b>{lane.recompute_diff:.0e}</b>"
         elif self.index != self.session.reference and (self.info.lossy or self.info.evicts or self.info.window):
             # what the saving costs: how far this lane's next-token distribution is from the reference's
-            diff = f" · vs reference |Δlogit| <b>{lane.logit_diff:.2g}</b>, KL <b>{lane.kl_div:.2g}</b>"
+            diff = f"<br>vs reference: |Δlogit| <b>{lane.logit_diff:.2g}</b> · KL <b>{lane.kl_div:.2g}</b>"
             if lane.token_id != r.token_id:
                 diff += f" · <b style='color:{theme.ERROR}'>own choice differs</b>"
         cache = f"cache <b>{lane.cache_tokens}</b> rows, <b>{theme.human_bytes(lane.cache_bytes)}</b>" \
