@@ -66,7 +66,7 @@ def weight_bytes(n_params: int, dtype: str) -> float:
 class Preset:
     name: str
     source: str  # the Hugging Face repo whose config.json the numbers come from
-    arch: str  # gpt2 | llama | gemma2 | falcon: decides how parameters are counted
+    arch: str  # gpt2 | llama | gemma2 | gemma3 | falcon: decides how parameters are counted
     layers: int
     heads: int
     kv_heads: int
@@ -100,7 +100,8 @@ def count_params(p: Preset) -> int:
     if p.arch == "falcon":  # fused QKV (MQA), parallel attention + MLP, one LayerNorm per block
         per_layer = d * (q_out + 2 * kv_out) + q_out * d + 2 * d * p.intermediate + 2 * d
         return emb + p.layers * per_layer + 2 * d
-    norms = 4 * d if p.arch == "gemma2" else 2 * d
+    norms = 4 * d if p.arch in ("gemma2", "gemma3") else 2 * d  # Gemma: a norm before and after each sub-layer
+    norms += 2 * hd if p.arch == "gemma3" else 0  # QK-norm: one weight per head dim for q and for k
     bias = (q_out + 2 * kv_out) if p.qkv_bias else 0
     per_layer = d * (q_out + 2 * kv_out) + bias + q_out * d + 3 * d * p.intermediate + norms
     return emb + p.layers * per_layer + d
@@ -109,6 +110,11 @@ def count_params(p: Preset) -> int:
 def _alternating(layers: int, window: int) -> tuple[int | None, ...]:
     # Gemma 2: even layers slide over `window` tokens, odd layers attend globally
     return tuple(window if i % 2 == 0 else None for i in range(layers))
+
+
+def _every_nth_global(layers: int, window: int, n: int = 6) -> tuple[int | None, ...]:
+    # Gemma 3: five local layers over `window` tokens, then one global (layer_types in its config.json)
+    return tuple(None if (i + 1) % n == 0 else window for i in range(layers))
 
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (
@@ -132,6 +138,9 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
            layer_windows=(4096,) * 32, published_params=7_241_732_096),
     Preset("gemma-2-9b", "google/gemma-2-9b", "gemma2", 42, 16, 8, 256, 3584, 14336, 256000, 8192,
            tied=True, layer_windows=_alternating(42, 4096), published_params=9_241_705_984),
+    # published total: the tensor elements of the GGUF kvsim fetches (`kvsim models get gemma3-270m`)
+    Preset("gemma-3-270m", "google/gemma-3-270m", "gemma3", 18, 4, 1, 256, 640, 2048, 262144, 32768,
+           tied=True, layer_windows=_every_nth_global(18, 512), published_params=268_098_176),
     Preset("qwen2.5-0.5b", "Qwen/Qwen2.5-0.5B", "llama", 24, 14, 2, 64, 896, 4864, 151936, 32768,
            tied=True, qkv_bias=True, published_params=494_032_768),
     Preset("smollm2-135m", "HuggingFaceTB/SmolLM2-135M-Instruct", "llama", 30, 9, 3, 64, 576, 1536, 49152, 8192,
@@ -231,11 +240,14 @@ def preset_from_hf_config(config: dict, name: str = "config") -> Preset:
         layer_windows = tuple(window if "sliding" in t else None for t in layer_types)
     elif model_type == "gemma2" and window:
         layer_windows = _alternating(layers, window)
+    elif model_type == "gemma3_text" and window:  # configs written before layer_types: every Nth layer global
+        layer_windows = _every_nth_global(layers, window, positive("sliding_window_pattern",
+                                                                   pick("sliding_window_pattern", default=6)))
     elif window:
         layer_windows = (window,) * layers
     else:
         layer_windows = None
-    arch = {"gpt2": "gpt2", "gemma2": "gemma2", "falcon": "falcon"}.get(model_type, "llama")
+    arch = {"gpt2": "gpt2", "gemma2": "gemma2", "gemma3_text": "gemma3", "falcon": "falcon"}.get(model_type, "llama")
     context = pick("max_position_embeddings", "n_positions", default=0)
     if isinstance(context, bool) or not isinstance(context, int) or context < 0:
         raise MemoryError_(f"{name}: config.json's max_position_embeddings must be a non-negative integer, got {context!r}")
