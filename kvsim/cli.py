@@ -108,7 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--head-dim", type=_positive_int)
     m.add_argument("--context", type=int)
     m.add_argument("--batch", type=_positive_int, default=1)
-    m.add_argument("--kv-bits", type=int, default=16, choices=[16, 8, 4])
+    m.add_argument("--kv-bits", type=int, default=16, choices=[32, 16, 8, 4],
+                   help="bits per cached value: 16 (fp16/bf16, the default), 32 (fp32, as kvsim runs on the CPU), 8, 4")
     m.add_argument("--window", type=_positive_int)
     m.add_argument("--json", action="store_true")
 
