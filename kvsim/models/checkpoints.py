@@ -65,6 +65,8 @@ def _gemma3_layer_windows(hf: dict, n_layers: object, name: str) -> tuple[int | 
     """Gemma 3's per-layer windows: ``layer_types`` as written, or (older configs) every
     ``sliding_window_pattern``-th layer global (default 6, as transformers assumes)."""
     window = _get(hf, "sliding_window", 4096, name)  # transformers' Gemma3TextConfig default
+    if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
+        raise ModelLoadError(f"{name}: config.json's sliding_window must be a positive integer, got {window!r}")
     layer_types = hf.get("layer_types")
     if layer_types is None:
         every = _get(hf, "sliding_window_pattern", 6, name)
