@@ -52,6 +52,9 @@ def step_cost(cfg: ModelConfig, new: int, context: int, out: int = 1, dtype_byte
     dim, hidden, vocab = cfg.dim, cfg.hidden_dim, cfg.vocab_size
     T, S = new, context
     mlp_mats = 2 if cfg.family == "gpt2" else 3
+    norms = 4 if cfg.family == "gemma3" else 2  # Gemma 3 also normalises each sub-layer's output
+    qk_norm = (H + Hkv) * T * D if cfg.qk_norm else 0  # per-head RMSNorm over every new q and k row
+    softcap = 3 * out * vocab if cfg.final_logit_softcap is not None else 0  # divide, tanh, multiply
     flops = {
         "qkv_proj": L * 2 * T * dim * (H + 2 * Hkv) * D,
         "attn_scores": L * 2 * H * T * S * D,
@@ -60,7 +63,7 @@ def step_cost(cfg: ModelConfig, new: int, context: int, out: int = 1, dtype_byte
         "mlp": L * mlp_mats * 2 * T * dim * hidden,
         "lm_head": 2 * out * dim * vocab,
         # softmax ~5 ops per score (max, subtract, exp, sum, divide); norms ~5 per element
-        "elementwise": L * (5 * H * T * S + 2 * 5 * T * dim + T * hidden) + 5 * out * dim,
+        "elementwise": L * (5 * H * T * S + norms * 5 * T * dim + 5 * qk_norm + T * hidden) + 5 * out * dim + softcap,
     }
     kv_b = dtype_bytes if kv_dtype_bytes is None else kv_dtype_bytes
     weights = L * (dim * (H + 2 * Hkv) * D + H * D * dim + mlp_mats * dim * hidden) + dim * vocab
