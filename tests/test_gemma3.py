@@ -519,3 +519,39 @@ def test_gemma3_270m_greedy_matches_transformers_gguf_loading():
     finally:
         torch.set_num_threads(before)
 
+
+
+# ------------------------------------------------------------------------------- chat template
+# Gemma 3's instruction-tuned template (google/gemma-3-*-it; the base 270M GGUF kvsim fetches carries none)
+GEMMA3_CHAT_TEMPLATE = (
+    "{{ bos_token }}{%- if messages[0]['role'] == 'system' -%}{%- if messages[0]['content'] is string -%}"
+    "{%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}{%- else -%}"
+    "{%- set first_user_prefix = messages[0]['content'][0]['text'] + '\n\n' -%}{%- endif -%}"
+    "{%- set loop_messages = messages[1:] -%}{%- else -%}{%- set first_user_prefix = \"\" -%}"
+    "{%- set loop_messages = messages -%}{%- endif -%}{%- for message in loop_messages -%}"
+    "{%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}"
+    "{{ raise_exception(\"Conversation roles must alternate user/assistant/user/assistant/...\") }}{%- endif -%}"
+    "{%- if (message['role'] == 'assistant') -%}{%- set role = \"model\" -%}{%- else -%}"
+    "{%- set role = message['role'] -%}{%- endif -%}"
+    "{{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else \"\") }}"
+    "{%- if message['content'] is string -%}{{ message['content'] | trim }}"
+    "{%- elif message['content'] is iterable -%}{%- for item in message['content'] -%}"
+    "{%- if item['type'] == 'image' -%}{{ '<start_of_image>' }}{%- elif item['type'] == 'text' -%}"
+    "{{ item['text'] | trim }}{%- endif -%}{%- endfor -%}{%- else -%}{{ raise_exception(\"Invalid content type\") }}"
+    "{%- endif -%}{{ '<end_of_turn>\n' }}{%- endfor -%}{%- if add_generation_prompt -%}"
+    "{{'<start_of_turn>model\n'}}{%- endif -%}")
+
+
+def test_gemma3_chat_template_renders_in_the_sandbox(gguf_pair):
+    """The -it template renders in kvsim's sandbox; it writes <bos> itself, and encode adds no second one."""
+    from kvsim.models.chat_template import ChatTemplateError, render_chat_template
+
+    text = render_chat_template(GEMMA3_CHAT_TEMPLATE, messages=[{"role": "user", "content": "  Olá!  "}],
+                                add_generation_prompt=True, bos_token="<s>", eos_token="</s>")
+    assert text == "<s><start_of_turn>user\nOlá!<end_of_turn>\n<start_of_turn>model\n"
+    with pytest.raises(ChatTemplateError, match="roles must alternate"):
+        render_chat_template(GEMMA3_CHAT_TEMPLATE, messages=[{"role": "assistant", "content": "x"}],
+                             add_generation_prompt=True, bos_token="<s>")
+    tok = load_model(str(gguf_pair[1])).tokenizer  # SentencePiece vocabulary with <s> = BOS (id 1)
+    ids = tok.encode("<s>the cat")
+    assert ids[0] == 1 and ids.count(1) == 1
