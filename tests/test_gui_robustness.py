@@ -199,6 +199,9 @@ def test_qt_messages_are_filtered(qapp):
 def test_make_app_installs_the_handlers_once(qapp):
     from kvsim.ui import app as app_module
 
+    if app_module._handlers is not None:  # installed by an earlier in-process make_app (kvsim screenshot)
+        app_module._handlers.uninstall()
+        app_module._handlers = None
     app_module.make_app()
     h = app_module._handlers
     try:

@@ -41,6 +41,7 @@ class LaneArea(QSplitter):
         self.panels: list[LanePanel] = []
         self.hidden: set[str] = set()
         self.selection = (0, 0)
+        self._hover = -1
         self.menu = QMenu("Lanes")
         self._lanes: list = []  # the lanes the area was built for
         self._actions: dict[str, object] = {}
@@ -109,7 +110,7 @@ class LaneArea(QSplitter):
         panel.hovered.connect(self.hovered)
         panel.pointed.connect(self.pointed)
         panel.set_selection(*self.selection)
-        panel.set_hovered(getattr(self, "_hover", -1))
+        panel.set_hovered(self._hover)
         if redraw:
             panel.redraw()
         return panel
