@@ -69,7 +69,7 @@ class LaneArea(QSplitter):
         t0 = time.perf_counter()
         self._lanes = lanes
         if self.placeholder is not None:
-            self.placeholder.setParent(None)
+            self.placeholder.hide()
             self.placeholder.deleteLater()
             self.placeholder = None
         keep: list[LanePanel] = []
@@ -105,7 +105,8 @@ class LaneArea(QSplitter):
     def _build(self, index: int, redraw: bool = True) -> LanePanel:
         panel = LanePanel(self.session, self.derived, index)
         at = sum(1 for p in self.panels if p.index < index)
-        self.insertWidget(at, panel)
+        after = self.panels[at] if at < len(self.panels) else None  # the splitter may still hold dropped panels
+        self.insertWidget(self.indexOf(after) if after is not None else self.count(), panel)
         self.panels.insert(at, panel)
         panel.hovered.connect(self.hovered)
         panel.pointed.connect(self.pointed)
@@ -187,6 +188,8 @@ def _retarget(panel: LanePanel, lane) -> None:
 
 
 def _destroy(panel: LanePanel) -> None:
+    """Drop a panel: it stops listening, hides, and is deleted by the event loop (never re-parented to
+    None: that makes it a top-level window for a moment, native window and all)."""
     panel.detach()
-    panel.setParent(None)
+    panel.hide()
     panel.deleteLater()
