@@ -1,6 +1,6 @@
 """UI frame times while playing, and launch-to-first-paint.
 
-    QT_QPA_PLATFORM=offscreen python benchmarks/ui.py [--tokens 256,1024,2048] [--steps 24]
+    QT_QPA_PLATFORM=offscreen python benchmarks/ui.py [--tokens 256,1024,2048] [--steps 24] [--lanes uncached,cached]
 
 For each sequence length T the engine first records a run (a small random Llama with a 2,304-token
 context, prompt of T - steps bytes, then `steps` decode steps) so the engine is not what is
@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,ctx=2304,seed=0"
 
 
-def record_run(tokens: int, steps: int):
+def record_run(tokens: int, steps: int, lanes: str = "uncached,cached"):
+    from kvsim.caches import parse_lanes
     from kvsim.models.loading import load_model
     from kvsim.simulate import Simulator
 
@@ -38,10 +39,14 @@ def record_run(tokens: int, steps: int):
     prompt = ("It is a truth universally acknowledged, that a single man in possession of a good fortune "
               "must be in want of a wife. ") * (tokens // 64 + 1)
     ids = loaded.tokenizer.encode(prompt)[: tokens - steps + 1]
-    sim = Simulator(loaded.model, loaded.tokenizer, ids, model_id=MODEL, prompt_text=prompt)
+    sim = Simulator(loaded.model, loaded.tokenizer, ids, parse_lanes(lanes), model_id=MODEL, prompt_text=prompt)
     records = list(sim.run(steps))
     labels = {i: loaded.tokenizer.token_text(i) for i in set(ids)}
     return sim, records, labels
+
+
+def loaded_token_text(labels: dict[int, str]):
+    return lambda i: labels.get(i, f"<{i}>")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -49,19 +54,19 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(round(q / 100 * (len(s) - 1))))]
 
 
-def measure(tokens: int, steps: int, size=(1920, 1080)) -> dict[str, float]:
+def measure(tokens: int, steps: int, size=(1920, 1080), lanes: str = "uncached,cached") -> dict[str, float]:
     from PySide6.QtCore import QCoreApplication, QEvent, QObject
 
     from kvsim.ui.app import make_app
     from kvsim.ui.session import RunInfo
     from kvsim.ui.window import MainWindow
 
-    sim, records, labels = record_run(tokens, steps)
+    sim, records, labels = record_run(tokens, steps, lanes)
     app = make_app()  # noqa: F841 - keeps the QApplication alive
     w = MainWindow(model=MODEL, persist=False)
     w.resize(*size)
     w.show()
-    w.wait_ready(120)
+    w.controller.wait_ready(120)
 
     class Paints(QObject):
         n = 0
@@ -72,18 +77,13 @@ def measure(tokens: int, steps: int, size=(1920, 1080)) -> dict[str, float]:
             return False
 
     counter = Paints()
+    run = RunInfo.from_trace(sim.trace.meta, sim.run_id, token_text=loaded_token_text(labels))
+    w.controller.browsing = True  # the records come from here, not from the worker
+    w.controller.can_step = False
+    w.session.start_run(run)
+    w.flush_views()
     for p in w.lane_panels:
         p.glw.viewport().installEventFilter(counter)
-    cfg = sim.model.cfg
-    run = RunInfo(run_id=sim.run_id, model_id=MODEL,
-                  config={"family": cfg.family, "n_layers": cfg.n_layers, "n_heads": cfg.n_heads,
-                          "n_kv_heads": cfg.n_kv_heads, "head_dim": cfg.head_dim, "dim": cfg.dim,
-                          "vocab_size": cfg.vocab_size, "max_seq_len": cfg.max_seq_len,
-                          "sliding_window": cfg.sliding_window, "name": cfg.name},
-                  prompt_ids=list(records[0].input_ids), prompt_text="", token_texts=labels,
-                  lanes=list(sim.trace.meta["lanes"]), max_seq_len=cfg.max_seq_len)
-    w._on_run_started(run)
-    w.can_step = False  # the records come from here, not from the worker
     for _ in range(3):
         QCoreApplication.processEvents()
     frames_per_step = 42  # 700 ms at 60 Hz
@@ -153,12 +153,13 @@ def main() -> int:
     ap.add_argument("--tokens", default="256,1024,2048")
     ap.add_argument("--steps", type=int, default=24)
     ap.add_argument("--size", default="1920x1080")
+    ap.add_argument("--lanes", default="uncached,cached")
     args = ap.parse_args()
     size = tuple(int(x) for x in args.size.split("x"))
-    print(f"window {size[0]}x{size[1]}, default layout, model {MODEL}, {args.steps} steps per length")
+    print(f"window {size[0]}x{size[1]}, default layout, lanes {args.lanes}, model {MODEL}, {args.steps} steps per length")
     print(f"{'tokens':>7} {'frames':>7} {'median ms':>10} {'p99 ms':>8} {'step median':>12} {'step p99':>9}")
     for t in (int(x) for x in args.tokens.split(",")):
-        r = measure(t, args.steps, size)
+        r = measure(t, args.steps, size, args.lanes)
         print(f"{r['tokens']:>7} {r['frames']:>7} {r['median_ms']:>10.2f} {r['p99_ms']:>8.2f} "
               f"{r['step_median_ms']:>12.2f} {r['step_p99_ms']:>9.2f}   frames after a step (median ms): "
               + " ".join(f"{k}:{v:.1f}" for k, v in r["by_frame"].items()) + " (7 = 7th and later)", flush=True)
@@ -167,7 +168,7 @@ def main() -> int:
     fp = first_paint()
     print("launch to first paint (process start → first paint, wall): "
           + ", ".join(f"{w:.0f} ms" for w, _ in fp) + f"  (median {statistics.median(w for w, _ in fp):.0f} ms)")
-    print("  of which after `import ui.app`: " + ", ".join(f"{i:.0f} ms" for _, i in fp))
+    print("  of which after `import kvsim.ui.app`: " + ", ".join(f"{i:.0f} ms" for _, i in fp))
     return 0
 
 
