@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -79,3 +80,13 @@ def test_temperature_flattens() -> None:
     cold = probabilities(logits, Sampling(temperature=0.5))
     hot = probabilities(logits, Sampling(temperature=2.0))
     assert cold[0] > hot[0]
+
+
+def test_the_window_paints_before_torch_is_imported() -> None:
+    """Building the main window imports no torch (it is imported after the first paint, so the window
+    appears at once): views reach the engine only through torch-free modules."""
+    code = "import sys, kvsim.ui.window; print('torch' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"

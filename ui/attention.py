@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvsim.caches.base import visibility
+from kvsim.masking import visibility
 
 
 def kv_head_of(head: int, n_heads: int, n_kv_heads: int) -> int:

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import QObject, Signal
 
-from kvsim.caches import SpecError, describe_spec
 from kvsim.models.config import ConfigError, ModelConfig
 from kvsim.trace import StepRecord
 
@@ -45,6 +44,8 @@ class LaneInfo:
     def from_meta(cls, index: int, lane: dict[str, Any]) -> LaneInfo:
         """From a trace's ``meta["lanes"]`` entry; version-1 traces lack the description: rebuild it."""
         if "title" not in lane:
+            from kvsim.caches import SpecError, describe_spec  # only for version-1 traces: imports torch
+
             try:
                 info = describe_spec(str(lane.get("policy", lane["name"]))).to_dict()
             except SpecError:

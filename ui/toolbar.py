@@ -13,7 +13,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QFont, QKeySequence
 from PySide6.QtWidgets import QComboBox, QMenu, QSizePolicy, QToolBar, QToolButton, QWidget
 
-from kvsim.caches import known_specs, parse_spec, policy_examples
 from kvsim.models.config import ModelConfig
 
 from .animation import SPEEDS
@@ -36,7 +35,10 @@ def example_prompts() -> list[tuple[str, str]]:
 
 def lane_choices() -> list[tuple[str, str]]:
     """(label, specs) the lane chooser offers: the default pair, swapped, and each registered
-    policy beside the KV cache, with its example parameters (any spec list can also be typed)."""
+    policy beside the KV cache, with its example parameters (any spec list can also be typed).
+    It reads the engine's registry, which imports torch: call it once the engine is loaded."""
+    from kvsim.caches import parse_spec, policy_examples
+
     choices = [("no cache | KV cache", DEFAULT_LANES), ("KV cache | no cache", "cached,uncached")]
     shown = {parse_spec(spec).policy for spec in DEFAULT_LANES.split(",")}
     for example, _grammar in policy_examples():
@@ -104,12 +106,9 @@ class ControlsToolBar(QToolBar):
         self.lanes_box = QComboBox()
         self.lanes_box.setEditable(True)
         self.lanes_box.setInsertPolicy(QComboBox.NoInsert)
-        for label, value in lane_choices():
-            self.lanes_box.addItem(label, value)
+        self.lanes_box.addItem("no cache | KV cache", DEFAULT_LANES)  # the rest once the engine is loaded
         self.lanes_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.lanes_box.setMinimumContentsLength(16)
-        self.lanes_box.setToolTip("the lanes, side by side: pick a set, or type cache policies separated by commas "
-                                  f"(known: {', '.join(known_specs())}; uncached = none, cached = kv) and press Enter")
         self.addWidget(self.lanes_box)
         self.layer_box = QComboBox()
         self.layer_box.setToolTip("layer")
@@ -166,6 +165,20 @@ class ControlsToolBar(QToolBar):
         return self.prompt_box.currentText()
 
     # ------------------------------------------------------------------ reflecting state
+    def fill_lanes(self) -> None:
+        """Every registered policy in the lane chooser (after the engine import: the registry needs it)."""
+        from kvsim.caches import known_specs
+
+        current = self.lanes_box.currentData()
+        self.lanes_box.blockSignals(True)
+        self.lanes_box.clear()
+        for label, value in lane_choices():
+            self.lanes_box.addItem(label, value)
+        self.lanes_box.blockSignals(False)
+        self.show_lanes(current or DEFAULT_LANES)
+        self.lanes_box.setToolTip("the lanes, side by side: pick a set, or type cache policies separated by commas "
+                                  f"(known: {', '.join(known_specs())}; uncached = none, cached = kv) and press Enter")
+
     def fill_models(self, rows: list) -> None:
         """Bundled/fetched models (listed by the worker, off the GUI thread), presets, Open…."""
         box = self.model_box

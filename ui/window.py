@@ -75,6 +75,7 @@ class MainWindow(QMainWindow):
         from .worker import WorkerThread
 
         self.worker = WorkerThread(self)
+        self.toolbar.fill_lanes()
         self.controller.attach_worker(self.worker)
         self.controller.load_model(self.model_spec, fallback=self.fallback)
 

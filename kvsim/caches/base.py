@@ -20,6 +20,8 @@ from typing import Any, ClassVar
 
 import torch
 
+from ..masking import visibility  # noqa: F401 - part of the policy interface
+
 
 class SpecError(ValueError):
     """A lane spec that does not parse or names a policy that does not exist."""
@@ -40,22 +42,6 @@ class PolicyInfo:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def visibility(q_pos, k_pos, model_window: int | None = None, lane_window: int | None = None, sinks: int = 0):
-    """(T, S) bool, numpy or torch alike: may the query at ``q_pos[t]`` see the key at ``k_pos[s]``?
-    Causal; inside the model's own window (Mistral); inside the lane's window unless the key is one of
-    the first ``sinks`` positions. The model's mask and the app's derived attention both use this."""
-    q, k = q_pos[:, None], k_pos[None, :]
-    visible = k <= q
-    if model_window is not None:
-        visible = visible & (k > q - model_window)
-    if lane_window is not None:
-        inside = k > q - lane_window
-        if sinks:
-            inside = inside | (k < sinks)
-        visible = visible & inside
-    return visible
 
 
 class Cache(ABC):
