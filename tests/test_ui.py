@@ -598,3 +598,24 @@ def test_all_heads_are_drawn_in_groups_over_the_kv_head_they_share(window, qtbot
     groups = {frames[h] for h in range(cfg.n_heads)}
     assert len(groups) == min(cfg.n_kv_heads, len(GROUP_COLORS))
     assert not groups & {theme.lane_color(i) for i in range(7)}  # never mistaken for a lane
+
+
+def test_a_portuguese_prompt_names_the_model_that_writes_portuguese(qtbot):
+    from PySide6.QtWidgets import QMainWindow
+
+    from kvsim.ui.toolbar import PORTUGUESE_MODEL, ControlsToolBar
+
+    host = QMainWindow()
+    qtbot.addWidget(host)
+    tb = ControlsToolBar(host)
+    pt = next(i for i in range(tb.prompt_box.count()) if tb.prompt_box.itemData(i) == "pt")
+    en = next(i for i in range(tb.prompt_box.count()) if tb.prompt_box.itemData(i) == "en")
+    tb.prompt_box.setCurrentIndex(en)
+    assert tb.model_hint() == ""
+    tb.prompt_box.setCurrentIndex(pt)
+    tb.fill_models([{"name": PORTUGUESE_MODEL, "kind": "fetchable"}])
+    assert f"kvsim models get {PORTUGUESE_MODEL}" in tb.model_hint()
+    tb.fill_models([{"name": PORTUGUESE_MODEL, "kind": "fetched"}])
+    assert "pick it" in tb.model_hint()
+    tb.model_box.setCurrentIndex(tb.model_box.findData(PORTUGUESE_MODEL))
+    assert tb.model_hint() == ""  # already on it

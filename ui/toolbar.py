@@ -25,6 +25,7 @@ RANDOM_PRESETS = [
     ("random · GPT-2 (4 layers, 4 heads, 128 dim)", "random:family=gpt2,layers=4,heads=4,dim=128,seed=0"),
 ]
 DEFAULT_LANES = "uncached,cached"
+PORTUGUESE_MODEL = "gemma3-270m"  # the fetchable model that writes Portuguese (Gemma 3 270M)
 OPEN_ITEM = "__open__"
 
 
@@ -198,6 +199,25 @@ class ControlsToolBar(QToolBar):
             box.insertItem(box.count() - 1, str(current), current)
         box.setCurrentIndex(max(0, box.findData(current)) if current is not None else 0)
         box.blockSignals(False)
+
+    def show_loaded(self, info: dict) -> str:
+        """Show a loaded model in the box; returns its one-line description."""
+        cfg = info["config"]
+        text = (f"model {info['model_id']}: {cfg['family']}, {cfg['n_layers']} layers, {cfg['n_heads']} heads "
+                f"/ {cfg['n_kv_heads']} kv heads, head dim {cfg['head_dim']}, context {cfg['max_seq_len']}, "
+                f"{info['params']:,} parameters")
+        self.show_model(info["model_id"], text)
+        return text
+
+    def model_hint(self) -> str:
+        """For a Portuguese example prompt on a model that does not write Portuguese: which one does."""
+        index = self.prompt_box.findText(self.prompt_text())
+        if index < 0 or self.prompt_box.itemData(index) != "pt" or self.model_box.currentData() == PORTUGUESE_MODEL:
+            return ""
+        label = self.model_box.itemText(max(self.model_box.findData(PORTUGUESE_MODEL), 0))
+        if self.model_box.findData(PORTUGUESE_MODEL) >= 0 and "not fetched" not in label:
+            return f"a Portuguese prompt: {PORTUGUESE_MODEL} writes Portuguese — pick it in the model box"
+        return f"a Portuguese prompt: `kvsim models get {PORTUGUESE_MODEL}` fetches a model that writes Portuguese"
 
     def show_model(self, model_id: str, tooltip: str) -> None:
         idx = self.model_box.findData(model_id)

@@ -167,7 +167,7 @@ class MainWindow(QMainWindow):
         c.message.connect(self.show_message)
         c.playing_changed.connect(tb.show_playing)
         c.models_listed.connect(tb.fill_models)
-        c.model_loaded.connect(self._on_model_loaded)
+        c.model_loaded.connect(lambda info: self.show_message(info.get("note") or tb.show_loaded(info)))
         c.selectors_changed.connect(tb.fill_selectors)
         c.run_shown.connect(self._on_run_shown)
         c.progress.connect(self.timeline.show_progress)
@@ -203,14 +203,6 @@ class MainWindow(QMainWindow):
                 return
         self.controller.load_model(spec, fallback=False)
 
-    def _on_model_loaded(self, info: dict) -> None:
-        cfg = info["config"]
-        text = (f"model {info['model_id']}: {cfg['family']}, {cfg['n_layers']} layers, {cfg['n_heads']} heads "
-                f"/ {cfg['n_kv_heads']} kv heads, head dim {cfg['head_dim']}, context {cfg['max_seq_len']}, "
-                f"{info['params']:,} parameters")
-        self.toolbar.show_model(info["model_id"], text)
-        self.show_message(info["note"] if info.get("note") else text)
-
     def _on_run_shown(self, run) -> None:
         self.flush_views()
         source = run.info.get("source", "")
@@ -219,8 +211,8 @@ class MainWindow(QMainWindow):
         if self.toolbar.prompt_box.lineEdit().hasFocus() or self.focusWidget() is None:
             self.centralWidget().setFocus()  # so Space / → / ← / Home work at once
         if not self.controller.browsing:
-            self.statusBar().showMessage(f"prompt: {len(run.prompt_ids)} tokens · press Step (→) or Play (Space) · "
-                                         "Back (←) · Reset (Home) · F: lanes only")
+            self.statusBar().showMessage(self.toolbar.model_hint() or f"prompt: {len(run.prompt_ids)} tokens · press "
+                                         "Step (→) or Play (Space) · Back (←) · Reset (Home) · F: lanes only")
 
     def _on_selection(self, layer: int, head: int) -> None:
         if head < 0:
