@@ -140,5 +140,5 @@ def _load_path(path: Path, model_id: str) -> LoadedModel:
     if path.suffix.lower() == ".gguf":
         return load_gguf(path, model_id)
     raise ModelLoadError(f"{path}: not a model kvsim can read (supported: Hugging Face checkpoint "
-                         "directories of the GPT-2, Llama, Mistral, Qwen2 and SmolLM families, and "
-                         "Llama-family .gguf files)")
+                         "directories of the GPT-2, Llama, Mistral, Qwen2, SmolLM and Gemma 3 families, and "
+                         "Llama- or Gemma 3-family .gguf files)")
