@@ -42,6 +42,9 @@ def _si(v: float) -> str:
     return si(v, ".3g")
 
 
+MAX_LEGEND = 4  # lanes named in the legend (more would cover the curves; the table names them all)
+
+
 class CostsPanel(QWidget):
     def __init__(self, session, parent=None) -> None:
         super().__init__(parent)
@@ -109,23 +112,29 @@ class CostsPanel(QWidget):
         return [lambda i=i: self.flush_part(i) for i in range(3)]
 
     def _rebuild(self) -> None:
-        for p in self.plots:
-            for item in list(p.listDataItems()):
-                p.removeItem(item)
+        """Curves for the run's lanes: kept where a lane index stays (a new run costs no new items),
+        made or dropped only for the difference; the legend names at most MAX_LEGEND lanes."""
+        lanes = self.session.lanes
         legend = self.plots[0].legend
-        if legend is not None:
+        labels = [self.session.lane_label(lane.index) for lane in lanes][:MAX_LEGEND]
+        if legend is not None and labels != getattr(self, "_legend_labels", None):
             legend.clear()
-        self.curves = {}
+        for index in [i for i in self.curves if i >= len(lanes)]:
+            for plot, curve in zip(self.plots, self.curves.pop(index), strict=True):
+                plot.removeItem(curve)
         em = self.stats.fontMetrics().horizontalAdvance("M")
-        self.stats.setFixedWidth(int(em * min(6 + 7 * len(self.session.lanes), 60)))  # fixed: no relayout per step
-        for lane in self.session.lanes:
-            color = theme.lane_color(lane.index)
-            pen = pg.mkPen(color, width=3)
-            self.curves[lane.index] = [
-                self.plots[0].plot([], [], pen=pen, name=self.session.lane_label(lane.index), skipFiniteCheck=True),
-                self.plots[1].plot([], [], pen=pen, skipFiniteCheck=True),
-                self.plots[2].plot([], [], pen=pg.mkPen(color, width=2), skipFiniteCheck=True),
-            ]
+        self.stats.setFixedWidth(int(em * min(6 + 7 * len(lanes), 60)))  # fixed: no relayout per step
+        for lane in lanes:
+            if lane.index not in self.curves:
+                color = theme.lane_color(lane.index)
+                pen = pg.mkPen(color, width=3)
+                self.curves[lane.index] = [self.plots[0].plot([], [], pen=pen, skipFiniteCheck=True),
+                                           self.plots[1].plot([], [], pen=pen, skipFiniteCheck=True),
+                                           self.plots[2].plot([], [], pen=pg.mkPen(color, width=2), skipFiniteCheck=True)]
+        if legend is not None and labels != getattr(self, "_legend_labels", None):
+            for index, label in enumerate(labels):
+                legend.addItem(self.curves[index][0], label)
+            self._legend_labels = labels
         self.redraw()
 
     def set_log(self, on: bool) -> None:

@@ -181,10 +181,7 @@ class LaneArea(QSplitter):
 def _retarget(panel: LanePanel, lane) -> None:
     """Panel ``panel`` (already lane ``lane.index``'s place and colour) now shows ``lane``: its
     description and header; the images follow from the session when the run draws."""
-    panel.info = lane
-    panel.name = lane.name
-    panel._set_header()
-    panel.dirty = True
+    panel.set_lane(lane)
 
 
 def _destroy(panel: LanePanel) -> None:

@@ -101,6 +101,13 @@ class LanePanel(QWidget):
         session.run_started.connect(self.redraw)
         session.cursor_moved.connect(self._mark)
 
+    def set_lane(self, info) -> None:
+        """Show lane ``info`` (a new run's lane at this panel's place and colour): header and images follow."""
+        self.info = info
+        self.name = info.name
+        self._set_header()
+        self.dirty = True
+
     def detach(self) -> None:
         """Stop listening to the session (before the panel is removed: a new run may have other lanes)."""
         for signal, slot in ((self.session.run_started, self.redraw), (self.session.cursor_moved, self._mark)):

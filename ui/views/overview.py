@@ -29,6 +29,19 @@ class HeadsOverview(pg.GraphicsLayoutWidget):
         session.cursor_moved.connect(lambda _s: self.redraw())
 
     def _build(self) -> None:
+        """One plot per query head. Only when shown (the dock is hidden by default: a new run must not
+        pay for it), and only when the head shape changed; else the plots stay and are redrawn."""
+        if not self.isVisible():
+            self._stale = True
+            return
+        self._stale = False
+        cfg = self.session.config
+        if cfg is None:
+            return
+        if self.items and self._shape == (cfg.n_heads, cfg.n_kv_heads):
+            self.redraw()
+            return
+        self._shape = (cfg.n_heads, cfg.n_kv_heads)
         self.clear()
         self.items = []
         self.frames = []
@@ -84,4 +97,7 @@ class HeadsOverview(pg.GraphicsLayoutWidget):
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
-        self.redraw()
+        if getattr(self, "_stale", False):
+            self._build()
+        else:
+            self.redraw()
