@@ -619,3 +619,43 @@ def test_a_portuguese_prompt_names_the_model_that_writes_portuguese(qtbot):
     assert "pick it" in tb.model_hint()
     tb.model_box.setCurrentIndex(tb.model_box.findData(PORTUGUESE_MODEL))
     assert tb.model_hint() == ""  # already on it
+
+
+def test_derived_attention_follows_each_layers_own_window(qtbot, qapp):
+    """Gemma 3's local layers see a window, its global layers everything: the app's attention rows
+    follow each layer's own window and equal the model's softmax there."""
+    import torch
+
+    from kvsim.caches import KVCache
+    from kvsim.models.loading import load_model
+    from kvsim.ui.window import MainWindow
+
+    spec = "random:family=gemma3,layers=2,heads=2,kv_heads=1,dim=32,window=4,global_every=2,seed=4"
+    cfg = load_model(spec).model.cfg
+    assert cfg.window_of(0) == 4 and cfg.window_of(1) is None
+    theme.apply(qapp)
+    w = MainWindow(model=spec, prompt="abcdef", persist=False)
+    w.animator.set_speed("instant")
+    qtbot.addWidget(w)
+    w.show()
+    assert w.controller.wait_ready(60), w.controller.last_error
+    assert w.controller.run_steps(6)
+    s = w.session
+    n = s.n_rows()
+    local, glob = w.derived.attention_values(1, 0, 0, n - 1), w.derived.attention_values(1, 1, 0, n - 1)
+    assert np.isnan(local[: n - 4]).all() and not np.isnan(local[n - 4:]).any()
+    assert not np.isnan(glob).any()
+    # the model's own probabilities for the newest query, layer by layer
+    model = load_model(spec).model
+    seen, orig = [], torch.softmax
+    cache = KVCache(cfg.n_layers)
+    model(torch.tensor([s.tokens[: n - 1]]), torch.arange(n - 1), cache)
+    try:
+        torch.softmax = lambda x, dim=-1, **kw: seen.append(orig(x, dim=dim, **kw)) or seen[-1]
+        model(torch.tensor([[s.tokens[n - 1]]]), torch.arange(n - 1, n), cache)
+    finally:
+        torch.softmax = orig
+    for layer, mine in ((0, local), (1, glob)):
+        ref = seen[layer][0][0, 0, 0].numpy()  # (H_kv, g, T, S) → kv head 0, query head 0, the one row
+        np.testing.assert_allclose(np.nan_to_num(mine), ref, atol=1e-5)
+    w.shutdown()

@@ -132,7 +132,7 @@ class DerivedImages:
         cfg = s.config
         g = kv_head_of(head, cfg.n_heads, cfg.n_kv_heads)
         if not self._own_view(lane):
-            rows = self._rows.setdefault(("shared", layer, head), AttentionRows(cfg.sliding_window))
+            rows = self._rows.setdefault(("shared", layer, head), AttentionRows(cfg.window_of(layer)))
             return rows.rows(s.q_rows(lane, layer, head, 0, b), s.shared_rows(layer, g, b)[0], a, b, b)
         done = self._rows.setdefault((lane, layer, head), {})
         out = np.full((b - a, b), np.nan, dtype=np.float32)
@@ -147,7 +147,7 @@ class DerivedImages:
                 keys = np.arange(n) if keys is None else keys
                 k_all = s.kv_rows(lane, layer, g, 0, n, step=step)[0]
                 block = attention_rows(s.q_rows(lane, layer, head, p, end), k_all[keys],
-                                       np.arange(p, end), keys, cfg.sliding_window, info.window, info.sinks)
+                                       np.arange(p, end), keys, cfg.window_of(layer), info.window, info.sinks)
                 for i, q in enumerate(range(p, end)):
                     full = np.full(q + 1, np.nan, dtype=np.float32)
                     seen = keys <= q
