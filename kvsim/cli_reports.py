@@ -76,8 +76,11 @@ def cmd_memory(args: argparse.Namespace) -> int:
     total = kv_cache_bytes(layers, kv_heads, head_dim, args.context, args.batch, args.kv_bits,
                            args.window, layer_windows)
     per_token = kv_cache_bytes(layers, kv_heads, head_dim, 1, 1, args.kv_bits)
+    # what one more token adds now: windowed layers have stopped growing once full
+    growth = kv_cache_bytes(layers, kv_heads, head_dim, args.context + 1, args.batch, args.kv_bits, args.window,
+                            layer_windows) - total
     report: dict[str, object] = {
-        "bytes": total, "bytes_per_token": per_token, "human": human_bytes(total),
+        "bytes": total, "bytes_per_token": per_token, "bytes_per_new_token": growth, "human": human_bytes(total),
         "layers": layers, "kv_heads": kv_heads, "head_dim": head_dim, "context": args.context,
         "batch": args.batch, "kv_bits": args.kv_bits, "window": args.window,
         "layer_windows": list(layer_windows) if layer_windows else None,
@@ -91,8 +94,13 @@ def cmd_memory(args: argparse.Namespace) -> int:
         return 0
     name = preset.name if preset else f"{layers} layers × {kv_heads} kv heads × d_head {head_dim}"
     print(f"{name}: KV cache for {args.context:,} tokens × batch {args.batch} at {args.kv_bits} bits")
-    print(f"  = 2 × {layers} layers × {kv_heads} kv heads × {head_dim} × tokens × {args.batch} × {args.kv_bits / 8:g} B")
-    print(f"  = {total:,} bytes ({human_bytes(total)}); {per_token:,} bytes per token")
+    windows = list(layer_windows) if layer_windows else [args.window] * layers
+    counts = {w: windows.count(w) for w in dict.fromkeys(windows)}  # window → layers, in first-seen order
+    rows = " + ".join(f"{c} layers × {'n' if w is None else f'min(n, {w})'}" for w, c in counts.items())
+    print(f"  = 2 × ({rows}) × {kv_heads} kv heads × {head_dim} × batch {args.batch} × {args.kv_bits / 8:g} B"
+          f"   (n = {args.context:,})")
+    print(f"  = {total:,} bytes ({human_bytes(total)}); {per_token:,} bytes per token kept in every layer, "
+          f"{growth:,} bytes for the next token now")
     if preset is not None:
         print(f"weights ({preset.n_params / 1e9:.2f}B params): " + ", ".join(
             f"{k.upper()} {human_bytes(v)}" for k, v in report["weights_bytes"].items()))

@@ -134,3 +134,17 @@ def test_read_hf_config_refuses_a_fifo(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(MemoryError_, match="not a regular file"):
         read_hf_config(str(fifo))
+
+
+def test_memory_report_names_the_per_layer_windows_and_the_growth_now(capsys):
+    """Gemma 3 270M at 32k: 15 local layers plateau at 512, 3 global ones grow; the next token adds only
+    the global layers' rows (2 · 3 · 1 · 256 · 2 B)."""
+    assert main(["memory", "--preset", "gemma-3-270m", "--context", "32768", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["bytes"] == 2 * (15 * 512 + 3 * 32768) * 1 * 256 * 2
+    assert report["bytes_per_new_token"] == 2 * 3 * 1 * 256 * 2
+    assert report["bytes_per_token"] == 2 * 18 * 1 * 256 * 2
+    assert main(["memory", "--preset", "gemma-3-270m", "--context", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "15 layers × min(n, 512) + 3 layers × n" in out
+    assert f"{2 * 18 * 256 * 2:,} bytes for the next token now" in out  # below 512 every layer still grows
