@@ -175,20 +175,20 @@ class MainWindow(QMainWindow):
 
     # ================================================================== frames
     def _on_frame(self, t: float) -> None:
-        panels = self.lanes.shown()
-        for p in panels:
-            p.set_progress(t)
         # a step's redraws are spread over its first frames (each lane, costs, text), one view per
-        # frame, so no frame paints everything; the last frame (t = 1) flushes whatever is left
+        # frame, so no frame paints everything; while a lane redraws, the others' overlays wait a
+        # frame; the last frame (t = 1) flushes whatever is left
+        panels = self.lanes.shown()
         self._stagger = 0 if t <= 0.0 else self._stagger + 1
-        stages = [*panels, *self.costs.stages(), self.costs.flush, self.tokens.flush]
+        stages = [*self.costs.stages(), self.costs.flush, self.tokens.flush]
         if t >= 1.0:
             self.flush_views()
-        elif self._stagger < len(panels):
-            panels[self._stagger].flush()
-            panels[self._stagger].set_progress(t)
-        elif self._stagger < len(stages):
-            stages[self._stagger]()
+        for i, p in enumerate(panels):
+            if t >= 1.0 or self._stagger >= len(panels) or i == self._stagger:
+                p.flush()
+                p.set_progress(t)
+        if t < 1.0 and len(panels) <= self._stagger < len(panels) + len(stages):
+            stages[self._stagger - len(panels)]()
 
     def flush_views(self) -> None:
         for view in (*self.lanes.shown(), self.costs, self.tokens):

@@ -273,7 +273,7 @@ class LanePanel(QWidget):
         if r is None:
             return
         lane = r.lanes[self.index]
-        e = 1 - (1 - min(1.0, t)) ** 3  # counters count up with an ease-out
+        e = 1 - (1 - min(1.0, t / 0.5)) ** 3  # counters count up with an ease-out, done half way (then no relayout)
         rows = round(lane.kv_positions * e)
         flops = lane.flops * e
         ms = lane.wall_ms * e
