@@ -38,10 +38,10 @@ class FakeWorker(QObject):
         cfg = self.loaded.model.cfg
         self.model_loaded.emit({"model_id": spec, "config": cfg.to_dict(), "info": {}, "params": 1, "note": ""})
 
-    def request_begin(self, prompt: str, lanes: str) -> None:
+    def request_begin(self, prompt: str, lanes: str, free_running: bool = False) -> None:
         self.begins.append((prompt, lanes))
         tok = self.loaded.tokenizer
-        self.sim = Simulator(self.loaded.model, tok, tok.encode(prompt), parse_lanes(lanes))
+        self.sim = Simulator(self.loaded.model, tok, tok.encode(prompt), parse_lanes(lanes), free_running=free_running)
         self.run_started.emit(RunInfo.from_trace(self.sim.trace.meta, self.sim.run_id, token_text=tok.token_text))
 
     def request_step(self, run_id: str) -> None:

@@ -329,3 +329,33 @@ def test_free_running_lanes_continue_on_their_own_choice(every_other, capsys):
     assert summary["lanes"]["every-other"]["perplexity_of_reference"] == pytest.approx(float(np.exp(-np.mean(forced))))
     first = next(i for i, (a, b) in enumerate(zip(own, ref, strict=True)) if a != b)
     assert summary["lanes"]["every-other"]["first_divergent_step"] == first
+
+
+def test_the_app_runs_lanes_free_and_labels_each_with_its_own_text(every_other, qtbot, qapp):
+    from kvsim.ui import theme
+    from kvsim.ui.window import MainWindow
+
+    theme.apply(qapp)
+    w = MainWindow(model=MODEL, prompt="Once upon a time there", persist=False)
+    w.animator.set_speed("instant")
+    qtbot.addWidget(w)
+    w.show()
+    assert w.controller.wait_ready(60), w.controller.last_error
+    w.controller.lanes = "kv,every-other"
+    w.controller.set_free_running(True)
+    qtbot.waitUntil(lambda: w.controller.can_step and len(w.lane_panels) == 2 and w.session.free_running, timeout=20_000)
+    assert w.controller.run_steps(10)
+    s = w.session
+    own = s.lane_tokens[1]
+    assert own != s.tokens  # the evicting lane wrote its own text
+    assert s.lane_tokens[0] == s.tokens  # the reference's is the run's
+    panel = w.lane_panels[1]
+    differ = [p for p in range(len(own) - 1) if own[p] != s.tokens[p]]
+    assert differ and panel._label_of(differ[0]) == s.id_label(own[differ[0]])
+    assert w.lane_panels[0]._label_of(differ[0]) == s.id_label(s.tokens[differ[0]])
+    # its K rows past the divergence are its own (recorded from its text), not the reference's
+    n = s.n_rows()
+    k_own, k_ref = s.kv_rows(1, 0, 0, 0, n)[0], s.kv_rows(0, 0, 0, 0, n)[0]
+    assert np.abs(k_own[differ[0]:] - k_ref[differ[0]:]).max() > 1e-3
+    np.testing.assert_array_equal(k_own[:1], k_ref[:1])  # the prompt's first row is the same in both
+    w.shutdown()

@@ -44,6 +44,7 @@ class Controller(QObject):
         self.can_step = False  # a simulator exists for the current run
         self.browsing = False  # showing a run opened from a .kvsim file
         self.lanes = DEFAULT_LANES
+        self.free_running = False  # each lane continues on its own choice (lossy lanes' texts diverge)
         self.model_spec = ""
         self.loaded_info: dict | None = None
         self.last_error = ""
@@ -82,6 +83,10 @@ class Controller(QObject):
             self.worker.cancel()
             self.worker.request_load(spec, fallback)
 
+    def set_free_running(self, on: bool) -> None:
+        self.free_running = bool(on)
+        self.reset()
+
     def set_lanes(self, specs: str) -> None:
         self.lanes = specs
         self.reset()
@@ -103,7 +108,7 @@ class Controller(QObject):
         if self.worker is None:
             return
         self.worker.cancel()
-        self.worker.request_begin(self.prompt_text(), self.lanes)
+        self.worker.request_begin(self.prompt_text(), self.lanes, self.free_running)
 
     def step_forward(self) -> None:
         s = self.session

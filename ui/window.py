@@ -132,6 +132,9 @@ class MainWindow(QMainWindow):
         for d in (self.costs_dock, self.text_dock, self.overview_dock):
             menu.addAction(d.toggleViewAction())
         menu.addAction(self.focus_action)
+        free = menu.addAction("Free-running lanes (each continues on its own choice)")
+        free.setCheckable(True)
+        free.toggled.connect(self.controller.set_free_running)
         errors = menu.addAction("K/V error vs exact (lossy lanes)")
         errors.setCheckable(True)
         errors.toggled.connect(lambda on: (self.derived.set_show_error(on), [p.redraw() for p in self.lanes.shown()]))

@@ -96,8 +96,8 @@ class SimWorker(QObject):
         finally:
             self.busy_changed.emit(False)
 
-    @Slot(str, str, int)
-    def begin(self, prompt: str, lanes: str, ticket: int = 0) -> None:
+    @Slot(str, str, int, bool)
+    def begin(self, prompt: str, lanes: str, ticket: int = 0, free_running: bool = False) -> None:
         """Start a new run: tokenize the prompt and build the simulator (no step yet)."""
         if ticket and ticket != self.latest["begin"]:
             return  # superseded by a newer restart (ten Home presses build one run, not ten)
@@ -111,7 +111,7 @@ class SimWorker(QObject):
             tok = self.loaded.tokenizer
             text = tok.format_prompt(prompt, chat=True)
             ids = tok.encode(text)
-            sim = Simulator(self.loaded.model, tok, ids, specs, model_id=self.loaded.model_id,
+            sim = Simulator(self.loaded.model, tok, ids, specs, free_running=free_running, model_id=self.loaded.model_id,
                             prompt_text=text, progress=self._on_progress)
         except (*USER_ERRORS, KeyError) as exc:
             self.failed.emit("run", str(exc))
@@ -163,7 +163,7 @@ class WorkerThread(QObject):
     busy_changed = Signal(bool)
     cancelled = Signal(int)
     _load = Signal(str, bool, int)
-    _begin = Signal(str, str, int)
+    _begin = Signal(str, str, int, bool)
     _step = Signal(str)
 
     def __init__(self, parent: QObject | None = None) -> None:
@@ -186,10 +186,10 @@ class WorkerThread(QObject):
         self.worker.latest["load"] = self._tickets
         self._load.emit(spec, fallback, self._tickets)
 
-    def request_begin(self, prompt: str, lanes: str) -> None:
+    def request_begin(self, prompt: str, lanes: str, free_running: bool = False) -> None:
         self._tickets += 1
         self.worker.latest["begin"] = self._tickets
-        self._begin.emit(prompt, lanes, self._tickets)
+        self._begin.emit(prompt, lanes, self._tickets, free_running)
 
     def request_step(self, run_id: str) -> None:
         self._step.emit(run_id)
