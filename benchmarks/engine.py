@@ -35,9 +35,17 @@ def build_pair(shape: str, device: torch.device):
         hf = transformers.GPT2LMHeadModel(hf_cfg)
     elif shape == "smollm2-135m":
         hf_cfg = transformers.LlamaConfig(
-            num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3, hidden_size=576,
-            intermediate_size=1536, vocab_size=49152, max_position_embeddings=8192, rope_theta=100000.0,
-            rms_norm_eps=1e-5, tie_word_embeddings=True)
+            num_hidden_layers=30,
+            num_attention_heads=9,
+            num_key_value_heads=3,
+            hidden_size=576,
+            intermediate_size=1536,
+            vocab_size=49152,
+            max_position_embeddings=8192,
+            rope_theta=100000.0,
+            rms_norm_eps=1e-5,
+            tie_word_embeddings=True,
+        )
         hf = transformers.LlamaForCausalLM(hf_cfg)
     else:
         raise SystemExit(f"unknown shape {shape}")
@@ -94,8 +102,7 @@ def time_kvsim_bare(model: Transformer, prompt: torch.Tensor, new: int, device) 
 
 
 def time_kvsim_recorded(model: Transformer, prompt: torch.Tensor, new: int, device) -> list[float]:
-    sim = Simulator(model, ByteTokenizer(max(256, model.cfg.vocab_size)), prompt[0].tolist(),
-                    lanes=(parse_spec("cached"),))
+    sim = Simulator(model, ByteTokenizer(max(256, model.cfg.vocab_size)), prompt[0].tolist(), lanes=(parse_spec("cached"),))
     sim.step()
     times = []
     for _ in range(new):
@@ -116,10 +123,11 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {device}, "
-          f"{args.new_tokens} new tokens after a 16-token prompt, {args.rounds} interleaved rounds\n")
-    print(f"{'shape':<14} {'transformers':>13} {'kvsim bare':>11} {'kvsim+record':>13} "
-          f"{'kvsim/hf':>9} {'record overhead':>16}")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {device}, "
+        f"{args.new_tokens} new tokens after a 16-token prompt, {args.rounds} interleaved rounds\n"
+    )
+    print(f"{'shape':<14} {'transformers':>13} {'kvsim bare':>11} {'kvsim+record':>13} {'kvsim/hf':>9} {'record overhead':>16}")
     for shape in args.shapes.split(","):
         hf, ours, cfg = build_pair(shape, device)
         prompt = torch.randint(0, cfg.vocab_size, (1, 16), generator=torch.Generator().manual_seed(1)).to(device)

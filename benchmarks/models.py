@@ -50,17 +50,33 @@ def to_transformers(model: Transformer, attn: str):
 
     cfg = model.cfg
     hf_cfg = transformers.LlamaConfig(
-        vocab_size=cfg.vocab_size, hidden_size=cfg.dim, intermediate_size=cfg.hidden_dim,
-        num_hidden_layers=cfg.n_layers, num_attention_heads=cfg.n_heads, num_key_value_heads=cfg.n_kv_heads,
-        head_dim=cfg.head_dim, max_position_embeddings=cfg.max_seq_len, rms_norm_eps=cfg.norm_eps,
+        vocab_size=cfg.vocab_size,
+        hidden_size=cfg.dim,
+        intermediate_size=cfg.hidden_dim,
+        num_hidden_layers=cfg.n_layers,
+        num_attention_heads=cfg.n_heads,
+        num_key_value_heads=cfg.n_kv_heads,
+        head_dim=cfg.head_dim,
+        max_position_embeddings=cfg.max_seq_len,
+        rms_norm_eps=cfg.norm_eps,
         rope_parameters={"rope_type": "default", "rope_theta": cfg.rope_theta},
-        tie_word_embeddings=cfg.tie_embeddings, attention_bias=cfg.qkv_bias)
+        tie_word_embeddings=cfg.tie_embeddings,
+        attention_bias=cfg.qkv_bias,
+    )
     hf_cfg._attn_implementation = attn
     with torch.device("meta"):
         hf = transformers.LlamaForCausalLM(hf_cfg)
-    names = {"attn.wq": "self_attn.q_proj", "attn.wk": "self_attn.k_proj", "attn.wv": "self_attn.v_proj",
-             "attn.wo": "self_attn.o_proj", "mlp.w_gate": "mlp.gate_proj", "mlp.w_up": "mlp.up_proj",
-             "mlp.w_down": "mlp.down_proj", "attn_norm": "input_layernorm", "mlp_norm": "post_attention_layernorm"}
+    names = {
+        "attn.wq": "self_attn.q_proj",
+        "attn.wk": "self_attn.k_proj",
+        "attn.wv": "self_attn.v_proj",
+        "attn.wo": "self_attn.o_proj",
+        "mlp.w_gate": "mlp.gate_proj",
+        "mlp.w_up": "mlp.up_proj",
+        "mlp.w_down": "mlp.down_proj",
+        "attn_norm": "input_layernorm",
+        "mlp_norm": "post_attention_layernorm",
+    }
     state = {}
     for key, value in model.state_dict().items():
         if key == "tok_embeddings.weight":
@@ -167,10 +183,16 @@ def main(argv: list[str] | None = None) -> int:
 
     cfg = model.cfg
     rows = [
-        ("model", f"{args.model} ({loaded.info.get('gguf_name') or cfg.name}; {cfg.n_layers} layers, {cfg.n_heads} heads / "
-                  f"{cfg.n_kv_heads} KV heads, dim {cfg.dim}, {model.n_params() / 1e6:.1f} M parameters, fp32)"),
-        ("machine", f"{platform.machine()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start, "
-                    f"torch {torch.__version__}"),
+        (
+            "model",
+            f"{args.model} ({loaded.info.get('gguf_name') or cfg.name}; {cfg.n_layers} layers, {cfg.n_heads} heads / "
+            f"{cfg.n_kv_heads} KV heads, dim {cfg.dim}, {model.n_params() / 1e6:.1f} M parameters, fp32)",
+        ),
+        (
+            "machine",
+            f"{platform.machine()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start, "
+            f"torch {torch.__version__}",
+        ),
         ("load (GGUF → fp32 model)", f"{load_s:.1f} s"),
         ("prompt / decoded tokens", f"{len(prompt)} / {args.new_tokens} × {args.rounds} rounds, greedy"),
         ("max abs logit difference at prefill (same weights)", f"{max_diff:.1e}"),
@@ -209,12 +231,23 @@ def main(argv: list[str] | None = None) -> int:
     for k, v in rows:
         print(f"{k:<{width}}  {v}")
     if args.doc:
-        command = "python benchmarks/models.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None
-                                                                                       else sys.argv[1:]))
-        lines = ["# Real-model benchmark: SmolLM2-135M-Instruct", "",
-                 f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with", "", "```", command.strip(), "```", "",
-                 "| figure | value |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows), "",
-                 *(p.replace("\n", " ").strip() + "\n" for p in (__doc__ or "").split("\n\n")[1:3]), NOTES]
+        command = "python benchmarks/models.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+        lines = [
+            "# Real-model benchmark: SmolLM2-135M-Instruct",
+            "",
+            f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with",
+            "",
+            "```",
+            command.strip(),
+            "```",
+            "",
+            "| figure | value |",
+            "|---|---|",
+            *(f"| {k} | {v} |" for k, v in rows),
+            "",
+            *(p.replace("\n", " ").strip() + "\n" for p in (__doc__ or "").split("\n\n")[1:3]),
+            NOTES,
+        ]
         Path(args.doc).write_text("\n".join(lines), encoding="utf-8")
         print(f"\nwrote {args.doc}")
     return 0

@@ -45,6 +45,7 @@ def main() -> int:
 
         errors.append(f"{kind.__name__}: {value}\n{''.join(traceback.format_tb(tb))}")
         app_hook(kind, value, tb)
+
     sys.excepthook = hook
 
     from kvsim.ui.window import MainWindow
@@ -66,9 +67,15 @@ def main() -> int:
         elapsed = time.monotonic() - t0
         hb.stop()
         works = monkey.still_works()
-        summary = {"seconds": round(elapsed, 1), "seed": args.seed, "actions": n,
-                   "exceptions": len(errors) + len(monkey.errors), **hb.summary(), "still_works": works,
-                   "counts": dict(sorted(monkey.counts.items()))}
+        summary = {
+            "seconds": round(elapsed, 1),
+            "seed": args.seed,
+            "actions": n,
+            "exceptions": len(errors) + len(monkey.errors),
+            **hb.summary(),
+            "still_works": works,
+            "counts": dict(sorted(monkey.counts.items())),
+        }
         w.shutdown()
         w.close()
     for e in (errors + monkey.errors)[:5]:

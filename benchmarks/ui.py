@@ -36,8 +36,9 @@ def record_run(tokens: int, steps: int, lanes: str = "uncached,cached"):
     from kvsim.simulate import Simulator
 
     loaded = load_model(MODEL)
-    prompt = ("It is a truth universally acknowledged, that a single man in possession of a good fortune "
-              "must be in want of a wife. ") * (tokens // 64 + 1)
+    prompt = (
+        "It is a truth universally acknowledged, that a single man in possession of a good fortune must be in want of a wife. "
+    ) * (tokens // 64 + 1)
     ids = loaded.tokenizer.encode(prompt)[: tokens - steps + 1]
     sim = Simulator(loaded.model, loaded.tokenizer, ids, parse_lanes(lanes), model_id=MODEL, prompt_text=prompt)
     records = list(sim.run(steps))
@@ -121,11 +122,18 @@ def measure(tokens: int, steps: int, size=(1920, 1080), lanes: str = "uncached,c
     # the prefill frame is not a playing frame: leave it out
     step_frames = step_frames[1:]
     frames = step_frames + anim_frames
-    return {"tokens": n_rows, "frames": len(frames), "median_ms": statistics.median(frames),
-            "p99_ms": pct(frames, 99), "step_median_ms": statistics.median(step_frames),
-            "step_p99_ms": pct(step_frames, 99), "paints": Paints.n,
-            "instant_median_ms": statistics.median(instant), "instant_max_ms": max(instant),
-            "by_frame": {k: statistics.median(v) for k, v in sorted(by_index.items())}}
+    return {
+        "tokens": n_rows,
+        "frames": len(frames),
+        "median_ms": statistics.median(frames),
+        "p99_ms": pct(frames, 99),
+        "step_median_ms": statistics.median(step_frames),
+        "step_p99_ms": pct(step_frames, 99),
+        "paints": Paints.n,
+        "instant_median_ms": statistics.median(instant),
+        "instant_max_ms": max(instant),
+        "by_frame": {k: statistics.median(v) for k, v in sorted(by_index.items())},
+    }
 
 
 def first_paint(runs: int = 3) -> list[tuple[float, float]]:
@@ -135,8 +143,14 @@ def first_paint(runs: int = 3) -> list[tuple[float, float]]:
     for _ in range(runs):
         env = dict(os.environ, KVSIM_EXIT_AFTER_FIRST_PAINT="1", QT_QPA_PLATFORM="offscreen")
         t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-c", "import sys; from kvsim.ui.app import main; sys.exit(main())"],
-                                cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "import sys; from kvsim.ui.app import main; sys.exit(main())"],
+            cwd=root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         wall, inner = float("nan"), float("nan")
         for line in proc.stdout:
             if line.startswith("first-paint-ms"):
@@ -160,14 +174,24 @@ def main() -> int:
     print(f"{'tokens':>7} {'frames':>7} {'median ms':>10} {'p99 ms':>8} {'step median':>12} {'step p99':>9}")
     for t in (int(x) for x in args.tokens.split(",")):
         r = measure(t, args.steps, size, args.lanes)
-        print(f"{r['tokens']:>7} {r['frames']:>7} {r['median_ms']:>10.2f} {r['p99_ms']:>8.2f} "
-              f"{r['step_median_ms']:>12.2f} {r['step_p99_ms']:>9.2f}   frames after a step (median ms): "
-              + " ".join(f"{k}:{v:.1f}" for k, v in r["by_frame"].items()) + " (7 = 7th and later)", flush=True)
-        print(f"{'':>7} instant speed (a whole step drawn in one frame): median {r['instant_median_ms']:.1f} ms, "
-              f"max {r['instant_max_ms']:.1f} ms", flush=True)
+        print(
+            f"{r['tokens']:>7} {r['frames']:>7} {r['median_ms']:>10.2f} {r['p99_ms']:>8.2f} "
+            f"{r['step_median_ms']:>12.2f} {r['step_p99_ms']:>9.2f}   frames after a step (median ms): "
+            + " ".join(f"{k}:{v:.1f}" for k, v in r["by_frame"].items())
+            + " (7 = 7th and later)",
+            flush=True,
+        )
+        print(
+            f"{'':>7} instant speed (a whole step drawn in one frame): median {r['instant_median_ms']:.1f} ms, "
+            f"max {r['instant_max_ms']:.1f} ms",
+            flush=True,
+        )
     fp = first_paint()
-    print("launch to first paint (process start → first paint, wall): "
-          + ", ".join(f"{w:.0f} ms" for w, _ in fp) + f"  (median {statistics.median(w for w, _ in fp):.0f} ms)")
+    print(
+        "launch to first paint (process start → first paint, wall): "
+        + ", ".join(f"{w:.0f} ms" for w, _ in fp)
+        + f"  (median {statistics.median(w for w, _ in fp):.0f} ms)"
+    )
     print("  of which after `import kvsim.ui.app`: " + ", ".join(f"{i:.0f} ms" for _, i in fp))
     return 0
 

@@ -27,8 +27,6 @@ from .units import si
 USER_ERRORS = (ModelLoadError, SimulationError, SpecError, ConfigError, MemoryError_, TraceError, ChatTemplateError)
 
 
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage + two lines)
         raise UsageError(message)
@@ -62,8 +60,11 @@ def _seed(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="kvsim", description="See the KV cache: a transformer run token by token, "
-                "without and with a cache, with real tensors, counts and times.")
+    p = _Parser(
+        prog="kvsim",
+        description="See the KV cache: a transformer run token by token, "
+        "without and with a cache, with real tensors, counts and times.",
+    )
     p.add_argument("--version", action="version", version=f"kvsim {__version__}")
     p.add_argument("--model", help="model to open the app with (default: the bundled model)")
     p.add_argument("--threads", type=_positive_int, help="torch compute threads (default: half the cores, ≤ 4)")
@@ -80,18 +81,27 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     r.add_argument("--top-k", type=_positive_int)
     r.add_argument("--top-p", type=float)
-    r.add_argument("--lanes", default="uncached,cached",
-                   help="comma-separated cache policies, one lane each, keyed in --json by the spec as given "
-                        f"(known: {', '.join(known_specs())}; uncached/cached are none/kv)")
-    r.add_argument("--free-running", action="store_true",
-                   help="each lane continues on its own choice (default: every lane on the reference's token); "
-                        "the summary's perplexity of the reference continuation still comes from a lockstep pass")
-    r.add_argument("--reference", help="the lane whose token every lane continues on and that logit "
-                                       "differences are measured from (default: the first)")
+    r.add_argument(
+        "--lanes",
+        default="uncached,cached",
+        help="comma-separated cache policies, one lane each, keyed in --json by the spec as given "
+        f"(known: {', '.join(known_specs())}; uncached/cached are none/kv)",
+    )
+    r.add_argument(
+        "--free-running",
+        action="store_true",
+        help="each lane continues on its own choice (default: every lane on the reference's token); "
+        "the summary's perplexity of the reference continuation still comes from a lockstep pass",
+    )
+    r.add_argument(
+        "--reference",
+        help="the lane whose token every lane continues on and that logit differences are measured from (default: the first)",
+    )
     r.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps", "auto"])
     # SUPPRESS: an absent `run --threads` must not overwrite `kvsim --threads N run …`
-    r.add_argument("--threads", type=_positive_int, default=argparse.SUPPRESS,
-                   help="torch compute threads (default: half the cores, ≤ 4)")
+    r.add_argument(
+        "--threads", type=_positive_int, default=argparse.SUPPRESS, help="torch compute threads (default: half the cores, ≤ 4)"
+    )
     r.add_argument("--dtype", default=None, choices=["fp32", "fp16", "bf16"], help="GPU only: fp16/bf16")
     r.add_argument("--no-chat-template", action="store_true", help="feed the prompt as is")
     r.add_argument("--ignore-eos", action="store_true", help="keep generating after the end-of-sequence token")
@@ -108,8 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--head-dim", type=_positive_int)
     m.add_argument("--context", type=int)
     m.add_argument("--batch", type=_positive_int, default=1)
-    m.add_argument("--kv-bits", type=int, default=16, choices=[32, 16, 8, 4],
-                   help="bits per cached value: 16 (fp16/bf16, the default), 32 (fp32, as kvsim runs on the CPU), 8, 4")
+    m.add_argument(
+        "--kv-bits",
+        type=int,
+        default=16,
+        choices=[32, 16, 8, 4],
+        help="bits per cached value: 16 (fp16/bf16, the default), 32 (fp32, as kvsim runs on the CPU), 8, 4",
+    )
     m.add_argument("--window", type=_positive_int)
     m.add_argument("--json", action="store_true")
 
@@ -167,10 +182,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return screenshot.main(args)
         if sys.platform.startswith("linux") and not any(
-                os.environ.get(v) for v in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")):
+            os.environ.get(v) for v in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")
+        ):
             # Qt would abort with a core dump; say what to do instead
-            raise UsageError("no display to open the window on (set DISPLAY, e.g. under Xvfb); "
-                             "`kvsim run` is the terminal version")
+            raise UsageError(
+                "no display to open the window on (set DISPLAY, e.g. under Xvfb); `kvsim run` is the terminal version"
+            )
         if args.scale is not None:
             if not 0.5 <= args.scale <= 4:
                 raise UsageError(f"--scale must be between 0.5 and 4, got {args.scale}")
@@ -239,10 +256,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     if len(ids) > ctx:
         raise SimulationError(f"the prompt is {len(ids)} tokens long, longer than the model's context of {ctx}")
     if len(ids) + args.steps - 1 > ctx:
-        raise SimulationError(f"prompt ({len(ids)} tokens) + {args.steps} steps needs {len(ids) + args.steps - 1} "
-                              f"positions, more than the model's context of {ctx}")
-    sim = Simulator(loaded.model, loaded.tokenizer, ids, lanes, sampling, reference=args.reference,
-                    free_running=args.free_running, model_id=loaded.model_id, prompt_text=text)
+        raise SimulationError(
+            f"prompt ({len(ids)} tokens) + {args.steps} steps needs {len(ids) + args.steps - 1} "
+            f"positions, more than the model's context of {ctx}"
+        )
+    sim = Simulator(
+        loaded.model,
+        loaded.tokenizer,
+        ids,
+        lanes,
+        sampling,
+        reference=args.reference,
+        free_running=args.free_running,
+        model_id=loaded.model_id,
+        prompt_text=text,
+    )
     sim.trace.meta["model_info"] = loaded.info
     sim.keep_records = bool(args.save)  # without --save, a step's record is printed and dropped
     out = sys.stdout
@@ -291,18 +319,33 @@ def step_json(record) -> dict[str, object]:
     lanes = {}
     for lane in record.lanes:
         lanes[lane.name] = {
-            "policy": lane.policy, "kv_positions": lane.kv_positions, "context": lane.context,
-            "flops": lane.flops, "flops_by_component": lane.flops_by_component,
-            "bytes_by_component": lane.bytes_by_component, "wall_ms": round(lane.wall_ms, 4),
-            "cache_tokens": lane.cache_tokens, "cache_bytes": lane.cache_bytes,
-            "cache_overhead_bytes": lane.cache_overhead_bytes, "first_key": lane.first_key,
-            "logit_diff": lane.logit_diff, "kl_div": lane.kl_div, "ref_logprob": lane.ref_logprob,
-            "token_id": lane.token_id, "recompute_diff": lane.recompute_diff,
+            "policy": lane.policy,
+            "kv_positions": lane.kv_positions,
+            "context": lane.context,
+            "flops": lane.flops,
+            "flops_by_component": lane.flops_by_component,
+            "bytes_by_component": lane.bytes_by_component,
+            "wall_ms": round(lane.wall_ms, 4),
+            "cache_tokens": lane.cache_tokens,
+            "cache_bytes": lane.cache_bytes,
+            "cache_overhead_bytes": lane.cache_overhead_bytes,
+            "first_key": lane.first_key,
+            "logit_diff": lane.logit_diff,
+            "kl_div": lane.kl_div,
+            "ref_logprob": lane.ref_logprob,
+            "token_id": lane.token_id,
+            "recompute_diff": lane.recompute_diff,
         }
         if lane.spans is not None:
             lanes[lane.name]["key_spans"] = [list(span) for span in lane.spans]
-    return {"step": record.step, "phase": record.phase, "token_id": record.token_id, "token": record.token,
-            "positions": [int(record.positions[0]), int(record.positions[-1])], **lanes}
+    return {
+        "step": record.step,
+        "phase": record.phase,
+        "token_id": record.token_id,
+        "token": record.token,
+        "positions": [int(record.positions[0]), int(record.positions[-1])],
+        **lanes,
+    }
 
 
 def _flops(n: float) -> str:
@@ -311,9 +354,11 @@ def _flops(n: float) -> str:
 
 def _print_header(sim, loaded, out) -> None:
     cfg = sim.model.cfg
-    out.write(f"model {loaded.model_id}: {cfg.family}, {cfg.n_layers} layers, {cfg.n_heads} heads "
-              f"({cfg.n_kv_heads} kv), dim {cfg.dim}, {sim.model.n_params():,} parameters, "
-              f"on {sim.model.device}\n")
+    out.write(
+        f"model {loaded.model_id}: {cfg.family}, {cfg.n_layers} layers, {cfg.n_heads} heads "
+        f"({cfg.n_kv_heads} kv), dim {cfg.dim}, {sim.model.n_params():,} parameters, "
+        f"on {sim.model.device}\n"
+    )
     out.write(f"prompt: {sim.prompt_len} tokens\n\n")
     cols = "".join(f" | {lane.name:>10} rows  FLOPs      ms" for lane in sim.lanes)
     out.write(f"{'step':>4} {'phase':<7} {'token':<14}{cols}\n")
@@ -321,8 +366,7 @@ def _print_header(sim, loaded, out) -> None:
 
 def _print_step(record, out) -> None:
     token = repr(record.token)[1:-1][:14]
-    cols = "".join(f" | {lane.kv_positions:>15} {_flops(lane.flops):>7} {lane.wall_ms:>7.2f}"
-                   for lane in record.lanes)
+    cols = "".join(f" | {lane.kv_positions:>15} {_flops(lane.flops):>7} {lane.wall_ms:>7.2f}" for lane in record.lanes)
     out.write(f"{record.step:>4} {record.phase:<7} {token:<14}{cols}\n")
     out.flush()
 
@@ -331,8 +375,10 @@ def _print_summary(sim, summary, out) -> None:
     out.write("\ntext: " + sim.tokenizer.decode(sim.tokens) + "\n\n")
     for name, s in summary["lanes"].items():
         itl = f"{s['itl_ms']:.2f} ms" if s["itl_ms"] is not None else "-"
-        out.write(f"{name:>10}: TTFT {s['ttft_ms']:.2f} ms, ITL {itl}, K/V rows {s['kv_positions_total']}, "
-                  f"FLOPs {_flops(s['flops_total'])}, cache {human_bytes(s['cache_bytes'])}, "
-                  f"max |Δlogit| {s['max_abs_logit_diff']:.2e}\n")
+        out.write(
+            f"{name:>10}: TTFT {s['ttft_ms']:.2f} ms, ITL {itl}, K/V rows {s['kv_positions_total']}, "
+            f"FLOPs {_flops(s['flops_total'])}, cache {human_bytes(s['cache_bytes'])}, "
+            f"max |Δlogit| {s['max_abs_logit_diff']:.2e}\n"
+        )
     same = "identical" if summary["tokens_identical"] else "DIFFERENT"
     out.write(f"tokens chosen by every lane: {same}\n")

@@ -42,15 +42,27 @@ def json_line(obj: object) -> str:
 # --------------------------------------------------------------------------------------- memory
 def cmd_memory(args: argparse.Namespace) -> int:
     if args.list:
-        rows = [{"name": p.name, "source": p.source, "layers": p.layers, "heads": p.heads,
-                 "kv_heads": p.kv_heads, "head_dim": p.head_dim, "context": p.context,
-                 "params": p.n_params} for p in PRESETS.values()]
+        rows = [
+            {
+                "name": p.name,
+                "source": p.source,
+                "layers": p.layers,
+                "heads": p.heads,
+                "kv_heads": p.kv_heads,
+                "head_dim": p.head_dim,
+                "context": p.context,
+                "params": p.n_params,
+            }
+            for p in PRESETS.values()
+        ]
         if args.json:
             print(json.dumps({"presets": rows}))
         else:
             for r in rows:
-                print(f"{r['name']:<14} {r['layers']:>3} layers {r['heads']:>3} heads {r['kv_heads']:>3} kv "
-                      f"d_head {r['head_dim']:>3}  ctx {r['context']:>6}  {r['params'] / 1e9:6.2f}B params  ({r['source']})")
+                print(
+                    f"{r['name']:<14} {r['layers']:>3} layers {r['heads']:>3} heads {r['kv_heads']:>3} kv "
+                    f"d_head {r['head_dim']:>3}  ctx {r['context']:>6}  {r['params'] / 1e9:6.2f}B params  ({r['source']})"
+                )
         return 0
     if args.context is None:
         raise UsageError("--context N is required (tokens in the cache)")
@@ -67,28 +79,44 @@ def cmd_memory(args: argparse.Namespace) -> int:
         head_dim = args.head_dim or preset.head_dim
         layer_windows = preset.layer_windows if layers == preset.layers else None
     else:
-        missing = [f for f, v in (("--layers", args.layers), ("--kv-heads", args.kv_heads),
-                                  ("--head-dim", args.head_dim)) if v is None]
+        missing = [
+            f for f, v in (("--layers", args.layers), ("--kv-heads", args.kv_heads), ("--head-dim", args.head_dim)) if v is None
+        ]
         if missing:
-            raise UsageError(f"give --preset NAME, --config PATH or all of --layers --kv-heads --head-dim "
-                             f"(missing {', '.join(missing)})")
+            raise UsageError(
+                f"give --preset NAME, --config PATH or all of --layers --kv-heads --head-dim (missing {', '.join(missing)})"
+            )
         layers, kv_heads, head_dim, layer_windows = args.layers, args.kv_heads, args.head_dim, None
-    total = kv_cache_bytes(layers, kv_heads, head_dim, args.context, args.batch, args.kv_bits,
-                           args.window, layer_windows)
+    total = kv_cache_bytes(layers, kv_heads, head_dim, args.context, args.batch, args.kv_bits, args.window, layer_windows)
     per_token = kv_cache_bytes(layers, kv_heads, head_dim, 1, 1, args.kv_bits)
     # what one more token adds now: windowed layers have stopped growing once full
-    growth = kv_cache_bytes(layers, kv_heads, head_dim, args.context + 1, args.batch, args.kv_bits, args.window,
-                            layer_windows) - total
+    growth = (
+        kv_cache_bytes(layers, kv_heads, head_dim, args.context + 1, args.batch, args.kv_bits, args.window, layer_windows) - total
+    )
     report: dict[str, object] = {
-        "bytes": total, "bytes_per_token": per_token, "bytes_per_new_token": growth, "human": human_bytes(total),
-        "layers": layers, "kv_heads": kv_heads, "head_dim": head_dim, "context": args.context,
-        "batch": args.batch, "kv_bits": args.kv_bits, "window": args.window,
+        "bytes": total,
+        "bytes_per_token": per_token,
+        "bytes_per_new_token": growth,
+        "human": human_bytes(total),
+        "layers": layers,
+        "kv_heads": kv_heads,
+        "head_dim": head_dim,
+        "context": args.context,
+        "batch": args.batch,
+        "kv_bits": args.kv_bits,
+        "window": args.window,
         "layer_windows": list(layer_windows) if layer_windows else None,
     }
     if preset is not None:
-        report.update({"preset": preset.name, "source": preset.source, "heads": preset.heads,
-                       "params": preset.n_params,
-                       "weights_bytes": {k: int(weight_bytes(preset.n_params, k)) for k in WEIGHT_DTYPE_BYTES}})
+        report.update(
+            {
+                "preset": preset.name,
+                "source": preset.source,
+                "heads": preset.heads,
+                "params": preset.n_params,
+                "weights_bytes": {k: int(weight_bytes(preset.n_params, k)) for k in WEIGHT_DTYPE_BYTES},
+            }
+        )
     if args.json:
         print(json.dumps(report))
         return 0
@@ -97,13 +125,19 @@ def cmd_memory(args: argparse.Namespace) -> int:
     windows = list(layer_windows) if layer_windows else [args.window] * layers
     counts = {w: windows.count(w) for w in dict.fromkeys(windows)}  # window → layers, in first-seen order
     rows = " + ".join(f"{c} layers × {'n' if w is None else f'min(n, {w})'}" for w, c in counts.items())
-    print(f"  = 2 × ({rows}) × {kv_heads} kv heads × {head_dim} × batch {args.batch} × {args.kv_bits / 8:g} B"
-          f"   (n = {args.context:,})")
-    print(f"  = {total:,} bytes ({human_bytes(total)}); {per_token:,} bytes per token kept in every layer, "
-          f"{growth:,} bytes for the next token now")
+    print(
+        f"  = 2 × ({rows}) × {kv_heads} kv heads × {head_dim} × batch {args.batch} × {args.kv_bits / 8:g} B"
+        f"   (n = {args.context:,})"
+    )
+    print(
+        f"  = {total:,} bytes ({human_bytes(total)}); {per_token:,} bytes per token kept in every layer, "
+        f"{growth:,} bytes for the next token now"
+    )
     if preset is not None:
-        print(f"weights ({preset.n_params / 1e9:.2f}B params): " + ", ".join(
-            f"{k.upper()} {human_bytes(v)}" for k, v in report["weights_bytes"].items()))
+        print(
+            f"weights ({preset.n_params / 1e9:.2f}B params): "
+            + ", ".join(f"{k.upper()} {human_bytes(v)}" for k, v in report["weights_bytes"].items())
+        )
     return 0
 
 
@@ -124,8 +158,10 @@ def cmd_models(args: argparse.Namespace) -> int:
     for r in rows:
         size = human_bytes(r["size_bytes"]) if r.get("size_bytes") else "-"
         print(f"{r['name']:<18} {r['kind']:<10} {size:>10}  {r.get('description', r.get('path', ''))}")
-    print("also: random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,seed=0 · a Hugging Face "
-          "checkpoint directory · a .gguf file")
+    print(
+        "also: random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,seed=0 · a Hugging Face "
+        "checkpoint directory · a .gguf file"
+    )
     return 0
 
 
@@ -139,17 +175,30 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     meta, summary = trace.meta, summarize(trace)
     lanes = [lane["name"] for lane in meta["lanes"]]
     if args.json:
-        print(json_line({"model_id": meta.get("model_id"), "config": meta["config"], "lanes": meta["lanes"],
-                         "steps": len(trace.records), "summary": summary}))
+        print(
+            json_line(
+                {
+                    "model_id": meta.get("model_id"),
+                    "config": meta["config"],
+                    "lanes": meta["lanes"],
+                    "steps": len(trace.records),
+                    "summary": summary,
+                }
+            )
+        )
         return 0
     cfg = meta["config"]
-    print(f"{args.file}: {len(trace.records)} steps of {meta.get('model_id', '?')} "
-          f"({cfg['n_layers']} layers, {cfg['n_heads']} heads / {cfg['n_kv_heads']} kv, head dim {cfg['head_dim']})")
+    print(
+        f"{args.file}: {len(trace.records)} steps of {meta.get('model_id', '?')} "
+        f"({cfg['n_layers']} layers, {cfg['n_heads']} heads / {cfg['n_kv_heads']} kv, head dim {cfg['head_dim']})"
+    )
     print(f"lanes: {', '.join(lanes)}")
     for name, s in summary["lanes"].items():
         itl = f"{s['itl_ms']:.2f} ms" if s["itl_ms"] is not None else "-"
-        print(f"{name:>12}: TTFT {s['ttft_ms']:.2f} ms, ITL {itl}, K/V rows {s['kv_positions_total']}, "
-              f"cache {human_bytes(s['cache_bytes'])}")
+        print(
+            f"{name:>12}: TTFT {s['ttft_ms']:.2f} ms, ITL {itl}, K/V rows {s['kv_positions_total']}, "
+            f"cache {human_bytes(s['cache_bytes'])}"
+        )
     return 0
 
 
@@ -161,16 +210,19 @@ def cmd_gqa(args: argparse.Namespace) -> int:
     if args.dim % args.heads:
         raise UsageError(f"--dim ({args.dim}) must be a multiple of --heads ({args.heads})")
     if args.layers * args.dim * args.dim > 2**31 or args.prompt_len + args.steps > 8192:
-        raise UsageError("that shape is too large for a comparison on this machine (layers·dim² ≤ 2^31, "
-                         "prompt + steps ≤ 8192)")
+        raise UsageError("that shape is too large for a comparison on this machine (layers·dim² ≤ 2^31, prompt + steps ≤ 8192)")
     rows = compare_kv_heads(args.family, args.layers, args.heads, args.dim, args.prompt_len, args.steps)
     if args.json:
         print(json_line({"rows": [row.__dict__ for row in rows]}))
         return 0
-    print(f"{args.layers} layers, {args.heads} query heads, dim {args.dim}; prompt {args.prompt_len} + "
-          f"{args.steps} steps, KV cache lane, fp32")
+    print(
+        f"{args.layers} layers, {args.heads} query heads, dim {args.dim}; prompt {args.prompt_len} + "
+        f"{args.steps} steps, KV cache lane, fp32"
+    )
     print(f"{'kv heads':>8} {'group':>6} {'kind':>5} {'bytes/token':>12} {'cache':>10} {'ITL (median)':>13}")
     for r in rows:
-        print(f"{r.kv_heads:>8} {r.group_size:>6} {r.kind:>5} {human_bytes(r.bytes_per_token):>12} "
-              f"{human_bytes(r.cache_bytes):>10} {r.itl_ms_median:>10.2f} ms")
+        print(
+            f"{r.kv_heads:>8} {r.group_size:>6} {r.kind:>5} {human_bytes(r.bytes_per_token):>12} "
+            f"{human_bytes(r.cache_bytes):>10} {r.itl_ms_median:>10.2f} ms"
+        )
     return 0

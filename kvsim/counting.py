@@ -43,8 +43,9 @@ class StepCost:
         return self.total_flops / max(1, self.total_bytes)
 
 
-def step_cost(cfg: ModelConfig, new: int, context: int, out: int = 1, dtype_bytes: int = 4,
-              kv_dtype_bytes: float | None = None) -> StepCost:
+def step_cost(
+    cfg: ModelConfig, new: int, context: int, out: int = 1, dtype_bytes: int = 4, kv_dtype_bytes: float | None = None
+) -> StepCost:
     """FLOPs and bytes of one forward over ``new`` positions attending to ``context`` rows."""
     if new < 0 or context < new or out < 0:
         raise ValueError(f"bad step shape: new={new}, context={context}, out={out}")

@@ -40,19 +40,29 @@ def kv_head_counts(heads: int) -> list[int]:
     return counts if counts[-1] == 1 else [*counts, 1]
 
 
-def compare_kv_heads(family: str = "llama", layers: int = 4, heads: int = 8, dim: int = 256, prompt_len: int = 64,
-                     steps: int = 32, seed: int = 0) -> list[KvHeadsRow]:
+def compare_kv_heads(
+    family: str = "llama", layers: int = 4, heads: int = 8, dim: int = 256, prompt_len: int = 64, steps: int = 32, seed: int = 0
+) -> list[KvHeadsRow]:
     rows = []
     prompt = [(7 * i + 3) % 250 + 1 for i in range(prompt_len)]  # any ids: random models have no language
     for kv in kv_head_counts(heads):
-        loaded = load_model(f"random:family={family},layers={layers},heads={heads},kv_heads={kv},dim={dim},"
-                            f"ctx={prompt_len + steps + 1},seed={seed}")
+        loaded = load_model(
+            f"random:family={family},layers={layers},heads={heads},kv_heads={kv},dim={dim},"
+            f"ctx={prompt_len + steps + 1},seed={seed}"
+        )
         sim = Simulator(loaded.model, loaded.tokenizer, prompt, parse_lanes("kv"))
         records = list(sim.run(steps, stop_at_eos=False))
         last = records[-1].lanes[0]
         g = heads // kv
-        rows.append(KvHeadsRow(kv_heads=kv, group_size=g, kind="MHA" if g == 1 else "MQA" if kv == 1 else "GQA",
-                               bytes_per_token=last.cache_bytes // last.cache_tokens, cache_bytes=last.cache_bytes,
-                               itl_ms_median=float(np.median([r.lanes[0].wall_ms for r in records[1:]])),
-                               params=loaded.model.n_params()))
+        rows.append(
+            KvHeadsRow(
+                kv_heads=kv,
+                group_size=g,
+                kind="MHA" if g == 1 else "MQA" if kv == 1 else "GQA",
+                bytes_per_token=last.cache_bytes // last.cache_tokens,
+                cache_bytes=last.cache_bytes,
+                itl_ms_median=float(np.median([r.lanes[0].wall_ms for r in records[1:]])),
+                params=loaded.model.n_params(),
+            )
+        )
     return rows

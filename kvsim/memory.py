@@ -22,13 +22,25 @@ class MemoryError_(ValueError):
     """Bad memory-calculator input (negative sizes, unknown preset)."""
 
 
-def kv_cache_bytes(layers: int, kv_heads: int, head_dim: int, tokens: int, batch: int = 1,
-                   bits: float = 16, window: int | None = None,
-                   layer_windows: tuple[int | None, ...] | None = None) -> int:
+def kv_cache_bytes(
+    layers: int,
+    kv_heads: int,
+    head_dim: int,
+    tokens: int,
+    batch: int = 1,
+    bits: float = 16,
+    window: int | None = None,
+    layer_windows: tuple[int | None, ...] | None = None,
+) -> int:
     """Bytes of K and V held for ``tokens`` positions. ``layer_windows`` (one entry per layer,
     ``None`` = full attention) models alternating local/global layers such as Gemma 2's."""
-    for name, value in (("layers", layers), ("kv_heads", kv_heads), ("head_dim", head_dim), ("batch", batch),
-                        ("context", tokens)):
+    for name, value in (
+        ("layers", layers),
+        ("kv_heads", kv_heads),
+        ("head_dim", head_dim),
+        ("batch", batch),
+        ("context", tokens),
+    ):
         if isinstance(value, bool) or not isinstance(value, int):
             raise MemoryError_(f"{name} must be an integer, got {value!r}")
     for name, value in (("layers", layers), ("kv_heads", kv_heads), ("head_dim", head_dim), ("batch", batch)):
@@ -85,8 +97,7 @@ class Preset:
         return count_params(self)
 
     def kv_bytes(self, tokens: int, batch: int = 1, bits: float = 16, window: int | None = None) -> int:
-        return kv_cache_bytes(self.layers, self.kv_heads, self.head_dim, tokens, batch, bits,
-                              window, self.layer_windows)
+        return kv_cache_bytes(self.layers, self.kv_heads, self.head_dim, tokens, batch, bits, window, self.layer_windows)
 
 
 def count_params(p: Preset) -> int:
@@ -94,8 +105,7 @@ def count_params(p: Preset) -> int:
     q_out, kv_out = p.heads * hd, p.kv_heads * hd
     emb = v * d * (1 if p.tied else 2)
     if p.arch == "gpt2":
-        per_layer = (d * 3 * d + 3 * d) + (d * d + d) + (d * p.intermediate + p.intermediate) \
-            + (p.intermediate * d + d) + 4 * d
+        per_layer = (d * 3 * d + 3 * d) + (d * d + d) + (d * p.intermediate + p.intermediate) + (p.intermediate * d + d) + 4 * d
         return emb + p.context * d + p.layers * per_layer + 2 * d
     if p.arch == "falcon":  # fused QKV (MQA), parallel attention + MLP, one LayerNorm per block
         per_layer = d * (q_out + 2 * kv_out) + q_out * d + 2 * d * p.intermediate + 2 * d
@@ -117,37 +127,219 @@ def _every_nth_global(layers: int, window: int, n: int = 6) -> tuple[int | None,
     return tuple(None if (i + 1) % n == 0 else window for i in range(layers))
 
 
-PRESETS: dict[str, Preset] = {p.name: p for p in (
-    Preset("gpt2", "openai-community/gpt2", "gpt2", 12, 12, 12, 64, 768, 3072, 50257, 1024,
-           tied=True, published_params=124_439_808),
-    Preset("gpt2-xl", "openai-community/gpt2-xl", "gpt2", 48, 25, 25, 64, 1600, 6400, 50257, 1024,
-           tied=True, published_params=1_557_611_200),
-    Preset("llama-2-7b", "meta-llama/Llama-2-7b-hf", "llama", 32, 32, 32, 128, 4096, 11008, 32000, 4096,
-           published_params=6_738_415_616),
-    Preset("llama-2-70b", "meta-llama/Llama-2-70b-hf", "llama", 80, 64, 8, 128, 8192, 28672, 32000, 4096,
-           published_params=68_976_648_192),
-    Preset("llama-3-8b", "meta-llama/Meta-Llama-3-8B", "llama", 32, 32, 8, 128, 4096, 14336, 128256, 8192,
-           published_params=8_030_261_248),
-    Preset("llama-3.1-8b", "meta-llama/Llama-3.1-8B", "llama", 32, 32, 8, 128, 4096, 14336, 128256, 131072,
-           published_params=8_030_261_248),
-    Preset("llama-3-70b", "meta-llama/Meta-Llama-3-70B", "llama", 80, 64, 8, 128, 8192, 28672, 128256, 8192,
-           published_params=70_553_706_496),
-    Preset("llama-3.1-70b", "meta-llama/Llama-3.1-70B", "llama", 80, 64, 8, 128, 8192, 28672, 128256, 131072,
-           published_params=70_553_706_496),
-    Preset("mistral-7b", "mistralai/Mistral-7B-v0.1", "llama", 32, 32, 8, 128, 4096, 14336, 32000, 32768,
-           layer_windows=(4096,) * 32, published_params=7_241_732_096),
-    Preset("gemma-2-9b", "google/gemma-2-9b", "gemma2", 42, 16, 8, 256, 3584, 14336, 256000, 8192,
-           tied=True, layer_windows=_alternating(42, 4096), published_params=9_241_705_984),
-    # published total: the tensor elements of the GGUF kvsim fetches (`kvsim models get gemma3-270m`)
-    Preset("gemma-3-270m", "google/gemma-3-270m", "gemma3", 18, 4, 1, 256, 640, 2048, 262144, 32768,
-           tied=True, layer_windows=_every_nth_global(18, 512), published_params=268_098_176),
-    Preset("qwen2.5-0.5b", "Qwen/Qwen2.5-0.5B", "llama", 24, 14, 2, 64, 896, 4864, 151936, 32768,
-           tied=True, qkv_bias=True, published_params=494_032_768),
-    Preset("smollm2-135m", "HuggingFaceTB/SmolLM2-135M-Instruct", "llama", 30, 9, 3, 64, 576, 1536, 49152, 8192,
-           tied=True, published_params=134_515_008),
-    Preset("falcon-7b", "tiiuae/falcon-7b", "falcon", 32, 71, 1, 64, 4544, 18176, 65024, 2048,
-           tied=True, published_params=6_921_720_704),
-)}
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset(
+            "gpt2",
+            "openai-community/gpt2",
+            "gpt2",
+            12,
+            12,
+            12,
+            64,
+            768,
+            3072,
+            50257,
+            1024,
+            tied=True,
+            published_params=124_439_808,
+        ),
+        Preset(
+            "gpt2-xl",
+            "openai-community/gpt2-xl",
+            "gpt2",
+            48,
+            25,
+            25,
+            64,
+            1600,
+            6400,
+            50257,
+            1024,
+            tied=True,
+            published_params=1_557_611_200,
+        ),
+        Preset(
+            "llama-2-7b",
+            "meta-llama/Llama-2-7b-hf",
+            "llama",
+            32,
+            32,
+            32,
+            128,
+            4096,
+            11008,
+            32000,
+            4096,
+            published_params=6_738_415_616,
+        ),
+        Preset(
+            "llama-2-70b",
+            "meta-llama/Llama-2-70b-hf",
+            "llama",
+            80,
+            64,
+            8,
+            128,
+            8192,
+            28672,
+            32000,
+            4096,
+            published_params=68_976_648_192,
+        ),
+        Preset(
+            "llama-3-8b",
+            "meta-llama/Meta-Llama-3-8B",
+            "llama",
+            32,
+            32,
+            8,
+            128,
+            4096,
+            14336,
+            128256,
+            8192,
+            published_params=8_030_261_248,
+        ),
+        Preset(
+            "llama-3.1-8b",
+            "meta-llama/Llama-3.1-8B",
+            "llama",
+            32,
+            32,
+            8,
+            128,
+            4096,
+            14336,
+            128256,
+            131072,
+            published_params=8_030_261_248,
+        ),
+        Preset(
+            "llama-3-70b",
+            "meta-llama/Meta-Llama-3-70B",
+            "llama",
+            80,
+            64,
+            8,
+            128,
+            8192,
+            28672,
+            128256,
+            8192,
+            published_params=70_553_706_496,
+        ),
+        Preset(
+            "llama-3.1-70b",
+            "meta-llama/Llama-3.1-70B",
+            "llama",
+            80,
+            64,
+            8,
+            128,
+            8192,
+            28672,
+            128256,
+            131072,
+            published_params=70_553_706_496,
+        ),
+        Preset(
+            "mistral-7b",
+            "mistralai/Mistral-7B-v0.1",
+            "llama",
+            32,
+            32,
+            8,
+            128,
+            4096,
+            14336,
+            32000,
+            32768,
+            layer_windows=(4096,) * 32,
+            published_params=7_241_732_096,
+        ),
+        Preset(
+            "gemma-2-9b",
+            "google/gemma-2-9b",
+            "gemma2",
+            42,
+            16,
+            8,
+            256,
+            3584,
+            14336,
+            256000,
+            8192,
+            tied=True,
+            layer_windows=_alternating(42, 4096),
+            published_params=9_241_705_984,
+        ),
+        # published total: the tensor elements of the GGUF kvsim fetches (`kvsim models get gemma3-270m`)
+        Preset(
+            "gemma-3-270m",
+            "google/gemma-3-270m",
+            "gemma3",
+            18,
+            4,
+            1,
+            256,
+            640,
+            2048,
+            262144,
+            32768,
+            tied=True,
+            layer_windows=_every_nth_global(18, 512),
+            published_params=268_098_176,
+        ),
+        Preset(
+            "qwen2.5-0.5b",
+            "Qwen/Qwen2.5-0.5B",
+            "llama",
+            24,
+            14,
+            2,
+            64,
+            896,
+            4864,
+            151936,
+            32768,
+            tied=True,
+            qkv_bias=True,
+            published_params=494_032_768,
+        ),
+        Preset(
+            "smollm2-135m",
+            "HuggingFaceTB/SmolLM2-135M-Instruct",
+            "llama",
+            30,
+            9,
+            3,
+            64,
+            576,
+            1536,
+            49152,
+            8192,
+            tied=True,
+            published_params=134_515_008,
+        ),
+        Preset(
+            "falcon-7b",
+            "tiiuae/falcon-7b",
+            "falcon",
+            32,
+            71,
+            1,
+            64,
+            4544,
+            18176,
+            65024,
+            2048,
+            tied=True,
+            published_params=6_921_720_704,
+        ),
+    )
+}
 
 
 def get_preset(name: str) -> Preset:
@@ -191,6 +383,7 @@ def preset_from_hf_config(config: dict, name: str = "config") -> Preset:
     """A preset from a Hugging Face config.json (GPT-2, Llama, Mistral, Qwen2, Gemma 2, Falcon…).
     Every number is taken as written and must be a positive integer: ``2.5``, ``"2"``, ``true``,
     negative or zero sizes and windows are refused, never rounded."""
+
     def pick(*keys: str, default: object = None) -> object:
         for k in keys:
             if config.get(k) is not None:
@@ -241,8 +434,9 @@ def preset_from_hf_config(config: dict, name: str = "config") -> Preset:
     elif model_type == "gemma2" and window:
         layer_windows = _alternating(layers, window)
     elif model_type == "gemma3_text" and window:  # configs written before layer_types: every Nth layer global
-        layer_windows = _every_nth_global(layers, window, positive("sliding_window_pattern",
-                                                                   pick("sliding_window_pattern", default=6)))
+        layer_windows = _every_nth_global(
+            layers, window, positive("sliding_window_pattern", pick("sliding_window_pattern", default=6))
+        )
     elif window:
         layer_windows = (window,) * layers
     else:
@@ -252,9 +446,18 @@ def preset_from_hf_config(config: dict, name: str = "config") -> Preset:
     if isinstance(context, bool) or not isinstance(context, int) or context < 0:
         raise MemoryError_(f"{name}: config.json's max_position_embeddings must be a non-negative integer, got {context!r}")
     return Preset(
-        name=name, source=name, arch=arch, layers=layers, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
-        hidden=hidden, intermediate=positive("intermediate_size", pick("intermediate_size", "n_inner", default=4 * hidden)),
-        vocab=positive("vocab_size", pick("vocab_size")), context=context,
+        name=name,
+        source=name,
+        arch=arch,
+        layers=layers,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        hidden=hidden,
+        intermediate=positive("intermediate_size", pick("intermediate_size", "n_inner", default=4 * hidden)),
+        vocab=positive("vocab_size", pick("vocab_size")),
+        context=context,
         tied=flag("tie_word_embeddings", model_type == "gpt2"),
-        qkv_bias=flag("attention_bias", model_type == "qwen2"), layer_windows=layer_windows,
+        qkv_bias=flag("attention_bias", model_type == "qwen2"),
+        layer_windows=layer_windows,
     )

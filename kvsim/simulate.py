@@ -42,8 +42,7 @@ DEFAULT_LANES = parse_lanes("uncached,cached")
 
 def lane_spans(positions: np.ndarray, n: int) -> tuple[tuple[int, int], ...] | None:
     """Key positions as [start, end) runs; None when they are exactly 0..n-1 (nothing evicted)."""
-    if positions.size == n and (n == 0 or (positions[0] == 0 and positions[-1] == n - 1
-                                           and np.all(np.diff(positions) == 1))):
+    if positions.size == n and (n == 0 or (positions[0] == 0 and positions[-1] == n - 1 and np.all(np.diff(positions) == 1))):
         return None
     if positions.size == 0:
         return ()
@@ -108,19 +107,30 @@ class Simulator:
     """One model, N lanes. The reference lane (the first unless ``reference`` names another)
     picks the token every lane continues on and is what logit differences are measured from."""
 
-    def __init__(self, model: Transformer, tokenizer: Tokenizer, prompt_ids: Sequence[int],
-                 lanes: Sequence[LaneSpec] = DEFAULT_LANES, sampling: Sampling | None = None,
-                 *, reference: str | None = None, free_running: bool = False, model_id: str = "model",
-                 prompt_text: str | None = None,
-                 record_dtype: type = np.float32, top_k_record: int = 5,
-                 progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        model: Transformer,
+        tokenizer: Tokenizer,
+        prompt_ids: Sequence[int],
+        lanes: Sequence[LaneSpec] = DEFAULT_LANES,
+        sampling: Sampling | None = None,
+        *,
+        reference: str | None = None,
+        free_running: bool = False,
+        model_id: str = "model",
+        prompt_text: str | None = None,
+        record_dtype: type = np.float32,
+        top_k_record: int = 5,
+        progress: Progress | None = None,
+    ) -> None:
         cfg = model.cfg
         prompt_ids = [int(i) for i in prompt_ids]
         if not prompt_ids:
             raise SimulationError("the prompt is empty: type some text first")
         if len(prompt_ids) > cfg.max_seq_len:
-            raise SimulationError(f"the prompt is {len(prompt_ids)} tokens long, longer than the "
-                                  f"model's context of {cfg.max_seq_len} tokens")
+            raise SimulationError(
+                f"the prompt is {len(prompt_ids)} tokens long, longer than the model's context of {cfg.max_seq_len} tokens"
+            )
         bad = [i for i in prompt_ids if not 0 <= i < cfg.vocab_size]
         if bad:
             raise SimulationError(f"token id {bad[0]} is outside the model's vocabulary (0..{cfg.vocab_size - 1})")
@@ -155,23 +165,31 @@ class Simulator:
         self._row_lane = (caching or exact or [self.reference])[0]
         if free_running:  # the shared rows must be those of the record's text: the reference's own
             self._row_lane = self.reference
-        self.trace = Trace(meta={
-            "model_id": model_id,
-            "config": cfg.to_dict(),
-            "prompt": prompt_text,
-            "prompt_ids": list(prompt_ids),
-            "prompt_tokens": {str(i): tokenizer.token_text(i) for i in sorted(set(prompt_ids))},
-            "sampling": asdict(sampling),
-            "lanes": [{"name": lane.name, "policy": lane.spec.policy, "options": dict(lane.spec.options),
-                       **lane.info.to_dict()} for lane in self.lanes],
-            "reference": names[self.reference],
-            "free_running": free_running,
-            "device": str(model.device),
-            "dtype": str(model.dtype).replace("torch.", ""),
-            "versions": {"kvsim": __version__, "torch": torch.__version__, "numpy": np.__version__,
-                         "python": platform.python_version()},
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        })
+        self.trace = Trace(
+            meta={
+                "model_id": model_id,
+                "config": cfg.to_dict(),
+                "prompt": prompt_text,
+                "prompt_ids": list(prompt_ids),
+                "prompt_tokens": {str(i): tokenizer.token_text(i) for i in sorted(set(prompt_ids))},
+                "sampling": asdict(sampling),
+                "lanes": [
+                    {"name": lane.name, "policy": lane.spec.policy, "options": dict(lane.spec.options), **lane.info.to_dict()}
+                    for lane in self.lanes
+                ],
+                "reference": names[self.reference],
+                "free_running": free_running,
+                "device": str(model.device),
+                "dtype": str(model.dtype).replace("torch.", ""),
+                "versions": {
+                    "kvsim": __version__,
+                    "torch": torch.__version__,
+                    "numpy": np.__version__,
+                    "python": platform.python_version(),
+                },
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            }
+        )
         self.run_id = uuid.uuid4().hex[:12]
         self.keep_records = True  # False: records are yielded, not kept (a long CLI run without --save)
         self._steps_done = 0
@@ -242,8 +260,10 @@ class Simulator:
         ref_logits = outputs[self.reference].logits[0, -1].float()
         for lane, out in zip(self.lanes, outputs, strict=True):
             if not bool(torch.isfinite(out.logits[0, -1]).all()):
-                raise SimulationError(f"lane {lane.name!r}: the model produced logits that are not numbers "
-                                      "(NaN or infinity): its weights are damaged or out of range")
+                raise SimulationError(
+                    f"lane {lane.name!r}: the model produced logits that are not numbers "
+                    "(NaN or infinity): its weights are damaged or out of range"
+                )
         token_id = choose(ref_logits, self.sampling, u)
         ref_logp = torch.log_softmax(ref_logits, -1)
 
@@ -252,8 +272,10 @@ class Simulator:
         src = outputs[self._row_lane]
         q_new, k_new, v_new = (x[:, 0, :, -new_t:] for x in (src.q, src.k, src.v))  # (L, H, T, D)
         # an uncached lane's recomputed rows against the first-computed ones (of the same text only)
-        recompute_diffs = [self._recompute_diff(out) if not lane.cache.reuses_past and self._same_text(i) else None
-                           for i, (lane, out) in enumerate(zip(self.lanes, outputs, strict=True))]
+        recompute_diffs = [
+            self._recompute_diff(out) if not lane.cache.reuses_past and self._same_text(i) else None
+            for i, (lane, out) in enumerate(zip(self.lanes, outputs, strict=True))
+        ]
         if self._history is not None:
             positions = torch.arange(self._done, n, device=k_new.device)
             for layer in range(cfg.n_layers):
@@ -263,42 +285,60 @@ class Simulator:
         as_np = lambda x: x.detach().float().cpu().numpy().astype(self.record_dtype)  # noqa: E731
         lane_steps = []
         elem = self.model.dtype.itemsize
-        for i, (lane, out, ms, t, rdiff) in enumerate(zip(self.lanes, outputs, timings, fed, recompute_diffs,
-                                                          strict=True)):
+        for i, (lane, out, ms, t, rdiff) in enumerate(zip(self.lanes, outputs, timings, fed, recompute_diffs, strict=True)):
             key_pos = lane.cache.key_positions(0).detach().cpu().numpy()
             context = int(key_pos.size)
             cost = step_cost(cfg, new=t, context=context, out=1, dtype_bytes=elem)
             logits = out.logits[0, -1].float()
             # candidates as the sampler sees them (tempered, top-k/top-p), plain softmax when greedy
-            shown = probabilities(logits, self.sampling) if self.sampling.temperature > 0 \
-                else torch.softmax(logits, -1)
+            shown = probabilities(logits, self.sampling) if self.sampling.temperature > 0 else torch.softmax(logits, -1)
             top = torch.topk(shown, min(self.top_k_record, shown.numel()))
-            seen = key_pos[visibility(np.array([n - 1]), key_pos, cfg.sliding_window, lane.cache.mask_window,
-                                      lane.cache.mask_sinks)[0]]
+            seen = key_pos[
+                visibility(np.array([n - 1]), key_pos, cfg.sliding_window, lane.cache.mask_window, lane.cache.mask_sinks)[0]
+            ]
             first_key = int(seen[0]) if seen.size else n - 1  # the lowest position the newest query sees
             payload, overhead = lane.cache.bytes_split()
             logp = torch.log_softmax(logits, -1)
             kl = float((ref_logp.exp() * (ref_logp - logp)).sum().clamp_min(0.0))  # KL(ref ‖ lane), nats
-            lane_steps.append(LaneStep(
-                name=lane.name, policy=lane.spec.policy, kv_positions=t, context=context,
-                flops=cost.matmul_flops, flops_by_component=dict(cost.flops),
-                bytes_by_component=dict(cost.bytes), wall_ms=ms,
-                cache_tokens=lane.cache.n_tokens, cache_bytes=payload + overhead,
-                logit_diff=float((logits - ref_logits).abs().max()),
-                token_id=choose(logits, self.sampling, u),
-                top_ids=tuple(int(i) for i in top.indices), top_probs=tuple(float(p) for p in top.values),
-                recompute_diff=rdiff, first_key=first_key, spans=lane_spans(key_pos, n),
-                cache_overhead_bytes=overhead, kl_div=kl, ref_logprob=min(0.0, float(logp[token_id])),
-                rows=self._own_rows(i, lane, out, new_t, as_np),
-            ))
+            lane_steps.append(
+                LaneStep(
+                    name=lane.name,
+                    policy=lane.spec.policy,
+                    kv_positions=t,
+                    context=context,
+                    flops=cost.matmul_flops,
+                    flops_by_component=dict(cost.flops),
+                    bytes_by_component=dict(cost.bytes),
+                    wall_ms=ms,
+                    cache_tokens=lane.cache.n_tokens,
+                    cache_bytes=payload + overhead,
+                    logit_diff=float((logits - ref_logits).abs().max()),
+                    token_id=choose(logits, self.sampling, u),
+                    top_ids=tuple(int(i) for i in top.indices),
+                    top_probs=tuple(float(p) for p in top.values),
+                    recompute_diff=rdiff,
+                    first_key=first_key,
+                    spans=lane_spans(key_pos, n),
+                    cache_overhead_bytes=overhead,
+                    kl_div=kl,
+                    ref_logprob=min(0.0, float(logp[token_id])),
+                    rows=self._own_rows(i, lane, out, new_t, as_np),
+                )
+            )
 
         # 5. freeze the record, then advance the sequence
         return StepRecord(
-            run_id=self.run_id, step=step_index, phase=phase,
+            run_id=self.run_id,
+            step=step_index,
+            phase=phase,
             positions=np.arange(self._done, n, dtype=np.int64),
-            input_ids=np.asarray(self.tokens[self._done:n], dtype=np.int64),
-            token_id=token_id, token=self.tokenizer.token_text(token_id),
-            q=as_np(q_new), k=as_np(k_new), v=as_np(v_new), lanes=tuple(lane_steps),
+            input_ids=np.asarray(self.tokens[self._done : n], dtype=np.int64),
+            token_id=token_id,
+            token=self.tokenizer.token_text(token_id),
+            q=as_np(q_new),
+            k=as_np(k_new),
+            v=as_np(v_new),
+            lanes=tuple(lane_steps),
         )
 
     def _same_text(self, lane: int) -> bool:
@@ -311,8 +351,12 @@ class Simulator:
             return self._lane_rows(lane, out, new_t, as_np)
         if self.free_running and i != self._row_lane:
             positions = np.arange(self._done, self._done + new_t, dtype=np.int64)
-            return LaneRows(positions=positions, k=as_np(out.k[:, 0, :, -new_t:]), v=as_np(out.v[:, 0, :, -new_t:]),
-                            q=as_np(out.q[:, 0, :, -new_t:]))
+            return LaneRows(
+                positions=positions,
+                k=as_np(out.k[:, 0, :, -new_t:]),
+                v=as_np(out.v[:, 0, :, -new_t:]),
+                q=as_np(out.q[:, 0, :, -new_t:]),
+            )
         return None
 
     def _lane_rows(self, lane: Lane, out, new_t: int, as_np) -> LaneRows:
@@ -323,8 +367,12 @@ class Simulator:
         v = torch.stack([h[1][0] for h in held])
         changed = lane.mirror.changed(k, v, positions)
         index = torch.searchsorted(positions, changed)
-        return LaneRows(positions=changed.cpu().numpy().astype(np.int64),
-                        k=as_np(k[:, :, index]), v=as_np(v[:, :, index]), q=as_np(out.q[:, 0, :, -new_t:]))
+        return LaneRows(
+            positions=changed.cpu().numpy().astype(np.int64),
+            k=as_np(k[:, :, index]),
+            v=as_np(v[:, :, index]),
+            q=as_np(out.q[:, 0, :, -new_t:]),
+        )
 
     def _forward_lanes(self, all_ids: torch.Tensor, n: int):
         device = self.model.device
@@ -337,6 +385,7 @@ class Simulator:
             positions = torch.arange(start, n, device=device)
             hook, in_hook = None, [0.0]
             if self.progress is not None:
+
                 def hook(done: int, total: int, name: str = lane.name, spent: list[float] = in_hook) -> None:
                     t = time.perf_counter()
                     self.progress(name, done, total)
@@ -359,8 +408,11 @@ class Simulator:
         diff = 0.0
         for layer in range(self.model.cfg.n_layers):
             k_first, v_first = self._history.stored(layer)  # (1, H_kv, old, D)
-            diff = max(diff, float((out.k[layer, :, :, :old] - k_first).abs().max()),
-                       float((out.v[layer, :, :, :old] - v_first).abs().max()))
+            diff = max(
+                diff,
+                float((out.k[layer, :, :, :old] - k_first).abs().max()),
+                float((out.v[layer, :, :, :old] - v_first).abs().max()),
+            )
         return diff
 
 
@@ -377,11 +429,24 @@ class RunSummary:
     def add(self, record: StepRecord) -> None:
         self.steps += 1
         for s in record.lanes:
-            d = self.lanes.setdefault(s.name, {
-                "tokens_identical": True, "first_divergent_step": None, "max_abs_logit_diff": 0.0,
-                "mean_abs_logit_diff": 0.0, "max_kl_div": 0.0, "perplexity_of_reference": None, "ttft_ms": s.wall_ms,
-                "itl_ms": None, "itl_median_ms": None, "kv_positions_total": 0, "flops_total": 0, "cache_bytes": 0,
-                "max_recompute_diff": None})
+            d = self.lanes.setdefault(
+                s.name,
+                {
+                    "tokens_identical": True,
+                    "first_divergent_step": None,
+                    "max_abs_logit_diff": 0.0,
+                    "mean_abs_logit_diff": 0.0,
+                    "max_kl_div": 0.0,
+                    "perplexity_of_reference": None,
+                    "ttft_ms": s.wall_ms,
+                    "itl_ms": None,
+                    "itl_median_ms": None,
+                    "kv_positions_total": 0,
+                    "flops_total": 0,
+                    "cache_bytes": 0,
+                    "max_recompute_diff": None,
+                },
+            )
             self._logprob[s.name] = self._logprob.get(s.name, 0.0) + s.ref_logprob
             self._diff_sum[s.name] = self._diff_sum.get(s.name, 0.0) + s.logit_diff
             if s.token_id != record.token_id and d["first_divergent_step"] is None:

@@ -144,11 +144,16 @@ class Trace:
         path = Path(path)
         steps, arrays = [], {}
         for i, r in enumerate(self.records):
-            steps.append({
-                "run_id": r.run_id, "step": r.step, "phase": r.phase,
-                "token_id": r.token_id, "token": r.token,
-                "lanes": [_lane_to_json(lane) for lane in r.lanes],
-            })
+            steps.append(
+                {
+                    "run_id": r.run_id,
+                    "step": r.step,
+                    "phase": r.phase,
+                    "token_id": r.token_id,
+                    "token": r.token,
+                    "lanes": [_lane_to_json(lane) for lane in r.lanes],
+                }
+            )
             for name in ("positions", "input_ids", "q", "k", "v"):
                 arrays[f"s{i}_{name}"] = getattr(r, name)
             for j, lane in enumerate(r.lanes):
@@ -197,10 +202,10 @@ class Trace:
                 for member in ("manifest.json", "arrays.npz"):
                     if member not in members:
                         raise TraceError(f"{path}: not a kvsim trace (missing {member})")
-                if members["manifest.json"].file_size > MAX_MANIFEST_BYTES or \
-                        members["arrays.npz"].file_size > MAX_MEMBER_BYTES:
-                    raise TraceError(f"{path}: a member unpacks to more than kvsim opens "
-                                     f"({members['arrays.npz'].file_size:,} bytes)")
+                if members["manifest.json"].file_size > MAX_MANIFEST_BYTES or members["arrays.npz"].file_size > MAX_MEMBER_BYTES:
+                    raise TraceError(
+                        f"{path}: a member unpacks to more than kvsim opens ({members['arrays.npz'].file_size:,} bytes)"
+                    )
                 manifest = json.loads(zf.read("manifest.json"))
                 arrays_blob = zf.read("arrays.npz")
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
@@ -210,12 +215,17 @@ class Trace:
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise TraceError(f"{path}: manifest.json is not valid JSON ({exc})") from None
         if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:
-            raise TraceError(f"{path}: not a kvsim trace (schema {manifest.get('schema')!r})"
-                             if isinstance(manifest, dict) else f"{path}: manifest is not an object")
+            raise TraceError(
+                f"{path}: not a kvsim trace (schema {manifest.get('schema')!r})"
+                if isinstance(manifest, dict)
+                else f"{path}: manifest is not an object"
+            )
         version = manifest.get("version")
         if type(version) is not int or version not in READABLE_VERSIONS:
-            raise TraceError(f"{path}: trace schema version {version!r} is not supported "
-                             f"(this kvsim reads versions {', '.join(map(str, READABLE_VERSIONS))})")
+            raise TraceError(
+                f"{path}: trace schema version {version!r} is not supported "
+                f"(this kvsim reads versions {', '.join(map(str, READABLE_VERSIONS))})"
+            )
         try:
             npz = np.load(io.BytesIO(arrays_blob), allow_pickle=False)
             arrays = {k: npz[k] for k in npz.files}
@@ -273,16 +283,15 @@ def _lane_from_json(i: int, j: int, data: object, arrays: dict[str, np.ndarray])
             if key not in arrays:
                 raise TraceError(f"step {i}: lane {j} lacks its {name} rows")
             parts[name] = arrays[key]
-        if parts["positions"].dtype.kind != "i" or any(parts[n].dtype not in (np.float16, np.float32)
-                                                      for n in ("k", "v", "q")):
+        if parts["positions"].dtype.kind != "i" or any(parts[n].dtype not in (np.float16, np.float32) for n in ("k", "v", "q")):
             raise TraceError(f"step {i}: lane {j}'s rows have the wrong dtypes")
         rows = LaneRows(**parts)
-    return LaneStep(**{**data, "top_ids": tuple(data["top_ids"]), "top_probs": tuple(data["top_probs"]),
-                       "spans": spans, "rows": rows})
+    return LaneStep(
+        **{**data, "top_ids": tuple(data["top_ids"]), "top_probs": tuple(data["top_probs"]), "spans": spans, "rows": rows}
+    )
 
 
-def _record_from_json(i: int, step: object, arrays: dict[str, np.ndarray],
-                      meta: dict[str, Any]) -> StepRecord:
+def _record_from_json(i: int, step: object, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> StepRecord:
     if not isinstance(step, dict):
         raise TraceError(f"step {i} is not an object")
 
@@ -317,6 +326,16 @@ def _record_from_json(i: int, step: object, arrays: dict[str, np.ndarray],
     if not is_int(step.get("step")) or not isinstance(step.get("lanes"), list):
         raise TraceError(f"step {i}: step number or lanes missing")
     lanes = tuple(_lane_from_json(i, j, lane, arrays) for j, lane in enumerate(step["lanes"]))
-    return StepRecord(run_id=step["run_id"], step=step["step"], phase=step["phase"],
-                      positions=positions.astype(np.int64), input_ids=input_ids.astype(np.int64),
-                      token_id=step["token_id"], token=step["token"], q=q, k=k, v=v, lanes=lanes)
+    return StepRecord(
+        run_id=step["run_id"],
+        step=step["step"],
+        phase=step["phase"],
+        positions=positions.astype(np.int64),
+        input_ids=input_ids.astype(np.int64),
+        token_id=step["token_id"],
+        token=step["token"],
+        q=q,
+        k=k,
+        v=v,
+        lanes=lanes,
+    )

@@ -45,8 +45,10 @@ def check_meta(meta: object) -> None:
     if bad:
         raise TraceError(f"model config: {', '.join(bad)} must be whole numbers from 1 to {CONFIG_LIMIT}")
     if cfg["n_heads"] % cfg["n_kv_heads"]:
-        raise TraceError(f"model config: {cfg['n_heads']} query heads cannot share {cfg['n_kv_heads']} K/V heads "
-                         "(heads must be a multiple of kv heads)")
+        raise TraceError(
+            f"model config: {cfg['n_heads']} query heads cannot share {cfg['n_kv_heads']} K/V heads "
+            "(heads must be a multiple of kv heads)"
+        )
     window = cfg.get("sliding_window")
     if window is not None and not (is_int(window) and window >= 1):
         raise TraceError(f"model config: sliding_window must be a whole number ≥ 1, got {window!r}")
@@ -58,8 +60,11 @@ def check_meta(meta: object) -> None:
     except (ConfigError, TypeError, ValueError) as exc:
         raise TraceError(f"model config: {exc}") from None
     lanes = meta.get("lanes")
-    if not isinstance(lanes, list) or not lanes or not all(
-            isinstance(x, dict) and isinstance(x.get("name"), str) and x["name"] for x in lanes):
+    if (
+        not isinstance(lanes, list)
+        or not lanes
+        or not all(isinstance(x, dict) and isinstance(x.get("name"), str) and x["name"] for x in lanes)
+    ):
         raise TraceError("metadata lacks the lanes (each a name)")
     if len(lanes) > MAX_LANES:
         raise TraceError(f"{len(lanes)} lanes: kvsim shows at most {MAX_LANES} side by side")
@@ -92,7 +97,8 @@ def check_sequence(records: list[StepRecord], meta: dict[str, Any]) -> None:
         if [lane.name for lane in r.lanes] != names:
             raise TraceError(f"step {i}: lanes {[lane.name for lane in r.lanes]} differ from {names}")
         if int(r.positions[0]) != next_position or not np.array_equal(
-                r.positions, np.arange(next_position, next_position + len(r.positions))):
+            r.positions, np.arange(next_position, next_position + len(r.positions))
+        ):
             raise TraceError(f"step {i}: positions do not continue the previous step's")
         next_position = int(r.positions[-1]) + 1
         if next_position > max_len:
@@ -103,8 +109,16 @@ def check_sequence(records: list[StepRecord], meta: dict[str, Any]) -> None:
 
 def _check_lane(i: int, lane: LaneStep, r: StepRecord, n: int) -> None:
     where = f"step {i}, lane {lane.name!r}"
-    for key in ("kv_positions", "context", "flops", "cache_tokens", "cache_bytes", "token_id", "first_key",
-                "cache_overhead_bytes"):
+    for key in (
+        "kv_positions",
+        "context",
+        "flops",
+        "cache_tokens",
+        "cache_bytes",
+        "token_id",
+        "first_key",
+        "cache_overhead_bytes",
+    ):
         value = getattr(lane, key)
         if not is_int(value) or value < 0:
             raise TraceError(f"{where}: {key} must be a whole number ≥ 0, got {value!r}")
@@ -130,11 +144,13 @@ def _check_lane(i: int, lane: LaneStep, r: StepRecord, n: int) -> None:
     if rows is not None:
         L, Hkv, _, D = r.k.shape
         R = rows.positions.shape[0] if rows.positions.ndim == 1 else -1
-        if R < 0 or rows.k.shape != (L, Hkv, R, D) or rows.v.shape != rows.k.shape or rows.q.shape != r.q.shape \
-                or (R and not (np.all(np.diff(rows.positions) > 0) and 0 <= rows.positions[0]
-                               and rows.positions[-1] < n)):
+        if (
+            R < 0
+            or rows.k.shape != (L, Hkv, R, D)
+            or rows.v.shape != rows.k.shape
+            or rows.q.shape != r.q.shape
+            or (R and not (np.all(np.diff(rows.positions) > 0) and 0 <= rows.positions[0] and rows.positions[-1] < n))
+        ):
             raise TraceError(f"{where}: its own rows do not fit the step's shapes and positions")
         if not all(np.isfinite(a).all() for a in (rows.k, rows.v, rows.q)):
             raise TraceError(f"{where}: its own rows hold values that are not numbers")
-
-

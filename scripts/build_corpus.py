@@ -15,6 +15,7 @@ Usage:
     python scripts/build_corpus.py                  # runs `apt-get download r-cran-janeaustenr=1.0.0-1`
     python scripts/build_corpus.py --deb FILE.deb   # use an already downloaded .deb
 """
+
 from __future__ import annotations
 
 import argparse
@@ -149,8 +150,10 @@ def main() -> int:
     data = text.encode("utf-8")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_bytes(lzma.compress(data, preset=9 | lzma.PRESET_EXTREME))
-    print(f"wrote {args.out}: {len(data)} bytes of text, {args.out.stat().st_size} bytes compressed, "
-          f"sha256(text)={hashlib.sha256(data).hexdigest()}")
+    print(
+        f"wrote {args.out}: {len(data)} bytes of text, {args.out.stat().st_size} bytes compressed, "
+        f"sha256(text)={hashlib.sha256(data).hexdigest()}"
+    )
     return 0
 
 

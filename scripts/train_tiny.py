@@ -12,6 +12,7 @@ fixed by --steps (the cosine schedule depends on it); --minutes is only a safety
     python scripts/build_corpus.py           # optional: rebuild resources/corpus/austen.txt.xz
     python scripts/train_tiny.py             # defaults: 2 threads, fits in < 60 min on 2 CPU cores
 """
+
 from __future__ import annotations
 
 import argparse
@@ -125,9 +126,16 @@ def print_samples(model_dir: Path, seed: int, temperature: float = 0.8, max_new_
     for prompt in SAMPLE_PROMPTS:
         torch.manual_seed(seed)
         ids = tok(prompt, return_tensors="pt").input_ids
-        out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=True, temperature=temperature,
-                             top_k=0, top_p=1.0, max_new_tokens=max_new_tokens,
-                             pad_token_id=model.config.eos_token_id)
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            do_sample=True,
+            temperature=temperature,
+            top_k=0,
+            top_p=1.0,
+            max_new_tokens=max_new_tokens,
+            pad_token_id=model.config.eos_token_id,
+        )
         print(f"--- prompt {prompt!r} (temperature {temperature}, seed {seed}, {max_new_tokens} new tokens)")
         print(tok.decode(out[0]), flush=True)
 
@@ -171,8 +179,11 @@ def main() -> int:
     tok = train_tokenizer(train_docs, args.vocab)
     eot_id = tok.token_to_id(EOT)
     train_ids, val_ids = encode(tok, train_docs), encode(tok, val_docs)
-    print(f"tokenizer: vocab {tok.get_vocab_size()}, train {len(train_ids)} tokens, val {len(val_ids)} tokens, "
-          f"{sum(map(len, train_docs)) / len(train_ids):.2f} chars/token ({time.time() - t0:.1f}s)", flush=True)
+    print(
+        f"tokenizer: vocab {tok.get_vocab_size()}, train {len(train_ids)} tokens, val {len(val_ids)} tokens, "
+        f"{sum(map(len, train_docs)) / len(train_ids):.2f} chars/token ({time.time() - t0:.1f}s)",
+        flush=True,
+    )
 
     model = build_model(args, tok.get_vocab_size(), eot_id)
     n_params = sum(p.numel() for p in model.parameters())
@@ -182,7 +193,9 @@ def main() -> int:
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW(
         [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=args.lr, betas=(0.9, 0.95), eps=1e-8,
+        lr=args.lr,
+        betas=(0.9, 0.95),
+        eps=1e-8,
     )
 
     def lr_at(step: int) -> float:
@@ -211,8 +224,11 @@ def main() -> int:
         smooth = loss.item() if smooth is None else 0.95 * smooth + 0.05 * loss.item()
         elapsed = time.time() - t_train
         if step % 25 == 0:
-            print(f"step {step:5d}  loss {smooth:.4f}  lr {lr_at(step):.2e}  {elapsed / (step + 1):.3f}s/step  "
-                  f"{elapsed / 60:.1f} min", flush=True)
+            print(
+                f"step {step:5d}  loss {smooth:.4f}  lr {lr_at(step):.2e}  {elapsed / (step + 1):.3f}s/step  "
+                f"{elapsed / 60:.1f} min",
+                flush=True,
+            )
         if (step + 1) % args.eval_every == 0:
             print(f"step {step + 1:5d}  val_loss {evaluate(model, val_ids, args.ctx, args.batch):.4f}", flush=True)
         if elapsed > args.minutes * 60:
@@ -220,8 +236,10 @@ def main() -> int:
             break
     train_minutes = (time.time() - t_train) / 60
     val_loss = evaluate(model, val_ids, args.ctx, args.batch)
-    print(f"final: steps {step + 1}, train {train_minutes:.1f} min, val_loss {val_loss:.4f} "
-          f"(ppl {math.exp(val_loss):.2f})", flush=True)
+    print(
+        f"final: steps {step + 1}, train {train_minutes:.1f} min, val_loss {val_loss:.4f} (ppl {math.exp(val_loss):.2f})",
+        flush=True,
+    )
 
     # --- save in Hugging Face format -------------------------------------------------------------
     from transformers import PreTrainedTokenizerFast
@@ -236,20 +254,35 @@ def main() -> int:
     cfg["torch_dtype"] = "float32"
     cfg["rope_theta"] = float(cfg.get("rope_parameters", {}).get("rope_theta", 10000.0))
     cfg_path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
-    hf_tok = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=EOT, eos_token=EOT, pad_token=EOT,
-                                     unk_token=None, model_max_length=args.max_pos)
+    hf_tok = PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token=EOT, eos_token=EOT, pad_token=EOT, unk_token=None, model_max_length=args.max_pos
+    )
     hf_tok.save_pretrained(args.out)
     tc_path = args.out / "tokenizer_config.json"  # name a class that transformers 4.x also knows
     tc = json.loads(tc_path.read_text())
     tc["tokenizer_class"] = "PreTrainedTokenizerFast"
     tc_path.write_text(json.dumps(tc, indent=2, sort_keys=True) + "\n")
     tok.save(str(args.out / "tokenizer.json"))
-    (args.out / "train_stats.json").write_text(json.dumps({
-        "parameters": n_params, "steps": step + 1, "batch": args.batch, "ctx": args.ctx,
-        "train_tokens_seen": (step + 1) * args.batch * args.ctx, "train_tokens": int(len(train_ids)),
-        "val_tokens": int(len(val_ids)), "val_loss": round(val_loss, 4), "train_minutes": round(train_minutes, 1),
-        "threads": args.threads, "seed": args.seed, "lr": args.lr,
-    }, indent=2) + "\n")
+    (args.out / "train_stats.json").write_text(
+        json.dumps(
+            {
+                "parameters": n_params,
+                "steps": step + 1,
+                "batch": args.batch,
+                "ctx": args.ctx,
+                "train_tokens_seen": (step + 1) * args.batch * args.ctx,
+                "train_tokens": int(len(train_ids)),
+                "val_tokens": int(len(val_ids)),
+                "val_loss": round(val_loss, 4),
+                "train_minutes": round(train_minutes, 1),
+                "threads": args.threads,
+                "seed": args.seed,
+                "lr": args.lr,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"saved to {args.out} (total {(time.time() - t0) / 60:.1f} min)", flush=True)
     print_samples(args.out, args.seed)
     return 0

@@ -24,8 +24,14 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).parent))
 
-ISOLATED_VARS = {"HOME": "home", "XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "data", "XDG_CACHE_HOME": "cache",
-                 "XDG_STATE_HOME": "state", "KVSIM_DATA_DIR": "kvsim-data"}
+ISOLATED_VARS = {
+    "HOME": "home",
+    "XDG_CONFIG_HOME": "config",
+    "XDG_DATA_HOME": "data",
+    "XDG_CACHE_HOME": "cache",
+    "XDG_STATE_HOME": "state",
+    "KVSIM_DATA_DIR": "kvsim-data",
+}
 REAL_ENV: dict[str, str | None] = {k: os.environ.get(k) for k in ISOLATED_VARS}
 REAL_HOME = Path.home()
 

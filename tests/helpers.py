@@ -9,7 +9,7 @@ FAMILY_SPECS = {
     "llama-gqa": "random:family=llama,layers=2,heads=8,kv_heads=2,dim=64,vocab=300,ctx=512,seed=2",
     "llama-mqa": "random:family=llama,layers=2,heads=4,kv_heads=1,dim=64,vocab=300,ctx=512,seed=3",
     "llama-mha-tied-bias": "random:family=llama,layers=2,heads=4,kv_heads=4,dim=64,vocab=300,ctx=512,"
-                           "tie=true,qkv_bias=true,seed=4",
+    "tie=true,qkv_bias=true,seed=4",
 }
 
 

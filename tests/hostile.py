@@ -51,21 +51,42 @@ def _run(model: str, *extra: str) -> list[str]:
 
 # ------------------------------------------------------------------------ checkpoint directories
 def base_config() -> dict[str, Any]:
-    return {"model_type": "llama", "vocab_size": VOCAB, "hidden_size": DIM, "intermediate_size": FFN,
-            "num_hidden_layers": LAYERS, "num_attention_heads": HEADS, "num_key_value_heads": KV_HEADS,
-            "max_position_embeddings": 64, "rms_norm_eps": 1e-6, "tie_word_embeddings": False,
-            "hidden_act": "silu", "bos_token_id": 1, "eos_token_id": 2}
+    return {
+        "model_type": "llama",
+        "vocab_size": VOCAB,
+        "hidden_size": DIM,
+        "intermediate_size": FFN,
+        "num_hidden_layers": LAYERS,
+        "num_attention_heads": HEADS,
+        "num_key_value_heads": KV_HEADS,
+        "max_position_embeddings": 64,
+        "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": False,
+        "hidden_act": "silu",
+        "bos_token_id": 1,
+        "eos_token_id": 2,
+    }
 
 
 def base_weights(seed: int = 0) -> dict[str, np.ndarray]:
     from kvsim.models.checkpoints import hf_tensor_shapes
     from kvsim.models.config import ModelConfig
 
-    cfg = ModelConfig(family="llama", vocab_size=VOCAB, n_layers=LAYERS, n_heads=HEADS, n_kv_heads=KV_HEADS, dim=DIM,
-                      hidden_dim=FFN, max_seq_len=64)
+    cfg = ModelConfig(
+        family="llama",
+        vocab_size=VOCAB,
+        n_layers=LAYERS,
+        n_heads=HEADS,
+        n_kv_heads=KV_HEADS,
+        dim=DIM,
+        hidden_dim=FFN,
+        max_seq_len=64,
+    )
     rng = np.random.default_rng(seed)
-    return {k: (rng.standard_normal(s) / math.sqrt(s[-1])).astype(np.float32) if len(s) == 2
-            else np.ones(s, np.float32) for k, s in hf_tensor_shapes(cfg).items()}
+    return {
+        k: (rng.standard_normal(s) / math.sqrt(s[-1])).astype(np.float32) if len(s) == 2 else np.ones(s, np.float32)
+        for k, s in hf_tensor_shapes(cfg).items()
+    }
 
 
 def base_tokenizer() -> dict[str, Any]:
@@ -77,8 +98,14 @@ def base_tokenizer() -> dict[str, Any]:
     return json.loads(tok.to_str())
 
 
-def write_checkpoint(path: Path, config: Any = None, weights: dict[str, np.ndarray] | None = None,
-                     tokenizer: Any = None, template: str | None = None, raw_config: bytes | None = None) -> Path:
+def write_checkpoint(
+    path: Path,
+    config: Any = None,
+    weights: dict[str, np.ndarray] | None = None,
+    tokenizer: Any = None,
+    template: str | None = None,
+    raw_config: bytes | None = None,
+) -> Path:
     from safetensors.numpy import save_file
 
     path.mkdir(parents=True)
@@ -94,8 +121,15 @@ def write_checkpoint(path: Path, config: Any = None, weights: dict[str, np.ndarr
 
 
 BAD_NUMBERS: list[Any] = [2.5, "2", True, -1, 0, 10**9, 1e308, float("nan"), float("inf"), [2], {"n": 2}]
-SIZE_KEYS = ["num_hidden_layers", "num_attention_heads", "num_key_value_heads", "hidden_size", "intermediate_size",
-             "vocab_size", "max_position_embeddings"]
+SIZE_KEYS = [
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "hidden_size",
+    "intermediate_size",
+    "vocab_size",
+    "max_position_embeddings",
+]
 OTHER_CONFIG_CHANGES: list[tuple[str, dict[str, Any]]] = [
     ("layers-5000", {"num_hidden_layers": 5000}),
     ("heads-3", {"num_attention_heads": 3}),
@@ -146,20 +180,45 @@ OTHER_CONFIG_CHANGES: list[tuple[str, dict[str, Any]]] = [
 
 # tokenizer.json damage: (name, change to the JSON, or raw bytes)
 TOKENIZER_CASES: list[tuple[str, Any]] = [
-    ("normalizer-expands", {"normalizer": {"type": "Sequence", "normalizers": [
-        {"type": "Replace", "pattern": {"String": "w"}, "content": "w" * 100}] * 4}}),
+    (
+        "normalizer-expands",
+        {
+            "normalizer": {
+                "type": "Sequence",
+                "normalizers": [{"type": "Replace", "pattern": {"String": "w"}, "content": "w" * 100}] * 4,
+            }
+        },
+    ),
     ("normalizer-regex-empty", {"normalizer": {"type": "Replace", "pattern": {"Regex": ""}, "content": "x" * 5000}}),
     ("normalizer-unknown", {"normalizer": {"type": "Frobnicate"}}),
     ("normalizer-not-object", {"normalizer": [1, 2, 3]}),
-    ("regex-catastrophic", {"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(a+)+$"},
-                                              "behavior": "Isolated", "invert": False}}),
-    ("regex-invalid", {"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(((("},
-                                         "behavior": "Isolated", "invert": False}}),
+    (
+        "regex-catastrophic",
+        {"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(a+)+$"}, "behavior": "Isolated", "invert": False}},
+    ),
+    (
+        "regex-invalid",
+        {"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(((("}, "behavior": "Isolated", "invert": False}},
+    ),
     ("ids-beyond-vocab", {"model": {"type": "WordLevel", "vocab": {"<unk>": 0, "w1": 10**6}, "unk_token": "<unk>"}}),
     ("model-missing", {"model": None}),
     ("model-unknown", {"model": {"type": "Frobnicate"}}),
-    ("added-token-beyond-vocab", {"added_tokens": [{"id": 5000, "content": "<x>", "single_word": False, "lstrip": False,
-                                                    "rstrip": False, "normalized": False, "special": True}]}),
+    (
+        "added-token-beyond-vocab",
+        {
+            "added_tokens": [
+                {
+                    "id": 5000,
+                    "content": "<x>",
+                    "single_word": False,
+                    "lstrip": False,
+                    "rstrip": False,
+                    "normalized": False,
+                    "special": True,
+                }
+            ]
+        },
+    ),
 ]
 TOKENIZER_RAW: list[tuple[str, bytes]] = [
     ("tokenizer-empty", b""),
@@ -190,8 +249,10 @@ CHAT_TEMPLATES: list[tuple[str, str]] = [
     ("filter-center-huge", "{{ 'x' | center(1000000000) }}"),
     ("indent-huge", "{{ messages[0]['content'] | indent(1000000000, true) }}"),
     ("tojson-indent-huge", "{{ messages | tojson(indent=1000000000) }}"),
-    ("concat-doubling-loop", "{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}"
-                             "{% endfor %}{{ ns.s | length }}"),
+    (
+        "concat-doubling-loop",
+        "{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}",
+    ),
     ("concat-doubling-lines", "{% set a = 'abcdefgh' %}" + "{% set a = a ~ a %}" * 40 + "{{ a | length }}"),
     ("plus-doubling", "{% set a = 'abcdefgh' %}" + "{% set a = a + a %}" * 40 + "{{ a | length }}"),
     ("block-set-doubling", "{% set a = 'abcdefgh' %}" + "{% set a %}{{ a }}{{ a }}{% endset %}" * 40 + "{{ a|length }}"),
@@ -240,10 +301,16 @@ def checkpoint_cases(root: Path) -> list[Case]:
             cfg_case(f"{key}-missing", {key: None})
     for name, change in OTHER_CONFIG_CHANGES:
         cfg_case(name, change)
-    for name, raw in [("config-empty", b""), ("config-garbage", b"\x00\xffgarbage"), ("config-list", b"[]"),
-                      ("config-string", b'"llama"'), ("config-deep", b"[" * 100_000 + b"]" * 100_000),
-                      ("config-bad-utf8", b'{"model_type": "\xff"}'), ("config-nan-literal", b'{"vocab_size": NaN}'),
-                      ("config-huge-int", b'{"model_type": "llama", "vocab_size": 1' + b"0" * 5000 + b"}")]:
+    for name, raw in [
+        ("config-empty", b""),
+        ("config-garbage", b"\x00\xffgarbage"),
+        ("config-list", b"[]"),
+        ("config-string", b'"llama"'),
+        ("config-deep", b"[" * 100_000 + b"]" * 100_000),
+        ("config-bad-utf8", b'{"model_type": "\xff"}'),
+        ("config-nan-literal", b'{"vocab_size": NaN}'),
+        ("config-huge-int", b'{"model_type": "llama", "vocab_size": 1' + b"0" * 5000 + b"}"),
+    ]:
         add(name, write_checkpoint(root / name, raw_config=raw))
 
     # weights
@@ -284,11 +351,16 @@ def checkpoint_cases(root: Path) -> list[Case]:
         add(f"weights/{name}", write_checkpoint(root / f"w-{name}", weights=weights))
 
     data = (good / "model.safetensors").read_bytes()
-    for name, raw in [("empty", b""), ("garbage", b"not a safetensors file" * 10), ("half", data[: len(data) // 2]),
-                      ("header-only", data[:200]), ("len-huge", struct.pack("<Q", 2**62) + data[8:]),
-                      ("len-past-end", struct.pack("<Q", len(data)) + data[8:]),
-                      ("header-not-json", struct.pack("<Q", 16) + b"{{{{{{{{{{{{{{{{" + data[24:]),
-                      ("offsets-past-end", _patch_offsets(data))]:
+    for name, raw in [
+        ("empty", b""),
+        ("garbage", b"not a safetensors file" * 10),
+        ("half", data[: len(data) // 2]),
+        ("header-only", data[:200]),
+        ("len-huge", struct.pack("<Q", 2**62) + data[8:]),
+        ("len-past-end", struct.pack("<Q", len(data)) + data[8:]),
+        ("header-not-json", struct.pack("<Q", 16) + b"{{{{{{{{{{{{{{{{" + data[24:]),
+        ("offsets-past-end", _patch_offsets(data)),
+    ]:
         path = root / f"st-{name}"
         shutil.copytree(good, path)
         (path / "model.safetensors").write_bytes(raw)
@@ -328,13 +400,19 @@ def checkpoint_cases(root: Path) -> list[Case]:
         add(f"template/{name}", write_checkpoint(root / f"tpl-{name}", template=template))
     listed = root / "tpl-in-tokenizer-config"
     shutil.copytree(good, listed)
-    (listed / "tokenizer_config.json").write_text(json.dumps(
-        {"chat_template": [{"name": "default", "template": CHAT_TEMPLATES[0][1]}]}))
+    (listed / "tokenizer_config.json").write_text(
+        json.dumps({"chat_template": [{"name": "default", "template": CHAT_TEMPLATES[0][1]}]})
+    )
     add("template/named-default-in-tokenizer-config", listed)
 
     # special files where a checkpoint's files should be
-    for name, target in (("config.json", "config"), ("tokenizer.json", "tokenizer"), ("model.safetensors", "weights"),
-                         ("chat_template.jinja", "template"), ("tokenizer_config.json", "tokenizer-config")):
+    for name, target in (
+        ("config.json", "config"),
+        ("tokenizer.json", "tokenizer"),
+        ("model.safetensors", "weights"),
+        ("chat_template.jinja", "template"),
+        ("tokenizer_config.json", "tokenizer-config"),
+    ):
         for kind in ("fifo", "dir"):
             path = root / f"special-{target}-{kind}"
             shutil.copytree(good, path)
@@ -348,12 +426,12 @@ def checkpoint_cases(root: Path) -> list[Case]:
 
 def _patch_offsets(data: bytes) -> bytes:
     n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n])
+    header = json.loads(data[8 : 8 + n])
     key = next(k for k in header if k != "__metadata__")
     header[key]["data_offsets"] = [0, 10**12]
     raw = json.dumps(header).encode()
     raw += b" " * (-len(raw) % 8)
-    return struct.pack("<Q", len(raw)) + raw + data[8 + n:]
+    return struct.pack("<Q", len(raw)) + raw + data[8 + n :]
 
 
 # ------------------------------------------------------------------------------------ GGUF files
@@ -361,12 +439,21 @@ def _gguf_tensors(seed: int = 0) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     q, kv = HEADS * (DIM // HEADS), KV_HEADS * (DIM // HEADS)
     vocab = len(_gguf_vocab()[0])
-    out = {"token_embd.weight": rng.standard_normal((vocab, DIM)).astype(np.float32),
-           "output_norm.weight": np.ones(DIM, np.float32),
-           "output.weight": (rng.standard_normal((vocab, DIM)) / math.sqrt(DIM)).astype(np.float32)}
+    out = {
+        "token_embd.weight": rng.standard_normal((vocab, DIM)).astype(np.float32),
+        "output_norm.weight": np.ones(DIM, np.float32),
+        "output.weight": (rng.standard_normal((vocab, DIM)) / math.sqrt(DIM)).astype(np.float32),
+    }
     for i in range(LAYERS):
-        for name, shape in (("attn_q", (q, DIM)), ("attn_k", (kv, DIM)), ("attn_v", (kv, DIM)), ("attn_output", (DIM, q)),
-                            ("ffn_gate", (FFN, DIM)), ("ffn_up", (FFN, DIM)), ("ffn_down", (DIM, FFN))):
+        for name, shape in (
+            ("attn_q", (q, DIM)),
+            ("attn_k", (kv, DIM)),
+            ("attn_v", (kv, DIM)),
+            ("attn_output", (DIM, q)),
+            ("ffn_gate", (FFN, DIM)),
+            ("ffn_up", (FFN, DIM)),
+            ("ffn_down", (DIM, FFN)),
+        ):
             out[f"blk.{i}.{name}.weight"] = (rng.standard_normal(shape) / math.sqrt(shape[1])).astype(np.float32)
         out[f"blk.{i}.attn_norm.weight"] = np.ones(DIM, np.float32)
         out[f"blk.{i}.ffn_norm.weight"] = np.ones(DIM, np.float32)
@@ -389,12 +476,22 @@ def write_gguf(path: Path, meta: dict[str, Any] | None = None, tensors: dict[str
 
     tokens, types, merges = _gguf_vocab()
     values: dict[str, Any] = {
-        "general.architecture": "llama", "llama.block_count": LAYERS, "llama.context_length": 64,
-        "llama.embedding_length": DIM, "llama.feed_forward_length": FFN, "llama.attention.head_count": HEADS,
-        "llama.attention.head_count_kv": KV_HEADS, "llama.rope.freq_base": 10000.0,
-        "llama.attention.layer_norm_rms_epsilon": 1e-5, "llama.vocab_size": len(tokens),
-        "tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "smollm", "tokenizer.ggml.tokens": tokens,
-        "tokenizer.ggml.token_type": types, "tokenizer.ggml.merges": merges, "tokenizer.ggml.bos_token_id": 1,
+        "general.architecture": "llama",
+        "llama.block_count": LAYERS,
+        "llama.context_length": 64,
+        "llama.embedding_length": DIM,
+        "llama.feed_forward_length": FFN,
+        "llama.attention.head_count": HEADS,
+        "llama.attention.head_count_kv": KV_HEADS,
+        "llama.rope.freq_base": 10000.0,
+        "llama.attention.layer_norm_rms_epsilon": 1e-5,
+        "llama.vocab_size": len(tokens),
+        "tokenizer.ggml.model": "gpt2",
+        "tokenizer.ggml.pre": "smollm",
+        "tokenizer.ggml.tokens": tokens,
+        "tokenizer.ggml.token_type": types,
+        "tokenizer.ggml.merges": merges,
+        "tokenizer.ggml.bos_token_id": 1,
         "tokenizer.ggml.eos_token_id": 2,
     }
     values.update(meta or {})
@@ -404,16 +501,23 @@ def write_gguf(path: Path, meta: dict[str, Any] | None = None, tensors: dict[str
         w.kv_data[0].pop("general.architecture", None)
         if arch is not _DROP:
             w.add_key_value("general.architecture", *arch)
-    kinds = {int: gguf.GGUFValueType.UINT32, float: gguf.GGUFValueType.FLOAT32, str: gguf.GGUFValueType.STRING,
-             bool: gguf.GGUFValueType.BOOL}
+    kinds = {
+        int: gguf.GGUFValueType.UINT32,
+        float: gguf.GGUFValueType.FLOAT32,
+        str: gguf.GGUFValueType.STRING,
+        bool: gguf.GGUFValueType.BOOL,
+    }
     for key, value in values.items():
         if value is _DROP:
             continue
         if isinstance(value, tuple):
             w.add_key_value(key, value[0], value[1], sub_type=value[2] if len(value) > 2 else None)
         elif isinstance(value, list):
-            sub = {int: gguf.GGUFValueType.INT32, float: gguf.GGUFValueType.FLOAT32,
-                   str: gguf.GGUFValueType.STRING}[type(value[0])] if value else gguf.GGUFValueType.STRING
+            sub = (
+                {int: gguf.GGUFValueType.INT32, float: gguf.GGUFValueType.FLOAT32, str: gguf.GGUFValueType.STRING}[type(value[0])]
+                if value
+                else gguf.GGUFValueType.STRING
+            )
             w.add_key_value(key, value, gguf.GGUFValueType.ARRAY, sub_type=sub)
         else:
             w.add_key_value(key, value, kinds[type(value)])
@@ -522,10 +626,15 @@ def gguf_cases(root: Path) -> list[Case]:
         add(f"tensors/{name}", write_gguf(root / f"tensors-{name}.gguf", tensors=tensors))
 
     data = good.read_bytes()
-    raw_cases = {"empty": b"", "garbage": b"this is not a gguf file" * 20, "magic-only": b"GGUF",
-                 "header-only": data[:24], "version-99": data[:4] + struct.pack("<I", 99) + data[8:],
-                 "n-tensors-huge": data[:8] + struct.pack("<Q", 2**62) + data[16:],
-                 "n-kv-huge": data[:16] + struct.pack("<Q", 2**62) + data[24:]}
+    raw_cases = {
+        "empty": b"",
+        "garbage": b"this is not a gguf file" * 20,
+        "magic-only": b"GGUF",
+        "header-only": data[:24],
+        "version-99": data[:4] + struct.pack("<I", 99) + data[8:],
+        "n-tensors-huge": data[:8] + struct.pack("<Q", 2**62) + data[16:],
+        "n-kv-huge": data[:16] + struct.pack("<Q", 2**62) + data[24:],
+    }
     for frac in (0.05, 0.3, 0.6, 0.9, 0.999):
         raw_cases[f"truncated-{frac}"] = data[: int(len(data) * frac)]
     for offset in (40, 200, 1000):  # a flipped byte inside the key/value section
@@ -586,19 +695,32 @@ def command_cases(root: Path) -> list[Case]:
 
     bad_config = root / "memory-configs"
     bad_config.mkdir()
-    mem_cfg = {"num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2, "hidden_size": 256,
-               "vocab_size": 1000, "model_type": "mistral"}
+    mem_cfg = {
+        "num_hidden_layers": 4,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "hidden_size": 256,
+        "vocab_size": 1000,
+        "model_type": "mistral",
+    }
     memory_configs: dict[str, Any] = {
-        "window-negative": {**mem_cfg, "sliding_window": -4096}, "window-zero": {**mem_cfg, "sliding_window": 0},
-        "window-float": {**mem_cfg, "sliding_window": 2.5}, "window-string": {**mem_cfg, "sliding_window": "4096"},
-        "window-bool": {**mem_cfg, "sliding_window": True}, "layers-float": {**mem_cfg, "num_hidden_layers": 2.5},
-        "layers-string": {**mem_cfg, "num_hidden_layers": "4"}, "layers-bool": {**mem_cfg, "num_hidden_layers": True},
+        "window-negative": {**mem_cfg, "sliding_window": -4096},
+        "window-zero": {**mem_cfg, "sliding_window": 0},
+        "window-float": {**mem_cfg, "sliding_window": 2.5},
+        "window-string": {**mem_cfg, "sliding_window": "4096"},
+        "window-bool": {**mem_cfg, "sliding_window": True},
+        "layers-float": {**mem_cfg, "num_hidden_layers": 2.5},
+        "layers-string": {**mem_cfg, "num_hidden_layers": "4"},
+        "layers-bool": {**mem_cfg, "num_hidden_layers": True},
         "layers-huge": {**mem_cfg, "num_hidden_layers": 10**12, "model_type": "gemma2", "sliding_window": 8},
-        "heads-zero": {**mem_cfg, "num_attention_heads": 0}, "kv-heads-negative": {**mem_cfg, "num_key_value_heads": -2},
-        "hidden-nan": {**mem_cfg, "hidden_size": float("nan")}, "head-dim-inf": {**mem_cfg, "head_dim": float("inf")},
+        "heads-zero": {**mem_cfg, "num_attention_heads": 0},
+        "kv-heads-negative": {**mem_cfg, "num_key_value_heads": -2},
+        "hidden-nan": {**mem_cfg, "hidden_size": float("nan")},
+        "head-dim-inf": {**mem_cfg, "head_dim": float("inf")},
         "missing-layers": {k: v for k, v in mem_cfg.items() if k != "num_hidden_layers"},
         "layer-types-string": {**mem_cfg, "layer_types": "sliding", "sliding_window": 8},
-        "not-object": [1, 2], "vocab-string": {**mem_cfg, "vocab_size": "big"},
+        "not-object": [1, 2],
+        "vocab-string": {**mem_cfg, "vocab_size": "big"},
     }
     cases: list[Case] = []
     for name, cfg in memory_configs.items():
@@ -609,32 +731,45 @@ def command_cases(root: Path) -> list[Case]:
     invalid.write_bytes(b"{not json")
     fifo = bad_config / "fifo.json"
     os.mkfifo(fifo)
-    cases += [Case("memory/config-invalid-json", ["memory", "--config", str(invalid), "--context", "8"]),
-              Case("memory/config-directory", ["memory", "--config", str(bad_config), "--context", "8"]),
-              Case("memory/config-missing", ["memory", "--config", str(bad_config / "nope.json"), "--context", "8"]),
-              Case("memory/config-fifo", ["memory", "--config", str(fifo), "--context", "8"], seconds=3)]
-    memory = [["--preset", "llama-2-7b", "--context", "-1"], ["--preset", "llama-2-7b", "--context", "x"],
-              ["--preset", "llama-2-7b"], ["--preset", "nope", "--context", "8"],
-              ["--layers", "0", "--kv-heads", "8", "--head-dim", "128", "--context", "8"],
-              ["--layers", "32", "--kv-heads", "-1", "--head-dim", "128", "--context", "8"],
-              ["--layers", "32", "--kv-heads", "8", "--head-dim", "1.5", "--context", "8"],
-              ["--layers", "32", "--kv-heads", "8", "--context", "8"],
-              ["--preset", "llama-2-7b", "--context", "8", "--batch", "0"],
-              ["--preset", "llama-2-7b", "--context", "8", "--kv-bits", "3"],
-              ["--preset", "llama-2-7b", "--context", "8", "--window", "0"],
-              ["--preset", "llama-2-7b", "--context", "8", "--window", "-5"],
-              ["--preset", "llama-2-7b", "--context", "8", "--window", "2.5"]]
+    cases += [
+        Case("memory/config-invalid-json", ["memory", "--config", str(invalid), "--context", "8"]),
+        Case("memory/config-directory", ["memory", "--config", str(bad_config), "--context", "8"]),
+        Case("memory/config-missing", ["memory", "--config", str(bad_config / "nope.json"), "--context", "8"]),
+        Case("memory/config-fifo", ["memory", "--config", str(fifo), "--context", "8"], seconds=3),
+    ]
+    memory = [
+        ["--preset", "llama-2-7b", "--context", "-1"],
+        ["--preset", "llama-2-7b", "--context", "x"],
+        ["--preset", "llama-2-7b"],
+        ["--preset", "nope", "--context", "8"],
+        ["--layers", "0", "--kv-heads", "8", "--head-dim", "128", "--context", "8"],
+        ["--layers", "32", "--kv-heads", "-1", "--head-dim", "128", "--context", "8"],
+        ["--layers", "32", "--kv-heads", "8", "--head-dim", "1.5", "--context", "8"],
+        ["--layers", "32", "--kv-heads", "8", "--context", "8"],
+        ["--preset", "llama-2-7b", "--context", "8", "--batch", "0"],
+        ["--preset", "llama-2-7b", "--context", "8", "--kv-bits", "3"],
+        ["--preset", "llama-2-7b", "--context", "8", "--window", "0"],
+        ["--preset", "llama-2-7b", "--context", "8", "--window", "-5"],
+        ["--preset", "llama-2-7b", "--context", "8", "--window", "2.5"],
+    ]
     cases += [Case(f"memory/{i}", ["memory", *argv]) for i, argv in enumerate(memory)]
 
     runs: list[tuple[str, list[str]]] = [
-        ("seed-2^64", run("--seed", str(2**64))), ("seed-huge", run("--seed", "9" * 40)),
-        ("seed-negative", run("--seed", "-1")), ("seed-float", run("--seed", "1e3")), ("seed-text", run("--seed", "abc")),
-        ("threads-2^64", run("--threads", str(2**64))), ("threads-zero", run("--threads", "0")),
-        ("threads-negative", run("--threads", "-3")), ("threads-text", run("--threads", "many")),
+        ("seed-2^64", run("--seed", str(2**64))),
+        ("seed-huge", run("--seed", "9" * 40)),
+        ("seed-negative", run("--seed", "-1")),
+        ("seed-float", run("--seed", "1e3")),
+        ("seed-text", run("--seed", "abc")),
+        ("threads-2^64", run("--threads", str(2**64))),
+        ("threads-zero", run("--threads", "0")),
+        ("threads-negative", run("--threads", "-3")),
+        ("threads-text", run("--threads", "many")),
         ("global-threads-2^64", ["--threads", str(2**64), *run()]),
         ("prompt-not-utf8", run(prompt=b"caf\xe9 \xff".decode("utf-8", "surrogateescape"))),
-        ("prompt-empty", run(prompt="")), ("prompt-blank", run(prompt="   \n\t")),
-        ("prompt-over-long", run(prompt="x" * 300_000)), ("prompt-longer-than-context", run(prompt="y" * 100)),
+        ("prompt-empty", run(prompt="")),
+        ("prompt-blank", run(prompt="   \n\t")),
+        ("prompt-over-long", run(prompt="x" * 300_000)),
+        ("prompt-longer-than-context", run(prompt="y" * 100)),
         ("no-prompt", run(prompt=None)),
         ("prompt-ids-empty", run("--prompt-ids", "", prompt=None)),
         ("prompt-ids-text", run("--prompt-ids", "a,b", prompt=None)),
@@ -642,16 +777,25 @@ def command_cases(root: Path) -> list[Case]:
         ("prompt-ids-beyond-vocab", run("--prompt-ids", "1,99999", prompt=None)),
         ("prompt-ids-2^64", run("--prompt-ids", str(2**64), prompt=None)),
         ("prompt-ids-float", run("--prompt-ids", "1.5", prompt=None)),
-        ("lanes-window-empty", run("--lanes", "window:")), ("lanes-foo", run("--lanes", "foo")),
-        ("lanes-duplicate", run("--lanes", "kv,kv")), ("lanes-empty", run("--lanes", "")),
-        ("lanes-commas", run("--lanes", ",,")), ("lanes-window-zero", run("--lanes", "window:0")),
-        ("lanes-window-negative", run("--lanes", "window:-1")), ("lanes-window-text", run("--lanes", "window:abc")),
-        ("lanes-window-huge", run("--lanes", "window:" + "9" * 40)), ("lanes-int4-g0", run("--lanes", "int4:g0")),
-        ("lanes-paged-0", run("--lanes", "paged:0")), ("lanes-120", run("--lanes", ",".join(["kv"] * 120))),
+        ("lanes-window-empty", run("--lanes", "window:")),
+        ("lanes-foo", run("--lanes", "foo")),
+        ("lanes-duplicate", run("--lanes", "kv,kv")),
+        ("lanes-empty", run("--lanes", "")),
+        ("lanes-commas", run("--lanes", ",,")),
+        ("lanes-window-zero", run("--lanes", "window:0")),
+        ("lanes-window-negative", run("--lanes", "window:-1")),
+        ("lanes-window-text", run("--lanes", "window:abc")),
+        ("lanes-window-huge", run("--lanes", "window:" + "9" * 40)),
+        ("lanes-int4-g0", run("--lanes", "int4:g0")),
+        ("lanes-paged-0", run("--lanes", "paged:0")),
+        ("lanes-120", run("--lanes", ",".join(["kv"] * 120))),
         ("reference-unknown", run("--reference", "nope")),
-        ("temperature-1e-45", run("--temperature", "1e-45")), ("temperature-nan", run("--temperature", "nan")),
-        ("temperature-negative", run("--temperature", "-1")), ("temperature-inf", run("--temperature", "inf")),
-        ("temperature-1e308", run("--temperature", "1e308")), ("temperature-text", run("--temperature", "hot")),
+        ("temperature-1e-45", run("--temperature", "1e-45")),
+        ("temperature-nan", run("--temperature", "nan")),
+        ("temperature-negative", run("--temperature", "-1")),
+        ("temperature-inf", run("--temperature", "inf")),
+        ("temperature-1e308", run("--temperature", "1e308")),
+        ("temperature-text", run("--temperature", "hot")),
         ("top-p-zero", run("--temperature", "1", "--top-p", "0")),
         ("top-p-negative", run("--temperature", "1", "--top-p", "-0.5")),
         ("top-p-above-1", run("--temperature", "1", "--top-p", "1.5")),
@@ -659,30 +803,60 @@ def command_cases(root: Path) -> list[Case]:
         ("top-k-zero", run("--temperature", "1", "--top-k", "0")),
         ("top-k-negative", run("--temperature", "1", "--top-k", "-1")),
         ("top-k-text", run("--temperature", "1", "--top-k", "x")),
-        ("steps-zero", run("--steps", "0")), ("steps-negative", run("--steps", "-1")),
-        ("steps-huge", run("--steps", str(10**12))), ("steps-text", run("--steps", "x")),
-        ("device-tpu", run("--device", "tpu")), ("dtype-fp16-cpu", run("--dtype", "fp16")),
+        ("steps-zero", run("--steps", "0")),
+        ("steps-negative", run("--steps", "-1")),
+        ("steps-huge", run("--steps", str(10**12))),
+        ("steps-text", run("--steps", "x")),
+        ("device-tpu", run("--device", "tpu")),
+        ("dtype-fp16-cpu", run("--dtype", "fp16")),
         ("save-no-folder", run("--save", str(root / "no" / "such" / "dir" / "x.kvsim"))),
         ("unknown-option", run("--frobnicate")),
     ]
-    models = ["", "   ", "nope", "random:vocab=1000000000", "random:layers=2.5", "random:heads=3,kv_heads=2",
-              "random:vocab=10", "random:foo=1", "random:dim=-5", "random:rope_theta=nan", "random:window=0",
-              "random:seed=-1", f"random:seed={2**64}", "random:layers=1_000", "random:dim=" + "9" * 5000,
-              "random:layers=100,dim=4096", "random:family=gpt2,kv_heads=2", "random:family=mamba", "random:tie=maybe",
-              "random:layers", "random:head_dim=3", "smollm2-135m"]
+    models = [
+        "",
+        "   ",
+        "nope",
+        "random:vocab=1000000000",
+        "random:layers=2.5",
+        "random:heads=3,kv_heads=2",
+        "random:vocab=10",
+        "random:foo=1",
+        "random:dim=-5",
+        "random:rope_theta=nan",
+        "random:window=0",
+        "random:seed=-1",
+        f"random:seed={2**64}",
+        "random:layers=1_000",
+        "random:dim=" + "9" * 5000,
+        "random:layers=100,dim=4096",
+        "random:family=gpt2,kv_heads=2",
+        "random:family=mamba",
+        "random:tie=maybe",
+        "random:layers",
+        "random:head_dim=3",
+        "smollm2-135m",
+    ]
     runs += [(f"model-{m[:40]!r}", run(model=m)) for m in models]
     cases += [Case(f"run/{name}", argv) for name, argv in runs]
-    cases += [Case("models/get-nope", ["models", "get", "nope"]), Case("models/get-empty", ["models", "get", ""]),
-              Case("cli/unknown-command", ["frobnicate"]), Case("cli/run-unknown-option", ["run", "--bogus"]),
-              Case("inspect/missing", ["inspect", str(root / "missing.kvsim")]),
-              Case("inspect/fifo", ["inspect", str(fifo)])]
+    cases += [
+        Case("models/get-nope", ["models", "get", "nope"]),
+        Case("models/get-empty", ["models", "get", ""]),
+        Case("cli/unknown-command", ["frobnicate"]),
+        Case("cli/run-unknown-option", ["run", "--bogus"]),
+        Case("inspect/missing", ["inspect", str(root / "missing.kvsim")]),
+        Case("inspect/fifo", ["inspect", str(fifo)]),
+    ]
     return cases
 
 
 def build_corpus(root: Path) -> list[Case]:
     root.mkdir(parents=True, exist_ok=True)
-    return (checkpoint_cases(root / "hf") + gguf_cases(_mkdir(root / "gguf")) + path_cases(_mkdir(root / "paths"))
-            + command_cases(_mkdir(root / "cli")))
+    return (
+        checkpoint_cases(root / "hf")
+        + gguf_cases(_mkdir(root / "gguf"))
+        + path_cases(_mkdir(root / "paths"))
+        + command_cases(_mkdir(root / "cli"))
+    )
 
 
 def _mkdir(path: Path) -> Path:
@@ -716,12 +890,17 @@ def build_trace_corpus(root: Path, good: Path) -> list[Case]:
         return _zip({"manifest.json": json.dumps(m).encode(), "arrays.npz": arrays})
 
     cfg = manifest.get("meta", {}).get("config", {})
-    files["manifest-deep"] = _zip({"manifest.json": b'{"schema": "kvsim-trace", "x": ' + b"[" * 100_000 + b"]" * 100_000
-                                   + b"}", "arrays.npz": arrays})
+    files["manifest-deep"] = _zip(
+        {"manifest.json": b'{"schema": "kvsim-trace", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "arrays.npz": arrays}
+    )
     deep = copy.deepcopy(manifest)
     deep["meta"]["deep"] = "__DEEP__"
-    files["manifest-deep-dicts"] = _zip({"manifest.json": json.dumps(deep).encode().replace(
-        b'"__DEEP__"', b'{"a": ' * 50_000 + b"1" + b"}" * 50_000), "arrays.npz": arrays})
+    files["manifest-deep-dicts"] = _zip(
+        {
+            "manifest.json": json.dumps(deep).encode().replace(b'"__DEEP__"', b'{"a": ' * 50_000 + b"1" + b"}" * 50_000),
+            "arrays.npz": arrays,
+        }
+    )
     files["manifest-not-json"] = _zip({"manifest.json": b"{{{", "arrays.npz": arrays})
     files["manifest-list"] = _zip({"manifest.json": b"[]", "arrays.npz": arrays})
     files["manifest-missing"] = _zip({"arrays.npz": arrays})
@@ -770,10 +949,10 @@ def _patch_zip(data: bytes, names: list[str], method: int | None = None, flag: i
         start = 0
         while (i := out.find(sig, start)) >= 0:
             if method is not None:
-                out[i + method_at:i + method_at + 2] = struct.pack("<H", method)
+                out[i + method_at : i + method_at + 2] = struct.pack("<H", method)
             if flag is not None:
-                old = struct.unpack("<H", out[i + flag_at:i + flag_at + 2])[0]
-                out[i + flag_at:i + flag_at + 2] = struct.pack("<H", old | flag)
+                old = struct.unpack("<H", out[i + flag_at : i + flag_at + 2])[0]
+                out[i + flag_at : i + flag_at + 2] = struct.pack("<H", old | flag)
             start = i + 4
     return bytes(out)
 
@@ -871,8 +1050,9 @@ def run_cases(cases_file: str, results_file: str) -> None:
         results.append(run_one(case, scratch))
         Path(results_file).write_text(json.dumps({"results": results}))  # what was done survives a crash
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    Path(results_file).write_text(json.dumps({"results": results, "peak_rss_kb": peak_kb,
-                                              "seconds": round(time.monotonic() - start, 1)}))
+    Path(results_file).write_text(
+        json.dumps({"results": results, "peak_rss_kb": peak_kb, "seconds": round(time.monotonic() - start, 1)})
+    )
 
 
 def write_cases(cases: list[Case], path: Path) -> None:

@@ -34,10 +34,34 @@ from PySide6.QtTest import QTest
 
 MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,seed=1"
 PROMPT = "The cache remembers"
-LANES_16 = ",".join(["none", "None", "NONE", "nOnE", "kv", "Kv", "kV", "KV", "cached", "Cached", "CACHED", "cAched",
-                     "caChed", "cacHed", "cachEd", "cacheD"])  # 16 lanes (names differ by case): the most a run may have
-LANE_SETS = ["uncached,cached", "cached,uncached", "cached", "uncached", "none,kv,cached",
-             "none,NONE,kv,KV,cached,Cached"]  # six lanes: two open hidden (the Lanes menu shows them)
+LANES_16 = ",".join(
+    [
+        "none",
+        "None",
+        "NONE",
+        "nOnE",
+        "kv",
+        "Kv",
+        "kV",
+        "KV",
+        "cached",
+        "Cached",
+        "CACHED",
+        "cAched",
+        "caChed",
+        "cacHed",
+        "cachEd",
+        "cacheD",
+    ]
+)  # 16 lanes (names differ by case): the most a run may have
+LANE_SETS = [
+    "uncached,cached",
+    "cached,uncached",
+    "cached",
+    "uncached",
+    "none,kv,cached",
+    "none,NONE,kv,KV,cached,Cached",
+]  # six lanes: two open hidden (the Lanes menu shows them)
 
 
 def pump(ms: float) -> None:
@@ -109,17 +133,23 @@ class Heartbeat(QObject):
         return self.worst[0]
 
     def summary(self) -> dict:
-        return {"ticks": len(self.gaps), "longest_ms": round(self.worst[0], 1), "longest_during": self.worst[1],
-                "p99_ms": round(percentile(self.gaps, 99), 1), "p999_ms": round(percentile(self.gaps, 99.9), 1),
-                "median_ms": round(percentile(self.gaps, 50), 1),
-                "longest_8": [f"{g:.0f} ms ({label})" for g, label in self.top]}
+        return {
+            "ticks": len(self.gaps),
+            "longest_ms": round(self.worst[0], 1),
+            "longest_during": self.worst[1],
+            "p99_ms": round(percentile(self.gaps, 99), 1),
+            "p999_ms": round(percentile(self.gaps, 99.9), 1),
+            "median_ms": round(percentile(self.gaps, 50), 1),
+            "longest_8": [f"{g:.0f} ms ({label})" for g, label in self.top],
+        }
 
 
 class Monkey:
     """Seeded random valid actions on ``window`` (a MainWindow whose first run is ready)."""
 
-    def __init__(self, window, seed: int, folder: Path, extra_traces: list[Path] | None = None,
-                 heartbeat: Heartbeat | None = None) -> None:
+    def __init__(
+        self, window, seed: int, folder: Path, extra_traces: list[Path] | None = None, heartbeat: Heartbeat | None = None
+    ) -> None:
         self.w, self.c = window, window.controller
         self.rng = random.Random(seed)
         self.folder = Path(folder)
@@ -259,8 +289,10 @@ class Monkey:
             n += 1
             if report_every and time.monotonic() - last >= report_every:
                 last = time.monotonic()
-                print(f"[{last - start:7.0f} s] {n} actions, {len(self.errors)} errors, {self.w.session.n_steps} steps "
-                      f"shown", flush=True)
+                print(
+                    f"[{last - start:7.0f} s] {n} actions, {len(self.errors)} errors, {self.w.session.n_steps} steps shown",
+                    flush=True,
+                )
         return n
 
     def still_works(self, timeout_s: float = 60.0) -> bool:
@@ -278,8 +310,9 @@ def save_trace(path: Path, lanes: str, model: str = MODEL, steps: int = 4, promp
     from kvsim.cli import main as cli_main
 
     with contextlib.redirect_stdout(io.StringIO()):
-        code = cli_main(["run", "--model", model, "--prompt", prompt, "--steps", str(steps), "--lanes", lanes,
-                         "--save", str(path)])
+        code = cli_main(
+            ["run", "--model", model, "--prompt", prompt, "--steps", str(steps), "--lanes", lanes, "--save", str(path)]
+        )
     if code != 0:
         raise RuntimeError(f"kvsim run --lanes {lanes} --save {path}: exit {code}")
     return path
@@ -291,8 +324,10 @@ def make_traces(folder: Path, model: str = MODEL) -> list[Path]:
     import hostile
 
     folder.mkdir(parents=True, exist_ok=True)
-    out = [save_trace(folder / f"{name}.kvsim", lanes, model)
-           for name, lanes in (("lanes16", LANES_16), ("cached-only", "cached"), ("uncached-only", "uncached"))]
+    out = [
+        save_trace(folder / f"{name}.kvsim", lanes, model)
+        for name, lanes in (("lanes16", LANES_16), ("cached-only", "cached"), ("uncached-only", "uncached"))
+    ]
     damaged = hostile.build_trace_corpus(folder / "damaged", out[1])
     picks = ("truncated-0.5", "flip-", "lanes-120", "heads-3-over-2", "manifest-deep", "nan-numbers")
     seen = set()
@@ -312,5 +347,6 @@ def record_exceptions(into: list[str]):
 
     def hook(kind, value, tb):
         into.append(f"{kind.__name__}: {value}\n{''.join(traceback.format_tb(tb))}")
+
     sys.excepthook = hook
     return previous

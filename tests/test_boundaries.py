@@ -42,8 +42,13 @@ def test_import_contracts_hold() -> None:
     """import-linter's contracts (pyproject.toml): the engine never imports Qt or the app, views never
     import the worker, controller, toolbar or window."""
     root = Path(__file__).resolve().parents[1]
-    proc = subprocess.run([sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; "
-                           "sys.exit(lint_imports_command())"], cwd=root, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "2 kept, 0 broken" in proc.stdout
 
@@ -52,8 +57,11 @@ def test_only_the_cli_names_the_app() -> None:
     """The one exception to the engine's layering is the CLI's lazy launch of the app (which grimp
     cannot see in a checkout, where kvsim.ui is the top-level folder ui/)."""
     root = Path(__file__).resolve().parents[1] / "kvsim"
-    offenders = [str(p.relative_to(root)) for p in root.rglob("*.py") if p.name != "cli.py"
-                 and re.search(r"(from \.+ui\b|kvsim\.ui\b|import ui\b|from ui\b)", p.read_text(encoding="utf-8"))]
+    offenders = [
+        str(p.relative_to(root))
+        for p in root.rglob("*.py")
+        if p.name != "cli.py" and re.search(r"(from \.+ui\b|kvsim\.ui\b|import ui\b|from ui\b)", p.read_text(encoding="utf-8"))
+    ]
     assert offenders == []
 
 
@@ -86,7 +94,12 @@ def test_the_window_paints_before_torch_is_imported() -> None:
     """Building the main window imports no torch (it is imported after the first paint, so the window
     appears at once): views reach the engine only through torch-free modules."""
     code = "import sys, kvsim.ui.window; print('torch' in sys.modules)"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"

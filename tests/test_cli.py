@@ -67,33 +67,36 @@ def test_save_trace(tmp_path, capsys) -> None:
     assert len(Trace.load(path).records) == 4
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["run", "--model", SMALL, "--prompt", "", "--steps", "3"], "prompt is empty"),
-    (["run", "--model", SMALL, "--prompt", "   ", "--steps", "3"], "prompt is empty"),
-    (["run", "--model", SMALL, "--prompt", "x", "--steps", "0"], "steps"),
-    (["run", "--model", SMALL, "--prompt", "x", "--steps", "-3"], "steps"),
-    (["run", "--model", SMALL, "--prompt", "x" * 65, "--steps", "1"], "longer than the model's context"),
-    (["run", "--model", SMALL, "--prompt", "x" * 60, "--steps", "10"], "context"),
-    (["run", "--model", "no-such-model", "--prompt", "x"], "unknown model"),
-    (["run", "--model", "random:layers=two", "--prompt", "x"], "integer"),
-    (["run", "--model", "random:layers", "--prompt", "x"], "key=value"),
-    (["run", "--model", "random:wings=3", "--prompt", "x"], "unknown random: setting"),
-    (["run", "--model", "random:heads=8,kv_heads=3", "--prompt", "x"], "multiple"),
-    (["run", "--model", SMALL, "--prompt-ids", "1,x"], "prompt-ids"),
-    (["run", "--model", SMALL, "--prompt-ids", "1,99999"], "vocabulary"),
-    (["run", "--model", SMALL, "--prompt", "x", "--lanes", "warp"], "unknown lane"),
-    (["run", "--model", SMALL, "--prompt", "x", "--temperature", "-1"], "temperature"),
-    (["run", "--model", SMALL, "--prompt", "x", "--top-p", "2"], "top-p"),
-    (["memory", "--layers", "2", "--kv-heads", "2", "--head-dim", "8", "--context", "-5"], "context"),
-    (["memory", "--preset", "gpt5", "--context", "5"], "unknown preset"),
-    (["memory", "--layers", "2", "--context", "5"], "missing"),
-    (["run", "--bogus"], "unrecognized"),
-    (["run", "--model", "random:head_dim=-2", "--prompt", "x"], "positive"),
-    (["run", "--model", "random:hidden=-4", "--prompt", "x"], "positive"),
-    (["run", "--model", "random:rope_theta=0", "--prompt", "x"], "rope_theta"),
-    (["run", "--model", SMALL, "--prompt", "x", "--temperature", "nan"], "temperature"),
-    (["run", "--model", SMALL, "--prompt", "x", "--save", "/no/such/folder/x.kvsim"], "cannot write"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["run", "--model", SMALL, "--prompt", "", "--steps", "3"], "prompt is empty"),
+        (["run", "--model", SMALL, "--prompt", "   ", "--steps", "3"], "prompt is empty"),
+        (["run", "--model", SMALL, "--prompt", "x", "--steps", "0"], "steps"),
+        (["run", "--model", SMALL, "--prompt", "x", "--steps", "-3"], "steps"),
+        (["run", "--model", SMALL, "--prompt", "x" * 65, "--steps", "1"], "longer than the model's context"),
+        (["run", "--model", SMALL, "--prompt", "x" * 60, "--steps", "10"], "context"),
+        (["run", "--model", "no-such-model", "--prompt", "x"], "unknown model"),
+        (["run", "--model", "random:layers=two", "--prompt", "x"], "integer"),
+        (["run", "--model", "random:layers", "--prompt", "x"], "key=value"),
+        (["run", "--model", "random:wings=3", "--prompt", "x"], "unknown random: setting"),
+        (["run", "--model", "random:heads=8,kv_heads=3", "--prompt", "x"], "multiple"),
+        (["run", "--model", SMALL, "--prompt-ids", "1,x"], "prompt-ids"),
+        (["run", "--model", SMALL, "--prompt-ids", "1,99999"], "vocabulary"),
+        (["run", "--model", SMALL, "--prompt", "x", "--lanes", "warp"], "unknown lane"),
+        (["run", "--model", SMALL, "--prompt", "x", "--temperature", "-1"], "temperature"),
+        (["run", "--model", SMALL, "--prompt", "x", "--top-p", "2"], "top-p"),
+        (["memory", "--layers", "2", "--kv-heads", "2", "--head-dim", "8", "--context", "-5"], "context"),
+        (["memory", "--preset", "gpt5", "--context", "5"], "unknown preset"),
+        (["memory", "--layers", "2", "--context", "5"], "missing"),
+        (["run", "--bogus"], "unrecognized"),
+        (["run", "--model", "random:head_dim=-2", "--prompt", "x"], "positive"),
+        (["run", "--model", "random:hidden=-4", "--prompt", "x"], "positive"),
+        (["run", "--model", "random:rope_theta=0", "--prompt", "x"], "rope_theta"),
+        (["run", "--model", SMALL, "--prompt", "x", "--temperature", "nan"], "temperature"),
+        (["run", "--model", SMALL, "--prompt", "x", "--save", "/no/such/folder/x.kvsim"], "cannot write"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(args, fragment, capsys) -> None:
     assert main(args) == 2
     err = capsys.readouterr().err
@@ -102,8 +105,12 @@ def test_bad_input_is_one_line_exit_2(args, fragment, capsys) -> None:
 
 
 def test_real_entry_point_error_has_no_traceback() -> None:
-    proc = subprocess.run([sys.executable, "-m", "kvsim", "run", "--model", "/no/such/dir", "--prompt", "x"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kvsim", "run", "--model", "/no/such/dir", "--prompt", "x"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr
     proc = subprocess.run([sys.executable, "-m", "kvsim", "--version"], capture_output=True, text=True, timeout=60)
@@ -111,9 +118,18 @@ def test_real_entry_point_error_has_no_traceback() -> None:
 
 
 def test_corrupt_checkpoint_is_a_clear_error(tmp_path, capsys) -> None:
-    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", "num_hidden_layers": 1,
-                                                      "num_attention_heads": 2, "hidden_size": 8,
-                                                      "intermediate_size": 16, "vocab_size": 300}))
+    (tmp_path / "config.json").write_text(
+        json.dumps(
+            {
+                "model_type": "llama",
+                "num_hidden_layers": 1,
+                "num_attention_heads": 2,
+                "hidden_size": 8,
+                "intermediate_size": 16,
+                "vocab_size": 300,
+            }
+        )
+    )
     (tmp_path / "model.safetensors").write_bytes(b"\x00garbage" * 10)
     assert main(["run", "--model", str(tmp_path), "--prompt", "x"]) == 2
     assert "corrupt" in capsys.readouterr().err
@@ -148,9 +164,11 @@ def test_threads_option_either_side_of_run() -> None:
 
 def test_memory_config_of_the_wrong_kind(tmp_path, capsys) -> None:
     path = tmp_path / "config.json"
-    for content in ("[1, 2]", json.dumps({"num_hidden_layers": 2, "num_attention_heads": 0, "hidden_size": 8,
-                                          "vocab_size": 10}),
-                    json.dumps({"num_hidden_layers": "two", "num_attention_heads": 2, "hidden_size": 8})):
+    for content in (
+        "[1, 2]",
+        json.dumps({"num_hidden_layers": 2, "num_attention_heads": 0, "hidden_size": 8, "vocab_size": 10}),
+        json.dumps({"num_hidden_layers": "two", "num_attention_heads": 2, "hidden_size": 8}),
+    ):
         path.write_text(content)
         assert main(["memory", "--config", str(path), "--context", "5"]) == 2
         err = capsys.readouterr().err
@@ -191,8 +209,7 @@ def test_checkpoint_chat_template_is_applied(tmp_path, capsys) -> None:
     assert tok.format_prompt("Who?") == "Q: Who?\nA:"
     assert main(["run", "--model", str(ckpt), "--prompt", "Who?", "--steps", "1", "--json"]) == 0
     chat = json.loads(capsys.readouterr().out.splitlines()[0])
-    assert main(["run", "--model", str(ckpt), "--prompt", "Who?", "--steps", "1", "--json",
-                 "--no-chat-template"]) == 0
+    assert main(["run", "--model", str(ckpt), "--prompt", "Who?", "--steps", "1", "--json", "--no-chat-template"]) == 0
     plain = json.loads(capsys.readouterr().out.splitlines()[0])
     assert chat["cached"]["kv_positions"] > plain["cached"]["kv_positions"]  # the template's tokens
 

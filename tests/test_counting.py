@@ -28,7 +28,7 @@ def test_forward_flops_match_torch_counter(name: str) -> None:
     got = counted(lambda: model(ids[:, :17], torch.arange(17), cache, last_only=True))
     assert got == step_cost(cfg, new=17, context=17, out=1).matmul_flops
     for t in range(17, 20):
-        got = counted(lambda t=t: model(ids[:, t:t + 1], torch.arange(t, t + 1), cache, last_only=True))
+        got = counted(lambda t=t: model(ids[:, t : t + 1], torch.arange(t, t + 1), cache, last_only=True))
         assert got == step_cost(cfg, new=1, context=t + 1, out=1).matmul_flops
     got = counted(lambda: model(ids, torch.arange(23), NoCache(cfg.n_layers)))
     assert got == step_cost(cfg, new=23, context=23, out=23).matmul_flops

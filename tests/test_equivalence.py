@@ -38,7 +38,7 @@ def test_logits_match_full_recompute_at_every_position() -> None:
     cache = KVCache(model.cfg.n_layers, initial_capacity=4)  # forces several regrowths
     parts = [model(ids[:, :7], torch.arange(7), cache).logits]
     for t in range(7, 40):
-        parts.append(model(ids[:, t:t + 1], torch.arange(t, t + 1), cache).logits)
+        parts.append(model(ids[:, t : t + 1], torch.arange(t, t + 1), cache).logits)
     assert torch.allclose(torch.cat(parts, 1), full, atol=1e-4, rtol=0)
 
 
@@ -50,8 +50,13 @@ def test_cache_is_append_only_bitwise() -> None:
     for _ in range(90):  # crosses the 64-row initial capacity, so the buffer is reallocated
         sim.step()
         n = cache.n_tokens
-        snapshots.append((n, [cache.stored(i)[0].clone() for i in range(cache.n_layers)],
-                          [cache.stored(i)[1].clone() for i in range(cache.n_layers)]))
+        snapshots.append(
+            (
+                n,
+                [cache.stored(i)[0].clone() for i in range(cache.n_layers)],
+                [cache.stored(i)[1].clone() for i in range(cache.n_layers)],
+            )
+        )
     final_k = [cache.stored(i)[0] for i in range(cache.n_layers)]
     final_v = [cache.stored(i)[1] for i in range(cache.n_layers)]
     for n, ks, vs in snapshots:

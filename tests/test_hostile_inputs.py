@@ -59,8 +59,22 @@ def corpus(tmp_path_factory) -> tuple[list[hostile.Case], list[hostile.Case]]:
     root = tmp_path_factory.mktemp("hostile")
     cases = hostile.build_corpus(root / "models")
     good = root / "good.kvsim"
-    assert cli_main(["run", "--model", "random:layers=1,heads=2,kv_heads=1,dim=32,seed=1", "--prompt", "hi",
-                     "--steps", "3", "--save", str(good)]) == 0
+    assert (
+        cli_main(
+            [
+                "run",
+                "--model",
+                "random:layers=1,heads=2,kv_heads=1,dim=32,seed=1",
+                "--prompt",
+                "hi",
+                "--steps",
+                "3",
+                "--save",
+                str(good),
+            ]
+        )
+        == 0
+    )
     return cases, hostile.build_trace_corpus(root / "traces", good)
 
 
@@ -70,8 +84,13 @@ def outcomes(corpus, tmp_path_factory) -> dict:
     work = tmp_path_factory.mktemp("hostile-run")
     hostile.write_cases(cases + traces, work / "cases.json")
     start = time.monotonic()
-    done = subprocess.run([sys.executable, str(HERE / "hostile.py"), str(work / "cases.json"), str(work / "results.json")],
-                          capture_output=True, text=True, timeout=600, env={**os.environ, "RUST_BACKTRACE": "1"})
+    done = subprocess.run(
+        [sys.executable, str(HERE / "hostile.py"), str(work / "cases.json"), str(work / "results.json")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "RUST_BACKTRACE": "1"},
+    )
     report = json.loads((work / "results.json").read_text()) if (work / "results.json").exists() else {"results": []}
     report["wall_seconds"] = time.monotonic() - start
     report["child"] = (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
@@ -93,8 +112,11 @@ def test_every_bad_input_is_one_error_line_with_status_2(corpus, outcomes):
     results = {r["name"]: r for r in outcomes["results"]}
     missing = [c.name for c in cases if c.name not in results]
     assert not missing, f"the child stopped before {missing[:3]} ({outcomes['child']})"
-    failures = {c.name: why for c in cases if c.name not in KNOWN_GAPS and (why := _bad_outcome(results[c.name]))
-                and not _harmless_flip(c.name, results)}
+    failures = {
+        c.name: why
+        for c in cases
+        if c.name not in KNOWN_GAPS and (why := _bad_outcome(results[c.name])) and not _harmless_flip(c.name, results)
+    }
     assert not failures, "\n".join(f"{k}: {v}" for k, v in failures.items())
     # bounded: the whole corpus in one process, under the memory limit
     assert outcomes["peak_rss_kb"] * 1024 < hostile.MEMORY_LIMIT
@@ -104,11 +126,13 @@ def test_every_bad_input_is_one_error_line_with_status_2(corpus, outcomes):
 def test_damaged_traces_raise_trace_error(corpus, outcomes):
     _, traces = corpus
     results = {r["name"]: r for r in outcomes["results"]}
-    wrong = {c.name: results[c.name] for c in traces if c.kind == "trace" and c.name not in KNOWN_GAPS
-             and results[c.name]["rc"] not in ("TraceError", "loaded")}
+    wrong = {
+        c.name: results[c.name]
+        for c in traces
+        if c.kind == "trace" and c.name not in KNOWN_GAPS and results[c.name]["rc"] not in ("TraceError", "loaded")
+    }
     assert not wrong, "\n".join(f"{k}: {v['rc']} {v.get('exception', '')}" for k, v in wrong.items())
-    forged = [c.name for c in traces if c.kind == "trace" and not c.name.startswith("trace/flip-")
-              and c.name not in KNOWN_GAPS]
+    forged = [c.name for c in traces if c.kind == "trace" and not c.name.startswith("trace/flip-") and c.name not in KNOWN_GAPS]
     assert all(results[n]["rc"] == "TraceError" for n in forged), [n for n in forged if results[n]["rc"] != "TraceError"]
 
 
@@ -122,16 +146,18 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (hostile.MEMORY_LIMIT, hostile.MEMORY_LIMIT))
 
 
-@pytest.mark.parametrize("pick", ["gguf/special/fifo", "run/prompt-not-utf8", "run/model-'random:vocab=1000000000'",
-                                  "hf/tokenizer/regex-catastrophic"])
+@pytest.mark.parametrize(
+    "pick", ["gguf/special/fifo", "run/prompt-not-utf8", "run/model-'random:vocab=1000000000'", "hf/tokenizer/regex-catastrophic"]
+)
 def test_console_entry_point_behaves_the_same(corpus, outcomes, pick):
     cases, _ = corpus
     case = next(c for c in cases if c.name == pick)
     exe = shutil.which("kvsim")
     command = [exe] if exe else [sys.executable, "-m", "kvsim"]
     argv = [os.fsencode(a) for a in case.argv]  # a non-UTF-8 prompt travels as the bytes it was
-    done = subprocess.run([*command, *argv], capture_output=True, timeout=120, preexec_fn=_limit_memory,
-                          env={**os.environ, "RUST_BACKTRACE": "1"})
+    done = subprocess.run(
+        [*command, *argv], capture_output=True, timeout=120, preexec_fn=_limit_memory, env={**os.environ, "RUST_BACKTRACE": "1"}
+    )
     err = done.stderr.decode("utf-8", "replace")
     assert done.returncode == 2, err
     assert err.count("\n") == 1 and err.startswith("error: ") and "unexpected failure" not in err, err
@@ -141,9 +167,14 @@ def test_console_entry_point_behaves_the_same(corpus, outcomes, pick):
 def test_formerly_known_gaps_are_closed(outcomes):
     """A FIFO as --config, a run with no steps, a trace whose config holds a NaN: all refused now."""
     results = {r["name"]: r for r in outcomes["results"]}
-    gaps = {name: "" for name in ("memory/config-fifo", "trace/steps-empty", "inspect/steps-empty", "trace/theta-nan",
-                                  "inspect/theta-nan")}
+    gaps = {
+        name: ""
+        for name in ("memory/config-fifo", "trace/steps-empty", "inspect/steps-empty", "trace/theta-nan", "inspect/theta-nan")
+    }
     assert set(gaps) <= set(results)
-    still = {name: why for name, why in gaps.items()
-             if (results[name]["rc"] not in ("TraceError",) if name.startswith("trace/") else _bad_outcome(results[name]))}
+    still = {
+        name: why
+        for name, why in gaps.items()
+        if (results[name]["rc"] not in ("TraceError",) if name.startswith("trace/") else _bad_outcome(results[name]))
+    }
     assert not still, "\n".join(f"{k}: {v}" for k, v in still.items())

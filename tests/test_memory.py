@@ -59,8 +59,21 @@ def test_parameter_counts_match_published_totals() -> None:
 
 
 def test_required_presets_exist() -> None:
-    for name in ("gpt2", "gpt2-xl", "llama-2-7b", "llama-2-70b", "llama-3-8b", "llama-3.1-8b", "llama-3-70b",
-                 "llama-3.1-70b", "mistral-7b", "gemma-2-9b", "qwen2.5-0.5b", "smollm2-135m", "falcon-7b"):
+    for name in (
+        "gpt2",
+        "gpt2-xl",
+        "llama-2-7b",
+        "llama-2-70b",
+        "llama-3-8b",
+        "llama-3.1-8b",
+        "llama-3-70b",
+        "llama-3.1-70b",
+        "mistral-7b",
+        "gemma-2-9b",
+        "qwen2.5-0.5b",
+        "smollm2-135m",
+        "falcon-7b",
+    ):
         assert name in PRESETS
     assert get_preset("smollm2-135m").kv_heads == 3
 
@@ -75,8 +88,16 @@ def test_bad_values_raise() -> None:
 
 
 def test_config_json_matches_preset(tmp_path) -> None:
-    cfg = {"model_type": "llama", "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8,
-           "hidden_size": 8192, "intermediate_size": 28672, "vocab_size": 32000, "max_position_embeddings": 4096}
+    cfg = {
+        "model_type": "llama",
+        "num_hidden_layers": 80,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "hidden_size": 8192,
+        "intermediate_size": 28672,
+        "vocab_size": 32000,
+        "max_position_embeddings": 4096,
+    }
     p = preset_from_hf_config(cfg)
     assert p.kv_bytes(4096) == get_preset("llama-2-70b").kv_bytes(4096)
     assert p.n_params == get_preset("llama-2-70b").published_params
@@ -87,14 +108,44 @@ def test_memory_cli_json(capsys, tmp_path) -> None:
     out = json.loads(capsys.readouterr().out)
     assert out["bytes"] == 2 * 32 * 8 * 128 * 8192 * 2
     assert out["bytes_per_token"] == 2 * 32 * 8 * 128 * 2
-    assert main(["memory", "--layers", "4", "--kv-heads", "2", "--head-dim", "16", "--context", "10",
-                 "--kv-bits", "8", "--batch", "3", "--json"]) == 0
+    assert (
+        main(
+            [
+                "memory",
+                "--layers",
+                "4",
+                "--kv-heads",
+                "2",
+                "--head-dim",
+                "16",
+                "--context",
+                "10",
+                "--kv-bits",
+                "8",
+                "--batch",
+                "3",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["bytes"] == 2 * 4 * 2 * 16 * 10 * 3
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({"model_type": "mistral", "num_hidden_layers": 32, "num_attention_heads": 32,
-                                "num_key_value_heads": 8, "hidden_size": 4096, "intermediate_size": 14336,
-                                "vocab_size": 32000, "sliding_window": 4096}))
+    path.write_text(
+        json.dumps(
+            {
+                "model_type": "mistral",
+                "num_hidden_layers": 32,
+                "num_attention_heads": 32,
+                "num_key_value_heads": 8,
+                "hidden_size": 4096,
+                "intermediate_size": 14336,
+                "vocab_size": 32000,
+                "sliding_window": 4096,
+            }
+        )
+    )
     assert main(["memory", "--config", str(path), "--context", "32768", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["bytes"] == 536_870_912
     assert main(["memory", "--list"]) == 0
@@ -104,18 +155,40 @@ def test_memory_cli_json(capsys, tmp_path) -> None:
 
 @pytest.mark.parametrize("window", [-4096, 0, 2.5, "4096", True])
 def test_config_sliding_window_must_be_a_positive_integer(window):
-    config = {"num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2, "hidden_size": 256,
-              "vocab_size": 1000, "model_type": "mistral", "sliding_window": window}
+    config = {
+        "num_hidden_layers": 4,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "hidden_size": 256,
+        "vocab_size": 1000,
+        "model_type": "mistral",
+        "sliding_window": window,
+    }
     with pytest.raises(MemoryError_, match="sliding_window"):
         preset_from_hf_config(config)
 
 
-@pytest.mark.parametrize("key, value", [("num_hidden_layers", 2.5), ("num_hidden_layers", "4"),
-                                        ("num_hidden_layers", True), ("num_hidden_layers", 10**12),
-                                        ("num_attention_heads", 0), ("num_key_value_heads", -2), ("hidden_size", None)])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("num_hidden_layers", 2.5),
+        ("num_hidden_layers", "4"),
+        ("num_hidden_layers", True),
+        ("num_hidden_layers", 10**12),
+        ("num_attention_heads", 0),
+        ("num_key_value_heads", -2),
+        ("hidden_size", None),
+    ],
+)
 def test_config_sizes_are_taken_as_written(key, value):
-    config = {"num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2, "hidden_size": 256,
-              "vocab_size": 1000, key: value}
+    config = {
+        "num_hidden_layers": 4,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "hidden_size": 256,
+        "vocab_size": 1000,
+        key: value,
+    }
     with pytest.raises(MemoryError_):
         preset_from_hf_config(config)
 

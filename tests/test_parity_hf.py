@@ -62,33 +62,51 @@ def randomize(model: torch.nn.Module, seed: int) -> None:
 
 
 def _common(**kw: object) -> dict[str, object]:
-    return {"vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,
-            "max_position_embeddings": 128, "rms_norm_eps": 1e-6, "tie_word_embeddings": False, **kw}
+    return {
+        "vocab_size": VOCAB,
+        "hidden_size": 64,
+        "intermediate_size": 160,
+        "num_hidden_layers": 2,
+        "max_position_embeddings": 128,
+        "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": False,
+        **kw,
+    }
 
 
 def _configs() -> dict[str, object]:
     T = transformers
     return {
-        "gpt2": (T.GPT2Config(vocab_size=VOCAB, n_embd=64, n_layer=2, n_head=4, n_positions=128,
-                               bos_token_id=0, eos_token_id=0),
-                 T.GPT2LMHeadModel),
-        "llama-gqa": (T.LlamaConfig(**_common(num_attention_heads=4, num_key_value_heads=2,
-                                              rope_parameters={"rope_type": "default", "rope_theta": 500.0})),
-                      T.LlamaForCausalLM),
-        "llama-mqa-tied": (T.LlamaConfig(**_common(num_attention_heads=4, num_key_value_heads=1,
-                                                   tie_word_embeddings=True)),
-                           T.LlamaForCausalLM),
-        "qwen2-bias": (T.Qwen2Config(**_common(num_attention_heads=4, num_key_value_heads=2)),
-                       T.Qwen2ForCausalLM),
-        "mistral-window8": (T.MistralConfig(**_common(num_attention_heads=4, num_key_value_heads=2,
-                                                      sliding_window=8)),
-                            T.MistralForCausalLM),
+        "gpt2": (
+            T.GPT2Config(vocab_size=VOCAB, n_embd=64, n_layer=2, n_head=4, n_positions=128, bos_token_id=0, eos_token_id=0),
+            T.GPT2LMHeadModel,
+        ),
+        "llama-gqa": (
+            T.LlamaConfig(
+                **_common(
+                    num_attention_heads=4, num_key_value_heads=2, rope_parameters={"rope_type": "default", "rope_theta": 500.0}
+                )
+            ),
+            T.LlamaForCausalLM,
+        ),
+        "llama-mqa-tied": (
+            T.LlamaConfig(**_common(num_attention_heads=4, num_key_value_heads=1, tie_word_embeddings=True)),
+            T.LlamaForCausalLM,
+        ),
+        "qwen2-bias": (T.Qwen2Config(**_common(num_attention_heads=4, num_key_value_heads=2)), T.Qwen2ForCausalLM),
+        "mistral-window8": (
+            T.MistralConfig(**_common(num_attention_heads=4, num_key_value_heads=2, sliding_window=8)),
+            T.MistralForCausalLM,
+        ),
         # Llama's attention_bias puts biases on q, k, v *and* o; mlp_bias on gate, up and down
-        "llama-attention-bias": (T.LlamaConfig(**_common(num_attention_heads=4, num_key_value_heads=2,
-                                                         attention_bias=True)),
-                                 T.LlamaForCausalLM),
-        "llama-mlp-bias": (T.LlamaConfig(**_common(num_attention_heads=4, num_key_value_heads=2, mlp_bias=True)),
-                           T.LlamaForCausalLM),
+        "llama-attention-bias": (
+            T.LlamaConfig(**_common(num_attention_heads=4, num_key_value_heads=2, attention_bias=True)),
+            T.LlamaForCausalLM,
+        ),
+        "llama-mlp-bias": (
+            T.LlamaConfig(**_common(num_attention_heads=4, num_key_value_heads=2, mlp_bias=True)),
+            T.LlamaForCausalLM,
+        ),
     }
 
 
@@ -178,8 +196,9 @@ def test_cached_decode_matches_past_key_values(pair):
     worst = 0.0
     for step in range(DECODE_STEPS):
         ref, past = hf_step(hf, torch.tensor([[ref_tok]], device=DEVICE), past)
-        got = model(torch.tensor([[our_tok]], device=DEVICE), torch.tensor([n + step], device=DEVICE), cache,
-                    last_only=True).logits
+        got = model(
+            torch.tensor([[our_tok]], device=DEVICE), torch.tensor([n + step], device=DEVICE), cache, last_only=True
+        ).logits
         diff = float((got[0, -1] - ref[0, -1]).abs().max())
         worst = max(worst, diff)
         assert diff <= ATOL, f"{name}: decode step {step + 1} logits differ by {diff:.2e}"
@@ -199,18 +218,22 @@ def test_config_from_full_transformers_dicts():
     qwen = transformers.Qwen2Config(**_common(num_attention_heads=4, num_key_value_heads=2)).to_dict()
     cfg = config_from_hf(qwen, "q")
     assert cfg.qkv_bias and cfg.sliding_window is None and cfg.rope_theta == qwen["rope_parameters"]["rope_theta"]
-    uniform = transformers.Qwen2Config(**_common(num_attention_heads=4, num_key_value_heads=2, use_sliding_window=True,
-                                                 sliding_window=8, max_window_layers=0)).to_dict()
+    uniform = transformers.Qwen2Config(
+        **_common(num_attention_heads=4, num_key_value_heads=2, use_sliding_window=True, sliding_window=8, max_window_layers=0)
+    ).to_dict()
     assert config_from_hf(uniform, "q").sliding_window == 8
     llama = transformers.LlamaConfig(**_common(num_attention_heads=4, num_key_value_heads=4)).to_dict()
     assert not config_from_hf(llama, "l").qkv_bias
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"use_sliding_window": True, "sliding_window": 8, "max_window_layers": 1}, "different attention per layer"),
-    ({"rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4}}, "RoPE scaling 'linear'"),
-    ({"hidden_act": "gelu"}, "activation 'gelu'"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"use_sliding_window": True, "sliding_window": 8, "max_window_layers": 1}, "different attention per layer"),
+        ({"rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4}}, "RoPE scaling 'linear'"),
+        ({"hidden_act": "gelu"}, "activation 'gelu'"),
+    ],
+)
 def test_unsupported_checkpoint_variants_are_refused(change, message):
     from kvsim.models.checkpoints import config_from_hf
     from kvsim.models.loading import ModelLoadError
@@ -218,8 +241,9 @@ def test_unsupported_checkpoint_variants_are_refused(change, message):
     hf = transformers.Qwen2Config(**_common(num_attention_heads=4, num_key_value_heads=2)).to_dict()
     hf.update(change)
     if "max_window_layers" in change:  # transformers derives layer_types from these at construction
-        hf["layer_types"] = transformers.Qwen2Config(**_common(num_attention_heads=4, num_key_value_heads=2,
-                                                               **change)).layer_types
+        hf["layer_types"] = transformers.Qwen2Config(
+            **_common(num_attention_heads=4, num_key_value_heads=2, **change)
+        ).layer_types
     with pytest.raises(ModelLoadError, match=message):
         config_from_hf(hf, "m")
 
@@ -250,20 +274,27 @@ def _copy_with(src: Path, dst: Path, change) -> Path:
     return dst
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda w: w.update({"model.layers.0.self_attn.o_proj.bias": torch.zeros(64)}),
-     "ignore.*'model.layers.0.self_attn.o_proj.bias'"),
-    (lambda w: w.update({"model.layers.1.mlp.up_proj.bias": torch.zeros(160)}), "ignore.*mlp.up_proj.bias"),
-    (lambda w: w.update({"model.layers.2.self_attn.q_proj.weight": torch.zeros(64, 64)}),
-     "ignore.*'model.layers.2.self_attn.q_proj.weight'"),
-    (lambda w: w.update({"something_else": torch.zeros(3)}), "ignore.*'something_else'"),
-    (lambda w: w.pop("model.layers.1.mlp.down_proj.weight"), "lack.*'model.layers.1.mlp.down_proj.weight'"),
-    (lambda w: w.pop("lm_head.weight"), "lack.*'lm_head.weight'"),
-    (lambda w: w.update({"model.norm.weight": torch.ones(65)}), "'model.norm.weight' has shape \\(65,\\)"),
-    (lambda w: w["model.layers.0.mlp.gate_proj.weight"].__setitem__((0, 0), float("nan")), "not numbers"),
-    (lambda w: w.update({"model.embed_tokens.weight": w["model.embed_tokens.weight"].to(torch.int32)}), "not floating"),
-    (lambda w: w.update({"model.layers.0.self_attn.rotary_emb.inv_freq": torch.ones(8)}), "inv_freq"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            lambda w: w.update({"model.layers.0.self_attn.o_proj.bias": torch.zeros(64)}),
+            "ignore.*'model.layers.0.self_attn.o_proj.bias'",
+        ),
+        (lambda w: w.update({"model.layers.1.mlp.up_proj.bias": torch.zeros(160)}), "ignore.*mlp.up_proj.bias"),
+        (
+            lambda w: w.update({"model.layers.2.self_attn.q_proj.weight": torch.zeros(64, 64)}),
+            "ignore.*'model.layers.2.self_attn.q_proj.weight'",
+        ),
+        (lambda w: w.update({"something_else": torch.zeros(3)}), "ignore.*'something_else'"),
+        (lambda w: w.pop("model.layers.1.mlp.down_proj.weight"), "lack.*'model.layers.1.mlp.down_proj.weight'"),
+        (lambda w: w.pop("lm_head.weight"), "lack.*'lm_head.weight'"),
+        (lambda w: w.update({"model.norm.weight": torch.ones(65)}), "'model.norm.weight' has shape \\(65,\\)"),
+        (lambda w: w["model.layers.0.mlp.gate_proj.weight"].__setitem__((0, 0), float("nan")), "not numbers"),
+        (lambda w: w.update({"model.embed_tokens.weight": w["model.embed_tokens.weight"].to(torch.int32)}), "not floating"),
+        (lambda w: w.update({"model.layers.0.self_attn.rotary_emb.inv_freq": torch.ones(8)}), "inv_freq"),
+    ],
+)
 def test_checkpoint_tensors_all_used_or_refused(llama_dir, tmp_path, change, message):
     from kvsim.models.loading import ModelLoadError
 

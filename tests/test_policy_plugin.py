@@ -28,8 +28,14 @@ class EveryOtherRow(Cache):
         self.reset()
 
     def describe(self) -> PolicyInfo:
-        return PolicyInfo(spec="every-other", title="every other row", explanation="keeps the even positions only",
-                          reuses_past=True, lossy=False, evicts=True)
+        return PolicyInfo(
+            spec="every-other",
+            title="every other row",
+            explanation="keeps the even positions only",
+            reuses_past=True,
+            lossy=False,
+            evicts=True,
+        )
 
     def reset(self) -> None:
         self.k: list = [None] * self.n_layers
@@ -57,7 +63,10 @@ class EveryOtherRow(Cache):
             if self.pos[layer] is not None:
                 keep = self.pos[layer] < n_tokens
                 self.k[layer], self.v[layer], self.pos[layer] = (
-                    self.k[layer][:, :, keep], self.v[layer][:, :, keep], self.pos[layer][keep])
+                    self.k[layer][:, :, keep],
+                    self.v[layer][:, :, keep],
+                    self.pos[layer][keep],
+                )
 
     @property
     def n_tokens(self):
@@ -76,8 +85,20 @@ def every_other():
 
 def test_the_cli_runs_a_policy_defined_in_a_test_file(every_other, capsys):
     P, steps = 5, 6
-    code = main(["run", "--model", MODEL, "--prompt-ids", ",".join(map(str, range(10, 10 + P))), "--steps",
-                 str(steps), "--lanes", "none,kv,every-other", "--json"])
+    code = main(
+        [
+            "run",
+            "--model",
+            MODEL,
+            "--prompt-ids",
+            ",".join(map(str, range(10, 10 + P))),
+            "--steps",
+            str(steps),
+            "--lanes",
+            "none,kv,every-other",
+            "--json",
+        ]
+    )
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 0
     steps_json = [json.loads(line) for line in out[:-1]]
@@ -170,8 +191,9 @@ def test_lossy_lanes_are_measured_against_the_reference(every_other):
         n = len(prompt) + step
         ids = torch.tensor([tokens[fed:n]])
         lane_logits = model(ids, torch.arange(fed, n), mine, last_only=True).logits[0, -1].float()
-        ref_logits = model(torch.tensor([tokens[:n]]), torch.arange(n), NoCache(model.cfg.n_layers),
-                           last_only=True).logits[0, -1].float()
+        ref_logits = (
+            model(torch.tensor([tokens[:n]]), torch.arange(n), NoCache(model.cfg.n_layers), last_only=True).logits[0, -1].float()
+        )
         fed = n
         ref_logp, lane_logp = torch.log_softmax(ref_logits, -1), torch.log_softmax(lane_logits, -1)
         kl = float(F.kl_div(lane_logp, ref_logp, log_target=True, reduction="sum"))
@@ -200,8 +222,14 @@ class RoundedPast(Cache):
         self.reset()
 
     def describe(self) -> PolicyInfo:
-        return PolicyInfo(spec="rounded", title="rounded past", explanation="older rows rounded to 1/4",
-                          reuses_past=True, lossy=True, evicts=False)
+        return PolicyInfo(
+            spec="rounded",
+            title="rounded past",
+            explanation="older rows rounded to 1/4",
+            reuses_past=True,
+            lossy=True,
+            evicts=False,
+        )
 
     def reset(self) -> None:
         self.k: list = [None] * self.n_layers
@@ -232,7 +260,10 @@ class RoundedPast(Cache):
             if self.pos[layer] is not None:
                 keep = self.pos[layer] < n_tokens
                 self.k[layer], self.v[layer], self.pos[layer] = (
-                    self.k[layer][:, :, keep], self.v[layer][:, :, keep], self.pos[layer][keep])
+                    self.k[layer][:, :, keep],
+                    self.v[layer][:, :, keep],
+                    self.pos[layer][keep],
+                )
 
     @property
     def n_tokens(self):
@@ -257,8 +288,7 @@ def test_a_lossy_lane_shows_its_own_rows_step_by_step_and_its_error(qtbot, qapp)
         w.show()
         assert w.controller.wait_ready(60), w.controller.last_error
         w.controller.set_lanes("kv,rounded")
-        qtbot.waitUntil(lambda: w.controller.can_step and len(w.lane_panels) == 2
-                        and w.lane_panels[1].info.lossy, timeout=20_000)
+        qtbot.waitUntil(lambda: w.controller.can_step and len(w.lane_panels) == 2 and w.lane_panels[1].info.lossy, timeout=20_000)
         steps = 5
         assert w.controller.run_steps(steps)
         s = w.session
@@ -313,13 +343,30 @@ def test_free_running_lanes_continue_on_their_own_choice(every_other, capsys):
         logits = model(torch.tensor([tokens[fed:]]), torch.arange(fed, len(tokens)), cache, last_only=True).logits
         fed = len(tokens)
         tokens.append(int(logits[0, -1].argmax()))
-    assert tokens[len(prompt):] == own
+    assert tokens[len(prompt) :] == own
     assert ref == [r.lane("kv").token_id for r in records]  # the reference continues on its own choice
     # the lane's rows are its own text's: recorded for every step
     assert all(r.lane("every-other").rows is not None and r.lane("kv").rows is None for r in records)
     # the CLI: the same, and the summary scores the reference continuation in a lockstep pass
-    assert main(["run", "--model", MODEL, "--prompt-ids", ",".join(map(str, prompt)), "--steps", "12",
-                 "--lanes", "kv,every-other", "--free-running", "--ignore-eos", "--json"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--model",
+                MODEL,
+                "--prompt-ids",
+                ",".join(map(str, prompt)),
+                "--steps",
+                "12",
+                "--lanes",
+                "kv,every-other",
+                "--free-running",
+                "--ignore-eos",
+                "--json",
+            ]
+        )
+        == 0
+    )
     lines = capsys.readouterr().out.strip().splitlines()
     assert [json.loads(x)["every-other"]["token_id"] for x in lines[:-1]] == own
     summary = json.loads(lines[-1])["summary"]
@@ -356,6 +403,6 @@ def test_the_app_runs_lanes_free_and_labels_each_with_its_own_text(every_other, 
     # its K rows past the divergence are its own (recorded from its text), not the reference's
     n = s.n_rows()
     k_own, k_ref = s.kv_rows(1, 0, 0, 0, n)[0], s.kv_rows(0, 0, 0, 0, n)[0]
-    assert np.abs(k_own[differ[0]:] - k_ref[differ[0]:]).max() > 1e-3
+    assert np.abs(k_own[differ[0] :] - k_ref[differ[0] :]).max() > 1e-3
     np.testing.assert_array_equal(k_own[:1], k_ref[:1])  # the prompt's first row is the same in both
     w.shutdown()

@@ -42,11 +42,11 @@ def ref_rows(k: np.ndarray, v: np.ndarray, q: int, group: int, bits: int):
     d = k.shape[-1]
     vg = math.gcd(group, d)
     for a in range(0, q, group):
-        kq, ks, _ = ref_quantize(k[..., a:a + group, :], -2, bits)  # per channel, over the group's tokens
-        k_hat[..., a:a + group, :], k_step[..., a:a + group, :] = kq, ks
+        kq, ks, _ = ref_quantize(k[..., a : a + group, :], -2, bits)  # per channel, over the group's tokens
+        k_hat[..., a : a + group, :], k_step[..., a : a + group, :] = kq, ks
         for c in range(0, d, vg):  # per token, over each group of vg channels
-            vq, vs, _ = ref_quantize(v[..., a:a + group, c:c + vg], -1, bits)
-            v_hat[..., a:a + group, c:c + vg], v_step[..., a:a + group, c:c + vg] = vq, vs
+            vq, vs, _ = ref_quantize(v[..., a : a + group, c : c + vg], -1, bits)
+            v_hat[..., a : a + group, c : c + vg], v_step[..., a : a + group, c : c + vg] = vq, vs
     return k_hat, v_hat, k_step, v_step
 
 
@@ -73,8 +73,9 @@ def drive(spec: str, lengths: list[int], d: int = 12, heads: int = 2, layers: in
 
 
 # ---------------------------------------------------------------------- 1. the rows attention reads
-@pytest.mark.parametrize("spec,bits,group,residual", [("int8", 8, 32, 32), ("int4:g8:r4", 4, 8, 4),
-                                                      ("int4:g4:r0", 4, 4, 0), ("int8:g16:r8", 8, 16, 8)])
+@pytest.mark.parametrize(
+    "spec,bits,group,residual", [("int8", 8, 32, 32), ("int4:g8:r4", 4, 8, 4), ("int4:g4:r0", 4, 4, 0), ("int8:g16:r8", 8, 16, 8)]
+)
 def test_rows_match_an_independent_quantizer(spec, bits, group, residual):
     lengths = [11] + [1] * (3 * group + residual + 5)  # a prefill, then decode steps
     seen_quantized = False
@@ -140,14 +141,15 @@ def test_a_half_precision_model_keeps_half_precision_statistics(dtype):
     half_ulp = k_held.abs() * torch.finfo(dtype).eps / 2  # the rows attention reads are in the model's dtype too
     assert ((k_held - kf).abs() <= scale / 2 + half_ulp + 1e-6).all()
     es = 2
-    assert cache.bytes_split() == (2 * 2 * 16 * 8 + 2 * 2 * 4 * 16 * es,  # codes (2 per byte) + 4 residual rows
-                                   2 * (2 * 2 * 16 + 2 * 16 * 2) * es)  # K: 2 groups × 16 ch; V: 16 tokens × 2 groups
+    assert cache.bytes_split() == (
+        2 * 2 * 16 * 8 + 2 * 2 * 4 * 16 * es,  # codes (2 per byte) + 4 residual rows
+        2 * (2 * 2 * 16 + 2 * 16 * 2) * es,
+    )  # K: 2 groups × 16 ch; V: 16 tokens × 2 groups
     assert cache.nbytes == sum(t.nbytes for t in cache.stored_tensors())
 
 
 # ---------------------------------------------------------------------- 2. bytes
-@pytest.mark.parametrize("spec,bits,group,residual", [("int8:g8:r8", 8, 8, 8), ("int4:g8:r8", 4, 8, 8),
-                                                      ("int4:g4:r0", 4, 4, 0)])
+@pytest.mark.parametrize("spec,bits,group,residual", [("int8:g8:r8", 8, 8, 8), ("int4:g8:r8", 4, 8, 8), ("int4:g4:r0", 4, 4, 0)])
 def test_bytes_are_the_tensors_held_and_the_formula(spec, bits, group, residual):
     d, heads, layers, es = 12, 2, 2, 4  # fp32 rows, fp32 scales and zero points (the model's dtype)
     checked = set()
@@ -176,8 +178,22 @@ def test_bytes_are_the_tensors_held_and_the_formula(spec, bits, group, residual)
 def test_the_cli_runs_int8_and_int4_lanes(capsys, tmp_path):
     path = tmp_path / "q.kvsim"
     prompt = ",".join(str(i) for i in range(5, 45))  # 40 tokens
-    code = main(["run", "--model", MODEL, "--prompt-ids", prompt, "--steps", "60",
-                 "--lanes", "kv,int8,int4:g32:r16", "--json", "--save", str(path)])
+    code = main(
+        [
+            "run",
+            "--model",
+            MODEL,
+            "--prompt-ids",
+            prompt,
+            "--steps",
+            "60",
+            "--lanes",
+            "kv,int8,int4:g32:r16",
+            "--json",
+            "--save",
+            str(path),
+        ]
+    )
     lines = capsys.readouterr().out.strip().splitlines()
     assert code == 0
     steps = [json.loads(line) for line in lines[:-1]]
@@ -216,8 +232,9 @@ def test_the_cli_runs_int8_and_int4_lanes(capsys, tmp_path):
 
 # ---------------------------------------------------------------------- 4. an incomplete step is undone exactly
 def held(cache) -> list[torch.Tensor]:
-    return [t.clone() for layer in range(cache.n_layers) for t in cache.held_rows(layer)] + \
-        [t.clone() for t in cache.stored_tensors()]
+    return [t.clone() for layer in range(cache.n_layers) for t in cache.held_rows(layer)] + [
+        t.clone() for t in cache.stored_tensors()
+    ]
 
 
 def test_a_cancelled_step_is_undone_bit_for_bit():

@@ -233,16 +233,17 @@ def test_models_load_on_the_worker_thread(window, qtbot):
     worker = window.worker.worker
     assert worker.thread() is window.worker.thread and worker.thread() is not QThread.currentThread()
     seen = []
-    worker.model_loaded.connect(lambda _info: seen.append(QThread.currentThread() is window.worker.thread),
-                                Qt.DirectConnection)
+    worker.model_loaded.connect(lambda _info: seen.append(QThread.currentThread() is window.worker.thread), Qt.DirectConnection)
     window.controller.load_model(MODEL)
     qtbot.waitUntil(lambda: bool(seen) and window.controller.can_step, timeout=30_000)
     assert seen == [True]
 
 
 def test_keyboard_shortcuts(window, qtbot):
-    keys = {a.shortcut().toString() for a in (window.toolbar.reset_action, window.toolbar.back_action, window.toolbar.step_action,
-                                              window.toolbar.play_action)}
+    keys = {
+        a.shortcut().toString()
+        for a in (window.toolbar.reset_action, window.toolbar.back_action, window.toolbar.step_action, window.toolbar.play_action)
+    }
     assert keys == {"Home", "Left", "Right", "Space"}
     window.toolbar.step_action.trigger()
     qtbot.waitUntil(lambda: window.session.n_steps == 1, timeout=20_000)
@@ -254,8 +255,10 @@ def test_switching_model_mid_session(window, qtbot):
     assert window.controller.run_steps(3)
     other = "random:family=gpt2,layers=2,heads=2,dim=64,seed=3"
     window.controller.load_model(other)
-    qtbot.waitUntil(lambda: window.session.run is not None and window.session.run.model_id == other
-                    and window.controller.can_step, timeout=30_000)
+    qtbot.waitUntil(
+        lambda: window.session.run is not None and window.session.run.model_id == other and window.controller.can_step,
+        timeout=30_000,
+    )
     assert window.session.n_steps == 0
     assert window.controller.run_steps(2)
     assert window.lane_panels[0].shown()["k_shape"] == (window.session.prompt_len + 1, 32)
@@ -296,8 +299,9 @@ def test_cancel_a_long_step(window, qtbot):
     worker = window.worker.worker
     worker.progress.connect(lambda *_: worker.cancel(), Qt.DirectConnection)
     window.controller.step_forward()  # the prefill, cancelled after its first layer
-    qtbot.waitUntil(lambda: "cancelled" in window.banner.text() and not window.controller.busy and window.controller.can_step,
-                    timeout=20_000)
+    qtbot.waitUntil(
+        lambda: "cancelled" in window.banner.text() and not window.controller.busy and window.controller.can_step, timeout=20_000
+    )
     assert window.session.n_steps == 0
     worker.progress.disconnect()
     assert window.controller.run_steps(2)  # a cancelled prefill just runs again
@@ -380,8 +384,9 @@ def test_screenshot_command_writes_pngs(tmp_path):
 
     from kvsim.ui import screenshot
 
-    args = argparse.Namespace(model="random:layers=1,heads=2,kv_heads=1,dim=32", prompt="Hello", steps=3,
-                              out=str(tmp_path), size="800x600")
+    args = argparse.Namespace(
+        model="random:layers=1,heads=2,kv_heads=1,dim=32", prompt="Hello", steps=3, out=str(tmp_path), size="800x600"
+    )
     assert screenshot.main(args) == 0
     names = sorted(p.name for p in tmp_path.glob("*.png"))
     assert names == ["kvsim-1280x720.png", "kvsim-1920x1080.png", "kvsim.png"]
@@ -394,8 +399,9 @@ def test_switching_lanes_rebuilds_the_panels(window, qtbot):
     assert window.controller.run_steps(2)
     window.toolbar.lanes_box.setCurrentIndex(1)
     window.toolbar._lanes_activated(1)
-    qtbot.waitUntil(lambda: window.controller.can_step and [p.name for p in window.lane_panels] == ["cached", "uncached"],
-                    timeout=20_000)
+    qtbot.waitUntil(
+        lambda: window.controller.can_step and [p.name for p in window.lane_panels] == ["cached", "uncached"], timeout=20_000
+    )
     assert window.controller.run_steps(2)
     assert window.lane_panels[0].shown()["geom"][2] == window.session.n_rows() - 1  # cached: one row
     assert window.lane_panels[1].shown()["geom"][2] == 0
@@ -537,8 +543,9 @@ def test_screenshot_into_an_unwritable_place_is_one_error_line(tmp_path, capsys)
 
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    args = argparse.Namespace(model="random:layers=1,heads=2,kv_heads=1,dim=32", prompt="Hi", steps=1,
-                              out=str(blocker / "sub"), size="800x600")
+    args = argparse.Namespace(
+        model="random:layers=1,heads=2,kv_heads=1,dim=32", prompt="Hi", steps=1, out=str(blocker / "sub"), size="800x600"
+    )
     assert screenshot.main(args) == 2
     err = capsys.readouterr().err
     assert "error: cannot write" in err and "Traceback" not in err
@@ -643,7 +650,7 @@ def test_derived_attention_follows_each_layers_own_window(qtbot, qapp):
     s = w.session
     n = s.n_rows()
     local, glob = w.derived.attention_values(1, 0, 0, n - 1), w.derived.attention_values(1, 1, 0, n - 1)
-    assert np.isnan(local[: n - 4]).all() and not np.isnan(local[n - 4:]).any()
+    assert np.isnan(local[: n - 4]).all() and not np.isnan(local[n - 4 :]).any()
     assert not np.isnan(glob).any()
     # the model's own probabilities for the newest query, layer by layer
     model = load_model(spec).model

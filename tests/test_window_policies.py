@@ -30,20 +30,23 @@ ROW_BYTES = 2 * 2 * 2 * 8 * 4  # K and V × layers × kv heads × head dim × fp
 
 
 # ---------------------------------------------------------------------------------------------- specs
-@pytest.mark.parametrize("spec, message", [
-    ("window", "window needs W"),
-    ("window:", "window:W has no value"),
-    ("window:abc", "window:W must be a whole number"),
-    ("window:1.5", "window:W must be a whole number"),
-    ("window:0", "window:W must be ≥ 1"),
-    ("window:-3", "window:W must be ≥ 1"),
-    ("window:4:5", "window takes one parameter"),
-    ("window:9999999999", "too large"),
-    ("sink:4+window", "window needs W"),
-    ("sink:x+window:8", "sink:S must be a whole number"),
-    ("sink:-1+window:8", "sink:S must be ≥ 0"),
-    ("sink:4", "unknown lane 'sink:4'"),  # a sink needs its window: the error lists sink:S+window:W
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("window", "window needs W"),
+        ("window:", "window:W has no value"),
+        ("window:abc", "window:W must be a whole number"),
+        ("window:1.5", "window:W must be a whole number"),
+        ("window:0", "window:W must be ≥ 1"),
+        ("window:-3", "window:W must be ≥ 1"),
+        ("window:4:5", "window takes one parameter"),
+        ("window:9999999999", "too large"),
+        ("sink:4+window", "window needs W"),
+        ("sink:x+window:8", "sink:S must be a whole number"),
+        ("sink:-1+window:8", "sink:S must be ≥ 0"),
+        ("sink:4", "unknown lane 'sink:4'"),  # a sink needs its window: the error lists sink:S+window:W
+    ],
+)
 def test_bad_specs_say_what_is_wrong(spec: str, message: str) -> None:
     with pytest.raises(SpecError, match=message) as err:
         parse_spec(spec)
@@ -150,27 +153,61 @@ def test_held_bytes_equal_transformers_static_sliding_window_cache_and_kvsim_mem
     with torch.no_grad():
         hf(ids[:, :PROMPT], use_cache=True, **{key: static})
         for t in range(PROMPT, context):
-            hf(ids[:, t:t + 1], use_cache=True, **{key: static},
-               cache_position=torch.tensor([t]), position_ids=torch.tensor([[t]]))
+            hf(
+                ids[:, t : t + 1],
+                use_cache=True,
+                **{key: static},
+                cache_position=torch.tensor([t]),
+                position_ids=torch.tensor([[t]]),
+            )
     hf_bytes = sum(x.numel() * x.element_size() for layer in static.layers for x in (layer.keys, layer.values))
 
     cache = make_cache(f"window:{WINDOW}", cfg.n_layers)
     ours.model(ids[:, :PROMPT], torch.arange(PROMPT), cache)
     for t in range(PROMPT, context):
-        ours.model(ids[:, t:t + 1], torch.tensor([t]), cache)
+        ours.model(ids[:, t : t + 1], torch.tensor([t]), cache)
     assert cache.bytes_split() == (hf_bytes, 0)
     formula = kv_cache_bytes(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, context, bits=32, window=WINDOW)
     assert cache.nbytes == formula == 2 * cfg.n_layers * WINDOW * cfg.n_kv_heads * cfg.head_dim * 4
     # the CLI's calculator (16-bit by default: it offers 16/8/4 bits, so fp32 is twice its figure)
-    assert main(["memory", "--layers", str(cfg.n_layers), "--kv-heads", str(cfg.n_kv_heads), "--head-dim",
-                 str(cfg.head_dim), "--context", str(context), "--window", str(WINDOW), "--json"]) == 0
+    assert (
+        main(
+            [
+                "memory",
+                "--layers",
+                str(cfg.n_layers),
+                "--kv-heads",
+                str(cfg.n_kv_heads),
+                "--head-dim",
+                str(cfg.head_dim),
+                "--context",
+                str(context),
+                "--window",
+                str(WINDOW),
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert 2 * json.loads(capsys.readouterr().out)["bytes"] == cache.nbytes
 
 
 # ------------------------------------------------------------------------- 3. a model with no window
 def _run_json(capsys, lanes: str, prompt_len: int, steps: int) -> list[dict]:
-    code = main(["run", "--model", LLAMA, "--prompt-ids", ",".join(map(str, range(10, 10 + prompt_len))),
-                 "--steps", str(steps), "--lanes", lanes, "--json"])
+    code = main(
+        [
+            "run",
+            "--model",
+            LLAMA,
+            "--prompt-ids",
+            ",".join(map(str, range(10, 10 + prompt_len))),
+            "--steps",
+            str(steps),
+            "--lanes",
+            lanes,
+            "--json",
+        ]
+    )
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 0
     return [json.loads(line) for line in out[:-1]]
@@ -237,8 +274,12 @@ def test_a_cancelled_step_is_undone_bit_for_bit(cancel_step: int) -> None:
     for a, b in zip(got, expected, strict=True):  # and the run goes on exactly as if nothing happened
         assert a.token_id == b.token_id
         for la, lb in zip(a.lanes, b.lanes, strict=True):
-            assert (la.logit_diff, la.token_id, la.spans, la.cache_tokens) == \
-                (lb.logit_diff, lb.token_id, lb.spans, lb.cache_tokens)
+            assert (la.logit_diff, la.token_id, la.spans, la.cache_tokens) == (
+                lb.logit_diff,
+                lb.token_id,
+                lb.spans,
+                lb.cache_tokens,
+            )
 
 
 def test_window_lane_equals_a_full_cache_masked_the_same_way_across_many_wraps() -> None:
@@ -252,8 +293,8 @@ def test_window_lane_equals_a_full_cache_masked_the_same_way_across_many_wraps()
         b = model(ids[:, :9], torch.arange(9), ref, last_only=False).logits
         torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
         for t in range(9, 70):
-            a = model(ids[:, t:t + 1], torch.tensor([t]), cache).logits
-            b = model(ids[:, t:t + 1], torch.tensor([t]), ref).logits
+            a = model(ids[:, t : t + 1], torch.tensor([t]), cache).logits
+            b = model(ids[:, t : t + 1], torch.tensor([t]), ref).logits
             torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
             assert cache.held_rows(1)[2].tolist() == list(range(min(s, t + 1))) + list(range(max(s, t + 1 - w), t + 1))
         assert cache.allocated_bytes <= 2 * (s + 2 * w + 1) * ROW_BYTES  # a bounded strip, not a growing tensor

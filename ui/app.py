@@ -116,8 +116,7 @@ class ErrorHandlers:
         self._print(f"kvsim: unexpected error: {text}{more}")
         if os.environ.get("KVSIM_DEBUG"):
             traceback.print_exception(kind, value, tb, file=self.stream or sys.stderr)
-        self.relay.report.emit(f"unexpected error: {text} — the app may show something stale; "
-                               "Reset (Home) starts the run afresh")
+        self.relay.report.emit(f"unexpected error: {text} — the app may show something stale; Reset (Home) starts the run afresh")
 
     def _show(self, text: str) -> None:
         from PySide6.QtWidgets import QApplication
@@ -137,8 +136,13 @@ class ErrorHandlers:
             return
         if mode in (QtMsgType.QtDebugMsg, QtMsgType.QtInfoMsg) and not os.environ.get("KVSIM_DEBUG"):
             return
-        kind = {QtMsgType.QtDebugMsg: "debug", QtMsgType.QtInfoMsg: "info", QtMsgType.QtWarningMsg: "warning",
-                QtMsgType.QtCriticalMsg: "critical", QtMsgType.QtFatalMsg: "fatal"}.get(mode, "message")
+        kind = {
+            QtMsgType.QtDebugMsg: "debug",
+            QtMsgType.QtInfoMsg: "info",
+            QtMsgType.QtWarningMsg: "warning",
+            QtMsgType.QtCriticalMsg: "critical",
+            QtMsgType.QtFatalMsg: "fatal",
+        }.get(mode, "message")
         self._print(f"kvsim: qt {kind}: {message}")
 
 
@@ -179,11 +183,13 @@ def main(model: str | None = None) -> int:
 
     window = MainWindow(model=model)
     if os.environ.get("KVSIM_EXIT_AFTER_FIRST_PAINT"):  # benchmarks: launch-to-first-paint
+
         def done(at: float) -> None:
             print(f"first-paint-ms {(at - _T0) * 1000:.1f}", flush=True)
             from PySide6.QtCore import QTimer
 
             QTimer.singleShot(0, window.close)
+
         window.first_painted.connect(done)
     window.show()
     code = app.exec()

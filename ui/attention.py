@@ -23,14 +23,22 @@ def kv_head_of(head: int, n_heads: int, n_kv_heads: int) -> int:
     return head // (n_heads // n_kv_heads)
 
 
-def visible_mask(q_pos: np.ndarray, k_pos: np.ndarray, window: int | None = None,
-                 lane_window: int | None = None, sinks: int = 0) -> np.ndarray:
+def visible_mask(
+    q_pos: np.ndarray, k_pos: np.ndarray, window: int | None = None, lane_window: int | None = None, sinks: int = 0
+) -> np.ndarray:
     """(T, S) bool: which key positions each query position attends to — the model's own rule."""
     return visibility(np.asarray(q_pos), np.asarray(k_pos), window, lane_window, sinks)
 
 
-def attention_rows(q: np.ndarray, k: np.ndarray, q_pos: np.ndarray, k_pos: np.ndarray,
-                   window: int | None = None, lane_window: int | None = None, sinks: int = 0) -> np.ndarray:
+def attention_rows(
+    q: np.ndarray,
+    k: np.ndarray,
+    q_pos: np.ndarray,
+    k_pos: np.ndarray,
+    window: int | None = None,
+    lane_window: int | None = None,
+    sinks: int = 0,
+) -> np.ndarray:
     """Attention probabilities (T, S) of queries ``q`` (T, D) over keys ``k`` (S, D); NaN where masked."""
     q = np.asarray(q, dtype=np.float64)
     k = np.asarray(k, dtype=np.float64)

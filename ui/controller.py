@@ -211,8 +211,10 @@ class Controller(QObject):
             self.session.add_record(record)
         self.session.set_cursor(len(trace.records) - 1)
         self.browsed.emit()
-        self.say(f"opened {path}: {len(trace.records)} steps of {run.model_id} — browse with ← →; "
-                 "Reset (Home) starts a live run on the loaded model")
+        self.say(
+            f"opened {path}: {len(trace.records)} steps of {run.model_id} — browse with ← →; "
+            "Reset (Home) starts a live run on the loaded model"
+        )
         return True
 
     # ------------------------------------------------------------------ synchronous helpers (tests, screenshots)

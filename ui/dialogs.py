@@ -10,8 +10,12 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 
 def ask_model(parent: QWidget) -> str:
     """A checkpoint directory (picked by its config.json) or a .gguf file."""
-    path, _ = QFileDialog.getOpenFileName(parent, "Open a checkpoint (its config.json) or a .gguf file",
-                                          str(Path.home()), "Models (config.json *.gguf);;All files (*)")
+    path, _ = QFileDialog.getOpenFileName(
+        parent,
+        "Open a checkpoint (its config.json) or a .gguf file",
+        str(Path.home()),
+        "Models (config.json *.gguf);;All files (*)",
+    )
     if not path:
         return ""
     return str(Path(path).parent) if Path(path).name == "config.json" else path

@@ -51,10 +51,17 @@ class LaneInfo:
             except SpecError:
                 info = {"title": lane["name"], "explanation": ""}
             lane = {**info, **lane}
-        return cls(index=index, name=str(lane["name"]), title=str(lane.get("title", lane["name"])),
-                   explanation=str(lane.get("explanation", "")), reuses_past=bool(lane.get("reuses_past", True)),
-                   lossy=bool(lane.get("lossy", False)), evicts=bool(lane.get("evicts", False)),
-                   window=lane.get("window"), sinks=int(lane.get("sinks", 0)))
+        return cls(
+            index=index,
+            name=str(lane["name"]),
+            title=str(lane.get("title", lane["name"])),
+            explanation=str(lane.get("explanation", "")),
+            reuses_past=bool(lane.get("reuses_past", True)),
+            lossy=bool(lane.get("lossy", False)),
+            evicts=bool(lane.get("evicts", False)),
+            window=lane.get("window"),
+            sinks=int(lane.get("sinks", 0)),
+        )
 
 
 @dataclass
@@ -78,18 +85,34 @@ class RunInfo:
         return self.config.max_seq_len
 
     @classmethod
-    def from_trace(cls, meta: dict, run_id: str, *, info: dict | None = None, eos_id: int | None = None,
-                   token_text: Callable[[int], str] | None = None) -> RunInfo:
+    def from_trace(
+        cls,
+        meta: dict,
+        run_id: str,
+        *,
+        info: dict | None = None,
+        eos_id: int | None = None,
+        token_text: Callable[[int], str] | None = None,
+    ) -> RunInfo:
         """The one builder: from a trace's metadata (a live run's, or a validated saved one's)."""
         try:
             config = ModelConfig.from_dict(meta["config"])
         except (ConfigError, TypeError, ValueError) as exc:
             raise ValueError(f"the run's model config is not usable: {exc}") from None
         labels = {int(k): str(v) for k, v in meta.get("prompt_tokens", {}).items()}
-        return cls(run_id=run_id, model_id=str(meta.get("model_id", "saved run")), config=config,
-                   prompt_ids=[int(i) for i in meta.get("prompt_ids", [])], prompt_text=str(meta.get("prompt") or ""),
-                   lanes=[LaneInfo.from_meta(i, lane) for i, lane in enumerate(meta["lanes"])],
-                   token_texts=labels, info=dict(info or {}), eos_id=eos_id, token_text=token_text, meta=meta)
+        return cls(
+            run_id=run_id,
+            model_id=str(meta.get("model_id", "saved run")),
+            config=config,
+            prompt_ids=[int(i) for i in meta.get("prompt_ids", [])],
+            prompt_text=str(meta.get("prompt") or ""),
+            lanes=[LaneInfo.from_meta(i, lane) for i, lane in enumerate(meta["lanes"])],
+            token_texts=labels,
+            info=dict(info or {}),
+            eos_id=eos_id,
+            token_text=token_text,
+            meta=meta,
+        )
 
 
 class _Grow:
@@ -188,8 +211,14 @@ class Session(QObject):
             if own is not None:
                 if lane.rows is not None:
                     own.q.append(np.asarray(lane.rows.q, dtype=np.float32))
-                    own.changes.append((record.step, lane.rows.positions, np.asarray(lane.rows.k, np.float32),
-                                        np.asarray(lane.rows.v, np.float32)))
+                    own.changes.append(
+                        (
+                            record.step,
+                            lane.rows.positions,
+                            np.asarray(lane.rows.k, np.float32),
+                            np.asarray(lane.rows.v, np.float32),
+                        )
+                    )
                 else:  # a lossy lane that recorded nothing of its own this step holds the shared rows
                     own.q.append(np.asarray(record.q, dtype=np.float32))
         self.tokens.append(record.token_id)
@@ -282,15 +311,15 @@ class Session(QObject):
         """True when the lane's rows differ from the shared ones (a lossy cache)."""
         return lane in self._own
 
-    def kv_rows(self, lane: int, layer: int, kv_head: int, lo: int, hi: int,
-                step: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def kv_rows(
+        self, lane: int, layer: int, kv_head: int, lo: int, hi: int, step: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(K, V) rows lo..hi-1 of ``kv_head`` as lane ``lane`` held them after ``step``: (hi-lo, D) each."""
         own = self._own.get(lane)
         if own is None:
             return self._k.buf[layer, kv_head, lo:hi], self._v.buf[layer, kv_head, lo:hi]
         step = self.cursor if step is None else step
-        return (own.table(self._k, 0, layer, kv_head, lo, hi, step),
-                own.table(self._v, 1, layer, kv_head, lo, hi, step))
+        return (own.table(self._k, 0, layer, kv_head, lo, hi, step), own.table(self._v, 1, layer, kv_head, lo, hi, step))
 
     def q_rows(self, lane: int, layer: int, head: int, lo: int, hi: int) -> np.ndarray:
         """Query rows lo..hi-1 of ``head`` as lane ``lane`` computed them: (hi-lo, D)."""

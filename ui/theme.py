@@ -38,8 +38,7 @@ _luts: dict[str, np.ndarray] = {}
 def lut(name: str) -> np.ndarray:
     """(256, 3) uint8 lookup table of a pyqtgraph colormap."""
     if name not in _luts:
-        _luts[name] = np.ascontiguousarray(pg.colormap.get(name).getLookupTable(nPts=256, alpha=False)[:, :3],
-                                           dtype=np.uint8)
+        _luts[name] = np.ascontiguousarray(pg.colormap.get(name).getLookupTable(nPts=256, alpha=False)[:, :3], dtype=np.uint8)
     return _luts[name]
 
 
@@ -67,11 +66,21 @@ def apply(app: QApplication) -> None:
     setup_pyqtgraph()
     app.setStyle("Fusion")
     pal = QPalette()
-    for role, color in ((QPalette.Window, BG), (QPalette.WindowText, TEXT), (QPalette.Base, PANEL),
-                        (QPalette.AlternateBase, BG), (QPalette.Text, TEXT), (QPalette.Button, PANEL),
-                        (QPalette.ButtonText, TEXT), (QPalette.ToolTipBase, PANEL), (QPalette.ToolTipText, TEXT),
-                        (QPalette.Highlight, "#3d6fb5"), (QPalette.HighlightedText, "#ffffff"),
-                        (QPalette.PlaceholderText, MUTED), (QPalette.BrightText, ACCENT)):
+    for role, color in (
+        (QPalette.Window, BG),
+        (QPalette.WindowText, TEXT),
+        (QPalette.Base, PANEL),
+        (QPalette.AlternateBase, BG),
+        (QPalette.Text, TEXT),
+        (QPalette.Button, PANEL),
+        (QPalette.ButtonText, TEXT),
+        (QPalette.ToolTipBase, PANEL),
+        (QPalette.ToolTipText, TEXT),
+        (QPalette.Highlight, "#3d6fb5"),
+        (QPalette.HighlightedText, "#ffffff"),
+        (QPalette.PlaceholderText, MUTED),
+        (QPalette.BrightText, ACCENT),
+    ):
         pal.setColor(role, QColor(color))
     pal.setColor(QPalette.Disabled, QPalette.ButtonText, QColor("#5d646e"))
     pal.setColor(QPalette.Disabled, QPalette.Text, QColor("#5d646e"))
@@ -104,12 +113,14 @@ QScrollArea {{ border: none; }}
 """
 
 
-
 def human_count(n: float) -> str:
     return si(n)  # "1.23 M", as `kvsim run` prints it (without the space there)
 
 
 def show_token(text: str) -> str:
     """A token as a one-line label: whitespace made visible."""
-    return text.replace("\n", "↵").replace("\t", "⇥").replace(" ", "␣") if text.strip() == "" or "\n" in text \
+    return (
+        text.replace("\n", "↵").replace("\t", "⇥").replace(" ", "␣")
+        if text.strip() == "" or "\n" in text
         else text.replace("\n", "↵")
+    )

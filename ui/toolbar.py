@@ -177,8 +177,10 @@ class ControlsToolBar(QToolBar):
             self.lanes_box.addItem(label, value)
         self.lanes_box.blockSignals(False)
         self.show_lanes(current or DEFAULT_LANES)
-        self.lanes_box.setToolTip("the lanes, side by side: pick a set, or type cache policies separated by commas "
-                                  f"(known: {', '.join(known_specs())}; uncached = none, cached = kv) and press Enter")
+        self.lanes_box.setToolTip(
+            "the lanes, side by side: pick a set, or type cache policies separated by commas "
+            f"(known: {', '.join(known_specs())}; uncached = none, cached = kv) and press Enter"
+        )
 
     def fill_models(self, rows: list) -> None:
         """Bundled/fetched models (listed by the worker, off the GUI thread), presets, Open…."""
@@ -203,9 +205,11 @@ class ControlsToolBar(QToolBar):
     def show_loaded(self, info: dict) -> str:
         """Show a loaded model in the box; returns its one-line description."""
         cfg = info["config"]
-        text = (f"model {info['model_id']}: {cfg['family']}, {cfg['n_layers']} layers, {cfg['n_heads']} heads "
-                f"/ {cfg['n_kv_heads']} kv heads, head dim {cfg['head_dim']}, context {cfg['max_seq_len']}, "
-                f"{info['params']:,} parameters")
+        text = (
+            f"model {info['model_id']}: {cfg['family']}, {cfg['n_layers']} layers, {cfg['n_heads']} heads "
+            f"/ {cfg['n_kv_heads']} kv heads, head dim {cfg['head_dim']}, context {cfg['max_seq_len']}, "
+            f"{info['params']:,} parameters"
+        )
         self.show_model(info["model_id"], text)
         return text
 

@@ -37,8 +37,9 @@ class MainWindow(QMainWindow):
     def lane_panels(self) -> list[LanePanel]:
         return self.lanes.panels
 
-    def __init__(self, model: str | None = None, prompt: str | None = None, persist: bool = True,
-                 fallback: bool | None = None) -> None:
+    def __init__(
+        self, model: str | None = None, prompt: str | None = None, persist: bool = True, fallback: bool | None = None
+    ) -> None:
         super().__init__()
         self.setWindowTitle("kvsim — the KV cache, step by step")
         self.settings = QSettings("kvsim", "kvsim-ui") if persist else None
@@ -110,8 +111,9 @@ class MainWindow(QMainWindow):
         self.costs = CostsPanel(self.session)
         self.costs_dock = self._dock("Costs so far", "costs", self.costs, Qt.BottomDockWidgetArea)
         area, self.tokens = token_area(self.session)
-        self.text_dock = self._dock("Text (prompt = prefill, then one token per decode step)", "text", area,
-                                    Qt.BottomDockWidgetArea)
+        self.text_dock = self._dock(
+            "Text (prompt = prefill, then one token per decode step)", "text", area, Qt.BottomDockWidgetArea
+        )
         self.overview = HeadsOverview(self.session, self.derived)
         self.overview_dock = self._dock("All heads (selected layer)", "heads", self.overview, Qt.RightDockWidgetArea)
         self.overview_dock.setVisible(False)
@@ -214,8 +216,11 @@ class MainWindow(QMainWindow):
         if self.toolbar.prompt_box.lineEdit().hasFocus() or self.focusWidget() is None:
             self.centralWidget().setFocus()  # so Space / → / ← / Home work at once
         if not self.controller.browsing:
-            self.statusBar().showMessage(self.toolbar.model_hint() or f"prompt: {len(run.prompt_ids)} tokens · press "
-                                         "Step (→) or Play (Space) · Back (←) · Reset (Home) · F: lanes only")
+            self.statusBar().showMessage(
+                self.toolbar.model_hint()
+                or f"prompt: {len(run.prompt_ids)} tokens · press "
+                "Step (→) or Play (Space) · Back (←) · Reset (Home) · F: lanes only"
+            )
 
     def _on_selection(self, layer: int, head: int) -> None:
         if head < 0:

@@ -85,9 +85,15 @@ class SimWorker(QObject):
             self.loaded = loaded
             self.sim = None
             cfg = loaded.model.cfg
-            self.model_loaded.emit({"model_id": loaded.model_id, "config": cfg.to_dict(),
-                                    "info": dict(loaded.info), "note": note,
-                                    "params": loaded.model.n_params()})
+            self.model_loaded.emit(
+                {
+                    "model_id": loaded.model_id,
+                    "config": cfg.to_dict(),
+                    "info": dict(loaded.info),
+                    "note": note,
+                    "params": loaded.model.n_params(),
+                }
+            )
         except USER_ERRORS as exc:
             self.failed.emit("load", f"could not load model {spec!r}: {exc}")
         except Exception as exc:  # noqa: BLE001 - the app must stay usable
@@ -111,14 +117,29 @@ class SimWorker(QObject):
             tok = self.loaded.tokenizer
             text = tok.format_prompt(prompt, chat=True)
             ids = tok.encode(text)
-            sim = Simulator(self.loaded.model, tok, ids, specs, free_running=free_running, model_id=self.loaded.model_id,
-                            prompt_text=text, progress=self._on_progress)
+            sim = Simulator(
+                self.loaded.model,
+                tok,
+                ids,
+                specs,
+                free_running=free_running,
+                model_id=self.loaded.model_id,
+                prompt_text=text,
+                progress=self._on_progress,
+            )
         except (*USER_ERRORS, KeyError) as exc:
             self.failed.emit("run", str(exc))
             return
         self.sim = sim
-        self.run_started.emit(RunInfo.from_trace(sim.trace.meta, sim.run_id, info=dict(self.loaded.info),
-                                                 eos_id=getattr(tok, "eos_id", None), token_text=tok.token_text))
+        self.run_started.emit(
+            RunInfo.from_trace(
+                sim.trace.meta,
+                sim.run_id,
+                info=dict(self.loaded.info),
+                eos_id=getattr(tok, "eos_id", None),
+                token_text=tok.token_text,
+            )
+        )
 
     @Slot(str)
     def step(self, run_id: str) -> None:
@@ -176,8 +197,16 @@ class WorkerThread(QObject):
         self._load.connect(self.worker.load)
         self._begin.connect(self.worker.begin)
         self._step.connect(self.worker.step)
-        for name in ("models_listed", "model_loaded", "run_started", "record_ready", "progress", "failed",
-                     "busy_changed", "cancelled"):
+        for name in (
+            "models_listed",
+            "model_loaded",
+            "run_started",
+            "record_ready",
+            "progress",
+            "failed",
+            "busy_changed",
+            "cancelled",
+        ):
             getattr(self.worker, name).connect(getattr(self, name))
         self.thread.start()
 

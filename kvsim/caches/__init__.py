@@ -1,8 +1,8 @@
 """Cache policies, one file each, registered by their spec terms (see ``registry``).
 
-    from kvsim.caches import make_cache, parse_lanes
-    lanes = parse_lanes("none,kv")           # LaneSpec("none", ...), LaneSpec("kv", ...)
-    cache = make_cache(lanes[1], n_layers)   # a KVCache
+from kvsim.caches import make_cache, parse_lanes
+lanes = parse_lanes("none,kv")           # LaneSpec("none", ...), LaneSpec("kv", ...)
+cache = make_cache(lanes[1], n_layers)   # a KVCache
 """
 
 from .base import Cache, PolicyInfo, SpecError, visibility
@@ -22,6 +22,20 @@ from .registry import (
 )
 from .window import SinkWindowCache, SlidingWindowCache  # noqa: F401 - registers window:W / sink:S+window:W
 
-__all__ = ["Cache", "PolicyInfo", "SpecError", "KVCache", "NoCache", "LaneSpec", "describe_spec", "known_specs",
-           "make_cache", "parse_lanes", "parse_spec", "policy_examples", "register_policy", "unregister_policy",
-           "visibility"]
+__all__ = [
+    "Cache",
+    "PolicyInfo",
+    "SpecError",
+    "KVCache",
+    "NoCache",
+    "LaneSpec",
+    "describe_spec",
+    "known_specs",
+    "make_cache",
+    "parse_lanes",
+    "parse_spec",
+    "policy_examples",
+    "register_policy",
+    "unregister_policy",
+    "visibility",
+]

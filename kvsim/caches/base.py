@@ -75,8 +75,9 @@ class Cache(ABC):
         """This lane's policy, in words and flags the app can draw from."""
 
     @abstractmethod
-    def update(self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor,
-               positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def update(
+        self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor, positions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Store the new rows of ``layer`` and return every row attention may read."""
 
     @abstractmethod

@@ -24,8 +24,14 @@ class KVCache(Cache):
         self.reset()
 
     def describe(self) -> PolicyInfo:
-        return PolicyInfo(spec="kv", title="KV cache", explanation="computes the new row, reads the rest",
-                          reuses_past=True, lossy=False, evicts=False)
+        return PolicyInfo(
+            spec="kv",
+            title="KV cache",
+            explanation="computes the new row, reads the rest",
+            reuses_past=True,
+            lossy=False,
+            evicts=False,
+        )
 
     def reset(self) -> None:
         self._k: list[torch.Tensor | None] = [None] * self.n_layers
@@ -49,8 +55,9 @@ class KVCache(Cache):
             new_pos[:n] = self._pos[layer][:n]
         self._k[layer], self._v[layer], self._pos[layer] = new_k, new_v, new_pos
 
-    def update(self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor,
-               positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def update(
+        self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor, positions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         start = self._len[layer]
         end = start + k_new.shape[2]
         self._ensure_capacity(layer, k_new, end)

@@ -22,11 +22,18 @@ class NoCache(Cache):
         self._positions: list[torch.Tensor | None] = [None] * n_layers
 
     def describe(self) -> PolicyInfo:
-        return PolicyInfo(spec="none", title="no cache", explanation="recomputes all rows, every step",
-                          reuses_past=False, lossy=False, evicts=False)
+        return PolicyInfo(
+            spec="none",
+            title="no cache",
+            explanation="recomputes all rows, every step",
+            reuses_past=False,
+            lossy=False,
+            evicts=False,
+        )
 
-    def update(self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor,
-               positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def update(
+        self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor, positions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         self._positions[layer] = positions
         return k_new, v_new
 

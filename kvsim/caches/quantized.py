@@ -84,8 +84,7 @@ def _round_up(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.where(below, torch.nextafter(y, torch.full_like(y, math.inf)), y)
 
 
-def quantize(x: torch.Tensor, dim: int, bits: int, stats_dtype: torch.dtype
-             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def quantize(x: torch.Tensor, dim: int, bits: int, stats_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Asymmetric min/max quantization of ``x`` with statistics over ``dim`` (kept, size 1).
 
     Returns (uint8 codes like ``x``, scale, zero) with ``scale``/``zero`` in ``stats_dtype``; the codes
@@ -160,31 +159,36 @@ class QuantizedCache(Cache):
         b, g, r = self.bits, self.group, self.residual
         recent = f"the last {r} tokens in full precision" if r else "only an unfinished group in full precision"
         return PolicyInfo(
-            spec=f"int{b}:g{g}:r{r}", title=f"INT{b} cache (g{g}, r{r})",
+            spec=f"int{b}:g{g}:r{r}",
+            title=f"INT{b} cache (g{g}, r{r})",
             explanation=f"keys per channel, values per token, {b}-bit codes in groups of {g}; {recent}",
-            reuses_past=True, lossy=True, evicts=False)
+            reuses_past=True,
+            lossy=True,
+            evicts=False,
+        )
 
     # ------------------------------------------------------------------ the interface
     def reset(self) -> None:
         self._layers = [_Layer() for _ in range(self.n_layers)]
         self._arange: torch.Tensor | None = None
 
-    def update(self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor,
-               positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def update(
+        self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor, positions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         st = self._layers[layer]
         n_before, q_before, exact = st.n, st.q, []
         # groups the earlier steps completed: quantized now, after those steps read them in full precision
         while st.n - st.q >= self.residual + self.group:
-            exact.append(st.rows[:, :, :, st.q:st.q + self.group].clone())  # kept until the next step, to undo
+            exact.append(st.rows[:, :, :, st.q : st.q + self.group].clone())  # kept until the next step, to undo
             self._quantize_group(st)
         st.undo = (n_before, q_before, torch.cat(exact, 3) if exact else None)
         # append the new rows to the residual
         t = k_new.shape[2]
         self._ensure_capacity(st, k_new, st.n + t)
-        st.rows[0, :, :, st.n:st.n + t] = k_new
-        st.rows[1, :, :, st.n:st.n + t] = v_new
+        st.rows[0, :, :, st.n : st.n + t] = k_new
+        st.rows[1, :, :, st.n : st.n + t] = v_new
         st.n += t
-        return st.rows[0, :, :, :st.n], st.rows[1, :, :, :st.n]
+        return st.rows[0, :, :, : st.n], st.rows[1, :, :, : st.n]
 
     def key_positions(self, layer: int) -> torch.Tensor:
         n = self._layers[layer].n
@@ -197,7 +201,7 @@ class QuantizedCache(Cache):
         st = self._layers[layer]
         if st.rows is None:
             raise RuntimeError("nothing is held yet")
-        return st.rows[0, :, :, :st.n], st.rows[1, :, :, :st.n], self.key_positions(layer)
+        return st.rows[0, :, :, : st.n], st.rows[1, :, :, : st.n], self.key_positions(layer)
 
     def truncate(self, n_tokens: int) -> None:
         for st in self._layers:
@@ -207,7 +211,7 @@ class QuantizedCache(Cache):
                 # undo the last update (a step that did not complete): its quantized groups back to their exact rows
                 _, q_before, exact = st.undo
                 if exact is not None:
-                    st.rows[:, :, :, q_before:st.q] = exact
+                    st.rows[:, :, :, q_before : st.q] = exact
                 self._keep_groups(st, q_before)
             if n_tokens < st.q:
                 # deeper than one step: whole groups below n_tokens stay; the rows of a cut group stay
@@ -226,7 +230,7 @@ class QuantizedCache(Cache):
         for st in self._layers:
             if st.rows is None:
                 continue
-            out += [st.rows[:, :, :, st.q:st.n]]
+            out += [st.rows[:, :, :, st.q : st.n]]
             if st.q:
                 out += [st.k_codes, st.k_scale, st.k_zero, st.v_codes, st.v_scale, st.v_zero]
         return out
@@ -236,7 +240,7 @@ class QuantizedCache(Cache):
         for st in self._layers:
             if st.rows is None:
                 continue
-            payload += st.rows[:, :, :, st.q:st.n].nbytes
+            payload += st.rows[:, :, :, st.q : st.n].nbytes
             if st.q:
                 payload += st.k_codes.nbytes + st.v_codes.nbytes
                 overhead += st.k_scale.nbytes + st.k_zero.nbytes + st.v_scale.nbytes + st.v_zero.nbytes
@@ -250,7 +254,7 @@ class QuantizedCache(Cache):
         b, h, _, d = like.shape
         rows = like.new_empty((2, b, h, cap, d))
         if st.rows is not None and st.n:
-            rows[:, :, :, :st.n] = st.rows[:, :, :, :st.n]
+            rows[:, :, :, : st.n] = st.rows[:, :, :, : st.n]
         st.rows = rows
 
     def _quantize_group(self, st: _Layer) -> None:
@@ -272,8 +276,9 @@ class QuantizedCache(Cache):
         st.v_codes, st.v_scale, st.v_zero = cat(st.v_codes, v_packed), cat(st.v_scale, v_scale), cat(st.v_zero, v_zero)
         # attention reads what the stored codes say, so dequantize from them (the packing included)
         k_hat = dequantize(unpack_codes(k_packed, bits, d), k_scale, k_zero, k.dtype)
-        v_hat = dequantize(unpack_codes(v_packed, bits, d).reshape(b, h, g, d // vg, vg),
-                           v_scale[..., None], v_zero[..., None], v.dtype).reshape(b, h, g, d)
+        v_hat = dequantize(
+            unpack_codes(v_packed, bits, d).reshape(b, h, g, d // vg, vg), v_scale[..., None], v_zero[..., None], v.dtype
+        ).reshape(b, h, g, d)
         st.rows[0, :, :, a:z], st.rows[1, :, :, a:z] = k_hat, v_hat
         st.q = z
 

@@ -99,8 +99,7 @@ def parse_spec(text: str) -> LaneSpec:
     key = tuple(t[0].lower() for t in terms)
     cls = _POLICIES.get(key)
     if cls is None:
-        raise SpecError(f"unknown lane {given!r} (known: {', '.join(known_specs())}; aliases: "
-                        f"{', '.join(sorted(_ALIASES))})")
+        raise SpecError(f"unknown lane {given!r} (known: {', '.join(known_specs())}; aliases: {', '.join(sorted(_ALIASES))})")
     try:
         options = cls.parse_options([[a.strip() for a in t[1:]] for t in terms])
     except SpecError as exc:

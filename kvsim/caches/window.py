@@ -103,8 +103,7 @@ class _WindowCache(Cache):
         self._layers = [_Strip() for _ in range(self.n_layers)]
         self._read: list[torch.Tensor | None] = [None] * self.n_layers  # positions the last update returned
 
-    def _place(self, s: _Strip, like: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pos: torch.Tensor,
-               room: int) -> None:
+    def _place(self, s: _Strip, like: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pos: torch.Tensor, room: int) -> None:
         """Put the run (k, v, pos; not views of the strip) at the front of a strip with ``room`` free
         slots after it, reusing the buffers when they fit (so the strip shrinks back after a long prompt)."""
         m = pos.shape[0]
@@ -129,16 +128,17 @@ class _WindowCache(Cache):
             if old:
                 undo.append(s.rows(a, a + old, copy=True))
             sinks = s.rows(s.start, a, copy=True)
-            s.k[:, :, s.start + count:a + count], s.v[:, :, s.start + count:a + count] = sinks[0], sinks[1]
-            s.pos[s.start + count:a + count] = sinks[2]
+            s.k[:, :, s.start + count : a + count], s.v[:, :, s.start + count : a + count] = sinks[0], sinks[1]
+            s.pos[s.start + count : a + count] = sinks[2]
         elif old:
             undo.append((a, a + old))
         s.start += count
         s.w_lo += count
 
     # ---------------------------------------------------------------- the interface
-    def update(self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor,
-               positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def update(
+        self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor, positions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``positions`` are consecutive (the simulator feeds arange(done, n)) and follow the held ones."""
         s = self._layers[layer]
         t = k_new.shape[2]
@@ -152,8 +152,11 @@ class _WindowCache(Cache):
             if stale:
                 undo.append(s.rows(a, a + stale, copy=True))
             parts = [s.rows(s.start, a), s.rows(a + stale, s.end)] if s.k is not None else []
-            held = [torch.cat([p[i] for p in parts], 2 if i < 2 else 0) for i in range(3)] if parts \
+            held = (
+                [torch.cat([p[i] for p in parts], 2 if i < 2 else 0) for i in range(3)]
+                if parts
                 else [k_new[:, :, :0], v_new[:, :, :0], positions[:0].long()]
+            )
             self._place(s, k_new, *held, room=t)
             s.w_lo += stale
         else:
@@ -200,11 +203,11 @@ class _WindowCache(Cache):
             order = torch.argsort(pos)
             keep = order[pos[order] < n_tokens]
             self._place(s, s.k, k[:, :, keep], v[:, :, keep], pos[keep], room=0)
-            held = s.pos[:s.end].tolist()
+            held = s.pos[: s.end].tolist()
             s.sinks = sum(1 for p in held if p < self.sinks)
             s.w_lo = held[s.sinks] if s.window_rows else min(n_tokens, self.sinks) if not held else held[-1] + 1
             s.undo = None
-            self._read[layer] = s.pos[s.start:s.end]
+            self._read[layer] = s.pos[s.start : s.end]
 
     @property
     def n_tokens(self) -> int:
@@ -250,9 +253,16 @@ class SlidingWindowCache(_WindowCache):
     def describe(self) -> PolicyInfo:
         # the sizes are in the spec, which the app shows next to the title: "sliding window (window:64)"
         w = self.window
-        return PolicyInfo(spec=f"window:{w}", title="sliding window",
-                          explanation=f"keeps the last {w} rows; older ones are evicted",
-                          reuses_past=True, lossy=False, evicts=True, window=w, sinks=0)
+        return PolicyInfo(
+            spec=f"window:{w}",
+            title="sliding window",
+            explanation=f"keeps the last {w} rows; older ones are evicted",
+            reuses_past=True,
+            lossy=False,
+            evicts=True,
+            window=w,
+            sinks=0,
+        )
 
 
 @register_policy
@@ -274,7 +284,13 @@ class SinkWindowCache(_WindowCache):
 
     def describe(self) -> PolicyInfo:
         s, w = self.sinks, self.window
-        return PolicyInfo(spec=f"sink:{s}+window:{w}", title="attention sinks + window",
-                          explanation=f"keeps the first {s} rows forever and the last {w}; the rows between "
-                                      "are evicted",
-                          reuses_past=True, lossy=False, evicts=True, window=w, sinks=s)
+        return PolicyInfo(
+            spec=f"sink:{s}+window:{w}",
+            title="attention sinks + window",
+            explanation=f"keeps the first {s} rows forever and the last {w}; the rows between are evicted",
+            reuses_past=True,
+            lossy=False,
+            evicts=True,
+            window=w,
+            sinks=s,
+        )

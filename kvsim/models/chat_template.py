@@ -55,8 +55,7 @@ class _Budget:
 
 def _check_len(value: Any) -> Any:
     if isinstance(value, str | bytes | list | tuple | dict) and len(value) > MAX_VALUE_LEN:
-        raise ChatTemplateError(f"the model's chat template builds a value of {len(value):,} items "
-                                f"(more than {MAX_VALUE_LEN:,})")
+        raise ChatTemplateError(f"the model's chat template builds a value of {len(value):,} items (more than {MAX_VALUE_LEN:,})")
     return value
 
 
@@ -91,8 +90,9 @@ def _sandbox_class() -> type:
                 _check_int_size(a)
             rng = range(*args)
             if len(rng) > MAX_RANGE:
-                raise ChatTemplateError(f"the model's chat template asks for a range of {len(rng):,} numbers "
-                                        f"(at most {MAX_RANGE:,})")
+                raise ChatTemplateError(
+                    f"the model's chat template asks for a range of {len(rng):,} numbers (at most {MAX_RANGE:,})"
+                )
             return rng
 
         def _iterate(self, iterable: Any) -> Iterator[Any]:
@@ -127,8 +127,12 @@ def _sandbox_class() -> type:
                     if left.bit_length() + right.bit_length() > MAX_INT_BITS:
                         raise ChatTemplateError("the model's chat template computes a number too large to handle")
             elif operator == "**":
-                if isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and \
-                        right * max(1, left.bit_length()) > MAX_INT_BITS:
+                if (
+                    isinstance(left, int)
+                    and isinstance(right, int)
+                    and abs(left) > 1
+                    and right * max(1, left.bit_length()) > MAX_INT_BITS
+                ):
                     raise ChatTemplateError("the model's chat template computes a number too large to handle")
             elif operator == "+":
                 a, b = _sized(left), _sized(right)
@@ -163,11 +167,13 @@ def _sandbox_class() -> type:
                 self.budget.tick(0)
                 for a in (*args, *kwargs.values()):
                     if isinstance(a, int) and not isinstance(a, bool) and abs(a) > MAX_RANGE:
-                        raise ChatTemplateError(f"the model's chat template gives a filter the number {a} "
-                                                f"(at most {MAX_RANGE:,})")
+                        raise ChatTemplateError(
+                            f"the model's chat template gives a filter the number {a} (at most {MAX_RANGE:,})"
+                        )
                     if isinstance(a, str) and func.__name__ in ("do_format",) and _BIG_FORMAT.search(a):
                         raise ChatTemplateError("the model's chat template formats with a huge width")
                 return _check_len(func(*args, **kwargs))
+
             return bounded
 
     return BoundedSandbox
@@ -231,22 +237,31 @@ def render_chat_template(template: str, **context: Any) -> str:
     if not isinstance(template, str):
         raise ChatTemplateError("the model's chat template is not text; use --no-chat-template")
     if len(template) > MAX_TEMPLATE_CHARS:
-        raise ChatTemplateError(f"the model's chat template is {len(template):,} characters long (at most "
-                                f"{MAX_TEMPLATE_CHARS:,}); use --no-chat-template")
+        raise ChatTemplateError(
+            f"the model's chat template is {len(template):,} characters long (at most "
+            f"{MAX_TEMPLATE_CHARS:,}); use --no-chat-template"
+        )
 
     def raise_exception(message: str) -> None:
         raise jinja2.TemplateError(message)
 
-    env = _sandbox_class()(keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
-                           extensions=["jinja2.ext.loopcontrols"])
+    env = _sandbox_class()(
+        keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
+    )
     env.globals["raise_exception"] = raise_exception
     try:
         ast = env.parse(template)
-        for kind, word in ((nodes.Include, "include"), (nodes.Import, "import"), (nodes.FromImport, "import"),
-                           (nodes.Extends, "extends")):
+        for kind, word in (
+            (nodes.Include, "include"),
+            (nodes.Import, "import"),
+            (nodes.FromImport, "import"),
+            (nodes.Extends, "extends"),
+        ):
             if next(ast.find_all(kind), None) is not None:
-                raise ChatTemplateError(f"the model's chat template uses {{% {word} %}}, which kvsim does not allow "
-                                        "(a chat template must be one self-contained file); use --no-chat-template")
+                raise ChatTemplateError(
+                    f"the model's chat template uses {{% {word} %}}, which kvsim does not allow "
+                    "(a chat template must be one self-contained file); use --no-chat-template"
+                )
         compiled = env.from_string(_bound_loops(env, ast))
         env.budget = _Budget()  # the clock starts with the render, not with parsing
         out: list[str] = []
@@ -254,8 +269,9 @@ def render_chat_template(template: str, **context: Any) -> str:
         for chunk in compiled.generate(**context):
             size += len(chunk)
             if size > MAX_OUTPUT_CHARS:
-                raise ChatTemplateError(f"the model's chat template writes more than {MAX_OUTPUT_CHARS:,} characters; "
-                                        "use --no-chat-template")
+                raise ChatTemplateError(
+                    f"the model's chat template writes more than {MAX_OUTPUT_CHARS:,} characters; use --no-chat-template"
+                )
             out.append(chunk)
             env.budget.tick(0)
         return "".join(out)
@@ -264,8 +280,7 @@ def render_chat_template(template: str, **context: Any) -> str:
     except RecursionError:
         raise ChatTemplateError("the model's chat template recurses too deeply; use --no-chat-template") from None
     except MemoryError:
-        raise ChatTemplateError("the model's chat template needs more memory than there is; "
-                                "use --no-chat-template") from None
+        raise ChatTemplateError("the model's chat template needs more memory than there is; use --no-chat-template") from None
     except Exception as exc:  # jinja2.TemplateError, and what a template's own operations raise
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ChatTemplateError(f"the model's chat template failed ({message}); use --no-chat-template") from exc

@@ -54,8 +54,10 @@ def _sliding_window(hf: dict, model_type: str, name: str) -> int | None:
         raise ModelLoadError(f"{name}: config.json's layer_types must be a list of names, got {layer_types!r}")
     kinds = set(layer_types)
     if len(kinds) > 1:
-        raise ModelLoadError(f"{name}: a different attention per layer ({', '.join(sorted(kinds))}) is not supported "
-                             "yet (kvsim applies one sliding window to every layer)")
+        raise ModelLoadError(
+            f"{name}: a different attention per layer ({', '.join(sorted(kinds))}) is not supported "
+            "yet (kvsim applies one sliding window to every layer)"
+        )
     if kinds == {"full_attention"} or window is None:
         return None
     return window  # type-checked (a positive integer) by ModelConfig
@@ -76,8 +78,10 @@ def _gemma3_layer_windows(hf: dict, n_layers: object, name: str) -> tuple[int | 
             raise ModelLoadError(f"{name}: config.json's num_hidden_layers must be a positive integer, got {n_layers!r}")
         layer_types = ["full_attention" if (i + 1) % every == 0 else "sliding_attention" for i in range(n_layers)]
     if not isinstance(layer_types, list) or not all(t in ("sliding_attention", "full_attention") for t in layer_types):
-        raise ModelLoadError(f"{name}: config.json's layer_types must list sliding_attention or full_attention "
-                             f"per layer, got {str(layer_types)[:80]!r}")
+        raise ModelLoadError(
+            f"{name}: config.json's layer_types must list sliding_attention or full_attention "
+            f"per layer, got {str(layer_types)[:80]!r}"
+        )
     return tuple(window if t == "sliding_attention" else None for t in layer_types)
 
 
@@ -87,14 +91,16 @@ def _gemma3_rope_thetas(hf: dict, name: str) -> tuple[object, object]:
     params = hf.get("rope_parameters")
     if params is None:
         scaling = hf.get("rope_scaling")
-        params = {"full_attention": {"rope_type": "default", "rope_theta": _get(hf, "rope_theta", 1_000_000.0, name),
-                                     **(scaling if isinstance(scaling, dict) else {})},
-                  "sliding_attention": {"rope_type": "default",
-                                        "rope_theta": _get(hf, "rope_local_base_freq", 10_000.0, name)}}
-    if not isinstance(params, dict) or not all(isinstance(params.get(k), dict)
-                                               for k in ("full_attention", "sliding_attention")):
-        raise ModelLoadError(f"{name}: config.json's rope_parameters must hold full_attention and sliding_attention "
-                             "objects")
+        params = {
+            "full_attention": {
+                "rope_type": "default",
+                "rope_theta": _get(hf, "rope_theta", 1_000_000.0, name),
+                **(scaling if isinstance(scaling, dict) else {}),
+            },
+            "sliding_attention": {"rope_type": "default", "rope_theta": _get(hf, "rope_local_base_freq", 10_000.0, name)},
+        }
+    if not isinstance(params, dict) or not all(isinstance(params.get(k), dict) for k in ("full_attention", "sliding_attention")):
+        raise ModelLoadError(f"{name}: config.json's rope_parameters must hold full_attention and sliding_attention objects")
     thetas = []
     for kind, default in (("full_attention", 1_000_000.0), ("sliding_attention", 10_000.0)):
         rope_type = params[kind].get("rope_type", params[kind].get("type", "default"))
@@ -117,16 +123,27 @@ def _gemma3_config(hf: dict, name: str) -> ModelConfig:
     n_layers = _get(hf, "num_hidden_layers", name=name)
     bias = _flag(hf, "attention_bias", False, name)
     return ModelConfig(
-        family="gemma3", vocab_size=_get(hf, "vocab_size", name=name), n_layers=n_layers,
-        n_heads=_get(hf, "num_attention_heads", name=name), n_kv_heads=_get(hf, "num_key_value_heads", name=name),
-        dim=_get(hf, "hidden_size", name=name), head_dim=_get(hf, "head_dim", 256, name),
+        family="gemma3",
+        vocab_size=_get(hf, "vocab_size", name=name),
+        n_layers=n_layers,
+        n_heads=_get(hf, "num_attention_heads", name=name),
+        n_kv_heads=_get(hf, "num_key_value_heads", name=name),
+        dim=_get(hf, "hidden_size", name=name),
+        head_dim=_get(hf, "head_dim", 256, name),
         hidden_dim=_get(hf, "intermediate_size", name=name),
-        max_seq_len=_get(hf, "max_position_embeddings", 131_072, name), norm_eps=_get(hf, "rms_norm_eps", 1e-6, name),
-        rope_theta=global_theta, rope_theta_local=local_theta,
-        layer_windows=_gemma3_layer_windows(hf, n_layers, name), qk_norm=True,
+        max_seq_len=_get(hf, "max_position_embeddings", 131_072, name),
+        norm_eps=_get(hf, "rms_norm_eps", 1e-6, name),
+        rope_theta=global_theta,
+        rope_theta_local=local_theta,
+        layer_windows=_gemma3_layer_windows(hf, n_layers, name),
+        qk_norm=True,
         query_pre_attn_scalar=_get(hf, "query_pre_attn_scalar", 256, name),
         final_logit_softcap=hf.get("final_logit_softcapping"),
-        tie_embeddings=_flag(hf, "tie_word_embeddings", True, name), qkv_bias=bias, out_bias=bias, name=name)
+        tie_embeddings=_flag(hf, "tie_word_embeddings", True, name),
+        qkv_bias=bias,
+        out_bias=bias,
+        name=name,
+    )
 
 
 def config_from_hf(hf: dict, name: str) -> ModelConfig:
@@ -142,8 +159,10 @@ def config_from_hf(hf: dict, name: str) -> ModelConfig:
         if model_type in GEMMA3_TYPES:
             return _gemma3_config(hf, name)
         if model_type == "gemma3":  # the multimodal wrapper: a vision tower and text_config inside
-            raise ModelLoadError(f"{name}: a multimodal Gemma 3 checkpoint (model_type gemma3) is not supported; "
-                                 "kvsim runs the text-only ones (model_type gemma3_text, e.g. Gemma 3 270M and 1B)")
+            raise ModelLoadError(
+                f"{name}: a multimodal Gemma 3 checkpoint (model_type gemma3) is not supported; "
+                "kvsim runs the text-only ones (model_type gemma3_text, e.g. Gemma 3 270M and 1B)"
+            )
         if model_type == "gpt2":
             act = _get(hf, "activation_function", "gelu_new", name)
             if act not in ("gelu_new", "gelu_pytorch_tanh"):
@@ -154,11 +173,19 @@ def config_from_hf(hf: dict, name: str) -> ModelConfig:
                 raise ModelLoadError(f"{name}: GPT-2 with cross-attention is not a decoder-only model kvsim runs")
             positions = hf.get("n_positions") if hf.get("n_positions") is not None else _get(hf, "n_ctx", 1024, name)
             return ModelConfig(
-                family="gpt2", vocab_size=_get(hf, "vocab_size", name=name), n_layers=_get(hf, "n_layer", name=name),
-                n_heads=_get(hf, "n_head", name=name), n_kv_heads=_get(hf, "n_head", name=name),
-                dim=_get(hf, "n_embd", name=name), hidden_dim=_get(hf, "n_inner", 0, name), max_seq_len=positions,
+                family="gpt2",
+                vocab_size=_get(hf, "vocab_size", name=name),
+                n_layers=_get(hf, "n_layer", name=name),
+                n_heads=_get(hf, "n_head", name=name),
+                n_kv_heads=_get(hf, "n_head", name=name),
+                dim=_get(hf, "n_embd", name=name),
+                hidden_dim=_get(hf, "n_inner", 0, name),
+                max_seq_len=positions,
                 norm_eps=_get(hf, "layer_norm_epsilon", 1e-5, name),
-                tie_embeddings=_flag(hf, "tie_word_embeddings", True, name), qkv_bias=True, name=name)
+                tie_embeddings=_flag(hf, "tie_word_embeddings", True, name),
+                qkv_bias=True,
+                name=name,
+            )
         if model_type in LLAMA_TYPES:
             # transformers 5 writes rope_parameters {"rope_type", "rope_theta"}; 4.x rope_theta + rope_scaling
             rope = hf.get("rope_parameters") or hf.get("rope_scaling") or {}
@@ -185,15 +212,24 @@ def config_from_hf(hf: dict, name: str) -> ModelConfig:
             window = _sliding_window(hf, model_type, name)
             heads = _get(hf, "num_attention_heads", name=name)
             return ModelConfig(
-                family="llama", vocab_size=_get(hf, "vocab_size", name=name),
-                n_layers=_get(hf, "num_hidden_layers", name=name), n_heads=heads,
-                n_kv_heads=_get(hf, "num_key_value_heads", heads, name), dim=_get(hf, "hidden_size", name=name),
+                family="llama",
+                vocab_size=_get(hf, "vocab_size", name=name),
+                n_layers=_get(hf, "num_hidden_layers", name=name),
+                n_heads=heads,
+                n_kv_heads=_get(hf, "num_key_value_heads", heads, name),
+                dim=_get(hf, "hidden_size", name=name),
                 head_dim=hf.get("head_dim") or 0,  # transformers: head_dim or hidden_size // heads
                 hidden_dim=_get(hf, "intermediate_size", name=name),
                 max_seq_len=_get(hf, "max_position_embeddings", 2048, name),
-                norm_eps=_get(hf, "rms_norm_eps", 1e-6, name), rope_theta=theta,
+                norm_eps=_get(hf, "rms_norm_eps", 1e-6, name),
+                rope_theta=theta,
                 tie_embeddings=_flag(hf, "tie_word_embeddings", False, name),
-                qkv_bias=qkv_bias, out_bias=out_bias, mlp_bias=mlp_bias, sliding_window=window, name=name)
+                qkv_bias=qkv_bias,
+                out_bias=out_bias,
+                mlp_bias=mlp_bias,
+                sliding_window=window,
+                name=name,
+            )
     except ConfigError as exc:
         raise ModelLoadError(f"{name}: config.json: {_hf_names(str(exc), model_type)}") from exc
     except (TypeError, ValueError, ZeroDivisionError, OverflowError) as exc:
@@ -203,14 +239,33 @@ def config_from_hf(hf: dict, name: str) -> ModelConfig:
     raise ModelLoadError(f"{name}: model_type {model_type or '(none)'!r} is not supported (supported: {SUPPORTED})")
 
 
-_HF_KEYS = {"vocab_size": "vocab_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
-            "n_kv_heads": "num_key_value_heads", "dim": "hidden_size", "hidden_dim": "intermediate_size",
-            "max_seq_len": "max_position_embeddings", "norm_eps": "rms_norm_eps", "head_dim": "head_dim",
-            "sliding window": "sliding_window", "sliding_window": "sliding_window", "rope_theta": "rope_theta",
-            "layer_windows": "layer_types/sliding_window", "rope_theta_local": "rope_local_base_freq",
-            "query_pre_attn_scalar": "query_pre_attn_scalar", "final_logit_softcap": "final_logit_softcapping"}
-_GPT2_KEYS = {"n_layers": "n_layer", "n_heads": "n_head", "n_kv_heads": "n_head", "dim": "n_embd",
-              "hidden_dim": "n_inner", "max_seq_len": "n_positions", "norm_eps": "layer_norm_epsilon"}
+_HF_KEYS = {
+    "vocab_size": "vocab_size",
+    "n_layers": "num_hidden_layers",
+    "n_heads": "num_attention_heads",
+    "n_kv_heads": "num_key_value_heads",
+    "dim": "hidden_size",
+    "hidden_dim": "intermediate_size",
+    "max_seq_len": "max_position_embeddings",
+    "norm_eps": "rms_norm_eps",
+    "head_dim": "head_dim",
+    "sliding window": "sliding_window",
+    "sliding_window": "sliding_window",
+    "rope_theta": "rope_theta",
+    "layer_windows": "layer_types/sliding_window",
+    "rope_theta_local": "rope_local_base_freq",
+    "query_pre_attn_scalar": "query_pre_attn_scalar",
+    "final_logit_softcap": "final_logit_softcapping",
+}
+_GPT2_KEYS = {
+    "n_layers": "n_layer",
+    "n_heads": "n_head",
+    "n_kv_heads": "n_head",
+    "dim": "n_embd",
+    "hidden_dim": "n_inner",
+    "max_seq_len": "n_positions",
+    "norm_eps": "layer_norm_epsilon",
+}
 
 
 def _hf_names(message: str, model_type: str) -> str:
@@ -218,7 +273,7 @@ def _hf_names(message: str, model_type: str) -> str:
     keys = {**_HF_KEYS, **(_GPT2_KEYS if model_type == "gpt2" else {})}
     for field, key in sorted(keys.items(), key=lambda kv: -len(kv[0])):
         if message.startswith(field + " ") or message.startswith(field + ":"):
-            return key + message[len(field):]
+            return key + message[len(field) :]
     return message
 
 
@@ -230,15 +285,27 @@ def hf_tensor_shapes(cfg: ModelConfig, gpt2_prefix: str = "") -> dict[str, tuple
     out: dict[str, tuple[int, ...]] = {}
     if cfg.family == "gpt2":
         p = gpt2_prefix
-        out.update({p + "wte.weight": (v, d), p + "wpe.weight": (cfg.max_seq_len, d), p + "ln_f.weight": (d,),
-                    p + "ln_f.bias": (d,)})
+        out.update(
+            {p + "wte.weight": (v, d), p + "wpe.weight": (cfg.max_seq_len, d), p + "ln_f.weight": (d,), p + "ln_f.bias": (d,)}
+        )
         for i in range(cfg.n_layers):
             b = f"{p}h.{i}."
-            out.update({b + "ln_1.weight": (d,), b + "ln_1.bias": (d,), b + "ln_2.weight": (d,), b + "ln_2.bias": (d,),
-                        b + "attn.c_attn.weight": (d, 3 * d), b + "attn.c_attn.bias": (3 * d,),
-                        b + "attn.c_proj.weight": (d, d), b + "attn.c_proj.bias": (d,),
-                        b + "mlp.c_fc.weight": (d, ff), b + "mlp.c_fc.bias": (ff,),
-                        b + "mlp.c_proj.weight": (ff, d), b + "mlp.c_proj.bias": (d,)})
+            out.update(
+                {
+                    b + "ln_1.weight": (d,),
+                    b + "ln_1.bias": (d,),
+                    b + "ln_2.weight": (d,),
+                    b + "ln_2.bias": (d,),
+                    b + "attn.c_attn.weight": (d, 3 * d),
+                    b + "attn.c_attn.bias": (3 * d,),
+                    b + "attn.c_proj.weight": (d, d),
+                    b + "attn.c_proj.bias": (d,),
+                    b + "mlp.c_fc.weight": (d, ff),
+                    b + "mlp.c_fc.bias": (ff,),
+                    b + "mlp.c_proj.weight": (ff, d),
+                    b + "mlp.c_proj.bias": (d,),
+                }
+            )
         if not cfg.tie_embeddings:
             out["lm_head.weight"] = (v, d)
         return out
@@ -247,14 +314,23 @@ def hf_tensor_shapes(cfg: ModelConfig, gpt2_prefix: str = "") -> dict[str, tuple
         out["lm_head.weight"] = (v, d)
     for i in range(cfg.n_layers):
         b = f"model.layers.{i}."
-        out.update({b + "self_attn.q_proj.weight": (q, d), b + "self_attn.k_proj.weight": (kv, d),
-                    b + "self_attn.v_proj.weight": (kv, d), b + "self_attn.o_proj.weight": (d, q),
-                    b + "mlp.gate_proj.weight": (ff, d), b + "mlp.up_proj.weight": (ff, d),
-                    b + "mlp.down_proj.weight": (d, ff), b + "input_layernorm.weight": (d,),
-                    b + "post_attention_layernorm.weight": (d,)})
+        out.update(
+            {
+                b + "self_attn.q_proj.weight": (q, d),
+                b + "self_attn.k_proj.weight": (kv, d),
+                b + "self_attn.v_proj.weight": (kv, d),
+                b + "self_attn.o_proj.weight": (d, q),
+                b + "mlp.gate_proj.weight": (ff, d),
+                b + "mlp.up_proj.weight": (ff, d),
+                b + "mlp.down_proj.weight": (d, ff),
+                b + "input_layernorm.weight": (d,),
+                b + "post_attention_layernorm.weight": (d,),
+            }
+        )
         if cfg.qkv_bias:
-            out.update({b + "self_attn.q_proj.bias": (q,), b + "self_attn.k_proj.bias": (kv,),
-                        b + "self_attn.v_proj.bias": (kv,)})
+            out.update(
+                {b + "self_attn.q_proj.bias": (q,), b + "self_attn.k_proj.bias": (kv,), b + "self_attn.v_proj.bias": (kv,)}
+            )
         if cfg.out_bias:
             out[b + "self_attn.o_proj.bias"] = (d,)
         if cfg.mlp_bias:
@@ -269,8 +345,12 @@ def hf_tensor_shapes(cfg: ModelConfig, gpt2_prefix: str = "") -> dict[str, tuple
 def _gpt2_state(w: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[str, torch.Tensor]:
     w = {k.removeprefix("transformer."): v for k, v in w.items()}
     d = cfg.dim
-    out = {"tok_embeddings.weight": w["wte.weight"], "pos_embeddings.weight": w["wpe.weight"],
-           "norm.weight": w["ln_f.weight"], "norm.bias": w["ln_f.bias"]}
+    out = {
+        "tok_embeddings.weight": w["wte.weight"],
+        "pos_embeddings.weight": w["wpe.weight"],
+        "norm.weight": w["ln_f.weight"],
+        "norm.bias": w["ln_f.bias"],
+    }
     if not cfg.tie_embeddings:
         out["lm_head.weight"] = w["lm_head.weight"]
     for i in range(cfg.n_layers):
@@ -278,8 +358,8 @@ def _gpt2_state(w: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[str, torch
         # GPT-2 stores Conv1D weights as (in, out): transpose to Linear's (out, in)
         qkv_w, qkv_b = w[p + "attn.c_attn.weight"].t(), w[p + "attn.c_attn.bias"]
         for j, name in enumerate(("wq", "wk", "wv")):
-            out[o + f"attn.{name}.weight"] = qkv_w[j * d:(j + 1) * d]
-            out[o + f"attn.{name}.bias"] = qkv_b[j * d:(j + 1) * d]
+            out[o + f"attn.{name}.weight"] = qkv_w[j * d : (j + 1) * d]
+            out[o + f"attn.{name}.bias"] = qkv_b[j * d : (j + 1) * d]
         out[o + "attn.wo.weight"] = w[p + "attn.c_proj.weight"].t()
         out[o + "attn.wo.bias"] = w[p + "attn.c_proj.bias"]
         out[o + "mlp.fc.weight"] = w[p + "mlp.c_fc.weight"].t()
@@ -296,17 +376,36 @@ def _llama_state(w: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[str, torc
     out = {"tok_embeddings.weight": w["model.embed_tokens.weight"], "norm.weight": w["model.norm.weight"]}
     if not cfg.tie_embeddings:
         out["lm_head.weight"] = w["lm_head.weight"]
-    names = {"self_attn.q_proj": "attn.wq", "self_attn.k_proj": "attn.wk", "self_attn.v_proj": "attn.wv",
-             "self_attn.o_proj": "attn.wo", "mlp.gate_proj": "mlp.w_gate", "mlp.up_proj": "mlp.w_up",
-             "mlp.down_proj": "mlp.w_down", "input_layernorm": "attn_norm", "post_attention_layernorm": "mlp_norm"}
+    names = {
+        "self_attn.q_proj": "attn.wq",
+        "self_attn.k_proj": "attn.wk",
+        "self_attn.v_proj": "attn.wv",
+        "self_attn.o_proj": "attn.wo",
+        "mlp.gate_proj": "mlp.w_gate",
+        "mlp.up_proj": "mlp.w_up",
+        "mlp.down_proj": "mlp.w_down",
+        "input_layernorm": "attn_norm",
+        "post_attention_layernorm": "mlp_norm",
+    }
     if cfg.family == "gemma3":  # same names, other places: Gemma's post_attention_layernorm follows attention
-        names.update({"post_attention_layernorm": "post_attn_norm", "pre_feedforward_layernorm": "mlp_norm",
-                      "post_feedforward_layernorm": "post_mlp_norm"})
+        names.update(
+            {
+                "post_attention_layernorm": "post_attn_norm",
+                "pre_feedforward_layernorm": "mlp_norm",
+                "post_feedforward_layernorm": "post_mlp_norm",
+            }
+        )
     if cfg.qk_norm:
         names.update({"self_attn.q_norm": "attn.q_norm", "self_attn.k_norm": "attn.k_norm"})
-    biased = {"self_attn.q_proj": cfg.qkv_bias, "self_attn.k_proj": cfg.qkv_bias, "self_attn.v_proj": cfg.qkv_bias,
-              "self_attn.o_proj": cfg.out_bias, "mlp.gate_proj": cfg.mlp_bias, "mlp.up_proj": cfg.mlp_bias,
-              "mlp.down_proj": cfg.mlp_bias}
+    biased = {
+        "self_attn.q_proj": cfg.qkv_bias,
+        "self_attn.k_proj": cfg.qkv_bias,
+        "self_attn.v_proj": cfg.qkv_bias,
+        "self_attn.o_proj": cfg.out_bias,
+        "mlp.gate_proj": cfg.mlp_bias,
+        "mlp.up_proj": cfg.mlp_bias,
+        "mlp.down_proj": cfg.mlp_bias,
+    }
     for i in range(cfg.n_layers):
         for src, dst in names.items():
             out[f"layers.{i}.{dst}.weight"] = w[f"model.layers.{i}.{src}.weight"]
@@ -347,8 +446,10 @@ def _read_index(path: Path, files: list[Path], model_id: str) -> dict[str, tuple
         except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
             if isinstance(exc, ModelLoadError):
                 raise
-            raise ModelLoadError(f"{f}: weights cannot be read, the file may be corrupt "
-                                 f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from exc
+            raise ModelLoadError(
+                f"{f}: weights cannot be read, the file may be corrupt "
+                f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+            ) from exc
     return index
 
 
@@ -376,8 +477,9 @@ def load_hf_dir(path: Path, model_id: str) -> LoadedModel:
             raise ModelLoadError(f"{config_file} is {config_file.stat().st_size:,} bytes: not a config.json")
         hf = json.loads(config_file.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad JSON, bad UTF-8, a 5,000-digit number
-        raise ModelLoadError(f"{path}/config.json cannot be read ({type(exc).__name__}: "
-                             f"{str(exc).splitlines()[0] if str(exc) else ''})") from exc
+        raise ModelLoadError(
+            f"{path}/config.json cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+        ) from exc
     cfg = config_from_hf(hf, model_id)
     files = sorted(path.glob("*.safetensors"))
     if not files:
@@ -391,12 +493,14 @@ def load_hf_dir(path: Path, model_id: str) -> LoadedModel:
     check_size(model_id, cfg.n_params(), found, "config.json")
     expected = hf_tensor_shapes(cfg, prefix)
     derived = _derived_buffers(cfg, index, prefix)
-    check_tensor_set(model_id, expected, found, ignorable=derived | ({"lm_head.weight"} if tied_head else set()),
-                     what="config.json")
+    check_tensor_set(
+        model_id, expected, found, ignorable=derived | ({"lm_head.weight"} if tied_head else set()), what="config.json"
+    )
     for key in expected:
         if index[key][1] not in _FLOAT_DTYPES:
-            raise ModelLoadError(f"{model_id}: tensor {key!r} is {index[key][1]}, not floating point "
-                                 "(quantized checkpoints are not supported)")
+            raise ModelLoadError(
+                f"{model_id}: tensor {key!r} is {index[key][1]}, not floating point (quantized checkpoints are not supported)"
+            )
     weights: dict[str, torch.Tensor] = {}
     try:
         for f in files:
@@ -405,8 +509,10 @@ def load_hf_dir(path: Path, model_id: str) -> LoadedModel:
                     if key in expected or key in derived or (tied_head and key == "lm_head.weight"):
                         weights[key] = fh.get_tensor(key)
     except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
-        raise ModelLoadError(f"{path}: weights cannot be read, the file may be corrupt "
-                             f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from exc
+        raise ModelLoadError(
+            f"{path}: weights cannot be read, the file may be corrupt "
+            f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+        ) from exc
     for key in expected:
         check_finite(model_id, key, weights[key])
     _check_derived(model_id, cfg, weights, derived, tied_head, prefix)
@@ -421,22 +527,26 @@ def load_hf_dir(path: Path, model_id: str) -> LoadedModel:
     tok_file = path / "tokenizer.json"
     if not tok_file.is_file():
         raise ModelLoadError(f"{path}: tokenizer.json is missing (or not a regular file)")
-    tokenizer = TextTokenizer.from_file(tok_file, eos_id=_token_id(hf, "eos_token_id", cfg, model_id),
-                                        bos_id=_token_id(hf, "bos_token_id", cfg, model_id))
+    tokenizer = TextTokenizer.from_file(
+        tok_file, eos_id=_token_id(hf, "eos_token_id", cfg, model_id), bos_id=_token_id(hf, "bos_token_id", cfg, model_id)
+    )
     check_vocabulary(tokenizer, cfg.vocab_size, model_id)
     tokenizer.chat_template = _chat_template(path)
     return LoadedModel(model.eval(), tokenizer, model_id, {"source": str(path), "format": "hf"})
 
 
-def _check_derived(model_id: str, cfg: ModelConfig, weights: dict[str, torch.Tensor], derived: set[str],
-                   tied_head: bool, prefix: str) -> None:
+def _check_derived(
+    model_id: str, cfg: ModelConfig, weights: dict[str, torch.Tensor], derived: set[str], tied_head: bool, prefix: str
+) -> None:
     """The tensors kvsim does not load but recomputes or shares must say what kvsim assumes."""
     if tied_head:
         embed = weights[prefix + "wte.weight" if cfg.family == "gpt2" else "model.embed_tokens.weight"]
         head = weights["lm_head.weight"]
         if head.shape != embed.shape or not torch.equal(head.to(torch.float32), embed.to(torch.float32)):
-            raise ModelLoadError(f"{model_id}: config.json ties the output head to the embeddings but "
-                                 "'lm_head.weight' in the weights differs from them")
+            raise ModelLoadError(
+                f"{model_id}: config.json ties the output head to the embeddings but "
+                "'lm_head.weight' in the weights differs from them"
+            )
     for key in derived:
         t = weights[key]
         if key.endswith("inv_freq"):
@@ -447,11 +557,16 @@ def _check_derived(model_id: str, cfg: ModelConfig, weights: dict[str, torch.Ten
             ok = t.numel() == 1
         else:  # GPT-2's causal mask
             n = t.shape[-1] if t.dim() >= 2 else -1
-            ok = t.dim() >= 2 and t.shape[-2] == n and bool(torch.equal(t.reshape(-1, n, n)[0].bool(),
-                                                                        torch.ones(n, n, dtype=torch.bool).tril()))
+            ok = (
+                t.dim() >= 2
+                and t.shape[-2] == n
+                and bool(torch.equal(t.reshape(-1, n, n)[0].bool(), torch.ones(n, n, dtype=torch.bool).tril()))
+            )
         if not ok:
-            raise ModelLoadError(f"{model_id}: buffer {key!r} is not what config.json implies (kvsim recomputes it "
-                                 "and would ignore the file's values)")
+            raise ModelLoadError(
+                f"{model_id}: buffer {key!r} is not what config.json implies (kvsim recomputes it "
+                "and would ignore the file's values)"
+            )
 
 
 def _token_id(hf: dict, key: str, cfg: ModelConfig, model_id: str) -> int | None:
@@ -461,8 +576,9 @@ def _token_id(hf: dict, key: str, cfg: ModelConfig, model_id: str) -> int | None
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < cfg.vocab_size:
-        raise ModelLoadError(f"{model_id}: config.json's {key} {value!r} is not a token id of the vocabulary "
-                             f"(0 to {cfg.vocab_size - 1})")
+        raise ModelLoadError(
+            f"{model_id}: config.json's {key} {value!r} is not a token id of the vocabulary (0 to {cfg.vocab_size - 1})"
+        )
     return value
 
 

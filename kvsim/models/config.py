@@ -21,8 +21,16 @@ FAMILIES = ("gpt2", "llama", "gemma3")
 # and per-field sizes no real checkpoint comes near. A config past them is a damaged or hostile file,
 # refused before anything is allocated from its numbers.
 MAX_PARAMS = 10**12
-MAX_SIZES = {"vocab_size": 10**7, "n_layers": 10**4, "n_heads": 2**14, "n_kv_heads": 2**14, "dim": 2**20,
-             "head_dim": 2**16, "hidden_dim": 2**22, "max_seq_len": 2**26}
+MAX_SIZES = {
+    "vocab_size": 10**7,
+    "n_layers": 10**4,
+    "n_heads": 2**14,
+    "n_kv_heads": 2**14,
+    "dim": 2**20,
+    "head_dim": 2**16,
+    "hidden_dim": 2**22,
+    "max_seq_len": 2**26,
+}
 # what `random:` models may allocate (fp32, 4 bytes a parameter): they are for seeing, not for size
 MAX_RANDOM_PARAMS = 300_000_000
 
@@ -209,8 +217,15 @@ def parse_random_spec(spec: str) -> tuple[ModelConfig, int]:
     body = spec.split(":", 1)[1] if spec.startswith("random") and ":" in spec else ""
     if spec not in ("random", "random:") and not spec.startswith("random:"):
         raise ConfigError(f"not a random: model spec: {spec!r}")
-    values: dict[str, Any] = {"family": "llama", "n_layers": 4, "n_heads": 8, "n_kv_heads": 2, "dim": 256,
-                              "vocab_size": 512, "max_seq_len": 1024}
+    values: dict[str, Any] = {
+        "family": "llama",
+        "n_layers": 4,
+        "n_heads": 8,
+        "n_kv_heads": 2,
+        "dim": 256,
+        "vocab_size": 512,
+        "max_seq_len": 1024,
+    }
     seed = 0
     kv_given = False
     for item in filter(None, (part.strip() for part in body.split(","))):
@@ -258,8 +273,10 @@ def parse_random_spec(spec: str) -> tuple[ModelConfig, int]:
     values["name"] = spec
     cfg = ModelConfig(**values)
     if cfg.n_params() > MAX_RANDOM_PARAMS:
-        raise ConfigError(f"random: a model of {cfg.n_params():,} parameters ({cfg.n_params() * 4 / 1e9:.1f} GB) is "
-                          f"more than random: models allow ({MAX_RANDOM_PARAMS:,}); load a checkpoint for big models")
+        raise ConfigError(
+            f"random: a model of {cfg.n_params():,} parameters ({cfg.n_params() * 4 / 1e9:.1f} GB) is "
+            f"more than random: models allow ({MAX_RANDOM_PARAMS:,}); load a checkpoint for big models"
+        )
     if not 0 <= seed < 2**63:
         raise ConfigError(f"random: seed must be from 0 to 2^63-1, got {seed}")
     return cfg, seed

@@ -37,8 +37,9 @@ from .config import MAX_SIZES, ConfigError, ModelConfig
 from .tensors import check_finite, check_size, check_tensor_set
 from .tokenizer import TextTokenizer, TokenizerError, check_vocabulary, guarded
 
-SUPPORTED = ("Llama-architecture GGUF files (general.architecture = llama: Llama, Mistral, SmolLM, …) and "
-             "Gemma 3 text ones (gemma3)")
+SUPPORTED = (
+    "Llama-architecture GGUF files (general.architecture = llama: Llama, Mistral, SmolLM, …) and Gemma 3 text ones (gemma3)"
+)
 
 # llama.cpp tensor names (after ``blk.{i}.``) → kvsim module names (after ``layers.{i}.``)
 _BLOCK_TENSORS = {
@@ -66,8 +67,11 @@ _GEMMA3_BLOCK_TENSORS = {
     "post_attention_norm.weight": "post_attn_norm.weight",
     "post_ffw_norm.weight": "post_mlp_norm.weight",
 }
-_TOP_TENSORS = {"token_embd.weight": "tok_embeddings.weight", "output_norm.weight": "norm.weight",
-                "output.weight": "lm_head.weight"}
+_TOP_TENSORS = {
+    "token_embd.weight": "tok_embeddings.weight",
+    "output_norm.weight": "norm.weight",
+    "output.weight": "lm_head.weight",
+}
 
 # llama.cpp token types (tokenizer.ggml.token_type)
 _CONTROL, _USER_DEFINED = 3, 4
@@ -132,23 +136,28 @@ def _gemma3_layout(meta: dict[str, Any], name: str, n_layers: int) -> dict[str, 
     pattern = meta.get("gemma3.attention.sliding_window_pattern", 6)
     if isinstance(pattern, list):  # newer converters: one flag per layer, true = local
         if len(pattern) != n_layers or not all(isinstance(p, bool) for p in pattern):
-            raise ModelLoadError(f"{name}: GGUF gemma3.attention.sliding_window_pattern must hold one true/false per "
-                                 f"layer ({n_layers})")
+            raise ModelLoadError(
+                f"{name}: GGUF gemma3.attention.sliding_window_pattern must hold one true/false per layer ({n_layers})"
+            )
         local = list(pattern)
     elif isinstance(pattern, int) and not isinstance(pattern, bool) and pattern >= 1:
         local = [(i + 1) % pattern != 0 for i in range(n_layers)]  # every pattern-th layer is global
     else:
-        raise ModelLoadError(f"{name}: GGUF gemma3.attention.sliding_window_pattern must be a positive integer, "
-                             f"got {str(pattern)[:40]!r}")
+        raise ModelLoadError(
+            f"{name}: GGUF gemma3.attention.sliding_window_pattern must be a positive integer, got {str(pattern)[:40]!r}"
+        )
     if meta.get("gemma3.attn_logit_softcapping") is not None:
         raise ModelLoadError(f"{name}: attention logit soft-capping (Gemma 2's) is not supported")
     heads, dim = meta.get("gemma3.attention.head_count"), meta.get("gemma3.embedding_length")
     # llama.cpp scales by 1/sqrt(head_dim), except for the 27B (62 layers) whose query_pre_attn_scalar is dim/heads
     scalar = dim / heads if n_layers == 62 and isinstance(dim, int) and isinstance(heads, int) and heads else None
-    return {"layer_windows": tuple(window if w else None for w in local), "qk_norm": True,
-            "rope_theta_local": _meta_float(meta, "gemma3.rope.freq_base_swa", name, 10000.0),
-            "query_pre_attn_scalar": scalar,
-            "final_logit_softcap": _meta_float(meta, "gemma3.final_logit_softcapping", name, 0.0) or None}
+    return {
+        "layer_windows": tuple(window if w else None for w in local),
+        "qk_norm": True,
+        "rope_theta_local": _meta_float(meta, "gemma3.rope.freq_base_swa", name, 10000.0),
+        "query_pre_attn_scalar": scalar,
+        "final_logit_softcap": _meta_float(meta, "gemma3.final_logit_softcapping", name, 0.0) or None,
+    }
 
 
 def config_from_gguf(meta: dict[str, Any], name: str, tensor_names: set[str]) -> ModelConfig:
@@ -157,18 +166,19 @@ def config_from_gguf(meta: dict[str, Any], name: str, tensor_names: set[str]) ->
     arch = meta.get("general.architecture")
     if arch == "gemma3":
         # the same keys under the architecture's own prefix
-        meta = {("llama." + k[len("gemma3."):] if k.startswith("gemma3.") else k): v for k, v in meta.items()} | meta
+        meta = {("llama." + k[len("gemma3.") :] if k.startswith("gemma3.") else k): v for k, v in meta.items()} | meta
     elif arch != "llama":
         shown = arch if isinstance(arch, str) else str(arch)[:40]
         raise ModelLoadError(f"{name}: GGUF architecture {shown!r} is not supported (supported: {SUPPORTED})")
     if meta.get("llama.expert_count"):
-        raise ModelLoadError(f"{name}: mixture-of-experts GGUF files ({str(meta['llama.expert_count'])[:20]} experts) "
-                             f"are not supported (supported: {SUPPORTED}, dense)")
+        raise ModelLoadError(
+            f"{name}: mixture-of-experts GGUF files ({str(meta['llama.expert_count'])[:20]} experts) "
+            f"are not supported (supported: {SUPPORTED}, dense)"
+        )
     scaling = meta.get("llama.rope.scaling.type")
     if scaling not in (None, "none") or "rope_freqs.weight" in tensor_names:
         kind = str(scaling)[:40] if scaling not in (None, "none") else "llama3 (rope_freqs)"
-        raise ModelLoadError(f"{name}: RoPE scaling {kind!r} is not supported yet (supported: {SUPPORTED} "
-                             "with plain RoPE)")
+        raise ModelLoadError(f"{name}: RoPE scaling {kind!r} is not supported yet (supported: {SUPPORTED} with plain RoPE)")
     heads = _meta_int(meta, "llama.attention.head_count", name)
     tokens = meta.get("tokenizer.ggml.tokens")
     vocab = meta.get("llama.vocab_size")
@@ -179,7 +189,9 @@ def config_from_gguf(meta: dict[str, Any], name: str, tensor_names: set[str]) ->
     gemma = _gemma3_layout(meta, name, _meta_int(meta, "llama.block_count", name)) if arch == "gemma3" else {}
     try:
         cfg = ModelConfig(
-            family="gemma3" if gemma else "llama", vocab_size=vocab, n_layers=_meta_int(meta, "llama.block_count", name),
+            family="gemma3" if gemma else "llama",
+            vocab_size=vocab,
+            n_layers=_meta_int(meta, "llama.block_count", name),
             n_heads=heads,
             n_kv_heads=_meta_int(meta, "llama.attention.head_count_kv", name, heads),
             dim=_meta_int(meta, "llama.embedding_length", name),
@@ -189,32 +201,44 @@ def config_from_gguf(meta: dict[str, Any], name: str, tensor_names: set[str]) ->
             norm_eps=_meta_float(meta, "llama.attention.layer_norm_rms_epsilon", name, 1e-5),
             rope_theta=_meta_float(meta, "llama.rope.freq_base", name, 10000.0),
             tie_embeddings="output.weight" not in tensor_names,
-            qkv_bias="blk.0.attn_q.bias" in tensor_names, out_bias="blk.0.attn_output.bias" in tensor_names,
-            mlp_bias="blk.0.ffn_up.bias" in tensor_names, name=name, **gemma)
+            qkv_bias="blk.0.attn_q.bias" in tensor_names,
+            out_bias="blk.0.attn_output.bias" in tensor_names,
+            mlp_bias="blk.0.ffn_up.bias" in tensor_names,
+            name=name,
+            **gemma,
+        )
     except ConfigError as exc:
         raise ModelLoadError(f"{name}: GGUF metadata: {_gguf_names(str(exc), str(arch))}") from exc
     value_length = meta.get("llama.attention.value_length")
     if value_length is not None and value_length != cfg.head_dim:
-        raise ModelLoadError(f"{name}: different key and value head sizes ({cfg.head_dim}, {str(value_length)[:20]}) "
-                             "are not supported")
+        raise ModelLoadError(
+            f"{name}: different key and value head sizes ({cfg.head_dim}, {str(value_length)[:20]}) are not supported"
+        )
     rotary = meta.get("llama.rope.dimension_count")
     if rotary is not None and rotary != cfg.head_dim:
         raise ModelLoadError(f"{name}: partial RoPE ({str(rotary)[:20]} of {cfg.head_dim} head dims) is not supported")
     return cfg
 
 
-_GGUF_KEYS = {"vocab_size": "llama.vocab_size", "n_layers": "llama.block_count",
-              "n_heads": "llama.attention.head_count", "n_kv_heads": "llama.attention.head_count_kv",
-              "dim": "llama.embedding_length", "hidden_dim": "llama.feed_forward_length",
-              "max_seq_len": "llama.context_length", "head_dim": "llama.attention.key_length",
-              "norm_eps": "llama.attention.layer_norm_rms_epsilon", "rope_theta": "llama.rope.freq_base"}
+_GGUF_KEYS = {
+    "vocab_size": "llama.vocab_size",
+    "n_layers": "llama.block_count",
+    "n_heads": "llama.attention.head_count",
+    "n_kv_heads": "llama.attention.head_count_kv",
+    "dim": "llama.embedding_length",
+    "hidden_dim": "llama.feed_forward_length",
+    "max_seq_len": "llama.context_length",
+    "head_dim": "llama.attention.key_length",
+    "norm_eps": "llama.attention.layer_norm_rms_epsilon",
+    "rope_theta": "llama.rope.freq_base",
+}
 
 
 def _gguf_names(message: str, arch: str = "llama") -> str:
     """A ModelConfig message with its field name spelled as the GGUF metadata spells it."""
     for field, key in sorted(_GGUF_KEYS.items(), key=lambda kv: -len(kv[0])):
         if message.startswith(field + " "):
-            return key.replace("llama.", arch + ".", 1) + message[len(field):]
+            return key.replace("llama.", arch + ".", 1) + message[len(field) :]
     return message
 
 
@@ -227,9 +251,19 @@ def gguf_tensor_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
         out["output.weight"] = (v, d)
     for i in range(cfg.n_layers):
         b = f"blk.{i}."
-        out.update({b + "attn_norm.weight": (d,), b + "attn_q.weight": (q, d), b + "attn_k.weight": (kv, d),
-                    b + "attn_v.weight": (kv, d), b + "attn_output.weight": (d, q), b + "ffn_norm.weight": (d,),
-                    b + "ffn_gate.weight": (ff, d), b + "ffn_up.weight": (ff, d), b + "ffn_down.weight": (d, ff)})
+        out.update(
+            {
+                b + "attn_norm.weight": (d,),
+                b + "attn_q.weight": (q, d),
+                b + "attn_k.weight": (kv, d),
+                b + "attn_v.weight": (kv, d),
+                b + "attn_output.weight": (d, q),
+                b + "ffn_norm.weight": (d,),
+                b + "ffn_gate.weight": (ff, d),
+                b + "ffn_up.weight": (ff, d),
+                b + "ffn_down.weight": (d, ff),
+            }
+        )
         if cfg.qkv_bias:
             out.update({b + "attn_q.bias": (q,), b + "attn_k.bias": (kv,), b + "attn_v.bias": (kv,)})
         if cfg.out_bias:
@@ -237,8 +271,14 @@ def gguf_tensor_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
         if cfg.mlp_bias:
             out.update({b + "ffn_gate.bias": (ff,), b + "ffn_up.bias": (ff,), b + "ffn_down.bias": (d,)})
         if cfg.family == "gemma3":
-            out.update({b + "attn_q_norm.weight": (cfg.head_dim,), b + "attn_k_norm.weight": (cfg.head_dim,),
-                        b + "post_attention_norm.weight": (d,), b + "post_ffw_norm.weight": (d,)})
+            out.update(
+                {
+                    b + "attn_q_norm.weight": (cfg.head_dim,),
+                    b + "attn_k_norm.weight": (cfg.head_dim,),
+                    b + "post_attention_norm.weight": (d,),
+                    b + "post_ffw_norm.weight": (d,),
+                }
+            )
     return out
 
 
@@ -289,8 +329,7 @@ def _bpe_merges(tokens: list[str], scores: list[float] | None, merges: list[str]
     ranked = dict(zip(tokens, scores, strict=True)) if scores else index
     found: list[tuple[str, str, float]] = []
     for tok, score in ranked.items():
-        local = [(tok[:cut], tok[cut:], score) for cut in range(1, len(tok))
-                 if tok[:cut] in index and tok[cut:] in index]
+        local = [(tok[:cut], tok[cut:], score) for cut in range(1, len(tok)) if tok[:cut] in index and tok[cut:] in index]
         found.extend(sorted(local, key=lambda m: (index[m[0]], index[m[1]])))
     found.sort(key=lambda m: (m[2], len(m[0]), len(m[1])), reverse=bool(scores))
     return [(a, b) for a, b, _ in found]
@@ -329,8 +368,10 @@ def _check_tokenizer_meta(meta: dict[str, Any], name: str) -> None:
         for m in merges:
             parts = m.split(" ")
             if len(parts) != 2 or parts[0] not in vocab or parts[1] not in vocab or parts[0] + parts[1] not in vocab:
-                raise ModelLoadError(f"{name}: GGUF merge {m[:40]!r} is not two tokens of the vocabulary "
-                                     "joined by one space (a damaged merges list)")
+                raise ModelLoadError(
+                    f"{name}: GGUF merge {m[:40]!r} is not two tokens of the vocabulary "
+                    "joined by one space (a damaged merges list)"
+                )
     for key in ("tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id"):
         value = meta.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < len(tokens)):
@@ -366,39 +407,54 @@ def _build_tokenizer(meta: dict[str, Any], name: str) -> TextTokenizer:
         tok = HFTokenizer(BPE(vocab, merges, fuse_unk=False))
         pre = meta.get("tokenizer.ggml.pre")
         if pre in ("llama3", "llama-v3", "llama-bpe", "smaug-bpe", "dbrx"):
-            split = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
-                     r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
-            tok.pre_tokenizer = pre_tokenizers.Sequence([
-                pre_tokenizers.Split(Regex(split), behavior="isolated"),
-                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+            split = (
+                r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+                r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+            )
+            tok.pre_tokenizer = pre_tokenizers.Sequence(
+                [
+                    pre_tokenizers.Split(Regex(split), behavior="isolated"),
+                    pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+                ]
+            )
         else:  # gpt2's own split (SmolLM's "smollm" is this one)
             tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
         tok.decoder = decoders.ByteLevel()
         add_bos_default = False
     elif kind == "llama":
         unk = meta.get("tokenizer.ggml.unknown_token_id")
-        tok = HFTokenizer(BPE(vocab, merges, unk_token=tokens[unk] if unk is not None else None,
-                              fuse_unk=True, byte_fallback=True))
+        tok = HFTokenizer(
+            BPE(vocab, merges, unk_token=tokens[unk] if unk is not None else None, fuse_unk=True, byte_fallback=True)
+        )
         prefix = bool(meta.get("tokenizer.ggml.add_space_prefix", True))
         # as transformers' LlamaTokenizer: spaces → "▁", one "▁" before the first word only
-        tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first" if prefix else "never",
-                                                     split=False)
-        tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
-                                         *([decoders.Strip(" ", 1, 0)] if prefix else [])])
+        tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first" if prefix else "never", split=False)
+        tok.decoder = decoders.Sequence(
+            [
+                decoders.Replace("▁", " "),
+                decoders.ByteFallback(),
+                decoders.Fuse(),
+                *([decoders.Strip(" ", 1, 0)] if prefix else []),
+            ]
+        )
         add_bos_default = True
     else:
-        raise ModelLoadError(f"{name}: GGUF tokenizer {kind!r} is not supported (supported: gpt2 byte-level BPE, "
-                             "llama SentencePiece)")
+        raise ModelLoadError(
+            f"{name}: GGUF tokenizer {kind!r} is not supported (supported: gpt2 byte-level BPE, llama SentencePiece)"
+        )
     specials = [AddedToken(t, special=True, normalized=False) for t, k in zip(tokens, types, strict=True) if k == _CONTROL]
     added = [AddedToken(t, special=False, normalized=False) for t, k in zip(tokens, types, strict=True) if k == _USER_DEFINED]
     if specials:
         tok.add_special_tokens(specials)
     if added:
         tok.add_tokens(added)
-    return TextTokenizer(tok, eos_id=meta.get("tokenizer.ggml.eos_token_id"),
-                         bos_id=meta.get("tokenizer.ggml.bos_token_id"),
-                         add_bos=bool(meta.get("tokenizer.ggml.add_bos_token", add_bos_default)),
-                         chat_template=meta.get("tokenizer.chat_template"))
+    return TextTokenizer(
+        tok,
+        eos_id=meta.get("tokenizer.ggml.eos_token_id"),
+        bos_id=meta.get("tokenizer.ggml.bos_token_id"),
+        add_bos=bool(meta.get("tokenizer.ggml.add_bos_token", add_bos_default)),
+        chat_template=meta.get("tokenizer.chat_template"),
+    )
 
 
 def _fast_reader_class() -> type:
@@ -438,8 +494,12 @@ def _fast_reader_class() -> type:
                 pos += 8 + n
             region = np.array(self.data[start:pos])  # one copy; the parts below are plain slices of it
             # only the strings are parts (no per-string length parts): contents() reads just these
-            return pos - orig_offs, [*head, *(region[a:b] for a, b in spans)], list(range(2, 2 + count)), \
-                [GGUFValueType.ARRAY, itype]
+            return (
+                pos - orig_offs,
+                [*head, *(region[a:b] for a, b in spans)],
+                list(range(2, 2 + count)),
+                [GGUFValueType.ARRAY, itype],
+            )
 
     return FastReader
 
@@ -454,8 +514,9 @@ def open_gguf(path: Path) -> Any:
         raise ModelLoadError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
     except Exception as exc:  # the reader raises ValueError, IndexError, struct errors … on bad bytes
         detail = str(exc).splitlines()[0][:200] if str(exc) else ""
-        raise ModelLoadError(f"{path}: not a valid GGUF file, it may be truncated or corrupt "
-                             f"({type(exc).__name__}: {detail})") from exc
+        raise ModelLoadError(
+            f"{path}: not a valid GGUF file, it may be truncated or corrupt ({type(exc).__name__}: {detail})"
+        ) from exc
 
 
 def load_gguf(path: Path, model_id: str) -> LoadedModel:
@@ -466,8 +527,7 @@ def load_gguf(path: Path, model_id: str) -> LoadedModel:
         meta = read_metadata(reader)
         found = {t.name: tuple(int(n) for n in reversed(t.shape)) for t in reader.tensors}
     except Exception as exc:  # malformed key/value section
-        raise ModelLoadError(f"{path}: GGUF metadata cannot be read, the file may be corrupt "
-                             f"({type(exc).__name__})") from exc
+        raise ModelLoadError(f"{path}: GGUF metadata cannot be read, the file may be corrupt ({type(exc).__name__})") from exc
     if len(found) != len(reader.tensors):
         raise ModelLoadError(f"{path}: the GGUF file names a tensor twice")
     cfg = config_from_gguf(meta, model_id, set(found))
@@ -481,13 +541,20 @@ def load_gguf(path: Path, model_id: str) -> LoadedModel:
     except ModelLoadError:
         raise
     except Exception as exc:  # a tensor whose bytes do not fit its declared shape/type
-        raise ModelLoadError(f"{path}: GGUF tensor data cannot be read, the file may be truncated or corrupt "
-                             f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})") from exc
+        raise ModelLoadError(
+            f"{path}: GGUF tensor data cannot be read, the file may be truncated or corrupt "
+            f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})"
+        ) from exc
     try:
         model = build_with_weights(cfg, state)
     except RuntimeError as exc:
         raise ModelLoadError(f"{path}: GGUF tensors do not fit its metadata ({str(exc).splitlines()[0]})") from exc
     quant = sorted({t.tensor_type.name for t in reader.tensors})
-    info = {"source": str(path), "format": "gguf", "gguf_name": meta.get("general.name"),
-            "gguf_tensor_types": quant, "file_bytes": path.stat().st_size}
+    info = {
+        "source": str(path),
+        "format": "gguf",
+        "gguf_name": meta.get("general.name"),
+        "gguf_tensor_types": quant,
+        "file_bytes": path.stat().st_size,
+    }
     return LoadedModel(model.eval(), tokenizer, model_id, info)

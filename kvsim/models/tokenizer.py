@@ -29,10 +29,28 @@ MAX_NORMALIZED_CHARS = 2_000_000  # prompt length × the tokenizer's worst-case 
 MAX_GROWTH = 1024  # a normalizer that can grow text more than this is hostile, not a tokenizer
 MAX_TOKENIZER_BYTES = 200_000_000
 # how much each normalizer/pre-tokenizer can grow a text, at most (Unicode NFKD's worst is 18 chars for 1)
-_GROWTH = {"NFC": 3, "NFD": 3, "NFKC": 18, "NFKD": 18, "Lowercase": 3, "Strip": 1, "StripAccents": 1, "Nmt": 1,
-           "BertNormalizer": 9, "Precompiled": 18, "ByteLevel": 4, "Whitespace": 1, "WhitespaceSplit": 1,
-           "Punctuation": 1, "Digits": 1, "UnicodeScripts": 1, "CharDelimiterSplit": 1, "Split": 1,
-           "BertPreTokenizer": 1, "FixedLength": 1}
+_GROWTH = {
+    "NFC": 3,
+    "NFD": 3,
+    "NFKC": 18,
+    "NFKD": 18,
+    "Lowercase": 3,
+    "Strip": 1,
+    "StripAccents": 1,
+    "Nmt": 1,
+    "BertNormalizer": 9,
+    "Precompiled": 18,
+    "ByteLevel": 4,
+    "Whitespace": 1,
+    "WhitespaceSplit": 1,
+    "Punctuation": 1,
+    "Digits": 1,
+    "UnicodeScripts": 1,
+    "CharDelimiterSplit": 1,
+    "Split": 1,
+    "BertPreTokenizer": 1,
+    "FixedLength": 1,
+}
 
 
 class TokenizerError(ModelLoadError):
@@ -137,9 +155,16 @@ def _growth(spec: Any, depth: int = 0) -> int:
 
 
 class TextTokenizer:
-    def __init__(self, tokenizer: object, eos_id: int | None = None, bos_id: int | None = None,
-                 add_bos: bool = False, chat_template: str | None = None,
-                 add_special_tokens: bool = True, growth: int = 4) -> None:
+    def __init__(
+        self,
+        tokenizer: object,
+        eos_id: int | None = None,
+        bos_id: int | None = None,
+        add_bos: bool = False,
+        chat_template: str | None = None,
+        add_special_tokens: bool = True,
+        growth: int = 4,
+    ) -> None:
         self._tok = tokenizer
         self.add_special_tokens = add_special_tokens
         self.eos_id = eos_id
@@ -163,8 +188,9 @@ class TextTokenizer:
             text = path.read_text(encoding="utf-8")
             spec = json.loads(text)
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-            raise TokenizerError(f"{path} cannot be read ({type(exc).__name__}: "
-                                 f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+            raise TokenizerError(
+                f"{path} cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+            ) from None
         if not isinstance(spec, dict):
             raise TokenizerError(f"{path} is not a tokenizer.json (not a JSON object)")
         try:
@@ -172,8 +198,9 @@ class TextTokenizer:
         except TokenizerError as exc:
             raise TokenizerError(f"{path}: {exc}") from None
         if growth > MAX_GROWTH * 4:
-            raise TokenizerError(f"{path}: its normalizer can grow a text more than {MAX_GROWTH}-fold "
-                                 "(a hostile or broken tokenizer.json)")
+            raise TokenizerError(
+                f"{path}: its normalizer can grow a text more than {MAX_GROWTH}-fold (a hostile or broken tokenizer.json)"
+            )
         tok = guarded(f"{path} cannot be read", lambda: HFTokenizer.from_str(text))
         out = cls(tok, growth=growth, **kwargs)
         out.probe(str(path))
@@ -185,9 +212,13 @@ class TextTokenizer:
             ids = guarded(f"{source}: the tokenizer fails on ordinary text", lambda t=text: self._encode(t))
             if len(ids) > self.growth * len(text) + 64:
                 raise TokenizerError(f"{source}: the tokenizer makes {len(ids)} tokens of {len(text)} characters")
-            guarded(f"{source}: the tokenizer fails to decode ordinary text",
-                    lambda i=ids: [self._tok.decode(i, skip_special_tokens=False)]
-                    + [self._tok.decode([t], skip_special_tokens=False) for t in i])
+            guarded(
+                f"{source}: the tokenizer fails to decode ordinary text",
+                lambda i=ids: (
+                    [self._tok.decode(i, skip_special_tokens=False)]
+                    + [self._tok.decode([t], skip_special_tokens=False) for t in i]
+                ),
+            )
 
     @property
     def vocab_size(self) -> int:
@@ -211,26 +242,33 @@ class TextTokenizer:
         ids = [int(i) for i in ids]
         if any(not 0 <= i < 2**32 for i in ids):
             raise TokenizerError("token ids must be from 0 to 2^32-1")
-        return guarded("the model's tokenizer failed to decode", lambda: self._tok.decode(ids, skip_special_tokens=False),
-                       hold_stderr=False)
+        return guarded(
+            "the model's tokenizer failed to decode", lambda: self._tok.decode(ids, skip_special_tokens=False), hold_stderr=False
+        )
 
     def token_text(self, token_id: int) -> str:
         token_id = int(token_id)
         if not 0 <= token_id < 2**32:
             return f"<{token_id}>"
-        return guarded("the model's tokenizer failed to decode",
-                       lambda: self._tok.decode([token_id], skip_special_tokens=False), hold_stderr=False)
+        return guarded(
+            "the model's tokenizer failed to decode",
+            lambda: self._tok.decode([token_id], skip_special_tokens=False),
+            hold_stderr=False,
+        )
 
     def format_prompt(self, text: str, chat: bool = True) -> str:
         """Wrap ``text`` as one user turn with the model's chat template (if it has one)."""
         if not chat or not self.chat_template:
             return text
         check_prompt_text(text, MAX_PROMPT_CHARS)
-        special = {"bos_token": self.token_text(self.bos_id) if self.bos_id is not None else "",
-                   "eos_token": self.token_text(self.eos_id) if self.eos_id is not None else ""}
+        special = {
+            "bos_token": self.token_text(self.bos_id) if self.bos_id is not None else "",
+            "eos_token": self.token_text(self.eos_id) if self.eos_id is not None else "",
+        }
         # the template comes from the model file: rendered sandboxed and bounded (chat_template.py)
-        return render_chat_template(self.chat_template, messages=[{"role": "user", "content": text}],
-                                    add_generation_prompt=True, **special)
+        return render_chat_template(
+            self.chat_template, messages=[{"role": "user", "content": text}], add_generation_prompt=True, **special
+        )
 
 
 def check_prompt_text(text: str, limit: int = MAX_PROMPT_CHARS) -> None:
@@ -239,8 +277,9 @@ def check_prompt_text(text: str, limit: int = MAX_PROMPT_CHARS) -> None:
     if not isinstance(text, str):
         raise TokenizerError(f"the prompt must be text, got {type(text).__name__}")
     if len(text) > min(limit, MAX_PROMPT_CHARS):
-        raise TokenizerError(f"the prompt is {len(text):,} characters long; this tokenizer takes at most "
-                             f"{min(limit, MAX_PROMPT_CHARS):,}")
+        raise TokenizerError(
+            f"the prompt is {len(text):,} characters long; this tokenizer takes at most {min(limit, MAX_PROMPT_CHARS):,}"
+        )
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -251,8 +290,9 @@ def check_vocabulary(tokenizer: TextTokenizer, vocab_size: int, source: str) -> 
     """Every id the tokenizer can produce must be a row of the model's embedding."""
     top = guarded(f"{source}: the tokenizer's vocabulary cannot be read", tokenizer.max_id)
     if top >= vocab_size:
-        raise TokenizerError(f"{source}: the tokenizer has token id {top}, beyond the model's vocabulary of "
-                             f"{vocab_size} (a mismatched tokenizer)")
+        raise TokenizerError(
+            f"{source}: the tokenizer has token id {top}, beyond the model's vocabulary of {vocab_size} (a mismatched tokenizer)"
+        )
     for name, value in (("bos", tokenizer.bos_id), ("eos", tokenizer.eos_id)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < vocab_size):
             raise TokenizerError(f"{source}: the {name} token id {value!r} is not in the vocabulary (0 to {vocab_size - 1})")
@@ -291,6 +331,5 @@ class ByteTokenizer:
     def token_text(self, token_id: int) -> str:
         if 0 <= token_id < 256:
             b = bytes([token_id])
-            return b.decode("utf-8", errors="replace") if token_id >= 32 or token_id in (9, 10) \
-                else f"<0x{token_id:02X}>"
+            return b.decode("utf-8", errors="replace") if token_id >= 32 or token_id in (9, 10) else f"<0x{token_id:02X}>"
         return f"<{token_id}>"

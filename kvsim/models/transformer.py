@@ -81,10 +81,8 @@ def make_norm(cfg: ModelConfig, dim: int | None = None) -> nn.Module:
     return GemmaRMSNorm(dim, cfg.norm_eps) if cfg.family == "gemma3" else RMSNorm(dim, cfg.norm_eps)
 
 
-def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float,
-                 dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=positions.device,
-                                             dtype=torch.int64).float() / head_dim))
+def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=positions.device, dtype=torch.int64).float() / head_dim))
     freqs = positions.float()[:, None] * inv_freq[None, :]  # (T, D/2)
     emb = torch.cat((freqs, freqs), dim=-1)  # (T, D)
     return emb.cos().to(dtype), emb.sin().to(dtype)
@@ -129,8 +127,9 @@ class Attention(nn.Module):
             start = end
         self.fused_qkv = (weight, bias)
 
-    def forward(self, x: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int,
-                rope: tuple[torch.Tensor, torch.Tensor] | None):
+    def forward(
+        self, x: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int, rope: tuple[torch.Tensor, torch.Tensor] | None
+    ):
         cfg = self.cfg
         b, t, _ = x.shape
         h, hkv, d, g = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.group_size
@@ -244,9 +243,16 @@ class Transformer(nn.Module):
         return sum(p.numel() * p.element_size() for p in self.parameters())
 
     @torch.no_grad()
-    def forward(self, ids: torch.Tensor, positions: torch.Tensor, cache: Cache, *,
-                record: bool = False, last_only: bool = False,
-                layer_hook: LayerHook | None = None) -> ForwardOutput:
+    def forward(
+        self,
+        ids: torch.Tensor,
+        positions: torch.Tensor,
+        cache: Cache,
+        *,
+        record: bool = False,
+        last_only: bool = False,
+        layer_hook: LayerHook | None = None,
+    ) -> ForwardOutput:
         cfg = self.cfg
         x = self.tok_embeddings(ids)  # (B, T, dim)
         if cfg.family == "gemma3":  # sqrt(dim), rounded to the weights' dtype first as Gemma does

@@ -35,7 +35,7 @@ class SIAxis(pg.AxisItem):
     """Left axis with k / M / G / T tick labels (FLOPs reach 1e12 quickly)."""
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph API
-        return [_si(10 ** v if self.logMode else v) for v in values]
+        return [_si(10**v if self.logMode else v) for v in values]
 
 
 def _si(v: float) -> str:
@@ -74,10 +74,12 @@ class CostsPanel(QWidget):
         side = QVBoxLayout()
         self.stats = QLabel()
         self.stats.setTextFormat(Qt.RichText)
-        self.stats.setToolTip("TTFT: measured time of the prefill step (prompt → first token)\n"
-                              "ITL: mean measured time of the decode steps so far (inter-token latency)\n"
-                              "K/V rows: rows computed so far, summed over steps (Σ per step)\n"
-                              "cache: bytes of K and V the lane holds now (all layers)")
+        self.stats.setToolTip(
+            "TTFT: measured time of the prefill step (prompt → first token)\n"
+            "ITL: mean measured time of the decode steps so far (inter-token latency)\n"
+            "K/V rows: rows computed so far, summed over steps (Σ per step)\n"
+            "cache: bytes of K and V the lane holds now (all layers)"
+        )
         self.stats.setFixedWidth(int(self.stats.fontMetrics().horizontalAdvance("M") * 19))  # no relayout per step
         self.stats.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         side.addWidget(self.stats, 1)
@@ -128,9 +130,11 @@ class CostsPanel(QWidget):
             if lane.index not in self.curves:
                 color = theme.lane_color(lane.index)
                 pen = pg.mkPen(color, width=3)
-                self.curves[lane.index] = [self.plots[0].plot([], [], pen=pen, skipFiniteCheck=True),
-                                           self.plots[1].plot([], [], pen=pen, skipFiniteCheck=True),
-                                           self.plots[2].plot([], [], pen=pg.mkPen(color, width=2), skipFiniteCheck=True)]
+                self.curves[lane.index] = [
+                    self.plots[0].plot([], [], pen=pen, skipFiniteCheck=True),
+                    self.plots[1].plot([], [], pen=pen, skipFiniteCheck=True),
+                    self.plots[2].plot([], [], pen=pg.mkPen(color, width=2), skipFiniteCheck=True),
+                ]
         if legend is not None and labels != getattr(self, "_legend_labels", None):
             for index, label in enumerate(labels):
                 legend.addItem(self.curves[index][0], label)
@@ -179,8 +183,9 @@ class CostsPanel(QWidget):
         series = {lane.index: s.series(("rows", "flops", "ms")[i], lane.index) for lane in s.lanes}
         top = max((max(v[:k]) for v in series.values() if k > 0 and v[:k]), default=1.0)
         if self.log:
-            low = min((min(x for x in v[:k] if x > 0) for v in series.values()
-                       if k > 0 and any(x > 0 for x in v[:k])), default=1.0)
+            low = min(
+                (min(x for x in v[:k] if x > 0) for v in series.values() if k > 0 and any(x > 0 for x in v[:k])), default=1.0
+            )
             rng = (np.floor(np.log10(max(low, 1e-9))), np.ceil(np.log10(max(top, 1e-9))) + 0.05)
         else:
             rng = (0.0, _nice(top))
@@ -197,24 +202,32 @@ class CostsPanel(QWidget):
             self.stats.setText(f"<span style='color:{theme.MUTED}'>no steps yet</span>")
             return
         names = [lane.index for lane in s.lanes]
+
         def short(lane) -> str:  # a column is narrow: a long title gives way to the spec
             label = s.lane_label(lane.index)
             return label if len(label) <= 12 else lane.name if len(lane.name) <= 12 else lane.name[:11] + "…"
 
-        head = "".join(f"<th align=right style='color:{theme.lane_color(lane.index)}'>&nbsp;{escape(short(lane))}</th>"
-                       for lane in s.lanes)
+        head = "".join(
+            f"<th align=right style='color:{theme.lane_color(lane.index)}'>&nbsp;{escape(short(lane))}</th>" for lane in s.lanes
+        )
         rows = {n: s.cumulative(n)[0] for n in names}
         ttft_itl = {n: s.ttft_itl(n) for n in names}
 
         def ms(v):
             return "–" if v is None else (f"{v:.1f} ms" if v >= 10 else f"{v:.2f} ms")
 
-        lines = [("TTFT", [ms(ttft_itl[n][0]) for n in names]),
-                 ("ITL", [ms(ttft_itl[n][1]) for n in names]),
-                 ("K/V rows", [f"{rows[n]:,}" for n in names]),
-                 ("cache", [theme.human_bytes(r.lanes[n].cache_bytes) for n in names])]
-        body = "".join(f"<tr><td style='color:{theme.MUTED}'>{label}</td>" +
-                       "".join(f"<td align=right>&nbsp;{v}</td>" for v in values) + "</tr>" for label, values in lines)
+        lines = [
+            ("TTFT", [ms(ttft_itl[n][0]) for n in names]),
+            ("ITL", [ms(ttft_itl[n][1]) for n in names]),
+            ("K/V rows", [f"{rows[n]:,}" for n in names]),
+            ("cache", [theme.human_bytes(r.lanes[n].cache_bytes) for n in names]),
+        ]
+        body = "".join(
+            f"<tr><td style='color:{theme.MUTED}'>{label}</td>"
+            + "".join(f"<td align=right>&nbsp;{v}</td>" for v in values)
+            + "</tr>"
+            for label, values in lines
+        )
         ratio = ""
         if len(rows) == 2 and min(rows.values()) > 0:
             ratio = f"<div style='color:{theme.ACCENT}'>{max(rows.values()) / min(rows.values()):.1f}× the K/V rows</div>"

@@ -146,8 +146,15 @@ class DerivedImages:
                 keys = s.read_positions(lane, step)
                 keys = np.arange(n) if keys is None else keys
                 k_all = s.kv_rows(lane, layer, g, 0, n, step=step)[0]
-                block = attention_rows(s.q_rows(lane, layer, head, p, end), k_all[keys],
-                                       np.arange(p, end), keys, cfg.window_of(layer), info.window, info.sinks)
+                block = attention_rows(
+                    s.q_rows(lane, layer, head, p, end),
+                    k_all[keys],
+                    np.arange(p, end),
+                    keys,
+                    cfg.window_of(layer),
+                    info.window,
+                    info.sinks,
+                )
                 for i, q in enumerate(range(p, end)):
                     full = np.full(q + 1, np.nan, dtype=np.float32)
                     seen = keys <= q

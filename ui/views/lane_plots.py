@@ -59,8 +59,7 @@ def _rect_item(vb, fill: str | None, pen: str | None = None, width: float = 2.0,
 class ImagePlot:
     """One image plot with the lane's overlays (dim, fade, sweep, outline, hover)."""
 
-    def __init__(self, glw: pg.GraphicsLayoutWidget, row: int, col: int, axis_left, color: str,
-                 masked: bool = False) -> None:
+    def __init__(self, glw: pg.GraphicsLayoutWidget, row: int, col: int, axis_left, color: str, masked: bool = False) -> None:
         axes = {"left": axis_left} if axis_left is not None else {}
         self.plot = glw.addPlot(row=row, col=col, axisItems=axes)
         self.plot.setMenuEnabled(False)
@@ -106,7 +105,6 @@ class ImagePlot:
             self._range = rng
             self.vb.setRange(xRange=(0, width), yRange=(lo, max(hi, lo + 1)), padding=0)
             self.vb.prepareForPaint()  # settle the transform now: one paint per step, not two
-
 
     def band(self, item: QGraphicsRectItem, a: float, b: float, alpha: float | None = None) -> None:
         if b <= a:

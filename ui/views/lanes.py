@@ -148,10 +148,15 @@ class LanePanel(QWidget):
         bold = QFont(self.header.font())
         bold.setBold(True)
         room = self.header.width() - QFontMetrics(bold).horizontalAdvance(f"● {label}") - 12
-        what = self.header.fontMetrics().elidedText(f" — {info.explanation}", Qt.ElideRight, max(room, 0)) \
-            if info.explanation else ""
-        text = (f"<span style='color:{self.color}'>●</span> <b style='color:{self.color}'>{escape(label)}</b>"
-                f"<span style='color:{theme.MUTED}'>{escape(what)}</span>")
+        what = (
+            self.header.fontMetrics().elidedText(f" — {info.explanation}", Qt.ElideRight, max(room, 0))
+            if info.explanation
+            else ""
+        )
+        text = (
+            f"<span style='color:{self.color}'>●</span> <b style='color:{self.color}'>{escape(label)}</b>"
+            f"<span style='color:{theme.MUTED}'>{escape(what)}</span>"
+        )
         if text != self.header.text():
             self.header.setText(text)
         self.header.setToolTip(f"lane {info.name}: {info.explanation}")
@@ -231,10 +236,8 @@ class LanePanel(QWidget):
         fade_alpha = 1.0 - (t if new_lo <= comp_lo else fade_t)
         for p in (self.k, self.v, self.a):
             p.band(p.pending, max(lo, sweep_to), max(lo, new_lo), alpha=0.8)  # not yet recomputed
-            p.band(p.sweep, max(lo, sweep_to - 1), max(lo, sweep_to)) if t < 1 and new_lo > comp_lo \
-                else p.sweep.setVisible(False)
-            p.band(p.fade, max(lo, new_lo), n, alpha=0.95 * fade_alpha) if fade_alpha > 0.01 \
-                else p.fade.setVisible(False)
+            p.band(p.sweep, max(lo, sweep_to - 1), max(lo, sweep_to)) if t < 1 and new_lo > comp_lo else p.sweep.setVisible(False)
+            p.band(p.fade, max(lo, new_lo), n, alpha=0.95 * fade_alpha) if fade_alpha > 0.01 else p.fade.setVisible(False)
             p.band(p.outline, max(lo, new_lo), n)
         self._cache_label(lo, comp_lo, new_lo, n)
         self._readout(t)
@@ -286,11 +289,16 @@ class LanePanel(QWidget):
             diff = f"<br>vs reference: |Δlogit| <b>{lane.logit_diff:.2g}</b> · KL <b>{lane.kl_div:.2g}</b>"
             if lane.token_id != r.token_id:
                 diff += f" · <b style='color:{theme.ERROR}'>own choice differs</b>"
-        cache = f"cache <b>{lane.cache_tokens}</b> rows, <b>{theme.human_bytes(lane.cache_bytes)}</b>" \
-            if lane.cache_tokens else "nothing cached"
-        text = (f"this step: <b style='color:{c}'>{rows}</b> K/V rows computed · "
-                f"<b style='color:{c}'>{theme.human_count(flops)}FLOP</b> · <b style='color:{c}'>{ms:.2f} ms</b>"
-                f"<br><span style='color:{theme.MUTED}'>{lane.context} keys read · {cache}{diff}</span>")
+        cache = (
+            f"cache <b>{lane.cache_tokens}</b> rows, <b>{theme.human_bytes(lane.cache_bytes)}</b>"
+            if lane.cache_tokens
+            else "nothing cached"
+        )
+        text = (
+            f"this step: <b style='color:{c}'>{rows}</b> K/V rows computed · "
+            f"<b style='color:{c}'>{theme.human_count(flops)}FLOP</b> · <b style='color:{c}'>{ms:.2f} ms</b>"
+            f"<br><span style='color:{theme.MUTED}'>{lane.context} keys read · {cache}{diff}</span>"
+        )
         if text != self.readout.text():  # rich text is re-laid out on every set: skip unchanged frames
             self.readout.setText(text)
 
@@ -356,8 +364,10 @@ class LanePanel(QWidget):
         """What the panel shows now: image shapes, row range, geometry (for tests and screenshots)."""
         k = self.k.image.image
         a = self.a.image.image
-        return {"k_shape": None if k is None or not self.k.image.isVisible() else k.shape[:2],
-                "v_shape": None if self.v.image.image is None or not self.v.image.isVisible()
-                else self.v.image.image.shape[:2],
-                "attn_shape": None if a is None or not self.a.image.isVisible() else a.shape[:2],
-                "geom": self._geom, "readout": self.readout.text()}
+        return {
+            "k_shape": None if k is None or not self.k.image.isVisible() else k.shape[:2],
+            "v_shape": None if self.v.image.image is None or not self.v.image.isVisible() else self.v.image.image.shape[:2],
+            "attn_shape": None if a is None or not self.a.image.isVisible() else a.shape[:2],
+            "geom": self._geom,
+            "readout": self.readout.text(),
+        }

@@ -174,8 +174,7 @@ class TokenStrip(QWidget):
                 step = pos - s.prompt_len  # the step that produced this token
                 if 0 <= step < s.n_steps:
                     lane = s.records[step].lanes[0]
-                    cands = ", ".join(f"{s.id_label(i)!r} {p:.0%}" for i, p in zip(lane.top_ids, lane.top_probs,
-                                                                                  strict=False))
+                    cands = ", ".join(f"{s.id_label(i)!r} {p:.0%}" for i, p in zip(lane.top_ids, lane.top_probs, strict=False))
                     tip += f"\ncandidates at step {step}: {cands}"
                 self.setToolTip(tip)
             self.hovered.emit(pos)
