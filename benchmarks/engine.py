@@ -20,7 +20,8 @@ import time
 import torch
 
 from kvsim.caches import KVCache, parse_spec
-from kvsim.models.checkpoints import _gpt2_state, _llama_state, config_from_hf
+from kvsim.models.checkpoints import _gpt2_state, _llama_state
+from kvsim.models.hf_config import config_from_hf
 from kvsim.models.tokenizer import ByteTokenizer
 from kvsim.models.transformer import Transformer
 from kvsim.simulate import Simulator

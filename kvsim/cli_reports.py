@@ -7,16 +7,8 @@ import argparse
 import json
 import math
 
-from .memory import (
-    PRESETS,
-    WEIGHT_DTYPE_BYTES,
-    get_preset,
-    human_bytes,
-    kv_cache_bytes,
-    preset_from_hf_config,
-    read_hf_config,
-    weight_bytes,
-)
+from .memory import WEIGHT_DTYPE_BYTES, human_bytes, kv_cache_bytes, read_hf_config, weight_bytes
+from .presets import PRESETS, get_preset, preset_from_hf_config
 
 
 class UsageError(Exception):

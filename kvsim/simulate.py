@@ -15,7 +15,6 @@ that same draw, and how far its logits are from the reference.
 
 from __future__ import annotations
 
-import math
 import platform
 import time
 import uuid
@@ -28,9 +27,11 @@ import torch
 from . import __version__
 from .caches import Cache, KVCache, LaneSpec, PolicyInfo, make_cache, parse_lanes, visibility
 from .counting import step_cost
+from .lane_rows import RowMirror, lane_spans
 from .models.tokenizer import Tokenizer
 from .models.transformer import Transformer
 from .sampling import Sampling, SimulationError, choose, probabilities
+from .summary import RunSummary, summarize  # noqa: F401 - part of the simulator's API
 from .trace import LaneRows, LaneStep, StepRecord, Trace
 
 __all__ = ["DEFAULT_LANES", "LaneSpec", "Sampling", "SimulationError", "Simulator", "parse_lanes", "summarize"]
@@ -40,56 +41,12 @@ Progress = Callable[[str, int, int], None]  # (lane name, layers done, layers to
 DEFAULT_LANES = parse_lanes("uncached,cached")
 
 
-def lane_spans(positions: np.ndarray, n: int) -> tuple[tuple[int, int], ...] | None:
-    """Key positions as [start, end) runs; None when they are exactly 0..n-1 (nothing evicted)."""
-    if positions.size == n and (n == 0 or (positions[0] == 0 and positions[-1] == n - 1 and np.all(np.diff(positions) == 1))):
-        return None
-    if positions.size == 0:
-        return ()
-    breaks = np.nonzero(np.diff(positions) != 1)[0]
-    starts = np.concatenate([[positions[0]], positions[breaks + 1]])
-    ends = np.concatenate([positions[breaks] + 1, [positions[-1] + 1]])
-    return tuple((int(a), int(b)) for a, b in zip(starts, ends, strict=True))
-
-
-class _RowMirror:
-    """The rows of a lossy lane as last recorded, by absolute position, to record only what changed."""
-
-    def __init__(self) -> None:
-        self.k: torch.Tensor | None = None  # (L, H_kv, N, D)
-        self.v: torch.Tensor | None = None
-        self.known: torch.Tensor | None = None  # (N,) bool
-
-    def changed(self, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """Positions (sorted) whose rows are new or differ from the recorded ones; updates the mirror."""
-        need = int(positions.max()) + 1 if positions.numel() else 0
-        if self.k is None or self.k.shape[2] < need:
-            cap = max(64, need, 2 * (self.k.shape[2] if self.k is not None else 0))
-            shape = (k.shape[0], k.shape[1], cap, k.shape[3])
-            new_k, new_v = k.new_zeros(shape), v.new_zeros(shape)
-            known = torch.zeros(cap, dtype=torch.bool, device=k.device)
-            if self.k is not None:
-                n = self.k.shape[2]
-                new_k[:, :, :n], new_v[:, :, :n], known[:n] = self.k, self.v, self.known
-            self.k, self.v, self.known = new_k, new_v, known
-        old_k, old_v = self.k[:, :, positions], self.v[:, :, positions]
-        differs = (old_k != k).flatten(0, 1).any(-1).any(0) | (old_v != v).flatten(0, 1).any(-1).any(0)
-        mask = differs | ~self.known[positions]
-        self.k[:, :, positions], self.v[:, :, positions] = k, v
-        self.known[positions] = True
-        return positions[mask]
-
-    def truncate(self, n_tokens: int) -> None:
-        if self.known is not None:
-            self.known[n_tokens:] = False
-
-
 class Lane:
     def __init__(self, spec: LaneSpec, cache: Cache) -> None:
         self.spec = spec
         self.cache = cache
         self.info: PolicyInfo = cache.describe()
-        self.mirror = _RowMirror() if self.info.lossy else None  # the rows recorded so far
+        self.mirror = RowMirror() if self.info.lossy else None  # the rows recorded so far
 
     @property
     def name(self) -> str:
@@ -414,74 +371,3 @@ class Simulator:
                 float((out.v[layer, :, :, :old] - v_first).abs().max()),
             )
         return diff
-
-
-class RunSummary:
-    """Whole-run figures accumulated step by step, so a long run need not keep its records."""
-
-    def __init__(self) -> None:
-        self.steps = 0
-        self.lanes: dict[str, dict[str, object]] = {}
-        self._decode_ms: dict[str, list[float]] = {}
-        self._logprob: dict[str, float] = {}
-        self._diff_sum: dict[str, float] = {}
-
-    def add(self, record: StepRecord) -> None:
-        self.steps += 1
-        for s in record.lanes:
-            d = self.lanes.setdefault(
-                s.name,
-                {
-                    "tokens_identical": True,
-                    "first_divergent_step": None,
-                    "max_abs_logit_diff": 0.0,
-                    "mean_abs_logit_diff": 0.0,
-                    "max_kl_div": 0.0,
-                    "perplexity_of_reference": None,
-                    "ttft_ms": s.wall_ms,
-                    "itl_ms": None,
-                    "itl_median_ms": None,
-                    "kv_positions_total": 0,
-                    "flops_total": 0,
-                    "cache_bytes": 0,
-                    "max_recompute_diff": None,
-                },
-            )
-            self._logprob[s.name] = self._logprob.get(s.name, 0.0) + s.ref_logprob
-            self._diff_sum[s.name] = self._diff_sum.get(s.name, 0.0) + s.logit_diff
-            if s.token_id != record.token_id and d["first_divergent_step"] is None:
-                d["first_divergent_step"] = record.step  # its own choice first differs from the reference's
-            d["tokens_identical"] = d["tokens_identical"] and s.token_id == record.token_id
-            d["max_abs_logit_diff"] = max(d["max_abs_logit_diff"], s.logit_diff)
-            d["mean_abs_logit_diff"] = self._diff_sum[s.name] / self.steps
-            d["max_kl_div"] = max(d["max_kl_div"], s.kl_div)
-            # the reference's own continuation, scored by this lane (teacher-forced: lockstep feeds it)
-            d["perplexity_of_reference"] = math.exp(-self._logprob[s.name] / self.steps)
-            d["kv_positions_total"] += s.kv_positions
-            d["flops_total"] += s.flops
-            d["cache_bytes"] = s.cache_bytes
-            if s.recompute_diff is not None:
-                d["max_recompute_diff"] = max(d["max_recompute_diff"] or 0.0, s.recompute_diff)
-            if record.step > 0:
-                ms = self._decode_ms.setdefault(s.name, [])
-                ms.append(s.wall_ms)
-                d["itl_ms"], d["itl_median_ms"] = float(np.mean(ms)), float(np.median(ms))
-
-    def as_dict(self) -> dict[str, object]:
-        per_lane = self.lanes
-        return {
-            "steps": self.steps,
-            "tokens_identical": all(v["tokens_identical"] for v in per_lane.values()),
-            "max_abs_logit_diff": max((v["max_abs_logit_diff"] for v in per_lane.values()), default=0.0),
-            "ttft_ms": {k: v["ttft_ms"] for k, v in per_lane.items()},
-            "itl_ms": {k: v["itl_ms"] for k, v in per_lane.items()},
-            "lanes": per_lane,
-        }
-
-
-def summarize(trace: Trace) -> dict[str, object]:
-    """Whole-run figures: did every lane choose the reference's tokens, how far apart, TTFT/ITL."""
-    summary = RunSummary()
-    for record in trace.records:
-        summary.add(record)
-    return summary.as_dict()

@@ -69,8 +69,8 @@ def base_config() -> dict[str, Any]:
 
 
 def base_weights(seed: int = 0) -> dict[str, np.ndarray]:
-    from kvsim.models.checkpoints import hf_tensor_shapes
     from kvsim.models.config import ModelConfig
+    from kvsim.models.hf_config import hf_tensor_shapes
 
     cfg = ModelConfig(
         family="llama",

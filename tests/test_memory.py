@@ -7,7 +7,8 @@ import json
 import pytest
 
 from kvsim.cli import main
-from kvsim.memory import PRESETS, MemoryError_, get_preset, kv_cache_bytes, preset_from_hf_config, weight_bytes
+from kvsim.memory import MemoryError_, kv_cache_bytes, weight_bytes
+from kvsim.presets import PRESETS, get_preset, preset_from_hf_config
 
 
 def test_seed_formula_mha_fp16() -> None:

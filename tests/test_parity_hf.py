@@ -213,7 +213,7 @@ def test_cached_decode_matches_past_key_values(pair):
 
 def test_config_from_full_transformers_dicts():
     """``to_dict()`` spells unset attributes as None (attention_bias, rope_theta …): read them as unset."""
-    from kvsim.models.checkpoints import config_from_hf
+    from kvsim.models.hf_config import config_from_hf
 
     qwen = transformers.Qwen2Config(**_common(num_attention_heads=4, num_key_value_heads=2)).to_dict()
     cfg = config_from_hf(qwen, "q")
@@ -235,7 +235,7 @@ def test_config_from_full_transformers_dicts():
     ],
 )
 def test_unsupported_checkpoint_variants_are_refused(change, message):
-    from kvsim.models.checkpoints import config_from_hf
+    from kvsim.models.hf_config import config_from_hf
     from kvsim.models.loading import ModelLoadError
 
     hf = transformers.Qwen2Config(**_common(num_attention_heads=4, num_key_value_heads=2)).to_dict()

@@ -24,7 +24,6 @@ then one global (``gemma3.attention.sliding_window_pattern`` when present), loca
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +33,10 @@ import torch
 from .base import LoadedModel, ModelLoadError
 from .checkpoints import build_with_weights
 from .config import MAX_SIZES, ConfigError, ModelConfig
+from .gguf_reader import open_gguf, read_metadata
+from .gguf_tokenizer import tokenizer_from_gguf
 from .tensors import check_finite, check_size, check_tensor_set
-from .tokenizer import TextTokenizer, TokenizerError, check_vocabulary, guarded
+from .tokenizer import check_vocabulary
 
 SUPPORTED = (
     "Llama-architecture GGUF files (general.architecture = llama: Llama, Mistral, SmolLM, …) and Gemma 3 text ones (gemma3)"
@@ -74,7 +75,6 @@ _TOP_TENSORS = {
 }
 
 # llama.cpp token types (tokenizer.ggml.token_type)
-_CONTROL, _USER_DEFINED = 3, 4
 
 
 def unpermute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
@@ -92,19 +92,6 @@ def permute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
     """llama.cpp's own permutation (Hugging Face layout → GGUF layout); the inverse of ``unpermute_qk``."""
     half = w.shape[0] // n_heads // 2
     return w.reshape(n_heads, 2, half, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
-
-
-def read_metadata(reader: Any) -> dict[str, Any]:
-    """Every key/value of a ``GGUFReader`` as plain Python values (strings, numbers, lists)."""
-    meta: dict[str, Any] = {}
-    for key, field in reader.fields.items():
-        if key.startswith("GGUF."):
-            continue
-        value = field.contents()
-        if isinstance(value, np.generic):
-            value = value.item()
-        meta[key] = value
-    return meta
 
 
 def _meta_int(meta: dict[str, Any], key: str, name: str, default: int | None = None) -> int:
@@ -317,206 +304,6 @@ def _state_dict(reader: Any, cfg: ModelConfig, name: str) -> dict[str, torch.Ten
     if cfg.tie_embeddings and "tok_embeddings.weight" in state:
         state["lm_head.weight"] = state["tok_embeddings.weight"]
     return state
-
-
-def _bpe_merges(tokens: list[str], scores: list[float] | None, merges: list[str] | None) -> list[tuple[str, str]]:
-    """The file's merges, or (SentencePiece files usually have none) the ones its vocabulary implies:
-    every split of a token into two vocabulary tokens, best score first — the order transformers'
-    ``generate_merges`` gives, so both tokenize alike."""
-    if merges:
-        return [tuple(m.split(" ", 1)) for m in merges]  # type: ignore[misc]
-    index = {t: i for i, t in enumerate(tokens)}
-    ranked = dict(zip(tokens, scores, strict=True)) if scores else index
-    found: list[tuple[str, str, float]] = []
-    for tok, score in ranked.items():
-        local = [(tok[:cut], tok[cut:], score) for cut in range(1, len(tok)) if tok[:cut] in index and tok[cut:] in index]
-        found.extend(sorted(local, key=lambda m: (index[m[0]], index[m[1]])))
-    found.sort(key=lambda m: (m[2], len(m[0]), len(m[1])), reverse=bool(scores))
-    return [(a, b) for a, b, _ in found]
-
-
-MAX_TOKEN_CHARS_SQUARED = 50_000_000  # Σ len(token)²: the work of deriving merges from a vocabulary
-
-
-def _check_tokenizer_meta(meta: dict[str, Any], name: str) -> None:
-    """The ``tokenizer.ggml.*`` values must have the kinds and lengths a tokenizer needs, checked
-    before the (native) tokenizer is built from them."""
-    tokens = meta.get("tokenizer.ggml.tokens")
-    if not tokens:
-        raise ModelLoadError(f"{name}: the GGUF file has no tokenizer (tokenizer.ggml.tokens)")
-    if not isinstance(tokens, list) or not all(isinstance(t, str) and t for t in tokens):
-        raise ModelLoadError(f"{name}: GGUF tokenizer.ggml.tokens must be a list of non-empty strings")
-    if len(set(tokens)) != len(tokens):
-        raise ModelLoadError(f"{name}: GGUF tokenizer.ggml.tokens holds the same token twice")
-    if sum(len(t) ** 2 for t in tokens) > MAX_TOKEN_CHARS_SQUARED:
-        raise ModelLoadError(f"{name}: GGUF tokenizer tokens are implausibly long (a damaged vocabulary)")
-    for key, kinds in (("tokenizer.ggml.token_type", int), ("tokenizer.ggml.scores", int | float)):
-        values = meta.get(key)
-        if values is None:
-            continue
-        if not isinstance(values, list) or len(values) != len(tokens):
-            raise ModelLoadError(f"{name}: GGUF {key} must be a list of {len(tokens)} values, one per token")
-        if not all(isinstance(v, kinds) and not isinstance(v, bool) for v in values):
-            raise ModelLoadError(f"{name}: GGUF {key} must hold numbers only")
-        if key.endswith("scores") and not all(math.isfinite(v) for v in values):
-            raise ModelLoadError(f"{name}: GGUF {key} holds values that are not numbers (NaN or infinity)")
-    merges = meta.get("tokenizer.ggml.merges")
-    if merges is not None:
-        if not isinstance(merges, list) or not all(isinstance(m, str) for m in merges):
-            raise ModelLoadError(f"{name}: GGUF tokenizer.ggml.merges must be a list of strings")
-        vocab = set(tokens)
-        for m in merges:
-            parts = m.split(" ")
-            if len(parts) != 2 or parts[0] not in vocab or parts[1] not in vocab or parts[0] + parts[1] not in vocab:
-                raise ModelLoadError(
-                    f"{name}: GGUF merge {m[:40]!r} is not two tokens of the vocabulary "
-                    "joined by one space (a damaged merges list)"
-                )
-    for key in ("tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id"):
-        value = meta.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < len(tokens)):
-            raise ModelLoadError(f"{name}: GGUF {key} {str(value)[:30]} is not a token of the vocabulary")
-    for key in ("tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.chat_template"):
-        if meta.get(key) is not None and not isinstance(meta[key], str):
-            raise ModelLoadError(f"{name}: GGUF {key} must be a string")
-
-
-def tokenizer_from_gguf(meta: dict[str, Any], name: str) -> TextTokenizer:
-    """A ``TextTokenizer`` from ``tokenizer.ggml.*`` metadata (gpt2 byte-level BPE or llama SentencePiece
-    BPE), checked first; failures of the native library are one ``ModelLoadError`` line."""
-    _check_tokenizer_meta(meta, name)
-    try:
-        tok = guarded(f"{name}: the GGUF tokenizer cannot be built", lambda: _build_tokenizer(meta, name))
-    except TokenizerError as exc:
-        raise ModelLoadError(str(exc)) from None
-    tok.probe(name)
-    return tok
-
-
-def _build_tokenizer(meta: dict[str, Any], name: str) -> TextTokenizer:
-    from tokenizers import AddedToken, Regex, decoders, pre_tokenizers
-    from tokenizers import Tokenizer as HFTokenizer
-    from tokenizers.models import BPE
-
-    kind = meta.get("tokenizer.ggml.model")
-    tokens = meta["tokenizer.ggml.tokens"]
-    types = meta.get("tokenizer.ggml.token_type") or [1] * len(tokens)
-    vocab = {tok: i for i, tok in enumerate(tokens)}
-    merges = _bpe_merges(tokens, meta.get("tokenizer.ggml.scores"), meta.get("tokenizer.ggml.merges"))
-    if kind == "gpt2":
-        tok = HFTokenizer(BPE(vocab, merges, fuse_unk=False))
-        pre = meta.get("tokenizer.ggml.pre")
-        if pre in ("llama3", "llama-v3", "llama-bpe", "smaug-bpe", "dbrx"):
-            split = (
-                r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
-                r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
-            )
-            tok.pre_tokenizer = pre_tokenizers.Sequence(
-                [
-                    pre_tokenizers.Split(Regex(split), behavior="isolated"),
-                    pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-                ]
-            )
-        else:  # gpt2's own split (SmolLM's "smollm" is this one)
-            tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-        tok.decoder = decoders.ByteLevel()
-        add_bos_default = False
-    elif kind == "llama":
-        unk = meta.get("tokenizer.ggml.unknown_token_id")
-        tok = HFTokenizer(
-            BPE(vocab, merges, unk_token=tokens[unk] if unk is not None else None, fuse_unk=True, byte_fallback=True)
-        )
-        prefix = bool(meta.get("tokenizer.ggml.add_space_prefix", True))
-        # as transformers' LlamaTokenizer: spaces → "▁", one "▁" before the first word only
-        tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first" if prefix else "never", split=False)
-        tok.decoder = decoders.Sequence(
-            [
-                decoders.Replace("▁", " "),
-                decoders.ByteFallback(),
-                decoders.Fuse(),
-                *([decoders.Strip(" ", 1, 0)] if prefix else []),
-            ]
-        )
-        add_bos_default = True
-    else:
-        raise ModelLoadError(
-            f"{name}: GGUF tokenizer {kind!r} is not supported (supported: gpt2 byte-level BPE, llama SentencePiece)"
-        )
-    specials = [AddedToken(t, special=True, normalized=False) for t, k in zip(tokens, types, strict=True) if k == _CONTROL]
-    added = [AddedToken(t, special=False, normalized=False) for t, k in zip(tokens, types, strict=True) if k == _USER_DEFINED]
-    if specials:
-        tok.add_special_tokens(specials)
-    if added:
-        tok.add_tokens(added)
-    return TextTokenizer(
-        tok,
-        eos_id=meta.get("tokenizer.ggml.eos_token_id"),
-        bos_id=meta.get("tokenizer.ggml.bos_token_id"),
-        add_bos=bool(meta.get("tokenizer.ggml.add_bos_token", add_bos_default)),
-        chat_template=meta.get("tokenizer.chat_template"),
-    )
-
-
-def _fast_reader_class() -> type:
-    """``GGUFReader`` with array metadata read in one pass. The stock reader makes a memory-mapped
-    view per array element: 28 s for Gemma 3's 262,144-token vocabulary (three arrays) on 2 cores,
-    against ~1 s here. Fields keep the reader's own shape: ``contents()`` gives the same values."""
-    import struct
-
-    from gguf import GGUFReader, GGUFValueType
-
-    class FastReader(GGUFReader):
-        def _get_field_parts(self, orig_offs: int, raw_type: int) -> tuple[int, list, list[int], list]:
-            if GGUFValueType(raw_type) != GGUFValueType.ARRAY or self.byte_order != "I":
-                return super()._get_field_parts(orig_offs, raw_type)
-            raw_itype = self._get(orig_offs, np.uint32)
-            alen = self._get(orig_offs + 4, np.uint64)
-            itype, count, start = GGUFValueType(raw_itype[0]), int(alen[0]), orig_offs + 12
-            remaining = len(self.data) - start
-            head: list = [raw_itype, alen]
-            nptype = self.gguf_scalar_to_np.get(itype)
-            if nptype is not None:  # numbers: one array, one part (contents() flattens the parts it names)
-                size = count * np.dtype(nptype).itemsize
-                if size > remaining:
-                    raise ValueError(f"array of {count} items runs past the end of the file")
-                return 12 + size, [*head, self._get(start, nptype, count)], [2], [GGUFValueType.ARRAY, itype]
-            if itype != GGUFValueType.STRING:  # nested arrays: rare and small, the stock path
-                return super()._get_field_parts(orig_offs, raw_type)
-            if count * 8 > remaining:
-                raise ValueError(f"array of {count} strings runs past the end of the file")
-            buf = memoryview(self.data)
-            spans, pos, end = [], start, len(self.data)
-            for _ in range(count):  # u64 length, then the bytes
-                (n,) = struct.unpack_from("<Q", buf, pos)
-                if n > end - pos - 8:
-                    raise ValueError("a string runs past the end of the file")
-                spans.append((pos + 8 - start, pos + 8 + n - start))
-                pos += 8 + n
-            region = np.array(self.data[start:pos])  # one copy; the parts below are plain slices of it
-            # only the strings are parts (no per-string length parts): contents() reads just these
-            return (
-                pos - orig_offs,
-                [*head, *(region[a:b] for a, b in spans)],
-                list(range(2, 2 + count)),
-                [GGUFValueType.ARRAY, itype],
-            )
-
-    return FastReader
-
-
-def open_gguf(path: Path) -> Any:
-    """A ``GGUFReader`` over ``path``; unreadable or corrupt files raise ``ModelLoadError``."""
-    if not path.is_file():  # a FIFO or a device would block the reader (or never end)
-        raise ModelLoadError(f"{path}: not a regular file")
-    try:
-        return _fast_reader_class()(str(path))
-    except OSError as exc:
-        raise ModelLoadError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
-    except Exception as exc:  # the reader raises ValueError, IndexError, struct errors … on bad bytes
-        detail = str(exc).splitlines()[0][:200] if str(exc) else ""
-        raise ModelLoadError(
-            f"{path}: not a valid GGUF file, it may be truncated or corrupt ({type(exc).__name__}: {detail})"
-        ) from exc
 
 
 def load_gguf(path: Path, model_id: str) -> LoadedModel:
