@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate the README's pictures: docs/screenshots/*.png, rendered offscreen by `kvsim screenshot`.
+# Regenerate the README's and docs' pictures: docs/screenshots/*.png, rendered offscreen by `kvsim screenshot`.
 # Uses the bundled model "tiny" when it exists, else a random Llama with GQA (same shape).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,12 +11,19 @@ fi
 OUT=docs/screenshots
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-python -m kvsim screenshot --model "$MODEL" --prompt "It is a truth universally acknowledged, that" \
-  --steps 16 --out "$TMP/decode" --size 1920x1080
-python -m kvsim screenshot --model "$MODEL" --prompt "It is a truth universally acknowledged, that" \
-  --steps 1 --out "$TMP/prefill" --size 1920x1080
+SHORT="It is a truth universally acknowledged, that"
+LONG="It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife. However little known the feelings or views of such a man may be"
+shot() {  # name steps lanes prompt
+  python -m kvsim screenshot --model "$MODEL" --prompt "$4" --steps "$2" --lanes "$3" --out "$TMP/$1" --size 1920x1080
+}
+shot decode 16 uncached,cached "$SHORT"
+shot prefill 1 uncached,cached "$SHORT"
+shot windows 24 kv,window:16,sink:4+window:12 "$LONG"
+shot quantized 24 kv,int8,int4:g8:r8 "$LONG"
 mkdir -p "$OUT"
 cp "$TMP/decode/kvsim-1920x1080.png" "$OUT/main-1920x1080.png"
 cp "$TMP/decode/kvsim-1280x720.png" "$OUT/main-1280x720.png"
 cp "$TMP/prefill/kvsim-1920x1080.png" "$OUT/prefill-1920x1080.png"
+cp "$TMP/windows/kvsim-1920x1080.png" "$OUT/window-sinks-1920x1080.png"
+cp "$TMP/quantized/kvsim-1920x1080.png" "$OUT/quantized-1920x1080.png"
 ls -l "$OUT"

@@ -109,7 +109,7 @@ class ControlsToolBar(QToolBar):
         self.lanes_box.setInsertPolicy(QComboBox.NoInsert)
         self.lanes_box.addItem("no cache | KV cache", DEFAULT_LANES)  # the rest once the engine is loaded
         self.lanes_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
-        self.lanes_box.setMinimumContentsLength(16)
+        self.lanes_box.setMinimumContentsLength(10)
         self.addWidget(self.lanes_box)
         self.layer_box = QComboBox()
         self.layer_box.setToolTip("layer")
@@ -237,6 +237,7 @@ class ControlsToolBar(QToolBar):
             self.lanes_box.addItem(specs.replace(",", " | "), specs)
             index = self.lanes_box.count() - 1
         self.lanes_box.setCurrentIndex(index)
+        self.lanes_box.lineEdit().setCursorPosition(0)  # the start of the lanes, when the box is narrow
 
     def show_playing(self, playing: bool) -> None:
         self.play_action.setChecked(playing)

@@ -12,7 +12,7 @@ from html import escape
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from kvsim.units import si
@@ -40,6 +40,12 @@ class SIAxis(pg.AxisItem):
 
 def _si(v: float) -> str:
     return si(v, ".3g")
+
+
+def _short(session, lane) -> str:
+    """A lane's name in a narrow column: its label, or its spec when the label is long."""
+    label = session.lane_label(lane.index)
+    return label if len(label) <= 12 else lane.name if len(lane.name) <= 12 else lane.name[:11] + "…"
 
 
 MAX_LEGEND = 4  # lanes named in the legend (more would cover the curves; the table names them all)
@@ -124,8 +130,17 @@ class CostsPanel(QWidget):
         for index in [i for i in self.curves if i >= len(lanes)]:
             for plot, curve in zip(self.plots, self.curves.pop(index), strict=True):
                 plot.removeItem(curve)
-        em = self.stats.fontMetrics().horizontalAdvance("M")
-        self.stats.setFixedWidth(int(em * min(6 + 7 * len(lanes), 60)))  # fixed: no relayout per step
+        # fixed (no relayout per step) and wide enough for the widest cells: a label, then per lane the
+        # wider of its (bold) header and a value
+        fm = self.stats.fontMetrics()
+        bold = QFont(self.stats.font())
+        bold.setBold(True)
+        value = fm.horizontalAdvance("\u00a0888.88 KB")
+        columns = sum(
+            max(value, QFontMetrics(bold).horizontalAdvance("\u00a0" + _short(self.session, lane))) + 4 for lane in lanes
+        )
+        width = fm.horizontalAdvance("K/V rows\u00a0") + columns + 16
+        self.stats.setFixedWidth(min(width, 60 * fm.horizontalAdvance("M")))
         for lane in lanes:
             if lane.index not in self.curves:
                 color = theme.lane_color(lane.index)
@@ -203,12 +218,9 @@ class CostsPanel(QWidget):
             return
         names = [lane.index for lane in s.lanes]
 
-        def short(lane) -> str:  # a column is narrow: a long title gives way to the spec
-            label = s.lane_label(lane.index)
-            return label if len(label) <= 12 else lane.name if len(lane.name) <= 12 else lane.name[:11] + "…"
-
         head = "".join(
-            f"<th align=right style='color:{theme.lane_color(lane.index)}'>&nbsp;{escape(short(lane))}</th>" for lane in s.lanes
+            f"<th align=right style='color:{theme.lane_color(lane.index)}'>&nbsp;{escape(_short(s, lane))}</th>"
+            for lane in s.lanes
         )
         rows = {n: s.cumulative(n)[0] for n in names}
         ttft_itl = {n: s.ttft_itl(n) for n in names}

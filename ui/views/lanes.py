@@ -246,6 +246,12 @@ class LanePanel(QWidget):
         """Name what the dim / swept rows are: K, V read from the cache; attention rows not recomputed."""
         if comp_lo > lo and comp_lo - lo >= 2:
             y = (lo + comp_lo) / 2
+            read = self.session.read_positions(self.index)
+            if read is not None:  # an evicting lane: over the last run of rows it still read, not the gap
+                cached = read[(read >= lo) & (read < comp_lo)]
+                breaks = np.nonzero(np.diff(cached) != 1)[0]
+                run = cached[breaks[-1] + 1 :] if breaks.size else cached
+                y = (run[0] + run[-1] + 1) / 2 if run.size >= 2 else y
             state = ("read from cache", "earlier rows not recomputed", y)
         elif new_lo > comp_lo and new_lo - max(lo, comp_lo) >= 2:
             y = (max(lo, comp_lo) + new_lo) / 2
