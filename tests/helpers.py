@@ -15,3 +15,36 @@ FAMILY_SPECS = {
 
 def load(spec: str) -> LoadedModel:
     return load_model(spec)
+
+
+def ready_window(
+    qtbot, qapp, model: str, prompt: str, *, lanes: str | None = None, size: tuple[int, int] | None = None, persist: bool = False
+):
+    """The app's main window on ``model``, shown, animations instant, its first run ready — and, with
+    ``lanes``, a run of those lanes ready (the GUI tests' common start)."""
+    import os
+
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from kvsim.ui import theme
+    from kvsim.ui.window import MainWindow
+
+    theme.apply(qapp)
+    w = MainWindow(model=model, prompt=prompt, persist=persist)
+    w.animator.set_speed("instant")
+    qtbot.addWidget(w)
+    if size is not None:
+        w.resize(*size)
+    w.show()
+    assert w.controller.wait_ready(60), w.controller.last_error
+    if lanes is not None:
+        n = len(lanes.split(","))
+        w.controller.set_lanes(lanes)
+        qtbot.waitUntil(
+            lambda: (
+                w.controller.can_step
+                and len(w.session.lanes) == n
+                and [lane.name for lane in w.session.lanes] == lanes.split(",")
+            ),
+            timeout=20_000,
+        )
+    return w

@@ -29,12 +29,12 @@ from pathlib import Path  # noqa: E402
 import hostile  # noqa: E402
 import monkey as mk  # noqa: E402
 import pytest  # noqa: E402
+from helpers import ready_window  # noqa: E402
 
 pytest.importorskip("pytestqt")
 from PySide6.QtCore import Qt, QTimer  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
 
-from kvsim.ui import theme  # noqa: E402
 from kvsim.ui.animation import Animator  # noqa: E402
 
 MODEL, PROMPT = mk.MODEL, mk.PROMPT
@@ -44,15 +44,7 @@ MONKEY_SEED = int(os.environ.get("KVSIM_MONKEY_SEED", "20260613"))
 
 @pytest.fixture
 def window(qtbot, qapp):
-    theme.apply(qapp)
-    from kvsim.ui.window import MainWindow
-
-    w = MainWindow(model=MODEL, prompt=PROMPT, persist=False)
-    w.animator.set_speed("instant")
-    qtbot.addWidget(w)
-    w.resize(1280, 720)
-    w.show()
-    assert w.controller.wait_ready(60), w.controller.last_error
+    w = ready_window(qtbot, qapp, MODEL, PROMPT, size=(1280, 720))
     yield w
     w.shutdown()
 

@@ -9,6 +9,7 @@ import os
 import numpy as np
 import pytest
 import torch
+from helpers import ready_window
 
 from kvsim.caches import Cache, PolicyInfo, register_policy, unregister_policy
 from kvsim.cli import main
@@ -129,15 +130,8 @@ def test_the_cli_says_which_lanes_exist(capsys):
 def test_the_app_shows_it_as_a_third_lane(every_other, qtbot, qapp):
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from kvsim.ui import theme
-    from kvsim.ui.window import MainWindow
 
-    theme.apply(qapp)
-    w = MainWindow(model=MODEL, prompt="Once upon", persist=False)
-    w.animator.set_speed("instant")
-    qtbot.addWidget(w)
-    w.resize(1920, 1080)
-    w.show()
-    assert w.controller.wait_ready(60), w.controller.last_error
+    w = ready_window(qtbot, qapp, MODEL, "Once upon", size=(1920, 1080))
     w.controller.set_lanes("none,kv,every-other")
     qtbot.waitUntil(lambda: w.controller.can_step and len(w.lane_panels) == 3, timeout=20_000)
     assert w.controller.run_steps(4)
@@ -277,16 +271,10 @@ def test_a_lossy_lane_shows_its_own_rows_step_by_step_and_its_error(qtbot, qapp)
     from kvsim.models.loading import load_model
     from kvsim.ui import theme
     from kvsim.ui.views.lane_plots import dim_rows
-    from kvsim.ui.window import MainWindow
 
     register_policy(RoundedPast)
     try:
-        theme.apply(qapp)
-        w = MainWindow(model=MODEL, prompt="Once upon", persist=False)
-        w.animator.set_speed("instant")
-        qtbot.addWidget(w)
-        w.show()
-        assert w.controller.wait_ready(60), w.controller.last_error
+        w = ready_window(qtbot, qapp, MODEL, "Once upon")
         w.controller.set_lanes("kv,rounded")
         qtbot.waitUntil(lambda: w.controller.can_step and len(w.lane_panels) == 2 and w.lane_panels[1].info.lossy, timeout=20_000)
         steps = 5
@@ -379,15 +367,8 @@ def test_free_running_lanes_continue_on_their_own_choice(every_other, capsys):
 
 
 def test_the_app_runs_lanes_free_and_labels_each_with_its_own_text(every_other, qtbot, qapp):
-    from kvsim.ui import theme
-    from kvsim.ui.window import MainWindow
 
-    theme.apply(qapp)
-    w = MainWindow(model=MODEL, prompt="Once upon a time there", persist=False)
-    w.animator.set_speed("instant")
-    qtbot.addWidget(w)
-    w.show()
-    assert w.controller.wait_ready(60), w.controller.last_error
+    w = ready_window(qtbot, qapp, MODEL, "Once upon a time there")
     w.controller.lanes = "kv,every-other"
     w.controller.set_free_running(True)
     qtbot.waitUntil(lambda: w.controller.can_step and len(w.lane_panels) == 2 and w.session.free_running, timeout=20_000)

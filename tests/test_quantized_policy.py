@@ -12,6 +12,7 @@ import os
 import numpy as np
 import pytest
 import torch
+from helpers import ready_window
 
 from kvsim.caches import KVCache, SpecError, make_cache, parse_spec
 from kvsim.cli import main
@@ -297,15 +298,8 @@ def test_the_app_draws_the_dequantized_rows(qtbot, qapp):
     from kvsim.ui import theme
     from kvsim.ui.attention import attention_rows
     from kvsim.ui.views.lane_plots import dim_rows
-    from kvsim.ui.window import MainWindow
 
-    theme.apply(qapp)
-    w = MainWindow(model=MODEL, prompt="Once upon", persist=False)
-    w.animator.set_speed("instant")
-    qtbot.addWidget(w)
-    w.resize(1920, 1080)
-    w.show()
-    assert w.controller.wait_ready(60), w.controller.last_error
+    w = ready_window(qtbot, qapp, MODEL, "Once upon", size=(1920, 1080))
     w.controller.set_lanes("kv,int4:g8:r8")
     qtbot.waitUntil(lambda: w.controller.can_step and len(w.lane_panels) == 2, timeout=20_000)
     assert w.controller.run_steps(30)

@@ -15,6 +15,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 pytest.importorskip("pytestqt")
+from helpers import ready_window  # noqa: E402
 from PySide6.QtCore import Qt  # noqa: E402
 
 from kvsim.ui import theme  # noqa: E402
@@ -27,15 +28,7 @@ PROMPT = "The cache remembers"
 
 @pytest.fixture
 def window(qtbot, qapp):
-    theme.apply(qapp)
-    from kvsim.ui.window import MainWindow
-
-    w = MainWindow(model=MODEL, prompt=PROMPT, persist=False)
-    w.animator.set_speed("instant")
-    qtbot.addWidget(w)
-    w.resize(1280, 720)
-    w.show()
-    assert w.controller.wait_ready(60), w.controller.last_error
+    w = ready_window(qtbot, qapp, MODEL, PROMPT, size=(1280, 720))
     yield w
     w.shutdown()
 
@@ -635,17 +628,11 @@ def test_derived_attention_follows_each_layers_own_window(qtbot, qapp):
 
     from kvsim.caches import KVCache
     from kvsim.models.loading import load_model
-    from kvsim.ui.window import MainWindow
 
     spec = "random:family=gemma3,layers=2,heads=2,kv_heads=1,dim=32,window=4,global_every=2,seed=4"
     cfg = load_model(spec).model.cfg
     assert cfg.window_of(0) == 4 and cfg.window_of(1) is None
-    theme.apply(qapp)
-    w = MainWindow(model=spec, prompt="abcdef", persist=False)
-    w.animator.set_speed("instant")
-    qtbot.addWidget(w)
-    w.show()
-    assert w.controller.wait_ready(60), w.controller.last_error
+    w = ready_window(qtbot, qapp, spec, "abcdef")
     assert w.controller.run_steps(6)
     s = w.session
     n = s.n_rows()

@@ -17,7 +17,7 @@ import os
 import numpy as np
 import pytest
 import torch
-from helpers import load
+from helpers import load, ready_window
 
 from kvsim.caches import KVCache, SpecError, make_cache, parse_spec
 from kvsim.cli import main
@@ -303,17 +303,9 @@ def test_window_lane_equals_a_full_cache_masked_the_same_way_across_many_wraps()
 # ------------------------------------------------------------------------------------------- the app
 def test_the_app_draws_window_and_sink_lanes(qtbot, qapp) -> None:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from kvsim.ui import theme
     from kvsim.ui.attention import attention_rows
-    from kvsim.ui.window import MainWindow
 
-    theme.apply(qapp)
-    w = MainWindow(model=LLAMA, prompt="Once upon", persist=False)
-    w.animator.set_speed("instant")
-    qtbot.addWidget(w)
-    w.resize(1920, 1080)
-    w.show()
-    assert w.controller.wait_ready(60), w.controller.last_error
+    w = ready_window(qtbot, qapp, LLAMA, "Once upon", size=(1920, 1080))
     w.controller.set_lanes("none,kv,window:4,sink:1+window:3")
     qtbot.waitUntil(lambda: w.controller.can_step and len(w.lane_panels) == 4, timeout=20_000)
     assert w.controller.run_steps(8)
