@@ -48,3 +48,36 @@ def ready_window(
             timeout=20_000,
         )
     return w
+
+
+def opt_in_model_file(env_var: str, name: str, what: str):
+    """The path of a fetched model for an opt-in test: ``env_var=1`` (the user's data dir, as it was
+    before the tests redirected it) or ``env_var=path``; skipped, saying how, when the variable is unset."""
+    import os
+    from pathlib import Path
+
+    import pytest
+
+    from kvsim.models.catalog import FETCHABLE
+
+    choice = os.environ.get(env_var, "")
+    if not choice:
+        pytest.skip(f"opt-in: set {env_var}=1 (after `kvsim models get {name}`) or {env_var}=path/to/the.gguf to {what}")
+    spec = FETCHABLE[name]
+    if choice == "1":
+        from conftest import REAL_ENV
+
+        data = REAL_ENV.get("KVSIM_DATA_DIR")
+        if data:
+            root = Path(data) / "models"
+        else:
+            from platformdirs import user_data_dir
+
+            home = REAL_ENV.get("XDG_DATA_HOME")
+            root = (Path(home) / "kvsim" if home else Path(user_data_dir("kvsim", appauthor=False))) / "models"
+        path = root / spec.name / spec.filename
+    else:
+        path = Path(choice).expanduser()
+    if not path.is_file():
+        pytest.fail(f"{env_var} is set but {path} is not a file: run `kvsim models get {name}`")
+    return path

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from helpers import opt_in_model_file
 from torch.utils.flop_counter import FlopCounterMode
 
 transformers = pytest.importorskip("transformers")
@@ -551,30 +551,7 @@ GEMMA_STEPS = 32
 
 
 def _gemma3_file() -> Path:
-    choice = os.environ.get("KVSIM_GEMMA3", "")
-    if not choice:
-        pytest.skip(
-            "opt-in: set KVSIM_GEMMA3=1 (after `kvsim models get gemma3-270m`) or "
-            "KVSIM_GEMMA3=path/to/gemma-3-270m-q4_k_m.gguf to compare Gemma 3 270M with transformers"
-        )
-    spec = catalog.FETCHABLE["gemma3-270m"]
-    if choice == "1":
-        from conftest import REAL_ENV
-
-        data = REAL_ENV.get("KVSIM_DATA_DIR")
-        if data:
-            root = Path(data) / "models"
-        else:
-            from platformdirs import user_data_dir
-
-            home = REAL_ENV.get("XDG_DATA_HOME")
-            root = (Path(home) / "kvsim" if home else Path(user_data_dir("kvsim", appauthor=False))) / "models"
-        path = root / spec.name / spec.filename
-    else:
-        path = Path(choice).expanduser()
-    if not path.is_file():
-        pytest.fail(f"KVSIM_GEMMA3 is set but {path} is not a file: run `kvsim models get gemma3-270m`")
-    return path
+    return opt_in_model_file("KVSIM_GEMMA3", "gemma3-270m", "compare Gemma 3 270M with transformers")
 
 
 @pytest.mark.slow

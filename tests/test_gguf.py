@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from helpers import opt_in_model_file
 
 gguf = pytest.importorskip("gguf")
 
@@ -388,32 +388,7 @@ SMOL_STEPS = 32
 
 def _smollm2_file() -> Path:
     """Opt-in, so the suite's pass/skip count does not depend on what this machine has fetched."""
-    from kvsim.models.catalog import FETCHABLE
-
-    choice = os.environ.get("KVSIM_SMOLLM2", "")
-    if not choice:
-        pytest.skip(
-            "opt-in: set KVSIM_SMOLLM2=1 (after `kvsim models get smollm2-135m`) or "
-            "KVSIM_SMOLLM2=path/to/SmolLM2-135M-Instruct.gguf to compare SmolLM2 with transformers"
-        )
-    spec = FETCHABLE["smollm2-135m"]
-    if choice == "1":
-        from conftest import REAL_ENV
-
-        data = REAL_ENV.get("KVSIM_DATA_DIR")
-        if data:
-            root = Path(data) / "models"
-        else:
-            from platformdirs import user_data_dir
-
-            home = REAL_ENV.get("XDG_DATA_HOME")
-            root = (Path(home) / "kvsim" if home else Path(user_data_dir("kvsim", appauthor=False))) / "models"
-        path = root / spec.name / spec.filename
-    else:
-        path = Path(choice).expanduser()
-    if not path.is_file():
-        pytest.fail(f"KVSIM_SMOLLM2 is set but {path} is not a file: run `kvsim models get smollm2-135m`")
-    return path
+    return opt_in_model_file("KVSIM_SMOLLM2", "smollm2-135m", "compare SmolLM2 with transformers")
 
 
 @pytest.fixture

@@ -18,46 +18,17 @@ from kvsim.ui.attention import attention_rows
 MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,seed=3"
 
 
-class EveryOtherRow(Cache):
-    """Reads the even positions it kept plus this step's new rows, then forgets the odd ones."""
-
-    terms = ("every-other",)
-    grammar = "every-other"
+class RowsByLayer(Cache):
+    """What both test policies below share: per layer, the rows they keep and their positions."""
 
     def __init__(self, n_layers: int) -> None:
         self.n_layers = n_layers
         self.reset()
 
-    def describe(self) -> PolicyInfo:
-        return PolicyInfo(
-            spec="every-other",
-            title="every other row",
-            explanation="keeps the even positions only",
-            reuses_past=True,
-            lossy=False,
-            evicts=True,
-        )
-
     def reset(self) -> None:
         self.k: list = [None] * self.n_layers
         self.v: list = [None] * self.n_layers
         self.pos: list = [None] * self.n_layers
-        self.read: list = [None] * self.n_layers
-
-    def update(self, layer, k_new, v_new, positions):
-        if self.k[layer] is None:
-            k_all, v_all, pos_all = k_new, v_new, positions
-        else:
-            k_all = torch.cat([self.k[layer], k_new], 2)
-            v_all = torch.cat([self.v[layer], v_new], 2)
-            pos_all = torch.cat([self.pos[layer], positions])
-        keep = pos_all % 2 == 0
-        self.k[layer], self.v[layer], self.pos[layer] = k_all[:, :, keep], v_all[:, :, keep], pos_all[keep]
-        self.read[layer] = pos_all
-        return k_all, v_all
-
-    def key_positions(self, layer):
-        return self.read[layer]
 
     def truncate(self, n_tokens):
         for layer in range(self.n_layers):
@@ -75,6 +46,42 @@ class EveryOtherRow(Cache):
 
     def bytes_split(self):
         return sum(2 * k.numel() * k.element_size() for k in self.k if k is not None), 0
+
+
+class EveryOtherRow(RowsByLayer):
+    """Reads the even positions it kept plus this step's new rows, then forgets the odd ones."""
+
+    terms = ("every-other",)
+    grammar = "every-other"
+
+    def describe(self) -> PolicyInfo:
+        return PolicyInfo(
+            spec="every-other",
+            title="every other row",
+            explanation="keeps the even positions only",
+            reuses_past=True,
+            lossy=False,
+            evicts=True,
+        )
+
+    def reset(self) -> None:
+        super().reset()
+        self.read: list = [None] * self.n_layers
+
+    def update(self, layer, k_new, v_new, positions):
+        if self.k[layer] is None:
+            k_all, v_all, pos_all = k_new, v_new, positions
+        else:
+            k_all = torch.cat([self.k[layer], k_new], 2)
+            v_all = torch.cat([self.v[layer], v_new], 2)
+            pos_all = torch.cat([self.pos[layer], positions])
+        keep = pos_all % 2 == 0
+        self.k[layer], self.v[layer], self.pos[layer] = k_all[:, :, keep], v_all[:, :, keep], pos_all[keep]
+        self.read[layer] = pos_all
+        return k_all, v_all
+
+    def key_positions(self, layer):
+        return self.read[layer]
 
 
 @pytest.fixture
@@ -204,16 +211,12 @@ def test_lossy_lanes_are_measured_against_the_reference(every_other):
     assert summary["first_divergent_step"] == (diverged[0] if diverged else None)
 
 
-class RoundedPast(Cache):
+class RoundedPast(RowsByLayer):
     """A lossy test policy: rows older than the newest two are rounded to multiples of 1/4 — so a row
     changes once after it was first stored, as a quantized cache's residual rows do."""
 
     terms = ("rounded",)
     grammar = "rounded"
-
-    def __init__(self, n_layers: int) -> None:
-        self.n_layers = n_layers
-        self.reset()
 
     def describe(self) -> PolicyInfo:
         return PolicyInfo(
@@ -224,11 +227,6 @@ class RoundedPast(Cache):
             lossy=True,
             evicts=False,
         )
-
-    def reset(self) -> None:
-        self.k: list = [None] * self.n_layers
-        self.v: list = [None] * self.n_layers
-        self.pos: list = [None] * self.n_layers
 
     def update(self, layer, k_new, v_new, positions):
         if self.k[layer] is None:
@@ -248,23 +246,6 @@ class RoundedPast(Cache):
 
     def held_rows(self, layer):
         return self.k[layer], self.v[layer], self.pos[layer]
-
-    def truncate(self, n_tokens):
-        for layer in range(self.n_layers):
-            if self.pos[layer] is not None:
-                keep = self.pos[layer] < n_tokens
-                self.k[layer], self.v[layer], self.pos[layer] = (
-                    self.k[layer][:, :, keep],
-                    self.v[layer][:, :, keep],
-                    self.pos[layer][keep],
-                )
-
-    @property
-    def n_tokens(self):
-        return 0 if self.pos[0] is None else int(self.pos[0].numel())
-
-    def bytes_split(self):
-        return sum(2 * k.numel() * k.element_size() for k in self.k if k is not None), 0
 
 
 def test_a_lossy_lane_shows_its_own_rows_step_by_step_and_its_error(qtbot, qapp):
