@@ -300,7 +300,7 @@ def test_sixteen_lanes_open_without_freezing_the_window(window, qtbot, traces):
     summary = hb.summary()
     print(f"\n16-lane open: open_run {open_ms:.0f} ms, lane area {area.last_rebuild_ms:.1f} ms, heartbeat {summary}")
     assert area.last_rebuild_ms < 50  # the lane area's part of the open (two panels re-targeted, none built)
-    assert hb.longest_ms < 2_000  # bounded (the rest is the costs plots' and the heads overview's rebuild)
+    assert hb.longest_ms < 1_000  # measured ~220 ms on 2 idle cores (goal 250 ms); the bound leaves room for a busy CI
     # a hidden lane is built when first shown, from the Lanes menu
     actions = area.menu.actions()
     assert len(actions) == 16 and [a.isChecked() for a in actions] == [True] * 4 + [False] * 12
