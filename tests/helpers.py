@@ -70,11 +70,20 @@ def opt_in_model_file(env_var: str, name: str, what: str):
         data = REAL_ENV.get("KVSIM_DATA_DIR")
         if data:
             root = Path(data) / "models"
-        else:
+        else:  # the user's data dir as kvsim resolves it outside the tests (platformdirs reads the env)
             from platformdirs import user_data_dir
 
-            home = REAL_ENV.get("XDG_DATA_HOME")
-            root = (Path(home) / "kvsim" if home else Path(user_data_dir("kvsim", appauthor=False))) / "models"
+            saved = dict(os.environ)
+            for key, value in REAL_ENV.items():  # the variables the tests redirected, as they were
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+            try:
+                root = Path(user_data_dir("kvsim", appauthor=False)) / "models"
+            finally:
+                os.environ.clear()
+                os.environ.update(saved)
         path = root / spec.name / spec.filename
     else:
         path = Path(choice).expanduser()

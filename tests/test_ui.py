@@ -138,10 +138,11 @@ def test_after_n_steps_every_view_shows_the_records(window):
     # counters equal the engine's records
     for i, name in enumerate(lane.name for lane in s.lanes):
         assert s.cumulative(i) == (sum(r.lane(name).kv_positions for r in records), sum(r.lane(name).flops for r in records))
-        rows_curve, flops_curve, time_curve = window.costs.curves[i]
+        rows_curve, flops_curve, time_curve, bytes_curve = window.costs.curves[i]
         np.testing.assert_array_equal(rows_curve.yData, np.cumsum([r.lane(name).kv_positions for r in records]))
         np.testing.assert_array_equal(flops_curve.yData, np.cumsum([r.lane(name).flops for r in records]).astype(float))
         np.testing.assert_allclose(time_curve.yData, [r.lane(name).wall_ms for r in records])
+        np.testing.assert_array_equal(bytes_curve.yData, [r.lane(name).cache_bytes for r in records])
     assert s.cumulative(0)[0] == N * P + N * (N - 1) // 2  # Σ over steps of every row: n(n+1)/2 less the prompt's
     assert s.cumulative(1)[0] == P + N - 1
     # timeline and phase

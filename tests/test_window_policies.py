@@ -370,3 +370,17 @@ def test_strip_against_a_list_of_rows(window: int, sinks: int) -> None:
             k, v, pos = cache.held_rows(layer)
             assert pos.tolist() == held and k[0, 0, :, 0].tolist() == held and (-v[0, 1, :, 1]).tolist() == held
         assert cache.nbytes == len(held) * 2 * 2 * 2 * 3 * 4
+
+
+def test_the_cache_bytes_curve_flattens_for_a_window_lane(qtbot, qapp):
+    """The costs panel's bytes plot: the KV cache's curve keeps growing, the window lane's plateaus at W rows."""
+    w = ready_window(
+        qtbot, qapp, "random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,seed=5", "abcdefgh", lanes="kv,window:4"
+    )
+    assert w.controller.run_steps(8)
+    kv_bytes = list(w.costs.curves[0][3].yData)
+    win_bytes = list(w.costs.curves[1][3].yData)
+    row = 2 * 2 * 2 * 8 * 4  # K and V × layers × kv heads × head dim × fp32
+    assert kv_bytes == [row * w.session.n_rows(step) for step in range(8)]
+    assert win_bytes == [row * 4] * 8  # the prompt alone is already longer than the window
+    w.shutdown()

@@ -180,6 +180,7 @@ class Session(QObject):
         self._cum_rows: list[list[int]] = [[] for _ in self.lanes]
         self._cum_flops: list[list[int]] = [[] for _ in self.lanes]
         self._wall_ms: list[list[float]] = [[] for _ in self.lanes]
+        self._bytes: list[list[int]] = [[] for _ in self.lanes]
         self._token_labels = dict(run.token_texts)
         self.tokens: list[int] = list(run.prompt_ids)
         # free-running: each lane's own text (its own choices); lockstep: all read the reference's
@@ -203,6 +204,7 @@ class Session(QObject):
             rows.append((rows[-1] if rows else 0) + lane.kv_positions)
             flops.append((flops[-1] if flops else 0) + lane.flops)
             self._wall_ms[i].append(lane.wall_ms)
+            self._bytes[i].append(lane.cache_bytes)
             if lane.rows is not None and record.step == 0 and i not in self._own:
                 self._own[i] = _OwnRows(self.run.config)  # a free-running lane: its rows follow its own text
             if self.lane_tokens is not None:
@@ -346,8 +348,9 @@ class Session(QObject):
         return self._cum_rows[lane][step], self._cum_flops[lane][step]
 
     def series(self, which: str, lane: int) -> list:
-        """Per-step values of one lane: "rows" / "flops" (cumulative) or "ms" (measured per step)."""
-        return {"rows": self._cum_rows, "flops": self._cum_flops, "ms": self._wall_ms}[which][lane]
+        """Per-step values of one lane: "rows" / "flops" (cumulative), "ms" (measured per step) or
+        "bytes" (the cache held after the step)."""
+        return {"rows": self._cum_rows, "flops": self._cum_flops, "ms": self._wall_ms, "bytes": self._bytes}[which][lane]
 
     def ttft_itl(self, lane: int, step: int | None = None) -> tuple[float | None, float | None]:
         step = self.cursor if step is None else step

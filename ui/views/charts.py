@@ -48,6 +48,7 @@ def _short(session, lane) -> str:
     return label if len(label) <= 12 else lane.name if len(lane.name) <= 12 else lane.name[:11] + "…"
 
 
+SERIES = ("rows", "flops", "ms", "bytes")  # the plots, left to right (session.series names)
 MAX_LEGEND = 4  # lanes named in the legend (more would cover the curves; the table names them all)
 
 
@@ -62,7 +63,8 @@ class CostsPanel(QWidget):
         self.glw.ci.setContentsMargins(0, 0, 0, 0)
         font = QFont(self.font())
         self.plots, self.curves = [], {}
-        titles = ("K/V rows computed, cumulative (x: step)", "FLOPs, cumulative", "measured time per step (ms)")
+        # short titles: a title's width is its column's minimum, and four columns share the dock
+        titles = ("K/V rows computed, Σ", "FLOPs, Σ", "time per step (ms)", "cache held (bytes)")
         for col, title in enumerate(titles):
             p = self.glw.addPlot(row=0, col=col, axisItems={"left": SIAxis("left")})
             p.setTitle(title, color=theme.MUTED, size="12pt")
@@ -73,6 +75,7 @@ class CostsPanel(QWidget):
             for ax in ("left", "bottom"):
                 p.getAxis(ax).setTickFont(font)
             p.disableAutoRange()
+            self.glw.ci.layout.setColumnStretchFactor(col, 1)
             self.plots.append(p)
         self.plots[0].addLegend(offset=(70, 2), labelTextSize="11pt", brush=pg.mkBrush(18, 20, 24, 200))
         lay.addWidget(self.glw, 1)
@@ -101,7 +104,7 @@ class CostsPanel(QWidget):
 
     def _mark(self, _step: int) -> None:
         self.dirty = True  # redrawn on flush(): the window staggers it after the lanes
-        self._dirty_plots = {0, 1, 2}
+        self._dirty_plots = set(range(len(SERIES)))
 
     def flush(self) -> None:
         if self.dirty:
@@ -116,8 +119,8 @@ class CostsPanel(QWidget):
             self._redraw_plot(i)
 
     def stages(self) -> list:
-        """Three redraw stages (one plot each); the stats table follows with ``flush``."""
-        return [lambda i=i: self.flush_part(i) for i in range(3)]
+        """One redraw stage per plot; the stats table follows with ``flush``."""
+        return [lambda i=i: self.flush_part(i) for i in range(len(SERIES))]
 
     def _rebuild(self) -> None:
         """Curves for the run's lanes: kept where a lane index stays (a new run costs no new items),
@@ -149,6 +152,7 @@ class CostsPanel(QWidget):
                     self.plots[0].plot([], [], pen=pen, skipFiniteCheck=True),
                     self.plots[1].plot([], [], pen=pen, skipFiniteCheck=True),
                     self.plots[2].plot([], [], pen=pg.mkPen(color, width=2), skipFiniteCheck=True),
+                    self.plots[3].plot([], [], pen=pen, skipFiniteCheck=True),
                 ]
         if legend is not None and labels != getattr(self, "_legend_labels", None):
             for index, label in enumerate(labels):
@@ -166,7 +170,7 @@ class CostsPanel(QWidget):
         self.dirty = False
         if self.session.run is None:
             return
-        for i in range(3):
+        for i in range(len(SERIES)):
             self._redraw_plot(i)
         self._stats()
 
@@ -177,7 +181,7 @@ class CostsPanel(QWidget):
             return
         k = s.cursor + 1
         x = np.arange(k, dtype=np.float64)
-        which = ("rows", "flops", "ms")[i]
+        which = SERIES[i]
         few = k <= 40  # dots while there are few steps (a single step is a point, not a line)
         for lane, curves in self.curves.items():
             if getattr(curves[i], "_kv_dots", None) != few:
@@ -195,7 +199,7 @@ class CostsPanel(QWidget):
         s = self.session
         x_hi = _nice(max(k - 1, 5))
         p = self.plots[i]
-        series = {lane.index: s.series(("rows", "flops", "ms")[i], lane.index) for lane in s.lanes}
+        series = {lane.index: s.series(SERIES[i], lane.index) for lane in s.lanes}
         top = max((max(v[:k]) for v in series.values() if k > 0 and v[:k]), default=1.0)
         if self.log:
             low = min(

@@ -300,11 +300,16 @@ class LanePanel(QWidget):
             if lane.cache_tokens
             else "nothing cached"
         )
+        # a narrow lane (three lanes on a projector) says the same in fewer words, so no line wraps
+        narrow = self.readout.width() < self.readout.fontMetrics().horizontalAdvance("M") * 40
+        what = ("row" if rows == 1 else "rows") if narrow else "K/V rows computed"
         text = (
-            f"this step: <b style='color:{c}'>{rows}</b> K/V rows computed · "
+            f"{'' if narrow else 'this step: '}<b style='color:{c}'>{rows}</b> {what} · "
             f"<b style='color:{c}'>{theme.human_count(flops)}FLOP</b> · <b style='color:{c}'>{ms:.2f} ms</b>"
-            f"<br><span style='color:{theme.MUTED}'>{lane.context} keys read · {cache}{diff}</span>"
+            f"<br><span style='color:{theme.MUTED}'>{lane.context} keys{'' if narrow else ' read'} · {cache}{diff}</span>"
         )
+        if narrow:
+            text = text.replace("vs reference: ", "").replace("recomputed vs first ", "recomputed ")
         if text != self.readout.text():  # rich text is re-laid out on every set: skip unchanged frames
             self.readout.setText(text)
 
