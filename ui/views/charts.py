@@ -191,7 +191,12 @@ class CostsPanel(QWidget):
                 curves[i].setSymbolSize(7)
                 curves[i].setSymbolBrush(color)
                 curves[i].setSymbolPen(None)
-            curves[i].setData(x, np.asarray(s.series(which, lane)[:k], dtype=np.float64))
+            y = np.asarray(s.series(which, lane)[:k], dtype=np.float64)
+            if self.log and not (y > 0).all():  # a log axis has no 0 (no cache: 0 bytes): those points are left out
+                keep = y > 0
+                curves[i].setData(x[keep], y[keep])
+            else:
+                curves[i].setData(x, y)
         self._fit_range(i, k)
 
     def _fit_range(self, i: int, k: int) -> None:
