@@ -162,6 +162,9 @@ class CostsPanel(QWidget):
 
     def set_log(self, on: bool) -> None:
         self.log = bool(on)
+        for curves in self.curves.values():  # emptied first: the switch would map their zeros to log(0)
+            for curve in curves:
+                curve.setData([], [])
         for p in self.plots:
             p.setLogMode(x=False, y=self.log)
         self.redraw()
