@@ -241,6 +241,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.steps <= 0:
         raise UsageError(f"--steps must be ≥ 1, got {args.steps}")
     lanes = parse_lanes(args.lanes)
+    if args.reference is not None:
+        args.reference = args.reference.strip()  # as --lanes strips its specs
     if args.reference is not None and args.reference not in [lane.name for lane in lanes]:
         raise UsageError(f"--reference {args.reference!r} is not one of the lanes ({args.lanes})")
     sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
@@ -373,10 +375,11 @@ def _print_step(record, out) -> None:
 
 def _print_summary(sim, summary, out) -> None:
     out.write("\ntext: " + sim.tokenizer.decode(sim.tokens) + "\n\n")
+    width = max(10, *(len(name) for name in summary["lanes"]))
     for name, s in summary["lanes"].items():
         itl = f"{s['itl_ms']:.2f} ms" if s["itl_ms"] is not None else "-"
         out.write(
-            f"{name:>10}: TTFT {s['ttft_ms']:.2f} ms, ITL {itl}, K/V rows {s['kv_positions_total']}, "
+            f"{name:>{width}}: TTFT {s['ttft_ms']:.2f} ms, ITL {itl}, K/V rows {s['kv_positions_total']}, "
             f"FLOPs {_flops(s['flops_total'])}, cache {human_bytes(s['cache_bytes'])}, "
             f"max |Δlogit| {s['max_abs_logit_diff']:.2e}\n"
         )

@@ -185,10 +185,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         f"({cfg['n_layers']} layers, {cfg['n_heads']} heads / {cfg['n_kv_heads']} kv, head dim {cfg['head_dim']})"
     )
     print(f"lanes: {', '.join(lanes)}")
+    width = max(12, *(len(name) for name in summary["lanes"]))
     for name, s in summary["lanes"].items():
         itl = f"{s['itl_ms']:.2f} ms" if s["itl_ms"] is not None else "-"
         print(
-            f"{name:>12}: TTFT {s['ttft_ms']:.2f} ms, ITL {itl}, K/V rows {s['kv_positions_total']}, "
+            f"{name:>{width}}: TTFT {s['ttft_ms']:.2f} ms, ITL {itl}, K/V rows {s['kv_positions_total']}, "
             f"cache {human_bytes(s['cache_bytes'])}"
         )
     return 0

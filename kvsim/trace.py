@@ -83,10 +83,6 @@ class LaneStep:
     ref_logprob: float = 0.0  # log p_lane(the token the reference chose): teacher-forced, for perplexity
     rows: LaneRows | None = None  # a lossy lane's own rows (None: it holds the shared rows exactly)
 
-    @property
-    def cache_payload_bytes(self) -> int:
-        return self.cache_bytes - self.cache_overhead_bytes
-
     def read_positions(self, n: int) -> np.ndarray:
         """The key positions this step read, for a sequence of ``n`` positions."""
         if self.spans is None:

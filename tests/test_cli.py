@@ -237,3 +237,18 @@ def test_gqa_compares_kv_head_counts_with_the_memory_formula(capsys):
         assert r["itl_ms_median"] > 0
     assert main(["gqa", "--heads", "8", "--dim", "100"]) == 2
     assert "multiple of --heads" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("spec", ["int4:g¹", "int8:r²", "int4:g٣", "window:٣", "int4:g0", "window:1e3", "kv+kv"])
+def test_lane_specs_take_ascii_numbers_only(spec, capsys):
+    """Digits that str.isdigit() accepts (superscripts, Arabic-Indic) are not sizes: one error line."""
+    assert main(["run", "--model", "random:layers=1,heads=2,kv_heads=1,dim=16", "--prompt-ids", "1,2", "--lanes", spec]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and len(err.splitlines()) == 1 and "unexpected" not in err
+
+
+def test_reference_is_stripped_like_the_lanes(capsys):
+    args = ["run", "--model", "random:layers=1,heads=2,kv_heads=1,dim=16", "--prompt-ids", "1,2", "--steps", "2"]
+    assert main([*args, "--lanes", " kv , window:4 ", "--reference", " window:4", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["summary"]
+    assert summary["lanes"]["window:4"]["max_abs_logit_diff"] == 0.0  # the reference is measured from itself

@@ -85,6 +85,11 @@ class Controller(QObject):
 
     def set_free_running(self, on: bool) -> None:
         self.free_running = bool(on)
+        self.say(
+            "free-running lanes: each continues on its own choice — a new live run"
+            if on
+            else "lockstep lanes: every lane continues on the reference's token — a new live run"
+        )
         self.reset()
 
     def set_lanes(self, specs: str) -> None:
@@ -195,7 +200,8 @@ class Controller(QObject):
             if not run.prompt_ids:
                 run.prompt_ids = [int(i) for i in trace.records[0].input_ids]
         except Exception as exc:  # noqa: BLE001 - any failure of a damaged file is one banner, never a crash
-            self.say(f"could not open {path}: {exc}", error=True)
+            text = str(exc)  # a TraceError already names the file
+            self.say(text if text.startswith(str(path)) else f"could not open {path}: {text}", error=True)
             return False
         self.stop_play()
         self.animator.stop()

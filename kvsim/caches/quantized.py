@@ -37,6 +37,7 @@ neither is counted.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import torch
@@ -144,7 +145,7 @@ class QuantizedCache(Cache):
         for arg in args[0]:
             key, digits = arg[:1].lower(), arg[1:]
             name = {"g": "group", "r": "residual"}.get(key)
-            if name is None or not digits.isdigit() or len(digits) > 7:
+            if name is None or not re.fullmatch(r"[0-9]{1,7}", digits):  # ASCII digits only, as window:W
                 raise SpecError(f"{cls.terms[0]} takes gG (group size) and rR (full-precision residual), got {arg!r}")
             if name in options:
                 raise SpecError(f"{cls.terms[0]}: {arg[:1]} given twice")

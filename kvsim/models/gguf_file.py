@@ -88,12 +88,6 @@ def unpermute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
     return w.reshape(n_heads, half, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def permute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
-    """llama.cpp's own permutation (Hugging Face layout → GGUF layout); the inverse of ``unpermute_qk``."""
-    half = w.shape[0] // n_heads // 2
-    return w.reshape(n_heads, 2, half, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
-
-
 def _meta_int(meta: dict[str, Any], key: str, name: str, default: int | None = None) -> int:
     value = meta.get(key)
     if value is None:
