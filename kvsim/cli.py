@@ -88,6 +88,13 @@ def build_parser() -> argparse.ArgumentParser:
         f"(known: {', '.join(known_specs())}; uncached/cached are none/kv)",
     )
     r.add_argument(
+        "--repeats",
+        type=_positive_int,
+        default=1,
+        help="time each step's forward this many times (the cache rolled back between): the median is the "
+        "step's time, min/max its spread (1 to 100; default 1)",
+    )
+    r.add_argument(
         "--free-running",
         action="store_true",
         help="each lane continues on its own choice (default: every lane on the reference's token); "
@@ -270,6 +277,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         sampling,
         reference=args.reference,
         free_running=args.free_running,
+        repeats=args.repeats,
         model_id=loaded.model_id,
         prompt_text=text,
     )
@@ -328,6 +336,11 @@ def step_json(record) -> dict[str, object]:
             "flops_by_component": lane.flops_by_component,
             "bytes_by_component": lane.bytes_by_component,
             "wall_ms": round(lane.wall_ms, 4),
+            **(
+                {"wall_ms_min": round(lane.wall_ms_min, 4), "wall_ms_max": round(lane.wall_ms_max, 4)}
+                if lane.wall_ms_min is not None
+                else {}
+            ),
             "cache_tokens": lane.cache_tokens,
             "cache_bytes": lane.cache_bytes,
             "cache_overhead_bytes": lane.cache_overhead_bytes,

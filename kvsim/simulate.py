@@ -79,6 +79,8 @@ class Simulator:
         record_dtype: type = np.float32,
         top_k_record: int = 5,
         progress: Progress | None = None,
+        repeats: int = 1,
+        warmup: bool = True,
     ) -> None:
         cfg = model.cfg
         prompt_ids = [int(i) for i in prompt_ids]
@@ -93,6 +95,8 @@ class Simulator:
             raise SimulationError(f"token id {bad[0]} is outside the model's vocabulary (0..{cfg.vocab_size - 1})")
         if not lanes:
             raise SimulationError("at least one lane is needed")
+        if not isinstance(repeats, int) or not 1 <= repeats <= 100:
+            raise SimulationError(f"repeats must be a whole number from 1 to 100, got {repeats!r}")
         names = [spec.name for spec in lanes]
         if len(set(names)) != len(names):
             raise SimulationError(f"lane names must differ, got {names}")
@@ -148,6 +152,8 @@ class Simulator:
             }
         )
         self.run_id = uuid.uuid4().hex[:12]
+        self.repeats = repeats
+        self._warm = not warmup  # warmed up before the first recorded step (see _warm_up)
         self.keep_records = True  # False: records are yielded, not kept (a long CLI run without --save)
         self._steps_done = 0
 
@@ -210,6 +216,8 @@ class Simulator:
     def _step(self, all_ids: torch.Tensor, n: int, step_index: int, phase: str) -> StepRecord:
         cfg = self.model.cfg
         # 1. every lane runs its forward over what its policy must compute
+        if not self._warm:
+            self._warm_up(all_ids, n)
         outputs, timings, fed = self._forward_lanes(all_ids, n)
 
         # 2. the token: one uniform draw, applied to the reference lane (and, to compare, to each lane)
@@ -266,7 +274,9 @@ class Simulator:
                     flops=cost.matmul_flops,
                     flops_by_component=dict(cost.flops),
                     bytes_by_component=dict(cost.bytes),
-                    wall_ms=ms,
+                    wall_ms=ms[0],
+                    wall_ms_min=ms[1] if self.repeats > 1 else None,
+                    wall_ms_max=ms[2] if self.repeats > 1 else None,
                     cache_tokens=lane.cache.n_tokens,
                     cache_bytes=payload + overhead,
                     logit_diff=float((logits - ref_logits).abs().max()),
@@ -331,6 +341,18 @@ class Simulator:
             q=as_np(out.q[:, 0, :, -new_t:]),
         )
 
+    def _warm_up(self, all_ids: torch.Tensor, n: int) -> None:
+        """Run each lane's prefill once on a throwaway cache before the first recorded step, so that no
+        lane's first measured time pays for lazy initialisation (kernels, allocators) another skipped."""
+        self._warm = True
+        positions = torch.arange(0, n, device=self.model.device)
+        for lane in self.lanes:
+            scratch = make_cache(lane.spec, self.model.cfg.n_layers)
+            self.model(all_ids[:, :n], positions, scratch, record=True, last_only=True)
+            if scratch.reuses_past and n > 1:  # and one decode-shaped call (a single new row)
+                scratch.truncate(n - 1)
+                self.model(all_ids[:, n - 1 : n], positions[-1:], scratch, record=True, last_only=True)
+
     def _forward_lanes(self, all_ids: torch.Tensor, n: int):
         device = self.model.device
         outputs, timings, fed = [], [], []
@@ -348,11 +370,19 @@ class Simulator:
                     self.progress(name, done, total)
                     spent[0] += time.perf_counter() - t  # the observer's time is not the lane's
 
-            _sync(device)
-            t0 = time.perf_counter()
-            out = self.model(ids, positions, lane.cache, record=True, last_only=True, layer_hook=hook)
-            _sync(device)
-            timings.append((time.perf_counter() - t0 - in_hook[0]) * 1e3)
+            # the step's forward k times, the cache rolled back between (its exact undo): the median is
+            # the recorded time, min and max its spread; the last forward is the one the run keeps
+            times = []
+            for repeat in range(self.repeats):
+                if repeat:
+                    lane.cache.truncate(self._done)
+                in_hook[0] = 0.0
+                _sync(device)
+                t0 = time.perf_counter()
+                out = self.model(ids, positions, lane.cache, record=True, last_only=True, layer_hook=hook)
+                _sync(device)
+                times.append((time.perf_counter() - t0 - in_hook[0]) * 1e3)
+            timings.append((float(np.median(times)), min(times), max(times)))
             outputs.append(out)
             fed.append(n - start)
         return outputs, timings, fed

@@ -79,6 +79,8 @@ class LaneStep:
     #: key positions this step's attention read, as [start, end) runs; None = every position 0..n-1
     spans: tuple[tuple[int, int], ...] | None = None
     cache_overhead_bytes: int = 0  # of cache_bytes, what is not K/V values (scales, block tables)
+    wall_ms_min: float | None = None  # the spread of the step's repeated, measured forwards (None: one)
+    wall_ms_max: float | None = None
     kl_div: float = 0.0  # KL(reference ‖ lane) of the next-token distributions (softmax of the logits), nats
     ref_logprob: float = 0.0  # log p_lane(the token the reference chose): teacher-forced, for perplexity
     rows: LaneRows | None = None  # a lossy lane's own rows (None: it holds the shared rows exactly)

@@ -128,6 +128,10 @@ def _check_lane(i: int, lane: LaneStep, r: StepRecord, n: int) -> None:
         value = getattr(lane, key)
         if not _is_number(value) or value < 0:
             raise TraceError(f"{where}: {key} must be a finite number ≥ 0, got {value!r}")
+    for key in ("wall_ms_min", "wall_ms_max"):
+        value = getattr(lane, key)
+        if value is not None and not (_is_number(value) and value >= 0):
+            raise TraceError(f"{where}: {key} must be a finite number ≥ 0")
     if lane.recompute_diff is not None and not (_is_number(lane.recompute_diff) and lane.recompute_diff >= 0):
         raise TraceError(f"{where}: recompute_diff must be a finite number ≥ 0")
     if lane.kv_positions > n or lane.context > n or lane.cache_overhead_bytes > lane.cache_bytes:

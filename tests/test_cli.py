@@ -252,3 +252,16 @@ def test_reference_is_stripped_like_the_lanes(capsys):
     assert main([*args, "--lanes", " kv , window:4 ", "--reference", " window:4", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["summary"]
     assert summary["lanes"]["window:4"]["max_abs_logit_diff"] == 0.0  # the reference is measured from itself
+
+
+def test_repeats_give_each_step_a_median_and_its_spread(capsys):
+    args = ["run", "--model", "random:layers=1,heads=2,kv_heads=1,dim=16", "--prompt-ids", "1,2,3", "--steps", "4"]
+    assert main([*args, "--repeats", "5", "--json"]) == 0
+    steps = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()[:-1]]
+    for step in steps:
+        for lane in ("uncached", "cached"):
+            t = step[lane]
+            assert t["wall_ms_min"] <= t["wall_ms"] <= t["wall_ms_max"]
+    assert main([*args, "--json"]) == 0  # one forward: no spread to report
+    assert "wall_ms_min" not in capsys.readouterr().out
+    assert main([*args, "--repeats", "101"]) == 2

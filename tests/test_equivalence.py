@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from helpers import FAMILY_SPECS, load
@@ -158,3 +159,29 @@ def test_sliding_window_first_key_and_observer_time_excluded() -> None:
         assert r.lane("cached").context == n  # the window is a mask: every row is still read
         for lane in r.lanes:
             assert lane.wall_ms < 30, lane  # two layers slept 60 ms per lane
+
+
+@pytest.mark.parametrize("lanes", ["none,kv", "kv,window:5,sink:2+window:3", "kv,int4:g4:r2,int8:g4:r0"])
+def test_repeated_timing_changes_nothing_but_the_times(lanes):
+    """Each step's forward timed 3 times with the cache rolled back between: the records are the same
+    as with one forward (the policies' undo is exact), and the median sits inside its spread."""
+    from kvsim.caches import parse_lanes
+
+    loaded = load(FAMILY_SPECS["llama-gqa"])
+    prompt = list(range(3, 12))
+    runs = []
+    for repeats in (1, 3):
+        sim = Simulator(loaded.model, loaded.tokenizer, prompt, parse_lanes(lanes), repeats=repeats)
+        runs.append(list(sim.run(14, stop_at_eos=False)))
+    for one, three in zip(*runs, strict=True):
+        assert one.token_id == three.token_id
+        for name in ("q", "k", "v"):
+            np.testing.assert_array_equal(getattr(one, name), getattr(three, name))
+        for a, b in zip(one.lanes, three.lanes, strict=True):
+            assert (a.token_id, a.cache_tokens, a.cache_bytes, a.spans) == (b.token_id, b.cache_tokens, b.cache_bytes, b.spans)
+            assert a.logit_diff == pytest.approx(b.logit_diff, abs=1e-6)
+            if a.rows is not None:
+                np.testing.assert_array_equal(a.rows.positions, b.rows.positions)
+                np.testing.assert_allclose(a.rows.k, b.rows.k, atol=1e-6)
+            assert a.wall_ms_min is None and b.wall_ms_min is not None
+            assert b.wall_ms_min <= b.wall_ms <= b.wall_ms_max

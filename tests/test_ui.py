@@ -654,3 +654,17 @@ def test_derived_attention_follows_each_layers_own_window(qtbot, qapp):
         ref = seen[layer][0][0, 0, 0].numpy()  # (H_kv, g, T, S) → kv head 0, query head 0, the one row
         np.testing.assert_allclose(np.nan_to_num(mine), ref, atol=1e-5)
     w.shutdown()
+
+
+def test_the_time_plot_shows_each_steps_spread(window):
+    """Small models are timed 3× per step in the app: the time plot draws min…max around the median."""
+    assert window.controller.run_steps(4)
+    s = window.session
+    assert s.records[-1].lanes[0].wall_ms_min is not None  # the worker timed it more than once
+    band = window.costs.bands[0]
+    assert band.isVisible()
+    lo, hi = np.asarray(s.series("ms_min", 0)), np.asarray(s.series("ms_max", 0))
+    y = np.asarray(s.series("ms", 0))
+    np.testing.assert_allclose(band.opts["top"], hi - y)
+    np.testing.assert_allclose(band.opts["bottom"], y - lo)
+    assert (lo <= y).all() and (y <= hi).all()

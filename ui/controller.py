@@ -201,7 +201,7 @@ class Controller(QObject):
                 run.prompt_ids = [int(i) for i in trace.records[0].input_ids]
         except Exception as exc:  # noqa: BLE001 - any failure of a damaged file is one banner, never a crash
             text = str(exc)  # a TraceError already names the file
-            self.say(text if text.startswith(str(path)) else f"could not open {path}: {text}", error=True)
+            self.say(f"could not open {text}" if text.startswith(str(path)) else f"could not open {path}: {text}", error=True)
             return False
         self.stop_play()
         self.animator.stop()

@@ -181,6 +181,8 @@ class Session(QObject):
         self._cum_flops: list[list[int]] = [[] for _ in self.lanes]
         self._wall_ms: list[list[float]] = [[] for _ in self.lanes]
         self._bytes: list[list[int]] = [[] for _ in self.lanes]
+        self._ms_lo: list[list[float]] = [[] for _ in self.lanes]  # the spread of repeated timings
+        self._ms_hi: list[list[float]] = [[] for _ in self.lanes]
         self._token_labels = dict(run.token_texts)
         self.tokens: list[int] = list(run.prompt_ids)
         # free-running: each lane's own text (its own choices); lockstep: all read the reference's
@@ -205,6 +207,8 @@ class Session(QObject):
             flops.append((flops[-1] if flops else 0) + lane.flops)
             self._wall_ms[i].append(lane.wall_ms)
             self._bytes[i].append(lane.cache_bytes)
+            self._ms_lo[i].append(lane.wall_ms if lane.wall_ms_min is None else lane.wall_ms_min)
+            self._ms_hi[i].append(lane.wall_ms if lane.wall_ms_max is None else lane.wall_ms_max)
             if lane.rows is not None and record.step == 0 and i not in self._own:
                 self._own[i] = _OwnRows(self.run.config)  # a free-running lane: its rows follow its own text
             if self.lane_tokens is not None:
@@ -349,8 +353,16 @@ class Session(QObject):
 
     def series(self, which: str, lane: int) -> list:
         """Per-step values of one lane: "rows" / "flops" (cumulative), "ms" (measured per step) or
-        "bytes" (the cache held after the step)."""
-        return {"rows": self._cum_rows, "flops": self._cum_flops, "ms": self._wall_ms, "bytes": self._bytes}[which][lane]
+        "bytes" (the cache held after the step), "ms_min" / "ms_max" (the spread of its repeated timings)."""
+        series = {
+            "rows": self._cum_rows,
+            "flops": self._cum_flops,
+            "ms": self._wall_ms,
+            "bytes": self._bytes,
+            "ms_min": self._ms_lo,
+            "ms_max": self._ms_hi,
+        }
+        return series[which][lane]
 
     def ttft_itl(self, lane: int, step: int | None = None) -> tuple[float | None, float | None]:
         step = self.cursor if step is None else step

@@ -62,7 +62,7 @@ class CostsPanel(QWidget):
         self.glw = pg.GraphicsLayoutWidget()
         self.glw.ci.setContentsMargins(0, 0, 0, 0)
         font = QFont(self.font())
-        self.plots, self.curves = [], {}
+        self.plots, self.curves, self.bands = [], {}, {}
         # short titles: a title's width is its column's minimum, and four columns share the dock
         titles = ("K/V rows computed, Σ", "FLOPs, Σ", "time per step (ms)", "cache held (bytes)")
         for col, title in enumerate(titles):
@@ -133,6 +133,7 @@ class CostsPanel(QWidget):
         for index in [i for i in self.curves if i >= len(lanes)]:
             for plot, curve in zip(self.plots, self.curves.pop(index), strict=True):
                 plot.removeItem(curve)
+            self.plots[2].removeItem(self.bands.pop(index))
         # fixed (no relayout per step) and wide enough for the widest cells: a label, then per lane the
         # wider of its (bold) header and a value
         fm = self.stats.fontMetrics()
@@ -154,6 +155,10 @@ class CostsPanel(QWidget):
                     self.plots[2].plot([], [], pen=pg.mkPen(color, width=2), skipFiniteCheck=True),
                     self.plots[3].plot([], [], pen=pen, skipFiniteCheck=True),
                 ]
+                # the spread of the step's repeated timings (min to max) around the median
+                band = pg.ErrorBarItem(x=np.zeros(0), y=np.zeros(0), pen=pg.mkPen(color, width=1), beam=0.25)
+                self.plots[2].addItem(band)
+                self.bands[lane.index] = band
         if legend is not None and labels != getattr(self, "_legend_labels", None):
             for index, label in enumerate(labels):
                 legend.addItem(self.curves[index][0], label)
@@ -200,6 +205,12 @@ class CostsPanel(QWidget):
                 curves[i].setData(x[keep], y[keep])
             else:
                 curves[i].setData(x, y)
+            if which == "ms":
+                lo, hi = (np.asarray(s.series(key, lane)[:k], dtype=np.float64) for key in ("ms_min", "ms_max"))
+                band = self.bands[lane]
+                band.setVisible(not self.log and bool((hi > lo).any()))  # ErrorBarItem has no log mode
+                if band.isVisible():
+                    band.setData(x=x, y=y, top=hi - y, bottom=y - lo)
         self._fit_range(i, k)
 
     def _fit_range(self, i: int, k: int) -> None:
@@ -207,7 +218,8 @@ class CostsPanel(QWidget):
         s = self.session
         x_hi = _nice(max(k - 1, 5))
         p = self.plots[i]
-        series = {lane.index: s.series(SERIES[i], lane.index) for lane in s.lanes}
+        which = "ms_max" if SERIES[i] == "ms" else SERIES[i]  # the time plot fits its bands too
+        series = {lane.index: s.series(which, lane.index) for lane in s.lanes}
         top = max((max(v[:k]) for v in series.values() if k > 0 and v[:k]), default=1.0)
         if self.log:
             low = min(
