@@ -153,7 +153,9 @@ class Simulator:
         )
         self.run_id = uuid.uuid4().hex[:12]
         self.repeats = repeats
-        self._warm = not warmup  # warmed up before the first recorded step (see _warm_up)
+        if warmup:
+            with torch.no_grad():
+                self._warm_up(torch.tensor([prompt_ids], dtype=torch.long, device=model.device), len(prompt_ids))
         self.keep_records = True  # False: records are yielded, not kept (a long CLI run without --save)
         self._steps_done = 0
 
@@ -216,8 +218,6 @@ class Simulator:
     def _step(self, all_ids: torch.Tensor, n: int, step_index: int, phase: str) -> StepRecord:
         cfg = self.model.cfg
         # 1. every lane runs its forward over what its policy must compute
-        if not self._warm:
-            self._warm_up(all_ids, n)
         outputs, timings, fed = self._forward_lanes(all_ids, n)
 
         # 2. the token: one uniform draw, applied to the reference lane (and, to compare, to each lane)
@@ -342,9 +342,9 @@ class Simulator:
         )
 
     def _warm_up(self, all_ids: torch.Tensor, n: int) -> None:
-        """Run each lane's prefill once on a throwaway cache before the first recorded step, so that no
-        lane's first measured time pays for lazy initialisation (kernels, allocators) another skipped."""
-        self._warm = True
+        """Run each lane's prefill once on a throwaway cache before the first recorded step (here, not in
+        a step: a step does only its own work), so that no lane's first measured time pays for lazy
+        initialisation (kernels, allocators) another lane skipped."""
         positions = torch.arange(0, n, device=self.model.device)
         for lane in self.lanes:
             scratch = make_cache(lane.spec, self.model.cfg.n_layers)
