@@ -1,10 +1,13 @@
-"""What a lane's records say it read and held: its key positions as runs, and — for a lossy lane —
-which of its stored rows changed since they were last recorded (so a trace stays O(n))."""
+"""A lane (a spec, its cache and its policy's description) and what its records say it read and held:
+its key positions as runs, and — for a lossy lane — which of its stored rows changed since they were
+last recorded (so a trace stays O(n))."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
+
+from .caches import Cache, LaneSpec, PolicyInfo
 
 
 def lane_spans(positions: np.ndarray, n: int) -> tuple[tuple[int, int], ...] | None:
@@ -49,3 +52,17 @@ class RowMirror:
     def truncate(self, n_tokens: int) -> None:
         if self.known is not None:
             self.known[n_tokens:] = False
+
+
+class Lane:
+    """One lane of a run: its spec, its cache and what its policy says of itself."""
+
+    def __init__(self, spec: LaneSpec, cache: Cache) -> None:
+        self.spec = spec
+        self.cache = cache
+        self.info: PolicyInfo = cache.describe()
+        self.mirror = RowMirror() if self.info.lossy else None  # the rows recorded so far
+
+    @property
+    def name(self) -> str:
+        return self.spec.name

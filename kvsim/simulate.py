@@ -25,9 +25,9 @@ import numpy as np
 import torch
 
 from . import __version__
-from .caches import Cache, KVCache, LaneSpec, PolicyInfo, make_cache, parse_lanes, visibility
+from .caches import KVCache, LaneSpec, make_cache, parse_lanes, visibility
 from .counting import step_cost
-from .lane_rows import RowMirror, lane_spans
+from .lane_rows import Lane, lane_spans
 from .models.tokenizer import Tokenizer
 from .models.transformer import Transformer
 from .sampling import Sampling, SimulationError, choose, probabilities
@@ -39,18 +39,6 @@ __all__ = ["DEFAULT_LANES", "LaneSpec", "Sampling", "SimulationError", "Simulato
 Progress = Callable[[str, int, int], None]  # (lane name, layers done, layers total)
 
 DEFAULT_LANES = parse_lanes("uncached,cached")
-
-
-class Lane:
-    def __init__(self, spec: LaneSpec, cache: Cache) -> None:
-        self.spec = spec
-        self.cache = cache
-        self.info: PolicyInfo = cache.describe()
-        self.mirror = RowMirror() if self.info.lossy else None  # the rows recorded so far
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
 
 
 def _sync(device: torch.device) -> None:
