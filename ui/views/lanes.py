@@ -90,10 +90,7 @@ class LanePanel(QWidget):
         self.header.setWordWrap(False)  # one line in every lane, so all lanes' plots get the same height
         for label in (self.header, self.readout):
             label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
-        fm = self.readout.fontMetrics()
-        # every lane the same height (rows line up across lanes): a third line when some lane is compared
-        compared = any(lane.lossy or lane.evicts or lane.window for lane in session.lanes)
-        self.readout.setFixedHeight(int(fm.lineSpacing() * (3 if compared else 2) + 8))
+        self._fit_readout()
         lay.addWidget(self.readout)
         self._set_header()
 
@@ -106,7 +103,14 @@ class LanePanel(QWidget):
         self.info = info
         self.name = info.name
         self._set_header()
+        self._fit_readout()
         self.dirty = True
+
+    def _fit_readout(self) -> None:
+        """Every lane of a run the same readout height (so their rows line up): a third line when some
+        lane of the run is compared with the reference (lossy, evicting or windowed)."""
+        compared = any(lane.lossy or lane.evicts or lane.window for lane in self.session.lanes)
+        self.readout.setFixedHeight(int(self.readout.fontMetrics().lineSpacing() * (3 if compared else 2) + 8))
 
     def detach(self) -> None:
         """Stop listening to the session (before the panel is removed: a new run may have other lanes)."""
