@@ -668,3 +668,14 @@ def test_the_time_plot_shows_each_steps_spread(window):
     np.testing.assert_allclose(band.opts["top"], hi - y)
     np.testing.assert_allclose(band.opts["bottom"], y - lo)
     assert (lo <= y).all() and (y <= hi).all()
+
+
+def test_lanes_keep_one_height_when_a_compared_lane_joins(window, qtbot):
+    """Panels reused from the previous run and a new one get the same readout height, so rows line up."""
+    two = {p.readout.height() for p in window.lane_panels}
+    window.controller.set_lanes("kv,window:4,int4:g4:r2")
+    qtbot.waitUntil(lambda: window.controller.can_step and len(window.lane_panels) == 3, timeout=20_000)
+    assert window.controller.run_steps(2)
+    heights = {p.readout.height() for p in window.lane_panels}
+    assert len(heights) == 1 and heights.pop() > two.pop()  # a third line for |Δlogit| and KL
+    assert len({p.glw.height() for p in window.lane_panels}) == 1
