@@ -30,7 +30,7 @@ from .counting import step_cost
 from .lane_rows import Lane, lane_spans
 from .models.tokenizer import Tokenizer
 from .models.transformer import Transformer
-from .sampling import Sampling, SimulationError, choose, probabilities
+from .sampling import Sampling, SimulationError, choose, draw, probabilities
 from .summary import RunSummary, summarize  # noqa: F401 - part of the simulator's API
 from .trace import LaneRows, LaneStep, StepRecord, Trace
 
@@ -219,6 +219,7 @@ class Simulator:
                 )
         token_id = choose(ref_logits, self.sampling, u)
         ref_logp = torch.log_softmax(ref_logits, -1)
+        ref_p = ref_logp.exp()
 
         # 3. the step's new rows: taken from an exact lane (a caching one computes only new rows)
         new_t = n - self._done
@@ -243,16 +244,22 @@ class Simulator:
             context = int(key_pos.size)
             cost = step_cost(cfg, new=t, context=context, out=1, dtype_bytes=elem)
             logits = out.logits[0, -1].float()
-            # candidates as the sampler sees them (tempered, top-k/top-p), plain softmax when greedy
-            shown = probabilities(logits, self.sampling) if self.sampling.temperature > 0 else torch.softmax(logits, -1)
+            logp = torch.log_softmax(logits, -1)
+            # candidates as the sampler sees them (tempered, top-k/top-p), plain softmax when greedy;
+            # the lane's own choice is drawn from that same distribution (choose() would rebuild it)
+            if self.sampling.temperature > 0:
+                shown = probabilities(logits, self.sampling)
+                own_token = draw(shown, u)
+            else:
+                shown = logp.exp()
+                own_token = int(torch.argmax(logits))
             top = torch.topk(shown, min(self.top_k_record, shown.numel()))
             seen = key_pos[
                 visibility(np.array([n - 1]), key_pos, cfg.sliding_window, lane.cache.mask_window, lane.cache.mask_sinks)[0]
             ]
             first_key = int(seen[0]) if seen.size else n - 1  # the lowest position the newest query sees
             payload, overhead = lane.cache.bytes_split()
-            logp = torch.log_softmax(logits, -1)
-            kl = float((ref_logp.exp() * (ref_logp - logp)).sum().clamp_min(0.0))  # KL(ref ‖ lane), nats
+            kl = float((ref_p * (ref_logp - logp)).sum().clamp_min(0.0))  # KL(ref ‖ lane), nats
             lane_steps.append(
                 LaneStep(
                     name=lane.name,
@@ -268,7 +275,7 @@ class Simulator:
                     cache_tokens=lane.cache.n_tokens,
                     cache_bytes=payload + overhead,
                     logit_diff=float((logits - ref_logits).abs().max()),
-                    token_id=choose(logits, self.sampling, u),
+                    token_id=own_token,
                     top_ids=tuple(int(i) for i in top.indices),
                     top_probs=tuple(float(p) for p in top.values),
                     recompute_diff=rdiff,
