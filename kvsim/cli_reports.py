@@ -7,12 +7,9 @@ import argparse
 import json
 import math
 
+from .cli_args import UsageError, positive_int
 from .memory import WEIGHT_DTYPE_BYTES, human_bytes, kv_cache_bytes, read_hf_config, weight_bytes
 from .presets import PRESETS, get_preset, preset_from_hf_config
-
-
-class UsageError(Exception):
-    """A command line that cannot be carried out as given (exit 2, one line)."""
 
 
 def _finite(value: object) -> object:
@@ -219,3 +216,26 @@ def cmd_gqa(args: argparse.Namespace) -> int:
             f"{human_bytes(r.cache_bytes):>10} {r.itl_ms_median:>10.2f} ms"
         )
     return 0
+
+
+def add_memory_parser(sub) -> None:
+    """`kvsim memory`: its arguments."""
+    m = sub.add_parser("memory", help="KV-cache and weight memory for a model shape")
+    src = m.add_mutually_exclusive_group()
+    src.add_argument("--preset")
+    src.add_argument("--config", help="path to a Hugging Face config.json")
+    src.add_argument("--list", action="store_true", help="name the presets")
+    m.add_argument("--layers", type=positive_int)
+    m.add_argument("--kv-heads", type=positive_int)
+    m.add_argument("--head-dim", type=positive_int)
+    m.add_argument("--context", type=int)
+    m.add_argument("--batch", type=positive_int, default=1)
+    m.add_argument(
+        "--kv-bits",
+        type=int,
+        default=16,
+        choices=[32, 16, 8, 4],
+        help="bits per cached value: 16 (fp16/bf16, the default), 32 (fp32, as kvsim runs on the CPU), 8, 4",
+    )
+    m.add_argument("--window", type=positive_int)
+    m.add_argument("--json", action="store_true")

@@ -103,3 +103,15 @@ def test_the_window_paints_before_torch_is_imported() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
+
+
+def test_modules_stay_small() -> None:
+    """Small, clear modules: past 400 lines a module is doing two jobs and should be split."""
+    root = Path(__file__).resolve().parents[1]
+    long = {
+        str(p.relative_to(root)): n
+        for folder in ("kvsim", "ui")
+        for p in (root / folder).rglob("*.py")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400
+    }
+    assert not long, f"modules over 400 lines: {long}"

@@ -15,7 +15,7 @@ from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QToolBar, QVBoxLayout, QWidget
 
-from . import dialogs
+from . import dialogs, docks
 from .animation import SPEEDS, Animator
 from .controller import Controller
 from .session import Session
@@ -78,6 +78,7 @@ class MainWindow(QMainWindow):
         self.worker = WorkerThread(self)
         self.toolbar.fill_lanes()
         self.controller.attach_worker(self.worker)
+        self.jobs.attach(self.worker)
         self.controller.load_model(self.model_spec, fallback=self.fallback)
 
     # ================================================================== building
@@ -133,6 +134,9 @@ class MainWindow(QMainWindow):
         menu.addMenu(self.lanes.menu)
         for d in (self.costs_dock, self.text_dock, self.overview_dock):
             menu.addAction(d.toggleViewAction())
+        self.jobs = docks.Jobs(self)  # the extra docks' computations, on the worker thread
+        host = docks.DockHost(self.session, self.jobs, self.show_message, self.settings, self)
+        self.extra_docks = docks.install(self, host, menu)
         menu.addAction(self.focus_action)
         free = menu.addAction("Free-running lanes (each continues on its own choice)")
         free.setCheckable(True)

@@ -48,6 +48,8 @@ class SimWorker(QObject):
     failed = Signal(str, str)  # what (load / run / step), message
     busy_changed = Signal(bool)
     cancelled = Signal(int)  # the step that was abandoned
+    job_done = Signal(int, object)  # ticket, what the job returned
+    job_failed = Signal(int, str)  # ticket, message
 
     def __init__(self) -> None:
         super().__init__()
@@ -168,6 +170,23 @@ class SimWorker(QObject):
         finally:
             self.busy_changed.emit(False)
 
+    @Slot(int, object)
+    def job(self, ticket: int, fn) -> None:
+        """Run ``fn(loaded_model_or_None)`` here, off the GUI thread (docks' own computations: several
+        requests through a paged pool, a roofline's peak measurement); the result goes back as is."""
+        self.busy_changed.emit(True)
+        try:
+            result = fn(self.loaded)
+        except (*USER_ERRORS, KeyError) as exc:
+            self.job_failed.emit(ticket, str(exc))
+        except Exception as exc:  # noqa: BLE001 - the app must stay usable
+            self.job_failed.emit(ticket, f"{type(exc).__name__}: {exc}")
+            traceback.print_exc()
+        else:
+            self.job_done.emit(ticket, result)
+        finally:
+            self.busy_changed.emit(False)
+
     def _on_progress(self, lane: str, done: int, total: int) -> None:
         if self._cancel.is_set():
             raise Cancelled()
@@ -186,9 +205,12 @@ class WorkerThread(QObject):
     failed = Signal(str, str)
     busy_changed = Signal(bool)
     cancelled = Signal(int)
+    job_done = Signal(int, object)
+    job_failed = Signal(int, str)
     _load = Signal(str, bool, int)
     _begin = Signal(str, str, int, bool)
     _step = Signal(str)
+    _job = Signal(int, object)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -200,6 +222,7 @@ class WorkerThread(QObject):
         self._load.connect(self.worker.load)
         self._begin.connect(self.worker.begin)
         self._step.connect(self.worker.step)
+        self._job.connect(self.worker.job)
         for name in (
             "models_listed",
             "model_loaded",
@@ -209,6 +232,8 @@ class WorkerThread(QObject):
             "failed",
             "busy_changed",
             "cancelled",
+            "job_done",
+            "job_failed",
         ):
             getattr(self.worker, name).connect(getattr(self, name))
         self.thread.start()
@@ -225,6 +250,13 @@ class WorkerThread(QObject):
 
     def request_step(self, run_id: str) -> None:
         self._step.emit(run_id)
+
+    def submit(self, fn) -> int:
+        """Queue ``fn(loaded)`` on the worker thread (after any step already queued); its result arrives
+        as ``job_done(ticket, result)`` or ``job_failed(ticket, message)`` on the GUI thread."""
+        self._tickets += 1
+        self._job.emit(self._tickets, fn)
+        return self._tickets
 
     def cancel(self) -> None:
         """Thread-safe: the running step stops at its next layer boundary."""
