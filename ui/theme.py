@@ -58,6 +58,31 @@ def colorize(values: np.ndarray, lo: float, hi: float, name: str, masked_alpha: 
     return out
 
 
+THEMES = ("dark", "light")  # light: high contrast for washed-out projectors
+_current = {"name": "dark"}
+_listeners: list = []
+
+
+def current() -> str:
+    """The theme now in use: "dark" or "light"."""
+    return _current["name"]
+
+
+def on_change(callback) -> None:
+    """``callback(name)`` after every ``set_theme`` (views re-read their colours there)."""
+    _listeners.append(callback)
+
+
+def set_theme(app: QApplication, name: str) -> None:
+    """Switch the whole app to theme ``name`` (palette, style sheet, then every listener)."""
+    if name not in THEMES:
+        raise ValueError(f"unknown theme {name!r} (known: {', '.join(THEMES)})")
+    _current["name"] = name
+    apply(app)
+    for callback in list(_listeners):
+        callback(name)
+
+
 def setup_pyqtgraph() -> None:
     pg.setConfigOptions(imageAxisOrder="row-major", antialias=True, background=BG, foreground=TEXT)
 
