@@ -6,10 +6,22 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 
 from .cli_args import UsageError, positive_int
-from .memory import WEIGHT_DTYPE_BYTES, human_bytes, kv_cache_bytes, read_hf_config, weight_bytes
-from .presets import PRESETS, get_preset, preset_from_hf_config
+from .memory import (
+    WEIGHT_DTYPE_BYTES,
+    describe_windows,
+    format_layer_windows,
+    formula_rows_text,
+    human_bytes,
+    kv_cache_bytes,
+    parse_layer_windows,
+    read_hf_config,
+    repeat_pattern,
+    weight_bytes,
+)
+from .presets import BUNDLED, PRESETS, context_warning, get_preset, preset_from_hf_config
 
 
 def _finite(value: object) -> object:
@@ -29,6 +41,10 @@ def json_line(obj: object) -> str:
 
 
 # --------------------------------------------------------------------------------------- memory
+def _params(n: int) -> str:
+    return f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.1f}M"
+
+
 def cmd_memory(args: argparse.Namespace) -> int:
     if args.list:
         rows = [
@@ -42,7 +58,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
                 "context": p.context,
                 "params": p.n_params,
             }
-            for p in PRESETS.values()
+            for p in [*PRESETS.values(), *(get_preset(name) for name in BUNDLED)]
         ]
         if args.json:
             print(json.dumps({"presets": rows}))
@@ -50,7 +66,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
             for r in rows:
                 print(
                     f"{r['name']:<14} {r['layers']:>3} layers {r['heads']:>3} heads {r['kv_heads']:>3} kv "
-                    f"d_head {r['head_dim']:>3}  ctx {r['context']:>6}  {r['params'] / 1e9:6.2f}B params  ({r['source']})"
+                    f"d_head {r['head_dim']:>3}  ctx {r['context']:>6}  {_params(r['params']):>7} params  ({r['source']})"
                 )
         return 0
     if args.context is None:
@@ -62,11 +78,24 @@ def cmd_memory(args: argparse.Namespace) -> int:
         preset = get_preset(args.preset)
     elif args.config:
         preset = preset_from_hf_config(read_hf_config(args.config), name=args.config)  # FIFO/size/JSON-safe
+    notes: list[str] = []  # what the report applied without being asked outright (windows)
+    warnings: list[str] = []
+    given = parse_layer_windows(args.layer_windows) if args.layer_windows else None
     if preset is not None:
         layers = args.layers or preset.layers
         kv_heads = args.kv_heads or preset.kv_heads
         head_dim = args.head_dim or preset.head_dim
-        layer_windows = preset.layer_windows if layers == preset.layers else None
+        layer_windows = preset.layer_windows
+        if given is None and layer_windows is not None:
+            kept = ""
+            if layers != preset.layers:
+                layer_windows = repeat_pattern(layer_windows, layers)
+                kept = f", its pattern ({format_layer_windows(layer_windows)}) kept over the {layers} layers asked"
+            what = describe_windows(layers, None, layer_windows)
+            notes.append(f"window: {preset.name}'s own sliding window applied{kept}: {what}")
+        warning = context_warning(preset, args.context)
+        if warning:
+            warnings.append(warning)
     else:
         missing = [
             f for f, v in (("--layers", args.layers), ("--kv-heads", args.kv_heads), ("--head-dim", args.head_dim)) if v is None
@@ -76,6 +105,16 @@ def cmd_memory(args: argparse.Namespace) -> int:
                 f"give --preset NAME, --config PATH or all of --layers --kv-heads --head-dim (missing {', '.join(missing)})"
             )
         layers, kv_heads, head_dim, layer_windows = args.layers, args.kv_heads, args.head_dim, None
+    if given is not None:
+        layer_windows = repeat_pattern(given, layers)
+        if all(w is None for w in layer_windows):
+            layer_windows = None
+            notes.append("window: none (--layer-windows full): every layer keeps every token")
+        else:
+            notes.append(f"window: --layer-windows applied ({describe_windows(layers, None, layer_windows)})")
+    if args.window is not None:
+        capped = " (capping the per-layer windows)" if layer_windows else ""
+        notes.append(f"window: --window {args.window} applied: every layer keeps at most {args.window:,} tokens{capped}")
     total = kv_cache_bytes(layers, kv_heads, head_dim, args.context, args.batch, args.kv_bits, args.window, layer_windows)
     per_token = kv_cache_bytes(layers, kv_heads, head_dim, 1, 1, args.kv_bits)
     # what one more token adds now: windowed layers have stopped growing once full
@@ -95,6 +134,8 @@ def cmd_memory(args: argparse.Namespace) -> int:
         "kv_bits": args.kv_bits,
         "window": args.window,
         "layer_windows": list(layer_windows) if layer_windows else None,
+        "notes": notes,
+        "warnings": warnings,
     }
     if preset is not None:
         report.update(
@@ -106,14 +147,14 @@ def cmd_memory(args: argparse.Namespace) -> int:
                 "weights_bytes": {k: int(weight_bytes(preset.n_params, k)) for k in WEIGHT_DTYPE_BYTES},
             }
         )
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
     if args.json:
         print(json.dumps(report))
         return 0
     name = preset.name if preset else f"{layers} layers × {kv_heads} kv heads × d_head {head_dim}"
     print(f"{name}: KV cache for {args.context:,} tokens × batch {args.batch} at {args.kv_bits} bits")
-    windows = list(layer_windows) if layer_windows else [args.window] * layers
-    counts = {w: windows.count(w) for w in dict.fromkeys(windows)}  # window → layers, in first-seen order
-    rows = " + ".join(f"{c} layers × {'n' if w is None else f'min(n, {w})'}" for w, c in counts.items())
+    rows = formula_rows_text(layers, args.window, layer_windows)
     print(
         f"  = 2 × ({rows}) × {kv_heads} kv heads × {head_dim} × batch {args.batch} × {args.kv_bits / 8:g} B"
         f"   (n = {args.context:,})"
@@ -122,9 +163,11 @@ def cmd_memory(args: argparse.Namespace) -> int:
         f"  = {total:,} bytes ({human_bytes(total)}); {per_token:,} bytes per token kept in every layer, "
         f"{growth:,} bytes for the next token now"
     )
+    for line in notes:
+        print(line)
     if preset is not None:
         print(
-            f"weights ({preset.n_params / 1e9:.2f}B params): "
+            f"weights ({_params(preset.n_params)} params): "
             + ", ".join(f"{k.upper()} {human_bytes(v)}" for k, v in report["weights_bytes"].items())
         )
     return 0
@@ -234,8 +277,14 @@ def add_memory_parser(sub) -> None:
         "--kv-bits",
         type=int,
         default=16,
-        choices=[32, 16, 8, 4],
-        help="bits per cached value: 16 (fp16/bf16, the default), 32 (fp32, as kvsim runs on the CPU), 8, 4",
+        choices=[32, 16, 8, 4, 2],
+        help="bits per cached value: 16 (fp16/bf16, the default), 32 (fp32, as kvsim runs on the CPU), 8, 4, 2",
     )
-    m.add_argument("--window", type=positive_int)
+    m.add_argument("--window", type=positive_int, help="at most W tokens kept in every layer (caps a preset's own windows)")
+    m.add_argument(
+        "--layer-windows",
+        metavar="PATTERN",
+        help="a window per layer, repeated over the layers: '4096, full' (Gemma 2), '512,512,512,512,512,full' "
+        "(Gemma 3); 'full' keeps every token (replaces a preset's own windows)",
+    )
     m.add_argument("--json", action="store_true")

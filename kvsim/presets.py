@@ -5,7 +5,7 @@ hold them to the published totals), and ``preset_from_hf_config`` for any config
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .memory import MemoryError_, kv_cache_bytes
 
@@ -63,226 +63,133 @@ def _every_nth_global(layers: int, window: int, n: int = 6) -> tuple[int | None,
     return tuple(None if (i + 1) % n == 0 else window for i in range(layers))
 
 
-PRESETS: dict[str, Preset] = {
-    p.name: p
-    for p in (
-        Preset(
-            "gpt2",
-            "openai-community/gpt2",
-            "gpt2",
-            12,
-            12,
-            12,
-            64,
-            768,
-            3072,
-            50257,
-            1024,
-            tied=True,
-            published_params=124_439_808,
-        ),
-        Preset(
-            "gpt2-xl",
-            "openai-community/gpt2-xl",
-            "gpt2",
-            48,
-            25,
-            25,
-            64,
-            1600,
-            6400,
-            50257,
-            1024,
-            tied=True,
-            published_params=1_557_611_200,
-        ),
-        Preset(
-            "llama-2-7b",
-            "meta-llama/Llama-2-7b-hf",
-            "llama",
-            32,
-            32,
-            32,
-            128,
-            4096,
-            11008,
-            32000,
-            4096,
-            published_params=6_738_415_616,
-        ),
-        Preset(
-            "llama-2-70b",
-            "meta-llama/Llama-2-70b-hf",
-            "llama",
-            80,
-            64,
-            8,
-            128,
-            8192,
-            28672,
-            32000,
-            4096,
-            published_params=68_976_648_192,
-        ),
-        Preset(
-            "llama-3-8b",
-            "meta-llama/Meta-Llama-3-8B",
-            "llama",
-            32,
-            32,
-            8,
-            128,
-            4096,
-            14336,
-            128256,
-            8192,
-            published_params=8_030_261_248,
-        ),
-        Preset(
-            "llama-3.1-8b",
-            "meta-llama/Llama-3.1-8B",
-            "llama",
-            32,
-            32,
-            8,
-            128,
-            4096,
-            14336,
-            128256,
-            131072,
-            published_params=8_030_261_248,
-        ),
-        Preset(
-            "llama-3-70b",
-            "meta-llama/Meta-Llama-3-70B",
-            "llama",
-            80,
-            64,
-            8,
-            128,
-            8192,
-            28672,
-            128256,
-            8192,
-            published_params=70_553_706_496,
-        ),
-        Preset(
-            "llama-3.1-70b",
-            "meta-llama/Llama-3.1-70B",
-            "llama",
-            80,
-            64,
-            8,
-            128,
-            8192,
-            28672,
-            128256,
-            131072,
-            published_params=70_553_706_496,
-        ),
-        Preset(
-            "mistral-7b",
-            "mistralai/Mistral-7B-v0.1",
-            "llama",
-            32,
-            32,
-            8,
-            128,
-            4096,
-            14336,
-            32000,
-            32768,
-            layer_windows=(4096,) * 32,
-            published_params=7_241_732_096,
-        ),
-        Preset(
-            "gemma-2-9b",
-            "google/gemma-2-9b",
-            "gemma2",
-            42,
-            16,
-            8,
-            256,
-            3584,
-            14336,
-            256000,
-            8192,
-            tied=True,
-            layer_windows=_alternating(42, 4096),
-            published_params=9_241_705_984,
-        ),
-        # published total: the tensor elements of the GGUF kvsim fetches (`kvsim models get gemma3-270m`)
-        Preset(
-            "gemma-3-270m",
-            "google/gemma-3-270m",
-            "gemma3",
-            18,
-            4,
-            1,
-            256,
-            640,
-            2048,
-            262144,
-            32768,
-            tied=True,
-            layer_windows=_every_nth_global(18, 512),
-            published_params=268_098_176,
-        ),
-        Preset(
-            "qwen2.5-0.5b",
-            "Qwen/Qwen2.5-0.5B",
-            "llama",
-            24,
-            14,
-            2,
-            64,
-            896,
-            4864,
-            151936,
-            32768,
-            tied=True,
-            qkv_bias=True,
-            published_params=494_032_768,
-        ),
-        Preset(
-            "smollm2-135m",
-            "HuggingFaceTB/SmolLM2-135M-Instruct",
-            "llama",
-            30,
-            9,
-            3,
-            64,
-            576,
-            1536,
-            49152,
-            8192,
-            tied=True,
-            published_params=134_515_008,
-        ),
-        Preset(
-            "falcon-7b",
-            "tiiuae/falcon-7b",
-            "falcon",
-            32,
-            71,
-            1,
-            64,
-            4544,
-            18176,
-            65024,
-            2048,
-            tied=True,
-            published_params=6_921_720_704,
-        ),
-    )
-}
+# fmt: off
+_TABLE = (
+    #      name, source (config.json), arch, layers, heads, kv heads, head dim, hidden, MLP, vocab, context, …
+    Preset("gpt2", "openai-community/gpt2", "gpt2", 12, 12, 12, 64, 768, 3072, 50257, 1024,
+        tied=True, published_params=124_439_808),
+    Preset("gpt2-xl", "openai-community/gpt2-xl", "gpt2", 48, 25, 25, 64, 1600, 6400, 50257, 1024,
+        tied=True, published_params=1_557_611_200),
+    Preset("llama-2-7b", "meta-llama/Llama-2-7b-hf", "llama", 32, 32, 32, 128, 4096, 11008, 32000, 4096,
+        published_params=6_738_415_616),
+    Preset("llama-2-70b", "meta-llama/Llama-2-70b-hf", "llama", 80, 64, 8, 128, 8192, 28672, 32000, 4096,
+        published_params=68_976_648_192),
+    Preset("llama-3-8b", "meta-llama/Meta-Llama-3-8B", "llama", 32, 32, 8, 128, 4096, 14336, 128256, 8192,
+        published_params=8_030_261_248),
+    Preset("llama-3.1-8b", "meta-llama/Llama-3.1-8B", "llama", 32, 32, 8, 128, 4096, 14336, 128256, 131072,
+        published_params=8_030_261_248),
+    Preset("llama-3-70b", "meta-llama/Meta-Llama-3-70B", "llama", 80, 64, 8, 128, 8192, 28672, 128256, 8192,
+        published_params=70_553_706_496),
+    Preset("llama-3.1-70b", "meta-llama/Llama-3.1-70B", "llama", 80, 64, 8, 128, 8192, 28672, 128256, 131072,
+        published_params=70_553_706_496),
+    Preset("mistral-7b", "mistralai/Mistral-7B-v0.1", "llama", 32, 32, 8, 128, 4096, 14336, 32000, 32768,
+        layer_windows=(4096,) * 32, published_params=7_241_732_096),
+    Preset("gemma-2-9b", "google/gemma-2-9b", "gemma2", 42, 16, 8, 256, 3584, 14336, 256000, 8192,
+        tied=True, layer_windows=_alternating(42, 4096), published_params=9_241_705_984),
+    # published total: the tensor elements of the GGUF kvsim fetches (`kvsim models get gemma3-270m`)
+    Preset("gemma-3-270m", "google/gemma-3-270m", "gemma3", 18, 4, 1, 256, 640, 2048, 262144, 32768,
+        tied=True, layer_windows=_every_nth_global(18, 512), published_params=268_098_176),
+    Preset("qwen2.5-0.5b", "Qwen/Qwen2.5-0.5B", "llama", 24, 14, 2, 64, 896, 4864, 151936, 32768,
+        tied=True, qkv_bias=True, published_params=494_032_768),
+    Preset("smollm2-135m", "HuggingFaceTB/SmolLM2-135M-Instruct", "llama", 30, 9, 3, 64, 576, 1536, 49152, 8192,
+        tied=True, published_params=134_515_008),
+    Preset("falcon-7b", "tiiuae/falcon-7b", "falcon", 32, 71, 1, 64, 4544, 18176, 65024, 2048,
+        tied=True, published_params=6_921_720_704),
+)
+# fmt: on
+PRESETS: dict[str, Preset] = {p.name: p for p in _TABLE}
+
+
+BUNDLED = ("tiny",)  # bundled models (resources/models) that are presets too, read from their config.json
 
 
 def get_preset(name: str) -> Preset:
     key = name.lower()
+    if key in BUNDLED:
+        return bundled_preset(key)
     if key not in PRESETS:
         raise MemoryError_(f"unknown preset {name!r} (see `kvsim memory --list`)")
     return PRESETS[key]
+
+
+def bundled_preset(name: str = "tiny") -> Preset:
+    """A bundled model's shape as a preset (its config.json, read as ``--config`` reads one)."""
+    from .memory import read_hf_config
+    from .models.base import bundled_models_dir
+
+    path = bundled_models_dir() / name / "config.json"
+    return replace(preset_from_hf_config(read_hf_config(str(path)), name=name), source=f"bundled model {name}")
+
+
+def preset_from_model_config(cfg, name: str | None = None) -> Preset:
+    """The shape of a loaded model (a ``ModelConfig``: the model on screen) as a preset."""
+    windows = cfg.layer_windows
+    if windows is None and cfg.sliding_window is not None:
+        windows = (cfg.sliding_window,) * cfg.n_layers
+    return Preset(
+        name=name or cfg.name,
+        source="the model on screen",
+        arch={"gemma3": "gemma3", "gpt2": "gpt2"}.get(cfg.family, "llama"),
+        layers=cfg.n_layers,
+        heads=cfg.n_heads,
+        kv_heads=cfg.n_kv_heads,
+        head_dim=cfg.head_dim,
+        hidden=cfg.dim,
+        intermediate=cfg.hidden_dim,
+        vocab=cfg.vocab_size,
+        context=cfg.max_seq_len,
+        tied=cfg.tie_embeddings,
+        qkv_bias=cfg.qkv_bias,
+        layer_windows=tuple(windows) if windows else None,
+    )
+
+
+def kv_variants(p: Preset) -> list[Preset]:
+    """The same model with MHA (H_kv = H), its own grouping and MQA (H_kv = 1): what GQA/MQA save."""
+    out = [replace(p, name=f"{p.name} as MHA", kv_heads=p.heads)] if p.kv_heads != p.heads else []
+    out.append(p)
+    if p.kv_heads != 1:
+        out.append(replace(p, name=f"{p.name} as MQA", kv_heads=1))
+    return out
+
+
+def kind_of(p: Preset) -> str:
+    """MHA (one K/V head per query head), MQA (one K/V head) or GQA (groups of query heads share one)."""
+    return "MHA" if p.kv_heads == p.heads else "MQA" if p.kv_heads == 1 else "GQA"
+
+
+def context_warning(p: Preset, tokens: int) -> str | None:
+    """A line when ``tokens`` is past the model's own maximum context, naming a preset of the same
+    shape that reads that far (llama-3-70b → llama-3.1-70b); None when it fits (or is unknown)."""
+    if not p.context or tokens <= p.context:
+        return None
+    line = f"{p.name} reads at most {p.context:,} tokens (its max_position_embeddings): {tokens:,} is past it"
+    shape = (p.layers, p.heads, p.kv_heads, p.head_dim, p.hidden)
+    twins = [
+        o for o in PRESETS.values() if (o.layers, o.heads, o.kv_heads, o.head_dim, o.hidden) == shape and o.context >= tokens
+    ]
+    if twins:
+        twin = min(twins, key=lambda o: o.context)
+        line += f"; {twin.name} has the same shape and reads {twin.context:,}"
+    return line
+
+
+def outgrows_weights_at(p: Preset, dtype: str = "fp16", bits: float = 16, batch: int = 1, limit: int = 10**9) -> int | None:
+    """The fewest tokens whose KV cache is at least the weights' size at ``dtype``; None when it never
+    is up to ``limit`` tokens (a windowed cache stops growing)."""
+    from .memory import weight_bytes
+
+    target = weight_bytes(p.n_params, dtype)
+    if p.kv_bytes(limit, batch, bits) < target:
+        return None
+    lo, hi = 0, limit  # kv_bytes grows with the tokens: bisect
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if p.kv_bytes(mid, batch, bits) >= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 MAX_CONFIG_LAYERS = 10_000  # past any real model; a per-layer pattern of more is a damaged file
