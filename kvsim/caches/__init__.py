@@ -8,6 +8,7 @@ cache = make_cache(lanes[1], n_layers)   # a KVCache
 from .base import Cache, PolicyInfo, SpecError, visibility
 from .kv import KVCache
 from .none import NoCache
+from .paged import PagedCache  # noqa: F401 - registers paged:B
 from .quantized import Int4Cache, Int8Cache  # noqa: F401 - registers int8 / int4
 from .registry import (
     LaneSpec,

@@ -1,0 +1,138 @@
+"""``paged:B`` (``paged:B:N``): PagedAttention's layout — K/V rows in a pool of fixed-size blocks.
+
+The lane's rows live in blocks of ``B`` token slots (every layer, K and V) taken from a pool one
+block at a time as the sequence grows; a block table maps each logical block (positions
+``j·B … j·B+B-1``) to its physical block. Attention reads the rows *through the table* (a gather of
+the table's blocks, in order), so the logits are the contiguous ``kv`` lane's — only where the
+rows sit differs. ``N`` fixes the pool's size (a clear error when the sequence outgrows it); without
+it the pool grows as needed. Prefix sharing between requests is the requests engine's
+(``kvsim.requests``): there several ``PagedCache`` objects read one shared ``BlockPool``.
+
+Bytes (``bytes_split``), all layers:
+
+* payload = every slot of the blocks this sequence holds × 2 (K, V) × H_kv × head_dim × element
+  size — *including the empty tail of the last block* (reserved, not yet written). Payload minus
+  the ``kv`` lane's bytes is exactly the paged scheme's waste in ``kvsim.paging_waste``
+  (internal fragmentation: at most ``B - 1`` slots);
+* overhead = the block table: one int64 entry per held block (one table serves every layer).
+
+A block shared with another sequence (a prefix hit) counts fully in each holder's bytes: this is
+what the sequence reads, not what the pool holds (``allocated_bytes`` is the whole pool).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from ..paging import BlockPool
+from ..paging_table import SequenceBlocks
+from ..sampling import SimulationError
+from .base import Cache, PolicyInfo, SpecError
+from .registry import register_policy
+from .window import _parse_int
+
+TABLE_ENTRY_BYTES = 8  # int64 block ids
+
+
+@register_policy
+class PagedCache(Cache):
+    """One sequence's rows in a block pool (its own, or a shared one given by the requests engine)."""
+
+    terms = ("paged",)
+    grammar = "paged:B[:N]"
+    example = "paged:16"
+
+    @classmethod
+    def parse_options(cls, args: list[list[str]]) -> dict[str, Any]:
+        given = args[0]
+        if len(given) > 2:
+            raise SpecError(f"paged takes B (slots per block) and optionally N (blocks in the pool); got {':'.join(given)!r}")
+        options: dict[str, Any] = {"block_size": _parse_int("paged", given[:1], "B", "token slots per block", 1)}
+        if len(given) == 2:
+            options["pool_blocks"] = _parse_int("paged", given[1:], "N", "blocks in the pool", 1)
+        return options
+
+    def __init__(
+        self,
+        n_layers: int,
+        block_size: int,
+        pool_blocks: int | None = None,
+        *,
+        pool: BlockPool | None = None,
+        sequence: SequenceBlocks | None = None,
+    ) -> None:
+        self.n_layers = n_layers
+        self.block_size = block_size
+        self.pool_blocks = pool_blocks
+        self.pool = pool if pool is not None else BlockPool(block_size, pool_blocks, prefix_caching=False)
+        self.seq = sequence if sequence is not None else SequenceBlocks(self.pool)
+        self._pending: tuple[int, torch.Tensor, torch.Tensor] | None = None  # (first position, blocks, slots) of this step
+        self._feed: list[int] | None = None
+        self._positions = torch.arange(0)
+
+    def describe(self) -> PolicyInfo:
+        b, n = self.block_size, self.pool_blocks
+        return PolicyInfo(
+            spec=f"paged:{b}" + (f":{n}" if n is not None else ""),
+            title="paged KV cache",
+            explanation=f"stores rows in blocks of {b} slots through a block table; reads them back by gather",
+            reuses_past=True,
+            lossy=False,
+            evicts=False,
+        )
+
+    def feed(self, token_ids: Sequence[int]) -> None:
+        """The token ids of the next update's positions (so full blocks can be hashed and shared)."""
+        self._feed = [int(t) for t in token_ids]
+
+    def update(
+        self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor, positions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if k_new.shape[0] != 1:
+            raise SimulationError(f"a paged cache holds one sequence (batch 1), got a batch of {k_new.shape[0]}")
+        b, heads, t, dim = k_new.shape
+        self.pool.ensure_storage(self.n_layers, heads, dim, k_new.dtype, k_new.device)
+        start = int(positions[0]) if t else self.seq.n_tokens
+        if layer == 0 or self._pending is None or self._pending[0] != start:
+            # the step's first layer takes the slots (and blocks) every layer then writes into
+            feed, self._feed = self._feed, None
+            blocks, slots = self.seq.reserve(start, t, feed if feed is not None and len(feed) == t else None)
+            self._pending = (start, blocks, slots)
+        _, blocks, slots = self._pending
+        if t:
+            self.seq.write(layer, blocks, slots, k_new, v_new)
+        return self.seq.gather(layer)  # (1, H_kv, n, D) read through the block table
+
+    def key_positions(self, layer: int) -> torch.Tensor:
+        n = self.seq.n_tokens
+        if self._positions.numel() != n or self._positions.device != self.pool.k.device:
+            self._positions = torch.arange(n, device=self.pool.k.device if self.pool.k is not None else None)
+        return self._positions
+
+    def truncate(self, n_tokens: int) -> None:
+        self.seq.truncate(n_tokens)
+        self._pending = None
+
+    def reset(self) -> None:
+        self.seq.free()
+        self._pending = None
+
+    @property
+    def n_tokens(self) -> int:
+        return self.seq.n_tokens
+
+    def bytes_split(self) -> tuple[int, int]:
+        held = len(self.seq.blocks)
+        return held * self.pool.block_bytes, held * TABLE_ENTRY_BYTES
+
+    @property
+    def allocated_bytes(self) -> int:
+        """Bytes the whole pool reserves (every block, held or free)."""
+        return self.pool.n_blocks * self.pool.block_bytes
+
+    def held_rows(self, layer: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        k, v = self.seq.gather(layer)
+        return k, v, self.key_positions(layer)
