@@ -42,7 +42,14 @@ class DerivedImages:
         self.levels: dict[tuple[int, int], float] = {}
         self.show_error = False  # lossy lanes: draw K/V minus the exact rows instead of the rows
         self.error_levels: dict[tuple, float] = {}
+        self.q_levels: dict[tuple[int, int], float] = {}
         session.run_started.connect(self.clear)
+        theme.on_change(self._retheme)
+
+    def _retheme(self, _name: str) -> None:
+        """Colours are baked into the kept images: a new theme colours them again (values stay)."""
+        self._memo.clear()
+        self._attn_rgba.clear()
 
     def set_show_error(self, on: bool) -> None:
         self.show_error = bool(on)
@@ -53,6 +60,7 @@ class DerivedImages:
         self._memo.clear()
         self._attn_rgba.clear()
         self.levels.clear()
+        self.q_levels.clear()
 
     def _own_view(self, lane: int) -> bool:
         info = self.session.lanes[lane]
@@ -97,6 +105,21 @@ class DerivedImages:
                 k[gone, :, 3] = 0
                 v[gone, :, 3] = 0
             self._remember(key, (k, v))
+        return self._memo[key]
+
+    def q(self, lane: int, layer: int, head: int, lo: int, hi: int, first: int) -> np.ndarray:
+        """RGBA of the query rows lo..hi-1 of ``head``, drawn only from row ``first`` on (the rows this lane
+        computed this step: Q is never cached); symmetric levels of its own, fixed from the prompt's rows."""
+        s = self.session
+        key = ("q", self.view_key(lane), layer, head, lo, hi, first)
+        if key not in self._memo:
+            if (layer, head) not in self.q_levels:
+                prompt = s.q_rows(lane, layer, head, 0, max(s.prompt_len, 1))
+                self.q_levels[(layer, head)] = float(np.percentile(np.abs(prompt), 99)) or 1.0
+            m = self.q_levels[(layer, head)]
+            rgba = theme.colorize(s.q_rows(lane, layer, head, lo, hi), -m, m, theme.KV_CMAP)
+            rgba[: max(0, first - lo), :, 3] = 0
+            self._remember(key, rgba)
         return self._memo[key]
 
     def attention(self, lane: int, layer: int, head: int, lo: int, hi: int) -> tuple[np.ndarray, float]:

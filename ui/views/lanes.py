@@ -1,8 +1,9 @@
 """One lane's panel: its K and V tables, its attention rows, and what this step cost.
 
-Rows are tokens (the same rows in all three plots, so a token's K, V and attention line up);
-K/V columns are head dimensions; attention columns are key positions. Images are rebuilt only when
-the cursor, layer or head changes; animation only moves overlay rectangles (cheap), so a frame
+Rows are tokens (the same rows in all four plots, so a token's K, q, V and attention line up);
+K/q/V columns are head dimensions; attention columns are key positions. The q column holds only the
+query rows the lane computed this step (Q is never cached: the new token's q reads the cache).
+Images are rebuilt only when the cursor, layer or head changes; animation only moves overlay rectangles (cheap), so a frame
 costs almost nothing while a step animates:
 
 * rows this lane computed this step: the *old* ones are swept top to bottom (the recompute), the
@@ -12,24 +13,25 @@ costs almost nothing while a step animates:
 
 from __future__ import annotations
 
-import math
 from html import escape
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from .. import theme
 from ..attention import kv_head_of
-from .derived import MAX_COLS, DerivedImages
+from .derived import DerivedImages
+from .lane_hover import LaneHover
 from .lane_plots import DIM, ImagePlot, TokenAxis, dim_rows  # noqa: F401 - DIM, dim_rows: the dimming tests check
+from .lane_text import READOUT_TIP, readout_html, recompute_label, step_progress, title_options, title_tips
 
 MAX_ROWS = 256  # rows drawn at most (the newest ones); older rows scroll off the top
 
 
-class LanePanel(QWidget):
+class LanePanel(LaneHover, QWidget):
     """Lane ``index`` of the run: header, [K | V | attention] with shared token rows, and a per-step
     readout. Everything it shows of its lane comes from the lane's description and records."""
 
@@ -63,11 +65,14 @@ class LanePanel(QWidget):
         self.axis = TokenAxis(self._label_of)
         font = QFont(self.font())
         self.axis.setTickFont(font)
-        self.titles = [self.glw.addLabel("", row=0, col=c, size="12pt", color=theme.MUTED) for c in range(3)]
+        self.titles = [self.glw.addLabel("", row=0, col=c, size="12pt", color=theme.MUTED) for c in range(4)]
+        self._col_widths = (200.0, 60.0, 100.0, 200.0)
         self.k = ImagePlot(self.glw, 1, 0, self.axis, self.color)
-        self.v = ImagePlot(self.glw, 1, 1, None, self.color)
-        self.a = ImagePlot(self.glw, 1, 2, None, self.color, masked=True)
-        for p in (self.v, self.a):
+        self.q = ImagePlot(self.glw, 1, 1, None, self.color, unseen=False)
+        self.v = ImagePlot(self.glw, 1, 2, None, self.color)
+        self.a = ImagePlot(self.glw, 1, 3, None, self.color, masked=True)
+        self.plots = (self.k, self.q, self.v, self.a)
+        for p in (self.q, self.v, self.a):
             p.vb.setYLink(self.k.vb)
         self.glw.installEventFilter(self)
         self.glw.scene().sigMouseMoved.connect(self._mouse_moved)
@@ -77,6 +82,9 @@ class LanePanel(QWidget):
         self.kv_text = pg.TextItem("", color=theme.TEXT, anchor=(0.5, 0.5), fill=QColor(18, 20, 24, 200))
         self.kv_text.setZValue(20)
         self.k.vb.addItem(self.kv_text, ignoreBounds=True)
+        self.q_text = pg.TextItem("", color=theme.MUTED, anchor=(0.5, 0.5), angle=90)  # over the rows with no q
+        self.q_text.setZValue(20)
+        self.q.vb.addItem(self.q_text, ignoreBounds=True)
         self._labels_state = None
         lay.addWidget(self.glw, 1)
 
@@ -87,6 +95,7 @@ class LanePanel(QWidget):
         rf.setPointSizeF(rf.pointSizeF() * 1.08)
         self.readout.setFont(rf)
         self.readout.setWordWrap(True)
+        self.readout.setToolTip(READOUT_TIP)
         self.header.setWordWrap(False)  # one line in every lane, so all lanes' plots get the same height
         for label in (self.header, self.readout):
             label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
@@ -97,6 +106,27 @@ class LanePanel(QWidget):
         self.dirty = False
         session.run_started.connect(self.redraw)
         session.cursor_moved.connect(self._mark)
+        theme.on_change(self.retheme)
+
+    def retheme(self, _name: str = "") -> None:
+        """Re-colour everything this panel made (the theme changed): plots, labels, texts, images."""
+        self.color = theme.lane_color(self.index)
+        self.glw.setBackground(theme.BG)
+        self.axis.retheme()
+        for p in self.plots:
+            p.retheme(self.color)
+        fill = QColor(theme.BG)
+        fill.setAlpha(200)
+        for item in (self.cache_text, self.kv_text):
+            item.setColor(theme.TEXT)
+            item.fill = pg.mkBrush(fill)
+        self.q_text.setColor(theme.MUTED)
+        for label in self.titles:
+            label.setText(label.text, color=theme.MUTED)
+        self._labels_state = None
+        self._set_header()
+        self.readout.setText("")
+        self.redraw(self._t)
 
     def set_lane(self, info) -> None:
         """Show lane ``info`` (a new run's lane at this panel's place and colour): header and images follow."""
@@ -133,12 +163,14 @@ class LanePanel(QWidget):
         return False
 
     def _fit_columns(self, width: int) -> None:
-        """K and V columns equally wide (the token axis is extra), attention twice as wide."""
+        """K and V columns equally wide (the token axis is extra), q half as wide, attention the rest."""
         lay = self.glw.ci.layout
-        rest = max(width - self.axis.width() - 2 * 6 - 4, 60)
-        kv = rest * 0.25
-        for col, w in ((0, kv + self.axis.width()), (1, kv), (2, rest - 2 * kv)):
+        rest = max(width - self.axis.width() - 3 * 6 - 4, 80)
+        kv, q = rest * 0.23, rest * 0.11
+        self._col_widths = (kv + self.axis.width(), q, kv, rest - 2 * kv - q)
+        for col, w in enumerate(self._col_widths):
             lay.setColumnFixedWidth(col, w)
+        self._titles(self.layer, self.head)
 
     # ------------------------------------------------------------------ drawing
     def _label_of(self, row: int) -> str:
@@ -181,12 +213,12 @@ class LanePanel(QWidget):
         r = s.record()
         if s.run is None or r is None:
             self._geom = None
-            for p in (self.k, self.v, self.a):
+            for p in self.plots:
                 p.set_rows(None, 0, 1, 1.0)
                 for item in (p.dim, p.pending, p.fade, p.sweep, p.outline, p.hover, p.hover_col):
                     item.setVisible(False)
-            self.cache_text.setVisible(False)
-            self.kv_text.setVisible(False)
+            for item in (self.cache_text, self.kv_text, self.q_text):
+                item.setVisible(False)
             self._labels_state = None
             self.axis.newest = -1  # no rows yet: no row labels
             self.readout.setText(f"<span style='color:{theme.MUTED}'>press Step (→) to run the prefill</span>")
@@ -204,30 +236,42 @@ class LanePanel(QWidget):
         lane = r.lanes[self.index]
         new_lo, _ = s.new_rows()
         comp_lo = n - lane.kv_positions
+        q_img = self.derived.q(self.index, layer, head, lo, n, comp_lo)
         self._geom = (lo, n, comp_lo, new_lo, n)
         if comp_lo > lo:  # rows read from the cache are dimmed in the pixels (cheaper than an overlay)
             k_img, v_img, a_img = (dim_rows(img, comp_lo - lo) for img in (k_img, v_img, a_img))
         self.k.set_rows(k_img, lo, n, d)
+        self.q.set_rows(q_img, lo, n, d)
         self.v.set_rows(v_img, lo, n, d)
-        self.a.set_rows(a_img, lo, n, a_width)
+        self.a.set_rows(a_img, lo, n, a_width, keys_per_col=a_width / max(a_img.shape[1], 1))
         self._titles(layer, head)
         self.set_progress(t)
         self._hover_items()
 
     def _titles(self, layer: int = 0, head: int = 0) -> None:
+        """Column titles, each the longest form that fits its column; a tooltip says what it shows."""
         s = self.session
         if s.run is None:
             return
         cfg = s.config
-        g = kv_head_of(min(head, cfg.n_heads - 1), cfg.n_heads, cfg.n_kv_heads)
-        d = cfg.head_dim
-        texts = (f"K · kv head {g} · {d} dims", f"V · layer {layer}", f"attention of head {head} over keys")
+        head = min(head, cfg.n_heads - 1)
+        g = kv_head_of(head, cfg.n_heads, cfg.n_kv_heads)
         err = self.derived.error_levels.get((self.index, layer, g)) if self.derived.show_error else None
-        if err is not None and self.session.has_own_rows(self.index):
-            texts = (f"K − exact · kv head {g} · ±{err:.1g}", f"V − exact · layer {layer}", texts[2])
-        for label, text in zip(self.titles, texts, strict=True):
+        if err is not None and not self.session.has_own_rows(self.index):
+            err = None
+        fm = QFontMetrics(self._title_font())
+        tips = title_tips(cfg, head, g)
+        for i, (label, options) in enumerate(zip(self.titles, title_options(cfg, layer, head, g, err), strict=True)):
+            room = self._col_widths[i] - (self.axis.width() if i == 0 else 0) - 4
+            text = next((o for o in options if fm.horizontalAdvance(o) <= room), options[-1])
             if label.text != text:
-                label.setText(text)
+                label.setText(text, color=theme.MUTED)
+            label.setToolTip(tips[i])
+
+    def _title_font(self) -> QFont:
+        font = QFont(self.font())
+        font.setPointSizeF(12)
+        return font
 
     def set_progress(self, t: float) -> None:
         """Animation frame ``t`` in [0, 1] of the current step: only overlays move."""
@@ -235,19 +279,19 @@ class LanePanel(QWidget):
         if self._geom is None or self.dirty:
             return
         lo, hi, comp_lo, new_lo, n = self._geom
-        sweep_to = comp_lo + (new_lo - comp_lo) * min(1.0, t / 0.7) if new_lo > comp_lo else new_lo
-        fade_t = 1.0 if new_lo <= comp_lo else max(0.0, (t - 0.6) / 0.4)
-        fade_alpha = 1.0 - (t if new_lo <= comp_lo else fade_t)
-        for p in (self.k, self.v, self.a):
-            p.band(p.pending, max(lo, sweep_to), max(lo, new_lo), alpha=0.8)  # not yet recomputed
-            p.band(p.sweep, max(lo, sweep_to - 1), max(lo, sweep_to)) if t < 1 and new_lo > comp_lo else p.sweep.setVisible(False)
-            p.band(p.fade, max(lo, new_lo), n, alpha=0.95 * fade_alpha) if fade_alpha > 0.01 else p.fade.setVisible(False)
+        pr = step_progress(t, comp_lo, new_lo, n)
+        sweeping = t < 1 and new_lo > comp_lo and not pr.finished
+        for p in self.plots:
+            p.band(p.pending, max(lo, pr.sweep_to), max(lo, new_lo), alpha=0.8)  # not yet recomputed
+            p.band(p.sweep, max(lo, pr.sweep_to - 1), max(lo, pr.sweep_to)) if sweeping else p.sweep.setVisible(False)
+            p.band(p.fade, max(lo, new_lo), n, alpha=0.95 * pr.fade_alpha) if pr.fade_alpha > 0.01 else p.fade.setVisible(False)
             p.band(p.outline, max(lo, new_lo), n)
-        self._cache_label(lo, comp_lo, new_lo, n)
-        self._readout(t)
+        self._cache_label(lo, comp_lo, new_lo, n, pr)
+        self._readout(pr)
 
-    def _cache_label(self, lo: int, comp_lo: int, new_lo: int, n: int) -> None:
-        """Name what the dim / swept rows are: K, V read from the cache; attention rows not recomputed."""
+    def _cache_label(self, lo: int, comp_lo: int, new_lo: int, n: int, pr) -> None:
+        """Name what the dim / swept rows are: K, V read from the cache; attention rows not recomputed;
+        during a recompute, the rows swept so far (the count the readout shows)."""
         if comp_lo > lo and comp_lo - lo >= 2:
             y = (lo + comp_lo) / 2
             read = self.session.read_positions(self.index)
@@ -256,19 +300,19 @@ class LanePanel(QWidget):
                 breaks = np.nonzero(np.diff(cached) != 1)[0]
                 run = cached[breaks[-1] + 1 :] if breaks.size else cached
                 y = (run[0] + run[-1] + 1) / 2 if run.size >= 2 else y
-            state = ("read from cache", "earlier rows not recomputed", y)
+            state = ("read from cache", "earlier rows not recomputed", y, (lo + comp_lo) / 2)
         elif new_lo > comp_lo and new_lo - max(lo, comp_lo) >= 2:
             y = (max(lo, comp_lo) + new_lo) / 2
-            state = ("recomputed", f"all {n - comp_lo} rows recomputed", y)
+            state = ("recomputed", recompute_label(pr), y, None)
         else:
             state = None
-        key = (state, self.k.width, self.a.width, self.k.vb.width(), self.a.vb.width())
+        key = (state, self.k.width, self.a.width, self.k.vb.width(), self.a.vb.width(), self.q.vb.height())
         if key == self._labels_state:
             return  # setting text every frame costs; only when it changes
         self._labels_state = key
         if state is None:
-            self.kv_text.setVisible(False)
-            self.cache_text.setVisible(False)
+            for item in (self.kv_text, self.cache_text, self.q_text):
+                item.setVisible(False)
             return
         fm = self.fontMetrics()
         for item, plot, text in ((self.kv_text, self.k, state[0]), (self.cache_text, self.a, state[1])):
@@ -280,109 +324,24 @@ class LanePanel(QWidget):
             item.setText(text)
             item.setPos(plot.width / 2, state[2])
             item.setVisible(True)
+        # the q column is empty above the new row: Q is never cached (said vertically, where it fits)
+        rows_px = self.q.vb.height() * (comp_lo - lo) / max(n - lo, 1)
+        q_says = next((t for t in ("Q is not cached", "not cached") if fm.horizontalAdvance(t) + 8 <= rows_px), None)
+        if state[3] is not None and q_says and fm.height() + 2 <= self.q.vb.width():
+            self.q_text.setText(q_says)
+            self.q_text.setPos(self.q.width / 2, state[3])
+            self.q_text.setVisible(True)
+        else:
+            self.q_text.setVisible(False)
 
-    def _readout(self, t: float) -> None:
+    def _readout(self, pr) -> None:
         r = self.session.record()
         if r is None:
             return
         lane = r.lanes[self.index]
-        e = 1 - (1 - min(1.0, t / 0.5)) ** 3  # counters count up with an ease-out, done half way (then no relayout)
-        rows = round(lane.kv_positions * e)
-        flops = lane.flops * e
-        ms = lane.wall_ms * e
-        c = self.color
-        diff = ""
-        if lane.recompute_diff is not None:
-            diff = f" · recomputed vs first |Δ| ≤ <b>{lane.recompute_diff:.0e}</b>"
-        elif self.index != self.session.reference and (self.info.lossy or self.info.evicts or self.info.window):
-            # what the saving costs: how far this lane's next-token distribution is from the reference's
-            diff = f"<br>vs reference: |Δlogit| <b>{lane.logit_diff:.2g}</b> · KL <b>{lane.kl_div:.2g}</b>"
-            if lane.token_id != r.token_id:
-                diff += f" · <b style='color:{theme.ERROR}'>own choice differs</b>"
-        cache = (
-            f"cache <b>{lane.cache_tokens}</b> rows, <b>{theme.human_bytes(lane.cache_bytes)}</b>"
-            if lane.cache_tokens
-            else "nothing cached"
-        )
+        compared = self.index != self.session.reference and (self.info.lossy or self.info.evicts or self.info.window)
         # a narrow lane (three lanes on a projector) says the same in fewer words, so no line wraps
         narrow = self.readout.width() < self.readout.fontMetrics().horizontalAdvance("M") * 40
-        what = ("row" if rows == 1 else "rows") if narrow else "K/V rows computed"
-        text = (
-            f"{'' if narrow else 'this step: '}<b style='color:{c}'>{rows}</b> {what} · "
-            f"<b style='color:{c}'>{theme.human_count(flops)}FLOP</b> · <b style='color:{c}'>{ms:.2f} ms</b>"
-            f"<br><span style='color:{theme.MUTED}'>{lane.context} keys{'' if narrow else ' read'} · {cache}{diff}</span>"
-        )
-        if narrow:
-            text = text.replace("vs reference: ", "").replace("recomputed vs first ", "recomputed ")
+        text = readout_html(lane, self.info, self.color, pr, narrow, bool(compared), lane.token_id != r.token_id)
         if text != self.readout.text():  # rich text is re-laid out on every set: skip unchanged frames
             self.readout.setText(text)
-
-    # ------------------------------------------------------------------ hover
-    def _mouse_moved(self, scene_pos) -> None:
-        geom = self._geom
-        if geom is None:
-            return
-        row = -1
-        for p in (self.k, self.v, self.a):
-            if p.vb.sceneBoundingRect().contains(scene_pos):
-                pt = p.vb.mapSceneToView(scene_pos)
-                row = int(math.floor(pt.y()))
-                if not geom[0] <= row < geom[1]:
-                    row = -1
-                elif p is self.a:
-                    self._point_attention(row, pt.x())
-                break
-        if row != self.hover_pos:
-            self.hovered.emit(row)
-
-    def _point_attention(self, row: int, x: float) -> None:
-        s = self.session
-        n = self._geom[1]
-        col = int(math.floor(x)) if self.a.width else -1  # the image's x axis is in key units
-        if not 0 <= col < n:
-            return
-        cfg = s.config
-        layer, head = min(self.layer, cfg.n_layers - 1), min(self.head, cfg.n_heads - 1)
-        p = self.derived.attention_values(self.index, layer, head, row)
-        q, k = theme.show_token(s.token_label(row, self.index)), theme.show_token(s.token_label(col, self.index))
-        text = f"attention of {q!r} (position {row}) to {k!r} (position {col}): "
-        if col >= p.shape[0]:
-            text += "masked (a future position)"
-        elif np.isnan(p[col]):
-            text += "not seen by this lane (evicted, or outside its window)"
-        else:
-            text += f"p = {p[col]:.4f}"
-        self.pointed.emit(text)
-
-    def set_hovered(self, position: int) -> None:
-        self.hover_pos = position
-        self._hover_items()
-
-    def _hover_items(self) -> None:
-        p_ = self.hover_pos
-        geom = self._geom
-        for p in (self.k, self.v, self.a):
-            if geom is None or not (geom[0] <= p_ < geom[1]):
-                p.hover.setVisible(False)
-                p.hover_col.setVisible(False)
-                continue
-            p.band(p.hover, p_, p_ + 1)
-        if geom is not None and 0 <= p_ < geom[1]:
-            f = max(1, math.ceil(geom[1] / MAX_COLS))  # keys per pixel column when pooled
-            self.a.hover_col.setRect(QRectF((p_ // f) * f, geom[0], f, geom[1] - geom[0]))
-            self.a.hover_col.setVisible(True)
-        else:
-            self.a.hover_col.setVisible(False)
-
-    # ------------------------------------------------------------------ introspection (tests)
-    def shown(self) -> dict[str, object]:
-        """What the panel shows now: image shapes, row range, geometry (for tests and screenshots)."""
-        k = self.k.image.image
-        a = self.a.image.image
-        return {
-            "k_shape": None if k is None or not self.k.image.isVisible() else k.shape[:2],
-            "v_shape": None if self.v.image.image is None or not self.v.image.isVisible() else self.v.image.image.shape[:2],
-            "attn_shape": None if a is None or not self.a.image.isVisible() else a.shape[:2],
-            "geom": self._geom,
-            "readout": self.readout.text(),
-        }
