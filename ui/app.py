@@ -177,11 +177,52 @@ def make_app(argv: list[str] | None = None, handlers: bool = True):
     return app
 
 
+LAUNCH_TRACE = "KVSIM_LAUNCH_TRACE"  # set: print "kvsim-launch <stage> <ms since the app module loaded>" lines (benchmarks)
+
+
+def launch_mark(stage: str) -> None:
+    """One launch-stage line on stdout when ``KVSIM_LAUNCH_TRACE`` is set (benchmarks/launch.py reads
+    them; ``KVSIM_LAUNCH_TRACE=exit`` also quits once the window is ready)."""
+    mode = os.environ.get(LAUNCH_TRACE)
+    if not mode:
+        return
+    print(f"kvsim-launch {stage} {(time.perf_counter() - _T0) * 1000:.1f}", flush=True)
+    if stage == "ready" and mode == "exit":
+        from PySide6.QtWidgets import QApplication
+
+        for w in QApplication.topLevelWidgets():
+            if hasattr(w, "shutdown"):
+                w.close()
+
+
+def preload_engine() -> None:
+    """Import the engine (torch, the simulator, the loaders and the libraries they import lazily)
+    before Qt starts. shiboken6 replaces ``builtins.__import__`` with a hook that reads the source of
+    every Python module imported (``inspect.getsource``): importing hundreds of modules through it on
+    the worker thread while the GUI thread runs is not safe, and importing them on the GUI thread after
+    the first paint froze the window. Before the QApplication exists neither happens."""
+    import kvsim.caches  # noqa: F401
+    import kvsim.models.catalog  # noqa: F401
+    import kvsim.models.loading  # noqa: F401
+    import kvsim.simulate  # noqa: F401
+
+    for name in ("tokenizers", "safetensors", "gguf", "jinja2", "platformdirs"):
+        try:  # the engine imports these lazily (a model load on the worker thread would)
+            __import__(name)
+        except Exception:  # noqa: BLE001 - optional here; load_model says what is missing
+            pass
+
+
 def main(model: str | None = None) -> int:
+    launch_mark("main")
+    preload_engine()
+    launch_mark("engine-preloaded")
     app = make_app()
+    launch_mark("qapplication")
     from .window import MainWindow
 
     window = MainWindow(model=model)
+    launch_mark("window-built")
     if os.environ.get("KVSIM_EXIT_AFTER_FIRST_PAINT"):  # benchmarks: launch-to-first-paint
 
         def done(at: float) -> None:

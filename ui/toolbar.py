@@ -1,4 +1,5 @@
-"""The toolbar: model, prompt, Reset / Back / Step / Play, speed, lanes, layer, head, ☰ menu.
+"""The toolbar: model, prompt, Reset / Back / Step / Play; and its second row ``more``: speed, lanes,
+layer, head, ☰ menu (beside the first when the window is wide enough, below it when not).
 
 It only turns clicks and keys into intents (signals); it never runs anything. The controller and
 the window decide what an intent does, and call back the ``show_*`` methods to reflect state.
@@ -96,29 +97,34 @@ class ControlsToolBar(QToolBar):
         for a in (self.reset_action, self.back_action, self.step_action, self.play_action):
             self.widgetForAction(a).setFont(big)
 
+        # the rarer controls live in a second toolbar: beside this one when the window is wide enough,
+        # on a row of its own below it when not (the window wraps it: nothing hides behind an extension handle)
+        self.more = QToolBar("View controls", parent)
+        self.more.setObjectName("view-controls")
+        self.more.setMovable(False)
         self.speed_box = QComboBox()
         for name in SPEEDS:
             self.speed_box.addItem(name, name)
         self.speed_box.setCurrentIndex(1)
         self.speed_box.setToolTip("animation speed")
-        self.addWidget(self.speed_box)
+        self.more.addWidget(self.speed_box)
 
-        self.addSeparator()
+        self.more.addSeparator()
         self.lanes_box = QComboBox()
         self.lanes_box.setEditable(True)
         self.lanes_box.setInsertPolicy(QComboBox.NoInsert)
         self.lanes_box.addItem("no cache | KV cache", DEFAULT_LANES)  # the rest once the engine is loaded
         self.lanes_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.lanes_box.setMinimumContentsLength(10)
-        self.addWidget(self.lanes_box)
+        self.more.addWidget(self.lanes_box)
         self.layer_box = QComboBox()
         self.layer_box.setToolTip("layer")
         self.layer_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
-        self.addWidget(self.layer_box)
+        self.more.addWidget(self.layer_box)
         self.head_box = QComboBox()
         self.head_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
         self.head_box.setToolTip("query head (GQA: the K/V head it reads is shown in the titles)")
-        self.addWidget(self.head_box)
+        self.more.addWidget(self.head_box)
 
         self.menu = QMenu("View", self)
         self.view_button = QToolButton()
@@ -126,7 +132,7 @@ class ControlsToolBar(QToolBar):
         self.view_button.setToolTip("save or open a run (.kvsim); show or hide lanes and panels; the default layout")
         self.view_button.setMenu(self.menu)
         self.view_button.setPopupMode(QToolButton.InstantPopup)
-        self.addWidget(self.view_button)
+        self.more.addWidget(self.view_button)
 
         self.model_box.activated.connect(lambda i: self.model_chosen.emit(str(self.model_box.itemData(i))))
         self.prompt_box.lineEdit().returnPressed.connect(self.prompt_submitted)
@@ -161,6 +167,26 @@ class ControlsToolBar(QToolBar):
         layer = self.layer_box.currentData()
         head = self.head_box.currentData()
         self.selection_changed.emit(max(layer or 0, 0), 0 if head is None else head)
+
+    def step_speed(self, delta: int) -> None:
+        """One speed faster (``delta`` = +1, key +) or slower (−1, key −); the box shows it and emits it."""
+        box = self.speed_box
+        box.setCurrentIndex(min(max(box.currentIndex() + delta, 0), box.count() - 1))
+
+    def choose_layer(self, layer: int) -> bool:
+        """Show layer ``layer`` (keys 1–9 pick layers 0–8); False when the model has no such layer."""
+        index = self.layer_box.findData(layer)
+        if index < 0:
+            return False
+        self.layer_box.setCurrentIndex(index)
+        return True
+
+    def next_lanes(self) -> None:
+        """The next set of lanes in the chooser (key L), from the last back to the first."""
+        box = self.lanes_box
+        if box.count():
+            box.setCurrentIndex((box.currentIndex() + 1) % box.count())
+            self._lanes_activated(box.currentIndex())
 
     def prompt_text(self) -> str:
         return self.prompt_box.currentText()

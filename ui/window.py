@@ -12,11 +12,12 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
+from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QToolBar, QVBoxLayout, QWidget
 
-from . import dialogs, docks
+from . import dialogs, docks, layout
 from .animation import SPEEDS, Animator
+from .app import launch_mark
 from .controller import Controller
 from .session import Session
 from .toolbar import DEFAULT_MODEL, OPEN_ITEM, ControlsToolBar
@@ -48,6 +49,7 @@ class MainWindow(QMainWindow):
         self.animator = Animator(self)
         self.toolbar = ControlsToolBar(self, prompt)
         self.addToolBar(Qt.TopToolBarArea, self.toolbar)
+        self.addToolBar(Qt.TopToolBarArea, self.toolbar.more)
         self.controller = Controller(self.session, self.animator, self.toolbar.prompt_text, self)
         self.worker = None  # created after the first paint (it imports torch)
         self.model_spec = model or DEFAULT_MODEL
@@ -58,12 +60,14 @@ class MainWindow(QMainWindow):
         self._build_central()
         self._build_docks()
         self._connect()
-        screen = QGuiApplication.primaryScreen().availableGeometry()
-        self.resize(min(1600, screen.width()), min(900, screen.height()))  # never larger than the screen
+        self.setMinimumSize(layout.WINDOW_MIN)  # below any supported screen: the layout's own minimum may not be
+        self.resize(layout.initial_size(self))  # never larger than the screen (clamped again when shown)
+        self._compact = None
         self._default_state = self.saveState()
         if self.settings is not None:
             self._restore()
         self._booted = False
+        self._ready_marked = False
         QTimer.singleShot(200, self._boot)  # or on the first paint, whichever comes first
 
     def _boot(self) -> None:
@@ -75,6 +79,7 @@ class MainWindow(QMainWindow):
         self.statusBar().repaint()  # seen before the (blocking, ~1 s) import of torch below
         from .worker import WorkerThread
 
+        launch_mark("engine-imported")
         self.worker = WorkerThread(self)
         self.toolbar.fill_lanes()
         self.controller.attach_worker(self.worker)
@@ -110,7 +115,7 @@ class MainWindow(QMainWindow):
 
     def _build_docks(self) -> None:
         self.costs = CostsPanel(self.session)
-        self.costs_dock = self._dock("Costs so far", "costs", self.costs, Qt.BottomDockWidgetArea)
+        self.costs_dock = self._dock("Costs so far", "costs", layout.scrollable(self.costs), Qt.BottomDockWidgetArea)
         area, self.tokens = token_area(self.session)
         self.text_dock = self._dock(
             "Text (prompt = prefill, then one token per decode step)", "text", area, Qt.BottomDockWidgetArea
@@ -177,6 +182,7 @@ class MainWindow(QMainWindow):
         c.playing_changed.connect(tb.show_playing)
         c.models_listed.connect(tb.fill_models)
         c.model_loaded.connect(lambda info: self.show_message(info.get("note") or tb.show_loaded(info)))
+        c.model_loaded.connect(lambda _info: launch_mark("model-loaded"))
         c.selectors_changed.connect(tb.fill_selectors)
         c.run_shown.connect(self._on_run_shown)
         c.progress.connect(self.timeline.show_progress)
@@ -214,6 +220,9 @@ class MainWindow(QMainWindow):
 
     def _on_run_shown(self, run) -> None:
         self.flush_views()
+        if not self._ready_marked:
+            self._ready_marked = True
+            QTimer.singleShot(0, lambda: launch_mark("ready"))  # after the run's first paint is queued
         source = run.info.get("source", "")
         self.setWindowTitle(f"kvsim — {run.model_id} — {source if str(source).endswith('.kvsim') else 'the KV cache'}")
         self.toolbar.show_lanes(",".join(lane.name for lane in run.lanes))
@@ -283,13 +292,32 @@ class MainWindow(QMainWindow):
         return self.worker is None or self.worker.stop()
 
     def fit_docks(self) -> None:
-        """Give the lanes most of the height: costs ≈ 19 %, text ≈ 7.5 % of the window."""
-        h = max(self.height(), 600)
+        """Give the lanes most of the height: costs ≈ 19 %, text ≈ 7.5 % of the window (compact: the two
+        share one place as tabs, ≈ 27 %)."""
+        self._fit_layout()
+        h = max(self.height(), 400)
+        if self._compact:
+            self.resizeDocks([self.costs_dock], [int(h * 0.27)], Qt.Vertical)
+            return
         text_h = max(self.text_dock.minimumSizeHint().height(), int(h * 0.075))  # else costs pays the difference
         self.resizeDocks([self.costs_dock, self.text_dock], [int(h * 0.19), text_h], Qt.Vertical)
 
+    def _fit_layout(self) -> None:
+        """The toolbar's second row below the first when they do not fit side by side; docks tabbed on a
+        short window (and split again when it grows)."""
+        layout.wrap_toolbars(self, self.toolbar, self.toolbar.more)
+        compact = layout.is_compact(self.height())
+        if compact != self._compact:
+            self._compact = compact
+            layout.arrange_docks(self, self.costs_dock, self.text_dock, compact)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._fit_layout()
+
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
+        layout.clamp_to_screen(self)
         if not self._docks_fitted:
             self._docks_fitted = True
             if self.settings is None or self.settings.value("state") is None:
@@ -300,4 +328,5 @@ class MainWindow(QMainWindow):
         if self._first_paint is None:
             self._first_paint = time.perf_counter()
             self.first_painted.emit(self._first_paint)
+            launch_mark("first-paint")
             QTimer.singleShot(0, self._boot)

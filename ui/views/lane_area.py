@@ -27,6 +27,7 @@ from .. import theme
 from .lanes import LanePanel
 
 MAX_SHOWN_LANES = 4  # more lanes than this open hidden (the Lanes menu shows any of them)
+LANES_MIN_HEIGHT = 180  # header, a readable K/V/attention area (~8 rows) and the readout
 SYNC_BUILDS = 2  # panels that exist as soon as a run starts; more are built one per event-loop turn
 
 
@@ -38,6 +39,7 @@ class LaneArea(QSplitter):
         super().__init__(Qt.Horizontal, parent)
         self.session, self.derived = session, derived
         self.setChildrenCollapsible(False)
+        self.setMinimumHeight(LANES_MIN_HEIGHT)  # a short window shrinks the docks, never the lanes below this
         self.panels: list[LanePanel] = []
         self.hidden: set[str] = set()
         self.selection = (0, 0)

@@ -1,0 +1,76 @@
+"""Launch → first paint → READY of the desktop app, measured from outside the process.
+
+    python benchmarks/launch.py [--runs 5] [--model tiny] [--xvfb] [--threads N]
+
+Spawns ``python -m kvsim`` with ``KVSIM_LAUNCH_TRACE=exit`` (the app prints one
+``kvsim-launch <stage> <ms>`` line per stage and quits when the window is ready) under
+``QT_QPA_PLATFORM=offscreen`` (or ``xvfb-run`` with ``--xvfb``), stamps each line on arrival with this
+process's clock (so Python's start-up and every import count), and prints the median of each stage
+over the runs. Settings go to a temporary folder (never the user's). ``ready`` = the first run is shown
+and Step works (the model is loaded and the prefill can start).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def one_launch(model: str | None, xvfb: bool, threads: int | None, extra_env: dict[str, str]) -> dict[str, float]:
+    cmd = [sys.executable, "-m", "kvsim"]
+    if model:
+        cmd += ["--model", model]
+    if threads:
+        cmd += ["--threads", str(threads)]
+    env = dict(os.environ)
+    tmp = tempfile.mkdtemp(prefix="kvsim-launch-")
+    env.update({"KVSIM_LAUNCH_TRACE": "exit", "XDG_CONFIG_HOME": tmp, **extra_env})
+    if xvfb:
+        env.pop("QT_QPA_PLATFORM", None)
+        cmd = ["xvfb-run", "-a", "-s", "-screen 0 1920x1080x24", *cmd]
+    else:
+        env["QT_QPA_PLATFORM"] = "offscreen"
+    stages: dict[str, float] = {}
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == "kvsim-launch":
+                stages[parts[1]] = (time.perf_counter() - t0) * 1000.0
+        proc.wait(timeout=120)
+        stages["exit"] = (time.perf_counter() - t0) * 1000.0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return stages
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--model", default=None)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--xvfb", action="store_true", help="a real X server (xvfb-run) instead of the offscreen platform")
+    p.add_argument("--env", action="append", default=[], help="NAME=VALUE for the app (e.g. a variant switch)")
+    args = p.parse_args()
+    extra = dict(kv.split("=", 1) for kv in args.env)
+    runs = [one_launch(args.model, args.xvfb, args.threads, extra) for _ in range(args.runs + 1)][1:]  # first: disk cache
+    order = ["main", "engine-preloaded", "qapplication", "window-built", "first-paint", "engine-imported", "model-loaded"]
+    order += ["ready", "exit"]
+    print(f"{len(runs)} launches of `python -m kvsim` ({'Xvfb' if args.xvfb else 'offscreen'}), ms from spawn:")
+    for stage in order:
+        values = [r[stage] for r in runs if stage in r]
+        if values:
+            print(f"  {stage:16s} median {statistics.median(values):7.0f}   min {min(values):7.0f}   max {max(values):7.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
