@@ -1,5 +1,5 @@
-"""The ``kvsim`` command line: ``run``, ``memory``, ``models``, ``inspect``, ``screenshot``; no
-arguments opens the app.
+"""The ``kvsim`` command line: ``run``, ``memory``, ``models``, ``inspect``, ``screenshot``, ``export``;
+no arguments opens the app.
 
 Bad input exits with status 2 and one ``error: …`` line on stderr, never a traceback. The desktop
 app and the screenshot command live in ``kvsim.ui`` (Qt); ``main`` imports them only when asked
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from . import __version__
 from .caches import SpecError, parse_lanes
-from .cli_args import Parser, positive_int
+from .cli_args import Parser, nonneg_int, positive_int
 from .cli_reports import UsageError, add_memory_parser, cmd_gqa, cmd_inspect, cmd_memory, cmd_models
 from .cli_run import add_run_parser, cmd_run
 from .memory import MemoryError_
@@ -70,14 +70,55 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True)
     s.add_argument("--size", default="1920x1080", help="window size WxH (default 1920x1080)")
     s.add_argument("--lanes", default="uncached,cached", help="the lanes, as for `kvsim run --lanes`")
+    s.add_argument(
+        "--scale",
+        type=float,
+        default=argparse.SUPPRESS,
+        help="the app's size factor (0.5 to 4): the PNGs keep --size, the type grows",
+    )
+    s.add_argument("--lanes-only", action="store_true", help="the lanes-only layout (F): no costs, text or legend")
+    s.add_argument("--step", type=nonneg_int, help="show step K of the run (0 = the prefill; default: the last)")
+    s.add_argument("--show", action="append", metavar="DOCK", help="open an extra dock: memory, roofline, requests (repeatable)")
+    s.add_argument("--theme", choices=["dark", "light"], help="the colour theme (default: dark)")
+    add_export_parser(sub)
     return p
+
+
+def add_export_parser(sub) -> None:
+    """`kvsim export`: a run rendered headless to a GIF or an MP4 for slides."""
+    e = sub.add_parser("export", help="render a run offscreen to an animation (GIF or MP4, from the extension)")
+    e.add_argument("--model", default="tiny", help="bundled/fetched name, random:..., HF dir or .gguf")
+    g = e.add_mutually_exclusive_group(required=True)
+    g.add_argument("--prompt", help="prompt text")
+    g.add_argument("--prompt-ids", help="comma-separated token ids, e.g. 1,2,3")
+    e.add_argument("--steps", type=positive_int, default=20, help="steps: 1 prefill + decodes (default 20)")
+    e.add_argument("--out", required=True, help="FILE.gif or FILE.mp4")
+    e.add_argument("--size", default="1280x720", help="frame size WxH in pixels (default 1280x720; MP4: even)")
+    e.add_argument("--fps", type=float, default=15.0, help="frames per second (1 to 50 for GIF, 60 for MP4; default 15)")
+    e.add_argument(
+        "--speed",
+        default="normal",
+        choices=["slow", "normal", "fast", "instant"],
+        help="each step's animation: 1.6 s / 0.7 s / 0.25 s / none (one frame per step); default normal",
+    )
+    e.add_argument("--lanes-only", action="store_true", help="the lanes-only layout (F): no costs, text or legend")
+    e.add_argument("--lanes", default="uncached,cached", help="the lanes, as for `kvsim run --lanes`")
+    e.add_argument("--show", action="append", metavar="DOCK", help="open an extra dock: memory, roofline, requests (repeatable)")
+    e.add_argument("--theme", choices=["dark", "light"], help="the colour theme (default: dark)")
+    e.add_argument(
+        "--scale",
+        type=float,
+        default=argparse.SUPPRESS,
+        help="the app's size factor (0.5 to 4): frames keep --size, the type grows",
+    )
+    e.add_argument("--no-chat-template", action="store_true", help="feed the prompt as is")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
-        if args.command in ("run", "screenshot", None):
+        if args.command in ("run", "screenshot", "export", None):
             from .models.loading import set_threads
 
             set_threads(getattr(args, "threads", None))
@@ -96,6 +137,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .ui import screenshot  # the app, imported only when asked for (the engine never needs it)
 
             return screenshot.main(args)
+        if args.command == "export":
+            parse_lanes(args.lanes)  # a bad spec is one error line before anything loads
+            from .ui import export_cli  # the app, imported only when asked for
+
+            return export_cli.main(args)
         if sys.platform.startswith("linux") and not any(
             os.environ.get(v) for v in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")
         ):

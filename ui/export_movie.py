@@ -1,0 +1,257 @@
+"""The run as a GIF or an MP4, made without freezing the window.
+
+Frames are drawn on the GUI thread (only there may widgets paint) in small pieces driven by a
+QTimer: one tick moves the cursor / the animation's ``t`` (the window's views redraw, the event
+loop lays out what changed), the next tick grabs the picture — so the event loop runs between
+every piece and the window keeps answering. The grabbed RGB arrays go through a bounded queue to
+an encoder on a Python thread (imageio: Pillow for GIF, the ffmpeg binary that the imageio-ffmpeg
+wheel bundles for MP4 — nothing is downloaded). The file is written under a temporary name and
+renamed when complete, so a cancelled or failed export leaves nothing half-written.
+
+The animation is driven by a manual clock instead of the Animator's wall-clock timer: for each step
+of the range, ``frames_per_step`` frames at t = 1/k, 2/k, …, 1 (k = the step's animation duration ×
+fps, at least 1): the frame rate of the file, not of the screen, decides what is shown.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtWidgets import QWidget
+
+from .export_images import frame as grab_frame
+
+FORMATS = {".gif": "gif", ".mp4": "mp4"}
+MAX_FPS = {"gif": 50, "mp4": 60}  # a GIF's frame delay is counted in 1/100 s: beyond 50 fps it lies
+MIN_SIZE, MAX_SIZE = (64, 64), (3840, 2160)
+
+
+class ExportError(ValueError):
+    """An export that cannot be made as asked (a bad extension, size, frame rate or path): one line."""
+
+
+@dataclass(frozen=True)
+class MovieSpec:
+    path: Path
+    first: int  # the steps shown, first..last inclusive (0 = the prefill)
+    last: int
+    size: tuple[int, int]  # (w, h) pixels of every frame
+    fps: float
+    step_ms: int  # the animation of one step (0: "instant", one frame per step)
+
+    @property
+    def format(self) -> str:
+        return FORMATS[self.path.suffix.lower()]
+
+    @property
+    def frames_per_step(self) -> int:
+        return frames_per_step(self.step_ms, self.fps)
+
+    @property
+    def n_frames(self) -> int:
+        return (self.last - self.first + 1) * self.frames_per_step
+
+    def plan(self) -> list[tuple[int, float]]:
+        return frame_plan(self.first, self.last, self.step_ms, self.fps)
+
+
+def frames_per_step(step_ms: int, fps: float) -> int:
+    """Frames that show one step's animation at ``fps`` (at least one: the settled step)."""
+    return max(1, round(step_ms * fps / 1000.0))
+
+
+def frame_plan(first: int, last: int, step_ms: int, fps: float) -> list[tuple[int, float]]:
+    """(step, t) of every frame: each step's animation sampled at t = 1/k … 1."""
+    k = frames_per_step(step_ms, fps)
+    return [(s, (j + 1) / k) for s in range(first, last + 1) for j in range(k)]
+
+
+def check_output(path: str | os.PathLike[str], size: tuple[int, int], fps: float) -> str:
+    """The format of ``path`` ("gif" / "mp4"), or ExportError saying what is wrong with the request."""
+    p = Path(path)
+    fmt = FORMATS.get(p.suffix.lower())
+    if fmt is None:
+        raise ExportError(f"the file must end in .gif or .mp4, got {p.name!r}")
+    w, h = size
+    if not (MIN_SIZE[0] <= w <= MAX_SIZE[0] and MIN_SIZE[1] <= h <= MAX_SIZE[1]):
+        raise ExportError(f"the size must be between {MIN_SIZE[0]}x{MIN_SIZE[1]} and {MAX_SIZE[0]}x{MAX_SIZE[1]}, got {w}x{h}")
+    if fmt == "mp4" and (w % 2 or h % 2):
+        raise ExportError(f"an MP4's width and height must be even (H.264, yuv420p), got {w}x{h}")
+    if not (np.isfinite(fps) and 1 <= fps <= MAX_FPS[fmt]):
+        raise ExportError(f"the frame rate of a {fmt.upper()} must be between 1 and {MAX_FPS[fmt]} fps, got {fps:g}")
+    folder = p.parent if str(p.parent) else Path(".")
+    if not folder.is_dir():
+        raise ExportError(f"cannot write {p}: no such folder {folder}")
+    if not os.access(folder, os.W_OK) or (p.exists() and (p.is_dir() or not os.access(p, os.W_OK))):
+        raise ExportError(f"cannot write {p}: permission denied or not a file")
+    return fmt
+
+
+class Encoder(threading.Thread):
+    """Writes the frames it is handed (``put``; ``None`` ends) to ``spec.path``, on its own thread."""
+
+    def __init__(self, spec: MovieSpec) -> None:
+        super().__init__(name="kvsim-export-encoder", daemon=True)
+        self.spec = spec
+        self.frames: queue.Queue[np.ndarray | None] = queue.Queue(maxsize=6)
+        self.cancelled = threading.Event()
+        self.error = ""
+        self.written = 0
+        self.tmp = spec.path.with_name(f".{spec.path.stem}.partial{spec.path.suffix}")
+
+    def _writer(self):
+        import imageio.v2 as iio2
+        import imageio.v3 as iio
+
+        if self.spec.format == "gif":
+            writer = iio.imopen(self.tmp, "w", plugin="pillow", extension=".gif")
+            ms = 1000.0 / self.spec.fps
+            return lambda f: writer.write(f, duration=ms, loop=0), writer.close
+        writer = iio2.get_writer(
+            self.tmp,
+            format="FFMPEG",
+            mode="I",
+            fps=self.spec.fps,
+            codec="libx264",
+            pixelformat="yuv420p",
+            quality=8,
+            macro_block_size=2,
+            ffmpeg_log_level="error",
+        )
+        return writer.append_data, writer.close
+
+    def run(self) -> None:
+        try:
+            append, close = self._writer()
+            try:
+                while True:
+                    f = self.frames.get()
+                    if f is None or self.cancelled.is_set():
+                        break
+                    append(f)
+                    self.written += 1
+            finally:
+                close()
+            if self.cancelled.is_set():
+                self.tmp.unlink(missing_ok=True)
+                return
+            os.replace(self.tmp, self.spec.path)
+        except Exception as exc:  # noqa: BLE001 - reported to the GUI as one line
+            self.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            self.tmp.unlink(missing_ok=True)
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+        try:  # wake it if it waits for a frame
+            self.frames.put_nowait(None)
+        except queue.Full:
+            pass
+
+
+class MovieExport(QObject):
+    """One export of the window's run: ``start()``, then ``progress`` / ``finished`` / ``failed``."""
+
+    progress = Signal(int, int)  # frames grabbed, frames in all
+    finished = Signal(str)  # the written path
+    failed = Signal(str)  # one line (a cancel says "cancelled")
+
+    def __init__(self, window, spec: MovieSpec, target: QWidget | None = None, parent: QObject | None = None) -> None:
+        super().__init__(parent or window)
+        self.window, self.spec = window, spec
+        self.target = target or window
+        self.plan = spec.plan()
+        self.done = 0
+        self.encoder = Encoder(spec)
+        self.timer = QTimer(self)
+        self.timer.setInterval(0)
+        self.timer.timeout.connect(self._tick)
+        self._prepared = -1  # index of the frame whose picture is set up (grabbed on the next tick)
+        self._cursor = window.session.cursor
+        self._closing = False
+        self._in_tick = False
+        self.result = ""  # "" while running; then the path, or "error: …"
+        self.tick_ms: list[float] = []  # what each tick cost the GUI thread (benchmarks)
+
+    def start(self) -> None:
+        self.window.controller.stop_play()
+        self.window.animator.stop()
+        self.encoder.start()
+        self.timer.start()
+
+    def cancel(self) -> None:
+        if not self.result:
+            self._stop("cancelled")
+
+    # ------------------------------------------------------------------ the GUI-thread pieces
+    def _tick(self) -> None:
+        if self._in_tick or self.result:
+            return
+        self._in_tick = True
+        import time
+
+        t0 = time.perf_counter()
+        try:
+            self._piece()
+        except Exception as exc:  # noqa: BLE001 - a failing export is a message, never a broken window
+            self._stop(f"{type(exc).__name__}: {exc}")
+        finally:
+            self._in_tick = False
+            self.tick_ms.append((time.perf_counter() - t0) * 1000.0)
+
+    def _piece(self) -> None:
+        if self.encoder.error:
+            self._stop(self.encoder.error)
+            return
+        if self._closing:  # every frame handed over: wait (without blocking) for the encoder to finish
+            if not self.encoder.is_alive():
+                self._stop("" if not self.encoder.error else self.encoder.error)
+            return
+        if self._prepared < self.done:  # set up frame `done`: its step and its point in the animation
+            step, t = self.plan[self.done]
+            show_frame(self.window, step, t)
+            self._prepared = self.done
+            return
+        if self.encoder.frames.full():
+            self.timer.setInterval(5)  # the encoder is behind: let it catch up, the window stays free
+            return
+        self.timer.setInterval(0)
+        self.encoder.frames.put_nowait(grab_frame(self.target, self.spec.size))
+        self.done += 1
+        self.progress.emit(self.done, len(self.plan))
+        if self.done == len(self.plan):
+            self._closing = True
+            self.encoder.frames.put(None)
+            self.timer.setInterval(5)
+
+    def _stop(self, error: str) -> None:
+        self.timer.stop()
+        if error:
+            self.encoder.cancel()
+        self.result = str(self.spec.path) if not error else f"error: {error}"
+        s = self.window.session
+        if s.cursor != self._cursor:
+            s.set_cursor(self._cursor)
+        self.window.flush_views()
+        show_frame(self.window, s.cursor, 1.0)
+        if error:
+            self.failed.emit(error)
+        else:
+            self.finished.emit(str(self.spec.path))
+
+
+def show_frame(window, step: int, t: float) -> None:
+    """Show ``step`` of the run at point ``t`` of its animation, every view at once (no staggering)."""
+    s = window.session
+    if s.cursor != step:
+        s.set_cursor(step)
+    window.flush_views()
+    window.animator.frame.emit(t)  # the manual clock: whatever follows the animation gets this t
+    for p in window.lanes.shown():
+        p.flush()
+        p.set_progress(t)
