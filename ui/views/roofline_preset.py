@@ -1,0 +1,160 @@
+"""The roofline's second part: a real model (a preset) on a real GPU (vendor figures, kvsim/hardware.py):
+one decode step and a prefill of P tokens at context n — FLOPs, bytes, intensity and the time bound
+max(FLOPs ÷ peak, bytes ÷ bandwidth) — in a sentence, a table and on the chip's roof (where a point sits
+on the roof: the roofline's bound is the best the chip can do)."""
+
+from __future__ import annotations
+
+from html import escape
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QComboBox, QGridLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
+
+from kvsim.hardware import GPUS
+from kvsim.presets import PRESETS
+from kvsim.roofline import num, preset_bound
+from kvsim.units import human_bytes
+
+from .. import theme
+from .roofline_plot import RoofPlot, log10, scatter
+
+DEFAULT_PRESET, DEFAULT_GPU, DEFAULT_CONTEXT, DEFAULT_PROMPT = "llama-3.1-70b", "H100 SXM", 131_072, 131_072
+BITS = ("16", "8", "4")
+MAX_TOKENS = 4 * 1024 * 1024
+
+
+def seconds(s: float) -> str:
+    """A duration in the unit that reads best: µs, ms or s."""
+    if s < 1e-3:
+        return f"{s * 1e6:.3g} µs"
+    if s < 1:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s:.3g} s"
+
+
+def _spin(lo: int, hi: int, value: int, tip: str) -> QSpinBox:
+    box = QSpinBox()
+    box.setRange(lo, hi)
+    box.setValue(value)
+    box.setGroupSeparatorShown(True)
+    box.setKeyboardTracking(False)
+    box.setToolTip(tip)
+    return box
+
+
+class PresetPanel(QWidget):
+    def __init__(self, session=None, parent=None) -> None:
+        super().__init__(parent)
+        self.session = session
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 4, 0, 0)
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(6)
+        self.model = QComboBox()
+        self.model.addItems(list(PRESETS))
+        self.model.setCurrentText(DEFAULT_PRESET)
+        self.gpu = QComboBox()
+        self.gpu.addItems(list(GPUS))
+        self.gpu.setCurrentText(DEFAULT_GPU)
+        self.gpu.setToolTip("vendor figures: dense BF16 tensor FLOP/s and memory bandwidth (sources: docs/roofline.md)")
+        self.context = _spin(1, MAX_TOKENS, DEFAULT_CONTEXT, "n: tokens in the context after the step")
+        self.prompt = _spin(1, MAX_TOKENS, DEFAULT_PROMPT, "P: tokens the prefill computes at once (at most n)")
+        self.batch = _spin(1, 4096, 1, "sequences decoded together: the weights are read once for all of them")
+        self.wbits = QComboBox()
+        self.wbits.addItems(BITS)
+        self.wbits.setToolTip("bits per weight (weight-only quantization: fewer bytes, the same tensor-core rate)")
+        self.kvbits = QComboBox()
+        self.kvbits.addItems(BITS)
+        self.kvbits.setToolTip("bits per cached K/V element")
+        row = [("model", self.model), ("on", self.gpu), ("batch", self.batch)]
+        row2 = [("context n", self.context), ("prefill P", self.prompt), ("weights bits", self.wbits), ("K/V bits", self.kvbits)]
+        col = 0
+        for label, w in row:
+            grid.addWidget(QLabel(label), 0, col, Qt.AlignRight)
+            grid.addWidget(w, 0, col + 1)
+            col += 2
+        col = 0
+        for label, w in row2:
+            grid.addWidget(QLabel(label), 1, col, Qt.AlignRight)
+            grid.addWidget(w, 1, col + 1)
+            col += 2
+        lay.addLayout(grid)
+        self.sentence = QLabel()
+        self.sentence.setWordWrap(True)
+        lay.addWidget(self.sentence)
+        self.table = QLabel()
+        self.table.setTextFormat(Qt.RichText)
+        self.table.setAlignment(Qt.AlignTop | Qt.AlignLeft)
+        lay.addWidget(self.table)
+        self.plot = RoofPlot("the two steps under the chip's roof (dense BF16)")
+        self.plot.setMinimumHeight(160)
+        self.dots = {
+            "decode": scatter(theme.PHASE_COLORS["decode"], "o", True, 14),
+            "prefill": scatter(theme.PHASE_COLORS["prefill"], "s", True, 14),
+        }
+        for item in self.dots.values():
+            self.plot.addItem(item)
+        lay.addWidget(self.plot, 1)
+        for box in (self.model, self.gpu, self.wbits, self.kvbits):
+            box.currentIndexChanged.connect(self.update_figures)
+        for spin in (self.context, self.prompt, self.batch):
+            spin.valueChanged.connect(self.update_figures)
+        self.bounds = {}
+        self.update_figures()
+
+    def follow_model(self, config) -> None:
+        """Nothing to follow for now: the presets are real models, the run's model is a small one."""
+
+    def update_figures(self) -> None:
+        p, chip = PRESETS[self.model.currentText()], GPUS[self.gpu.currentText()]
+        n = self.context.value()
+        if self.prompt.value() > n:
+            self.prompt.setValue(n)  # re-enters through valueChanged
+            return
+        wb, kb, batch = int(self.wbits.currentText()), int(self.kvbits.currentText()), self.batch.value()
+        kw = {"batch": batch, "weight_bits": wb, "kv_bits": kb}
+        self.bounds = {
+            "decode": preset_bound(p, chip, "decode", n, **kw),
+            "prefill": preset_bound(p, chip, "prefill", n, prompt=self.prompt.value(), **kw),
+        }
+        d = self.bounds["decode"]
+        over = (
+            f' <span style="color:{theme.ERROR}">n = {n:,} is past {escape(p.name)}\'s own context ({p.context:,}).</span>'
+            if n > p.context
+            else ""
+        )
+        fits = (
+            ""
+            if d.fits
+            else f' <span style="color:{theme.ERROR}">Weights + cache ({human_bytes(d.weight_bytes + d.kv_bytes)}) '
+            f"do not fit in one {escape(chip.name)} ({human_bytes(chip.memory)}).</span>"
+        )
+        self.sentence.setText(
+            f"On one <b>{escape(chip.name)}</b>, a <b>{escape(p.name)}</b> decode step at {n:,} tokens"
+            f"{f' × {batch} sequences' if batch > 1 else ''} moves {human_bytes(d.bytes)} "
+            f"({human_bytes(d.weight_bytes)} weights + {human_bytes(d.kv_bytes)} K/V) for {num(d.flops)}FLOP: "
+            f"{d.intensity:.3g} FLOP/byte against a ridge of {chip.ridge():.0f} — at least <b>{seconds(d.time_s)}</b>, "
+            f"{d.limit}.{over}{fits}"
+        )
+        names = ("", "FLOPs", "bytes", "FLOP/B", "compute", "memory", "bound")
+        head = "".join(f"<th align='right'>&nbsp;{h}&nbsp;</th>" for h in names)
+        rows = []
+        for what, b in self.bounds.items():
+            label = "decode (1 token)" if what == "decode" else f"prefill ({b.new:,})"
+            color = theme.PHASE_COLORS[what]
+            cells = (
+                f"<span style='color:{color}'>{label}</span>",
+                f"{num(b.flops)}",
+                human_bytes(b.bytes),
+                num(b.intensity).strip() if b.intensity >= 1000 else f"{b.intensity:.3g}",
+                seconds(b.compute_s),
+                seconds(b.memory_s),
+                f"<b>{seconds(b.time_s)}</b> {b.limit.split('-')[0]}",
+            )
+            rows.append("<tr>" + "".join(f"<td align='right'>&nbsp;{c}&nbsp;</td>" for c in cells) + "</tr>")
+        self.table.setText(f"<table cellspacing='0'><tr>{head}</tr>{''.join(rows)}</table>")
+        self.plot.set_roof(chip.bf16_flops, chip.bandwidth, chip.name)
+        at = {what: min(b.peak_flops, b.bandwidth * b.intensity) for what, b in self.bounds.items()}
+        for what, b in self.bounds.items():
+            self.dots[what].setData(x=log10([b.intensity]), y=log10([at[what]]))
+        self.plot.fit([b.intensity for b in self.bounds.values()], list(at.values()))
