@@ -15,10 +15,13 @@ from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QToolBar, QVBoxLayout, QWidget
 
-from . import dialogs, docks, layout
+from . import dialogs, docks, layout, shortcuts
 from .animation import SPEEDS, Animator
 from .app import launch_mark
+from .appearance import ThemeSetting
 from .controller import Controller
+from .presenter import Presenter, install_keys
+from .recent import RecentRuns
 from .session import Session
 from .toolbar import DEFAULT_MODEL, OPEN_ITEM, ControlsToolBar
 from .views.charts import CostsPanel
@@ -66,6 +69,7 @@ class MainWindow(QMainWindow):
         self._default_state = self.saveState()
         if self.settings is not None:
             self._restore()
+        self.theme_setting.apply()
         self._booted = False
         self._ready_marked = False
         QTimer.singleShot(200, self._boot)  # or on the first paint, whichever comes first
@@ -127,10 +131,11 @@ class MainWindow(QMainWindow):
         self.resizeDocks([self.costs_dock, self.text_dock], [230, 80], Qt.Vertical)
         self.resizeDocks([self.overview_dock], [520], Qt.Horizontal)
         menu = self.toolbar.menu  # docks and lanes can be hidden, so the ☰ menu brings them back
-        save = menu.addAction("Save run…", lambda: (path := dialogs.ask_save_run(self)) and self.controller.save_run(path))
+        save = menu.addAction("Save run…", lambda: (path := dialogs.ask_save_run(self)) and self.save_run(path))
         save.setShortcut(QKeySequence.Save)
-        opened = menu.addAction("Open run…", lambda: (path := dialogs.ask_open_run(self)) and self.controller.open_run(path))
+        opened = menu.addAction("Open run…", lambda: (path := dialogs.ask_open_run(self)) and self.open_run(path))
         opened.setShortcut(QKeySequence.Open)
+        self.recent = RecentRuns(self.settings, menu, self.open_run, self.show_message, self)
         self.focus_action = QAction("Lanes only", self)
         self.focus_action.setShortcut(QKeySequence("F"))
         self.focus_action.triggered.connect(self.toggle_lanes_only)
@@ -150,6 +155,11 @@ class MainWindow(QMainWindow):
         errors.setCheckable(True)
         errors.toggled.connect(lambda on: (self.derived.set_show_error(on), [p.redraw() for p in self.lanes.shown()]))
         menu.addSeparator()
+        self.presenter = Presenter(self)
+        self.theme_setting = ThemeSetting(self.settings, menu, self)
+        self.presenter.changed.connect(self._on_presenting)
+        menu.addActions([self.presenter.present_action, self.presenter.fullscreen_action, shortcuts.install(self)])
+        self.keys = install_keys(self)
         menu.addAction("Default layout", self.default_layout)
 
     def _dock(self, title: str, name: str, widget: QWidget, area) -> QDockWidget:
@@ -251,6 +261,25 @@ class MainWindow(QMainWindow):
         if self.tokens.hover != position:
             self.tokens.set_hover(position)
 
+    def open_run(self, path: str) -> bool:
+        """Show a saved run (the ☰ menu, recent runs, demos); remembered among the recent runs."""
+        ok = self.controller.open_run(path)
+        if ok:
+            self.recent.add(path)
+        return ok
+
+    def save_run(self, path: str) -> bool:
+        ok = self.controller.save_run(path)
+        if ok:
+            self.recent.add(path)
+        return ok
+
+    def _on_presenting(self, active: bool) -> None:
+        self.theme_setting.suspended = active
+        if not active:
+            self.theme_setting.apply()  # the setting may have changed meanwhile (an OS switch)
+        QTimer.singleShot(0, self.flush_views)
+
     def toggle_lanes_only(self) -> None:
         """Hide the costs and text docks (or bring them back): the lanes get the whole height."""
         show = not (self.costs_dock.isVisible() or self.text_dock.isVisible())
@@ -278,7 +307,7 @@ class MainWindow(QMainWindow):
             self.toolbar.show_speed(s.value("speed"))
 
     def closeEvent(self, event) -> None:  # noqa: N802
-        if self.settings is not None:
+        if self.settings is not None and not self.presenter.active:  # presenter mode's full screen is not a layout
             self.settings.setValue("geometry", self.saveGeometry())
             self.settings.setValue("state", self.saveState())
             self.settings.setValue("speed", self.toolbar.speed_box.currentData())

@@ -1,0 +1,77 @@
+"""The shortcut sheet (``?`` or F1): every key the window answers, read from its actions (so a key
+added anywhere is listed without editing this file), in a dialog that Esc closes."""
+
+from __future__ import annotations
+
+from html import escape
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QMainWindow, QScrollArea, QVBoxLayout, QWidget
+
+
+def key_rows(window: QMainWindow) -> list[tuple[str, str]]:
+    """(keys, what) for every action of the window with a shortcut, each key once; the nine layer keys
+    as one row."""
+    rows: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    layers = False
+    for action in window.findChildren(QAction):
+        keys = [k.toString(QKeySequence.NativeText) for k in action.shortcuts() if not k.isEmpty()]
+        keys = [k for k in keys if k not in seen]
+        if not keys:
+            continue
+        seen.update(keys)
+        if action.data() == "layer-key":
+            layers = True
+            continue
+        what = action.text().replace("&", "").strip() or action.toolTip()
+        rows.append((" / ".join(keys), what))
+    if layers:
+        rows.append(("1 … 9", "Layer 0 … 8"))
+    rows.append(("hover a token or row", "the same token highlighted in every view"))
+    first = ["Space", "Right", "Left", "Home", "+ / =", "-", "1 … 9", "L", "F", "F5", "Esc", "F11", "? / F1"]
+    return sorted(rows, key=lambda r: (first.index(r[0]) if r[0] in first else len(first), r[0].lower()))
+
+
+class ShortcutSheet(QDialog):
+    def __init__(self, window: QMainWindow) -> None:
+        super().__init__(window)
+        self.setWindowTitle("kvsim — keys")
+        self.rows = key_rows(window)
+        lay = QVBoxLayout(self)
+        html = "<table cellspacing='0' cellpadding='4'>" + "".join(
+            f"<tr><td><b>{escape(k)}</b></td><td>{escape(w)}</td></tr>" for k, w in self.rows
+        )
+        self.label = QLabel(html + "</table>")
+        self.label.setTextFormat(Qt.RichText)
+        area = QScrollArea()
+        area.setWidgetResizable(True)
+        area.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        holder = QWidget()
+        QVBoxLayout(holder).addWidget(self.label)
+        area.setWidget(holder)
+        lay.addWidget(area)
+        buttons = QDialogButtonBox(QDialogButtonBox.Close)
+        buttons.rejected.connect(self.reject)
+        lay.addWidget(buttons)
+        room = window.size()
+        hint = self.label.sizeHint()
+        self.resize(min(hint.width() + 60, room.width()), min(hint.height() + 100, room.height()))
+
+
+def install(window: QMainWindow) -> QAction:
+    """The ``?`` / F1 action on the window (and in its ☰ menu, where the caller adds it)."""
+    action = QAction("Keys (shortcut sheet)", window)
+    action.setShortcuts([QKeySequence("?"), QKeySequence("F1")])
+    action.setShortcutContext(Qt.WindowShortcut)
+    action.triggered.connect(lambda _checked=False: show(window))
+    window.addAction(action)
+    return action
+
+
+def show(window: QMainWindow) -> ShortcutSheet:
+    sheet = ShortcutSheet(window)
+    window.shortcut_sheet = sheet  # tests and screenshots read it
+    sheet.open()
+    return sheet
