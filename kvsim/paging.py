@@ -83,6 +83,7 @@ class BlockPool:
         self.hash: list[int | None] = []  # set while the block is registered (full, reusable)
         self.free: OrderedDict[int, None] = OrderedDict()  # eviction order: first = least recently used
         self.cached: dict[int, int] = {}  # hash → block
+        self.tokens: dict[int, tuple[int, ...]] = {}  # registered block → the token ids its rows belong to
         self.evictions = 0
         self.events: dict[int, str] = {}  # block → what happened to it since the last snapshot
         self._grow(n_blocks if n_blocks is not None else 16)
@@ -127,8 +128,8 @@ class BlockPool:
         if not self.free:
             if self.fixed:
                 raise PoolFullError(
-                    f"the block pool is full: all {self.n_blocks} blocks of {self.block_size} slots are held by running "
-                    "requests (give a larger pool, e.g. --pool-blocks, or shorter requests)"
+                    f"the block pool is full: all {self.n_blocks} blocks of {self.block_size} slots "
+                    f"({self.n_blocks * self.block_size} token slots) are held"
                 )
             self._grow(2 * self.n_blocks)
         b, _ = self.free.popitem(last=False)
@@ -137,6 +138,7 @@ class BlockPool:
             if self.cached.get(old) == b:
                 del self.cached[old]
             self.hash[b] = None
+            self.tokens.pop(b, None)
             self.evictions += 1
             self.events[b] = "evicted"
         else:
@@ -168,11 +170,12 @@ class BlockPool:
             else:
                 self.events.setdefault(b, "cached")
 
-    def register(self, b: int, h: int) -> None:
+    def register(self, b: int, h: int, tokens: Sequence[int] = ()) -> None:
         """``b`` is full and its contents hash to ``h``: later sequences may reuse it. As vLLM, a
         second block with a hash already registered is not deduplicated (block tables only grow)."""
         if self.prefix_caching and self.hash[b] is None:
             self.hash[b] = h
+            self.tokens[b] = tuple(int(t) for t in tokens)
             self.cached.setdefault(h, b)
 
     def copy_block(self, src: int, dst: int, slots: int) -> None:
@@ -185,12 +188,20 @@ class BlockPool:
 
     # ------------------------------------------------------------------ state, for exact repeats
     def save_state(self) -> tuple:
-        return (list(self.ref), list(self.filled), list(self.hash), OrderedDict(self.free), dict(self.cached), self.evictions)
+        return (
+            list(self.ref),
+            list(self.filled),
+            list(self.hash),
+            OrderedDict(self.free),
+            dict(self.cached),
+            dict(self.tokens),
+            self.evictions,
+        )
 
     def restore_state(self, state: tuple) -> None:
-        ref, filled, hashes, free, cached, evictions = state
+        ref, filled, hashes, free, cached, tokens, evictions = state
         self.ref, self.filled, self.hash = list(ref), list(filled), list(hashes)
-        self.free, self.cached, self.evictions = OrderedDict(free), dict(cached), evictions
+        self.free, self.cached, self.tokens, self.evictions = OrderedDict(free), dict(cached), dict(tokens), evictions
 
     def take_events(self) -> dict[int, str]:
         events, self.events = self.events, {}

@@ -99,7 +99,7 @@ class SequenceBlocks:
         for j in range(len(self.hashes), self.n_tokens // size):
             h = block_hash(self.hashes[-1] if self.hashes else None, self.token_ids[j * size : (j + 1) * size])
             self.hashes.append(h)
-            pool.register(self.blocks[j], h)
+            pool.register(self.blocks[j], h, self.token_ids[j * size : (j + 1) * size])
 
     def truncate(self, n_tokens: int) -> None:
         """Forget positions ≥ ``n_tokens``: blocks past them go back to the pool (tail first)."""

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from ..paging import BlockPool
+from ..paging import BlockPool, PoolFullError
 from ..paging_table import SequenceBlocks
 from ..sampling import SimulationError
 from .base import Cache, PolicyInfo, SpecError
@@ -99,7 +99,12 @@ class PagedCache(Cache):
         if layer == 0 or self._pending is None or self._pending[0] != start:
             # the step's first layer takes the slots (and blocks) every layer then writes into
             feed, self._feed = self._feed, None
-            blocks, slots = self.seq.reserve(start, t, feed if feed is not None and len(feed) == t else None)
+            try:
+                blocks, slots = self.seq.reserve(start, t, feed if feed is not None and len(feed) == t else None)
+            except PoolFullError as exc:
+                if self.pool_blocks is None:
+                    raise
+                raise PoolFullError(f"{self.describe().spec}: {exc}; position {start + t - 1} needs more (raise N)") from None
             self._pending = (start, blocks, slots)
         _, blocks, slots = self._pending
         if t:
