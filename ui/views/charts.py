@@ -1,8 +1,9 @@
 """Bottom panel: what the run has cost so far, both lanes on the same axes.
 
-Cumulative K/V rows (Σt = n(n+1)/2 without a cache, n with one), cumulative FLOPs, measured time
-per step, and the figures a lecture quotes: cache bytes, TTFT, ITL. Everything is read from the
-session's per-lane counters up to the cursor; curves are created once and fed with setData.
+Cumulative K/V rows (Σt = n(n+1)/2 without a cache, n with one — written beside the two curves with
+the live values), cumulative FLOPs, measured time per step, and the figures a lecture quotes: cache
+bytes, TTFT, ITL. Everything is read from the session's per-lane counters up to the cursor; curves
+are created once and fed with setData.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from html import escape
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QFont, QFontMetrics
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from kvsim.units import si
@@ -50,6 +51,30 @@ def _short(session, lane) -> str:
 
 SERIES = ("rows", "flops", "ms", "bytes")  # the plots, left to right (session.series names)
 MAX_LEGEND = 4  # lanes named in the legend (more would cover the curves; the table names them all)
+PLOT_TIPS = (
+    "K/V rows computed so far, summed over the steps. Without a cache step t recomputes all t rows, so\n"
+    "the sum grows as Σt = n(n+1)/2 (less the prompt's P(P−1)/2, which the prefill does at once);\n"
+    "with a cache each step computes one new row: n rows in all.",
+    "floating-point operations so far, summed over the steps (counted from the model's shapes)",
+    "measured wall time of each step's forward pass; bars: the fastest and slowest of its repeats",
+    "bytes of K and V each lane holds after each step (all layers): a window lane's curve flattens",
+)
+STATS_TIP = (
+    "TTFT: time to first token — the measured time of the prefill step (prompt → first token)\n"
+    "ITL: inter-token latency — the time per generated token after the first (mean of the decode steps so far)\n"
+    "K/V rows: rows of K and V computed so far, summed over the steps\n"
+    "cache: bytes of K and V the lane holds now (all layers)\n"
+    "× the K/V rows: how many times more rows one lane computed than the other"
+)
+
+
+def formulas(n: int, prompt: int) -> tuple[int, str, str]:
+    """Σ over the steps of the rows each step computes without a cache (t = P … n), and its two lines:
+    the formula, and the formula with the live values."""
+    total = n * (n + 1) // 2 - prompt * (prompt - 1) // 2
+    if prompt <= 1:
+        return total, "Σt = n(n+1)/2", f"= {n}·{n + 1}/2 = {total:,}"
+    return total, "Σt = n(n+1)/2 − P(P−1)/2", f"= {n * (n + 1) // 2:,} − {prompt * (prompt - 1) // 2:,} = {total:,}"
 
 
 class CostsPanel(QWidget):
@@ -68,6 +93,7 @@ class CostsPanel(QWidget):
         for col, title in enumerate(titles):
             p = self.glw.addPlot(row=0, col=col, axisItems={"left": SIAxis("left")})
             p.setTitle(title, color=theme.MUTED, size="12pt")
+            p.setToolTip(PLOT_TIPS[col])
             p.setMenuEnabled(False)
             p.hideButtons()
             p.setMouseEnabled(False, False)
@@ -77,18 +103,20 @@ class CostsPanel(QWidget):
             p.disableAutoRange()
             self.glw.ci.layout.setColumnStretchFactor(col, 1)
             self.plots.append(p)
-        self.plots[0].addLegend(offset=(70, 2), labelTextSize="11pt", brush=pg.mkBrush(18, 20, 24, 200))
+        # the legend lives on the FLOPs plot: the rows plot carries the formulas beside its curves
+        self.plots[1].addLegend(offset=(70, 2), labelTextSize="11pt", brush=pg.mkBrush(18, 20, 24, 200))
+        self.formula_items = {kind: pg.TextItem("", anchor=(1, 1), fill=pg.mkBrush(18, 20, 24, 200)) for kind in ("sum", "n")}
+        for item in self.formula_items.values():
+            item.setZValue(30)
+            item.setVisible(False)
+            self.plots[0].addItem(item, ignoreBounds=True)
+        self.shown_formulas: dict[str, str] = {}  # kind -> text now on the plot (tests)
         lay.addWidget(self.glw, 1)
 
         side = QVBoxLayout()
         self.stats = QLabel()
         self.stats.setTextFormat(Qt.RichText)
-        self.stats.setToolTip(
-            "TTFT: measured time of the prefill step (prompt → first token)\n"
-            "ITL: mean measured time of the decode steps so far (inter-token latency)\n"
-            "K/V rows: rows computed so far, summed over steps (Σ per step)\n"
-            "cache: bytes of K and V the lane holds now (all layers)"
-        )
+        self.stats.setToolTip(STATS_TIP)
         self.stats.setFixedWidth(int(self.stats.fontMetrics().horizontalAdvance("M") * 19))  # no relayout per step
         self.stats.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         side.addWidget(self.stats, 1)
@@ -101,6 +129,33 @@ class CostsPanel(QWidget):
         session.run_started.connect(self._rebuild)
         self.dirty = False
         session.cursor_moved.connect(self._mark)
+        theme.on_change(self.retheme)
+        self.retheme()
+
+    def retheme(self, _name: str = "") -> None:
+        """Re-colour the plots, curves, legend, formulas and the table (the theme changed)."""
+        self.glw.setBackground(theme.BG)
+        fill = pg.mkBrush(QColor(theme.BG).red(), QColor(theme.BG).green(), QColor(theme.BG).blue(), 210)
+        for p in self.plots:
+            p.titleLabel.setText(p.titleLabel.text, color=theme.MUTED)
+            for ax in ("left", "bottom"):
+                p.getAxis(ax).setPen(theme.TEXT)
+                p.getAxis(ax).setTextPen(theme.TEXT)
+        legend = self.plots[1].legend
+        if legend is not None:
+            legend.setBrush(fill)
+            legend.setLabelTextColor(theme.TEXT)
+        for item in self.formula_items.values():
+            item.fill = fill
+        for lane, curves in self.curves.items():
+            color = theme.lane_color(lane)
+            for i, curve in enumerate(curves):
+                curve.setPen(pg.mkPen(color, width=2 if i == 2 else 3))
+                curve.setSymbolBrush(color)
+            self.bands[lane].setData(pen=pg.mkPen(color, width=1))
+        self._legend_labels = None
+        if self.session.run is not None:
+            self._rebuild()
 
     def _mark(self, _step: int) -> None:
         self.dirty = True  # redrawn on flush(): the window staggers it after the lanes
@@ -126,7 +181,7 @@ class CostsPanel(QWidget):
         """Curves for the run's lanes: kept where a lane index stays (a new run costs no new items),
         made or dropped only for the difference; the legend names at most MAX_LEGEND lanes."""
         lanes = self.session.lanes
-        legend = self.plots[0].legend
+        legend = self.plots[1].legend
         labels = [self.session.lane_label(lane.index) for lane in lanes][:MAX_LEGEND]
         if legend is not None and labels != getattr(self, "_legend_labels", None):
             legend.clear()
@@ -161,7 +216,7 @@ class CostsPanel(QWidget):
                 self.bands[lane.index] = band
         if legend is not None and labels != getattr(self, "_legend_labels", None):
             for index, label in enumerate(labels):
-                legend.addItem(self.curves[index][0], label)
+                legend.addItem(self.curves[index][1], label)
             self._legend_labels = labels
         self.redraw()
 
@@ -212,6 +267,70 @@ class CostsPanel(QWidget):
                 if band.isVisible():
                     band.setData(x=x, y=y, top=hi - y, bottom=y - lo)
         self._fit_range(i, k)
+        if which == "rows":
+            self._formulas(k)
+
+    def _formulas(self, k: int) -> None:
+        """Σt = n(n+1)/2 beside the curve of a lane that recomputes every row, n beside one that computes
+        one row per step — each only when the lane's sum is exactly that, with the values at the cursor."""
+        s = self.session
+        n, prompt = s.n_rows(), s.prompt_len
+        total, formula, values = formulas(n, prompt)
+        texts: dict[str, tuple[int, str]] = {}
+        if k >= 2 and total != n:  # at the prefill both sums are P: nothing to tell apart yet
+            for lane in s.lanes:
+                rows = s.cumulative(lane.index)[0]
+                if rows == total and "sum" not in texts:
+                    texts["sum"] = (lane.index, f"{formula}<br>{values}")
+                elif rows == n and "n" not in texts:
+                    texts["n"] = (lane.index, f"n = {n:,}")
+        x_hi = self.plots[0]._kv_range[0] if getattr(self.plots[0], "_kv_range", None) else max(k - 1, 1)
+        vb = self.plots[0].getViewBox()
+        fm = QFontMetrics(self._formula_font())
+        self.shown_formulas = {}
+        for kind, item in self.formula_items.items():
+            if kind not in texts or self.log:
+                item.setVisible(False)
+                continue
+            lane, html = texts[kind]
+            y = float(s.series("rows", lane)[k - 1])
+            left = (k - 1) < 0.5 * x_hi  # the curve ends in the left half: write to its right
+            # the longest form that fits beside the curve's end: two lines, one, or just the value
+            (x0, x1), (y0, y1) = vb.viewRange()
+            px = (k - 1 - x0) / ((x1 - x0) or 1) * vb.width()
+            room_w = (vb.width() - px if left else px) - 4
+            room_h = (y1 - y) / ((y1 - y0) or 1) * vb.height()  # pixels above the curve's end
+            forms = [html.split("<br>"), [f"Σt = {total:,}"]] if kind == "sum" else [[html]]
+            lines = next((f for f in forms if max(fm.horizontalAdvance(t) for t in f) + 8 <= room_w), None)
+            if lines is None or len(lines) * fm.height() + 4 > room_h:
+                item.setVisible(False)
+                continue
+            self.shown_formulas[kind] = "\n".join(lines)
+            item.setAnchor((0, 1) if left else (1, 1))
+            item.setHtml(
+                f"<div style='color:{theme.lane_color(lane)}; font-size:11pt; text-align:{'left' if left else 'right'}'>"
+                f"{'<br>'.join(lines)}</div>"
+            )
+            item.setPos(k - 1, y)
+            item.setVisible(True)
+
+    def _formula_font(self) -> QFont:
+        font = QFont(self.font())
+        font.setPointSizeF(11)
+        return font
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        QTimer.singleShot(0, self._fit_legend)
+
+    def _fit_legend(self) -> None:
+        """The lanes' legend only where it leaves the curves room (the table beside names them too);
+        the formulas are placed again for the new size."""
+        legend = self.plots[1].legend
+        if legend is not None:
+            legend.setVisible(self.plots[1].getViewBox().width() >= legend.boundingRect().width() + 120)
+        if self.session.run is not None and self.session.cursor >= 0:
+            self._formulas(self.session.cursor + 1)
 
     def _fit_range(self, i: int, k: int) -> None:
         """Explicit ranges rounded up to 1-2-5 steps: axes are redrawn only when a bound is crossed."""
@@ -227,7 +346,7 @@ class CostsPanel(QWidget):
             )
             rng = (np.floor(np.log10(max(low, 1e-9))), np.ceil(np.log10(max(top, 1e-9))) + 0.05)
         else:
-            rng = (0.0, _nice(top))
+            rng = (0.0, _nice(top * (1.45 if SERIES[i] == "rows" else 1.0)))  # rows: room for the formula above
         key = (x_hi, rng)
         if getattr(p, "_kv_range", None) != key:
             p._kv_range = key

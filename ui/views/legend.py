@@ -16,42 +16,79 @@ class Legend(QWidget):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setFixedHeight(26)
+        self.setToolTip(
+            "K, V, q: a diverging scale, the same for every lane (0 in the middle)\n"
+            "K is stored after RoPE (rotated by its position) in RoPE models\n"
+            "attention p: the probability a query gives a key (colour ∝ √p, so small weights show)\n"
+            "hatched: masked — a future position, no query may see it\n"
+            "cross-hatched: not seen by this lane — outside its window, or evicted\n"
+            "dim rows: read from the cache (not computed this step)"
+        )
+        theme.on_change(self.retheme)
+
+    def retheme(self, _name: str = "") -> None:
+        self.update()
 
     def paintEvent(self, event) -> None:  # noqa: N802
         p = QPainter(self)
         p.setRenderHint(QPainter.Antialiasing)
         fm = p.fontMetrics()
-        x, h = 8, self.height()
+        h = self.height()
+        dim = QColor(*theme.dimmed(theme.lut(theme.KV_CMAP)[40]).astype(int))
+        # (kind, long words, short words): the longest form that fits the width is drawn
+        parts = [
+            ("text", "K, q, V:  −", "K q V −"),
+            ("ramp", theme.KV_CMAP, None),
+            ("text", "+   (0 = black)", "+"),
+            ("gap", 16, 6),
+            ("text", "attention p:  0", "p 0"),
+            ("ramp", theme.ATTN_CMAP, None),
+            ("text", "1   (colour ∝ √p)", "1"),
+            ("gap", 16, 6),
+            ("swatch", QBrush(QColor(theme.MASKED), Qt.BDiagPattern), None),
+            ("text", "masked (future)", "future"),
+            ("gap", 8, 4),
+            ("swatch", QBrush(QColor(theme.UNSEEN), Qt.DiagCrossPattern), None),
+            ("text", "outside the window / evicted", "not seen"),
+            ("gap", 8, 4),
+            ("swatch", QBrush(dim), None),
+            ("text", "dim = read from cache", "cached"),
+        ]
 
-        def text(s: str) -> None:
-            nonlocal x
-            p.setPen(QColor(theme.MUTED))
-            p.drawText(x, int(h / 2 + fm.ascent() / 2 - 2), s)
-            x += fm.horizontalAdvance(s) + 8
+        def width(short: bool, ramp_w: int) -> int:
+            total = 8
+            for kind, long_, short_ in parts:
+                if kind == "text":
+                    total += fm.horizontalAdvance(short_ if short else long_) + 8
+                elif kind == "ramp":
+                    total += ramp_w + 8
+                elif kind == "gap":
+                    total += short_ if short else long_
+                else:
+                    total += 36
+            return total
 
-        def ramp(name: str, w: int = 120) -> None:
-            nonlocal x
-            grad = QLinearGradient(x, 0, x + w, 0)
-            table = theme.lut(name)
-            for i in range(0, 256, 32):
-                grad.setColorAt(i / 255, QColor(*table[i]))
-            grad.setColorAt(1.0, QColor(*table[255]))
-            p.fillRect(x, 6, w, h - 12, grad)
-            x += w + 8
-
-        text("K, V:  −")
-        ramp(theme.KV_CMAP)
-        text("+   (0 = black, symmetric)")
-        x += 16
-        text("attention p:  0")
-        ramp(theme.ATTN_CMAP)
-        text("1   (colour ∝ √p)")
-        x += 16
-        p.fillRect(x, 6, 28, h - 12, QBrush(QColor(theme.MASKED), Qt.BDiagPattern))
-        x += 36
-        text("masked (future) or not seen")
-        x += 16
-        p.fillRect(x, 6, 28, h - 12, QColor(70, 70, 70))
-        x += 36
-        text("dim = read from cache")
+        short, ramp_w = next(
+            ((s, r) for s, r in ((False, 120), (False, 80), (True, 80), (True, 48)) if width(s, r) <= self.width()), (True, 48)
+        )
+        x = 8
+        for kind, long_, short_ in parts:
+            if kind == "text":
+                words = short_ if short else long_
+                p.setPen(QColor(theme.MUTED))
+                p.drawText(x, int(h / 2 + fm.ascent() / 2 - 2), words)
+                x += fm.horizontalAdvance(words) + 8
+            elif kind == "ramp":
+                grad = QLinearGradient(x, 0, x + ramp_w, 0)
+                table = theme.lut(long_)
+                for i in range(0, 256, 32):
+                    grad.setColorAt(i / 255, QColor(*table[i]))
+                grad.setColorAt(1.0, QColor(*table[255]))
+                p.fillRect(x, 6, ramp_w, h - 12, grad)
+                x += ramp_w + 8
+            elif kind == "gap":
+                x += short_ if short else long_
+            else:
+                p.fillRect(x, 6, 28, h - 12, long_)
+                x += 36
         p.end()

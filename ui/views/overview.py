@@ -12,8 +12,8 @@ from .. import theme
 from ..attention import kv_head_of
 
 OVERVIEW_ROWS = 48  # newest query rows shown per head
-# K/V-head groups: light neutral tones, told apart from each other but never taken for a lane's colour
-GROUP_COLORS = ("#d9d9d9", "#9e9ac8", "#a1d99b", "#fdd0a2", "#bdbdbd", "#fcbba1", "#bcbddc", "#c7e9c0")
+# K/V-head groups: theme.group_color — greys, greens, purples, pinks: never orange or blue, the two
+# default lanes' colours (the test measures the distance)
 
 
 class HeadsOverview(pg.GraphicsLayoutWidget):
@@ -27,6 +27,18 @@ class HeadsOverview(pg.GraphicsLayoutWidget):
         self._shape = None
         session.run_started.connect(self._build)
         session.cursor_moved.connect(lambda _s: self.redraw())
+        self.setToolTip(
+            "every query head of the selected layer; a frame's colour is its K/V head: heads framed alike\n"
+            "share one K and V (GQA), so the cache holds H_kv heads, not H"
+        )
+        theme.on_change(self.retheme)
+
+    def retheme(self, _name: str = "") -> None:
+        """New colours: the plots are made again (they are few, and only when the view is shown)."""
+        self.setBackground(theme.BG)
+        self._shape = None
+        if self.items:
+            self._build()
 
     def _build(self) -> None:
         """One plot per query head. Only when shown (the dock is hidden by default: a new run must not
@@ -55,7 +67,7 @@ class HeadsOverview(pg.GraphicsLayoutWidget):
         font = QFont(self.font())
         for i in range(h):
             g = kv_head_of(i, h, hkv)
-            color = GROUP_COLORS[g % len(GROUP_COLORS)]
+            color = theme.group_color(g)
             p = self.addPlot(row=(i // cols) * 2 + 2, col=i % cols)
             self.addLabel(f"head {i} · kv {g}", row=(i // cols) * 2 + 1, col=i % cols, size="11pt", color=color)
             p.getViewBox().setBorder(pg.mkPen(color, width=2))  # the frame says which K/V head it shares

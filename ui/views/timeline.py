@@ -35,6 +35,12 @@ class Timeline(QWidget):
         lay.addWidget(self.slider, 1)
         self.label = QLabel()
         self.label.setMinimumWidth(230)
+        self.label.setToolTip(
+            "step: the step under the cursor (step 0 is the prefill: the whole prompt at once; each later\n"
+            "step decodes one token) · K/V rows: rows in each K and V table now (the newest token has\n"
+            "none until the next step feeds it) · tokens: the text so far (prompt + generated)"
+        )
+        self.phase.setToolTip("PREFILL: the prompt in one parallel step (its time is the TTFT) · DECODE: one token per step")
         lay.addWidget(self.label)
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(200)
@@ -48,6 +54,11 @@ class Timeline(QWidget):
         session.run_started.connect(self.sync)
         session.step_added.connect(lambda _s: self.sync())
         session.cursor_moved.connect(lambda _s: self.sync())
+        theme.on_change(self.retheme)
+
+    def retheme(self, _name: str = "") -> None:
+        self.phase.setText("")  # the phase's colour is set again with its text
+        self.sync()
 
     def _moved(self, value: int) -> None:
         if not self._updating:

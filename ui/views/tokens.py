@@ -35,6 +35,10 @@ class TokenStrip(QWidget):
         session.step_added.connect(lambda _s: self._extend())
         self.dirty = False
         session.cursor_moved.connect(self._mark)
+        theme.on_change(self.retheme)
+
+    def retheme(self, _name: str = "") -> None:
+        self.update()  # painted from the theme's colours
 
     def _mark(self, _step: int) -> None:
         self.dirty = True  # redrawn on flush(), staggered after the lanes
@@ -128,7 +132,7 @@ class TokenStrip(QWidget):
             p.setBrush(prefill if pos < prompt else decode)
             p.drawRoundedRect(r, 4, 4)
             if pos == self.hover:
-                p.setPen(QPen(QColor("#ffffff"), 2))
+                p.setPen(QPen(QColor(theme.HOVER), 2))
                 p.setBrush(Qt.NoBrush)
                 p.drawRoundedRect(r, 4, 4)
             elif pos >= fed and s.cursor >= 0:  # produced this step, not fed yet: no K/V row
