@@ -55,7 +55,8 @@ def test_counts_hold_against_an_independent_closed_form(records):
     r = records[5]
     lane = r.lane("cached")
     S = r.n_tokens
-    assert lane.bytes_by_component == {"weights": 4 * weights, "kv_read": 4 * L * 2 * Hkv * D * S, "kv_write": 4 * L * 2 * Hkv * D}
+    kv_row = 4 * L * 2 * Hkv * D  # bytes of one position's K and V in every layer (fp32)
+    assert lane.bytes_by_component == {"weights": 4 * weights, "kv_read": kv_row * S, "kv_write": kv_row}
     assert lane.flops_by_component["attn_scores"] == L * 2 * H * S * D
     # the weight matmuls of one decoded token: 2 FLOPs per weight read (multiply-add)
     linear = sum(lane.flops_by_component[c] for c in LINEAR)
@@ -83,7 +84,11 @@ def test_attention_intensity_is_the_group_size_for_a_cached_decode(records):
         assert p.intensity == pytest.approx(4 * 4 * S * 16 / (2 * 2 * 16 * 4 * (S + 1)), rel=1e-12)
 
 
-def test_points_skip_untimed_steps_and_refuse_unknown_components(records):
+def test_components_split_every_matmul_once():
+    assert set(LINEAR) | set(ATTENTION) == set(MATMUL_COMPONENTS) and not set(LINEAR) & set(ATTENTION)
+
+
+def test_points_refuse_unknown_components(records):
     with pytest.raises(ValueError, match="unknown component"):
         points_from_records(records, ["kernels"])
     assert {p.component for p in points_from_records(records, ["linear"])} == {"linear"}
@@ -107,7 +112,8 @@ def test_gpu_table_figures_and_sources():
     assert set(GPUS) == set(want)
     for name, (bf16, fp32, bw, mem) in want.items():
         c = GPUS[name]
-        assert (c.bf16_flops / 1e12, c.fp32_flops / 1e12, c.bandwidth / 1e12, c.memory / 1e9) == pytest.approx((bf16, fp32, bw, mem))
+        got = (c.bf16_flops / 1e12, c.fp32_flops / 1e12, c.bandwidth / 1e12, c.memory / 1e9)
+        assert got == pytest.approx((bf16, fp32, bw, mem))
         assert c.source.startswith("https://") and "nvidia" in c.source and c.note
         assert c.peak_flops("fp32") == c.fp32_flops and c.peak_flops("fp16") == c.bf16_flops
     assert gpu("h100") is GPUS["H100 SXM"] and gpu("rtx 4090") is GPUS["RTX 4090"] and gpu("A100") is GPUS["A100 SXM 80GB"]
