@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
-"""Train kvsim's bundled default model `tiny` from the corpus in resources/corpus/.
+"""Train kvsim's bundled default model `tiny` from the corpus in resources/corpus/ (English + Portuguese).
 
 Writes a Hugging Face Llama checkpoint to resources/models/tiny/:
     config.json, model.safetensors (fp32, tied embeddings), tokenizer.json (+ tokenizer_config.json,
     special_tokens_map.json), and prints the numbers that go into MODEL_CARD.md.
 
+Two corpora: austen.txt.xz (English) and portugues.txt.xz (Portuguese). One byte-level BPE tokenizer
+is trained on both (Portuguese accented letters end up as single tokens; the script checks it), and
+each sequence of a batch is drawn from Portuguese with probability --pt-share, else from English, so
+the smaller Portuguese corpus gets its share of the training.
+
 Reproducible: fixed seeds, a fixed train/validation split (every 50th paragraph is held out), a
 deterministic tokenizer trainer and a seeded torch.Generator for the data order. The run length is
 fixed by --steps (the cosine schedule depends on it); --minutes is only a safety cap.
 
-    python scripts/build_corpus.py           # optional: rebuild resources/corpus/austen.txt.xz
+    python scripts/build_corpus.py           # optional: rebuild resources/corpus/*.txt.xz
     python scripts/train_tiny.py             # defaults: 2 threads, fits in < 60 min on 2 CPU cores
 """
 
@@ -19,6 +24,7 @@ import argparse
 import json
 import lzma
 import math
+import os
 import random
 import time
 from pathlib import Path
@@ -27,15 +33,17 @@ import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT / "resources" / "corpus" / "austen.txt.xz"
+CORPORA = {"en": ROOT / "resources" / "corpus" / "austen.txt.xz", "pt": ROOT / "resources" / "corpus" / "portugues.txt.xz"}
+# Letters that must each be one token (a byte-level BPE would otherwise show "já" as j + two "�" bytes).
+ACCENTED = "áéíóúâêôãõçàÁÉÍÓÚÂÊÔÃÕÇÀ"
 OUT = ROOT / "resources" / "models" / "tiny"
 EOT = "<|endoftext|>"
 HOLDOUT_EVERY = 50  # paragraph i with i % 50 == 25 goes to validation (2 %)
 
 
-def load_corpus() -> tuple[list[str], list[str]]:
-    """Return (train_docs, val_docs): one document per novel, paragraphs joined by a blank line."""
-    text = lzma.decompress(CORPUS.read_bytes()).decode("utf-8")
+def load_corpus(path: Path) -> tuple[list[str], list[str]]:
+    """Return (train_docs, val_docs): one document per book, paragraphs joined by a blank line."""
+    text = lzma.decompress(path.read_bytes()).decode("utf-8")
     train, val = [], []
     for book in text.split(EOT):
         paras = [p.strip() for p in book.split("\n\n") if p.strip()]
@@ -44,7 +52,7 @@ def load_corpus() -> tuple[list[str], list[str]]:
     return train, val
 
 
-def train_tokenizer(train_docs: list[str], vocab_size: int):
+def _bpe(paragraphs: list[str], vocab_size: int):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
@@ -57,8 +65,58 @@ def train_tokenizer(train_docs: list[str], vocab_size: int):
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    paragraphs = [p for doc in train_docs for p in doc.split("\n\n")]
     tok.train_from_iterator(paragraphs, trainer=trainer)
+    return tok
+
+
+def byte_symbols() -> dict[int, str]:
+    """GPT-2's byte -> printable symbol table, the one the ByteLevel pre-tokenizer uses."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    table, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return table
+
+
+def add_letter_merges(tok, letters: str):
+    """Give each letter (two UTF-8 bytes) its own token: a merge of its two byte symbols, applied first."""
+    from tokenizers import Tokenizer
+
+    spec = json.loads(tok.to_str())
+    vocab, merges = spec["model"]["vocab"], spec["model"]["merges"]
+    table = byte_symbols()
+    new = []
+    for ch in letters:
+        a, b = (table[x] for x in ch.encode("utf-8"))
+        vocab[a + b] = len(vocab)
+        new.append([a, b] if merges and isinstance(merges[0], list) else f"{a} {b}")
+    spec["model"]["merges"] = new + merges
+    return Tokenizer.from_str(json.dumps(spec))
+
+
+def train_tokenizer(train_docs: list[str], vocab_size: int):
+    """Byte-level BPE of exactly vocab_size tokens in which every ACCENTED letter is one token.
+
+    A letter the trainer leaves as two bytes gets a merge of its own (placed first, so it always
+    applies); the trainer is then re-run with that many fewer tokens so the total stays vocab_size.
+    """
+    paragraphs = [p for doc in train_docs for p in doc.split("\n\n")]
+    reserved = 0
+    for _ in range(4):
+        tok = _bpe(paragraphs, vocab_size - reserved)
+        split = [ch for ch in ACCENTED if len(tok.encode(ch).ids) != 1]
+        if len(split) == reserved:
+            break
+        reserved = len(split)
+    tok = add_letter_merges(tok, "".join(split))
+    still = [ch for ch in ACCENTED if len(tok.encode(ch).ids) != 1]
+    if still:
+        raise SystemExit(f"error: the tokenizer splits {''.join(still)!r} into bytes")
+    print(f"tokenizer: {len(split)} accented letters given a merge of their own: {''.join(split)}", flush=True)
     return tok
 
 
@@ -106,38 +164,48 @@ def evaluate(model, data: np.ndarray, ctx: int, batch: int) -> float:
     y = torch.from_numpy(data[1 : n * ctx + 1]).view(n, ctx)
     total = 0.0
     for i in range(0, n, batch):
-        logits = model(input_ids=x[i : i + batch]).logits
+        logits = model(input_ids=x[i : i + batch].to(model.device)).logits
         total += torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.size(-1)), y[i : i + batch].reshape(-1), reduction="sum"
+            logits.reshape(-1, logits.size(-1)), y[i : i + batch].reshape(-1).to(model.device), reduction="sum"
         ).item()
     model.train()
     return total / (n * ctx)
 
 
-SAMPLE_PROMPTS = ["Once upon a time", "Elizabeth looked at her sister and", '"My dear," said Mrs.']
+SAMPLE_PROMPTS = {
+    "en": ["Once upon a time", "Elizabeth looked at her sister and", '"My dear," said Mrs.'],
+    "pt": [
+        "O cache de chaves e valores",
+        "Era uma vez, numa pequena aldeia junto ao mar,",
+        "A cache guarda o que o modelo já leu, por isso",
+    ],
+}
 
 
-def print_samples(model_dir: Path, seed: int, temperature: float = 0.8, max_new_tokens: int = 80) -> None:
-    """Load the saved checkpoint the way any HF user would and print one sample per prompt."""
+def print_samples(model_dir: Path, seed: int, temperature: float = 0.8, max_new_tokens: int = 60) -> None:
+    """Load the saved checkpoint the way any HF user would; print a greedy and a sampled continuation per prompt."""
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
     model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
     tok = PreTrainedTokenizerFast(tokenizer_file=str(model_dir / "tokenizer.json"))
-    for prompt in SAMPLE_PROMPTS:
-        torch.manual_seed(seed)
-        ids = tok(prompt, return_tensors="pt").input_ids
-        out = model.generate(
-            ids,
-            attention_mask=torch.ones_like(ids),
-            do_sample=True,
-            temperature=temperature,
-            top_k=0,
-            top_p=1.0,
-            max_new_tokens=max_new_tokens,
-            pad_token_id=model.config.eos_token_id,
-        )
-        print(f"--- prompt {prompt!r} (temperature {temperature}, seed {seed}, {max_new_tokens} new tokens)")
-        print(tok.decode(out[0]), flush=True)
+    for lang, prompts in SAMPLE_PROMPTS.items():
+        for prompt in prompts:
+            ids = tok(prompt, return_tensors="pt").input_ids
+            for greedy in (True, False):
+                torch.manual_seed(seed)
+                out = model.generate(
+                    ids,
+                    attention_mask=torch.ones_like(ids),
+                    do_sample=not greedy,
+                    temperature=None if greedy else temperature,
+                    top_k=None if greedy else 0,
+                    top_p=None if greedy else 1.0,
+                    max_new_tokens=max_new_tokens,
+                    pad_token_id=model.config.eos_token_id,
+                )
+                how = "greedy" if greedy else f"temperature {temperature}, seed {seed}"
+                print(f"--- [{lang}] prompt {prompt!r} ({how}, {max_new_tokens} new tokens)")
+                print(tok.decode(out[0]), flush=True)
 
 
 def main() -> int:
@@ -151,7 +219,9 @@ def main() -> int:
     ap.add_argument("--min-lr", type=float, default=1e-4)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--weight-decay", type=float, default=0.1)
-    ap.add_argument("--vocab", type=int, default=2048)
+    ap.add_argument("--vocab", type=int, default=3072)
+    ap.add_argument("--pt-share", type=float, default=0.5, help="probability that a training sequence is Portuguese")
+    ap.add_argument("--device", default="cpu", help="torch device (cpu for the bundled model; cuda only for trials)")
     ap.add_argument("--dim", type=int, default=192)
     ap.add_argument("--ffn", type=int, default=512)
     ap.add_argument("--layers", type=int, default=4)
@@ -169,23 +239,28 @@ def main() -> int:
         return 0
 
     torch.set_num_threads(args.threads)
+    if args.device.startswith("cuda"):
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     torch.use_deterministic_algorithms(True)
 
     t0 = time.time()
-    train_docs, val_docs = load_corpus()
-    tok = train_tokenizer(train_docs, args.vocab)
+    corpora = {lang: load_corpus(path) for lang, path in CORPORA.items()}
+    tok = train_tokenizer([d for train, _ in corpora.values() for d in train], args.vocab)
     eot_id = tok.token_to_id(EOT)
-    train_ids, val_ids = encode(tok, train_docs), encode(tok, val_docs)
-    print(
-        f"tokenizer: vocab {tok.get_vocab_size()}, train {len(train_ids)} tokens, val {len(val_ids)} tokens, "
-        f"{sum(map(len, train_docs)) / len(train_ids):.2f} chars/token ({time.time() - t0:.1f}s)",
-        flush=True,
-    )
+    train_ids = {lang: encode(tok, train) for lang, (train, _) in corpora.items()}
+    val_ids = {lang: encode(tok, val) for lang, (_, val) in corpora.items()}
+    for lang, (train, _) in corpora.items():
+        print(
+            f"tokenizer [{lang}]: vocab {tok.get_vocab_size()}, train {len(train_ids[lang])} tokens, "
+            f"val {len(val_ids[lang])} tokens, {sum(map(len, train)) / len(train_ids[lang]):.2f} chars/token",
+            flush=True,
+        )
+    print(f"tokenizer trained and corpus encoded in {time.time() - t0:.1f}s", flush=True)
 
-    model = build_model(args, tok.get_vocab_size(), eot_id)
+    model = build_model(args, tok.get_vocab_size(), eot_id).to(args.device)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params} parameters ({n_params * 4 / 2**20:.2f} MiB fp32)", flush=True)
 
@@ -205,14 +280,29 @@ def main() -> int:
         return args.min_lr + 0.5 * (args.lr - args.min_lr) * (1 + math.cos(math.pi * min(1.0, progress)))
 
     gen = torch.Generator().manual_seed(args.seed)
-    train_t = torch.from_numpy(train_ids)
-    offsets = torch.arange(args.ctx + 1)
+    langs = list(train_ids)
+    train_t = [torch.from_numpy(train_ids[lang]) for lang in langs]
+    pt_index = langs.index("pt")
+
+    def batch_at() -> torch.Tensor:
+        """(B, ctx+1) windows: each row Portuguese with probability --pt-share, from a seeded generator."""
+        is_pt = torch.rand(args.batch, generator=gen) < args.pt_share
+        u = torch.rand(args.batch, generator=gen)
+        rows = []
+        for b in range(args.batch):
+            data = train_t[pt_index] if is_pt[b] else train_t[1 - pt_index]
+            start = int(u[b] * (len(data) - args.ctx - 1))
+            rows.append(data[start : start + args.ctx + 1])
+        return torch.stack(rows)
+
+    def val_losses() -> str:
+        return "  ".join(f"{lang} {evaluate(model, val_ids[lang], args.ctx, args.batch):.4f}" for lang in langs)
+
     model.train()
     t_train = time.time()
     step, smooth = 0, None
     for step in range(args.steps):
-        starts = torch.randint(0, len(train_ids) - args.ctx - 1, (args.batch,), generator=gen)
-        chunk = train_t[starts[:, None] + offsets]  # (B, ctx+1)
+        chunk = batch_at().to(args.device)  # (B, ctx+1)
         for g in opt.param_groups:
             g["lr"] = lr_at(step)
         logits = model(input_ids=chunk[:, :-1]).logits
@@ -230,16 +320,18 @@ def main() -> int:
                 flush=True,
             )
         if (step + 1) % args.eval_every == 0:
-            print(f"step {step + 1:5d}  val_loss {evaluate(model, val_ids, args.ctx, args.batch):.4f}", flush=True)
+            print(f"step {step + 1:5d}  val_loss {val_losses()}", flush=True)
         if elapsed > args.minutes * 60:
             print(f"stopping at step {step + 1}: --minutes {args.minutes} reached", flush=True)
             break
     train_minutes = (time.time() - t_train) / 60
-    val_loss = evaluate(model, val_ids, args.ctx, args.batch)
+    val_loss = {lang: evaluate(model, val_ids[lang], args.ctx, args.batch) for lang in langs}
     print(
-        f"final: steps {step + 1}, train {train_minutes:.1f} min, val_loss {val_loss:.4f} (ppl {math.exp(val_loss):.2f})",
+        f"final: steps {step + 1}, train {train_minutes:.1f} min, "
+        + ", ".join(f"val_loss[{lang}] {v:.4f} (ppl {math.exp(v):.2f})" for lang, v in val_loss.items()),
         flush=True,
     )
+    model = model.to("cpu")
 
     # --- save in Hugging Face format -------------------------------------------------------------
     from transformers import PreTrainedTokenizerFast
@@ -271,9 +363,11 @@ def main() -> int:
                 "batch": args.batch,
                 "ctx": args.ctx,
                 "train_tokens_seen": (step + 1) * args.batch * args.ctx,
-                "train_tokens": int(len(train_ids)),
-                "val_tokens": int(len(val_ids)),
-                "val_loss": round(val_loss, 4),
+                "train_tokens": {lang: int(len(ids)) for lang, ids in train_ids.items()},
+                "val_tokens": {lang: int(len(ids)) for lang, ids in val_ids.items()},
+                "val_loss": {lang: round(v, 4) for lang, v in val_loss.items()},
+                "pt_share": args.pt_share,
+                "vocab": tok.get_vocab_size(),
                 "train_minutes": round(train_minutes, 1),
                 "threads": args.threads,
                 "seed": args.seed,
