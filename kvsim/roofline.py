@@ -81,6 +81,11 @@ def num(x: float) -> str:
     return f"{x:.3g} "
 
 
+def ratio(x: float) -> str:
+    """An intensity (FLOP/byte) in three digits: ``0.509``, ``295``, ``181 k``."""
+    return num(x).strip() if abs(x) >= 1000 else f"{x:.3g}"
+
+
 def component_counts(flops: dict[str, int], nbytes: dict[str, int], component: str) -> tuple[int, int]:
     """(FLOPs, bytes) of ``component`` from a step's counts by component."""
     if component == "total":

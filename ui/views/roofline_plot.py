@@ -11,7 +11,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 
-from kvsim.roofline import num, ridge
+from kvsim.roofline import ratio, ridge
 from kvsim.units import si
 
 from .. import theme
@@ -25,7 +25,7 @@ class LogAxis(pg.AxisItem):
 
 
 def _label(v: float) -> str:
-    return num(v).strip() if v >= 1000 else f"{v:.3g}"
+    return ratio(v)
 
 
 def log10(values) -> np.ndarray:

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QComboBox, QGridLayout, QLabel, QSpinBox, QVBoxLay
 
 from kvsim.hardware import GPUS
 from kvsim.presets import PRESETS
-from kvsim.roofline import num, preset_bound
+from kvsim.roofline import num, preset_bound, ratio
 from kvsim.units import human_bytes
 
 from .. import theme
@@ -146,7 +146,7 @@ class PresetPanel(QWidget):
                 f"<span style='color:{color}'>{label}</span>",
                 f"{num(b.flops)}",
                 human_bytes(b.bytes),
-                num(b.intensity).strip() if b.intensity >= 1000 else f"{b.intensity:.3g}",
+                ratio(b.intensity),
                 seconds(b.compute_s),
                 seconds(b.memory_s),
                 f"<b>{seconds(b.time_s)}</b> {b.limit.split('-')[0]}",
