@@ -244,3 +244,65 @@ def test_the_dock_shows_every_step_under_the_measured_roof(qtbot, qapp, monkeypa
     assert "37.9 ms" in panel.sentence.text()
     panel.prompt.setValue(10**6)  # P is capped at n
     assert panel.prompt.value() == panel.context.value()
+
+
+# ---------------------------------------------------------------------------- the command
+def _cli(args: list[str], capsys) -> tuple[int, str, str]:
+    from kvsim.cli_args import Parser, UsageError
+    from kvsim.cli_roofline import add_roofline_parser, cmd_roofline
+
+    parser = Parser(prog="kvsim")
+    add_roofline_parser(parser.add_subparsers(dest="command", parser_class=Parser))
+    try:
+        rc = cmd_roofline(parser.parse_args(["roofline", *args]))
+    except UsageError as exc:
+        return 2, "", str(exc)
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_cli_preset_on_gpus_json_equals_the_functions(capsys):
+    rc, out, _ = _cli(["--preset", "llama-3.1-70b", "--context", "131072", "--gpu", "h100", "--gpu", "A100", "--json"], capsys)
+    assert rc == 0
+    data = json.loads(out)
+    assert "machine" not in data  # figures only: nothing measured
+    rows = data["preset"]["bounds"]
+    assert [(r["gpu"], r["step"]) for r in rows] == [
+        ("H100 SXM", "decode"),
+        ("H100 SXM", "prefill"),
+        ("A100 SXM 80GB", "decode"),
+        ("A100 SXM 80GB", "prefill"),
+    ]
+    want = preset_bound(PRESETS["llama-3.1-70b"], GPUS["A100 SXM 80GB"], "decode", 131072)
+    assert rows[2]["time_s"] == pytest.approx(want.time_s) and rows[2]["bytes"] == want.bytes
+    rc, text, _ = _cli(["--preset", "llama-3.1-70b", "--context", "131072", "--gpu", "h100"], capsys)
+    assert rc == 0 and "54.3 ms" in text and "memory-bound" in text and "does not fit" in text
+
+
+def test_cli_measures_this_machine_into_the_user_cache(capsys, isolated_user_dirs, monkeypatch):
+    import kvsim.cli_roofline as cli
+
+    real = cli.measure_peaks
+    monkeypatch.setattr(cli, "measure_peaks", lambda *a, **k: real(*a, **{**k, "budget_s": 0.2}))
+    rc, out, _ = _cli(["--json"], capsys)
+    assert rc == 0
+    m = json.loads(out)["machine"]
+    assert m["flops"] > 0 and m["bandwidth"] > 0 and m["ridge"] == pytest.approx(m["flops"] / m["bandwidth"])
+    assert (isolated_user_dirs / "cache" / "kvsim" / "peaks.json").is_file()
+    rc, out, _ = _cli(["--json"], capsys)
+    assert json.loads(out)["machine"]["cached"] is True
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--preset", "nope"], "unknown preset 'nope'"),
+        (["--preset", "gpt2", "--gpu", "B200"], "unknown GPU 'B200'"),
+        (["--preset", "gpt2", "--context", "10", "--prompt-len", "11"], "exceeds the context"),
+        (["--preset", "gpt2", "--context", "0"], "must be ≥ 1"),
+        (["--device", "tpu", "--refresh"], "--device must be cpu or cuda"),
+    ],
+)
+def test_cli_bad_input_is_one_line(args, message, capsys):
+    rc, _, err = _cli(args, capsys)
+    assert rc == 2 and message in err and "\n" not in err
