@@ -9,6 +9,7 @@ import sys
 from .caches import known_specs, parse_lanes
 from .cli_args import positive_int, seed_int
 from .cli_reports import UsageError, json_line
+from .cli_requests import add_requests_arguments, check_single_prompt_flags, cmd_requests
 from .memory import human_bytes
 from .sampling import Sampling, SimulationError
 from .units import si
@@ -19,8 +20,11 @@ def add_run_parser(sub) -> None:
     r = sub.add_parser("run", help="generate in several lanes and print each step (the terminal app)")
     r.add_argument("--model", default="tiny", help="bundled/fetched name, random:..., HF dir or .gguf")
     g = r.add_mutually_exclusive_group()
-    g.add_argument("--prompt", help="prompt text")
+    g.add_argument(
+        "--prompt", action="append", help="prompt text; give it several times for several requests through one paged pool"
+    )
     g.add_argument("--prompt-ids", help="comma-separated token ids, e.g. 1,2,3")
+    g.add_argument("--requests", metavar="FILE", help="several requests: one prompt per line, or a JSON list of strings")
     r.add_argument("--steps", type=int, default=16, help="steps: 1 prefill + decodes (default 16)")
     r.add_argument("--seed", type=seed_int, default=0, help="random seed for sampling (0 to 2^63-1)")
     r.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
@@ -35,10 +39,11 @@ def add_run_parser(sub) -> None:
     r.add_argument(
         "--repeats",
         type=positive_int,
-        default=1,
+        default=None,
         help="time each step's forward this many times (the cache rolled back between): the median is the "
-        "step's time, min/max its spread (1 to 100; default 1)",
+        "step's time, min/max its spread (1 to 100; default 1, or 3 for each prefill of several requests)",
     )
+    add_requests_arguments(r)
     r.add_argument(
         "--free-running",
         action="store_true",
@@ -81,6 +86,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .models.loading import load_model
     from .simulate import RunSummary, Simulator
 
+    if args.requests is not None or (args.prompt is not None and len(args.prompt) > 1):
+        return cmd_requests(args)
+    check_single_prompt_flags(args)
+    args.prompt = args.prompt[0] if args.prompt else None
+    args.repeats = 1 if args.repeats is None else args.repeats
     if args.steps <= 0:
         raise UsageError(f"--steps must be ≥ 1, got {args.steps}")
     lanes = parse_lanes(args.lanes)
