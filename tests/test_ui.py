@@ -586,8 +586,6 @@ def test_derived_attention_of_cached_decode_steps_with_a_window_matches_the_mode
 
 def test_all_heads_are_drawn_in_groups_over_the_kv_head_they_share(window, qtbot):
     """The overview frames every query head in its K/V head's group colour (GQA drawn as such)."""
-    from kvsim.ui.views.overview import GROUP_COLORS
-
     assert window.controller.run_steps(2)
     cfg = window.session.config
     window.toolbar.head_box.setCurrentIndex(window.toolbar.head_box.findData(-1))  # "all heads"
@@ -595,9 +593,9 @@ def test_all_heads_are_drawn_in_groups_over_the_kv_head_they_share(window, qtbot
     frames = window.overview.frames
     assert len(frames) == cfg.n_heads
     for head, color in enumerate(frames):
-        assert color == GROUP_COLORS[(head // cfg.group_size) % len(GROUP_COLORS)]
+        assert color == theme.group_color(head // cfg.group_size)
     groups = {frames[h] for h in range(cfg.n_heads)}
-    assert len(groups) == min(cfg.n_kv_heads, len(GROUP_COLORS))
+    assert len(groups) == min(cfg.n_kv_heads, len(theme.GROUP_COLORS))
     assert not groups & {theme.lane_color(i) for i in range(7)}  # never mistaken for a lane
 
 

@@ -93,6 +93,18 @@ def recompute_label(progress: Progress) -> str:
     return f"{progress.done} of {progress.total} rows recomputed"
 
 
+def short_forms(text: str) -> list[str]:
+    """``text`` and its shorter forms, saying the same (counts kept), longest first."""
+    fixed = {"read from cache": ["cached"], "earlier rows not recomputed": ["not recomputed"]}
+    if text in fixed:
+        return [text, *fixed[text]]
+    words = text.split()
+    if text.endswith("rows recomputed") and len(words) >= 4:  # "12 of 60 rows recomputed" / "all 60 rows recomputed"
+        count = " ".join(words[:-2])
+        return [text, f"{count} recomputed", count.replace(" of ", "/")]
+    return [text]
+
+
 def uses_rope(cfg) -> bool:
     """True when keys are rotated by position (every family but GPT-2's learned positions)."""
     return cfg.family != "gpt2"
@@ -103,7 +115,13 @@ def title_options(cfg, layer: int, head: int, kv_head: int, error: float | None 
     d = cfg.head_dim
     k = "K after RoPE" if uses_rope(cfg) else "K"
     columns = [
-        [f"{k} · kv head {kv_head} · {d} dims", f"{k} · kv head {kv_head}", f"{k} · kv {kv_head}", k, "K"],
+        [
+            f"{k} · kv head {kv_head} · {d} dims",
+            f"{k} · kv head {kv_head}",
+            f"{k} · kv {kv_head}",
+            k,
+            "K·RoPE" if k != "K" else k,
+        ],
         [f"q · head {head}", "q", ""],
         [f"V · layer {layer}", f"V · L{layer}", "V"],
         [f"attention of head {head} over keys", f"attention · head {head}", "attention"],

@@ -26,7 +26,7 @@ from ..attention import kv_head_of
 from .derived import DerivedImages
 from .lane_hover import LaneHover
 from .lane_plots import DIM, ImagePlot, TokenAxis, dim_rows  # noqa: F401 - DIM, dim_rows: the dimming tests check
-from .lane_text import READOUT_TIP, readout_html, recompute_label, step_progress, title_options, title_tips
+from .lane_text import READOUT_TIP, readout_html, recompute_label, short_forms, step_progress, title_options, title_tips
 
 MAX_ROWS = 256  # rows drawn at most (the newest ones); older rows scroll off the top
 
@@ -262,7 +262,7 @@ class LanePanel(LaneHover, QWidget):
         fm = QFontMetrics(self._title_font())
         tips = title_tips(cfg, head, g)
         for i, (label, options) in enumerate(zip(self.titles, title_options(cfg, layer, head, g, err), strict=True)):
-            room = self._col_widths[i] - (self.axis.width() if i == 0 else 0) - 4
+            room = self._col_widths[i] - 4  # K's title may use the token axis's width too (it is centred there)
             text = next((o for o in options if fm.horizontalAdvance(o) <= room), options[-1])
             if label.text != text:
                 label.setText(text, color=theme.MUTED)
@@ -316,11 +316,11 @@ class LanePanel(LaneHover, QWidget):
             return
         fm = self.fontMetrics()
         for item, plot, text in ((self.kv_text, self.k, state[0]), (self.cache_text, self.a, state[1])):
-            if fm.horizontalAdvance(text) + 12 > plot.vb.width():  # a short form, or nothing, if it would clip
-                text = {"read from cache": "cached", "earlier rows not recomputed": "not recomputed"}.get(text, "")
-                if not text or fm.horizontalAdvance(text) + 12 > plot.vb.width():
-                    item.setVisible(False)
-                    continue
+            # a short form (the same count), or nothing, if it would clip
+            text = next((f for f in short_forms(text) if fm.horizontalAdvance(f) + 12 <= plot.vb.width()), "")
+            if not text:
+                item.setVisible(False)
+                continue
             item.setText(text)
             item.setPos(plot.width / 2, state[2])
             item.setVisible(True)
