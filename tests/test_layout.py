@@ -1,0 +1,127 @@
+"""Layouts that fit: offscreen geometry at 1920×1080, 1280×720 with QT_SCALE_FACTOR=1.5, 1024×768, in
+lanes-only mode and presenter mode.
+
+The screen size and scale are fixed when the QApplication starts, so each case runs in its own
+process (``measure`` below, run with ``python -c``) on the offscreen platform with a screen of that
+size (its ``configfile`` option), and reports what it measured as JSON; the assertions are here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+MEASURE = textwrap.dedent(
+    """
+    import json, sys
+    from kvsim.ui.app import make_app
+    app = make_app()
+    from kvsim.ui.window import MainWindow
+    from kvsim.ui.layout import LANES_MIN_HEIGHT
+    mode = sys.argv[1]
+    w = MainWindow(persist=False)
+    w.animator.set_speed("instant")
+    w.show()
+    assert w.controller.wait_ready(120), w.controller.last_error
+    w.controller.run_steps(6)
+    if mode == "lanes-only":
+        w.toggle_lanes_only()
+    if mode == "presenter":
+        w.presenter.enter()
+    for _ in range(30):
+        app.processEvents()
+    room = w.screen().availableGeometry()
+    inside = w.rect()
+    def box(widget):
+        top_left = widget.mapTo(w, widget.rect().topLeft())
+        return [top_left.x(), top_left.y(), widget.width(), widget.height()]
+    tb = w.toolbar
+    controls = {n: getattr(tb, n) for n in ("model_box", "prompt_box", "speed_box", "lanes_box", "layer_box", "head_box",
+                                             "view_button")}
+    controls.update({a.text(): tb.widgetForAction(a) for a in (tb.reset_action, tb.back_action, tb.step_action, tb.play_action)})
+    plots = []
+    for p in w.lanes.shown():
+        for name in ("k", "v", "a"):
+            r = getattr(p, name).vb.sceneBoundingRect()
+            plots.append({"lane": p.index, "plot": name, "left": r.left(), "right": r.right(), "top": r.top(),
+                          "bottom": r.bottom(), "glw_w": p.glw.width(), "glw_h": p.glw.height()})
+    out = {
+        "screen": [room.x(), room.y(), room.width(), room.height()],
+        "frame": [w.frameGeometry().x(), w.frameGeometry().y(), w.frameGeometry().width(), w.frameGeometry().height()],
+        "full": w.isFullScreen(),
+        "controls": {n: {"visible": c.isVisible(), "box": box(c)} for n, c in controls.items()},
+        "lanes": box(w.lanes), "lanes_min": LANES_MIN_HEIGHT, "plots": plots,
+        "costs_visible": w.costs_dock.isVisible(), "toolbar_visible": tb.isVisible(),
+    }
+    if len(sys.argv) > 2:
+        w.grab().save(sys.argv[2])
+    print("RESULT " + json.dumps(out))
+    w.shutdown()
+    """
+)
+
+
+def measure(tmp_path: Path, width: int, height: int, scale: float, mode: str = "normal", shot: str | None = None) -> dict:
+    config = tmp_path / "screen.json"
+    config.write_text(json.dumps({"screens": [{"name": "s", "x": 0, "y": 0, "width": width, "height": height, "dpr": 1}]}))
+    env = dict(os.environ, QT_QPA_PLATFORM=f"offscreen:configfile={config}", QT_SCALE_FACTOR=f"{scale:g}")
+    args = [sys.executable, "-c", MEASURE, mode] + ([shot] if shot else [])
+    proc = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, f"no result (rc {proc.returncode}): {proc.stderr[-2000:]}"
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+def check_fits(m: dict) -> None:
+    sx, sy, sw, sh = m["screen"]
+    fx, fy, fw, fh = m["frame"]
+    assert fw <= sw and fh <= sh, f"window {fw}×{fh} larger than the screen {sw}×{sh}"
+    assert sx <= fx and sy <= fy and fx + fw <= sx + sw and fy + fh <= sy + sh, "window off the screen"
+    assert m["lanes"][3] >= m["lanes_min"], f"lanes collapsed to {m['lanes'][3]} px"
+    for p in m["plots"]:
+        # every plot's view (the attention triangle included) lies inside its lane's drawing area
+        assert p["left"] >= -1 and p["right"] <= p["glw_w"] + 1, f"plot {p} clipped horizontally"
+        assert p["top"] >= -1 and p["bottom"] <= p["glw_h"] + 1, f"plot {p} clipped vertically"
+        assert p["bottom"] - p["top"] >= 40, f"plot {p} too short to read"
+
+
+def check_controls(m: dict) -> None:
+    w, h = m["frame"][2], m["frame"][3]
+    for name, c in m["controls"].items():
+        x, y, cw, ch = c["box"]
+        assert c["visible"], f"{name} hidden (behind the toolbar's extension handle?)"
+        assert x >= 0 and y >= 0 and x + cw <= w and y + ch <= h, f"{name} at {c['box']} outside the {w}×{h} window"
+
+
+@pytest.mark.parametrize(
+    "width,height,scale",
+    [(1920, 1080, 1.0), (1280, 720, 1.5), (1024, 768, 1.0), (1920, 1080, 1.5)],
+    ids=["1920x1080", "1280x720@1.5", "1024x768", "1920x1080@1.5"],
+)
+def test_window_fits_and_every_control_is_reachable(tmp_path, width, height, scale):
+    m = measure(tmp_path, width, height, scale)
+    assert m["screen"][2] == round(width / scale) and m["screen"][3] == round(height / scale)
+    check_fits(m)
+    check_controls(m)
+
+
+def test_lanes_only_is_not_clipped_on_a_projector(tmp_path):
+    m = measure(tmp_path, 1280, 720, 1.5, "lanes-only")
+    assert not m["costs_visible"]
+    check_fits(m)
+    assert m["lanes"][3] >= 300, "lanes-only gives the lanes the window's height"
+
+
+def test_presenter_mode_fills_the_screen_and_fits(tmp_path):
+    m = measure(tmp_path, 1280, 720, 1.5, "presenter")
+    assert m["full"] and not m["toolbar_visible"]
+    assert m["frame"][2:] == m["screen"][2:]
+    check_fits(m)
