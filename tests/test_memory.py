@@ -222,3 +222,116 @@ def test_memory_report_names_the_per_layer_windows_and_the_growth_now(capsys):
     out = capsys.readouterr().out
     assert "15 layers × min(n, 512) + 3 layers × n" in out
     assert f"{2 * 18 * 256 * 2:,} bytes for the next token now" in out  # below 512 every layer still grows
+
+
+# ------------------------------------------------------------------ windows, warnings, lanes (issue 10)
+def _json(capsys, *args: str) -> dict:
+    assert main(["memory", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_preset_keeps_its_window_when_its_layers_change(capsys):
+    """`--preset mistral-7b --layers 16` used to drop Mistral's 4,096-token window silently."""
+    out = _json(capsys, "--preset", "mistral-7b", "--layers", "16", "--context", "8000")
+    assert out["bytes"] == 2 * 16 * 8 * 128 * 4096 * 2  # min(8000, 4096) rows in each of 16 layers
+    assert out["layer_windows"] == [4096] * 16
+    assert any("window" in note and "16 layers" in note for note in out["notes"])
+    assert main(["memory", "--preset", "mistral-7b", "--layers", "16", "--context", "8000"]) == 0
+    text = capsys.readouterr().out
+    assert "16 layers × min(n, 4096)" in text and "window: mistral-7b's own sliding window applied" in text
+    # Gemma 2 cut to 5 layers keeps its alternation: local, global, local, global, local
+    out = _json(capsys, "--preset", "gemma-2-9b", "--layers", "5", "--context", "6000")
+    assert out["bytes"] == 2 * (3 * 4096 + 2 * 6000) * 8 * 256 * 2
+
+
+def test_windows_are_said_and_layer_windows_can_be_given(capsys):
+    out = _json(capsys, "--preset", "llama-3-8b", "--context", "1000", "--window", "100")
+    assert out["bytes"] == 2 * 32 * 100 * 8 * 128 * 2
+    assert any("--window 100 applied" in note for note in out["notes"])
+    assert _json(capsys, "--preset", "llama-3-8b", "--context", "1000")["notes"] == []  # no window, nothing said
+    # a pattern laid over the layers equals the preset that has it
+    given = _json(capsys, "--preset", "gemma-2-9b", "--layer-windows", "4096, full", "--context", "8000")
+    assert given["bytes"] == get_preset("gemma-2-9b").kv_bytes(8000)
+    assert (
+        _json(capsys, "--preset", "mistral-7b", "--layer-windows", "full", "--context", "8000")["bytes"]
+        == 2 * 32 * 8 * 128 * 8000 * 2
+    )
+    assert _json(capsys, "--preset", "llama-2-7b", "--context", "10", "--kv-bits", "2")["bytes"] == 2 * 32 * 32 * 128 * 10 // 4
+    assert main(["memory", "--preset", "tiny", "--context", "5", "--layer-windows", "8,abc"]) == 2
+    assert "error: a layer's window" in capsys.readouterr().err
+
+
+def test_a_context_past_the_models_own_maximum_is_warned(capsys):
+    assert main(["memory", "--preset", "llama-3-70b", "--context", "128000"]) == 0
+    captured = capsys.readouterr()
+    assert "warning: llama-3-70b reads at most 8,192 tokens" in captured.err
+    assert "llama-3.1-70b has the same shape and reads 131,072" in captured.err
+    assert "41,943,040,000 bytes" in captured.out  # the number is still given
+    out = _json(capsys, "--preset", "llama-3-70b", "--context", "128000")
+    assert len(out["warnings"]) == 1
+    assert _json(capsys, "--preset", "llama-3.1-70b", "--context", "128000")["warnings"] == []
+    assert capsys.readouterr().err == ""
+    assert _json(capsys, "--preset", "llama-3.1-70b", "--context", "128000")["bytes"] == 41_943_040_000
+
+
+def test_tiny_is_a_preset_with_the_loaded_models_shape_and_parameters():
+    from kvsim.models.loading import load_model
+    from kvsim.presets import preset_from_model_config
+
+    lm = load_model("tiny")
+    cfg = lm.model.cfg
+    tiny = get_preset("tiny")
+    assert (tiny.layers, tiny.heads, tiny.kv_heads, tiny.head_dim) == (cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim)
+    n_params = sum(t.numel() for t in lm.model.parameters())
+    assert tiny.n_params == n_params
+    assert preset_from_model_config(cfg).n_params == n_params
+
+
+def test_mha_gqa_mqa_variants():
+    from kvsim.presets import kind_of, kv_variants, outgrows_weights_at
+
+    p = get_preset("llama-3.1-70b")
+    mha, gqa, mqa = kv_variants(p)
+    assert [kind_of(v) for v in (mha, gqa, mqa)] == ["MHA", "GQA", "MQA"]
+    assert mha.kv_bytes(1000) == 8 * gqa.kv_bytes(1000) == 64 * mqa.kv_bytes(1000)
+    at = outgrows_weights_at(p)
+    assert p.kv_bytes(at) >= 2 * p.n_params > p.kv_bytes(at - 1)
+    assert outgrows_weights_at(get_preset("mistral-7b")) is None  # its window caps the cache below its weights
+
+
+def test_quantized_defaults_match_the_cache():
+    import inspect
+
+    from kvsim.caches.quantized import QuantizedCache
+    from kvsim.memory import QUANT_DEFAULTS
+
+    params = inspect.signature(QuantizedCache.__init__).parameters
+    assert {k: params[k].default for k in QUANT_DEFAULTS} == QUANT_DEFAULTS
+
+
+def test_lane_bills_equal_every_lanes_live_bytes():
+    """The formula for each policy (with int8/int4's residual, scales and zero points) equals the bytes
+    the real caches report, every step, past several quantized groups and a full window."""
+    from kvsim.caches import parse_lanes
+    from kvsim.memory import lane_bill
+    from kvsim.models.loading import load_model
+    from kvsim.simulate import Simulator
+
+    lm = load_model("random:family=llama,layers=2,heads=4,kv_heads=2,dim=40,vocab=256,ctx=128,seed=2")  # head dim 10
+    cfg = lm.model.cfg
+    prompt = list(range(1, 12))
+    lanes = "none,kv,window:7,sink:2+window:5,int8:g4:r3,int4:g6:r0"
+    sim = Simulator(lm.model, lm.tokenizer, prompt, parse_lanes(lanes), warmup=False)
+    meta = sim.trace.meta["lanes"]
+    quantized_seen = False
+    for step in range(12):
+        record = sim.step()
+        for lane, done in zip(meta, record.lanes, strict=True):
+            bill = lane_bill(lane, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, len(prompt) + step, done.kv_positions)
+            assert bill.expected_bytes == done.cache_bytes, (step, lane["name"])
+            if lane["policy"] in ("kv", "window", "sink+window"):
+                assert bill.formula_bytes == bill.expected_bytes and bill.why == ""
+            if lane["policy"].startswith("int") and done.cache_overhead_bytes:
+                quantized_seen = True
+                assert bill.formula_bytes < bill.expected_bytes and "scales" in bill.why
+    assert quantized_seen
