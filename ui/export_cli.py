@@ -18,9 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from .animation import SPEEDS as SPEED_MS
 from .export_movie import ExportError, MovieSpec, check_output
-
-SPEED_MS = {"slow": 1600, "normal": 700, "fast": 250, "instant": 0}  # as ui/animation.py's SPEEDS
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -30,13 +29,21 @@ def parse_size(text: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+def layout_size(size: tuple[int, int], scale: float) -> tuple[int, int]:
+    """The window's size for frames of ``size`` pixels: size / scale, grown (aspect kept) to at least
+    1280 wide or 720 high — a smaller window cannot lay the lanes out; its frames are scaled down."""
+    w, h = size[0] / scale, size[1] / scale
+    f = max(1.0, min(1280 / w, 720 / h))
+    return round(w * f), round(h * f)
+
+
 def _fail(message: str, code: int = 2) -> int:
     print(f"error: {message.splitlines()[0] if message else 'export failed'}", file=sys.stderr)
     return code
 
 
 def main(args) -> int:
-    from .screenshot import check_docks, check_scale, logical, prepare, settle, start_app
+    from .screenshot import check_docks, check_scale, prepare, settle, start_app
 
     try:
         size = parse_size(args.size)
@@ -56,7 +63,7 @@ def main(args) -> int:
 
     window = MainWindow(model=args.model, prompt=args.prompt, persist=False, fallback=False)
     window.animator.set_speed("instant")
-    window.resize(*logical(size, scale))
+    window.resize(*layout_size(size, scale))
     window.show()
     try:
         if not window.controller.wait_ready(timeout_s=300):
@@ -70,6 +77,8 @@ def main(args) -> int:
         window.toolbar.show_speed(speed)
         window.statusBar().clearMessage()
         prepare(window, lanes_only=bool(args.lanes_only), show=docks)
+        window.resize(*layout_size(size, scale))  # again: a shown window is first fitted to the (offscreen) screen
+        app.processEvents()
         window.fit_docks()
         settle(window)
         spec = MovieSpec(path=out, first=0, last=len(records) - 1, size=size, fps=float(args.fps), step_ms=spec_ms)

@@ -46,28 +46,60 @@ def save_png(widget: QWidget, path: str | os.PathLike[str], scale: float = 1.0) 
 
 
 def save_svg(view, path: str | os.PathLike[str]) -> Path:
-    """Write a pyqtgraph ``GraphicsLayoutWidget`` (or any GraphicsView) as SVG through pyqtgraph's exporter."""
-    import pyqtgraph.exporters as pge
+    """Write a pyqtgraph ``GraphicsLayoutWidget`` (or any GraphicsView) as SVG through pyqtgraph's
+    exporter. pyqtgraph 0.14 cannot read back the closed paths ("… Z") that Qt 6's SVG generator
+    writes for rectangles (pyqtgraph issue #3495); while it exports, each "Z" is spelled as a line
+    back to the path's start, which draws the same shape."""
+    import importlib
 
+    svg_module = importlib.import_module("pyqtgraph.exporters.SVGExporter")  # the module (the package exports the class)
     path = Path(path)
     _check_folder(path)
-    exporter = pge.SVGExporter(view.scene())
+    original = svg_module.correctCoordinates
+
+    def correct(node, defs, item, options):
+        for element in node.getElementsByTagName("path"):
+            element.setAttribute("d", _unclose(element.getAttribute("d")))
+        return original(node, defs, item, options)
+
+    svg_module.correctCoordinates = correct
     try:
-        exporter.export(fileName=str(path))
+        svg_module.SVGExporter(view.scene()).export(fileName=str(path))
     except OSError:
         raise
-    except Exception as exc:  # noqa: BLE001 - pyqtgraph's exporter failing on an item is one message
+    except Exception as exc:  # noqa: BLE001 - the exporter failing on an item is one message
         raise OSError(f"the SVG exporter failed: {type(exc).__name__}: {exc}") from None
+    finally:
+        svg_module.correctCoordinates = original
     if not path.is_file() or path.stat().st_size == 0:
         raise OSError(f"could not write {path}")
     return path
 
 
+def _unclose(d: str) -> str:
+    """``M x,y L … Z`` → ``M x,y L … Lx,y`` (every subpath closed by a line to its own start)."""
+    out, start = [], ""
+    for token in d.split():
+        if token.upper() == "Z":
+            if start:
+                out.append("L" + start)
+            continue
+        if token.startswith("M"):
+            start = token[1:]
+        out.append(token)
+    return " ".join(out)
+
+
 def frame(widget: QWidget, size: tuple[int, int]) -> np.ndarray:
-    """The widget as an (h, w, 3) uint8 RGB array of exactly ``size`` = (w, h): grabbed at its own
-    pixels, scaled to fit (aspect kept, smooth) and centred on the theme's background."""
+    """The widget as an (h, w, 3) uint8 RGB array of exactly ``size`` = (w, h) (see ``fit``)."""
+    return to_array(fit(widget.grab().toImage(), size))
+
+
+def fit(image: QImage, size: tuple[int, int]) -> QImage:
+    """``image`` as exactly ``size`` = (w, h) pixels: scaled to fit (aspect kept, smooth) and centred on
+    the theme's background."""
     w, h = size
-    image = widget.grab().toImage().convertToFormat(QImage.Format_RGB888)
+    image = image.convertToFormat(QImage.Format_RGB888)
     if (image.width(), image.height()) != (w, h):
         scaled = image.scaled(w, h, Qt.KeepAspectRatio, Qt.SmoothTransformation)
         canvas = QImage(w, h, QImage.Format_RGB888)
@@ -76,7 +108,7 @@ def frame(widget: QWidget, size: tuple[int, int]) -> np.ndarray:
         painter.drawImage((w - scaled.width()) // 2, (h - scaled.height()) // 2, scaled)
         painter.end()
         image = canvas
-    return to_array(image)
+    return image
 
 
 def to_array(image: QImage) -> np.ndarray:

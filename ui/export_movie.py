@@ -2,10 +2,11 @@
 
 Frames are drawn on the GUI thread (only there may widgets paint) in small pieces driven by a
 QTimer: one tick moves the cursor / the animation's ``t`` (the window's views redraw, the event
-loop lays out what changed), the next tick grabs the picture — so the event loop runs between
-every piece and the window keeps answering. The grabbed RGB arrays go through a bounded queue to
-an encoder on a Python thread (imageio: Pillow for GIF, the ffmpeg binary that the imageio-ffmpeg
-wheel bundles for MP4 — nothing is downloaded). The file is written under a temporary name and
+loop lays out what changed), the next ticks paint the picture in horizontal bands (a band's
+views paint only what lies in it) — so the event loop runs between every piece and the window
+keeps answering. The grabbed RGB arrays go through a bounded queue to
+an encoder on a Python thread (Pillow, which imageio installs, for GIF; imageio with the ffmpeg
+binary that the imageio-ffmpeg wheel bundles for MP4 — nothing is downloaded). The file is written under a temporary name and
 renamed when complete, so a cancelled or failed export leaves nothing half-written.
 
 The animation is driven by a manual clock instead of the Animator's wall-clock timer: for each step
@@ -22,13 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, QPoint, QRect, QTimer, Signal
+from PySide6.QtGui import QColor, QPixmap, QRegion
 from PySide6.QtWidgets import QWidget
 
-from .export_images import frame as grab_frame
+from . import theme
+from .export_images import fit, to_array
 
 FORMATS = {".gif": "gif", ".mp4": "mp4"}
 MAX_FPS = {"gif": 50, "mp4": 60}  # a GIF's frame delay is counted in 1/100 s: beyond 50 fps it lies
+BANDS = 4  # pieces a frame is painted in (each one event-loop turn)
 MIN_SIZE, MAX_SIZE = (64, 64), (3840, 2160)
 
 
@@ -106,13 +110,10 @@ class Encoder(threading.Thread):
         self.tmp = spec.path.with_name(f".{spec.path.stem}.partial{spec.path.suffix}")
 
     def _writer(self):
-        import imageio.v2 as iio2
-        import imageio.v3 as iio
-
         if self.spec.format == "gif":
-            writer = iio.imopen(self.tmp, "w", plugin="pillow", extension=".gif")
-            ms = 1000.0 / self.spec.fps
-            return lambda f: writer.write(f, duration=ms, loop=0), writer.close
+            return self._gif_writer()
+        import imageio.v2 as iio2
+
         writer = iio2.get_writer(
             self.tmp,
             format="FFMPEG",
@@ -123,8 +124,28 @@ class Encoder(threading.Thread):
             quality=8,
             macro_block_size=2,
             ffmpeg_log_level="error",
+            output_params=["-threads", "1"],  # one core: the window keeps the other
         )
         return writer.append_data, writer.close
+
+    def _gif_writer(self):
+        """Each frame is reduced to its own 256-colour palette as it arrives (here, off the GUI
+        thread), so closing only has to write them; Pillow merges identical neighbours (their
+        delays add up, the timing stays exact)."""
+        from PIL import Image
+
+        frames: list[Image.Image] = []
+        ms = 1000.0 / self.spec.fps
+
+        def append(f: np.ndarray) -> None:
+            frames.append(Image.fromarray(f, "RGB").quantize(256, method=Image.Quantize.FASTOCTREE))
+
+        def close() -> None:
+            if frames and not self.cancelled.is_set():
+                frames[0].save(self.tmp, format="GIF", save_all=True, append_images=frames[1:], duration=ms, loop=0)
+            frames.clear()
+
+        return append, close
 
     def run(self) -> None:
         try:
@@ -171,6 +192,8 @@ class MovieExport(QObject):
         self.timer = QTimer(self)
         self.timer.setInterval(0)
         self.timer.timeout.connect(self._tick)
+        self._band = 0  # the next band of the frame to paint
+        self._canvas: QPixmap | None = None
         self._prepared = -1  # index of the frame whose picture is set up (grabbed on the next tick)
         self._cursor = window.session.cursor
         self._closing = False
@@ -217,17 +240,33 @@ class MovieExport(QObject):
             show_frame(self.window, step, t)
             self._prepared = self.done
             return
-        if self.encoder.frames.full():
+        if self._band == 0 and self.encoder.frames.full():
             self.timer.setInterval(5)  # the encoder is behind: let it catch up, the window stays free
             return
         self.timer.setInterval(0)
-        self.encoder.frames.put_nowait(grab_frame(self.target, self.spec.size))
+        if not self._paint_band():
+            return
+        self.encoder.frames.put_nowait(to_array(fit(self._canvas.toImage(), self.spec.size)))
         self.done += 1
         self.progress.emit(self.done, len(self.plan))
         if self.done == len(self.plan):
             self._closing = True
             self.encoder.frames.put(None)
             self.timer.setInterval(5)
+
+    def _paint_band(self) -> bool:
+        """Paint the next band of the frame into the canvas; True when the frame is whole."""
+        w = self.target
+        if self._band == 0:
+            dpr = w.devicePixelRatioF()
+            self._canvas = QPixmap(round(w.width() * dpr), round(w.height() * dpr))
+            self._canvas.setDevicePixelRatio(dpr)
+            self._canvas.fill(QColor(theme.BG))
+        n = max(1, min(BANDS, w.height() // 100))
+        top, bottom = w.height() * self._band // n, w.height() * (self._band + 1) // n
+        w.render(self._canvas, QPoint(0, top), QRegion(QRect(0, top, w.width(), bottom - top)))
+        self._band = (self._band + 1) % n
+        return self._band == 0
 
     def _stop(self, error: str) -> None:
         self.timer.stop()
