@@ -137,7 +137,6 @@ class RooflineView(QWidget):
         self.points = points_from_records(self.session.records)
         self._regroup()
         if self.session.run is not None:
-            self.preset.follow_model(self.session.config)
             if self.peaks is None or (self.peaks.device, self.peaks.dtype) != self._device():
                 self.measure()
 

@@ -102,9 +102,6 @@ class PresetPanel(QWidget):
         self.bounds = {}
         self.update_figures()
 
-    def follow_model(self, config) -> None:
-        """Nothing to follow for now: the presets are real models, the run's model is a small one."""
-
     def update_figures(self) -> None:
         p, chip = PRESETS[self.model.currentText()], GPUS[self.gpu.currentText()]
         n = self.context.value()
