@@ -1,0 +1,203 @@
+"""The paged cache (``paged:B``) and its block pool: logits equal the contiguous lane's, block tables
+stay sound, prefix hits are exact, reference counts return to zero, LRU eviction, copy-on-write."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from helpers import FAMILY_SPECS, load
+
+from kvsim.caches import KVCache, make_cache, parse_lanes
+from kvsim.paging import BlockPool, PoolFullError, block_hash, prefix_hashes
+from kvsim.paging_table import SequenceBlocks
+from kvsim.paging_waste import allocation_waste, shared_prefix_blocks
+from kvsim.sampling import SimulationError
+from kvsim.simulate import Simulator
+
+BLOCK_SIZES = {"llama-gqa": (1, 3, 4, 16), "gpt2": (3, 16)}
+
+
+@pytest.mark.parametrize("family", ["llama-gqa", "gpt2"])
+def test_paged_logits_equal_contiguous_over_many_steps(family: str) -> None:
+    """Several block sizes, a prompt ending mid-block and 40 steps crossing many block boundaries:
+    the paged lanes' logits equal the kv lane's within 1e-5 and their rows equal its rows."""
+    loaded = load(FAMILY_SPECS[family])
+    lanes = parse_lanes("kv," + ",".join(f"paged:{b}" for b in BLOCK_SIZES[family]))
+    sim = Simulator(loaded.model, loaded.tokenizer, list(range(5, 18)), lanes, warmup=False)  # 13 prompt tokens
+    records = list(sim.run(40, stop_at_eos=False))
+    assert len(records) == 40
+    for record in records:
+        for lane in record.lanes[1:]:
+            assert lane.logit_diff <= 1e-5, (record.step, lane.name, lane.logit_diff)
+            assert lane.token_id == record.lanes[0].token_id
+            assert lane.cache_tokens == record.lanes[0].cache_tokens
+    kv = sim.lanes[0].cache
+    for lane in sim.lanes[1:]:
+        for layer in range(loaded.model.cfg.n_layers):
+            k, v, pos = lane.cache.held_rows(layer)
+            k_ref, v_ref = kv.stored(layer)
+            assert torch.equal(k, k_ref) and torch.equal(v, v_ref)
+            assert torch.equal(pos, torch.arange(kv.n_tokens))
+
+
+def test_paged_bytes_are_blocks_and_table() -> None:
+    """payload = held blocks' slots (tail included) and kv's payload + the tail; overhead = the table."""
+    loaded = load(FAMILY_SPECS["llama-gqa"])
+    cfg = loaded.model.cfg
+    row = 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * 4
+    sim = Simulator(loaded.model, loaded.tokenizer, [1, 2, 3, 4, 5], parse_lanes("kv,paged:4"), warmup=False)
+    for record in sim.run(12, stop_at_eos=False):
+        kv, paged = record.lanes
+        n = kv.cache_tokens
+        blocks = -(-n // 4)
+        assert paged.cache_bytes - paged.cache_overhead_bytes == blocks * 4 * row
+        assert paged.cache_overhead_bytes == blocks * 8
+        waste = allocation_waste([n], 4, cfg.max_seq_len, row)
+        assert paged.cache_bytes - paged.cache_overhead_bytes - kv.cache_bytes == (waste.paged_slots - waste.exact_slots) * row
+
+
+def test_truncate_restores_and_a_full_pool_is_one_clear_error() -> None:
+    loaded = load(FAMILY_SPECS["llama-mqa"])
+    cache = make_cache("paged:4:3", loaded.model.cfg.n_layers)
+    ids = torch.tensor([list(range(1, 11))])
+    loaded.model(ids, torch.arange(10), cache)  # 10 rows: 3 blocks
+    assert cache.n_tokens == 10 and len(cache.seq.blocks) == 3
+    with pytest.raises(PoolFullError, match=r"paged:4:3: the block pool is full: all 3 blocks"):
+        loaded.model(torch.tensor([[1, 2, 3]]), torch.arange(10, 13), cache)
+    cache.truncate(10)  # as the simulator undoes a step that failed
+    assert cache.n_tokens == 10 and cache.pool.n_free == 0
+    cache.truncate(5)
+    assert len(cache.seq.blocks) == 2 and cache.pool.n_free == 1
+    cache.pool.check()
+    with pytest.raises(SimulationError):
+        BlockPool(0)
+
+
+def test_hashes_chain_the_prefix() -> None:
+    a = block_hash(None, [1, 2, 3, 4])
+    assert a == block_hash(None, [1, 2, 3, 4])
+    assert block_hash(a, [5, 6, 7, 8]) != block_hash(block_hash(None, [9, 9, 9, 9]), [5, 6, 7, 8])
+    assert prefix_hashes([1, 2, 3, 4, 5, 6, 7, 8, 9], 4) == [a, block_hash(a, [5, 6, 7, 8])]
+
+
+def _pool(blocks: int, size: int = 4) -> BlockPool:
+    pool = BlockPool(size, blocks)
+    pool.ensure_storage(1, 1, 2, torch.float32, torch.device("cpu"))
+    return pool
+
+
+def _write(seq: SequenceBlocks, tokens: list[int]) -> None:
+    """Append tokens whose (fake) K/V row is the token id itself, and register the full blocks."""
+    start = seq.n_tokens
+    blocks, slots = seq.reserve(start, len(tokens), tokens)
+    rows = torch.tensor(tokens, dtype=torch.float32).view(1, 1, -1, 1).expand(1, 1, -1, 2)
+    seq.write(0, blocks, slots, rows, -rows)
+    seq.commit()
+
+
+def test_prefix_hits_share_blocks_and_refcounts_return_to_zero() -> None:
+    pool = _pool(8)
+    a = SequenceBlocks(pool, 0)
+    assert a.match_prefix([1, 2, 3, 4, 5, 6, 7, 8, 9]) == 0
+    _write(a, [1, 2, 3, 4, 5, 6, 7, 8, 9])
+    b = SequenceBlocks(pool, 1)
+    assert b.match_prefix([1, 2, 3, 4, 5, 6, 7, 8, 10, 11]) == 8  # two full blocks shared
+    _write(b, [10, 11])
+    assert b.blocks[:2] == a.blocks[:2] and b.blocks[2] != a.blocks[2]
+    assert [pool.ref[x] for x in a.blocks] == [2, 2, 1]
+    k, _ = b.gather(0)
+    assert k[0, 0, :, 0].tolist() == [1, 2, 3, 4, 5, 6, 7, 8, 10, 11]
+    c = SequenceBlocks(pool, 2)
+    assert c.match_prefix([1, 2, 3, 4, 5, 6, 7, 8]) == 4  # the last token is always computed: 1 block
+    for seq in (a, b, c):
+        seq.free()
+    assert all(r == 0 for r in pool.ref) and pool.n_free == 8
+    pool.check()
+    d = SequenceBlocks(pool, 3)  # freed full blocks keep their rows and hashes until evicted
+    assert d.match_prefix([1, 2, 3, 4, 5, 6, 7, 8, 0]) == 8
+    d.free()
+
+
+def test_lru_eviction_takes_the_least_recently_used_cached_block() -> None:
+    pool = _pool(3)
+    a, b = SequenceBlocks(pool, 0), SequenceBlocks(pool, 1)
+    a.match_prefix([1, 2, 3, 4, 0])
+    _write(a, [1, 2, 3, 4])
+    b.match_prefix([5, 6, 7, 8, 0])
+    _write(b, [5, 6, 7, 8])
+    a.free()  # a's block is now the least recently used cached block
+    b.free()
+    c = SequenceBlocks(pool, 2)
+    c.match_prefix([9, 9, 9, 9, 9])
+    _write(c, [9, 9, 9, 9, 9])  # two blocks: the never-used one, then a's cached block is evicted
+    assert pool.evictions == 1
+    assert pool.lookup(block_hash(None, [1, 2, 3, 4])) is None
+    assert pool.lookup(block_hash(None, [5, 6, 7, 8])) is not None
+    _write(c, [9, 9, 9, 9])  # the third block: b's cached block goes too
+    assert pool.evictions == 2 and pool.n_free == 0
+    with pytest.raises(PoolFullError, match="all 3 blocks"):
+        _write(c, [9, 9, 9, 9])  # a fourth block: every block is held
+    c.truncate(9)  # undo the failed reserve
+    pool.check()
+
+
+def test_copy_on_write_for_a_shared_partial_block() -> None:
+    pool = _pool(6)
+    a = SequenceBlocks(pool, 0)
+    _write(a, [1, 2, 3, 4, 5, 6])
+    b = a.fork(1)
+    assert pool.ref[a.blocks[1]] == 2
+    _write(b, [7])  # b writes into the shared partial block: it gets a copy first
+    assert b.blocks[0] == a.blocks[0] and b.blocks[1] != a.blocks[1]
+    assert pool.ref[a.blocks[1]] == 1 and pool.events[b.blocks[1]] == "copied"
+    assert b.gather(0)[0][0, 0, :, 0].tolist() == [1, 2, 3, 4, 5, 6, 7]
+    assert a.gather(0)[0][0, 0, :, 0].tolist() == [1, 2, 3, 4, 5, 6]
+    full = a.blocks[0]
+    a.truncate(2)  # back into a registered block: the next write must not change what others may hit
+    _write(a, [8])
+    assert a.blocks[0] != full and pool.hash[full] is not None
+    assert a.gather(0)[0][0, 0, :, 0].tolist() == [1, 2, 8]
+    for seq in (a, b):
+        seq.free()
+    assert all(r == 0 for r in pool.ref)
+    pool.check()
+
+
+def test_reused_rows_equal_the_rows_a_fresh_prefill_computes() -> None:
+    """Rows from a hit block (computed inside another request's longer prompt) equal the rows this
+    request's own prefill computes (contiguous cache, no sharing)."""
+    from kvsim.caches.paged import PagedCache
+
+    loaded = load(FAMILY_SPECS["llama-gqa"])
+    model, cfg = loaded.model, loaded.model.cfg
+    pool = BlockPool(4, 32)
+    pool.ensure_storage(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, model.dtype, model.device)
+    first = list(range(30, 53))  # 23 tokens
+    seq = SequenceBlocks(pool, 0)
+    cache = PagedCache(cfg.n_layers, 4, pool=pool, sequence=seq)
+    cache.feed(first)
+    model(torch.tensor([first]), torch.arange(len(first)), cache)
+    seq.commit()
+    seq.free()
+    second = first[:13] + [7, 8, 9]  # shares 3 full blocks (12 rows)
+    other = SequenceBlocks(pool, 1)
+    assert other.match_prefix(second) == 12
+    fresh = KVCache(cfg.n_layers)
+    model(torch.tensor([second]), torch.arange(len(second)), fresh)
+    for layer in range(cfg.n_layers):
+        k, v = other.gather(layer)
+        k_ref, v_ref = fresh.stored(layer)
+        np.testing.assert_allclose(k.numpy(), k_ref[:, :, :12].numpy(), atol=1e-5)
+        np.testing.assert_allclose(v.numpy(), v_ref[:, :, :12].numpy(), atol=1e-5)
+
+
+def test_waste_closed_form() -> None:
+    w = allocation_waste([5, 16, 17], 16, 64, bytes_per_slot=10)
+    assert (w.preallocated_slots, w.exact_slots, w.paged_slots) == (192, 38, 64)
+    assert w.preallocated_waste == pytest.approx(1 - 38 / 192)
+    assert w.paged_waste == pytest.approx(1 - 38 / 64) and w.exact_waste == 0.0
+    assert w.as_dict()["paged_bytes"] == 640
+    assert shared_prefix_blocks([[1, 2, 3, 4, 5], [1, 2, 3, 4, 6], [1, 2, 3, 4]], 2) == [0, 2, 1]
+    with pytest.raises(ValueError):
+        allocation_waste([65], 16, 64)
