@@ -114,6 +114,7 @@ class FormulaForm(QWidget):
             "`kvsim memory --layer-windows`."
         )
         self.kind = QLabel()
+        self.kind.setWordWrap(True)
         self.kind.setToolTip("MHA: one K/V head per query head. GQA: groups share one. MQA: all share one.")
         self.formula = QLabel()
         self.formula.setWordWrap(True)

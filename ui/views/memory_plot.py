@@ -58,7 +58,7 @@ class MemoryPlot(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.plot = pg.PlotWidget(axisItems={"left": BytesAxis("left"), "bottom": TokensAxis("bottom")})
-        self.plot.setMinimumHeight(260)
+        self.plot.setMinimumHeight(240)
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
         self.plot.setLogMode(True, True)
