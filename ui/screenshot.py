@@ -44,7 +44,10 @@ def check_scale(scale: float | None) -> float:
 def start_app(scale: float, theme_name: str | None):
     """The offscreen QApplication at ``scale``, in theme ``theme_name`` (None: the default)."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    os.environ["QT_SCALE_FACTOR"] = f"{scale:g}"  # read when the QApplication starts
+    from PySide6.QtWidgets import QApplication
+
+    if QApplication.instance() is None:  # (an app made earlier, e.g. a test's, keeps its own factor)
+        os.environ["QT_SCALE_FACTOR"] = f"{scale:g}"  # read when the QApplication starts
     from . import theme
     from .app import make_app
 

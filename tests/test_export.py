@@ -1,0 +1,235 @@
+"""Export for slides: GIF/MP4 of a run (decoded back with imageio: frame count, size, timing),
+PNG at 1×/2× pixels, SVG of the plots, CSV of the per-step figures, the menu, and the command
+lines (``kvsim export``, ``kvsim screenshot``'s new flags) with their one-line errors."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+pytest.importorskip("pytestqt")
+iio = pytest.importorskip("imageio.v3")
+from helpers import ready_window  # noqa: E402
+
+from kvsim.cli import main as cli_main  # noqa: E402
+from kvsim.ui import export  # noqa: E402
+from kvsim.ui.export_dialogs import MovieChoice  # noqa: E402
+from kvsim.ui.export_movie import ExportError, frame_plan, frames_per_step  # noqa: E402
+
+MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,seed=1"
+PROMPT = "The cache remembers"
+STEPS = 20
+
+
+@pytest.fixture
+def window(qtbot, qapp):
+    w = ready_window(qtbot, qapp, MODEL, PROMPT, size=(1280, 720))
+    w.resize(1280, 720)  # a shown window is first fitted to the offscreen screen
+    assert w.controller.run_steps(STEPS, timeout_s=120), w.controller.last_error
+    yield w
+    w.shutdown()
+
+
+def _film(window, qtbot, choice: MovieChoice, path) -> tuple[object, int]:
+    """Export and wait; returns the export and how often the event loop ran meanwhile."""
+    from PySide6.QtCore import QTimer
+
+    beats = []
+    heart = QTimer()
+    heart.setInterval(1)
+    heart.timeout.connect(lambda: beats.append(time.perf_counter()))
+    heart.start()
+    e = export.start_movie(window, choice, path, progress=True)
+    qtbot.waitUntil(lambda: bool(e.result), timeout=120_000)
+    heart.stop()
+    e.encoder.join(30)
+    return e, len(beats)
+
+
+def test_frame_plan_samples_each_step_animation():
+    assert frames_per_step(700, 5) == 4 and frames_per_step(0, 30) == 1 and frames_per_step(250, 1) == 1
+    plan = frame_plan(3, 5, 700, 5)
+    assert [s for s, _ in plan] == [3] * 4 + [4] * 4 + [5] * 4
+    assert [t for _, t in plan[:4]] == [0.25, 0.5, 0.75, 1.0]  # every step ends settled (t = 1)
+
+
+def test_gif_and_mp4_of_20_steps_decode_with_their_frames(window, qtbot, tmp_path):
+    cursor = window.session.cursor
+    # GIF, one frame per step ("instant"): 20 frames, each a different picture
+    e, beats = _film(window, qtbot, MovieChoice("gif", 0, STEPS - 1, (320, 180), 10.0, "instant", "window"), tmp_path / "a.gif")
+    assert e.result == str(tmp_path / "a.gif"), e.result
+    gif = iio.imread(tmp_path / "a.gif", index=None)
+    assert gif.shape[:3] == (STEPS, 180, 320)
+    assert beats > STEPS  # the event loop ran between the frames: the window was never frozen
+    from PIL import Image
+
+    delays = []
+    with Image.open(tmp_path / "a.gif") as im:
+        for i in range(im.n_frames):
+            im.seek(i)
+            delays.append(im.info["duration"])
+    assert sum(delays) == pytest.approx(STEPS * 100, abs=STEPS * 10)  # 10 fps: 0.1 s a frame
+    # MP4 with the animation between steps: 4 frames per step at 5 fps ("normal" = 0.7 s per step)
+    e, _ = _film(window, qtbot, MovieChoice("mp4", 0, STEPS - 1, (320, 180), 5.0, "normal", "lanes"), tmp_path / "a.mp4")
+    assert e.result == str(tmp_path / "a.mp4"), e.result
+    mp4 = iio.imread(tmp_path / "a.mp4", index=None, plugin="FFMPEG")
+    assert mp4.shape == (STEPS * 4, 180, 320, 3)
+    meta = iio.immeta(tmp_path / "a.mp4", plugin="FFMPEG")
+    assert meta["fps"] == pytest.approx(5.0)
+    # the frames show the run: consecutive steps differ, and the animation moves within a step
+    assert np.abs(mp4[3].astype(int) - mp4[7].astype(int)).mean() > 0.5
+    assert np.abs(mp4[4].astype(int) - mp4[5].astype(int)).max() > 40
+    assert window.session.cursor == cursor  # the window shows what it showed before
+    assert not list(tmp_path.glob(".*partial*"))
+
+
+def test_cancel_leaves_no_file(window, qtbot, tmp_path):
+    e = export.start_movie(window, MovieChoice("gif", 0, STEPS - 1, (320, 180), 10.0, "normal", "window"), tmp_path / "c.gif")
+    qtbot.waitUntil(lambda: e.done >= 3, timeout=60_000)
+    e.cancel()
+    assert e.result == "error: cancelled"
+    e.encoder.join(30)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_png_2x_has_twice_the_pixels_of_the_same_picture(window, tmp_path):
+    one = export.save_view(window, "window", tmp_path / "w1.png", "png")
+    two = export.save_view(window, "window", tmp_path / "w2.png", "png2")
+    a, b = iio.imread(one)[..., :3].astype(float), iio.imread(two)[..., :3].astype(float)
+    assert (b.shape[0], b.shape[1]) == (2 * a.shape[0], 2 * a.shape[1])
+    assert (a.shape[1], a.shape[0]) == (window.width(), window.height())
+    # the same picture, drawn sharper: 2×2 blocks of the 2× image average close to the 1× pixels
+    down = b.reshape(a.shape[0], 2, a.shape[1], 2, 3).mean(axis=(1, 3))
+    assert np.abs(down - a).mean() < 12
+    lane = window.lane_panels[0]
+    p = export.save_view(window, f"lane {lane.name}", tmp_path / "lane.png", "png2")
+    assert iio.imread(p).shape[:2] == (2 * lane.height(), 2 * lane.width())
+
+
+def test_svg_parses_and_holds_the_plots(window, tmp_path):
+    ns = "{http://www.w3.org/2000/svg}"
+    costs = ET.parse(export.save_view(window, "costs", tmp_path / "costs.svg", "svg")).getroot()
+    assert costs.tag == f"{ns}svg"
+    curves = [e for e in costs.iter() if e.tag in (f"{ns}path", f"{ns}polyline")]
+    assert len(curves) > 10
+    texts = " ".join("".join(e.itertext()) for e in costs.iter(f"{ns}text"))
+    assert "K/V rows computed" in texts and "FLOPs" in texts
+    lane = ET.parse(export.save_view(window, f"lane {window.lane_panels[1].name}", tmp_path / "lane.svg", "svg")).getroot()
+    assert len(list(lane.iter(f"{ns}image"))) >= 3  # K, V and attention heatmaps, embedded
+    with pytest.raises(ExportError, match="no vector form"):
+        export.save_view(window, "window", tmp_path / "w.svg", "svg")
+
+
+def test_csv_has_the_recorded_numbers(window, tmp_path):
+    path = export.save_csv(window, tmp_path / "run.csv")
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    records, lanes = window.session.records, window.session.lanes
+    assert len(rows) == STEPS * len(lanes)
+    p = window.session.prompt_len
+    for row in rows:
+        r = records[int(row["step"])]
+        lane = r.lane(row["lane"])
+        assert row["phase"] == r.phase and int(row["token_id"]) == r.token_id and row["token"] == r.token
+        assert int(row["flops"]) == lane.flops and int(row["cache_bytes"]) == lane.cache_bytes
+        assert float(row["wall_ms"]) == lane.wall_ms and float(row["logit_diff"]) == lane.logit_diff
+        assert int(row["cache_tokens"]) == lane.cache_tokens
+        # independent of the records: without a cache step s computes all P + s rows, with one 1 (P at the prefill)
+        s = int(row["step"])
+        expected = p + s if lane.policy == "none" else (p if s == 0 else 1)
+        assert int(row["rows_computed"]) == expected
+
+
+def test_install_is_idempotent_and_keys_work_with_the_menu_closed(window):
+    from PySide6.QtGui import QKeySequence
+
+    menu = export.install(window)
+    assert export.install(window) is menu
+    keys = [a.shortcut().toString() for a in window.actions()]
+    assert keys.count(QKeySequence("Ctrl+E").toString()) == 1
+    assert len(menu.actions()) == 4
+
+
+def test_movie_refuses_bad_requests(window, tmp_path):
+    with pytest.raises(ExportError, match="steps must lie"):
+        export.start_movie(window, MovieChoice("gif", 0, STEPS, (320, 180), 10.0, "normal", "window"), tmp_path / "x.gif")
+    with pytest.raises(ExportError, match="even"):
+        export.start_movie(window, MovieChoice("mp4", 0, 3, (321, 180), 10.0, "normal", "window"), tmp_path / "x.mp4")
+
+
+@pytest.mark.parametrize(
+    "extra, fragment",
+    [
+        (["--out", "{tmp}/a.avi"], "must end in .gif or .mp4"),
+        (["--out", "{tmp}/a.gif", "--size", "big"], "--size must look like"),
+        (["--out", "{tmp}/a.gif", "--size", "10x10"], "size must be between"),
+        (["--out", "{tmp}/a.mp4", "--size", "321x240"], "even"),
+        (["--out", "{tmp}/a.gif", "--fps", "0"], "frame rate"),
+        (["--out", "{tmp}/a.gif", "--fps", "nan"], "frame rate"),
+        (["--out", "{tmp}/a.gif", "--fps", "55"], "between 1 and 50"),
+        (["--out", "{tmp}/no/such/dir/a.gif"], "no such folder"),
+        (["--out", "{tmp}"], "must end in"),
+        (["--out", "{tmp}/a.gif", "--lanes", "bogus"], "bogus"),
+        (["--out", "{tmp}/a.gif", "--show", "nope"], "no such dock"),
+        (["--out", "{tmp}/a.gif", "--speed", "warp"], "invalid choice"),
+    ],
+)
+def test_export_command_errors_are_one_line(extra, fragment, tmp_path, capsys):
+    args = ["export", "--model", MODEL, "--prompt", "x", *[a.replace("{tmp}", str(tmp_path)) for a in extra]]
+    assert cli_main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err and fragment in err, err
+
+
+def test_a_directory_named_like_the_movie_is_refused(tmp_path, capsys):
+    (tmp_path / "d.gif").mkdir()
+    assert cli_main(["export", "--model", MODEL, "--prompt", "x", "--out", str(tmp_path / "d.gif")]) == 2
+    assert "cannot write" in capsys.readouterr().err
+
+
+def test_export_command_writes_a_movie(tmp_path):
+    out = tmp_path / "run.mp4"
+    proc = subprocess.run(
+        [sys.executable, "-m", "kvsim", "export", "--model", MODEL, "--prompt-ids", "5,6,7,8", "--steps", "3",
+         "--out", str(out), "--size", "320x180", "--fps", "8", "--speed", "fast", "--lanes-only"],
+        capture_output=True, text=True, timeout=240, env=dict(os.environ, QT_QPA_PLATFORM="offscreen"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    frames = iio.imread(out, index=None, plugin="FFMPEG")
+    assert frames.shape == (3 * frames_per_step(250, 8), 180, 320, 3)  # 3 steps × 2 frames
+    assert "6 frames" in proc.stdout and "320x180" in proc.stdout
+
+
+def test_screenshot_flags(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "kvsim", "screenshot", "--model", MODEL, "--prompt", "Hello", "--steps", "4", "--step", "1",
+         "--out", str(tmp_path), "--size", "1280x720", "--scale", "1.5", "--lanes-only", "--theme", "light"],
+        capture_output=True, text=True, timeout=240, env=dict(os.environ, QT_QPA_PLATFORM="offscreen"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    shot = iio.imread(tmp_path / "kvsim.png")
+    assert shot.shape[:2] == (720, 1280)  # --size is the PNG's pixels; the window was laid out at 853x480
+
+
+@pytest.mark.parametrize(
+    "extra, fragment",
+    [
+        (["--step", "4"], "--step must be between 0"),
+        (["--show", "nope"], "no such dock"),
+        (["--scale", "9"], "--scale must be between"),
+        (["--theme", "neon"], "invalid choice"),
+    ],
+)
+def test_screenshot_errors_are_one_line(extra, fragment, tmp_path, capsys):
+    assert cli_main(["screenshot", "--model", MODEL, "--steps", "4", "--out", str(tmp_path), *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err and fragment in err, err
