@@ -68,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
             env = dict(os.environ, QT_QPA_PLATFORM=f"offscreen:configfile={config}", QT_SCALE_FACTOR=f"{scale:g}")
             env.update({"XDG_CONFIG_HOME": tmp})  # never the user's settings
             path = out / f"{name}.png"
-            proc = subprocess.run([sys.executable, "-c", RENDER, mode, str(path)], env=env, cwd=ROOT, capture_output=True, text=True)
+            cmd = [sys.executable, "-c", RENDER, mode, str(path)]
+            proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True)
             if proc.returncode != 0 or not path.is_file():
                 print(f"error: {name}: {proc.stderr.strip().splitlines()[-1:] or proc.returncode}", file=sys.stderr)
                 return 2
