@@ -183,6 +183,15 @@ class MemoryDock(QWidget):
             return preset_from_model_config(cfg, self.session.run.model_id) if cfg is not None else None
         return get_preset(key)
 
+    def show_preset(self, name: str, context: int, tab: int = 0) -> None:
+        """A real model's shape at ``context`` tokens in the formula, and tab ``tab`` (1: the plot) in front."""
+        index = self.model.findData(name)
+        if index < 0:
+            raise ValueError(f"no preset named {name!r}")
+        self.model.setCurrentIndex(index)  # the terms come from the preset, the plot focuses on it
+        self.form.set_tokens(context)
+        self.tabs.setCurrentIndex(tab)
+
     def _on_model(self, *_: object) -> None:
         key = self.model.currentData()
         if key == ON_SCREEN:
