@@ -15,7 +15,7 @@ from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QToolBar, QVBoxLayout, QWidget
 
-from . import dialogs, docks, layout, shortcuts
+from . import dialogs, docks, export, layout, shortcuts
 from .animation import SPEEDS, Animator
 from .app import launch_mark
 from .appearance import ThemeSetting
@@ -160,6 +160,7 @@ class MainWindow(QMainWindow):
         self.presenter.changed.connect(self._on_presenting)
         menu.addActions([self.presenter.present_action, self.presenter.fullscreen_action, shortcuts.install(self)])
         self.keys = install_keys(self)
+        export.install(self)  # ☰ → Export for slides, and its keys
         menu.addAction("Default layout", self.default_layout)
 
     def _dock(self, title: str, name: str, widget: QWidget, area) -> QDockWidget:
