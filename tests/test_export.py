@@ -30,11 +30,25 @@ PROMPT = "The cache remembers"
 STEPS = 20
 
 
-@pytest.fixture
-def window(qtbot, qapp):
+def _window(qtbot, qapp, steps: int):
     w = ready_window(qtbot, qapp, MODEL, PROMPT, size=(1280, 720))
     w.resize(1280, 720)  # a shown window is first fitted to the offscreen screen
-    assert w.controller.run_steps(STEPS, timeout_s=120), w.controller.last_error
+    assert w.controller.run_steps(steps, timeout_s=120), w.controller.last_error
+    return w
+
+
+@pytest.fixture
+def window(qtbot, qapp):
+    """A run of 20 steps (the movies)."""
+    w = _window(qtbot, qapp, STEPS)
+    yield w
+    w.shutdown()
+
+
+@pytest.fixture
+def short(qtbot, qapp):
+    """A run of 4 steps (pictures, figures, the menu)."""
+    w = _window(qtbot, qapp, 4)
     yield w
     w.shutdown()
 
@@ -92,8 +106,9 @@ def test_gif_and_mp4_of_20_steps_decode_with_their_frames(window, qtbot, tmp_pat
     assert not list(tmp_path.glob(".*partial*"))
 
 
-def test_cancel_leaves_no_file(window, qtbot, tmp_path):
-    e = export.start_movie(window, MovieChoice("gif", 0, STEPS - 1, (320, 180), 10.0, "normal", "window"), tmp_path / "c.gif")
+def test_cancel_leaves_no_file(short, qtbot, tmp_path):
+    window = short
+    e = export.start_movie(window, MovieChoice("gif", 0, 3, (320, 180), 10.0, "normal", "window"), tmp_path / "c.gif")
     qtbot.waitUntil(lambda: e.done >= 3, timeout=60_000)
     e.cancel()
     assert e.result == "error: cancelled"
@@ -101,41 +116,41 @@ def test_cancel_leaves_no_file(window, qtbot, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_png_2x_has_twice_the_pixels_of_the_same_picture(window, tmp_path):
-    one = export.save_view(window, "window", tmp_path / "w1.png", "png")
-    two = export.save_view(window, "window", tmp_path / "w2.png", "png2")
+def test_png_2x_has_twice_the_pixels_of_the_same_picture(short, tmp_path):
+    one = export.save_view(short, "window", tmp_path / "w1.png", "png")
+    two = export.save_view(short, "window", tmp_path / "w2.png", "png2")
     a, b = iio.imread(one)[..., :3].astype(float), iio.imread(two)[..., :3].astype(float)
     assert (b.shape[0], b.shape[1]) == (2 * a.shape[0], 2 * a.shape[1])
-    assert (a.shape[1], a.shape[0]) == (window.width(), window.height())
+    assert (a.shape[1], a.shape[0]) == (short.width(), short.height())
     # the same picture, drawn sharper: 2×2 blocks of the 2× image average close to the 1× pixels
     down = b.reshape(a.shape[0], 2, a.shape[1], 2, 3).mean(axis=(1, 3))
     assert np.abs(down - a).mean() < 12
-    lane = window.lane_panels[0]
-    p = export.save_view(window, f"lane {lane.name}", tmp_path / "lane.png", "png2")
+    lane = short.lane_panels[0]
+    p = export.save_view(short, f"lane {lane.name}", tmp_path / "lane.png", "png2")
     assert iio.imread(p).shape[:2] == (2 * lane.height(), 2 * lane.width())
 
 
-def test_svg_parses_and_holds_the_plots(window, tmp_path):
+def test_svg_parses_and_holds_the_plots(short, tmp_path):
     ns = "{http://www.w3.org/2000/svg}"
-    costs = ET.parse(export.save_view(window, "costs", tmp_path / "costs.svg", "svg")).getroot()
+    costs = ET.parse(export.save_view(short, "costs", tmp_path / "costs.svg", "svg")).getroot()
     assert costs.tag == f"{ns}svg"
     curves = [e for e in costs.iter() if e.tag in (f"{ns}path", f"{ns}polyline")]
     assert len(curves) > 10
     texts = " ".join("".join(e.itertext()) for e in costs.iter(f"{ns}text"))
     assert "K/V rows computed" in texts and "FLOPs" in texts
-    lane = ET.parse(export.save_view(window, f"lane {window.lane_panels[1].name}", tmp_path / "lane.svg", "svg")).getroot()
+    lane = ET.parse(export.save_view(short, f"lane {short.lane_panels[1].name}", tmp_path / "lane.svg", "svg")).getroot()
     assert len(list(lane.iter(f"{ns}image"))) >= 3  # K, V and attention heatmaps, embedded
     with pytest.raises(ExportError, match="no vector form"):
-        export.save_view(window, "window", tmp_path / "w.svg", "svg")
+        export.save_view(short, "window", tmp_path / "w.svg", "svg")
 
 
-def test_csv_has_the_recorded_numbers(window, tmp_path):
-    path = export.save_csv(window, tmp_path / "run.csv")
+def test_csv_has_the_recorded_numbers(short, tmp_path):
+    path = export.save_csv(short, tmp_path / "run.csv")
     with open(path, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    records, lanes = window.session.records, window.session.lanes
-    assert len(rows) == STEPS * len(lanes)
-    p = window.session.prompt_len
+    records, lanes = short.session.records, short.session.lanes
+    assert len(rows) == 4 * len(lanes)
+    p = short.session.prompt_len
     for row in rows:
         r = records[int(row["step"])]
         lane = r.lane(row["lane"])
@@ -149,21 +164,21 @@ def test_csv_has_the_recorded_numbers(window, tmp_path):
         assert int(row["rows_computed"]) == expected
 
 
-def test_install_is_idempotent_and_keys_work_with_the_menu_closed(window):
+def test_install_is_idempotent_and_keys_work_with_the_menu_closed(short):
     from PySide6.QtGui import QKeySequence
 
-    menu = export.install(window)
-    assert export.install(window) is menu
-    keys = [a.shortcut().toString() for a in window.actions()]
+    menu = export.install(short)
+    assert export.install(short) is menu
+    keys = [a.shortcut().toString() for a in short.actions()]
     assert keys.count(QKeySequence("Ctrl+E").toString()) == 1
     assert len(menu.actions()) == 4
 
 
-def test_movie_refuses_bad_requests(window, tmp_path):
+def test_movie_refuses_bad_requests(short, tmp_path):
     with pytest.raises(ExportError, match="steps must lie"):
-        export.start_movie(window, MovieChoice("gif", 0, STEPS, (320, 180), 10.0, "normal", "window"), tmp_path / "x.gif")
+        export.start_movie(short, MovieChoice("gif", 0, 4, (320, 180), 10.0, "normal", "window"), tmp_path / "x.gif")
     with pytest.raises(ExportError, match="even"):
-        export.start_movie(window, MovieChoice("mp4", 0, 3, (321, 180), 10.0, "normal", "window"), tmp_path / "x.mp4")
+        export.start_movie(short, MovieChoice("mp4", 0, 3, (321, 180), 10.0, "normal", "window"), tmp_path / "x.mp4")
 
 
 @pytest.mark.parametrize(
