@@ -4,12 +4,14 @@ through one shared paged block pool (``kvsim.requests``), with prefix caching on
 
 Text: one row per request — prefill rows computed and reused, block hits, TTFT, blocks held — then the
 waste of three ways to allocate the same rows. ``--json``: one object per request (``"request"``,
-``"prefix_cache"``, …), then ``{"summary": …}``.
+``"prefix_cache"``, …), then ``{"summary": …}``. ``--save FILE`` writes the run(s) with the pool's
+step-by-step snapshots (``kvsim.requests_trace``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .cli_args import positive_int
@@ -71,13 +73,17 @@ def cmd_requests(args: argparse.Namespace) -> int:
 
     if args.steps <= 0:
         raise UsageError(f"--steps must be ≥ 1, got {args.steps}")
-    for flag, value in (("--free-running", args.free_running or None), ("--reference", args.reference), ("--save", args.save)):
+    for flag, value in (("--free-running", args.free_running or None), ("--reference", args.reference)):
         if value is not None:
             raise UsageError(f"{flag} applies to one prompt, not to several requests")
     if args.lanes.replace(" ", "") != "uncached,cached":
         raise UsageError("--lanes applies to one prompt; several requests run through one paged pool (--block-size B)")
     if args.no_prefix_cache and args.compare_prefix_cache:
         raise UsageError("--no-prefix-cache and --compare-prefix-cache exclude each other")
+    if args.save:
+        folder = os.path.dirname(os.path.abspath(args.save))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            raise UsageError(f"--save: cannot write into {folder} (no such folder or no permission)")
     requests = _request_list(args)  # a bad file is one error line before the model loads
     sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
     loaded = load_model(args.model, device=args.device, dtype=args.dtype)
@@ -91,13 +97,20 @@ def cmd_requests(args: argparse.Namespace) -> int:
         sampling=sampling,
         stop_at_eos=not args.ignore_eos,
         model_id=loaded.model_id,
-        keep_snapshots=False,
+        keep_snapshots=bool(args.save),  # the pool's step-by-step snapshots go into the saved file
     )
     if args.compare_prefix_cache:
         both = compare_prefix_caching(loaded.model, loaded.tokenizer, inputs, **options)
         runs = [both.off, both.on]
     else:
         runs = [run_requests(loaded.model, loaded.tokenizer, inputs, prefix_caching=not args.no_prefix_cache, **options)]
+    if args.save:
+        from .requests_trace import save_runs
+
+        try:
+            save_runs(runs, args.save)
+        except OSError as exc:
+            raise UsageError(f"could not save the run to {args.save}: {exc.strerror or exc}") from None
     out = sys.stdout
     if args.json:
         for run in runs:

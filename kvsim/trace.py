@@ -212,6 +212,8 @@ class Trace:
             raise TraceError(f"{path}: a zip kvsim cannot read ({exc})") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise TraceError(f"{path}: manifest.json is not valid JSON ({exc})") from None
+        if isinstance(manifest, dict) and manifest.get("schema") == "kvsim-requests":
+            raise TraceError(f"{path}: holds several requests through a paged pool, not one run (kvsim.requests_trace reads it)")
         if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:
             raise TraceError(
                 f"{path}: not a kvsim trace (schema {manifest.get('schema')!r})"

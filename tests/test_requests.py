@@ -186,3 +186,27 @@ def test_cli_errors_are_one_line(capsys, tmp_path, args: list[str], message: str
     assert main(["run", "--model", SMALL, "--steps", "2", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_saved_requests_run_round_trips_and_bad_files_are_one_error(capsys, tmp_path) -> None:
+    from kvsim.requests_trace import load_runs
+    from kvsim.trace import Trace, TraceError
+
+    path = tmp_path / "reqs.kvsim"
+    args = ["--prompt", "a shared opening, then one", "--prompt", "a shared opening, then two", "--block-size", "4"]
+    assert main(["run", "--model", SMALL, "--steps", "3", "--json", "--compare-prefix-cache", "--save", str(path), *args]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    rows, summary = lines[:-1], lines[-1]["summary"]
+    off, on = load_runs(path)
+    assert (off.prefix_caching, on.prefix_caching) == (False, True)
+    assert [r.reused_rows for r in on.requests] == [row["reused_rows"] for row in rows[2:]]
+    assert len(on.snapshots) == 2 * 3 + 2 and on.snapshots[-1].phase == "finish"
+    assert on.snapshots[on.requests[1].first_step].table(1).hit_blocks == on.requests[1].hit_blocks > 0
+    assert all(len(s.token_ids) == on.pool_blocks for s in on.snapshots)
+    assert on.waste.as_dict() == summary["on"]["waste"] and off.waste.as_dict() == summary["off"]["waste"]
+    with pytest.raises(TraceError, match="several requests"):
+        Trace.load(path)  # a one-run trace reader says what the file is
+    broken = tmp_path / "broken.kvsim"
+    broken.write_bytes(path.read_bytes()[:200])
+    with pytest.raises(TraceError, match="broken.kvsim"):
+        load_runs(broken)
