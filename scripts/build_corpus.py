@@ -51,6 +51,11 @@ EOT = "<|endoftext|>"
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "resources" / "corpus" / "austen.txt.xz"
 OUT_PT = ROOT / "resources" / "corpus" / "portugues.txt.xz"
+OUT_WORDS = ROOT / "resources" / "corpus" / "palavras.txt.xz"
+# Debian's Brazilian Portuguese word list (GPL-2, br.ispell by Ricardo Ueda Karpischek): the tests'
+# judge of "is this a Portuguese word"; only its words that also occur in the Portuguese corpus are kept.
+WORDLIST = ("wbrazilian", "3.0~beta4-24", "c4ba29c560b7155c0e9041dfea98546dd088685268854186b84a43e555f70eab")
+WORDLIST_PATH = "./usr/share/dict/brazilian"
 
 # Lines that are titles, bylines, dates or section headings, not prose.
 HEADING = re.compile(
@@ -279,12 +284,20 @@ def build_austen(deb: bytes) -> list[str]:
     return parts
 
 
+def build_wordlist(deb: bytes, portuguese_docs: list[str]) -> bytes:
+    """Lower-cased words of wbrazilian that occur in the Portuguese corpus, one per line, sorted."""
+    words = {w.lower() for w in read_deb_member(deb, WORDLIST_PATH).decode("utf-8").split()}
+    seen = {w.lower() for doc in portuguese_docs for w in re.findall(r"[A-Za-zÀ-ÖØ-öø-ÿ]+(?:-[A-Za-zÀ-ÖØ-öø-ÿ]+)*", doc)}
+    return ("\n".join(sorted(words & seen)) + "\n").encode("utf-8")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--deb", type=Path, help="the r-cran-janeaustenr .deb, instead of running apt-get download")
     ap.add_argument("--deb-dir", type=Path, help="take PACKAGE_VERSION_all.deb files from this folder when there")
     ap.add_argument("--out", type=Path, default=OUT, help="the English corpus file")
     ap.add_argument("--out-pt", type=Path, default=OUT_PT, help="the Portuguese corpus file")
+    ap.add_argument("--out-words", type=Path, default=OUT_WORDS, help="the Portuguese word list for the tests")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -296,7 +309,13 @@ def main() -> int:
             deb = fetch_deb(PACKAGE, VERSION, DEB_SHA256, args.deb_dir, Path(tmp))
         write_xz(args.out, build_austen(deb))
         pt_debs = {pkg: fetch_deb(pkg, ver, sha, args.deb_dir, Path(tmp)) for pkg, (ver, sha, _) in PORTUGUESE.items()}
-    write_xz(args.out_pt, build_portuguese(pt_debs))
+        words_deb = fetch_deb(*WORDLIST, args.deb_dir, Path(tmp))
+    portuguese = build_portuguese(pt_debs)
+    write_xz(args.out_pt, portuguese)
+    words = build_wordlist(words_deb, portuguese)
+    args.out_words.write_bytes(lzma.compress(words, preset=9 | lzma.PRESET_EXTREME))
+    n_words = len(words.splitlines())
+    print(f"wrote {args.out_words}: {n_words} words, {args.out_words.stat().st_size} bytes compressed")
     return 0
 
 

@@ -211,7 +211,7 @@ def print_samples(model_dir: Path, seed: int, temperature: float = 0.8, max_new_
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
-    ap.add_argument("--steps", type=int, default=2200, help="optimizer steps (sets the cosine schedule)")
+    ap.add_argument("--steps", type=int, default=3000, help="optimizer steps (sets the cosine schedule)")
     ap.add_argument("--minutes", type=float, default=60.0, help="safety cap on training wall time")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--ctx", type=int, default=256)
@@ -220,7 +220,7 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--weight-decay", type=float, default=0.1)
     ap.add_argument("--vocab", type=int, default=3072)
-    ap.add_argument("--pt-share", type=float, default=0.5, help="probability that a training sequence is Portuguese")
+    ap.add_argument("--pt-share", type=float, default=0.4, help="probability that a training sequence is Portuguese")
     ap.add_argument("--device", default="cpu", help="torch device (cpu for the bundled model; cuda only for trials)")
     ap.add_argument("--dim", type=int, default=192)
     ap.add_argument("--ffn", type=int, default=512)
@@ -370,6 +370,7 @@ def main() -> int:
                 "vocab": tok.get_vocab_size(),
                 "train_minutes": round(train_minutes, 1),
                 "threads": args.threads,
+                "device": args.device,
                 "seed": args.seed,
                 "lr": args.lr,
             },

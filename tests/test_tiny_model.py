@@ -2,10 +2,10 @@
 
 Checks the shipped checkpoint itself: its size, its GQA shape (read from the tensors, not only the
 config), a tokenizer in which Portuguese accented letters are single tokens and Portuguese text
-round-trips, and greedy continuations — through kvsim's own run command — whose words are mostly
-found in a Portuguese word list (a subset of Debian's GPL-2 `wbrazilian`, shipped in
-resources/corpus/palavras.txt.xz, see PROVENANCE.md there) for Portuguese prompts and mostly not for
-English ones (so the list does tell the two languages apart).
+round-trips, and greedy continuations of the app's example prompts (through kvsim's own run command)
+whose words are mostly found in a Portuguese word list (a subset of Debian's GPL-2 `wbrazilian`,
+shipped in resources/corpus/palavras.txt.xz, see PROVENANCE.md there) for Portuguese prompts and
+mostly not for English ones (so the list does tell the two languages apart).
 
 KVSIM_TINY_DIR points the file at another checkpoint directory (used to vet a candidate before it
 replaces the bundled one).
@@ -17,6 +17,7 @@ import json
 import lzma
 import os
 import re
+from importlib.resources import files
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,8 @@ PT_TEXT = (
     "«Ó mar salgado, quanto do teu sal são lágrimas de Portugal!» É útil? Pôr, pôde, têm, açúcar, "
     "ÁGUA, ÊXODO, ÍNDIO, ÓPERA, ÚLTIMO, ÂNCORA, ÔNIBUS, ÃO, ÕES, ÇA, À."
 )
+# The app's example prompts (ui/prompts.json, installed as kvsim/ui/prompts.json).
+APP_PROMPTS = json.loads((files("kvsim.ui") / "prompts.json").read_text(encoding="utf-8"))
 WORD = re.compile(r"[A-Za-zÀ-ÖØ-öø-ÿ]+(?:-[A-Za-zÀ-ÖØ-öø-ÿ]+)*")
 
 
@@ -107,21 +110,14 @@ def test_word_list_tells_portuguese_from_english(portuguese_words):
     assert pt == 1.0 and en < 0.4  # "the", "a", "do" are in both languages
 
 
-@pytest.mark.parametrize(
-    "prompt",
-    [
-        "O cache de chaves e valores",
-        "Era uma vez, numa pequena aldeia junto ao mar,",
-        "A cache guarda o que o modelo já leu, por isso",
-    ],
-)
+@pytest.mark.parametrize("prompt", ["O cache de chaves e valores", *APP_PROMPTS["pt"]])
 def test_greedy_portuguese_continuation_is_portuguese(capsys, portuguese_words, prompt):
     text = greedy_continuation(capsys, prompt)
     fraction, words = portuguese_fraction(text, portuguese_words)
     assert fraction > 0.5 and len(words) >= 10, (fraction, text)
 
 
-@pytest.mark.parametrize("prompt", ["Once upon a time", "Elizabeth looked at her sister and"])
+@pytest.mark.parametrize("prompt", ["Once upon a time", *APP_PROMPTS["en"][:2]])
 def test_greedy_english_continuation_stays_english(capsys, portuguese_words, prompt):
     text = greedy_continuation(capsys, prompt)
     fraction, words = portuguese_fraction(text, portuguese_words)
