@@ -97,6 +97,15 @@ def check_output(path: str | os.PathLike[str], size: tuple[int, int], fps: float
     return fmt
 
 
+def theme_colors() -> list[tuple[int, int, int]]:
+    """The colours a GIF's palette always holds: the theme's named ones and samples of its colormaps."""
+    names = [theme.BG, theme.PANEL, theme.BORDER, theme.TEXT, theme.MUTED, theme.ACCENT, theme.ERROR, theme.MASKED]
+    colors = [tuple(int(c[i : i + 2], 16) for i in (1, 3, 5)) for c in (*names, *theme.LANE_COLORS, *theme.PHASE_COLORS.values())]
+    for cmap in (theme.KV_CMAP, theme.ATTN_CMAP):
+        colors += [tuple(int(v) for v in rgb) for rgb in theme.lut(cmap)[::11]]
+    return list(dict.fromkeys(colors))[:96]
+
+
 class Encoder(threading.Thread):
     """Writes the frames it is handed (``put``; ``None`` ends) to ``spec.path``, on its own thread."""
 
@@ -108,6 +117,7 @@ class Encoder(threading.Thread):
         self.error = ""
         self.written = 0
         self.tmp = spec.path.with_name(f".{spec.path.stem}.partial{spec.path.suffix}")
+        self.fixed = theme_colors() if spec.format == "gif" else []  # read here, on the GUI thread
 
     def _writer(self):
         if self.spec.format == "gif":
@@ -129,16 +139,25 @@ class Encoder(threading.Thread):
         return writer.append_data, writer.close
 
     def _gif_writer(self):
-        """Each frame is reduced to its own 256-colour palette as it arrives (here, off the GUI
-        thread), so closing only has to write them; Pillow merges identical neighbours (their
-        delays add up, the timing stays exact)."""
+        """Each frame is reduced to 256 colours as it arrives (here, off the GUI thread), all with
+        the first frame's palette and no dithering: what did not change between two frames keeps
+        the same pixels, so Pillow stores only the changed rectangle of each (and merges identical
+        neighbours, their delays added up: the timing stays exact)."""
         from PIL import Image
 
         frames: list[Image.Image] = []
         ms = 1000.0 / self.spec.fps
 
         def append(f: np.ndarray) -> None:
-            frames.append(Image.fromarray(f, "RGB").quantize(256, method=Image.Quantize.FASTOCTREE))
+            rgb = Image.fromarray(f, "RGB")
+            if not frames:  # the first frame's colours, and the theme's (a later DECODE badge keeps its green)
+                first = rgb.quantize(256 - len(self.fixed), method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+                palette = (first.getpalette() or [])[: 3 * (256 - len(self.fixed))]
+                palette += [0, 0, 0] * (256 - len(self.fixed) - len(palette) // 3)
+                first.putpalette(palette + [v for c in self.fixed for v in c])
+                frames.append(first)
+            else:
+                frames.append(rgb.quantize(palette=frames[0], dither=Image.Dither.NONE))
 
         def close() -> None:
             if frames and not self.cancelled.is_set():
