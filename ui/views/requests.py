@@ -43,6 +43,7 @@ class RequestsView(QWidget):
         self.caching = True
         self.busy = False
         self._auto_tried = False
+        self._land_on = 0  # the request whose prefill the slider shows after a run
         self.setFocusPolicy(Qt.StrongFocus)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
@@ -66,7 +67,11 @@ class RequestsView(QWidget):
 
         self.tabs = QTabWidget()
         lay.addWidget(self.tabs, 1)
-        self.tabs.addTab(self._build_blocks_tab(), "Blocks")
+        outer = QScrollArea()  # on a short screen the tab scrolls rather than squeezing its rows over each other
+        outer.setWidgetResizable(True)
+        outer.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        outer.setWidget(self._build_blocks_tab())
+        self.tabs.addTab(outer, "Blocks")
         self.numbers = NumbersPanel()
         self.tabs.addTab(self.numbers, "Off vs on")
         self.tabs.setTabToolTip(
@@ -131,7 +136,7 @@ class RequestsView(QWidget):
         self.scroll = QScrollArea()
         self.scroll.setWidgetResizable(True)
         self.scroll.setWidget(self.grid)
-        self.scroll.setMinimumHeight(120)
+        self.scroll.setMinimumHeight(150)  # two rows of blocks even on a short screen
         lay.addWidget(self.scroll, 1)
         self.table = BlockTableView()
         lay.addWidget(self.table)
@@ -169,12 +174,14 @@ class RequestsView(QWidget):
         if self._auto_tried or self.computed is not None or self.busy or session is None or session.run is None:
             return
         self._auto_tried = True
-        self.run_demo()
+        self.run_demo(show_request=0)
 
-    def run_demo(self) -> bool:
-        """Run the default demo list for the loaded model with the current settings (False while busy)."""
+    def run_demo(self, show_request: int = 1) -> bool:
+        """Run the default demo list for the loaded model with the current settings (False while busy);
+        when it is done the slider is on request ``show_request``'s prefill (0-based: by default the
+        second request's, whose prefill hits the blocks the first one filled)."""
         settings = self.bar.settings()
-        return self._submit(lambda loaded: compute_demo(loaded, settings), "the default demo list")
+        return self._submit(lambda loaded: compute_demo(loaded, settings), "the default demo list", show_request)
 
     def run(self) -> bool:
         """Run the list in the editor with the current settings (False while busy)."""
@@ -182,11 +189,12 @@ class RequestsView(QWidget):
         if not given.prompts:
             self.say("the request list is empty: write one prompt per line in the 'Request list' tab", error=True)
             return False
-        return self._submit(lambda loaded: compute(loaded, given, settings), f"{len(given.prompts)} requests")
+        return self._submit(lambda loaded: compute(loaded, given, settings), f"{len(given.prompts)} requests", 0)
 
-    def _submit(self, job, what: str) -> bool:
+    def _submit(self, job, what: str, land_on: int) -> bool:
         if self.busy:
             return False
+        self._land_on = land_on
         self._set_busy(True)
         self.say(f"running {what} twice through one paged pool (prefix caching off, then on), timing each prefill…")
         if not self.host.submit(job, self._done, self._failed):
@@ -224,15 +232,15 @@ class RequestsView(QWidget):
         self.numbers.set_computed(computed)
         hits = sum(r.hit_blocks for r in on.requests)
         self.say(
-            f"{computed.model_id}: {len(on.requests)} requests, blocks of {on.block_size}, pool {on.pool_blocks} blocks, "
-            f"{on.schedule}; prefix caching reused {sum(r.reused_rows for r in on.requests)} prompt rows ({hits} block hits); "
-            f"TTFT = median of {on.repeats}"
+            f"{computed.model_id}: {len(on.requests)} requests · B = {on.block_size} · pool {on.pool_blocks} blocks · "
+            f"{on.schedule} · {sum(r.reused_rows for r in on.requests)} prompt rows reused ({hits} block hits) · "
+            f"TTFT: median of {on.repeats}"
         )
         self._update_legend()
         self.slider.blockSignals(True)
         self.slider.setRange(0, max(0, len(self.current_run().snapshots) - 1))
         self.slider.blockSignals(False)
-        self.show_step(0)
+        self.show_step(self.prefill_step(self._land_on) or 0)
         self._draw()
 
     # ---------------------------------------------------------------- steps

@@ -43,19 +43,25 @@ def block_text(snap, block: int, token_text: dict[int, str]) -> str:
 
 def legend_tooltip() -> str:
     """The event words of the grid, explained."""
-    return "\n".join(f"{word}: {meaning}" for word, meaning in EVENT_MEANING.items())
+    lines = [
+        "each cell is one physical block of the pool: its B slots (filled in its holder's colour), its id #b",
+        "×N: N requests hold it (shared by prefix caching); the stripes on its left edge are its holders",
+        "dashed and dimmed: free, but its rows are kept and can still be found by hash (cached)",
+        "L j: the block is logical block j of the request chosen above",
+        "",
+    ]
+    return "\n".join(lines + [f"{word}: {meaning}" for word, meaning in EVENT_MEANING.items()])
 
 
 def legend_html(colors: list[str]) -> str:
-    swatches = " ".join(f"<span style='color:{c}'>■</span>&nbsp;{i + 1}" for i, c in enumerate(colors))
-    parts = [f"requests: {swatches}" if colors else ""]
+    """One short line (the event words are explained in its tooltip)."""
+    swatches = " ".join(f"<span style='color:{c}'>■</span>{i + 1}" for i, c in enumerate(colors))
+    parts = [swatches] if colors else []
     parts.append(
-        f"<span style='color:{theme.ACCENT}'><b>×N</b></span> shared by N requests · "
-        f"<span style='color:{theme.ACCENT}'>gold border: hit</span> (reused, not computed) · "
-        "bold border: new / written · dashed: free but cached · "
-        f"<span style='color:{theme.ERROR}'>evicted</span> · L j: logical block j of the chosen request"
+        f"<b style='color:{theme.ACCENT}'>×N</b> shared · <span style='color:{theme.ACCENT}'>gold: hit</span> · "
+        f"bold: new/written · dashed: cached · <span style='color:{theme.ERROR}'>evicted</span> · L j: logical block"
     )
-    return f"<span style='color:{theme.MUTED}'>" + " · ".join(p for p in parts if p) + "</span>"
+    return f"<span style='color:{theme.MUTED}'>" + " · ".join(parts) + "</span>"
 
 
 def step_summary(computed, caching: bool, step: int) -> str:
