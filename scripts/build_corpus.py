@@ -10,7 +10,7 @@ titles/chapter headings, strips the ``_italic_`` markup.
 
 Portuguese — three Debian packages of freely licensed Portuguese prose (see PORTUGUESE below):
 ``fortunes-br`` (GPL-2+: jokes, anecdotes, dialogues and quotations in Brazilian Portuguese),
-``focalinux-text`` (GFDL 1.1: the "Foca GNU/Linux" guide, pt-BR) and ``debian-reference-pt-br``
+``focalinux-text`` (GFDL 1.2: the "Foca GNU/Linux" guide, pt-BR) and ``debian-reference-pt-br``
 (GPL-2+: the Debian Reference in Portuguese).  Only prose paragraphs are kept (no tables, command
 lines, code or lists of options; see ``is_prose``).
 

@@ -24,7 +24,7 @@ import pytest
 from safetensors import safe_open
 
 from kvsim.cli import main
-from kvsim.models.base import bundled_models_dir, resources_dir
+from kvsim.models.base import bundled_models_dir
 from kvsim.models.loading import load_model
 
 TINY = Path(os.environ.get("KVSIM_TINY_DIR") or bundled_models_dir() / "tiny")
@@ -46,7 +46,7 @@ def loaded():
 
 @pytest.fixture(scope="module")
 def portuguese_words() -> set[str]:
-    path = resources_dir() / "corpus" / "palavras.txt.xz"
+    path = Path(__file__).resolve().parents[1] / "resources" / "corpus" / "palavras.txt.xz"  # not in the wheel
     return set(lzma.decompress(path.read_bytes()).decode("utf-8").split())
 
 
