@@ -138,6 +138,7 @@ def test_switching_theme_recolours_a_live_window_and_back(qtbot, qapp):
         assert cached.glw.backgroundBrush().color().name() == "#ffffff"
         assert w.costs.glw.backgroundBrush().color().name() == "#ffffff"
         assert cached.color == theme.lane_color(1) == "#0072B2"
+        assert cached.kv_text.fill.color().name() == "#ffffff" and cached.kv_text.color.name() == "#111111"
         assert w.costs.curves[1][0].opts["pen"].color().name().lower() == "#0072b2"
         # the same values: the computed row is coloured as before, the cached rows dimmed towards grey now
         light_k = cached.k.image.image

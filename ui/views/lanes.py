@@ -107,6 +107,15 @@ class LanePanel(LaneHover, QWidget):
         session.run_started.connect(self.redraw)
         session.cursor_moved.connect(self._mark)
         theme.on_change(self.retheme)
+        self._text_colours()  # a panel made while the light theme is on
+
+    def _text_colours(self) -> None:
+        fill = QColor(theme.BG)
+        fill.setAlpha(200)
+        for item in (self.cache_text, self.kv_text):
+            item.setColor(theme.TEXT)
+            item.fill = pg.mkBrush(fill)
+        self.q_text.setColor(theme.MUTED)
 
     def retheme(self, _name: str = "") -> None:
         """Re-colour everything this panel made (the theme changed): plots, labels, texts, images."""
@@ -115,12 +124,7 @@ class LanePanel(LaneHover, QWidget):
         self.axis.retheme()
         for p in self.plots:
             p.retheme(self.color)
-        fill = QColor(theme.BG)
-        fill.setAlpha(200)
-        for item in (self.cache_text, self.kv_text):
-            item.setColor(theme.TEXT)
-            item.fill = pg.mkBrush(fill)
-        self.q_text.setColor(theme.MUTED)
+        self._text_colours()
         for label in self.titles:
             label.setText(label.text, color=theme.MUTED)
         self._labels_state = None
