@@ -1,4 +1,4 @@
-"""The ``kvsim`` command line: ``run``, ``memory``, ``models``, ``inspect``, ``screenshot``, ``export``;
+"""The ``kvsim`` command line: ``run``, ``memory``, ``models``, ``inspect``, ``screenshot``, ``export``, ``roofline``;
 no arguments opens the app.
 
 Bad input exits with status 2 and one ``error: …`` line on stderr, never a traceback. The desktop
@@ -17,6 +17,7 @@ from . import __version__
 from .caches import SpecError, parse_lanes
 from .cli_args import Parser, nonneg_int, positive_int
 from .cli_reports import UsageError, add_memory_parser, cmd_gqa, cmd_inspect, cmd_memory, cmd_models
+from .cli_roofline import add_roofline_parser, cmd_roofline
 from .cli_run import add_run_parser, cmd_run
 from .memory import MemoryError_
 from .models.base import ModelLoadError
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_run_parser(sub)
     add_memory_parser(sub)
+    add_roofline_parser(sub)
 
     models = sub.add_parser("models", help="list or fetch models")
     msub = models.add_subparsers(dest="models_command", parser_class=Parser)
@@ -132,6 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_inspect(args)
         if args.command == "gqa":
             return cmd_gqa(args)
+        if args.command == "roofline":
+            return cmd_roofline(args)
         if args.command == "screenshot":
             parse_lanes(args.lanes)  # a bad spec is one error line before any window opens
             from .ui import screenshot  # the app, imported only when asked for (the engine never needs it)

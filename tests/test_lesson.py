@@ -40,18 +40,15 @@ def test_lesson_file_covers_the_articles_in_both_languages() -> None:
 
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_walking_the_lesson_reaches_every_state(qtbot, qapp, lang) -> None:
-    from kvsim.ui import lesson as lesson_module
-
     w = ready_window(qtbot, qapp, "tiny", "Hello", size=(1600, 900))
-    dock = lesson_module.install(w)
-    lesson = w.lesson
+    dock, lesson = w.lesson_dock, w.lesson
     lesson.set_language(lang)
     dock.setVisible(True)
     for i, step in enumerate(lesson.steps):
         if i:
             lesson.next()
         assert lesson.index == i
-        qtbot.waitUntil(lambda: lesson.done or bool(lesson.problem), timeout=60_000)
+        qtbot.waitUntil(lambda: lesson.done or bool(lesson.problem), timeout=150_000)
         assert not lesson.problem, (step.id, lesson.problem)
         s = w.session
         assert s.cursor == step.step, step.id
@@ -69,6 +66,6 @@ def test_walking_the_lesson_reaches_every_state(qtbot, qapp, lang) -> None:
                 target.geometry() if target.parentWidget() is w else lesson.highlight.geometry()
             )
     lesson.back()
-    qtbot.waitUntil(lambda: lesson.done or bool(lesson.problem), timeout=60_000)
+    qtbot.waitUntil(lambda: lesson.done or bool(lesson.problem), timeout=150_000)
     assert lesson.index == len(lesson.steps) - 2 and w.session.cursor == lesson.steps[-2].step
     w.shutdown()

@@ -295,7 +295,7 @@ class Lesson(QObject):
 
 
 def install(window) -> QDockWidget:
-    """A "Lesson" dock at the top (hidden until asked for: F1 or ☰ → Lesson); Page Down / Page Up
+    """A "Lesson" dock at the top (hidden until asked for: F2 or ☰ → Lesson); Page Down / Page Up
     (what presentation clickers send) move through it while it is shown."""
     lesson = Lesson(window)
     dock = QDockWidget("Lesson", window)
@@ -308,7 +308,7 @@ def install(window) -> QDockWidget:
     dock.visibilityChanged.connect(lambda shown: None if shown else lesson.highlight.show_on(None))
     action = dock.toggleViewAction()
     action.setText("Lesson")
-    action.setShortcut("F1")
+    action.setShortcut("F2")
     window.addAction(action)
     window.toolbar.menu.addAction(action)
     for key, move in (("PgDown", lesson.next), ("PgUp", lesson.back)):

@@ -15,7 +15,7 @@ from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QToolBar, QVBoxLayout, QWidget
 
-from . import dialogs, docks, export, layout, shortcuts
+from . import dialogs, docks, export, layout, lesson, shortcuts
 from .animation import SPEEDS, Animator
 from .app import launch_mark
 from .appearance import ThemeSetting
@@ -147,6 +147,7 @@ class MainWindow(QMainWindow):
         self.jobs = docks.Jobs(self)  # the extra docks' computations, on the worker thread
         host = docks.DockHost(self.session, self.jobs, self.show_message, self.settings, self)
         self.extra_docks = docks.install(self, host, menu)
+        lesson.install(self)  # ☰ → Lesson (F2): the guided lesson, hidden until asked for
         menu.addAction(self.focus_action)
         free = menu.addAction("Free-running lanes (each continues on its own choice)")
         free.setCheckable(True)
