@@ -201,3 +201,15 @@ def test_waste_closed_form() -> None:
     assert shared_prefix_blocks([[1, 2, 3, 4, 5], [1, 2, 3, 4, 6], [1, 2, 3, 4]], 2) == [0, 2, 1]
     with pytest.raises(ValueError):
         allocation_waste([65], 16, 64)
+
+
+def test_repeats_leave_the_paged_lane_unchanged() -> None:
+    """--repeats rolls the lane back between timed forwards: the blocks are released and taken again."""
+    loaded = load(FAMILY_SPECS["llama-mqa"])
+    runs = []
+    for repeats in (1, 3):
+        sim = Simulator(loaded.model, loaded.tokenizer, list(range(3, 12)), parse_lanes("kv,paged:4:8"), repeats=repeats)
+        runs.append([(r.token_id, r.lanes[1].cache_bytes, r.lanes[1].logit_diff) for r in sim.run(12, stop_at_eos=False)])
+        sim.lanes[1].cache.pool.check()
+        assert len(sim.lanes[1].cache.seq.blocks) == 5 and sim.lanes[1].cache.pool.n_free == 3
+    assert runs[0] == runs[1] and all(diff <= 1e-5 for _, _, diff in runs[0])
