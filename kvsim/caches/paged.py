@@ -78,7 +78,7 @@ class PagedCache(Cache):
         return PolicyInfo(
             spec=f"paged:{b}" + (f":{n}" if n is not None else ""),
             title="paged KV cache",
-            explanation=f"stores rows in blocks of {b} slots through a block table; reads them back by gather",
+            explanation=f"rows in blocks of {b} slots, read through a block table",
             reuses_past=True,
             lossy=False,
             evicts=False,
