@@ -12,6 +12,7 @@ read (never write) a model the user fetched.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import sys
@@ -40,6 +41,14 @@ atexit.register(shutil.rmtree, _SESSION_ROOT, True)
 for _var, _name in ISOLATED_VARS.items():
     (_SESSION_ROOT / _name).mkdir()
     os.environ[_var] = str(_SESSION_ROOT / _name)
+
+# the offscreen screen is 800×800 unless told otherwise, and the window never opens larger than its
+# screen: give the in-process GUI tests a 2560×1440 screen so a 1920×1080 window is 1920×1080
+# (tests/test_layout.py sets its own screen sizes in subprocesses)
+if os.environ["QT_QPA_PLATFORM"] == "offscreen":
+    _screen = _SESSION_ROOT / "screen.json"
+    _screen.write_text(json.dumps({"screens": [{"name": "tests", "x": 0, "y": 0, "width": 2560, "height": 1440, "dpr": 1}]}))
+    os.environ["QT_QPA_PLATFORM"] = f"offscreen:configfile={_screen}"
 
 
 def _point_qsettings_at(config: Path) -> None:

@@ -62,6 +62,9 @@ def main(args) -> int:
     from .window import MainWindow
 
     window = MainWindow(model=args.model, prompt=args.prompt, persist=False, fallback=False)
+
+    if getattr(args, "theme", None):  # the window applies its own theme setting when built: choose after it
+        window.theme_setting.choose(getattr(args, "theme", None))
     window.animator.set_speed("instant")
     window.resize(*layout_size(size, scale))
     window.show()

@@ -133,6 +133,9 @@ def main(args) -> int:
     from .window import MainWindow
 
     window = MainWindow(model=args.model, prompt=args.prompt, persist=False, fallback=args.model == "tiny")
+
+    if theme_name:  # the window applies its own theme setting when built: choose after it
+        window.theme_setting.choose(theme_name)
     window.animator.set_speed("instant")
     window.toolbar.show_speed("instant")
     window.controller.lanes = getattr(args, "lanes", None) or window.controller.lanes
