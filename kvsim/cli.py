@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"kvsim {__version__}")
     p.add_argument("--model", help="model to open the app with (default: the bundled model)")
     p.add_argument("--threads", type=positive_int, help="torch compute threads (default: half the cores, ≤ 4)")
+    p.add_argument("--lang", help="the app's language: pt_BR or en (default: the remembered choice, else the system's)")
     p.add_argument("--scale", type=float, help="the app's size factor, e.g. 1.5 for a projector (0.5 to 4)")
     sub = p.add_subparsers(dest="command", parser_class=Parser)
 
@@ -153,13 +154,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError(
                 "no display to open the window on (set DISPLAY, e.g. under Xvfb); `kvsim run` is the terminal version"
             )
+        known = ("en", "en_us", "en_gb", "pt", "pt_br")
+        if args.lang is not None and args.lang.replace("-", "_").lower().split(".")[0] not in known:
+            raise UsageError(f"--lang must be pt_BR or en, got {args.lang!r}")
         if args.scale is not None:
             if not 0.5 <= args.scale <= 4:
                 raise UsageError(f"--scale must be between 0.5 and 4, got {args.scale}")
             os.environ["QT_SCALE_FACTOR"] = f"{args.scale:g}"  # read when the QApplication starts
         from .ui import app  # the app, imported only when asked for (the engine never needs it)
 
-        return app.main(model=args.model)
+        return app.main(model=args.model, lang=args.lang)
     except UsageError as exc:
         return _fail(str(exc))
     except USER_ERRORS as exc:

@@ -159,9 +159,10 @@ def install_error_handlers(stream=None) -> ErrorHandlers:
     return _handlers
 
 
-def make_app(argv: list[str] | None = None, handlers: bool = True):
-    """The QApplication (made once), themed; ``handlers``: install the error handlers first, so
-    even Qt's messages while the application starts are filtered."""
+def make_app(argv: list[str] | None = None, handlers: bool = True, lang: str | None = None):
+    """The QApplication (made once), themed and in its language (``lang``: "en" / "pt_BR"; None: the
+    remembered choice, else the system's); ``handlers``: install the error handlers first, so even
+    Qt's messages while the application starts are filtered."""
     from PySide6.QtWidgets import QApplication
 
     from . import theme
@@ -173,6 +174,11 @@ def make_app(argv: list[str] | None = None, handlers: bool = True):
         app = QApplication(argv if argv is not None else [sys.argv[0]])
         app.setApplicationName("kvsim")
         app.setOrganizationName("kvsim")
+    from PySide6.QtCore import QSettings
+
+    from . import i18n
+
+    i18n.install(app, i18n.choose(lang, QSettings("kvsim", "kvsim-ui")))
     theme.apply(app)
     return app
 
@@ -213,11 +219,11 @@ def preload_engine() -> None:
             pass
 
 
-def main(model: str | None = None) -> int:
+def main(model: str | None = None, lang: str | None = None) -> int:
     launch_mark("main")
     preload_engine()
     launch_mark("engine-preloaded")
-    app = make_app()
+    app = make_app(lang=lang)
     launch_mark("qapplication")
     from .window import MainWindow
 

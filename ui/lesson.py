@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from PySide6.QtCore import QLocale, QObject, QRect, Qt, QTimer
+from PySide6.QtCore import QObject, QRect, Qt, QTimer
 from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QDockWidget, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
@@ -72,7 +72,10 @@ def load_lesson() -> list[LessonStep]:
 
 
 def system_language() -> str:
-    return "pt" if QLocale().name().lower().startswith("pt") else "en"
+    """The lesson's language: the app's (its translators follow --lang, the setting or the system)."""
+    from . import i18n
+
+    return "pt" if i18n.is_portuguese() else "en"
 
 
 class Highlight(QWidget):

@@ -1,0 +1,110 @@
+"""Languages: every visible string goes through Qt's translators, every number through the locale.
+
+Strings are written in English in the code as ``translate("context", "text")`` (the context is the
+module's short name, so ``pyside6-lupdate`` files each one under it); ``scripts/build_translations.py``
+collects them into ``resources/translations/pt_BR/<context>.ts`` (one file a module, translated
+there) and compiles them into ``kvsim_pt_BR.qm``, which ships in the wheel and is loaded here.
+
+Numbers: ``num(1.5, 1)`` is "1.5" in English and "1,5" in Portuguese; ``local(text)`` puts the
+engine's formatted figures ("1.23 M", "56.2 KB") in the locale's decimal separator.
+
+The language: ``--lang`` on the command line, else the choice remembered in the settings (☰ →
+Language), else the system's locale (Portuguese → pt_BR), else English.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+from PySide6.QtCore import QCoreApplication, QLibraryInfo, QLocale, QSettings, QTranslator
+
+LANGUAGES = {"en": "English", "pt_BR": "Português (Brasil)"}
+DEFAULT = "en"
+SETTING = "language"
+
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for: translate("context", "text")
+
+_state: dict[str, object] = {"lang": DEFAULT, "translators": []}
+
+
+class LanguageError(ValueError):
+    """A language kvsim has no translation for."""
+
+
+def normalize(lang: str | None) -> str | None:
+    """``"pt"``, ``"pt-BR"``, ``"pt_BR.UTF-8"`` → ``"pt_BR"``; ``"en_US"`` → ``"en"``; ``None`` → ``None``."""
+    if lang is None or not str(lang).strip():
+        return None
+    text = str(lang).strip().split(".")[0].replace("-", "_").lower()
+    if text.startswith("pt"):
+        return "pt_BR"
+    if text.startswith("en") or text in ("c", "posix"):
+        return "en"
+    raise LanguageError(f"no translation for {lang!r} (available: {', '.join(LANGUAGES)})")
+
+
+def choose(requested: str | None = None, settings: QSettings | None = None) -> str:
+    """The language to use: ``requested`` (``--lang``), else the remembered choice, else the system's."""
+    if requested is not None:
+        return normalize(requested) or DEFAULT
+    if settings is not None:
+        try:
+            remembered = normalize(settings.value(SETTING))
+        except LanguageError:
+            remembered = None  # a settings file from another version: fall back to the system's
+        if remembered is not None:
+            return remembered
+    return "pt_BR" if QLocale.system().name().lower().startswith("pt") else DEFAULT
+
+
+def install(app: QCoreApplication, lang: str) -> str:
+    """Load ``lang``'s translators into ``app`` (Qt's own dialogs too) and make its locale the default."""
+    lang = normalize(lang) or DEFAULT
+    for old in _state["translators"]:  # type: ignore[union-attr]
+        app.removeTranslator(old)
+    loaded: list[QTranslator] = []
+    if lang != "en":
+        ours = QTranslator(app)
+        qm = resources.files("kvsim.resources").joinpath(f"translations/kvsim_{lang}.qm")
+        if not qm.is_file() or not ours.load(str(qm)):
+            raise LanguageError(f"the {LANGUAGES[lang]} translation is missing (run scripts/build_translations.py)")
+        app.installTranslator(ours)
+        loaded.append(ours)
+        qt = QTranslator(app)
+        if qt.load(f"qtbase_{lang}", QLibraryInfo.path(QLibraryInfo.TranslationsPath)):
+            app.installTranslator(qt)
+            loaded.append(qt)
+    _state["translators"] = loaded
+    _state["lang"] = lang
+    QLocale.setDefault(QLocale(QLocale.Portuguese, QLocale.Brazil) if lang == "pt_BR" else QLocale(QLocale.English))
+    return lang
+
+
+def language() -> str:
+    """The language in use: "en" or "pt_BR"."""
+    return str(_state["lang"])
+
+
+def is_portuguese() -> bool:
+    return _state["lang"] == "pt_BR"
+
+
+def num(value: float, decimals: int = 1) -> str:
+    """A number with ``decimals`` digits in the locale's format (1.5 / 1,5; thousands grouped)."""
+    return QLocale().toString(float(value), "f", decimals)
+
+
+def integer(value: int) -> str:
+    """A whole number with the locale's grouping (12,345 / 12.345)."""
+    return QLocale().toString(int(value))
+
+
+_NUMBER = re.compile(r"\d[\d,]*\.\d+|\d{1,3}(?:,\d{3})+")
+
+
+def local(text: str) -> str:
+    """``text`` with its numbers written in the locale's separators ("1.23 M" → "1,23 M" in Portuguese)."""
+    if not is_portuguese():
+        return text
+    return _NUMBER.sub(lambda m: m.group(0).replace(",", "\0").replace(".", ",").replace("\0", "."), text)
