@@ -40,16 +40,21 @@ def tool(name: str) -> str:
     return exe
 
 
-def update(ts_dir: Path, lang: str) -> list[Path]:
+def update(ts_dir: Path, lang: str, only: list[str] | None = None) -> list[Path]:
+    """Refresh the .ts of every module (``only``: of these modules, the other .ts files untouched); all .ts files."""
     ts_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, path in modules():
         ts = ts_dir / f"{name}.ts"
+        if only and name not in only:
+            if ts.is_file():
+                written.append(ts)
+            continue
         options = ["-silent", "-no-obsolete", "-locations", "none", "-target-language", lang]
         subprocess.run([tool("lupdate"), *options, str(path), "-ts", str(ts)], check=True)
         written.append(ts)
     keep = {p.name for p in written}
-    for stale in ts_dir.glob("*.ts"):  # a module that no longer has strings (or no longer exists)
+    for stale in [] if only else ts_dir.glob("*.ts"):  # a module that no longer has strings (or no longer exists)
         if stale.name not in keep:
             stale.unlink()
     return written
@@ -73,6 +78,7 @@ def unfinished(ts_files: list[Path]) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="change nothing; exit 1 when anything is out of date")
+    ap.add_argument("--only", nargs="+", metavar="MODULE", help="refresh only these modules' .ts (e.g. window views.lanes)")
     args = ap.parse_args()
     status = 0
     for lang in LANGS:
@@ -90,7 +96,7 @@ def main() -> int:
                     stale.append(qm.name)
                 missing = unfinished(files)
         else:
-            files = update(OUT / lang, lang)
+            files = update(OUT / lang, lang, args.only)
             release(files, OUT / f"kvsim_{lang}.qm")
             stale, missing = [], unfinished(files)
         for name in stale:
