@@ -173,6 +173,8 @@ class RequestsView(QWidget):
         session = getattr(self.host, "session", None)
         if self._auto_tried or self.computed is not None or self.busy or session is None or session.run is None:
             return
+        if not self.isVisible():  # built, then hidden before the model came: wait for the next show
+            return
         self._auto_tried = True
         self.run_demo(show_request=0)
 
@@ -308,6 +310,10 @@ class RequestsView(QWidget):
         self.readout.setText(text)
         if self.grid.underMouse():
             QToolTip.showText(QCursor.pos(), text, self.grid)
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt
+        super().showEvent(event)
+        QTimer.singleShot(0, self._auto_run)
 
     # ---------------------------------------------------------------- keys and theme
     def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt

@@ -64,7 +64,7 @@ class SettingsBar(QWidget):
             TIP_POOL,
         )
         self.pool.setSpecialValueText("all fit")
-        self.steps = self._spin(lay, "steps", 1, 64, 8, "tokens each request generates (its first comes from the prefill)")
+        self.steps = self._spin(lay, "steps", 1, 64, 4, "tokens each request generates (its first comes from the prefill)")
         self.schedule = QComboBox()
         self.schedule.addItems(list(SCHEDULES))
         self.schedule.setCurrentText("interleaved")  # every request's blocks live at once: shared ones show ×N
