@@ -24,6 +24,8 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QMenu, QSplitter
 
 from .. import theme
+from ..i18n import translate
+from . import policy_text
 from .lanes import LanePanel
 
 MAX_SHOWN_LANES = 4  # more lanes than this open hidden (the Lanes menu shows any of them)
@@ -44,7 +46,7 @@ class LaneArea(QSplitter):
         self.hidden: set[str] = set()
         self.selection = (0, 0)
         self._hover = -1
-        self.menu = QMenu("Lanes")
+        self.menu = QMenu(translate("views.lane_area", "Lanes"))
         self._lanes: list = []  # the lanes the area was built for
         self._actions: dict[str, object] = {}
         self.last_rebuild_ms = 0.0  # what the last new run's lanes cost the GUI thread here (tests, benchmarks)
@@ -53,7 +55,7 @@ class LaneArea(QSplitter):
         self._build_soon.setSingleShot(True)
         self._build_soon.setInterval(0)
         self._build_soon.timeout.connect(self._build_next)
-        self.placeholder: QLabel | None = QLabel("loading the model …")
+        self.placeholder: QLabel | None = QLabel(translate("views.lane_area", "loading the model …"))
         self.placeholder.setAlignment(Qt.AlignCenter)
         self.placeholder.setStyleSheet(f"color: {theme.MUTED}; font-size: 20pt;")
         self.addWidget(self.placeholder)
@@ -98,7 +100,7 @@ class LaneArea(QSplitter):
         self.menu.clear()
         self._actions = {}
         for lane in self._lanes:
-            action = self.menu.addAction(f"{self.session.lane_label(lane.index)} — {lane.name}")
+            action = self.menu.addAction(f"{policy_text.lane_label(self.session, lane.index)} — {lane.name}")
             action.setCheckable(True)
             action.setChecked(self._wanted(lane))
             action.toggled.connect(lambda on, name=lane.name: self.show_lane(name, on))

@@ -9,6 +9,7 @@ import numpy as np
 from PySide6.QtCore import QRectF
 
 from .. import theme
+from ..i18n import num, translate
 from .derived import MAX_COLS
 
 
@@ -40,8 +41,12 @@ class LaneHover:
         """The token of a K/q/V row (the axis names every row only when they are tall enough)."""
         s = self.session
         lo, n, comp_lo, _, _ = self._geom
-        how = "computed this step" if row >= comp_lo else "read from the cache"
-        self.pointed.emit(f"row {row}: {theme.show_token(s.token_label(row, self.index))!r} · {how}")
+        token = repr(theme.show_token(s.token_label(row, self.index)))
+        if row >= comp_lo:
+            text = translate("views.lane_hover", "row {row}: {token} · computed this step")
+        else:
+            text = translate("views.lane_hover", "row {row}: {token} · read from the cache")
+        self.pointed.emit(text.format(row=row, token=token))
 
     def _point_attention(self, row: int, x: float) -> None:
         s = self.session
@@ -53,14 +58,21 @@ class LaneHover:
         layer, head = min(self.layer, cfg.n_layers - 1), min(self.head, cfg.n_heads - 1)
         p = self.derived.attention_values(self.index, layer, head, row)
         q, k = theme.show_token(s.token_label(row, self.index)), theme.show_token(s.token_label(col, self.index))
-        text = f"attention of {q!r} (position {row}) to {k!r} (position {col}): "
+        p_text = ""
         if col >= p.shape[0]:
-            text += "masked (a future position)"
+            text = translate(
+                "views.lane_hover", "attention of {q} (position {row}) to {k} (position {col}): masked (a future position)"
+            )
         elif np.isnan(p[col]):
-            text += "not seen by this lane (outside its window, or evicted)"
+            text = translate(
+                "views.lane_hover",
+                "attention of {q} (position {row}) to {k} (position {col}):"
+                " not seen by this lane (outside its window, or evicted)",
+            )
         else:
-            text += f"p = {p[col]:.4f}"
-        self.pointed.emit(text)
+            text = translate("views.lane_hover", "attention of {q} (position {row}) to {k} (position {col}): p = {p}")
+            p_text = num(float(p[col]), 4)
+        self.pointed.emit(text.format(q=repr(q), row=row, k=repr(k), col=col, p=p_text))
 
     def set_hovered(self, position: int) -> None:
         self.hover_pos = position

@@ -1,12 +1,16 @@
 """What a lane's panel says in words, apart from its widgets: the step's progress during the recompute
 animation (one count for the readout and the labels), the readout, the column titles (shortened to
-fit) and the plain-language tooltips. Pure functions of the records: tests call them directly."""
+fit) and the plain-language tooltips, in the app's language. Pure functions of the records: tests call
+them directly."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from PySide6.QtCore import QT_TRANSLATE_NOOP
+
 from .. import theme
+from ..i18n import local, num, translate
 
 SWEEP_END = 0.7  # the recompute sweep runs over t in [0, 0.7]; the new rows fade in over [0.7, 1]
 
@@ -41,7 +45,8 @@ def step_progress(t: float, comp_lo: int, new_lo: int, n: int) -> Progress:
     return Progress(float(new_lo), 1.0 - t, total, total)  # only new rows: they fade in, all computed
 
 
-READOUT_TIP = (
+READOUT_TIP = QT_TRANSLATE_NOOP(
+    "views.lane_text",
     "this step — what this lane's forward pass did to produce one token:\n"
     "• K/V rows computed: rows of K and V computed this step (no cache: every row again; "
     "a KV cache: only the new token's)\n"
@@ -53,56 +58,104 @@ READOUT_TIP = (
     "• recomputed vs first |Δ|: how far recomputed rows are from their first computation "
     "(0: the past never changes)\n"
     "• |Δlogit|: the largest difference between this lane's next-token scores and the reference lane's\n"
-    "• KL: how far this lane's next-token distribution is from the reference's (Kullback–Leibler; 0 = identical)"
+    "• KL: how far this lane's next-token distribution is from the reference's (Kullback–Leibler; 0 = identical)",
 )
+
+
+def _tr(text: str) -> str:
+    return translate("views.lane_text", text)
+
+
+def readout_tip() -> str:
+    """The readout's tooltip in the app's language."""
+    return _tr(READOUT_TIP)
 
 
 def readout_html(lane, info, color: str, progress: Progress, narrow: bool, compared: bool, own_differs: bool) -> str:
     """The per-step readout of ``lane`` (a LaneStep) at ``progress``; ``compared``: show |Δlogit| and KL
     against the reference; ``narrow``: the same in fewer words."""
     rows = progress.total
-    count = f"{rows}" if progress.finished else f"{progress.done} of {rows}"
+
+    def bold(text: str) -> str:
+        return f"<b style='color:{color}'>{text}</b>"
+
     if narrow:
-        what = "row" if rows == 1 else "rows"
-        count = f"{rows}" if progress.finished else f"{progress.done}/{rows}"
+        count = bold(f"{rows}" if progress.finished else f"{progress.done}/{rows}")
+        first = (
+            translate("views.lane_text", "{count} row") if rows == 1 else translate("views.lane_text", "{count} rows")
+        ).format(count=count)
+    elif progress.finished:
+        first = translate("views.lane_text", "this step: {count} K/V rows computed").format(count=bold(f"{rows}"))
     else:
-        what = "K/V rows computed" if progress.finished else "K/V rows computed so far"
+        of = translate("views.lane_text", "{done} of {total}").format(done=progress.done, total=rows)
+        first = translate("views.lane_text", "this step: {count} K/V rows computed so far").format(count=bold(of))
     diff = ""
     if lane.recompute_diff is not None:
-        diff = f" · {'recomputed' if narrow else 'recomputed vs first'} |Δ| ≤ <b>{lane.recompute_diff:.0e}</b>"
+        value = f"<b>{local(f'{lane.recompute_diff:.0e}')}</b>"
+        said = (
+            translate("views.lane_text", "recomputed |Δ| ≤ {diff}")
+            if narrow
+            else translate("views.lane_text", "recomputed vs first |Δ| ≤ {diff}")
+        )
+        diff = " · " + said.format(diff=value)
     elif compared:
-        diff = f"<br>{'' if narrow else 'vs reference: '}|Δlogit| <b>{lane.logit_diff:.2g}</b> · KL <b>{lane.kl_div:.2g}</b>"
+        logit, kl = f"<b>{local(f'{lane.logit_diff:.2g}')}</b>", f"<b>{local(f'{lane.kl_div:.2g}')}</b>"
+        said = (
+            "|Δlogit| {logit} · KL {kl}" if narrow else translate("views.lane_text", "vs reference: |Δlogit| {logit} · KL {kl}")
+        )
+        diff = "<br>" + said.format(logit=logit, kl=kl)
         if own_differs:
-            diff += f" · <b style='color:{theme.ERROR}'>own choice differs</b>"
+            diff += f" · <b style='color:{theme.ERROR}'>{translate('views.lane_text', 'own choice differs')}</b>"
     cache = (
-        f"cache <b>{lane.cache_tokens}</b> rows, <b>{theme.human_bytes(lane.cache_bytes)}</b>"
+        translate("views.lane_text", "cache {rows} rows, {bytes}").format(
+            rows=f"<b>{lane.cache_tokens}</b>", bytes=f"<b>{local(theme.human_bytes(lane.cache_bytes))}</b>"
+        )
         if lane.cache_tokens
-        else "nothing cached"
+        else translate("views.lane_text", "nothing cached")
+    )
+    keys = (translate("views.lane_text", "{n} keys") if narrow else translate("views.lane_text", "{n} keys read")).format(
+        n=lane.context
     )
     return (
-        f"{'' if narrow else 'this step: '}<b style='color:{color}'>{count}</b> {what} · "
-        f"<b style='color:{color}'>{theme.human_count(lane.flops)}FLOP</b> · <b style='color:{color}'>{lane.wall_ms:.2f} ms</b>"
-        f"<br><span style='color:{theme.MUTED}'>{lane.context} keys{'' if narrow else ' read'} · {cache}{diff}</span>"
+        f"{first} · {bold(local(theme.human_count(lane.flops)) + 'FLOP')} · {bold(num(lane.wall_ms, 2) + ' ms')}"
+        f"<br><span style='color:{theme.MUTED}'>{keys} · {cache}{diff}</span>"
     )
 
 
 def recompute_label(progress: Progress) -> str:
     """The words over the swept rows: the same count as the readout's."""
+    return recompute_forms(progress)[0]
+
+
+def recompute_forms(progress: Progress) -> list[str]:
+    """The words over the swept rows and their shorter forms (the same count), longest first."""
+    n = progress.total
     if progress.finished:
-        return f"all {progress.total} rows recomputed"
-    return f"{progress.done} of {progress.total} rows recomputed"
+        return [
+            translate("views.lane_text", "all {total} rows recomputed").format(total=n),
+            translate("views.lane_text", "all {total} recomputed").format(total=n),
+            translate("views.lane_text", "all {total}").format(total=n),
+        ]
+    return [
+        translate("views.lane_text", "{done} of {total} rows recomputed").format(done=progress.done, total=n),
+        translate("views.lane_text", "{done} of {total} recomputed").format(done=progress.done, total=n),
+        f"{progress.done}/{n}",
+    ]
 
 
-def short_forms(text: str) -> list[str]:
-    """``text`` and its shorter forms, saying the same (counts kept), longest first."""
-    fixed = {"read from cache": ["cached"], "earlier rows not recomputed": ["not recomputed"]}
-    if text in fixed:
-        return [text, *fixed[text]]
-    words = text.split()
-    if text.endswith("rows recomputed") and len(words) >= 4:  # "12 of 60 rows recomputed" / "all 60 rows recomputed"
-        count = " ".join(words[:-2])
-        return [text, f"{count} recomputed", count.replace(" of ", "/")]
-    return [text]
+def cached_forms() -> list[str]:
+    """The words over K/V rows read from the cache, longest first."""
+    return [translate("views.lane_text", "read from cache"), translate("views.lane_text", "cached")]
+
+
+def not_recomputed_forms() -> list[str]:
+    """The words over attention rows a cached lane did not compute again, longest first."""
+    return [translate("views.lane_text", "earlier rows not recomputed"), translate("views.lane_text", "not recomputed")]
+
+
+def q_not_cached_forms() -> list[str]:
+    """The words said vertically over the empty q rows, longest first."""
+    return [translate("views.lane_text", "Q is not cached"), translate("views.lane_text", "not cached")]
 
 
 def uses_rope(cfg) -> bool:
@@ -113,39 +166,72 @@ def uses_rope(cfg) -> bool:
 def title_options(cfg, layer: int, head: int, kv_head: int, error: float | None = None) -> list[list[str]]:
     """Per column (K, q, V, attention): titles from the most to the least words (the first that fits)."""
     d = cfg.head_dim
-    k = "K after RoPE" if uses_rope(cfg) else "K"
+    k = _tr("K after RoPE") if uses_rope(cfg) else "K"
     columns = [
         [
-            f"{k} · kv head {kv_head} · {d} dims",
-            f"{k} · kv head {kv_head}",
+            _tr("{k} · kv head {kv_head} · {d} dims").format(k=k, kv_head=kv_head, d=d),
+            _tr("{k} · kv head {kv_head}").format(k=k, kv_head=kv_head),
             f"{k} · kv {kv_head}",
             k,
             "K·RoPE" if k != "K" else k,
         ],
-        [f"q · head {head}", "q", ""],
-        [f"V · layer {layer}", f"V · L{layer}", "V"],
-        [f"attention of head {head} over keys", f"attention · head {head}", "attention"],
+        [_tr("q · head {head}").format(head=head), "q", ""],
+        [_tr("V · layer {layer}").format(layer=layer), _tr("V · L{layer}").format(layer=layer), "V"],
+        [
+            _tr("attention of head {head} over keys").format(head=head),
+            _tr("attention · head {head}").format(head=head),
+            _tr("attention"),
+        ],
     ]
     if error is not None:
-        columns[0] = [f"K − exact · kv head {kv_head} · ±{error:.1g}", f"K − exact · ±{error:.1g}", "K − exact", "K"]
-        columns[2] = [f"V − exact · layer {layer}", "V − exact", "V"]
+        e = local(f"{error:.1g}")
+        columns[0] = [
+            _tr("K − exact · kv head {kv_head} · ±{error}").format(kv_head=kv_head, error=e),
+            _tr("K − exact · ±{error}").format(error=e),
+            _tr("K − exact"),
+            "K",
+        ]
+        columns[2] = [_tr("V − exact · layer {layer}").format(layer=layer), _tr("V − exact"), "V"]
     return columns
 
 
 def title_tips(cfg, head: int, kv_head: int) -> list[str]:
     """Plain-language tooltips of the four columns."""
-    rope = (
-        " Stored after RoPE: each key is already rotated by its position, so a cached key is used as it is."
-        if uses_rope(cfg)
-        else " GPT-2 has no RoPE: positions were added to the input as learned embeddings."
-    )
+    d = cfg.head_dim
+    if uses_rope(cfg):
+        k = translate(
+            "views.lane_text",
+            "K: the keys this lane holds, one row per token, the {d} dimensions of kv head {kv_head}."
+            " Stored after RoPE: each key is already rotated by its position, so a cached key is used as it is."
+            " Dim rows were read from the cache, bright rows computed this step.",
+        )
+        q = translate(
+            "views.lane_text",
+            "q: the query rows of head {head} this lane computed this step. Q is never cached: the new token's"
+            " query (bright) is what reads the cache — it meets every stored key in q·Kᵀ. Also after RoPE.",
+        )
+    else:
+        k = translate(
+            "views.lane_text",
+            "K: the keys this lane holds, one row per token, the {d} dimensions of kv head {kv_head}."
+            " GPT-2 has no RoPE: positions were added to the input as learned embeddings."
+            " Dim rows were read from the cache, bright rows computed this step.",
+        )
+        q = translate(
+            "views.lane_text",
+            "q: the query rows of head {head} this lane computed this step. Q is never cached: the new token's"
+            " query (bright) is what reads the cache — it meets every stored key in q·Kᵀ.",
+        )
     return [
-        f"K: the keys this lane holds, one row per token, the {cfg.head_dim} dimensions of kv head {kv_head}.{rope}"
-        " Dim rows were read from the cache, bright rows computed this step.",
-        f"q: the query rows of head {head} this lane computed this step. Q is never cached: the new token's"
-        " query (bright) is what reads the cache — it meets every stored key in q·Kᵀ."
-        + (" Also after RoPE." if uses_rope(cfg) else ""),
-        f"V: the values of kv head {kv_head}; the attention row weights them and the sum is this head's output.",
-        "attention: softmax(q·Kᵀ/√d) of each query row over the keys it could see (colour ∝ √p)."
-        " Hatched: masked, a future position. Cross-hatched: not seen by this lane (outside its window, or evicted).",
+        k.format(d=d, kv_head=kv_head),
+        q.format(head=head),
+        translate(
+            "views.lane_text",
+            "V: the values of kv head {kv_head}; the attention row weights them and the sum is this head's output.",
+        ).format(kv_head=kv_head),
+        translate(
+            "views.lane_text",
+            "attention: softmax(q·Kᵀ/√d) of each query row over the keys it could see (colour ∝ √p)."
+            " Hatched: masked, a future position. Cross-hatched: not seen by this lane (outside its window, or evicted).",
+        ),
     ]

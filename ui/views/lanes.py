@@ -23,10 +23,22 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from .. import theme
 from ..attention import kv_head_of
+from ..i18n import translate
+from . import policy_text
 from .derived import DerivedImages
 from .lane_hover import LaneHover
 from .lane_plots import DIM, ImagePlot, TokenAxis, dim_rows  # noqa: F401 - DIM, dim_rows: the dimming tests check
-from .lane_text import READOUT_TIP, readout_html, recompute_label, short_forms, step_progress, title_options, title_tips
+from .lane_text import (
+    cached_forms,
+    not_recomputed_forms,
+    q_not_cached_forms,
+    readout_html,
+    readout_tip,
+    recompute_forms,
+    step_progress,
+    title_options,
+    title_tips,
+)
 
 MAX_ROWS = 256  # rows drawn at most (the newest ones); older rows scroll off the top
 
@@ -95,7 +107,7 @@ class LanePanel(LaneHover, QWidget):
         rf.setPointSizeF(rf.pointSizeF() * 1.08)
         self.readout.setFont(rf)
         self.readout.setWordWrap(True)
-        self.readout.setToolTip(READOUT_TIP)
+        self.readout.setToolTip(readout_tip())
         self.header.setWordWrap(False)  # one line in every lane, so all lanes' plots get the same height
         for label in (self.header, self.readout):
             label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
@@ -184,22 +196,21 @@ class LanePanel(LaneHover, QWidget):
     def _set_header(self) -> None:
         """One line: the lane's label, then as much of its explanation as fits (all of it in the tooltip)."""
         info = self.info
-        label = self.session.lane_label(self.index)
+        label = policy_text.lane_label(self.session, self.index)
+        explanation = policy_text.explanation(info.explanation)
         bold = QFont(self.header.font())
         bold.setBold(True)
         room = self.header.width() - QFontMetrics(bold).horizontalAdvance(f"● {label}") - 12
-        what = (
-            self.header.fontMetrics().elidedText(f" — {info.explanation}", Qt.ElideRight, max(room, 0))
-            if info.explanation
-            else ""
-        )
+        what = self.header.fontMetrics().elidedText(f" — {explanation}", Qt.ElideRight, max(room, 0)) if explanation else ""
         text = (
             f"<span style='color:{self.color}'>●</span> <b style='color:{self.color}'>{escape(label)}</b>"
             f"<span style='color:{theme.MUTED}'>{escape(what)}</span>"
         )
         if text != self.header.text():
             self.header.setText(text)
-        self.header.setToolTip(f"lane {info.name}: {info.explanation}")
+        self.header.setToolTip(
+            translate("views.lanes", "lane {name}: {explanation}").format(name=info.name, explanation=explanation)
+        )
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
@@ -225,7 +236,8 @@ class LanePanel(LaneHover, QWidget):
                 item.setVisible(False)
             self._labels_state = None
             self.axis.newest = -1  # no rows yet: no row labels
-            self.readout.setText(f"<span style='color:{theme.MUTED}'>press Step (→) to run the prefill</span>")
+            hint = translate("views.lanes", "press Step (→) to run the prefill")
+            self.readout.setText(f"<span style='color:{theme.MUTED}'>{hint}</span>")
             self._titles(self.layer, self.head)
             return
         cfg = s.config
@@ -304,10 +316,10 @@ class LanePanel(LaneHover, QWidget):
                 breaks = np.nonzero(np.diff(cached) != 1)[0]
                 run = cached[breaks[-1] + 1 :] if breaks.size else cached
                 y = (run[0] + run[-1] + 1) / 2 if run.size >= 2 else y
-            state = ("read from cache", "earlier rows not recomputed", y, (lo + comp_lo) / 2)
+            state = (tuple(cached_forms()), tuple(not_recomputed_forms()), y, (lo + comp_lo) / 2)
         elif new_lo > comp_lo and new_lo - max(lo, comp_lo) >= 2:
             y = (max(lo, comp_lo) + new_lo) / 2
-            state = ("recomputed", recompute_label(pr), y, None)
+            state = ((translate("views.lanes", "recomputed"),), tuple(recompute_forms(pr)), y, None)
         else:
             state = None
         key = (state, self.k.width, self.a.width, self.k.vb.width(), self.a.vb.width(), self.q.vb.height())
@@ -319,9 +331,9 @@ class LanePanel(LaneHover, QWidget):
                 item.setVisible(False)
             return
         fm = self.fontMetrics()
-        for item, plot, text in ((self.kv_text, self.k, state[0]), (self.cache_text, self.a, state[1])):
+        for item, plot, forms in ((self.kv_text, self.k, state[0]), (self.cache_text, self.a, state[1])):
             # a short form (the same count), or nothing, if it would clip
-            text = next((f for f in short_forms(text) if fm.horizontalAdvance(f) + 12 <= plot.vb.width()), "")
+            text = next((f for f in forms if fm.horizontalAdvance(f) + 12 <= plot.vb.width()), "")
             if not text:
                 item.setVisible(False)
                 continue
@@ -330,7 +342,7 @@ class LanePanel(LaneHover, QWidget):
             item.setVisible(True)
         # the q column is empty above the new row: Q is never cached (said vertically, where it fits)
         rows_px = self.q.vb.height() * (comp_lo - lo) / max(n - lo, 1)
-        q_says = next((t for t in ("Q is not cached", "not cached") if fm.horizontalAdvance(t) + 8 <= rows_px), None)
+        q_says = next((t for t in q_not_cached_forms() if fm.horizontalAdvance(t) + 8 <= rows_px), None)
         if state[3] is not None and q_says and fm.height() + 2 <= self.q.vb.width():
             self.q_text.setText(q_says)
             self.q_text.setPos(self.q.width / 2, state[3])

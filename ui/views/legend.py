@@ -8,6 +8,7 @@ from PySide6.QtGui import QBrush, QColor, QLinearGradient, QPainter
 from PySide6.QtWidgets import QWidget
 
 from .. import theme
+from ..i18n import translate
 
 
 class Legend(QWidget):
@@ -17,12 +18,15 @@ class Legend(QWidget):
         super().__init__(parent)
         self.setFixedHeight(26)
         self.setToolTip(
-            "K, V, q: a diverging scale, the same for every lane (0 in the middle)\n"
-            "K is stored after RoPE (rotated by its position) in RoPE models\n"
-            "attention p: the probability a query gives a key (colour ∝ √p, so small weights show)\n"
-            "hatched: masked — a future position, no query may see it\n"
-            "cross-hatched: not seen by this lane — outside its window, or evicted\n"
-            "dim rows: read from the cache (not computed this step)"
+            translate(
+                "views.legend",
+                "K, V, q: a diverging scale, the same for every lane (0 in the middle)\n"
+                "K is stored after RoPE (rotated by its position) in RoPE models\n"
+                "attention p: the probability a query gives a key (colour ∝ √p, so small weights show)\n"
+                "hatched: masked — a future position, no query may see it\n"
+                "cross-hatched: not seen by this lane — outside its window, or evicted\n"
+                "dim rows: read from the cache (not computed this step)",
+            )
         )
         theme.on_change(self.retheme)
 
@@ -39,20 +43,20 @@ class Legend(QWidget):
         parts = [
             ("text", "K, q, V:  −", "K q V −"),
             ("ramp", theme.KV_CMAP, None),
-            ("text", "+   (0 = black)", "+"),
+            ("text", translate("views.legend", "+   (0 = black)"), "+"),
             ("gap", 16, 6),
-            ("text", "attention p:  0", "p 0"),
+            ("text", translate("views.legend", "attention p:  0"), "p 0"),
             ("ramp", theme.ATTN_CMAP, None),
-            ("text", "1   (colour ∝ √p)", "1"),
+            ("text", translate("views.legend", "1   (colour ∝ √p)"), "1"),
             ("gap", 16, 6),
             ("swatch", QBrush(QColor(theme.MASKED), Qt.BDiagPattern), None),
-            ("text", "masked (future)", "future"),
+            ("text", translate("views.legend", "masked (future)"), translate("views.legend", "future")),
             ("gap", 8, 4),
             ("swatch", QBrush(QColor(theme.UNSEEN), Qt.DiagCrossPattern), None),
-            ("text", "outside the window / evicted", "not seen"),
+            ("text", translate("views.legend", "outside the window / evicted"), translate("views.legend", "not seen")),
             ("gap", 8, 4),
             ("swatch", QBrush(dim), None),
-            ("text", "dim = read from cache", "cached"),
+            ("text", translate("views.legend", "dim = read from cache"), translate("views.legend", "cached")),
         ]
 
         def width(short: bool, ramp_w: int) -> int:

@@ -10,6 +10,7 @@ from PySide6.QtGui import QFont
 
 from .. import theme
 from ..attention import kv_head_of
+from ..i18n import translate
 
 OVERVIEW_ROWS = 48  # newest query rows shown per head
 # K/V-head groups: theme.group_color — greys, greens, purples, pinks: never orange or blue, the two
@@ -28,8 +29,11 @@ class HeadsOverview(pg.GraphicsLayoutWidget):
         session.run_started.connect(self._build)
         session.cursor_moved.connect(lambda _s: self.redraw())
         self.setToolTip(
-            "every query head of the selected layer; a frame's colour is its K/V head: heads framed alike\n"
-            "share one K and V (GQA), so the cache holds H_kv heads, not H"
+            translate(
+                "views.overview",
+                "every query head of the selected layer; a frame's colour is its K/V head: heads framed alike\n"
+                "share one K and V (GQA), so the cache holds H_kv heads, not H",
+            )
         )
         theme.on_change(self.retheme)
 
@@ -62,14 +66,29 @@ class HeadsOverview(pg.GraphicsLayoutWidget):
         h, hkv, group = cfg.n_heads, cfg.n_kv_heads, cfg.group_size
         # one row per K/V head when the groups are few and small enough; else wrap heads in rows
         cols = group if hkv <= 8 and group <= 8 else min(h, 4 if h <= 8 else 6)
-        kind = "MHA" if group == 1 else "MQA" if hkv == 1 else f"GQA: {group} share each"
-        self.addLabel(f"{h} heads, {hkv} K/V · {kind}", row=0, col=0, colspan=cols, size="11pt", color=theme.MUTED)
+        kind = "MHA" if group == 1 else "MQA"
+        if group > 1 and hkv > 1:
+            kind = translate("views.overview", "GQA: {group} share each").format(group=group)
+        self.addLabel(
+            translate("views.overview", "{h} heads, {hkv} K/V · {kind}").format(h=h, hkv=hkv, kind=kind),
+            row=0,
+            col=0,
+            colspan=cols,
+            size="11pt",
+            color=theme.MUTED,
+        )
         font = QFont(self.font())
         for i in range(h):
             g = kv_head_of(i, h, hkv)
             color = theme.group_color(g)
             p = self.addPlot(row=(i // cols) * 2 + 2, col=i % cols)
-            self.addLabel(f"head {i} · kv {g}", row=(i // cols) * 2 + 1, col=i % cols, size="11pt", color=color)
+            self.addLabel(
+                translate("views.overview", "head {i} · kv {g}").format(i=i, g=g),
+                row=(i // cols) * 2 + 1,
+                col=i % cols,
+                size="11pt",
+                color=color,
+            )
             p.getViewBox().setBorder(pg.mkPen(color, width=2))  # the frame says which K/V head it shares
             self.frames.append(color)
             p.setMenuEnabled(False)

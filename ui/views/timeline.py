@@ -8,6 +8,8 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QSlider, QWidget
 
 from .. import theme
+from ..i18n import translate
+from . import policy_text
 
 
 class Timeline(QWidget):
@@ -36,17 +38,24 @@ class Timeline(QWidget):
         self.label = QLabel()
         self.label.setMinimumWidth(230)
         self.label.setToolTip(
-            "step: the step under the cursor (step 0 is the prefill: the whole prompt at once; each later\n"
-            "step decodes one token) · K/V rows: rows in each K and V table now (the newest token has\n"
-            "none until the next step feeds it) · tokens: the text so far (prompt + generated)"
+            translate(
+                "views.timeline",
+                "step: the step under the cursor (step 0 is the prefill: the whole prompt at once; each later\n"
+                "step decodes one token) · K/V rows: rows in each K and V table now (the newest token has\n"
+                "none until the next step feeds it) · tokens: the text so far (prompt + generated)",
+            )
         )
-        self.phase.setToolTip("PREFILL: the prompt in one parallel step (its time is the TTFT) · DECODE: one token per step")
+        self.phase.setToolTip(
+            translate(
+                "views.timeline", "PREFILL: the prompt in one parallel step (its time is the TTFT) · DECODE: one token per step"
+            )
+        )
         lay.addWidget(self.label)
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(200)
         self.progress.setVisible(False)
         lay.addWidget(self.progress)
-        self.cancel = QPushButton("Cancel")
+        self.cancel = QPushButton(translate("views.timeline", "Cancel"))
         self.cancel.setVisible(False)
         self.cancel.clicked.connect(self.cancel_requested)
         lay.addWidget(self.cancel)
@@ -76,12 +85,15 @@ class Timeline(QWidget):
             self.phase.setText("—")
             return
         if r is None:
-            phase, text = "READY", f"prompt: {s.prompt_len} tokens · step — / {s.n_steps}"
+            phase = translate("views.timeline", "READY")
+            text = translate("views.timeline", "prompt: {n} tokens · step — / {steps}").format(n=s.prompt_len, steps=s.n_steps)
             color = theme.MUTED
         else:
             phase = r.phase.upper()
             color = theme.PHASE_COLORS[r.phase]
-            text = f"step {r.step} / {s.n_steps - 1} · {s.n_rows()} K/V rows · {s.n_text_tokens()} tokens"
+            text = translate("views.timeline", "step {step} / {last} · {rows} K/V rows · {tokens} tokens").format(
+                step=r.step, last=s.n_steps - 1, rows=s.n_rows(), tokens=s.n_text_tokens()
+            )
         if self.phase.text() != phase:  # a style sheet change re-polishes the widget: only on a new phase
             self.phase.setText(phase)
             self.phase.setStyleSheet(f"background: {color};")
@@ -94,8 +106,9 @@ class Timeline(QWidget):
         self.progress.setRange(0, total)
         self.progress.setValue(done)
         index = self.session.lane_index(lane)
-        title = self.session.lanes[index].title if index is not None else lane
-        self.progress.setFormat(f"{title}: layer {done}/{total}")
+        title = policy_text.title(self.session.lanes[index].title) if index is not None else lane
+        text = translate("views.timeline", "{title}: layer {done}/{total}").format(title=title, done=done, total=total)
+        self.progress.setFormat(text)
 
     def hide_progress(self) -> None:
         self.progress.setVisible(False)

@@ -10,6 +10,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen
 from PySide6.QtWidgets import QScrollArea, QWidget
 
 from .. import theme
+from ..i18n import translate
 
 PAD_X, PAD_Y, GAP, LINE_GAP = 4.0, 3.0, 3.0, 5.0
 
@@ -172,16 +173,29 @@ class TokenStrip(QWidget):
             self.update()
             if pos >= 0:
                 s = self.session
-                note = "prompt token (prefill)" if pos < s.prompt_len else "generated token"
-                fed = "" if pos < s.n_rows() else " — not fed yet: no K/V row until the next step"
-                tip = f"position {pos}: {self._labels[pos]!r} · {note}{fed}"
+                tip = _token_tip(pos < s.prompt_len, pos < s.n_rows()).format(pos=pos, token=repr(self._labels[pos]))
                 step = pos - s.prompt_len  # the step that produced this token
                 if 0 <= step < s.n_steps:
                     lane = s.records[step].lanes[0]
                     cands = ", ".join(f"{s.id_label(i)!r} {p:.0%}" for i, p in zip(lane.top_ids, lane.top_probs, strict=False))
-                    tip += f"\ncandidates at step {step}: {cands}"
+                    tip += "\n" + translate("views.tokens", "candidates at step {step}: {candidates}").format(
+                        step=step, candidates=cands
+                    )
                 self.setToolTip(tip)
             self.hovered.emit(pos)
+
+
+def _token_tip(prompt: bool, fed: bool) -> str:
+    """The first line of a token's tooltip, with {pos} and {token} to fill in."""
+    if prompt and fed:
+        return translate("views.tokens", "position {pos}: {token} · prompt token (prefill)")
+    if prompt:
+        return translate(
+            "views.tokens", "position {pos}: {token} · prompt token (prefill) — not fed yet: no K/V row until the next step"
+        )
+    if fed:
+        return translate("views.tokens", "position {pos}: {token} · generated token")
+    return translate("views.tokens", "position {pos}: {token} · generated token — not fed yet: no K/V row until the next step")
 
 
 def token_area(session) -> tuple[QScrollArea, TokenStrip]:
