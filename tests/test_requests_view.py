@@ -266,3 +266,28 @@ def test_run_through_a_real_window_keeps_the_gui_turning_and_hits(qtbot, qapp):
     assert on.requests[1].hit_blocks > 0 and view.numbers.table.value("hits", 1)[0] == on.requests[1].hit_blocks
     view.show_step(view.prefill_step(1))
     assert "found by hash" in view.summary.text()
+
+
+def test_a_small_pool_evicts_and_the_grid_says_so(qtbot, qapp, tiny):
+    """A pool just large enough for the longest request: later requests take cached blocks back (LRU)."""
+    from kvsim.requests import blocks_needed
+    from kvsim.requests_io import RequestList, encode_requests
+    from kvsim.ui.views.requests import RequestsView
+    from kvsim.ui.views.requests_job import RequestsInput, RequestsSettings, compute
+
+    inputs = encode_requests(tiny.tokenizer, RequestList(PROMPTS, SYSTEM))
+    pool = max(blocks_needed(len(r.prompt_ids), 2, BLOCK) for r in inputs)
+    settings = RequestsSettings(block_size=BLOCK, pool_blocks=pool, steps=2, schedule="sequential", repeats=1)
+    result = compute(tiny, RequestsInput(PROMPTS, SYSTEM), settings)
+    run = result.both.on
+    assert run.evictions > 0 and run.pool_blocks == pool
+    view = RequestsView(SyncHost(tiny))
+    qtbot.addWidget(view)
+    view.show_result(result)
+    shown = view.bar.settings()  # the controls say what is shown (repeats is not a control)
+    assert (shown.block_size, shown.pool_blocks, shown.steps, shown.schedule) == (BLOCK, pool, 2, "sequential")
+    step = next(i for i, s in enumerate(run.snapshots) if "evicted" in s.events)
+    view.show_step(step)
+    evicted = [c.block for c in view.grid.cells() if c.event == "evict"]
+    assert evicted == [b for b, e in enumerate(run.snapshots[step].events) if e == "evicted"]
+    assert "evictions so far" in view.summary.text()

@@ -31,7 +31,7 @@ EVENT_WORDS = {
     "written": "write",
     "hit": "hit",
     "copied": "copy",
-    "evicted": "evicted",
+    "evicted": "evict",
     "cached": "cached",
     "freed": "freed",
 }
@@ -40,7 +40,7 @@ EVENT_MEANING = {
     "write": "rows written into it in this step",
     "hit": "found by its hash and reused: its rows were not computed again",
     "copy": "copied before a write (copy-on-write)",
-    "evicted": "its cached rows were dropped so it could be handed out again",
+    "evict": "its cached rows were dropped so it could be handed out again",
     "cached": "freed, but its rows stay findable by hash",
     "freed": "freed, nothing to reuse",
 }
@@ -257,7 +257,7 @@ class BlocksGrid(QWidget):
         foot = QRectF(rect.left() + 7, rect.bottom() - small_h - 2, rect.width() - 10, small_h)
         word = cell.event or ("cached" if cell.cached else "")
         if word:
-            p.setPen(QColor(theme.ACCENT if word == "hit" else theme.ERROR if word == "evicted" else theme.MUTED))
+            p.setPen(QColor(theme.ACCENT if word == "hit" else theme.ERROR if word == "evict" else theme.MUTED))
             p.drawText(foot, Qt.AlignLeft | Qt.AlignVCenter, word)
         if cell.logical is not None:
             p.setPen(QColor(theme.TEXT))
@@ -266,7 +266,7 @@ class BlocksGrid(QWidget):
         pen = QPen(QColor(theme.BORDER), 1)
         if cell.event == "hit":
             pen = QPen(QColor(theme.ACCENT), 3)
-        elif cell.event == "evicted":
+        elif cell.event == "evict":
             pen = QPen(QColor(theme.ERROR), 2)
         elif cell.event in ("new", "write", "copy"):
             pen = QPen(QColor(theme.TEXT), 2)

@@ -28,7 +28,7 @@ class BlockTableView(QTableWidget):
         for i, tip in enumerate(ROW_TIPS):
             self.verticalHeaderItem(i).setToolTip(tip)
         self.horizontalHeader().hide()
-        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)  # sized once per fill: not per item
         self.verticalHeader().setSectionResizeMode(QHeaderView.Fixed)
         self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         self.setEditTriggers(QAbstractItemView.NoEditTriggers)
@@ -50,6 +50,14 @@ class BlockTableView(QTableWidget):
         """Show ``state`` (a ``TableState``, or None for no request)."""
         self._state = (state, block_size)
         self.mapping = tuple(enumerate(state.blocks)) if state is not None and not state.finished else ()
+        self.setUpdatesEnabled(False)
+        try:
+            self._fill(state, block_size)
+        finally:
+            self.setUpdatesEnabled(True)
+
+    def _fill(self, state, block_size: int) -> None:
+        self.clearContents()
         self.setColumnCount(len(self.mapping))
         if state is None:
             return
@@ -68,6 +76,7 @@ class BlockTableView(QTableWidget):
                 elif row == 2 and hit:
                     item.setForeground(QBrush(QColor(theme.ACCENT)))
                 self.setItem(row, j, item)
+        self.resizeColumnsToContents()
 
     def _on_theme(self, _name: str) -> None:
         if self._state is not None:

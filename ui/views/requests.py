@@ -224,6 +224,7 @@ class RequestsView(QWidget):
         """Draw a computed run (what Run's worker job returns)."""
         self.computed = computed
         self.editor.set_given(computed.given)
+        self.bar.show_settings(computed.settings)
         on = computed.both.on
         self.request_box.blockSignals(True)
         self.request_box.clear()

@@ -97,6 +97,13 @@ class SettingsBar(QWidget):
             schedule=self.schedule.currentText(),
         )
 
+    def show_settings(self, settings: RequestsSettings) -> None:
+        """Show the settings a run was made with (the controls then say what the view shows)."""
+        self.block_size.setValue(settings.block_size)
+        self.pool.setValue(settings.pool_blocks or 0)
+        self.steps.setValue(settings.steps)
+        self.schedule.setCurrentText(settings.schedule)
+
     def set_busy(self, busy: bool) -> None:
         self.run_button.setEnabled(not busy)
         self.run_button.setText("Running…" if busy else "Run")

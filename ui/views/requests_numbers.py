@@ -45,8 +45,8 @@ class SideBySideTable(QTableWidget):
         self.setVerticalHeaderLabels([label for _, label, _ in ROWS])
         for i, (_, _, tip) in enumerate(ROWS):
             self.verticalHeaderItem(i).setToolTip(tip)
-        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
-        self.verticalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)  # sized once per fill
+        self.verticalHeader().setSectionResizeMode(QHeaderView.Interactive)
         self.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.setSelectionMode(QAbstractItemView.NoSelection)
         self.setSizeAdjustPolicy(QAbstractItemView.AdjustToContents)
@@ -109,6 +109,8 @@ class SideBySideTable(QTableWidget):
         total["hits"] = (total["hits"][0], "{} / {}".format(*total["hits"][0]))
         self._column(n, total, bold=True)
         self.horizontalHeaderItem(n).setToolTip("sums over the requests (the ratio: total TTFT on ÷ total TTFT off)")
+        self.resizeColumnsToContents()
+        self.resizeRowsToContents()
 
     def _column(self, col: int, cells: dict[str, tuple[object, str | None]], bold: bool = False) -> None:
         for row, key in enumerate(ROW_KEYS):

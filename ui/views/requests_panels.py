@@ -59,7 +59,7 @@ def legend_html(colors: list[str]) -> str:
     parts = [swatches] if colors else []
     parts.append(
         f"<b style='color:{theme.ACCENT}'>×N</b> shared · <span style='color:{theme.ACCENT}'>gold: hit</span> · "
-        f"bold: new/written · dashed: cached · <span style='color:{theme.ERROR}'>evicted</span> · L j: logical block"
+        f"bold: new/written · dashed: cached · <span style='color:{theme.ERROR}'>evict(ed)</span> · L j: logical block"
     )
     return f"<span style='color:{theme.MUTED}'>" + " · ".join(parts) + "</span>"
 
