@@ -291,3 +291,20 @@ def test_a_small_pool_evicts_and_the_grid_says_so(qtbot, qapp, tiny):
     evicted = [c.block for c in view.grid.cells() if c.event == "evict"]
     assert evicted == [b for b, e in enumerate(run.snapshots[step].events) if e == "evicted"]
     assert "evictions so far" in view.summary.text()
+
+
+def test_the_view_follows_the_theme(view, qapp, computed):
+    from kvsim.ui import theme
+    from kvsim.ui.views.blocks import REQUEST_COLORS
+
+    view.show_step(view.prefill_step(1))
+    try:
+        for name in ("light", "dark"):
+            theme.set_theme(qapp, name)
+            held = [c for c in view.grid.cells() if c.owners]
+            assert held and all(c.color == REQUEST_COLORS[name][c.owners[0] % len(REQUEST_COLORS[name])] for c in held)
+            head = view.numbers.table.horizontalHeaderItem(1).background().color().name()
+            assert head == QColor(REQUEST_COLORS[name][1]).name()
+            assert theme.ACCENT in view.legend.text()
+    finally:
+        theme.set_theme(qapp, "dark")

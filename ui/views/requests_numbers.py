@@ -52,7 +52,11 @@ class SideBySideTable(QTableWidget):
         self.setSizeAdjustPolicy(QAbstractItemView.AdjustToContents)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self._both = None
-        theme.on_change(lambda _n: self.set_runs(self._both) if self._both is not None else None)
+        theme.on_change(self._on_theme)  # a bound method: held weakly, gone with the view
+
+    def _on_theme(self, _name: str) -> None:
+        if self._both is not None:
+            self.set_runs(self._both)
 
     def value(self, key: str, column: int):
         item = self.item(ROW_KEYS.index(key), column)
@@ -141,7 +145,10 @@ class WasteBars(QWidget):
             "memory for these requests' rows held at once: the bar is what each scheme reserves, "
             "the solid part the rows really held, the hatched part reserved but empty"
         )
-        theme.on_change(lambda _n: self.update())
+        theme.on_change(self._on_theme)
+
+    def _on_theme(self, _name: str) -> None:
+        self.update()
 
     def set_waste(self, waste, prefix_caching: bool) -> None:
         self.used, self.bytes_per_slot = waste.exact_slots, waste.bytes_per_slot

@@ -145,7 +145,11 @@ class NumbersPanel(QScrollArea):
         lay.addStretch(1)
         self.setWidget(body)
         self._computed = None
-        theme.on_change(lambda _n: self.set_computed(self._computed) if self._computed is not None else None)
+        theme.on_change(self._on_theme)
+
+    def _on_theme(self, _name: str) -> None:
+        if self._computed is not None:
+            self.set_computed(self._computed)
 
     def set_computed(self, computed) -> None:
         self._computed = computed
