@@ -12,9 +12,22 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QObject, QTimer, Signal
+
+from .i18n import translate
 
 SPEEDS = {"slow": 1600, "normal": 700, "fast": 250, "instant": 0}  # ms per step
+SPEED_NAMES = {  # what the speed box shows (the keys stay the settings' and the API's names)
+    "slow": QT_TRANSLATE_NOOP("animation", "slow"),
+    "normal": QT_TRANSLATE_NOOP("animation", "normal"),
+    "fast": QT_TRANSLATE_NOOP("animation", "fast"),
+    "instant": QT_TRANSLATE_NOOP("animation", "instant"),
+}
+
+
+def speed_label(name: str) -> str:
+    """The shown name of speed ``name`` in the app's language ("normal" → "normal", "slow" → "lenta")."""
+    return translate("animation", SPEED_NAMES[name]) if name in SPEED_NAMES else name
 
 
 class Animator(QObject):

@@ -116,7 +116,12 @@ class ErrorHandlers:
         self._print(f"kvsim: unexpected error: {text}{more}")
         if os.environ.get("KVSIM_DEBUG"):
             traceback.print_exception(kind, value, tb, file=self.stream or sys.stderr)
-        self.relay.report.emit(f"unexpected error: {text} — the app may show something stale; Reset (Home) starts the run afresh")
+        from .i18n import translate
+
+        shown = translate(
+            "app", "unexpected error: {error} — the app may show something stale; Reset (Home) starts the run afresh"
+        )
+        self.relay.report.emit(shown.format(error=text))
 
     def _show(self, text: str) -> None:
         from PySide6.QtWidgets import QApplication

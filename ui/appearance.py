@@ -9,6 +9,7 @@ from PySide6.QtGui import QActionGroup, QGuiApplication
 from PySide6.QtWidgets import QApplication, QMenu
 
 from . import theme
+from .i18n import translate
 
 CHOICES = ("dark", "light", "system")
 
@@ -29,11 +30,16 @@ class ThemeSetting(QObject):
         saved = settings.value("theme") if settings is not None else None
         self.choice = saved if saved in CHOICES else "dark"
         self.suspended = False  # presenter mode owns the theme while it lasts
-        self.menu = menu.addMenu("Theme")
+        self.menu = menu.addMenu(translate("appearance", "Theme"))
+        labels = {
+            "dark": translate("appearance", "dark"),
+            "light": translate("appearance", "light"),
+            "system": translate("appearance", "system (follow the OS)"),
+        }
         group = QActionGroup(self)
         self.actions = {}
         for name in CHOICES:
-            a = self.menu.addAction(name if name != "system" else "system (follow the OS)")
+            a = self.menu.addAction(labels[name])
             a.setCheckable(True)
             a.setChecked(name == self.choice)
             a.triggered.connect(lambda _checked=False, n=name: self.choose(n))

@@ -15,7 +15,9 @@ from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QTimer, Signal
 
 from kvsim.models.config import ModelConfig
 
+from . import i18n
 from .animation import Animator
+from .i18n import translate
 from .session import RunInfo, Session
 from .toolbar import DEFAULT_LANES
 
@@ -78,7 +80,7 @@ class Controller(QObject):
         self.can_step = False
         self.load_failed = False
         self.model_spec = spec
-        self.say(f"loading model {spec} …")
+        self.say(translate("controller", "loading model {model} …").format(model=spec))
         if self.worker is not None:
             self.worker.cancel()
             self.worker.request_load(spec, fallback)
@@ -86,9 +88,9 @@ class Controller(QObject):
     def set_free_running(self, on: bool) -> None:
         self.free_running = bool(on)
         self.say(
-            "free-running lanes: each continues on its own choice — a new live run"
+            translate("controller", "free-running lanes: each continues on its own choice — a new live run")
             if on
-            else "lockstep lanes: every lane continues on the reference's token — a new live run"
+            else translate("controller", "lockstep lanes: every lane continues on the reference's token — a new live run")
         )
         self.reset()
 
@@ -127,12 +129,17 @@ class Controller(QObject):
         if self.busy or self._reset_soon.isActive():
             return
         if not self.can_step:
-            why = "an opened run is for browsing" if self.browsing else "this run cannot continue"
-            self.say(f"{why}: press Reset (Home) to start a live run", error=True)
+            if self.browsing:
+                self.say(
+                    translate("controller", "an opened run is for browsing: press Reset (Home) to start a live run"), error=True
+                )
+            else:
+                self.say(translate("controller", "this run cannot continue: press Reset (Home) to start a live run"), error=True)
             self.stop_play()
             return
         if s.n_rows(s.n_steps) > s.run.max_seq_len:
-            self.say(f"the model's context of {s.run.max_seq_len} tokens is full", error=True)
+            context = i18n.integer(s.run.max_seq_len)
+            self.say(translate("controller", "the model's context of {n} tokens is full").format(n=context), error=True)
             self.stop_play()
             return
         self.busy = True
@@ -177,14 +184,16 @@ class Controller(QObject):
 
         run = self.session.run
         if run is None or not self.session.records:
-            self.say("nothing to save yet: run a step first", error=True)
+            self.say(translate("controller", "nothing to save yet: run a step first"), error=True)
             return False
         try:
             Trace(meta=dict(run.meta), records=list(self.session.records)).save(path)
         except OSError as exc:
-            self.say(f"could not save {path}: {exc.strerror or exc}", error=True)
+            self.say(
+                translate("controller", "could not save {path}: {error}").format(path=path, error=exc.strerror or exc), error=True
+            )
             return False
-        self.say(f"saved {self.session.n_steps} steps to {path}")
+        self.say(translate("controller", "saved {n} steps to {path}").format(n=i18n.integer(self.session.n_steps), path=path))
         return True
 
     def open_run(self, path: str) -> bool:
@@ -201,7 +210,10 @@ class Controller(QObject):
                 run.prompt_ids = [int(i) for i in trace.records[0].input_ids]
         except Exception as exc:  # noqa: BLE001 - any failure of a damaged file is one banner, never a crash
             text = str(exc)  # a TraceError already names the file
-            self.say(f"could not open {text}" if text.startswith(str(path)) else f"could not open {path}: {text}", error=True)
+            if text.startswith(str(path)):
+                self.say(translate("controller", "could not open {error}").format(error=text), error=True)
+            else:
+                self.say(translate("controller", "could not open {path}: {error}").format(path=path, error=text), error=True)
             return False
         self.stop_play()
         self.animator.stop()
@@ -218,8 +230,10 @@ class Controller(QObject):
         self.session.set_cursor(len(trace.records) - 1)
         self.browsed.emit()
         self.say(
-            f"opened {path}: {len(trace.records)} steps of {run.model_id} — browse with ← →; "
-            "Reset (Home) starts a live run on the loaded model"
+            translate(
+                "controller",
+                "opened {path}: {n} steps of {model} — browse with ← →; Reset (Home) starts a live run on the loaded model",
+            ).format(path=path, n=i18n.integer(len(trace.records)), model=run.model_id)
         )
         return True
 
@@ -293,8 +307,11 @@ class Controller(QObject):
     def _on_cancelled(self, step: int) -> None:
         self.busy = False
         self.progress_done.emit()
-        what = "prefill" if step == 0 else f"step {step}"
-        self.say(f"{what} cancelled — nothing was kept of it; Step (→) runs it again", error=True)
+        if step == 0:
+            text = translate("controller", "prefill cancelled — nothing was kept of it; Step (→) runs it again")
+        else:
+            text = translate("controller", "step {n} cancelled — nothing was kept of it; Step (→) runs it again").format(n=step)
+        self.say(text, error=True)
 
     def _on_progress(self, lane: str, done: int, total: int) -> None:
         self.progress.emit(lane, done, total, not self._progress_delay.isActive())
@@ -310,7 +327,11 @@ class Controller(QObject):
         r, run = self.session.record(), self.session.run
         if r is not None and run is not None and run.eos_id is not None and r.token_id == run.eos_id:
             self.stop_play()  # as `kvsim run` does; Step (→) continues past it
-            self.say("the model produced its end-of-sequence token (its answer ends here); Step (→) continues anyway")
+            self.say(
+                translate(
+                    "controller", "the model produced its end-of-sequence token (its answer ends here); Step (→) continues anyway"
+                )
+            )
             return
         QTimer.singleShot(0, self._play_next)
 

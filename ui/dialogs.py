@@ -7,14 +7,16 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QWidget
 
+from .i18n import translate
+
 
 def ask_model(parent: QWidget) -> str:
     """A checkpoint directory (picked by its config.json) or a .gguf file."""
     path, _ = QFileDialog.getOpenFileName(
         parent,
-        "Open a checkpoint (its config.json) or a .gguf file",
+        translate("dialogs", "Open a checkpoint (its config.json) or a .gguf file"),
         str(Path.home()),
-        "Models (config.json *.gguf);;All files (*)",
+        translate("dialogs", "Models (config.json *.gguf);;All files (*)"),
     )
     if not path:
         return ""
@@ -22,10 +24,14 @@ def ask_model(parent: QWidget) -> str:
 
 
 def ask_save_run(parent: QWidget) -> str:
-    path, _ = QFileDialog.getSaveFileName(parent, "Save run", "run.kvsim", "kvsim runs (*.kvsim)")
+    path, _ = QFileDialog.getSaveFileName(
+        parent, translate("dialogs", "Save run"), "run.kvsim", translate("dialogs", "kvsim runs (*.kvsim)")
+    )
     return "" if not path else path if path.endswith(".kvsim") else path + ".kvsim"
 
 
 def ask_open_run(parent: QWidget) -> str:
-    path, _ = QFileDialog.getOpenFileName(parent, "Open run", "", "kvsim runs (*.kvsim);;all files (*)")
+    path, _ = QFileDialog.getOpenFileName(
+        parent, translate("dialogs", "Open run"), "", translate("dialogs", "kvsim runs (*.kvsim);;all files (*)")
+    )
     return path

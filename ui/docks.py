@@ -13,25 +13,36 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtCore import QObject, QSettings, Qt
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QObject, QSettings, Qt
 from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QWidget
 
+from .i18n import translate
 from .session import Session
 
 
 @dataclass(frozen=True)
 class DockSpec:
     name: str  # objectName: the saved layout remembers it
-    title: str
+    title: str  # in English (marked for translation): translated when the dock is made
     factory: str  # "module:Class" inside kvsim.ui, called with the DockHost
     area: Qt.DockWidgetArea = Qt.RightDockWidgetArea
     shortcut: str = ""
 
 
 EXTRA_DOCKS = [
-    DockSpec("memory", "Memory: the KV cache bill", "views.memory_dock:MemoryDock", shortcut="M"),
-    DockSpec("roofline", "Roofline: compute-bound or memory-bound", "views.roofline:RooflineView", shortcut="R"),
-    DockSpec("requests", "Requests: paged blocks and prefix caching", "views.requests:RequestsView", shortcut="B"),
+    DockSpec("memory", QT_TRANSLATE_NOOP("docks", "Memory: the KV cache bill"), "views.memory_dock:MemoryDock", shortcut="M"),
+    DockSpec(
+        "roofline",
+        QT_TRANSLATE_NOOP("docks", "Roofline: compute-bound or memory-bound"),
+        "views.roofline:RooflineView",
+        shortcut="R",
+    ),
+    DockSpec(
+        "requests",
+        QT_TRANSLATE_NOOP("docks", "Requests: paged blocks and prefix caching"),
+        "views.requests:RequestsView",
+        shortcut="B",
+    ),
 ]
 
 
@@ -52,7 +63,7 @@ class Jobs(QObject):
         """Run ``fn(loaded_model_or_None)`` on the worker thread; False (and ``failed`` called) before it exists."""
         if self.worker is None:
             if failed is not None:
-                failed("the engine is still starting")
+                failed(translate("docks", "the engine is still starting"))
             return False
         self._waiting[self.worker.submit(fn)] = (done, failed)
         return True
@@ -85,7 +96,7 @@ class LazyDock(QDockWidget):
     """A dock whose widget is built on first show."""
 
     def __init__(self, spec: DockSpec, host: DockHost, parent: QWidget | None = None) -> None:
-        super().__init__(spec.title, parent)
+        super().__init__(translate("docks", spec.title), parent)
         self.spec, self.host, self.view = spec, host, None
         self.setObjectName(spec.name)
         self.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable | QDockWidget.DockWidgetClosable)

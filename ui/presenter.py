@@ -14,6 +14,7 @@ from PySide6.QtGui import QAction, QFont, QKeySequence
 from PySide6.QtWidgets import QApplication, QMainWindow
 
 from . import theme
+from .i18n import translate
 
 PRESENTER_THEME = "light"
 PRESENTER_TYPE = 1.4  # × the theme's base point size
@@ -35,12 +36,13 @@ def install_keys(window) -> list[QAction]:
     tb = window.toolbar
     window.addActions([tb.reset_action, tb.back_action, tb.step_action, tb.play_action])
     made = [
-        _action(window, "Faster animation", ["+", "="], lambda: tb.step_speed(+1)),
-        _action(window, "Slower animation", ["-"], lambda: tb.step_speed(-1)),
-        _action(window, "Next set of lanes", ["L"], tb.next_lanes),
+        _action(window, translate("presenter", "Faster animation"), ["+", "="], lambda: tb.step_speed(+1)),
+        _action(window, translate("presenter", "Slower animation"), ["-"], lambda: tb.step_speed(-1)),
+        _action(window, translate("presenter", "Next set of lanes"), ["L"], tb.next_lanes),
     ]
     for i in range(1, 10):
-        made.append(_action(window, f"Layer {i - 1}", [str(i)], lambda layer=i - 1: tb.choose_layer(layer)))
+        text = translate("presenter", "Layer {n}").format(n=i - 1)
+        made.append(_action(window, text, [str(i)], lambda layer=i - 1: tb.choose_layer(layer)))
         made[-1].setData("layer-key")  # the shortcut sheet lists the nine as one line
     return made
 
@@ -53,10 +55,10 @@ class Presenter(QObject):
         self.window = window
         self.active = False
         self._saved: dict = {}
-        self.present_action = _action(window, "Presenter mode", ["F5"], self.toggle)
+        self.present_action = _action(window, translate("presenter", "Presenter mode"), ["F5"], self.toggle)
         self.present_action.setCheckable(True)
-        self.leave_action = _action(window, "Leave presenter mode", ["Esc"], self.leave, enabled=False)
-        self.fullscreen_action = _action(window, "Full screen", ["F11"], self.toggle_fullscreen)
+        self.leave_action = _action(window, translate("presenter", "Leave presenter mode"), ["Esc"], self.leave, enabled=False)
+        self.fullscreen_action = _action(window, translate("presenter", "Full screen"), ["F11"], self.toggle_fullscreen)
 
     def toggle(self) -> None:
         (self.leave if self.active else self.enter)()
@@ -94,7 +96,10 @@ class Presenter(QObject):
         self._sync()
         w.centralWidget().setFocus()  # Space / → / ← at once, not into a text box
         w.statusBar().showMessage(
-            "presenter mode: Space play · → step · ← back · Home reset · +/− speed · 1–9 layer · Esc leaves · ? keys"
+            translate(
+                "presenter",
+                "presenter mode: Space play · → step · ← back · Home reset · +/− speed · 1–9 layer · Esc leaves · ? keys",
+            )
         )
 
     def leave(self) -> None:
@@ -110,7 +115,7 @@ class Presenter(QObject):
             w.showMaximized() if saved.get("maximized") else w.showNormal()
         self.leave_action.setEnabled(False)
         self._sync()
-        w.statusBar().showMessage("presenter mode left (F5 enters again)", 4000)
+        w.statusBar().showMessage(translate("presenter", "presenter mode left (F5 enters again)"), 4000)
 
     def _sync(self) -> None:
         self.present_action.blockSignals(True)

@@ -12,10 +12,17 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QSettings
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QObject, QSettings
 from PySide6.QtWidgets import QMenu
 
+from .i18n import translate
+
 MAX_RECENT = 8
+DEMO_TITLES = (  # the bundled demos' titles (demos.json), so the menu shows them in the app's language
+    QT_TRANSLATE_NOOP("recent", "No cache vs KV cache (the default pair) — tiny"),
+    QT_TRANSLATE_NOOP("recent", "KV cache vs a sliding window vs sinks + window — tiny"),
+    QT_TRANSLATE_NOOP("recent", "KV cache vs int8 and int4 caches — tiny"),
+)
 
 
 def demos_dir() -> Path:
@@ -50,8 +57,8 @@ class RecentRuns(QObject):
         if isinstance(saved, str):
             saved = [saved]
         self._paths: list[str] = [str(p) for p in (saved or []) if p][:MAX_RECENT]
-        self.menu = menu.addMenu("Recent runs")
-        self.demos_menu = menu.addMenu("Demos (open instantly)")
+        self.menu = menu.addMenu(translate("recent", "Recent runs"))
+        self.demos_menu = menu.addMenu(translate("recent", "Demos (open instantly)"))
         self.menu.aboutToShow.connect(self._fill)
         self._fill()
         self._fill_demos()
@@ -77,7 +84,7 @@ class RecentRuns(QObject):
     def open(self, path: str) -> bool:
         if not Path(path).is_file():
             self.remove(path)
-            self.say(f"{path} no longer exists: removed from the recent runs", True)
+            self.say(translate("recent", "{path} no longer exists: removed from the recent runs").format(path=path), True)
             return False
         return self.open_path(path)
 
@@ -90,10 +97,10 @@ class RecentRuns(QObject):
         for p in self._paths:
             self.menu.addAction(f"{Path(p).name} — {Path(p).parent}", lambda path=p: self.open(path))
         if not self._paths:
-            self.menu.addAction("(none yet: runs you open or save appear here)").setEnabled(False)
+            self.menu.addAction(translate("recent", "(none yet: runs you open or save appear here)")).setEnabled(False)
         else:
             self.menu.addSeparator()
-            self.menu.addAction("Clear the list", self._clear)
+            self.menu.addAction(translate("recent", "Clear the list"), self._clear)
 
     def _clear(self) -> None:
         self._paths = []
@@ -104,6 +111,9 @@ class RecentRuns(QObject):
         self.demos_menu.clear()
         found = demos()
         for title, path in found:
-            self.demos_menu.addAction(title, lambda p=str(path): self.open_path(p))
+            shown = translate("recent", title) if title in DEMO_TITLES else title  # a demo added later: as written
+            self.demos_menu.addAction(shown, lambda p=str(path): self.open_path(p))
         if not found:
-            self.demos_menu.addAction("(no demos bundled: scripts/make_demos.py makes them)").setEnabled(False)
+            self.demos_menu.addAction(translate("recent", "(no demos bundled: scripts/make_demos.py makes them)")).setEnabled(
+                False
+            )

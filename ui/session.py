@@ -25,6 +25,8 @@ from PySide6.QtCore import QObject, Signal
 from kvsim.models.config import ConfigError, ModelConfig
 from kvsim.trace import StepRecord
 
+from .i18n import translate
+
 
 @dataclass(frozen=True)
 class LaneInfo:
@@ -98,11 +100,11 @@ class RunInfo:
         try:
             config = ModelConfig.from_dict(meta["config"])
         except (ConfigError, TypeError, ValueError) as exc:
-            raise ValueError(f"the run's model config is not usable: {exc}") from None
+            raise ValueError(translate("session", "the run's model config is not usable: {error}").format(error=exc)) from None
         labels = {int(k): str(v) for k, v in meta.get("prompt_tokens", {}).items()}
         return cls(
             run_id=run_id,
-            model_id=str(meta.get("model_id", "saved run")),
+            model_id=str(meta.get("model_id", translate("session", "saved run"))),
             config=config,
             prompt_ids=[int(i) for i in meta.get("prompt_ids", [])],
             prompt_text=str(meta.get("prompt") or ""),

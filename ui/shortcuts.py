@@ -9,35 +9,41 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QMainWindow, QScrollArea, QVBoxLayout, QWidget
 
+from .i18n import translate
+
+FIRST = ["Space", "Right", "Left", "Home", "+ / =", "-", "1 … 9", "L", "F", "F5", "Esc", "F11", "? / F1"]  # the sheet's order
+
 
 def key_rows(window: QMainWindow) -> list[tuple[str, str]]:
     """(keys, what) for every action of the window with a shortcut, each key once; the nine layer keys
     as one row."""
-    rows: list[tuple[str, str]] = []
+    rows: list[tuple[str, str, str]] = []  # (keys as shown, what, keys in English: the order)
     seen: set[str] = set()
     layers = False
     for action in window.findChildren(QAction):
-        keys = [k.toString(QKeySequence.NativeText) for k in action.shortcuts() if not k.isEmpty()]
-        keys = [k for k in keys if k not in seen]
-        if not keys:
+        sequences = [k for k in action.shortcuts() if not k.isEmpty()]
+        sequences = [k for k in sequences if k.toString(QKeySequence.PortableText) not in seen]
+        if not sequences:
             continue
-        seen.update(keys)
+        seen.update(k.toString(QKeySequence.PortableText) for k in sequences)
         if action.data() == "layer-key":
             layers = True
             continue
         what = action.text().replace("&", "").strip() or action.toolTip()
-        rows.append((" / ".join(keys), what))
+        shown = " / ".join(k.toString(QKeySequence.NativeText) for k in sequences)
+        rows.append((shown, what, " / ".join(k.toString(QKeySequence.PortableText) for k in sequences)))
     if layers:
-        rows.append(("1 … 9", "Layer 0 … 8"))
-    rows.append(("hover a token or row", "the same token highlighted in every view"))
-    first = ["Space", "Right", "Left", "Home", "+ / =", "-", "1 … 9", "L", "F", "F5", "Esc", "F11", "? / F1"]
-    return sorted(rows, key=lambda r: (first.index(r[0]) if r[0] in first else len(first), r[0].lower()))
+        rows.append(("1 … 9", translate("shortcuts", "Layer 0 … 8"), "1 … 9"))
+    hover = translate("shortcuts", "hover a token or row")
+    rows.append((hover, translate("shortcuts", "the same token highlighted in every view"), hover))
+    rows.sort(key=lambda r: (FIRST.index(r[2]) if r[2] in FIRST else len(FIRST), r[0].lower()))
+    return [(keys, what) for keys, what, _ in rows]
 
 
 class ShortcutSheet(QDialog):
     def __init__(self, window: QMainWindow) -> None:
         super().__init__(window)
-        self.setWindowTitle("kvsim — keys")
+        self.setWindowTitle(translate("shortcuts", "kvsim — keys"))
         self.rows = key_rows(window)
         lay = QVBoxLayout(self)
         html = "<table cellspacing='0' cellpadding='4'>" + "".join(
@@ -62,7 +68,7 @@ class ShortcutSheet(QDialog):
 
 def install(window: QMainWindow) -> QAction:
     """The ``?`` / F1 action on the window (and in its ☰ menu, where the caller adds it)."""
-    action = QAction("Keys (shortcut sheet)", window)
+    action = QAction(translate("shortcuts", "Keys (shortcut sheet)"), window)
     action.setShortcuts([QKeySequence("?"), QKeySequence("F1")])
     action.setShortcutContext(Qt.WindowShortcut)
     action.triggered.connect(lambda _checked=False: show(window))

@@ -10,29 +10,65 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QT_TRANSLATE_NOOP, Qt, Signal
 from PySide6.QtGui import QAction, QFont, QKeySequence
 from PySide6.QtWidgets import QComboBox, QMenu, QSizePolicy, QToolBar, QToolButton, QWidget
 
 from kvsim.models.config import ModelConfig
 
-from .animation import SPEEDS
+from . import i18n
+from .animation import SPEEDS, speed_label
+from .i18n import translate
 
 DEFAULT_MODEL = "tiny"
-RANDOM_PRESETS = [
-    ("random · Llama GQA (4 layers, 8 heads, 2 kv)", "random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,seed=0"),
-    ("random · Llama MQA (4 layers, 8 heads, 1 kv)", "random:family=llama,layers=4,heads=8,kv_heads=1,dim=256,seed=0"),
-    ("random · Llama MHA (4 layers, 8 heads)", "random:family=llama,layers=4,heads=8,kv_heads=8,dim=256,seed=0"),
-    ("random · GPT-2 (4 layers, 4 heads, 128 dim)", "random:family=gpt2,layers=4,heads=4,dim=128,seed=0"),
+RANDOM_PRESETS = [  # (label, spec): the label is translated where it is shown
+    (
+        QT_TRANSLATE_NOOP("toolbar", "random · Llama GQA (4 layers, 8 heads, 2 kv)"),
+        "random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,seed=0",
+    ),
+    (
+        QT_TRANSLATE_NOOP("toolbar", "random · Llama MQA (4 layers, 8 heads, 1 kv)"),
+        "random:family=llama,layers=4,heads=8,kv_heads=1,dim=256,seed=0",
+    ),
+    (
+        QT_TRANSLATE_NOOP("toolbar", "random · Llama MHA (4 layers, 8 heads)"),
+        "random:family=llama,layers=4,heads=8,kv_heads=8,dim=256,seed=0",
+    ),
+    (
+        QT_TRANSLATE_NOOP("toolbar", "random · GPT-2 (4 layers, 4 heads, 128 dim)"),
+        "random:family=gpt2,layers=4,heads=4,dim=128,seed=0",
+    ),
 ]
 DEFAULT_LANES = "uncached,cached"
 PORTUGUESE_MODEL = "gemma3-270m"  # the fetchable model that writes Portuguese (Gemma 3 270M)
 OPEN_ITEM = "__open__"
+KIND_ROLE = Qt.UserRole + 1  # a model item's kind in the catalog: bundled / fetched / fetchable
+
+
+def model_label(name: str, kind: str) -> str:
+    """A model box item: its name and kind ("tiny (bundled)"; a fetchable one says how to fetch it)."""
+    if kind == "fetchable":
+        return translate("toolbar", "{model} (not fetched: kvsim models get {model})").format(model=name)
+    if kind == "bundled":
+        return translate("toolbar", "{model} (bundled)").format(model=name)
+    if kind == "fetched":
+        return translate("toolbar", "{model} (fetched)").format(model=name)
+    return f"{name} ({kind})"
 
 
 def example_prompts() -> list[tuple[str, str]]:
+    """(language, text) of the example prompts: the app's own language first (the first one is the default)."""
     data = json.loads((Path(__file__).with_name("prompts.json")).read_text(encoding="utf-8"))
-    return [(lang, text) for lang in ("en", "pt") for text in data.get(lang, [])]
+    order = ("pt", "en") if i18n.is_portuguese() else ("en", "pt")
+    return [(lang, text) for lang in order for text in data.get(lang, [])]
+
+
+def lanes_label(specs: str) -> str:
+    """A lane chooser item for ``specs`` ("uncached,cached,int8" → "no cache | KV cache | int8"): the two
+    plain lanes by name, every other lane by its spec (what one types)."""
+    names = {"uncached": translate("toolbar", "no cache"), "none": translate("toolbar", "no cache")}
+    names.update({"cached": translate("toolbar", "KV cache"), "kv": translate("toolbar", "KV cache")})
+    return " | ".join(names.get(term.strip(), term.strip()) for term in specs.split(",") if term.strip())
 
 
 def lane_choices() -> list[tuple[str, str]]:
@@ -41,11 +77,11 @@ def lane_choices() -> list[tuple[str, str]]:
     It reads the engine's registry, which imports torch: call it once the engine is loaded."""
     from kvsim.caches import parse_spec, policy_examples
 
-    choices = [("no cache | KV cache", DEFAULT_LANES), ("KV cache | no cache", "cached,uncached")]
+    choices = [(lanes_label(DEFAULT_LANES), DEFAULT_LANES), (lanes_label("cached,uncached"), "cached,uncached")]
     shown = {parse_spec(spec).policy for spec in DEFAULT_LANES.split(",")}
     for example, _grammar in policy_examples():
         if parse_spec(example).policy not in shown:
-            choices.append((f"no cache | KV cache | {example}", f"uncached,cached,{example}"))
+            choices.append((lanes_label(f"uncached,cached,{example}"), f"uncached,cached,{example}"))
     return choices
 
 
@@ -61,7 +97,7 @@ class ControlsToolBar(QToolBar):
     selection_changed = Signal(int, int)  # layer, head (-1: all heads)
 
     def __init__(self, parent: QWidget, prompt: str | None = None) -> None:
-        super().__init__("Controls", parent)
+        super().__init__(translate("toolbar", "Controls"), parent)
         self.setObjectName("controls")
         self.setMovable(False)
         big = QFont(self.font())
@@ -70,7 +106,7 @@ class ControlsToolBar(QToolBar):
         self.model_box = QComboBox()
         self.model_box.setMinimumContentsLength(11)
         self.model_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
-        self.model_box.setToolTip("model")
+        self.model_box.setToolTip(translate("toolbar", "model"))
         self.fill_models([])
         self.addWidget(self.model_box)
 
@@ -82,54 +118,78 @@ class ControlsToolBar(QToolBar):
         self.prompt_box.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
         for lang, text in example_prompts():
             self.prompt_box.addItem(text, lang)
-            self.prompt_box.setItemData(self.prompt_box.count() - 1, f"example ({lang.upper()})", Qt.ToolTipRole)
+            tip = translate("toolbar", "example ({language})").format(language=lang.upper())
+            self.prompt_box.setItemData(self.prompt_box.count() - 1, tip, Qt.ToolTipRole)
         self.prompt_box.setCurrentIndex(0)
         if prompt:
             self.prompt_box.setEditText(prompt)
         self.prompt_box.lineEdit().setCursorPosition(0)
-        self.prompt_box.setToolTip("prompt: pick an example (English / Português) or type; Enter restarts")
+        self.prompt_box.setToolTip(translate("toolbar", "prompt: pick an example (English / Português) or type; Enter restarts"))
         self.addWidget(self.prompt_box)
 
-        self.reset_action = self._action("↺ Reset", "restart the run with this prompt", "Home", self.reset_requested)
-        self.back_action = self._action("◀ Back", "step back (redraw from the record)", "Left", self.back_requested)
-        self.step_action = self._action("Step ▶", "next step (computes one if at the end)", "Right", self.step_requested)
-        self.play_action = self._action("▶▶ Play", "play / pause", "Space", self.play_toggled, checkable=True)
+        self.reset_action = self._action(
+            translate("toolbar", "↺ Reset"),
+            translate("toolbar", "restart the run with this prompt (Home)"),
+            "Home",
+            self.reset_requested,
+        )
+        self.back_action = self._action(
+            translate("toolbar", "◀ Back"),
+            translate("toolbar", "step back (redraw from the record) (Left)"),
+            "Left",
+            self.back_requested,
+        )
+        self.step_action = self._action(
+            translate("toolbar", "Step ▶"),
+            translate("toolbar", "next step (computes one if at the end) (Right)"),
+            "Right",
+            self.step_requested,
+        )
+        self.play_action = self._action(
+            translate("toolbar", "▶▶ Play"),
+            translate("toolbar", "play / pause (Space)"),
+            "Space",
+            self.play_toggled,
+            checkable=True,
+        )
         for a in (self.reset_action, self.back_action, self.step_action, self.play_action):
             self.widgetForAction(a).setFont(big)
 
         # the rarer controls live in a second toolbar: beside this one when the window is wide enough,
         # on a row of its own below it when not (the window wraps it: nothing hides behind an extension handle)
-        self.more = QToolBar("View controls", parent)
+        self.more = QToolBar(translate("toolbar", "View controls"), parent)
         self.more.setObjectName("view-controls")
         self.more.setMovable(False)
         self.speed_box = QComboBox()
         for name in SPEEDS:
-            self.speed_box.addItem(name, name)
+            self.speed_box.addItem(speed_label(name), name)
         self.speed_box.setCurrentIndex(1)
-        self.speed_box.setToolTip("animation speed")
+        self.speed_box.setToolTip(translate("toolbar", "animation speed"))
         self.more.addWidget(self.speed_box)
 
         self.more.addSeparator()
         self.lanes_box = QComboBox()
         self.lanes_box.setEditable(True)
         self.lanes_box.setInsertPolicy(QComboBox.NoInsert)
-        self.lanes_box.addItem("no cache | KV cache", DEFAULT_LANES)  # the rest once the engine is loaded
+        self.lanes_box.addItem(lanes_label(DEFAULT_LANES), DEFAULT_LANES)  # the rest once the engine is loaded
         self.lanes_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.lanes_box.setMinimumContentsLength(10)
         self.more.addWidget(self.lanes_box)
         self.layer_box = QComboBox()
-        self.layer_box.setToolTip("layer")
+        self.layer_box.setToolTip(translate("toolbar", "layer"))
         self.layer_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
         self.more.addWidget(self.layer_box)
         self.head_box = QComboBox()
         self.head_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
-        self.head_box.setToolTip("query head (GQA: the K/V head it reads is shown in the titles)")
+        self.head_box.setToolTip(translate("toolbar", "query head (GQA: the K/V head it reads is shown in the titles)"))
         self.more.addWidget(self.head_box)
 
-        self.menu = QMenu("View", self)
+        self.menu = QMenu(translate("toolbar", "View"), self)
         self.view_button = QToolButton()
         self.view_button.setText("☰")
-        self.view_button.setToolTip("save or open a run (.kvsim); show or hide lanes and panels; the default layout")
+        self.view_button.setToolTip(
+            translate("toolbar", "save or open a run (.kvsim); show or hide lanes and panels; the default layout; the language")
+        )
         self.view_button.setMenu(self.menu)
         self.view_button.setPopupMode(QToolButton.InstantPopup)
         self.more.addWidget(self.view_button)
@@ -145,7 +205,7 @@ class ControlsToolBar(QToolBar):
 
     def _action(self, text: str, tip: str, keys: str, signal, checkable: bool = False) -> QAction:
         a = QAction(text, self)
-        a.setToolTip(f"{tip} ({keys})")
+        a.setToolTip(tip)
         a.setShortcut(QKeySequence(keys))
         a.setShortcutContext(Qt.WindowShortcut)
         a.setCheckable(checkable)
@@ -204,8 +264,11 @@ class ControlsToolBar(QToolBar):
         self.lanes_box.blockSignals(False)
         self.show_lanes(current or DEFAULT_LANES)
         self.lanes_box.setToolTip(
-            "the lanes, side by side: pick a set, or type cache policies separated by commas "
-            f"(known: {', '.join(known_specs())}; uncached = none, cached = kv) and press Enter"
+            translate(
+                "toolbar",
+                "the lanes, side by side: pick a set, or type cache policies separated by commas "
+                "(known: {known}; `uncached` = `none`, `cached` = `kv`) and press Enter",
+            ).format(known=", ".join(f"`{spec}`" for spec in known_specs()))
         )
 
     def fill_models(self, rows: list) -> None:
@@ -216,13 +279,13 @@ class ControlsToolBar(QToolBar):
         box.clear()
         names = [str(r["name"]) for r in rows]
         if DEFAULT_MODEL not in names:
-            box.addItem(f"{DEFAULT_MODEL} (bundled)", DEFAULT_MODEL)
+            box.addItem(model_label(DEFAULT_MODEL, "bundled"), DEFAULT_MODEL)
         for r in rows:
-            kind = "not fetched: kvsim models get " + str(r["name"]) if r["kind"] == "fetchable" else r["kind"]
-            box.addItem(f"{r['name']} ({kind})", str(r["name"]))
+            box.addItem(model_label(str(r["name"]), str(r["kind"])), str(r["name"]))
+            box.setItemData(box.count() - 1, str(r["kind"]), KIND_ROLE)
         for label, spec in RANDOM_PRESETS:
-            box.addItem(label, spec)
-        box.addItem("Open checkpoint directory or .gguf…", OPEN_ITEM)
+            box.addItem(translate("toolbar", label), spec)
+        box.addItem(translate("toolbar", "Open checkpoint directory or .gguf…"), OPEN_ITEM)
         if current is not None and box.findData(current) < 0 and current != OPEN_ITEM:
             box.insertItem(box.count() - 1, str(current), current)
         box.setCurrentIndex(max(0, box.findData(current)) if current is not None else 0)
@@ -231,10 +294,19 @@ class ControlsToolBar(QToolBar):
     def show_loaded(self, info: dict) -> str:
         """Show a loaded model in the box; returns its one-line description."""
         cfg = info["config"]
-        text = (
-            f"model {info['model_id']}: {cfg['family']}, {cfg['n_layers']} layers, {cfg['n_heads']} heads "
-            f"/ {cfg['n_kv_heads']} kv heads, head dim {cfg['head_dim']}, context {cfg['max_seq_len']}, "
-            f"{info['params']:,} parameters"
+        text = translate(
+            "toolbar",
+            "model {model}: {family}, {layers} layers, {heads} heads / {kv_heads} kv heads, head dim {head_dim}, "
+            "context {context}, {params} parameters",
+        ).format(
+            model=info["model_id"],
+            family=cfg["family"],
+            layers=cfg["n_layers"],
+            heads=cfg["n_heads"],
+            kv_heads=cfg["n_kv_heads"],
+            head_dim=cfg["head_dim"],
+            context=i18n.integer(cfg["max_seq_len"]),
+            params=i18n.integer(info["params"]),
         )
         self.show_model(info["model_id"], text)
         return text
@@ -244,10 +316,14 @@ class ControlsToolBar(QToolBar):
         index = self.prompt_box.findText(self.prompt_text())
         if index < 0 or self.prompt_box.itemData(index) != "pt" or self.model_box.currentData() == PORTUGUESE_MODEL:
             return ""
-        label = self.model_box.itemText(max(self.model_box.findData(PORTUGUESE_MODEL), 0))
-        if self.model_box.findData(PORTUGUESE_MODEL) >= 0 and "not fetched" not in label:
-            return f"a Portuguese prompt: {PORTUGUESE_MODEL} writes Portuguese — pick it in the model box"
-        return f"a Portuguese prompt: `kvsim models get {PORTUGUESE_MODEL}` fetches a model that writes Portuguese"
+        index = self.model_box.findData(PORTUGUESE_MODEL)
+        if index >= 0 and self.model_box.itemData(index, KIND_ROLE) != "fetchable":
+            return translate("toolbar", "a Portuguese prompt: {model} writes Portuguese — pick it in the model box").format(
+                model=PORTUGUESE_MODEL
+            )
+        return translate(
+            "toolbar", "a Portuguese prompt: `kvsim models get {model}` fetches a model that writes Portuguese"
+        ).format(model=PORTUGUESE_MODEL)
 
     def show_model(self, model_id: str, tooltip: str) -> None:
         idx = self.model_box.findData(model_id)
@@ -260,14 +336,14 @@ class ControlsToolBar(QToolBar):
     def show_lanes(self, specs: str) -> None:
         index = self.lanes_box.findData(specs)
         if index < 0:
-            self.lanes_box.addItem(specs.replace(",", " | "), specs)
+            self.lanes_box.addItem(lanes_label(specs), specs)
             index = self.lanes_box.count() - 1
         self.lanes_box.setCurrentIndex(index)
         self.lanes_box.lineEdit().setCursorPosition(0)  # the start of the lanes, when the box is narrow
 
     def show_playing(self, playing: bool) -> None:
         self.play_action.setChecked(playing)
-        self.play_action.setText("❚❚ Pause" if playing else "▶▶ Play")
+        self.play_action.setText(translate("toolbar", "❚❚ Pause") if playing else translate("toolbar", "▶▶ Play"))
 
     def show_speed(self, name: str) -> None:
         self.speed_box.setCurrentIndex(max(0, self.speed_box.findData(name)))
@@ -277,10 +353,10 @@ class ControlsToolBar(QToolBar):
             box.blockSignals(True)
             box.clear()
         for i in range(cfg.n_layers):
-            self.layer_box.addItem(f"layer {i}", i)
+            self.layer_box.addItem(translate("toolbar", "layer {n}").format(n=i), i)
         for h in range(cfg.n_heads):
-            self.head_box.addItem(f"head {h} · kv {h // cfg.group_size}", h)
-        self.head_box.addItem("all heads", -1)
+            self.head_box.addItem(translate("toolbar", "head {n} · kv {kv}").format(n=h, kv=h // cfg.group_size), h)
+        self.head_box.addItem(translate("toolbar", "all heads"), -1)
         self.layer_box.setCurrentIndex(cfg.n_layers - 1 if cfg.n_layers <= 2 else 1)
         for box in (self.layer_box, self.head_box):
             box.blockSignals(False)

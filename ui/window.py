@@ -15,11 +15,13 @@ from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QToolBar, QVBoxLayout, QWidget
 
-from . import dialogs, docks, export, layout, lesson, shortcuts
+from . import dialogs, docks, export, i18n, layout, lesson, shortcuts
 from .animation import SPEEDS, Animator
 from .app import launch_mark
 from .appearance import ThemeSetting
 from .controller import Controller
+from .i18n import translate
+from .language_menu import LanguageSetting
 from .presenter import Presenter, install_keys
 from .recent import RecentRuns
 from .session import Session
@@ -45,7 +47,7 @@ class MainWindow(QMainWindow):
         self, model: str | None = None, prompt: str | None = None, persist: bool = True, fallback: bool | None = None
     ) -> None:
         super().__init__()
-        self.setWindowTitle("kvsim — the KV cache, step by step")
+        self.setWindowTitle(translate("window", "kvsim — the KV cache, step by step"))
         self.settings = QSettings("kvsim", "kvsim-ui") if persist else None
         self.session = Session(self)
         self.derived = DerivedImages(self.session)
@@ -79,7 +81,7 @@ class MainWindow(QMainWindow):
         if self._booted:
             return
         self._booted = True
-        self.statusBar().showMessage("starting the engine …")
+        self.statusBar().showMessage(translate("window", "starting the engine …"))
         self.statusBar().repaint()  # seen before the (blocking, ~1 s) import of torch below
         from .worker import WorkerThread
 
@@ -101,7 +103,7 @@ class MainWindow(QMainWindow):
         self.banner.setWordWrap(True)
         self.banner.setVisible(False)
         self.banner.setCursor(Qt.PointingHandCursor)
-        self.banner.setToolTip("click to dismiss")
+        self.banner.setToolTip(translate("window", "click to dismiss"))
         self.banner.mousePressEvent = lambda _e: self.banner.setVisible(False)
         lay.addWidget(self.banner)
         self.lanes = LaneArea(self.session, self.derived)
@@ -111,7 +113,7 @@ class MainWindow(QMainWindow):
         central.setFocusPolicy(Qt.StrongFocus)  # arrows/Space drive the simulator, not a text box
         self.setCentralWidget(central)
         self.timeline = Timeline(self.session)
-        bar = QToolBar("Timeline")
+        bar = QToolBar(translate("window", "Timeline"))
         bar.setObjectName("timeline")
         bar.setMovable(False)
         bar.addWidget(self.timeline)
@@ -119,24 +121,29 @@ class MainWindow(QMainWindow):
 
     def _build_docks(self) -> None:
         self.costs = CostsPanel(self.session)
-        self.costs_dock = self._dock("Costs so far", "costs", layout.scrollable(self.costs), Qt.BottomDockWidgetArea)
+        costs_title = translate("window", "Costs so far")
+        self.costs_dock = self._dock(costs_title, "costs", layout.scrollable(self.costs), Qt.BottomDockWidgetArea)
         area, self.tokens = token_area(self.session)
-        self.text_dock = self._dock(
-            "Text (prompt = prefill, then one token per decode step)", "text", area, Qt.BottomDockWidgetArea
-        )
+        text_title = translate("window", "Text (prompt = prefill, then one token per decode step)")
+        self.text_dock = self._dock(text_title, "text", area, Qt.BottomDockWidgetArea)
         self.overview = HeadsOverview(self.session, self.derived)
-        self.overview_dock = self._dock("All heads (selected layer)", "heads", self.overview, Qt.RightDockWidgetArea)
+        heads_title = translate("window", "All heads (selected layer)")
+        self.overview_dock = self._dock(heads_title, "heads", self.overview, Qt.RightDockWidgetArea)
         self.overview_dock.setVisible(False)
         self.splitDockWidget(self.costs_dock, self.text_dock, Qt.Vertical)
         self.resizeDocks([self.costs_dock, self.text_dock], [230, 80], Qt.Vertical)
         self.resizeDocks([self.overview_dock], [520], Qt.Horizontal)
         menu = self.toolbar.menu  # docks and lanes can be hidden, so the ☰ menu brings them back
-        save = menu.addAction("Save run…", lambda: (path := dialogs.ask_save_run(self)) and self.save_run(path))
+        save = menu.addAction(
+            translate("window", "Save run…"), lambda: (path := dialogs.ask_save_run(self)) and self.save_run(path)
+        )
         save.setShortcut(QKeySequence.Save)
-        opened = menu.addAction("Open run…", lambda: (path := dialogs.ask_open_run(self)) and self.open_run(path))
+        opened = menu.addAction(
+            translate("window", "Open run…"), lambda: (path := dialogs.ask_open_run(self)) and self.open_run(path)
+        )
         opened.setShortcut(QKeySequence.Open)
         self.recent = RecentRuns(self.settings, menu, self.open_run, self.show_message, self)
-        self.focus_action = QAction("Lanes only", self)
+        self.focus_action = QAction(translate("window", "Lanes only"), self)
         self.focus_action.setShortcut(QKeySequence("F"))
         self.focus_action.triggered.connect(self.toggle_lanes_only)
         self.addActions([save, opened, self.focus_action])  # shortcuts work with the menu closed
@@ -149,20 +156,21 @@ class MainWindow(QMainWindow):
         self.extra_docks = docks.install(self, host, menu)
         lesson.install(self)  # ☰ → Lesson (F2): the guided lesson, hidden until asked for
         menu.addAction(self.focus_action)
-        free = menu.addAction("Free-running lanes (each continues on its own choice)")
+        free = menu.addAction(translate("window", "Free-running lanes (each continues on its own choice)"))
         free.setCheckable(True)
         free.toggled.connect(self.controller.set_free_running)
-        errors = menu.addAction("K/V error vs exact (lossy lanes)")
+        errors = menu.addAction(translate("window", "K/V error vs exact (lossy lanes)"))
         errors.setCheckable(True)
         errors.toggled.connect(lambda on: (self.derived.set_show_error(on), [p.redraw() for p in self.lanes.shown()]))
         menu.addSeparator()
         self.presenter = Presenter(self)
         self.theme_setting = ThemeSetting(self.settings, menu, self)
+        self.language_setting = LanguageSetting(self.settings, menu, lambda text: self.statusBar().showMessage(text, 8000), self)
         self.presenter.changed.connect(self._on_presenting)
         menu.addActions([self.presenter.present_action, self.presenter.fullscreen_action, shortcuts.install(self)])
         self.keys = install_keys(self)
         export.install(self)  # ☰ → Export for slides, and its keys
-        menu.addAction("Default layout", self.default_layout)
+        menu.addAction(translate("window", "Default layout"), self.default_layout)
 
     def _dock(self, title: str, name: str, widget: QWidget, area) -> QDockWidget:
         d = QDockWidget(title, self)
@@ -236,15 +244,17 @@ class MainWindow(QMainWindow):
             self._ready_marked = True
             QTimer.singleShot(0, lambda: launch_mark("ready"))  # after the run's first paint is queued
         source = run.info.get("source", "")
-        self.setWindowTitle(f"kvsim — {run.model_id} — {source if str(source).endswith('.kvsim') else 'the KV cache'}")
+        what = source if str(source).endswith(".kvsim") else translate("window", "the KV cache")
+        self.setWindowTitle(translate("window", "kvsim — {model} — {what}").format(model=run.model_id, what=what))
         self.toolbar.show_lanes(",".join(lane.name for lane in run.lanes))
         if self.toolbar.prompt_box.lineEdit().hasFocus() or self.focusWidget() is None:
             self.centralWidget().setFocus()  # so Space / → / ← / Home work at once
         if not self.controller.browsing:
             self.statusBar().showMessage(
                 self.toolbar.model_hint()
-                or f"prompt: {len(run.prompt_ids)} tokens · press "
-                "Step (→) or Play (Space) · Back (←) · Reset (Home) · F: lanes only"
+                or translate(
+                    "window", "prompt: {n} tokens · press Step (→) or Play (Space) · Back (←) · Reset (Home) · F: lanes only"
+                ).format(n=i18n.integer(len(run.prompt_ids)))
             )
 
     def _on_selection(self, layer: int, head: int) -> None:

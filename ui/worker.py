@@ -22,6 +22,7 @@ from kvsim.models.config import ConfigError
 from kvsim.models.loading import ModelLoadError, load_model
 from kvsim.simulate import SimulationError, Simulator
 
+from .i18n import translate
 from .session import RunInfo
 
 for _lazy in ("tokenizers", "safetensors", "gguf", "jinja2", "platformdirs"):
@@ -83,7 +84,9 @@ class SimWorker(QObject):
             except ModelLoadError as exc:
                 if not fallback:
                     raise
-                note = f"bundled model {spec!r} not available ({exc}); using a random model"
+                note = translate("worker", "bundled model {model} not available ({error}); using a random model").format(
+                    model=repr(spec), error=exc
+                )
                 loaded = load_model(FALLBACK_MODEL)
             self.loaded = loaded
             self.sim = None
@@ -98,9 +101,14 @@ class SimWorker(QObject):
                 }
             )
         except USER_ERRORS as exc:
-            self.failed.emit("load", f"could not load model {spec!r}: {exc}")
+            self.failed.emit(
+                "load", translate("worker", "could not load model {model}: {error}").format(model=repr(spec), error=exc)
+            )
         except Exception as exc:  # noqa: BLE001 - the app must stay usable
-            self.failed.emit("load", f"could not load model {spec!r}: {type(exc).__name__}: {exc}")
+            error = f"{type(exc).__name__}: {exc}"
+            self.failed.emit(
+                "load", translate("worker", "could not load model {model}: {error}").format(model=repr(spec), error=error)
+            )
             traceback.print_exc()
         finally:
             self.busy_changed.emit(False)
@@ -113,7 +121,7 @@ class SimWorker(QObject):
         self._cancel.clear()
         self.sim = None
         if self.loaded is None:
-            self.failed.emit("run", "no model is loaded")
+            self.failed.emit("run", translate("worker", "no model is loaded"))
             return
         try:
             specs = parse_lanes(lanes)
