@@ -8,17 +8,26 @@ are created once and fed with setData.
 
 from __future__ import annotations
 
-from html import escape
-
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from kvsim.units import si
-
 from .. import theme
+from . import policy_text
+from .chart_text import (
+    STATS_TIP,
+    formulas,
+    grouped,
+    log_scale,
+    plot_tip,
+    plot_titles,
+    si_text,
+    stats_html,
+    stats_tip,
+    stats_width,
+)
 
 
 def _nice(x: float) -> float:
@@ -36,45 +45,13 @@ class SIAxis(pg.AxisItem):
     """Left axis with k / M / G / T tick labels (FLOPs reach 1e12 quickly)."""
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph API
-        return [_si(10**v if self.logMode else v) for v in values]
+        return [si_text(10**v if self.logMode else v) for v in values]
 
 
-def _si(v: float) -> str:
-    return si(v, ".3g")
-
-
-def _short(session, lane) -> str:
-    """A lane's name in a narrow column: its label, or its spec when the label is long."""
-    label = session.lane_label(lane.index)
-    return label if len(label) <= 12 else lane.name if len(lane.name) <= 12 else lane.name[:11] + "…"
-
+__all__ = ["STATS_TIP", "CostsPanel", "formulas"]  # STATS_TIP, formulas: the tests read them here
 
 SERIES = ("rows", "flops", "ms", "bytes")  # the plots, left to right (session.series names)
 MAX_LEGEND = 4  # lanes named in the legend (more would cover the curves; the table names them all)
-PLOT_TIPS = (
-    "K/V rows computed so far, summed over the steps. Without a cache step t recomputes all t rows, so\n"
-    "the sum grows as Σt = n(n+1)/2 (less the prompt's P(P−1)/2, which the prefill does at once);\n"
-    "with a cache each step computes one new row: n rows in all.",
-    "floating-point operations so far, summed over the steps (counted from the model's shapes)",
-    "measured wall time of each step's forward pass; bars: the fastest and slowest of its repeats",
-    "bytes of K and V each lane holds after each step (all layers): a window lane's curve flattens",
-)
-STATS_TIP = (
-    "TTFT: time to first token — the measured time of the prefill step (prompt → first token)\n"
-    "ITL: inter-token latency — the time per generated token after the first (mean of the decode steps so far)\n"
-    "K/V rows: rows of K and V computed so far, summed over the steps\n"
-    "cache: bytes of K and V the lane holds now (all layers)\n"
-    "× the K/V rows: how many times more rows one lane computed than the other"
-)
-
-
-def formulas(n: int, prompt: int) -> tuple[int, str, str]:
-    """Σ over the steps of the rows each step computes without a cache (t = P … n), and its two lines:
-    the formula, and the formula with the live values."""
-    total = n * (n + 1) // 2 - prompt * (prompt - 1) // 2
-    if prompt <= 1:
-        return total, "Σt = n(n+1)/2", f"= {n}·{n + 1}/2 = {total:,}"
-    return total, "Σt = n(n+1)/2 − P(P−1)/2", f"= {n * (n + 1) // 2:,} − {prompt * (prompt - 1) // 2:,} = {total:,}"
 
 
 class CostsPanel(QWidget):
@@ -88,12 +65,10 @@ class CostsPanel(QWidget):
         self.glw.ci.setContentsMargins(0, 0, 0, 0)
         font = QFont(self.font())
         self.plots, self.curves, self.bands = [], {}, {}
-        # short titles: a title's width is its column's minimum, and four columns share the dock
-        titles = ("K/V rows computed, Σ", "FLOPs, Σ", "time per step (ms)", "cache held (bytes)")
-        for col, title in enumerate(titles):
+        for col, title in enumerate(plot_titles()):
             p = self.glw.addPlot(row=0, col=col, axisItems={"left": SIAxis("left")})
             p.setTitle(title, color=theme.MUTED, size="12pt")
-            p.setToolTip(PLOT_TIPS[col])
+            p.setToolTip(plot_tip(col))
             p.setMenuEnabled(False)
             p.hideButtons()
             p.setMouseEnabled(False, False)
@@ -116,11 +91,11 @@ class CostsPanel(QWidget):
         side = QVBoxLayout()
         self.stats = QLabel()
         self.stats.setTextFormat(Qt.RichText)
-        self.stats.setToolTip(STATS_TIP)
+        self.stats.setToolTip(stats_tip())
         self.stats.setFixedWidth(int(self.stats.fontMetrics().horizontalAdvance("M") * 19))  # no relayout per step
         self.stats.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         side.addWidget(self.stats, 1)
-        self.log_box = QCheckBox("log scale")
+        self.log_box = QCheckBox(log_scale())
         self.log_box.toggled.connect(self.set_log)
         side.addWidget(self.log_box)
         lay.addLayout(side)
@@ -182,24 +157,14 @@ class CostsPanel(QWidget):
         made or dropped only for the difference; the legend names at most MAX_LEGEND lanes."""
         lanes = self.session.lanes
         legend = self.plots[1].legend
-        labels = [self.session.lane_label(lane.index) for lane in lanes][:MAX_LEGEND]
+        labels = [policy_text.lane_label(self.session, lane.index) for lane in lanes][:MAX_LEGEND]
         if legend is not None and labels != getattr(self, "_legend_labels", None):
             legend.clear()
         for index in [i for i in self.curves if i >= len(lanes)]:
             for plot, curve in zip(self.plots, self.curves.pop(index), strict=True):
                 plot.removeItem(curve)
             self.plots[2].removeItem(self.bands.pop(index))
-        # fixed (no relayout per step) and wide enough for the widest cells: a label, then per lane the
-        # wider of its (bold) header and a value
-        fm = self.stats.fontMetrics()
-        bold = QFont(self.stats.font())
-        bold.setBold(True)
-        value = fm.horizontalAdvance("\u00a0888.88 KB")
-        columns = sum(
-            max(value, QFontMetrics(bold).horizontalAdvance("\u00a0" + _short(self.session, lane))) + 4 for lane in lanes
-        )
-        width = fm.horizontalAdvance("K/V rows\u00a0") + columns + 16
-        self.stats.setFixedWidth(min(width, 60 * fm.horizontalAdvance("M")))
+        self.stats.setFixedWidth(stats_width(self.session, self.stats.font()))  # fixed: no relayout per step
         for lane in lanes:
             if lane.index not in self.curves:
                 color = theme.lane_color(lane.index)
@@ -283,7 +248,7 @@ class CostsPanel(QWidget):
                 if rows == total and "sum" not in texts:
                     texts["sum"] = (lane.index, f"{formula}<br>{values}")
                 elif rows == n and "n" not in texts:
-                    texts["n"] = (lane.index, f"n = {n:,}")
+                    texts["n"] = (lane.index, f"n = {grouped(n)}")
         x_hi = self.plots[0]._kv_range[0] if getattr(self.plots[0], "_kv_range", None) else max(k - 1, 1)
         vb = self.plots[0].getViewBox()
         fm = QFontMetrics(self._formula_font())
@@ -300,7 +265,7 @@ class CostsPanel(QWidget):
             px = (k - 1 - x0) / ((x1 - x0) or 1) * vb.width()
             room_w = (vb.width() - px if left else px) - 4
             room_h = (y1 - y) / ((y1 - y0) or 1) * vb.height()  # pixels above the curve's end
-            forms = [html.split("<br>"), [f"Σt = {total:,}"]] if kind == "sum" else [[html]]
+            forms = [html.split("<br>"), [f"Σt = {grouped(total)}"]] if kind == "sum" else [[html]]
             lines = next((f for f in forms if max(fm.horizontalAdvance(t) for t in f) + 8 <= room_w), None)
             if lines is None or len(lines) * fm.height() + 4 > room_h:
                 item.setVisible(False)
@@ -354,36 +319,4 @@ class CostsPanel(QWidget):
             p.getViewBox().prepareForPaint()  # settle the transform now: one paint, not two
 
     def _stats(self) -> None:
-        s = self.session
-        r = s.record()
-        if r is None:
-            self.stats.setText(f"<span style='color:{theme.MUTED}'>no steps yet</span>")
-            return
-        names = [lane.index for lane in s.lanes]
-
-        head = "".join(
-            f"<th align=right style='color:{theme.lane_color(lane.index)}'>&nbsp;{escape(_short(s, lane))}</th>"
-            for lane in s.lanes
-        )
-        rows = {n: s.cumulative(n)[0] for n in names}
-        ttft_itl = {n: s.ttft_itl(n) for n in names}
-
-        def ms(v):
-            return "–" if v is None else (f"{v:.1f} ms" if v >= 10 else f"{v:.2f} ms")
-
-        lines = [
-            ("TTFT", [ms(ttft_itl[n][0]) for n in names]),
-            ("ITL", [ms(ttft_itl[n][1]) for n in names]),
-            ("K/V rows", [f"{rows[n]:,}" for n in names]),
-            ("cache", [theme.human_bytes(r.lanes[n].cache_bytes) for n in names]),
-        ]
-        body = "".join(
-            f"<tr><td style='color:{theme.MUTED}'>{label}</td>"
-            + "".join(f"<td align=right>&nbsp;{v}</td>" for v in values)
-            + "</tr>"
-            for label, values in lines
-        )
-        ratio = ""
-        if len(rows) == 2 and min(rows.values()) > 0:
-            ratio = f"<div style='color:{theme.ACCENT}'>{max(rows.values()) / min(rows.values()):.1f}× the K/V rows</div>"
-        self.stats.setText(f"<table cellspacing=0 cellpadding=1><tr><th></th>{head}</tr>{body}</table>{ratio}")
+        self.stats.setText(stats_html(self.session))

@@ -62,13 +62,9 @@ READOUT_TIP = QT_TRANSLATE_NOOP(
 )
 
 
-def _tr(text: str) -> str:
-    return translate("views.lane_text", text)
-
-
 def readout_tip() -> str:
     """The readout's tooltip in the app's language."""
-    return _tr(READOUT_TIP)
+    return translate("views.lane_text", READOUT_TIP)
 
 
 def readout_html(lane, info, color: str, progress: Progress, narrow: bool, compared: bool, own_differs: bool) -> str:
@@ -105,7 +101,8 @@ def readout_html(lane, info, color: str, progress: Progress, narrow: bool, compa
         )
         diff = "<br>" + said.format(logit=logit, kl=kl)
         if own_differs:
-            diff += f" · <b style='color:{theme.ERROR}'>{translate('views.lane_text', 'own choice differs')}</b>"
+            differs = translate("views.lane_text", "own choice differs")
+            diff += f" · <b style='color:{theme.ERROR}'>{differs}</b>"
     cache = (
         translate("views.lane_text", "cache {rows} rows, {bytes}").format(
             rows=f"<b>{lane.cache_tokens}</b>", bytes=f"<b>{local(theme.human_bytes(lane.cache_bytes))}</b>"
@@ -166,32 +163,40 @@ def uses_rope(cfg) -> bool:
 def title_options(cfg, layer: int, head: int, kv_head: int, error: float | None = None) -> list[list[str]]:
     """Per column (K, q, V, attention): titles from the most to the least words (the first that fits)."""
     d = cfg.head_dim
-    k = _tr("K after RoPE") if uses_rope(cfg) else "K"
+    k = translate("views.lane_text", "K after RoPE") if uses_rope(cfg) else "K"
     columns = [
         [
-            _tr("{k} · kv head {kv_head} · {d} dims").format(k=k, kv_head=kv_head, d=d),
-            _tr("{k} · kv head {kv_head}").format(k=k, kv_head=kv_head),
+            translate("views.lane_text", "{k} · kv head {kv_head} · {d} dims").format(k=k, kv_head=kv_head, d=d),
+            translate("views.lane_text", "{k} · kv head {kv_head}").format(k=k, kv_head=kv_head),
             f"{k} · kv {kv_head}",
             k,
             "K·RoPE" if k != "K" else k,
         ],
-        [_tr("q · head {head}").format(head=head), "q", ""],
-        [_tr("V · layer {layer}").format(layer=layer), _tr("V · L{layer}").format(layer=layer), "V"],
+        [translate("views.lane_text", "q · head {head}").format(head=head), "q", ""],
         [
-            _tr("attention of head {head} over keys").format(head=head),
-            _tr("attention · head {head}").format(head=head),
-            _tr("attention"),
+            translate("views.lane_text", "V · layer {layer}").format(layer=layer),
+            translate("views.lane_text", "V · L{layer}").format(layer=layer),
+            "V",
+        ],
+        [
+            translate("views.lane_text", "attention of head {head} over keys").format(head=head),
+            translate("views.lane_text", "attention · head {head}").format(head=head),
+            translate("views.lane_text", "attention"),
         ],
     ]
     if error is not None:
         e = local(f"{error:.1g}")
         columns[0] = [
-            _tr("K − exact · kv head {kv_head} · ±{error}").format(kv_head=kv_head, error=e),
-            _tr("K − exact · ±{error}").format(error=e),
-            _tr("K − exact"),
+            translate("views.lane_text", "K − exact · kv head {kv_head} · ±{error}").format(kv_head=kv_head, error=e),
+            translate("views.lane_text", "K − exact · ±{error}").format(error=e),
+            translate("views.lane_text", "K − exact"),
             "K",
         ]
-        columns[2] = [_tr("V − exact · layer {layer}").format(layer=layer), _tr("V − exact"), "V"]
+        columns[2] = [
+            translate("views.lane_text", "V − exact · layer {layer}").format(layer=layer),
+            translate("views.lane_text", "V − exact"),
+            "V",
+        ]
     return columns
 
 
