@@ -21,6 +21,7 @@ from .export_csv import write_csv
 from .export_dialogs import MovieChoice, MovieDialog, PictureDialog, ask_save
 from .export_images import save_png, save_svg
 from .export_movie import ExportError, MovieExport, MovieSpec, check_output
+from .i18n import num, translate
 
 KEYS = {"window": "Ctrl+E", "picture": "Ctrl+Shift+E", "movie": "Ctrl+Shift+M", "csv": "Ctrl+Shift+C"}
 
@@ -30,7 +31,7 @@ def install(window) -> QMenu:
     menu = getattr(window, "export_menu", None)
     if menu is not None:
         return menu
-    menu = QMenu("Export for slides", window)
+    menu = QMenu(translate("export", "Export for slides"), window)
     menu.setObjectName("export-menu")
 
     def action(text: str, key: str, slot) -> QAction:
@@ -42,10 +43,10 @@ def install(window) -> QMenu:
         menu.addAction(a)
         return a
 
-    action("Window as PNG…", "window", lambda: _ask_picture(window, "window", "png"))
-    action("Picture of a view (PNG 1×/2×, SVG)…", "picture", lambda: _ask_picture(window))
-    action("Run as GIF or MP4…", "movie", lambda: _ask_movie(window))
-    action("Figures per step as CSV…", "csv", lambda: _ask_csv(window))
+    action(translate("export", "Window as PNG…"), "window", lambda: _ask_picture(window, "window", "png"))
+    action(translate("export", "Picture of a view (PNG 1×/2×, SVG)…"), "picture", lambda: _ask_picture(window))
+    action(translate("export", "Run as GIF or MP4…"), "movie", lambda: _ask_movie(window))
+    action(translate("export", "Figures per step as CSV…"), "csv", lambda: _ask_csv(window))
     window.toolbar.menu.addSeparator()
     window.toolbar.menu.addMenu(menu)
     window.export_menu = menu
@@ -66,19 +67,32 @@ def views(window) -> dict[str, tuple[QWidget, object | None]]:
     return out
 
 
+def view_label(window, name: str) -> str:
+    """A view's name as the picture dialog shows it (the keys of ``views`` stay English)."""
+    if name == "window":
+        return translate("export", "the whole window")
+    if name == "lanes":
+        return translate("export", "the lanes")
+    if name.startswith("lane "):
+        return translate("export", "lane {name}").format(name=name[5:])
+    dock = window.costs_dock if name == "costs" else getattr(window, "extra_docks", {}).get(name)
+    return dock.windowTitle() if dock is not None else name
+
+
 def save_view(window, name: str, path: str | Path, kind: str = "png") -> Path:
     """Write view ``name`` (a key of ``views``) as ``kind``: "png", "png2" (2× pixels) or "svg"."""
     found = views(window).get(name)
     if found is None:
-        raise ExportError(f"no view named {name!r} (there are: {', '.join(views(window))})")
+        there = ", ".join(views(window))
+        raise ExportError(translate("export", "no view named {name} (there are: {there})").format(name=repr(name), there=there))
     widget, plot = found
     window.flush_views()
     if kind == "svg":
         if plot is None:
-            raise ExportError(f"{name} has no vector form: export it as PNG")
+            raise ExportError(translate("export", "{name} has no vector form: export it as PNG").format(name=name))
         return save_svg(plot, path)
     if kind not in ("png", "png2"):
-        raise ExportError(f"unknown picture kind {kind!r}")
+        raise ExportError(translate("export", "unknown picture kind {kind}").format(kind=repr(kind)))
     return save_png(widget, path, 2.0 if kind == "png2" else 1.0)
 
 
@@ -86,7 +100,7 @@ def save_csv(window, path: str | Path) -> Path:
     """The figures of every step of the run shown (all lanes) as CSV."""
     records = window.session.records
     if not records:
-        raise ExportError("nothing to export yet: run a step first")
+        raise ExportError(_nothing_yet())
     return write_csv(records, path)
 
 
@@ -94,18 +108,23 @@ def start_movie(window, choice: MovieChoice, path: str | Path, progress: bool = 
     """Start filming ``choice`` into ``path``; with ``progress``, a window-modal bar with Cancel."""
     s, c = window.session, window.controller
     if not s.records:
-        raise ExportError("nothing to export yet: run a step first")
+        raise ExportError(_nothing_yet())
     if c.busy:
-        raise ExportError("a step is being computed: export when it is done")
+        raise ExportError(translate("export", "a step is being computed: export when it is done"))
     if not 0 <= choice.first <= choice.last < s.n_steps:
-        raise ExportError(f"the steps must lie in 0..{s.n_steps - 1}, got {choice.first}..{choice.last}")
+        raise ExportError(
+            translate("export", "the steps must lie in 0..{last}, got {first_asked}..{last_asked}").format(
+                last=s.n_steps - 1, first_asked=choice.first, last_asked=choice.last
+            )
+        )
     check_output(path, choice.size, choice.fps)
     spec = MovieSpec(Path(path), choice.first, choice.last, choice.size, choice.fps, SPEEDS[choice.speed])
     target = window.lanes if choice.target == "lanes" else window
     export = MovieExport(window, spec, target)
     if progress:
-        bar = QProgressDialog(f"Writing {spec.n_frames} frames to {spec.path.name} …", "Cancel", 0, spec.n_frames, window)
-        bar.setWindowTitle("Export")
+        writing = translate("export", "Writing {n} frames to {file} …").format(n=spec.n_frames, file=spec.path.name)
+        bar = QProgressDialog(writing, translate("export", "Cancel"), 0, spec.n_frames, window)
+        bar.setWindowTitle(translate("export", "Export"))
         bar.setWindowModality(Qt.WindowModal)  # nothing moves the cursor while frames are drawn
         bar.setMinimumDuration(0)
         bar.setAutoClose(False)
@@ -116,13 +135,24 @@ def start_movie(window, choice: MovieChoice, path: str | Path, progress: bool = 
         export.failed.connect(bar.close)
         bar.show()
         export.bar = bar
-    export.finished.connect(lambda p: window.show_message(f"wrote {p}: {spec.n_frames} frames, {spec.n_frames / spec.fps:.1f} s"))
-    export.failed.connect(
-        lambda e: window.show_message("export cancelled" if e == "cancelled" else f"export failed: {e}", error=e != "cancelled")
-    )
+    seconds = num(spec.n_frames / spec.fps, 1)
+    wrote = translate("export", "wrote {path}: {n} frames, {seconds} s")
+    export.finished.connect(lambda p: window.show_message(wrote.format(path=p, n=spec.n_frames, seconds=seconds)))
+    export.failed.connect(lambda e: _movie_failed(window, e))
     window.active_export = export  # kept alive until the next one
     export.start()
     return export
+
+
+def _nothing_yet() -> str:
+    return translate("export", "nothing to export yet: run a step first")
+
+
+def _movie_failed(window, error: str) -> None:
+    if error == "cancelled":
+        window.show_message(translate("export", "export cancelled"))
+    else:
+        window.show_message(translate("export", "export failed: {error}").format(error=error), error=True)
 
 
 # ====================================================================== the menu's dialogs
@@ -133,32 +163,37 @@ def _default_name(window, ext: str) -> str:
 
 def _ask_picture(window, view: str | None = None, kind: str | None = None) -> None:
     if view is None:
-        dialog = PictureDialog({name: plot is not None for name, (_, plot) in views(window).items()}, window)
+        found = views(window)
+        labels = {name: view_label(window, name) for name in found}
+        dialog = PictureDialog({name: plot is not None for name, (_, plot) in found.items()}, window, labels)
         if dialog.exec() != PictureDialog.Accepted:
             return
         view, kind = dialog.choice()
     ext = "svg" if kind == "svg" else "png"
-    path = ask_save(window, f"Save {view} as {ext.upper()}", _default_name(window, ext), f"{ext.upper()} (*.{ext})")
+    title = translate("export", "Save {view} as {format}").format(view=view_label(window, view), format=ext.upper())
+    path = ask_save(window, title, _default_name(window, ext), f"{ext.upper()} (*.{ext})")
     if path:
         _report(window, lambda: save_view(window, view, path, kind))
 
 
 def _ask_csv(window) -> None:
-    path = ask_save(window, "Save the figures per step", _default_name(window, "csv").replace("-step", "-run"), "CSV (*.csv)")
+    title = translate("export", "Save the figures per step")
+    path = ask_save(window, title, _default_name(window, "csv").replace("-step", "-run"), "CSV (*.csv)")
     if path:
         _report(window, lambda: save_csv(window, path))
 
 
 def _ask_movie(window) -> None:
     if not window.session.records:
-        window.show_message("nothing to export yet: run a step first", error=True)
+        window.show_message(_nothing_yet(), error=True)
         return
     speed = next((k for k, v in SPEEDS.items() if v == window.animator.duration_ms), "normal")
     dialog = MovieDialog(window.session.n_steps, (window.width(), window.height()), speed, window)
     if dialog.exec() != MovieDialog.Accepted:
         return
     choice = dialog.choice()
-    path = ask_save(window, f"Save the run as {choice.fmt.upper()}", _default_name(window, choice.fmt), f"*.{choice.fmt}")
+    title = translate("export", "Save the run as {format}").format(format=choice.fmt.upper())
+    path = ask_save(window, title, _default_name(window, choice.fmt), f"*.{choice.fmt}")
     if path:
         try:
             start_movie(window, choice, path)
@@ -170,6 +205,6 @@ def _report(window, write) -> None:
     try:
         path = write()
     except (ExportError, OSError) as exc:
-        window.show_message(f"export failed: {exc}", error=True)
+        window.show_message(translate("export", "export failed: {error}").format(error=exc), error=True)
         return
-    window.show_message(f"wrote {path}")
+    window.show_message(translate("export", "wrote {path}").format(path=path))

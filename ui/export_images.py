@@ -19,6 +19,7 @@ from PySide6.QtGui import QColor, QImage, QPainter, QPixmap
 from PySide6.QtWidgets import QWidget
 
 from . import theme
+from .i18n import translate
 
 
 def render(widget: QWidget, scale: float = 1.0) -> QImage:
@@ -41,8 +42,12 @@ def save_png(widget: QWidget, path: str | os.PathLike[str], scale: float = 1.0) 
     image = render(widget, scale)
     _check_folder(path)
     if not image.save(str(path), "PNG"):
-        raise OSError(f"could not write {path}")
+        raise OSError(_could_not_write(path))
     return path
+
+
+def _could_not_write(path: Path) -> str:
+    return translate("export_images", "could not write {path}").format(path=path)
 
 
 def save_svg(view, path: str | os.PathLike[str]) -> Path:
@@ -68,11 +73,12 @@ def save_svg(view, path: str | os.PathLike[str]) -> Path:
     except OSError:
         raise
     except Exception as exc:  # noqa: BLE001 - the exporter failing on an item is one message
-        raise OSError(f"the SVG exporter failed: {type(exc).__name__}: {exc}") from None
+        error = f"{type(exc).__name__}: {exc}"
+        raise OSError(translate("export_images", "the SVG exporter failed: {error}").format(error=error)) from None
     finally:
         svg_module.correctCoordinates = original
     if not path.is_file() or path.stat().st_size == 0:
-        raise OSError(f"could not write {path}")
+        raise OSError(_could_not_write(path))
     return path
 
 
@@ -122,6 +128,6 @@ def to_array(image: QImage) -> np.ndarray:
 def _check_folder(path: Path) -> None:
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
-        raise OSError(f"no such folder: {folder}")
+        raise OSError(translate("export_images", "no such folder: {folder}").format(folder=folder))
     if not os.access(folder, os.W_OK):
-        raise OSError(f"cannot write into {folder} (permission denied)")
+        raise OSError(translate("export_images", "cannot write into {folder} (permission denied)").format(folder=folder))

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import QWidget
 
 from . import theme
 from .export_images import fit, to_array
+from .i18n import local, translate
 
 FORMATS = {".gif": "gif", ".mp4": "mp4"}
 MAX_FPS = {"gif": 50, "mp4": 60}  # a GIF's frame delay is counted in 1/100 s: beyond 50 fps it lies
@@ -81,19 +82,28 @@ def check_output(path: str | os.PathLike[str], size: tuple[int, int], fps: float
     p = Path(path)
     fmt = FORMATS.get(p.suffix.lower())
     if fmt is None:
-        raise ExportError(f"the file must end in .gif or .mp4, got {p.name!r}")
+        raise ExportError(translate("export_movie", "the file must end in .gif or .mp4, got {name}").format(name=repr(p.name)))
     w, h = size
     if not (MIN_SIZE[0] <= w <= MAX_SIZE[0] and MIN_SIZE[1] <= h <= MAX_SIZE[1]):
-        raise ExportError(f"the size must be between {MIN_SIZE[0]}x{MIN_SIZE[1]} and {MAX_SIZE[0]}x{MAX_SIZE[1]}, got {w}x{h}")
+        raise ExportError(
+            translate("export_movie", "the size must be between {smallest} and {largest}, got {size}").format(
+                smallest=f"{MIN_SIZE[0]}x{MIN_SIZE[1]}", largest=f"{MAX_SIZE[0]}x{MAX_SIZE[1]}", size=f"{w}x{h}"
+            )
+        )
     if fmt == "mp4" and (w % 2 or h % 2):
-        raise ExportError(f"an MP4's width and height must be even (H.264, yuv420p), got {w}x{h}")
+        even = translate("export_movie", "an MP4's width and height must be even (H.264, yuv420p), got {size}")
+        raise ExportError(even.format(size=f"{w}x{h}"))
     if not (np.isfinite(fps) and 1 <= fps <= MAX_FPS[fmt]):
-        raise ExportError(f"the frame rate of a {fmt.upper()} must be between 1 and {MAX_FPS[fmt]} fps, got {fps:g}")
+        raise ExportError(
+            translate("export_movie", "the frame rate of a {format} must be between 1 and {most} fps, got {fps}").format(
+                format=fmt.upper(), most=MAX_FPS[fmt], fps=local(f"{fps:g}")
+            )
+        )
     folder = p.parent if str(p.parent) else Path(".")
     if not folder.is_dir():
-        raise ExportError(f"cannot write {p}: no such folder {folder}")
+        raise ExportError(translate("export_movie", "cannot write {path}: no such folder {folder}").format(path=p, folder=folder))
     if not os.access(folder, os.W_OK) or (p.exists() and (p.is_dir() or not os.access(p, os.W_OK))):
-        raise ExportError(f"cannot write {p}: permission denied or not a file")
+        raise ExportError(translate("export_movie", "cannot write {path}: permission denied or not a file").format(path=p))
     return fmt
 
 

@@ -19,6 +19,8 @@ from PySide6.QtCore import QObject, QRect, Qt, QTimer
 from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QDockWidget, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+from .i18n import translate
+
 LANGUAGES = ("en", "pt")
 STEP_TIMEOUT_S = 90.0  # a state not reached by then is reported, not waited for
 
@@ -140,10 +142,10 @@ class LessonPanel(QWidget):
         buttons = QVBoxLayout()
         self.counter = QLabel()
         self.counter.setAlignment(Qt.AlignCenter)
-        self.back = QPushButton("◀ Back")
-        self.back.setToolTip("previous lesson step (Page Up)")
-        self.next = QPushButton("Next ▶")
-        self.next.setToolTip("next lesson step (Page Down)")
+        self.back = QPushButton(translate("lesson", "◀ Back"))
+        self.back.setToolTip(translate("lesson", "previous lesson step (Page Up)"))
+        self.next = QPushButton(translate("lesson", "Next ▶"))
+        self.next.setToolTip(translate("lesson", "next lesson step (Page Down)"))
         self.back.clicked.connect(lesson.back)
         self.next.clicked.connect(lesson.next)
         for w in (self.counter, self.back, self.next):
@@ -198,7 +200,7 @@ class Lesson(QObject):
         p.counter.setText(f"{index + 1} / {len(self.steps)}")
         p.back.setEnabled(index > 0)
         p.next.setEnabled(index < len(self.steps) - 1)
-        self._say("getting there …" if self.lang == "en" else "preparando …")
+        self._say(translate("lesson", "getting there …"))
         self.highlight.show_on(None)
         self._timer.start()
 
@@ -212,18 +214,14 @@ class Lesson(QObject):
         w = self.window
         c, s = w.controller, w.session
         if time.monotonic() - self._started > STEP_TIMEOUT_S:
-            late = "this step's state was not reached in time"
-            return self._fail(late if self.lang == "en" else "o estado deste passo não foi alcançado a tempo")
+            return self._fail(translate("lesson", "this step's state was not reached in time"))
         if c.worker is None or c.busy or (w.animator.running and s.cursor >= step.step):
             return None
         if (c.loaded_info or {}).get("model_id") != step.model:
             if c.load_failed and "model" in self._asked:
                 how = f"kvsim models get {step.model}"
-                return self._fail(
-                    f"this step needs the model {step.model}: fetch it with `{how}`"
-                    if self.lang == "en"
-                    else f"este passo precisa do modelo {step.model}: baixe-o com `{how}`"
-                )
+                needs = translate("lesson", "this step needs the model {model}: fetch it with `{command}`")
+                return self._fail(needs.format(model=step.model, command=how))
             if "model" not in self._asked:
                 self._asked.add("model")
                 c.load_model(step.model)
@@ -264,7 +262,8 @@ class Lesson(QObject):
             view = dock.build() if hasattr(dock, "build") else dock.widget()
             method = getattr(view, step.call["method"], None)
             if method is None:
-                self._fail(f"the {step.dock} dock cannot {step.call['method']} (a lesson written for a newer app?)")
+                cannot = translate("lesson", "the {dock} dock cannot {method} (a lesson written for a newer app?)")
+                self._fail(cannot.format(dock=step.dock, method=step.call["method"]))
                 return
             method(*step.call.get("args", []))
 
@@ -301,7 +300,7 @@ def install(window) -> QDockWidget:
     """A "Lesson" dock at the top (hidden until asked for: F2 or ☰ → Lesson); Page Down / Page Up
     (what presentation clickers send) move through it while it is shown."""
     lesson = Lesson(window)
-    dock = QDockWidget("Lesson", window)
+    dock = QDockWidget(translate("lesson", "Lesson"), window)
     dock.setObjectName("lesson")
     dock.setWidget(lesson.panel)
     dock.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable | QDockWidget.DockWidgetClosable)
@@ -310,7 +309,7 @@ def install(window) -> QDockWidget:
     dock.visibilityChanged.connect(lambda shown: lesson.start() if shown and lesson.index < 0 else None)
     dock.visibilityChanged.connect(lambda shown: None if shown else lesson.highlight.show_on(None))
     action = dock.toggleViewAction()
-    action.setText("Lesson")
+    action.setText(translate("lesson", "Lesson"))
     action.setShortcut("F2")
     window.addAction(action)
     window.toolbar.menu.addAction(action)

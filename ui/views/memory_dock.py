@@ -30,12 +30,14 @@ from PySide6.QtWidgets import (
 )
 
 from kvsim.memory import DTYPE_BITS, MemoryError_, human_bytes, weight_bytes
-from kvsim.presets import PRESETS, Preset, context_warning, get_preset, preset_from_model_config
+from kvsim.presets import PRESETS, Preset, get_preset, preset_from_model_config
 
 from .. import theme
+from ..i18n import integer, local, num, translate
 from .memory_form import BITS, BITS_TEXT, FormulaForm, Terms
 from .memory_live import LiveBill
 from .memory_plot import MemoryPlot
+from .memory_words import context_warning
 
 ON_SCREEN = "__on_screen__"
 DEFAULT_OTHERS = ("llama-2-7b", "llama-3.1-8b", "mistral-7b")
@@ -64,39 +66,54 @@ class MemoryDock(QWidget):
 
         self.model = _combo()
         self.model.setToolTip(
-            "Whose shape fills the formula: the model on screen, the bundled tiny model, or a real model's preset."
+            translate(
+                "views.memory_dock",
+                "Whose shape fills the formula: the model on screen, the bundled tiny model, or a real model's preset.",
+            )
         )
-        self.model.addItem("the model on screen", ON_SCREEN)
-        self.model.addItem("tiny (bundled)", "tiny")
+        self.model.addItem(translate("views.memory_dock", "the model on screen"), ON_SCREEN)
+        self.model.addItem(translate("views.memory_dock", "tiny (bundled)"), "tiny")
         for name, p in PRESETS.items():
-            self.model.addItem(f"{name}  ({p.n_params / 1e9:.2f}B, ctx {p.context:,})", name)
-        self.follow = QCheckBox("follow the run")
+            self.model.addItem(f"{name}  ({num(p.n_params / 1e9, 2)}B, ctx {integer(p.context)})", name)
+        self.follow = QCheckBox(translate("views.memory_dock", "follow the run"))
         self.follow.setChecked(True)
-        self.follow.setToolTip("Keep the terms equal to the run on screen: its shape, its bits, and n at the cursor's step.")
+        self.follow.setToolTip(
+            translate(
+                "views.memory_dock", "Keep the terms equal to the run on screen: its shape, its bits, and n at the cursor's step."
+            )
+        )
         top = QHBoxLayout()
-        top.addWidget(QLabel("model"))
+        top.addWidget(QLabel(translate("views.memory_dock", "model")))
         top.addWidget(self.model, 1)
         top.addWidget(self.follow)
 
         self.form = FormulaForm()
         self.weights = QLabel()
         self.weights.setWordWrap(True)
-        self.weights.setToolTip("The model's weights at each precision: parameters × bytes per parameter.")
+        self.weights.setToolTip(
+            translate("views.memory_dock", "The model's weights at each precision: parameters × bytes per parameter.")
+        )
         self.warning = QLabel()
         self.warning.setWordWrap(True)
-        self.warning.setToolTip("A model is trained for a maximum context; past it, its outputs are not to be trusted.")
+        self.warning.setToolTip(
+            translate(
+                "views.memory_dock", "A model is trained for a maximum context; past it, its outputs are not to be trusted."
+            )
+        )
         self.warning.hide()
         self.live = LiveBill(self.session)
 
         self.focus = _combo()
-        self.focus.setToolTip("The plot's model: its weights and its MHA / GQA / MQA curves are drawn.")
+        self.focus.setToolTip(
+            translate("views.memory_dock", "The plot's model: its weights and its MHA / GQA / MQA curves are drawn.")
+        )
         for name in PRESETS:
             self.focus.addItem(name, name)
         self.focus.addItem("tiny", "tiny")
         self.others_button = QToolButton()
-        self.others_button.setText("compare with ▾")
+        self.others_button.setText(translate("views.memory_dock", "compare with ▾"))
         self.others_button.setPopupMode(QToolButton.InstantPopup)
-        self.others_button.setToolTip("Other models drawn beside it.")
+        self.others_button.setToolTip(translate("views.memory_dock", "Other models drawn beside it."))
         menu = QMenu(self.others_button)
         self.others: dict[str, QAction] = {}
         for name in PRESETS:
@@ -109,19 +126,28 @@ class MemoryDock(QWidget):
         for b in BITS:
             self.plot_bits.addItem(BITS_TEXT[b], b)
         self.plot_bits.setCurrentIndex(self.plot_bits.findData(16))
-        self.plot_bits.setToolTip("Bits per cached value on the plot: 16 for FP16/BF16 models (the usual), 8 / 4 / 2 quantized.")
+        self.plot_bits.setToolTip(
+            translate(
+                "views.memory_dock",
+                "Bits per cached value on the plot: 16 for FP16/BF16 models (the usual), 8 / 4 / 2 quantized.",
+            )
+        )
         self.plot_batch = QSpinBox()
         self.plot_batch.setRange(1, 4096)
         self.plot_batch.setKeyboardTracking(False)
-        self.plot_batch.setToolTip("Sequences served at once on the plot: each has its own cache, so the curves scale with it.")
+        self.plot_batch.setToolTip(
+            translate(
+                "views.memory_dock", "Sequences served at once on the plot: each has its own cache, so the curves scale with it."
+            )
+        )
         plot_row = QHBoxLayout()
-        plot_row.addWidget(QLabel("model"))
+        plot_row.addWidget(QLabel(translate("views.memory_dock", "model")))
         plot_row.addWidget(self.focus, 1)
         plot_row.addWidget(self.others_button)
         plot_row2 = QHBoxLayout()
-        plot_row2.addWidget(QLabel("KV bits"))
+        plot_row2.addWidget(QLabel(translate("views.memory_dock", "KV bits")))
         plot_row2.addWidget(self.plot_bits)
-        plot_row2.addWidget(QLabel("batch"))
+        plot_row2.addWidget(QLabel(translate("views.memory_dock", "batch")))
         plot_row2.addWidget(self.plot_batch)
         plot_row2.addStretch(1)
         self.plot = MemoryPlot()
@@ -150,10 +176,17 @@ class MemoryDock(QWidget):
         growth_scroll.setFrameShape(QFrame.NoFrame)
         growth_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         growth_scroll.setWidget(growth)
-        self.tabs.addTab(bill, "The bill: formula and run")
-        self.tabs.addTab(growth_scroll, "Context 1k → 1M")
-        self.tabs.setTabToolTip(0, "The formula with every term editable, checked against the run's real caches.")
-        self.tabs.setTabToolTip(1, "KV bytes as the context grows, for real models, beside their weights and GPU memories.")
+        self.tabs.addTab(bill, translate("views.memory_dock", "The bill: formula and run"))
+        self.tabs.addTab(growth_scroll, translate("views.memory_dock", "Context 1k → 1M"))
+        self.tabs.setTabToolTip(
+            0, translate("views.memory_dock", "The formula with every term editable, checked against the run's real caches.")
+        )
+        self.tabs.setTabToolTip(
+            1,
+            translate(
+                "views.memory_dock", "KV bytes as the context grows, for real models, beside their weights and GPU memories."
+            ),
+        )
 
         self._restore()
         self.model.currentIndexChanged.connect(self._on_model)
@@ -187,7 +220,7 @@ class MemoryDock(QWidget):
         """A real model's shape at ``context`` tokens in the formula, and tab ``tab`` (1: the plot) in front."""
         index = self.model.findData(name)
         if index < 0:
-            raise ValueError(f"no preset named {name!r}")
+            raise ValueError(translate("views.memory_dock", "no preset named {name}").format(name=repr(name)))
         self.model.setCurrentIndex(index)  # the terms come from the preset, the plot focuses on it
         self.form.set_tokens(context)
         self.tabs.setCurrentIndex(tab)
@@ -251,12 +284,11 @@ class MemoryDock(QWidget):
         except MemoryError_ as exc:
             self.host.say(str(exc), True)
         if p is not None:
-            self.weights.setText(
-                f"weights of {p.n_params:,} parameters: "
-                + " · ".join(
-                    f"{k.upper()} {human_bytes(weight_bytes(p.n_params, k))}" for k in ("fp32", "fp16", "int8", "int4", "int2")
-                )
+            sizes = " · ".join(
+                f"{k.upper()} {local(human_bytes(weight_bytes(p.n_params, k)))}" for k in ("fp32", "fp16", "int8", "int4", "int2")
             )
+            weights = translate("views.memory_dock", "weights of {n} parameters: {sizes}")
+            self.weights.setText(weights.format(n=integer(p.n_params), sizes=sizes))
         warning = context_warning(p, terms.tokens) if p is not None and terms is not None else None
         self.warning.setVisible(bool(warning))
         if warning:

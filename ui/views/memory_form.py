@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QT_TRANSLATE_NOOP, Qt, Signal
 from PySide6.QtWidgets import QComboBox, QGridLayout, QLabel, QLineEdit, QSpinBox, QVBoxLayout, QWidget
 
 from kvsim.memory import (
@@ -22,8 +22,21 @@ from kvsim.memory import (
     repeat_pattern,
 )
 
+from ..i18n import integer, local, translate
+from .memory_words import rows_text
+
 BITS = (32, 16, 8, 4, 2)
 BITS_TEXT = {32: "32 · FP32", 16: "16 · FP16", 8: "8 · INT8", 4: "4 · INT4", 2: "2 · INT2"}
+FIELD_LABELS = (  # in the order of FormulaForm's fields; translated where shown
+    QT_TRANSLATE_NOOP("views.memory_form", "layers L"),
+    QT_TRANSLATE_NOOP("views.memory_form", "K/V heads H_kv"),
+    QT_TRANSLATE_NOOP("views.memory_form", "head dim d"),
+    QT_TRANSLATE_NOOP("views.memory_form", "tokens n"),
+    QT_TRANSLATE_NOOP("views.memory_form", "batch b"),
+    QT_TRANSLATE_NOOP("views.memory_form", "bits"),
+    QT_TRANSLATE_NOOP("views.memory_form", "window W"),
+    QT_TRANSLATE_NOOP("views.memory_form", "per layer"),
+)
 
 
 @dataclass(frozen=True)
@@ -79,55 +92,83 @@ class FormulaForm(QWidget):
         super().__init__(parent)
         self._setting = False
         self._heads = 0  # query heads of the shape on show (to name MHA / GQA / MQA)
-        self.layers = _spin(1, 10_000, "L: transformer layers. Every layer keeps its own keys and values.")
+        self.layers = _spin(
+            1, 10_000, translate("views.memory_form", "L: transformer layers. Every layer keeps its own keys and values.")
+        )
         self.kv_heads = _spin(
             1,
             16_384,
-            "H_kv: key/value heads. Grouped-query (GQA) and multi-query (MQA) attention share one K/V head\n"
-            "between several query heads: the cache counts K/V heads, not query heads.",
+            translate(
+                "views.memory_form",
+                "H_kv: key/value heads. Grouped-query (GQA) and multi-query (MQA) attention share one K/V head\n"
+                "between several query heads: the cache counts K/V heads, not query heads.",
+            ),
         )
-        self.head_dim = _spin(1, 65_536, "d: numbers in one head's key (and in its value).")
-        self.tokens = _spin(0, 100_000_000, "n: tokens whose keys and values are kept (prompt + generated so far).")
-        self.batch = _spin(1, 1_000_000, "b: sequences served at once. Each one has its own cache.")
+        self.head_dim = _spin(1, 65_536, translate("views.memory_form", "d: numbers in one head's key (and in its value)."))
+        self.tokens = _spin(
+            0,
+            100_000_000,
+            translate("views.memory_form", "n: tokens whose keys and values are kept (prompt + generated so far)."),
+        )
+        self.batch = _spin(
+            1, 1_000_000, translate("views.memory_form", "b: sequences served at once. Each one has its own cache.")
+        )
         self.bits = QComboBox()
         self.bits.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.bits.setMinimumContentsLength(5)
         for b in BITS:
             self.bits.addItem(BITS_TEXT[b], b)
         self.bits.setToolTip(
-            "How many bits each cached number takes: 16 for an FP16/BF16 model, 32 as kvsim runs on the CPU,\n"
-            "8 / 4 / 2 for a quantized cache (its scales and zero points come on top)."
+            translate(
+                "views.memory_form",
+                "How many bits each cached number takes: 16 for an FP16/BF16 model, 32 as kvsim runs on the CPU,\n"
+                "8 / 4 / 2 for a quantized cache (its scales and zero points come on top).",
+            )
         )
         self.window = _spin(
             0,
             100_000_000,
-            "W: a sliding window. Each layer keeps only the last W tokens, so the cache stops\n"
-            "growing at W. 'none' keeps every token.",
-            special="none",
+            translate(
+                "views.memory_form",
+                "W: a sliding window. Each layer keeps only the last W tokens, so the cache stops\n"
+                "growing at W. 'none' keeps every token.",
+            ),
+            special=translate("views.memory_form", "none"),
         )
         self.pattern = QLineEdit()
-        self.pattern.setPlaceholderText("none")
+        self.pattern.setPlaceholderText(translate("views.memory_form", "none"))
         self.pattern.setMinimumWidth(64)
         self.pattern.setToolTip(
-            "A window per layer, repeated over the layers: '4096, full' alternates local and global layers\n"
-            "(Gemma 2), '512, 512, 512, 512, 512, full' is Gemma 3. 'full' keeps every token. Same as\n"
-            "`kvsim memory --layer-windows`."
+            translate(
+                "views.memory_form",
+                "A window per layer, repeated over the layers: '4096, full' alternates local and global layers\n"
+                "(Gemma 2), '512, 512, 512, 512, 512, full' is Gemma 3. 'full' keeps every token. Same as\n"
+                "`kvsim memory --layer-windows`.",
+            )
         )
         self.kind = QLabel()
         self.kind.setWordWrap(True)
-        self.kind.setToolTip("MHA: one K/V head per query head. GQA: groups share one. MQA: all share one.")
+        self.kind.setToolTip(
+            translate("views.memory_form", "MHA: one K/V head per query head. GQA: groups share one. MQA: all share one.")
+        )
         self.formula = QLabel()
         self.formula.setWordWrap(True)
         self.formula.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.formula.setObjectName("memoryFormula")
         self.formula.setToolTip(
-            "kv bytes = 2 (a key and a value) × Σ over layers of the tokens each layer keeps × H_kv × d × b × bits/8"
+            translate(
+                "views.memory_form",
+                "kv bytes = 2 (a key and a value) × Σ over layers of the tokens each layer keeps × H_kv × d × b × bits/8",
+            )
         )
         self.detail = QLabel()
         self.detail.setWordWrap(True)
         self.detail.setToolTip(
-            "Per token: what one more token costs in every layer (batch 1). Next token: what it adds now\n"
-            "(a full window adds nothing)."
+            translate(
+                "views.memory_form",
+                "Per token: what one more token costs in every layer (batch 1). Next token: what it adds now\n"
+                "(a full window adds nothing).",
+            )
         )
         self.error = QLabel()
         self.error.setWordWrap(True)
@@ -136,18 +177,8 @@ class FormulaForm(QWidget):
         grid = QGridLayout()
         grid.setContentsMargins(0, 0, 0, 0)
         grid.setHorizontalSpacing(8)
-        fields = (
-            ("layers L", self.layers),
-            ("K/V heads H_kv", self.kv_heads),
-            ("head dim d", self.head_dim),
-            ("tokens n", self.tokens),
-            ("batch b", self.batch),
-            ("bits", self.bits),
-            ("window W", self.window),
-            ("per layer", self.pattern),
-        )
-        for i, (text, box) in enumerate(fields):
-            label = QLabel(text)
+        for i, (text, box) in enumerate(zip(FIELD_LABELS, (*self._boxes(), self.pattern), strict=True)):
+            label = QLabel(translate("views.memory_form", text))
             label.setToolTip(box.toolTip())
             label.setBuddy(box)
             row, col = divmod(i, 2)
@@ -162,11 +193,15 @@ class FormulaForm(QWidget):
         lay.addWidget(self.formula)
         lay.addWidget(self.detail)
         lay.addWidget(self.error)
-        for box in (self.layers, self.kv_heads, self.head_dim, self.tokens, self.batch, self.window):
-            box.valueChanged.connect(self._on_edit)
+        for box in self._boxes():
+            if box is not self.bits:
+                box.valueChanged.connect(self._on_edit)
         self.bits.currentIndexChanged.connect(self._on_edit)
         self.pattern.editingFinished.connect(self._on_edit)
         self.terms: Terms | None = None
+
+    def _boxes(self) -> tuple:
+        return (self.layers, self.kv_heads, self.head_dim, self.tokens, self.batch, self.bits, self.window)
 
     # ------------------------------------------------------------------ terms in and out
     def set_terms(self, terms: Terms, heads: int | None = None) -> None:
@@ -232,22 +267,27 @@ class FormulaForm(QWidget):
         self.changed.emit()
 
     def _show(self, t: Terms, total: int) -> None:
-        rows = formula_rows_text(t.layers, t.window, t.layer_windows)
-        rows = f"L {t.layers}" if rows == f"{t.layers} layers × n" else f"({rows})"
-        size = {4: "½ B", 2: "¼ B"}.get(t.bits, f"{t.bits / 8:g} B")
+        plain = formula_rows_text(t.layers, t.window, t.layer_windows) == f"{t.layers} layers × n"
+        rows = f"L {t.layers}" if plain else f"({rows_text(t.layers, t.window, t.layer_windows)})"
+        size = {4: "½ B", 2: "¼ B"}.get(t.bits, f"{local(f'{t.bits / 8:g}')} B")
         self.formula.setText(
-            f"<span style='font-size:14pt'>2 × {rows} × H_kv {t.kv_heads} × d {t.head_dim} × n {t.tokens:,} × "
-            f"b {t.batch} × {size}<br>= <b>{total:,} B</b> ({human_bytes(total)})</span>"
+            f"<span style='font-size:14pt'>2 × {rows} × H_kv {t.kv_heads} × d {t.head_dim} × n {integer(t.tokens)} × "
+            f"b {t.batch} × {size}<br>= <b>{integer(total)} B</b> ({local(human_bytes(total))})</span>"
         )
         heads = max(self._heads, t.kv_heads)
         if t.kv_heads == heads:
-            kind = f"MHA: {t.kv_heads} K/V heads, one per query head"
+            kind = translate("views.memory_form", "MHA: {n} K/V heads, one per query head").format(n=t.kv_heads)
         elif t.kv_heads == 1:
-            kind = f"MQA: 1 K/V head shared by all {heads} query heads"
+            kind = translate("views.memory_form", "MQA: 1 K/V head shared by all {heads} query heads").format(heads=heads)
         else:
-            kind = f"GQA: {t.kv_heads} K/V heads, each shared by {heads // t.kv_heads} of {heads} query heads"
+            kind = translate("views.memory_form", "GQA: {n} K/V heads, each shared by {group} of {heads} query heads").format(
+                n=t.kv_heads, group=heads // t.kv_heads, heads=heads
+            )
         self.kind.setText(kind)
         self.detail.setText(
-            f"{t.bytes_per_token:,} B per token in every layer ({human_bytes(t.bytes_per_token)}) · "
-            f"the next token adds {t.bytes_per_new_token:,} B now"
+            translate(
+                "views.memory_form", "{bytes} B per token in every layer ({size}) · the next token adds {new} B now"
+            ).format(
+                bytes=integer(t.bytes_per_token), size=local(human_bytes(t.bytes_per_token)), new=integer(t.bytes_per_new_token)
+            )
         )

@@ -15,6 +15,8 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
 from kvsim.memory import LaneBill, human_bytes, lane_bill
 
 from .. import theme
+from ..i18n import integer, local, translate
+from .memory_words import why as why_words
 
 
 def lane_bills(session, step: int | None = None) -> list[tuple[int, int, LaneBill | None]]:
@@ -37,17 +39,31 @@ def lane_bills(session, step: int | None = None) -> list[tuple[int, int, LaneBil
     return out
 
 
+def _signed(n: int) -> str:
+    """``+1,234`` / ``-56``: a difference of bytes, grouped in the locale's way."""
+    return ("+" if n >= 0 else "-") + integer(abs(n))
+
+
 def verdict(live: int, bill: LaneBill | None) -> tuple[str, bool | None]:
     """Plain words on one lane: (text, True when the formula accounts for every byte, None when unknown)."""
     if bill is None:
-        return "no closed form for this policy (a plug-in): the live bytes are its own count", None
+        return translate(
+            "views.memory_live", "no closed form for this policy (a plug-in): the live bytes are its own count"
+        ), None
     if bill.expected_bytes != live:
         diff = live - bill.expected_bytes
-        return f"✗ live differs from the formula by {diff:+,} B", False
+        return translate("views.memory_live", "✗ live differs from the formula by {diff} B").format(diff=_signed(diff)), False
     if bill.expected_bytes == bill.formula_bytes:
-        return "formula = live ✓", True
+        return agreed(), True
     extra = live - bill.formula_bytes
-    return f"live = formula {extra:+,} B ✓ — {bill.why}", True
+    return translate("views.memory_live", "live = formula {extra} B ✓ — {why}").format(
+        extra=_signed(extra), why=why_words(bill.why)
+    ), True
+
+
+def agreed() -> str:
+    """The verdict of a lane whose bytes the formula gives exactly."""
+    return translate("views.memory_live", "formula = live ✓")
 
 
 class LiveBill(QWidget):
@@ -59,8 +75,11 @@ class LiveBill(QWidget):
         self.title = QLabel()
         self.title.setWordWrap(True)
         self.title.setToolTip(
-            "What each lane of the run on screen really holds after the step under the cursor, next to what\n"
-            "the formula says it should hold with that lane's own settings (window, bits) and the model's shape."
+            translate(
+                "views.memory_live",
+                "What each lane of the run on screen really holds after the step under the cursor, next to what\n"
+                "the formula says it should hold with that lane's own settings (window, bits) and the model's shape.",
+            )
         )
         self.summary = QLabel()
         self.summary.setWordWrap(True)
@@ -84,22 +103,46 @@ class LiveBill(QWidget):
         s = self.session
         bills = lane_bills(s)
         if not bills:
-            self.title.setText("<b>This run</b>: no step yet — step once to compare the formula with the real cache.")
+            self.title.setText(
+                translate(
+                    "views.memory_live", "<b>This run</b>: no step yet — step once to compare the formula with the real cache."
+                )
+            )
             self.summary.setText("")
             return
         cfg = s.config
         dtype = str(s.run.meta.get("dtype", "float32"))
         n = s.n_rows()
         self.title.setText(
-            f"<b>The run on screen</b>, step {s.cursor}: n = {n:,} tokens, {escape(dtype)} "
-            f"({cfg.n_layers} layers × {cfg.n_kv_heads} K/V heads × d {cfg.head_dim})"
+            translate(
+                "views.memory_live",
+                "<b>The run on screen</b>, step {step}: n = {n} tokens, {dtype} "
+                "({layers} layers × {kv_heads} K/V heads × d {head_dim})",
+            ).format(
+                step=s.cursor,
+                n=integer(n),
+                dtype=escape(dtype),
+                layers=cfg.n_layers,
+                kv_heads=cfg.n_kv_heads,
+                head_dim=cfg.head_dim,
+            )
         )
-        header = ("lane", "live", "formula", "")
+        header = (
+            translate("views.memory_live", "lane"),
+            translate("views.memory_live", "live"),
+            translate("views.memory_live", "formula"),
+            "",
+        )
         tips = (
-            "The lane (a cache policy) of the run on screen.",
-            "Bytes the lane's cache really holds after this step, as it reported them (K/V values, and any scales).",
-            "2 · L · H_kv · d · min(n, W) · b · bits/8 with this lane's window W and bits (b = 1).",
-            "✓: the formula accounts for every byte the lane holds.",
+            translate("views.memory_live", "The lane (a cache policy) of the run on screen."),
+            translate(
+                "views.memory_live",
+                "Bytes the lane's cache really holds after this step, as it reported them (K/V values, and any scales).",
+            ),
+            translate(
+                "views.memory_live", "2 · L · H_kv · d · min(n, W) · b · bits/8 with this lane's window W and bits (b = 1)."
+            ),
+            translate("views.memory_live", "✓: the formula accounts for every byte the lane holds."),
         )
         for col, (text, tip) in enumerate(zip(header, tips, strict=True)):
             self._cell(f"<span style='color:{theme.MUTED}'>{text}</span>", 0, col, tip)
@@ -114,36 +157,44 @@ class LiveBill(QWidget):
             formula = bill.formula_bytes if bill is not None else None
             self.rows.append((s.lanes[index].name, live, formula, words))
             self._cell(f"<span style='color:{color}'>■</span> {escape(label)}", row, 0, s.lanes[index].explanation)
-            self._cell(f"{live:,} B", row, 1, f"{human_bytes(live)}: what {label} holds after step {s.cursor}", Qt.AlignRight)
-            ftip = "no formula known for this policy"
+            holds = translate("views.memory_live", "{size}: what {lane} holds after step {step}").format(
+                size=local(human_bytes(live)), lane=label, step=s.cursor
+            )
+            self._cell(f"{integer(live)} B", row, 1, holds, Qt.AlignRight)
+            ftip = translate("views.memory_live", "no formula known for this policy")
             if bill is not None:
                 w = f"min(n, {bill.window})" if bill.window else "n"
-                ftip = (
-                    f"2 × {cfg.n_layers} × {cfg.n_kv_heads} × {cfg.head_dim} × {w} × 1 × {bill.bits}/8 = "
-                    f"{bill.formula_bytes:,} B ({human_bytes(bill.formula_bytes)}) at {bill.bits} bits"
+                product = f"2 × {cfg.n_layers} × {cfg.n_kv_heads} × {cfg.head_dim} × {w} × 1 × {bill.bits}/8"
+                ftip = translate("views.memory_live", "{product} = {bytes} B ({size}) at {bits} bits").format(
+                    product=product,
+                    bytes=integer(bill.formula_bytes),
+                    size=local(human_bytes(bill.formula_bytes)),
+                    bits=bill.bits,
                 )
-            self._cell("-" if formula is None else f"{formula:,} B", row, 2, ftip, Qt.AlignRight)
+            self._cell("-" if formula is None else f"{integer(formula)} B", row, 2, ftip, Qt.AlignRight)
             tone = theme.ERROR if ok is False else theme.TEXT if ok else theme.MUTED
             mark = "✓" if ok else "✗" if ok is False else "?"
             self._cell(f"<span style='color:{tone}'><b>{mark}</b></span>", row, 3, words, Qt.AlignCenter)
-            if words != "formula = live ✓":  # the why, on its own line under the lane
+            if words != agreed():  # the why, on its own line under the lane
                 self._cell(
                     f"<span style='color:{tone}; font-size:10pt'>{escape(words)}</span>", row + 1, 0, words, wrap=True, span=4
                 )
         self.grid.setColumnStretch(0, 1)
         if agree == known:
-            self.summary.setText(
-                f"<b>formula = live ✓</b> for all {known} lane{'s' * (known != 1)} the formula knows"
-                + (
-                    f" ({len(bills) - known} plug-in lane{'s' * (len(bills) - known != 1)} without one)"
-                    if known < len(bills)
-                    else ""
-                )
+            text = (
+                translate("views.memory_live", "<b>formula = live ✓</b> for the one lane the formula knows")
+                if known == 1
+                else translate("views.memory_live", "<b>formula = live ✓</b> for all {n} lanes the formula knows").format(n=known)
             )
+            plugins = len(bills) - known
+            if plugins == 1:
+                text += translate("views.memory_live", " (1 plug-in lane without one)")
+            elif plugins > 1:
+                text += translate("views.memory_live", " ({n} plug-in lanes without one)").format(n=plugins)
+            self.summary.setText(text)
         else:
-            self.summary.setText(
-                f"<b style='color:{theme.ERROR}'>✗ {known - agree} lane(s) hold other bytes than the formula</b>"
-            )
+            differ = translate("views.memory_live", "✗ {n} lane(s) hold other bytes than the formula").format(n=known - agree)
+            self.summary.setText(f"<b style='color:{theme.ERROR}'>{differ}</b>")
 
     def _cell(self, html: str, row: int, col: int, tip: str, align=Qt.AlignLeft, wrap: bool = False, span: int = 1) -> None:
         cell = QLabel(html)

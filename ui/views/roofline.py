@@ -8,20 +8,23 @@ come from ``kvsim.roofline.points_from_records`` — this view only draws them.
 
 from __future__ import annotations
 
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QTabWidget, QVBoxLayout, QWidget
 
 from kvsim.roofline import COMPONENTS, points_from_records
 from kvsim.units import si
 
 from .. import theme
+from ..i18n import local, num, translate
 from .roofline_plot import CURSOR_PEN, RoofPlot, log10, scatter
 from .roofline_preset import PresetPanel
+from .roofline_words import brief, describe, g3
 
-SHOW = {  # the "show" menu: which components are drawn
-    "whole step": ("total",),
-    "weight matmuls": ("linear",),
-    "attention": ("attention",),
-    "all three": COMPONENTS,
+SHOW = {  # the "show" menu: which components are drawn (keys in English, shown translated)
+    QT_TRANSLATE_NOOP("views.roofline", "whole step"): ("total",),
+    QT_TRANSLATE_NOOP("views.roofline", "weight matmuls"): ("linear",),
+    QT_TRANSLATE_NOOP("views.roofline", "attention"): ("attention",),
+    QT_TRANSLATE_NOOP("views.roofline", "all three"): COMPONENTS,
 }
 PHASE_SYMBOL = {"prefill": "s", "decode": "o"}
 COMPONENT_STYLE = {"total": ("filled", 11), "linear": ("hollow", 11), "attention": ("filled", 7)}
@@ -34,6 +37,10 @@ def _measure(device: str, dtype: str, refresh: bool):
         return measure_peaks(device, dtype, refresh=refresh)
 
     return job
+
+
+def hover_hint() -> str:
+    return translate("views.roofline", "hover a point: its step, lane, component, intensity and FLOP/s")
 
 
 class RooflineView(QWidget):
@@ -54,21 +61,26 @@ class RooflineView(QWidget):
         tl = QVBoxLayout(top)
         tl.setContentsMargins(0, 0, 0, 0)
         bar = QHBoxLayout()
-        self.machine = QLabel("this machine: measuring its peaks…")
+        self.machine = QLabel(translate("views.roofline", "this machine: measuring its peaks…"))
         self.machine.setWordWrap(True)
         bar.addWidget(self.machine, 1)
-        bar.addWidget(QLabel("show:"))
+        bar.addWidget(QLabel(translate("views.roofline", "show:")))
         self.show_box = QComboBox()
-        self.show_box.addItems(list(SHOW))
-        self.show_box.setToolTip("which counts place the points: the whole step, or the weight matmuls / attention alone")
+        for key in SHOW:
+            self.show_box.addItem(translate("views.roofline", key), key)
+        self.show_box.setToolTip(
+            translate("views.roofline", "which counts place the points: the whole step, or the weight matmuls / attention alone")
+        )
         self.show_box.currentIndexChanged.connect(self._regroup)
         bar.addWidget(self.show_box)
-        self.again = QPushButton("Measure again")
-        self.again.setToolTip("time the matmul and the copy again (about a second, on the worker thread)")
+        self.again = QPushButton(translate("views.roofline", "Measure again"))
+        self.again.setToolTip(
+            translate("views.roofline", "time the matmul and the copy again (about a second, on the worker thread)")
+        )
         self.again.clicked.connect(lambda: self.measure(refresh=True))
         bar.addWidget(self.again)
         tl.addLayout(bar)
-        self.plot = RoofPlot("left of the ridge: memory-bound · right of it: compute-bound")
+        self.plot = RoofPlot(translate("views.roofline", "left of the ridge: memory-bound · right of it: compute-bound"))
         self.plot.setMinimumHeight(150)
         self.cursor_dots = scatter(theme.ACCENT, "o", False, size=22)
         self.cursor_dots.setPen(CURSOR_PEN)
@@ -79,13 +91,13 @@ class RooflineView(QWidget):
         self.key.setWordWrap(True)
         self.key.setStyleSheet(f"color: {theme.MUTED};")
         tl.addWidget(self.key)
-        self.hover = QLabel("hover a point: its step, lane, component, intensity and FLOP/s")
+        self.hover = QLabel(hover_hint())
         self.hover.setWordWrap(True)
         self.hover.setMinimumHeight(self.hover.fontMetrics().lineSpacing() * 2 + 4)
         tl.addWidget(self.hover)
-        tabs.addTab(top, "this run on this machine")
+        tabs.addTab(top, translate("views.roofline", "this run on this machine"))
         self.preset = PresetPanel(self.session)
-        tabs.addTab(self.preset, "a model on a GPU")
+        tabs.addTab(self.preset, translate("views.roofline", "a model on a GPU"))
         self.tabs = tabs
 
         self.session.run_started.connect(self._on_run)
@@ -104,7 +116,8 @@ class RooflineView(QWidget):
             return
         self._measuring = (device, dtype)
         self.again.setEnabled(False)
-        self.machine.setText(f"this machine ({device}, {dtype}): measuring its peaks (a matmul and a copy)…")
+        measuring = translate("views.roofline", "this machine ({device}, {dtype}): measuring its peaks (a matmul and a copy)…")
+        self.machine.setText(measuring.format(device=device, dtype=dtype))
         if not self.host.submit(_measure(device, dtype, refresh), self._measured, self._failed):
             self._measuring = None
             self.again.setEnabled(True)
@@ -113,15 +126,30 @@ class RooflineView(QWidget):
         self._measuring = None
         self.again.setEnabled(True)
         self.peaks = peaks
-        how = "cached" if peaks.cached else f"measured in {peaks.seconds:.1f} s"
+        how = (
+            translate("views.roofline", "cached")
+            if peaks.cached
+            else translate("views.roofline", "measured in {seconds} s").format(seconds=num(peaks.seconds, 1))
+        )
         self.machine.setText(
-            f"this machine: {si(peaks.flops, '.3g')}FLOP/s · {si(peaks.bandwidth, '.3g')}B/s · "
-            f"ridge {peaks.ridge:.3g} FLOP/B ({how})"
+            translate("views.roofline", "this machine: {flops}FLOP/s · {bandwidth}B/s · ridge {ridge} FLOP/B ({how})").format(
+                flops=local(si(peaks.flops, ".3g")), bandwidth=local(si(peaks.bandwidth, ".3g")), ridge=g3(peaks.ridge), how=how
+            )
         )
         self.machine.setToolTip(
-            f"{peaks.name} ({peaks.device}, {peaks.dtype}, {peaks.key.split('|')[-1]}): the best of a few "
-            f"{peaks.matmul_n}×{peaks.matmul_n} matmuls and of a few copies of {peaks.copy_bytes >> 20} MiB "
-            f"(bytes read + written), measured {peaks.measured_at}"
+            translate(
+                "views.roofline",
+                "{name} ({device}, {dtype}, {key}): the best of a few {n}×{n} matmuls and of a few copies of {mib} MiB "
+                "(bytes read + written), measured {when}",
+            ).format(
+                name=peaks.name,
+                device=peaks.device,
+                dtype=peaks.dtype,
+                key=peaks.key.split("|")[-1],
+                n=peaks.matmul_n,
+                mib=peaks.copy_bytes >> 20,
+                when=peaks.measured_at,
+            )
         )
         self.plot.set_roof(peaks.flops, peaks.bandwidth, "")
         self.dirty = True
@@ -130,7 +158,9 @@ class RooflineView(QWidget):
     def _failed(self, message: str) -> None:
         self._measuring = None
         self.again.setEnabled(True)
-        self.machine.setText(f"this machine's peaks could not be measured: {message}")
+        self.machine.setText(
+            translate("views.roofline", "this machine's peaks could not be measured: {error}").format(error=message)
+        )
 
     # ---------------------------------------------------------------- points
     def _on_run(self) -> None:
@@ -156,10 +186,12 @@ class RooflineView(QWidget):
         step = self.session.cursor
         pts = [p for p in self.points if p.step == step and p.component == "total"]
         if not pts:
-            self.hover.setText("hover a point: its step, lane, component, intensity and FLOP/s")
+            self.hover.setText(hover_hint())
             return
-        lanes = " · ".join(p.brief(self.session.lane_label(p.lane)) for p in pts if p.lane < len(self.session.lanes))
-        self.hover.setText(f"step {step} ({pts[0].phase}) — {lanes}")
+        lanes = " · ".join(brief(p, self.session.lane_label(p.lane)) for p in pts if p.lane < len(self.session.lanes))
+        self.hover.setText(
+            translate("views.roofline", "step {step} ({phase}) — {lanes}").format(step=step, phase=pts[0].phase, lanes=lanes)
+        )
 
     def _regroup(self) -> None:
         """New scatter groups: one per (lane, phase, component) shown."""
@@ -171,7 +203,7 @@ class RooflineView(QWidget):
 
     def shown(self) -> list:
         """The points drawn now (of the components the menu shows)."""
-        comps = SHOW[self.show_box.currentText()]
+        comps = SHOW[self.show_box.currentData()]
         return [p for p in self.points if p.component in comps]
 
     def redraw(self) -> None:
@@ -215,12 +247,17 @@ class RooflineView(QWidget):
             f'<span style="color:{theme.lane_color(lane.index)}">●</span> {self.session.lane_label(lane.index)}'
             for lane in self.session.lanes
         )
-        comps = SHOW[self.show_box.currentText()]
-        style = " · filled: whole step, hollow: weight matmuls, small: attention" if len(comps) > 1 else ""
-        self.key.setText(f'{lanes} &nbsp; ■ prefill · ● decode · <span style="color:{theme.ACCENT}">◯</span> cursor{style}')
+        comps = SHOW[self.show_box.currentData()]
+        style = (
+            translate("views.roofline", " · filled: whole step, hollow: weight matmuls, small: attention")
+            if len(comps) > 1
+            else ""
+        )
+        cursor = translate("views.roofline", "cursor")
+        self.key.setText(f'{lanes} &nbsp; ■ prefill · ● decode · <span style="color:{theme.ACCENT}">◯</span> {cursor}{style}')
 
     def _hovered(self, item, points, _ev) -> None:
         if len(points) == 0:
             return
         p = points[0].data()
-        self.hover.setText(p.describe(self.session.lane_label(p.lane)) if p.lane < len(self.session.lanes) else p.describe())
+        self.hover.setText(describe(p, self.session.lane_label(p.lane)) if p.lane < len(self.session.lanes) else describe(p))

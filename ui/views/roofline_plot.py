@@ -15,6 +15,7 @@ from kvsim.roofline import ratio, ridge
 from kvsim.units import si
 
 from .. import theme
+from ..i18n import local, translate
 
 
 class LogAxis(pg.AxisItem):
@@ -25,7 +26,7 @@ class LogAxis(pg.AxisItem):
 
 
 def _label(v: float) -> str:
-    return ratio(v)
+    return local(ratio(v))
 
 
 def log10(values) -> np.ndarray:
@@ -43,7 +44,7 @@ class RoofPlot(pg.PlotWidget):
         font = QFont(self.font())
         for ax in ("left", "bottom"):
             pi.getAxis(ax).setTickFont(font)
-        pi.setLabel("bottom", "arithmetic intensity (FLOP per byte moved)", color=theme.MUTED)
+        pi.setLabel("bottom", translate("views.roofline_plot", "arithmetic intensity (FLOP per byte moved)"), color=theme.MUTED)
         pi.setLabel("left", "FLOP/s", color=theme.MUTED)
         if title:
             pi.setTitle(title, color=theme.MUTED, size="11pt")
@@ -67,10 +68,12 @@ class RoofPlot(pg.PlotWidget):
             return
         r = ridge(peak_flops, bandwidth)
         self.ridge_dot.setData([math.log10(r)], [math.log10(peak_flops)])
-        self.ridge_text.setText(f" ridge {r:.3g} FLOP/B")
+        self.ridge_text.setText(" " + translate("views.roofline_plot", "ridge {ridge} FLOP/B").format(ridge=local(f"{r:.3g}")))
         self.ridge_text.setPos(math.log10(r), math.log10(peak_flops))
-        self.slope_text.setText(f"{name} memory {si(bandwidth, '.3g')}B/s ")
-        self.ceiling_text.setText(f"{name} compute {si(peak_flops, '.3g')}FLOP/s")
+        memory = translate("views.roofline_plot", "memory {bandwidth}B/s").format(bandwidth=local(si(bandwidth, ".3g")))
+        compute = translate("views.roofline_plot", "compute {flops}FLOP/s").format(flops=local(si(peak_flops, ".3g")))
+        self.slope_text.setText(f"{name} {memory} ")
+        self.ceiling_text.setText(f"{name} {compute}")
 
     def fit(self, intensities, flops_per_s) -> None:
         """Axis ranges holding the points and the ridge, the roof drawn across the whole x range."""

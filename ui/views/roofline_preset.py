@@ -12,24 +12,17 @@ from PySide6.QtWidgets import QComboBox, QGridLayout, QLabel, QSpinBox, QVBoxLay
 
 from kvsim.hardware import GPUS
 from kvsim.presets import PRESETS
-from kvsim.roofline import num, preset_bound, ratio
+from kvsim.roofline import preset_bound, ratio
 from kvsim.units import human_bytes
 
 from .. import theme
+from ..i18n import integer, local, num, translate
 from .roofline_plot import RoofPlot, log10, scatter
+from .roofline_words import g3, limit, seconds, si
 
 DEFAULT_PRESET, DEFAULT_GPU, DEFAULT_CONTEXT, DEFAULT_PROMPT = "llama-3.1-70b", "H100 SXM", 131_072, 131_072
 BITS = ("16", "8", "4")
 MAX_TOKENS = 4 * 1024 * 1024
-
-
-def seconds(s: float) -> str:
-    """A duration in the unit that reads best: µs, ms or s."""
-    if s < 1e-3:
-        return f"{s * 1e6:.3g} µs"
-    if s < 1:
-        return f"{s * 1e3:.3g} ms"
-    return f"{s:.3g} s"
 
 
 def _spin(lo: int, hi: int, value: int, tip: str) -> QSpinBox:
@@ -56,18 +49,48 @@ class PresetPanel(QWidget):
         self.gpu = QComboBox()
         self.gpu.addItems(list(GPUS))
         self.gpu.setCurrentText(DEFAULT_GPU)
-        self.gpu.setToolTip("vendor figures: dense BF16 tensor FLOP/s and memory bandwidth (sources: docs/roofline.md)")
-        self.context = _spin(1, MAX_TOKENS, DEFAULT_CONTEXT, "n: tokens in the context after the step")
-        self.prompt = _spin(1, MAX_TOKENS, DEFAULT_PROMPT, "P: tokens the prefill computes at once (at most n)")
-        self.batch = _spin(1, 4096, 1, "sequences decoded together: the weights are read once for all of them")
+        self.gpu.setToolTip(
+            translate(
+                "views.roofline_preset",
+                "vendor figures: dense BF16 tensor FLOP/s and memory bandwidth (sources: docs/roofline.md)",
+            )
+        )
+        self.context = _spin(
+            1, MAX_TOKENS, DEFAULT_CONTEXT, translate("views.roofline_preset", "n: tokens in the context after the step")
+        )
+        self.prompt = _spin(
+            1,
+            MAX_TOKENS,
+            DEFAULT_PROMPT,
+            translate("views.roofline_preset", "P: tokens the prefill computes at once (at most n)"),
+        )
+        self.batch = _spin(
+            1,
+            4096,
+            1,
+            translate("views.roofline_preset", "sequences decoded together: the weights are read once for all of them"),
+        )
         self.wbits = QComboBox()
         self.wbits.addItems(BITS)
-        self.wbits.setToolTip("bits per weight (weight-only quantization: fewer bytes, the same tensor-core rate)")
+        self.wbits.setToolTip(
+            translate(
+                "views.roofline_preset", "bits per weight (weight-only quantization: fewer bytes, the same tensor-core rate)"
+            )
+        )
         self.kvbits = QComboBox()
         self.kvbits.addItems(BITS)
-        self.kvbits.setToolTip("bits per cached K/V element")
-        row = [("model", self.model), ("on", self.gpu), ("batch", self.batch)]
-        row2 = [("context n", self.context), ("prefill P", self.prompt), ("weights bits", self.wbits), ("K/V bits", self.kvbits)]
+        self.kvbits.setToolTip(translate("views.roofline_preset", "bits per cached K/V element"))
+        row = [
+            (translate("views.roofline_preset", "model"), self.model),
+            (translate("views.roofline_preset", "on"), self.gpu),
+            (translate("views.roofline_preset", "batch"), self.batch),
+        ]
+        row2 = [
+            (translate("views.roofline_preset", "context n"), self.context),
+            (translate("views.roofline_preset", "prefill P"), self.prompt),
+            (translate("views.roofline_preset", "weights bits"), self.wbits),
+            (translate("views.roofline_preset", "K/V bits"), self.kvbits),
+        ]
         col = 0
         for label, w in row:
             grid.addWidget(QLabel(label), 0, col, Qt.AlignRight)
@@ -86,7 +109,7 @@ class PresetPanel(QWidget):
         self.table.setTextFormat(Qt.RichText)
         self.table.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         lay.addWidget(self.table)
-        self.plot = RoofPlot("the two steps under the chip's roof (dense BF16)")
+        self.plot = RoofPlot(translate("views.roofline_preset", "the two steps under the chip's roof (dense BF16)"))
         self.plot.setMinimumHeight(160)
         self.dots = {
             "decode": scatter(theme.PHASE_COLORS["decode"], "o", True, 14),
@@ -115,38 +138,72 @@ class PresetPanel(QWidget):
             "prefill": preset_bound(p, chip, "prefill", n, prompt=self.prompt.value(), **kw),
         }
         d = self.bounds["decode"]
-        over = (
-            f' <span style="color:{theme.ERROR}">n = {n:,} is past {escape(p.name)}\'s own context ({p.context:,}).</span>'
-            if n > p.context
-            else ""
-        )
-        fits = (
-            ""
-            if d.fits
-            else f' <span style="color:{theme.ERROR}">Weights + cache ({human_bytes(d.weight_bytes + d.kv_bytes)}) '
-            f"do not fit in one {escape(chip.name)} ({human_bytes(chip.memory)}).</span>"
+        over = ""
+        if n > p.context:
+            past = translate("views.roofline_preset", "n = {n} is past {model}'s own context ({context}).").format(
+                n=integer(n), model=escape(p.name), context=integer(p.context)
+            )
+            over = f' <span style="color:{theme.ERROR}">{past}</span>'
+        fits = ""
+        if not d.fits:
+            full = translate("views.roofline_preset", "Weights + cache ({size}) do not fit in one {chip} ({memory}).").format(
+                size=local(human_bytes(d.weight_bytes + d.kv_bytes)),
+                chip=escape(chip.name),
+                memory=local(human_bytes(chip.memory)),
+            )
+            fits = f' <span style="color:{theme.ERROR}">{full}</span>'
+        at = (
+            translate("views.roofline_preset", "{n} tokens × {batch} sequences").format(n=integer(n), batch=batch)
+            if batch > 1
+            else translate("views.roofline_preset", "{n} tokens").format(n=integer(n))
         )
         self.sentence.setText(
-            f"On one <b>{escape(chip.name)}</b>, a <b>{escape(p.name)}</b> decode step at {n:,} tokens"
-            f"{f' × {batch} sequences' if batch > 1 else ''} moves {human_bytes(d.bytes)} "
-            f"({human_bytes(d.weight_bytes)} weights + {human_bytes(d.kv_bytes)} K/V) for {num(d.flops)}FLOP: "
-            f"{d.intensity:.3g} FLOP/byte against a ridge of {chip.ridge():.0f} — at least <b>{seconds(d.time_s)}</b>, "
-            f"{d.limit}.{over}{fits}"
+            translate(
+                "views.roofline_preset",
+                "On one <b>{chip}</b>, a <b>{model}</b> decode step at {at} moves {bytes} ({weights} weights + {kv} K/V) "
+                "for {flops}FLOP: {intensity} FLOP/byte against a ridge of {ridge} — at least <b>{time}</b>, {limit}.",
+            ).format(
+                chip=escape(chip.name),
+                model=escape(p.name),
+                at=at,
+                bytes=local(human_bytes(d.bytes)),
+                weights=local(human_bytes(d.weight_bytes)),
+                kv=local(human_bytes(d.kv_bytes)),
+                flops=si(d.flops),
+                intensity=g3(d.intensity),
+                ridge=num(chip.ridge(), 0),
+                time=seconds(d.time_s),
+                limit=limit(d.limit),
+            )
+            + over
+            + fits
         )
-        names = ("", "FLOPs", "bytes", "FLOP/B", "compute", "memory", "bound")
+        names = (
+            "",
+            "FLOPs",
+            translate("views.roofline_preset", "bytes"),
+            "FLOP/B",
+            translate("views.roofline_preset", "compute"),
+            translate("views.roofline_preset", "memory"),
+            translate("views.roofline_preset", "bound"),
+        )
         head = "".join(f"<th align='right'>&nbsp;{h}&nbsp;</th>" for h in names)
         rows = []
         for what, b in self.bounds.items():
-            label = "decode (1 token)" if what == "decode" else f"prefill ({b.new:,})"
+            label = (
+                translate("views.roofline_preset", "decode (1 token)")
+                if what == "decode"
+                else translate("views.roofline_preset", "prefill ({n})").format(n=integer(b.new))
+            )
             color = theme.PHASE_COLORS[what]
             cells = (
                 f"<span style='color:{color}'>{label}</span>",
-                f"{num(b.flops)}",
-                human_bytes(b.bytes),
-                ratio(b.intensity),
+                si(b.flops),
+                local(human_bytes(b.bytes)),
+                local(ratio(b.intensity)),
                 seconds(b.compute_s),
                 seconds(b.memory_s),
-                f"<b>{seconds(b.time_s)}</b> {b.limit.split('-')[0]}",
+                f"<b>{seconds(b.time_s)}</b> {limit(b.limit.split('-')[0])}",
             )
             rows.append("<tr>" + "".join(f"<td align='right'>&nbsp;{c}&nbsp;</td>" for c in cells) + "</tr>")
         self.table.setText(f"<table cellspacing='0'><tr>{head}</tr>{''.join(rows)}</table>")
