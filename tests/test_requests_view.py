@@ -308,3 +308,10 @@ def test_the_view_follows_the_theme(view, qapp, computed):
             assert theme.ACCENT in view.legend.text()
     finally:
         theme.set_theme(qapp, "dark")
+
+
+def test_result_is_the_shown_side_by_side(view, computed):
+    """What scripts/dock_shots.py reads: the off/on runs, request 2's first snapshot its prefill."""
+    assert view.result is computed.both
+    second = next(i for i, s in enumerate(view.result.on.snapshots) if s.request == 1)
+    assert second == view.prefill_step(1) and view.result.on.snapshots[second].phase == "prefill"

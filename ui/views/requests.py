@@ -247,6 +247,11 @@ class RequestsView(QWidget):
         self._draw()
 
     # ---------------------------------------------------------------- steps
+    @property
+    def result(self):
+        """The shown ``SideBySide`` (the off and on runs), or None before a run."""
+        return None if self.computed is None else self.computed.both
+
     def current_run(self):
         return None if self.computed is None else self.computed.run(self.caching)
 
