@@ -152,6 +152,17 @@ class LessonPanel(QWidget):
             buttons.addWidget(w)
         lay.addLayout(buttons)
 
+    def fit_text(self) -> None:
+        """Keep the whole paragraph visible: the dock grows to the wrapped text's height at this width
+        (a word-wrapped label alone does not ask for it once the dock is laid out)."""
+        width = self.text.width()
+        if width > 0:
+            self.text.setMinimumHeight(self.text.heightForWidth(width))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self.fit_text()
+
 
 class Lesson(QObject):
     """Drives the window from one lesson step to the next."""
@@ -197,6 +208,7 @@ class Lesson(QObject):
         p = self.panel
         p.title.setText(step.title[self.lang])
         p.text.setText(step.text[self.lang])
+        p.fit_text()
         p.counter.setText(f"{index + 1} / {len(self.steps)}")
         p.back.setEnabled(index > 0)
         p.next.setEnabled(index < len(self.steps) - 1)

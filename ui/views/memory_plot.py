@@ -111,7 +111,11 @@ class MemoryPlot(QWidget):
             p.plot(x, y, pen=pg.mkPen(theme.ACCENT, width=width, style=style))
             self.curves[label] = (x, y)  # keyed in English (tests and scripts); the key below is in the app's language
             glyph = {Qt.SolidLine: "━━", Qt.DashLine: "╍╍", Qt.DotLine: "┈┈"}.get(style, "━━")
-            heads = translate("views.memory_plot", "{kind} ({n} K/V heads)").format(kind=kind, n=variant.kv_heads)
+            heads = (
+                translate("views.memory_plot", "{kind} (1 K/V head)").format(kind=kind)
+                if variant.kv_heads == 1
+                else translate("views.memory_plot", "{kind} ({n} K/V heads)").format(kind=kind, n=variant.kv_heads)
+            )
             keys.append(_key(theme.ACCENT, glyph, f"{focus.name} ({heads})" if variant is focus else heads))
             lo, hi = min(lo, y[0]), max(hi, y[-1])
         for i, other in enumerate(o for o in others if o.name != focus.name):

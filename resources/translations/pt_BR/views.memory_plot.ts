@@ -28,6 +28,10 @@ tracejadas coloridas: memórias de GPU. Onde uma curva cruza uma linha de pesos,
         <translation>Cache KV com {bits} bits, lote {batch}</translation>
     </message>
     <message>
+        <source>{kind} (1 K/V head)</source>
+        <translation>{kind} (1 cabeça K/V)</translation>
+    </message>
+    <message>
         <source>{kind} ({n} K/V heads)</source>
         <translation>{kind} ({n} cabeças K/V)</translation>
     </message>

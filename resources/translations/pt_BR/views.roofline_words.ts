@@ -45,7 +45,7 @@
     </message>
     <message>
         <source>step {step} ({phase}, {new} new of {context} rows) · lane {lane} · {component}: {flops}FLOP over {bytes}B moved = {intensity} FLOP/byte · {achieved}FLOP/s achieved in {ms} ms</source>
-        <translation>passo {step} ({phase}, {new} novas de {context} linhas) · lane {lane} · {component}: {flops}FLOP sobre {bytes}B movidos = {intensity} FLOP/byte · {achieved}FLOP/s alcançados em {ms} ms</translation>
+        <translation>passo {step} ({phase}, {new} de {context} linhas novas) · lane {lane} · {component}: {flops}FLOP sobre {bytes}B movidos = {intensity} FLOP/byte · {achieved}FLOP/s alcançados em {ms} ms</translation>
     </message>
 </context>
 </TS>
