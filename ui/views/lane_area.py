@@ -100,7 +100,8 @@ class LaneArea(QSplitter):
         self.menu.clear()
         self._actions = {}
         for lane in self._lanes:
-            action = self.menu.addAction(f"{policy_text.lane_label(self.session, lane.index)} — {lane.name}")
+            # the label tells the run's lanes apart (with the spec where the title does not): no spec after it
+            action = self.menu.addAction(policy_text.lane_label(self.session, lane.index))
             action.setCheckable(True)
             action.setChecked(self._wanted(lane))
             action.toggled.connect(lambda on, name=lane.name: self.show_lane(name, on))

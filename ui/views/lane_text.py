@@ -81,7 +81,11 @@ def readout_html(lane, info, color: str, progress: Progress, narrow: bool, compa
             translate("views.lane_text", "{count} row") if rows == 1 else translate("views.lane_text", "{count} rows")
         ).format(count=count)
     elif progress.finished:
-        first = translate("views.lane_text", "this step: {count} K/V rows computed").format(count=bold(f"{rows}"))
+        first = (
+            translate("views.lane_text", "this step: {count} K/V row computed")
+            if rows == 1
+            else translate("views.lane_text", "this step: {count} K/V rows computed")
+        ).format(count=bold(f"{rows}"))
     else:
         of = translate("views.lane_text", "{done} of {total}").format(done=progress.done, total=rows)
         first = translate("views.lane_text", "this step: {count} K/V rows computed so far").format(count=bold(of))
@@ -103,13 +107,15 @@ def readout_html(lane, info, color: str, progress: Progress, narrow: bool, compa
         if own_differs:
             differs = translate("views.lane_text", "own choice differs")
             diff += f" · <b style='color:{theme.ERROR}'>{differs}</b>"
-    cache = (
-        translate("views.lane_text", "cache {rows} rows, {bytes}").format(
-            rows=f"<b>{lane.cache_tokens}</b>", bytes=f"<b>{local(theme.human_bytes(lane.cache_bytes))}</b>"
+    if not lane.cache_tokens:
+        cache = translate("views.lane_text", "nothing cached")
+    else:  # narrow: the shorter form a translation may abbreviate
+        said = (
+            translate("views.lane_text", "cache {rows} rows · {bytes}")
+            if narrow
+            else translate("views.lane_text", "cache {rows} rows, {bytes}")
         )
-        if lane.cache_tokens
-        else translate("views.lane_text", "nothing cached")
-    )
+        cache = said.format(rows=f"<b>{lane.cache_tokens}</b>", bytes=f"<b>{local(theme.human_bytes(lane.cache_bytes))}</b>")
     keys = (translate("views.lane_text", "{n} keys") if narrow else translate("views.lane_text", "{n} keys read")).format(
         n=lane.context
     )

@@ -208,9 +208,7 @@ class LanePanel(LaneHover, QWidget):
         )
         if text != self.header.text():
             self.header.setText(text)
-        self.header.setToolTip(
-            translate("views.lanes", "lane {name}: {explanation}").format(name=info.name, explanation=explanation)
-        )
+        self.header.setToolTip(f"{label}: {explanation}" if explanation else label)  # the whole explanation
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)

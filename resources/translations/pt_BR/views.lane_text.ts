@@ -32,6 +32,10 @@
         <translation>{count} linhas</translation>
     </message>
     <message>
+        <source>this step: {count} K/V row computed</source>
+        <translation>neste passo: {count} linha K/V calculada</translation>
+    </message>
+    <message>
         <source>this step: {count} K/V rows computed</source>
         <translation>neste passo: {count} linhas K/V calculadas</translation>
     </message>
@@ -66,6 +70,10 @@
     <message>
         <source>nothing cached</source>
         <translation>nada na cache</translation>
+    </message>
+    <message>
+        <source>cache {rows} rows · {bytes}</source>
+        <translation>cache {rows} lin. · {bytes}</translation>
     </message>
     <message>
         <source>{n} keys</source>

@@ -4,10 +4,6 @@
 <context>
     <name>views.lanes</name>
     <message>
-        <source>lane {name}: {explanation}</source>
-        <translation>lane {name}: {explanation}</translation>
-    </message>
-    <message>
         <source>press Step (→) to run the prefill</source>
         <translation>pressione Avançar (→) para rodar o prefill</translation>
     </message>
