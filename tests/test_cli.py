@@ -142,11 +142,12 @@ def test_no_arguments_opens_the_app_with_scale(monkeypatch) -> None:
     import kvsim.ui.app
 
     opened = {}
-    monkeypatch.setattr(kvsim.ui.app, "main", lambda model=None: opened.setdefault("model", model) and 0 or 0)
+    monkeypatch.setattr(kvsim.ui.app, "main", lambda model=None, lang=None: opened.update(model=model, lang=lang) or 0)
     monkeypatch.delenv("QT_SCALE_FACTOR", raising=False)
     monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
-    assert main(["--scale", "1.5", "--model", "tiny"]) == 0
-    assert opened == {"model": "tiny"}
+    assert main(["--scale", "1.5", "--model", "tiny", "--lang", "pt-BR"]) == 0
+    assert opened == {"model": "tiny", "lang": "pt-BR"}
+    assert main(["--lang", "klingon"]) == 2
     import os
 
     # popped directly: monkeypatch.delenv would record "1.5" and restore it for later Qt tests
