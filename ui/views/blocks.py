@@ -14,11 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QPainter, QPen
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from .. import theme
+from ..i18n import translate
 
 # Paul Tol's colour-blind-safe qualitative schemes, in an order that starts away from the lanes'
 # orange and blue (this dock's colours mean requests, not cache policies)
@@ -26,7 +27,7 @@ REQUEST_COLORS = {
     "dark": ("#44BB99", "#FFAABB", "#EEDD88", "#77AADD", "#EE8866", "#99DDFF", "#BBCC33", "#AAAA00"),
     "light": ("#009988", "#EE3377", "#DDAA33", "#0077BB", "#EE7733", "#33BBEE", "#AA3377", "#6B8E23"),
 }
-EVENT_WORDS = {
+EVENT_WORDS = {  # the engine's event → the short word drawn in a cell (English here; translated where drawn)
     "allocated": "new",
     "written": "write",
     "hit": "hit",
@@ -35,17 +36,36 @@ EVENT_WORDS = {
     "cached": "cached",
     "freed": "freed",
 }
+EVENT_LABELS = {  # the word as drawn, marked for translation
+    "new": QT_TRANSLATE_NOOP("views.blocks", "new"),
+    "write": QT_TRANSLATE_NOOP("views.blocks", "write"),
+    "hit": QT_TRANSLATE_NOOP("views.blocks", "hit"),
+    "copy": QT_TRANSLATE_NOOP("views.blocks", "copy"),
+    "evict": QT_TRANSLATE_NOOP("views.blocks", "evict"),
+    "cached": QT_TRANSLATE_NOOP("views.blocks", "cached"),
+    "freed": QT_TRANSLATE_NOOP("views.blocks", "freed"),
+}
 EVENT_MEANING = {
-    "new": "taken from the free list for this request",
-    "write": "rows written into it in this step",
-    "hit": "found by its hash and reused: its rows were not computed again",
-    "copy": "copied before a write (copy-on-write)",
-    "evict": "its cached rows were dropped so it could be handed out again",
-    "cached": "freed, but its rows stay findable by hash",
-    "freed": "freed, nothing to reuse",
+    "new": QT_TRANSLATE_NOOP("views.blocks", "taken from the free list for this request"),
+    "write": QT_TRANSLATE_NOOP("views.blocks", "rows written into it in this step"),
+    "hit": QT_TRANSLATE_NOOP("views.blocks", "found by its hash and reused: its rows were not computed again"),
+    "copy": QT_TRANSLATE_NOOP("views.blocks", "copied before a write (copy-on-write)"),
+    "evict": QT_TRANSLATE_NOOP("views.blocks", "its cached rows were dropped so it could be handed out again"),
+    "cached": QT_TRANSLATE_NOOP("views.blocks", "freed, but its rows stay findable by hash"),
+    "freed": QT_TRANSLATE_NOOP("views.blocks", "freed, nothing to reuse"),
 }
 MIN_CELL_W = 74
 MAX_SLOT = 12
+
+
+def event_label(word: str) -> str:
+    """The cell word ``word`` ("hit", "evict", …) in the app's language."""
+    return translate("views.blocks", EVENT_LABELS[word]) if word in EVENT_LABELS else word
+
+
+def event_meaning(word: str) -> str:
+    """What the cell word ``word`` means, in the app's language."""
+    return translate("views.blocks", EVENT_MEANING[word]) if word in EVENT_MEANING else ""
 
 
 def request_color(index: int) -> str:
@@ -207,7 +227,11 @@ class BlocksGrid(QWidget):
         p.fillRect(self.rect(), QColor(theme.BG))
         if self.snapshot is None:
             p.setPen(QColor(theme.MUTED))
-            p.drawText(self.rect(), Qt.AlignCenter | Qt.TextWordWrap, "press Run: the pool's blocks are drawn here")
+            p.drawText(
+                self.rect(),
+                Qt.AlignCenter | Qt.TextWordWrap,
+                translate("views.blocks", "press Run: the pool's blocks are drawn here"),
+            )
             return
         size = self.snapshot.block_size
         cols, _ = slot_grid(size)
@@ -256,12 +280,15 @@ class BlocksGrid(QWidget):
         p.setFont(small)
         foot = QRectF(rect.left() + 7, rect.bottom() - small_h - 2, rect.width() - 10, small_h)
         word = cell.event or ("cached" if cell.cached else "")
-        if word:
+        logical = f"L{cell.logical}" if cell.logical is not None else ""
+        if word:  # elided before the logical index, so a long word never runs under it
+            room = foot.width() - (QFontMetrics(small).horizontalAdvance(logical) + 4 if logical else 0)
             p.setPen(QColor(theme.ACCENT if word == "hit" else theme.ERROR if word == "evict" else theme.MUTED))
-            p.drawText(foot, Qt.AlignLeft | Qt.AlignVCenter, word)
-        if cell.logical is not None:
+            label = QFontMetrics(small).elidedText(event_label(word), Qt.ElideRight, int(room))
+            p.drawText(foot, Qt.AlignLeft | Qt.AlignVCenter, label)
+        if logical:
             p.setPen(QColor(theme.TEXT))
-            p.drawText(foot, Qt.AlignRight | Qt.AlignVCenter, f"L{cell.logical}")
+            p.drawText(foot, Qt.AlignRight | Qt.AlignVCenter, logical)
         # the border says the event (and the hover)
         pen = QPen(QColor(theme.BORDER), 1)
         if cell.event == "hit":

@@ -4,18 +4,30 @@ the prefix cache are marked "hit"."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QT_TRANSLATE_NOOP, Qt
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
 from .. import theme
+from ..i18n import translate
 from .blocks import ink_on, request_color
 
-ROWS = ("logical j", "→ physical b", "rows")
+ROWS = (  # translated where shown
+    QT_TRANSLATE_NOOP("views.blocks_table", "logical j"),
+    QT_TRANSLATE_NOOP("views.blocks_table", "→ physical b"),
+    QT_TRANSLATE_NOOP("views.blocks_table", "rows"),
+)
 ROW_TIPS = (
-    "the request's own numbering of its blocks: logical block j holds positions j·B … j·B+B−1",
-    "where that block lives in the shared pool (the grid's #b): the block table maps j → b",
-    "how many of the block's B slots hold this request's rows ('hit': reused from the prefix cache)",
+    QT_TRANSLATE_NOOP(
+        "views.blocks_table", "the request's own numbering of its blocks: logical block j holds positions j·B … j·B+B−1"
+    ),
+    QT_TRANSLATE_NOOP(
+        "views.blocks_table", "where that block lives in the shared pool (the grid's #b): the block table maps j → b"
+    ),
+    QT_TRANSLATE_NOOP(
+        "views.blocks_table",
+        "how many of the block's B slots hold this request's rows ('hit': reused from the prefix cache)",
+    ),
 )
 
 
@@ -24,9 +36,9 @@ class BlockTableView(QTableWidget):
 
     def __init__(self, parent=None) -> None:
         super().__init__(len(ROWS), 0, parent)
-        self.setVerticalHeaderLabels(list(ROWS))
+        self.setVerticalHeaderLabels([translate("views.blocks_table", label) for label in ROWS])
         for i, tip in enumerate(ROW_TIPS):
-            self.verticalHeaderItem(i).setToolTip(tip)
+            self.verticalHeaderItem(i).setToolTip(translate("views.blocks_table", tip))
         self.horizontalHeader().hide()
         self.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)  # sized once per fill: not per item
         self.verticalHeader().setSectionResizeMode(QHeaderView.Fixed)
@@ -66,7 +78,10 @@ class BlockTableView(QTableWidget):
         for j, b in self.mapping:
             held = min(block_size, state.n_tokens - j * block_size)
             hit = j < state.hit_blocks
-            texts = (f"L{j}", f"#{b}", f"{held}/{block_size}" + (" hit" if hit else ""))
+            rows = (translate("views.blocks_table", "{held}/{size} hit") if hit else "{held}/{size}").format(
+                held=held, size=block_size
+            )
+            texts = (f"L{j}", f"#{b}", rows)
             for row, text in enumerate(texts):
                 item = QTableWidgetItem(text)
                 item.setTextAlignment(Qt.AlignCenter)

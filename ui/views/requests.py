@@ -26,13 +26,18 @@ from PySide6.QtWidgets import (
 )
 
 from .. import theme
+from ..i18n import integer, translate
 from .blocks import BlocksGrid, request_color
 from .blocks_table import BlockTableView
 from .requests_form import RequestListEditor, SettingsBar
 from .requests_job import Computed, compute, compute_demo, demo_lists
-from .requests_panels import NumbersPanel, block_text, legend_html, legend_tooltip, step_summary
+from .requests_panels import NumbersPanel, block_text, legend_html, legend_tooltip, run_summary, step_summary
 
 FOLLOW = -1  # the request chooser's "the step's request"
+
+
+def _hover_hint() -> str:
+    return translate("views.requests", "hover a block: its tokens, hash, reference count and holders")
 
 
 class RequestsView(QWidget):
@@ -60,7 +65,9 @@ class RequestsView(QWidget):
         self.progress.setTextVisible(False)
         self.progress.hide()
         status_row.addWidget(self.progress)
-        self.status = QLabel("Run: the request list goes through one paged pool, prefix caching off and then on")
+        self.status = QLabel(
+            translate("views.requests", "Run: the request list goes through one paged pool, prefix caching off and then on")
+        )
         self.status.setWordWrap(True)
         status_row.addWidget(self.status, 1)
         lay.addLayout(status_row)
@@ -71,20 +78,27 @@ class RequestsView(QWidget):
         outer.setWidgetResizable(True)
         outer.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         outer.setWidget(self._build_blocks_tab())
-        self.tabs.addTab(outer, "Blocks")
+        self.tabs.addTab(outer, translate("views.requests", "Blocks"))
         self.numbers = NumbersPanel()
-        self.tabs.addTab(self.numbers, "Off vs on")
+        self.tabs.addTab(self.numbers, translate("views.requests", "Off vs on"))
         self.tabs.setTabToolTip(
             1,
-            "per request: prefill rows, hits, measured TTFT without and with prefix caching; memory of 3 allocation schemes",
+            translate(
+                "views.requests",
+                "per request: prefill rows, hits, measured TTFT without and with prefix caching; memory of 3 allocation schemes",
+            ),
         )
         self.editor = RequestListEditor()
-        self.tabs.addTab(self.editor, "Request list")
-        self.tabs.setTabToolTip(2, "edit the requests (one prompt per line) and the system prompt they share")
+        self.tabs.addTab(self.editor, translate("views.requests", "Request list"))
+        self.tabs.setTabToolTip(
+            2, translate("views.requests", "edit the requests (one prompt per line) and the system prompt they share")
+        )
         try:
             self.editor.fill_demos(demo_lists())
         except Exception as exc:  # noqa: BLE001 - the dock still works with a typed list
-            self.say(f"the demo request lists could not be read: {exc}", error=True)
+            self.say(
+                translate("views.requests", "the demo request lists could not be read: {error}").format(error=exc), error=True
+            )
 
         theme.on_change(self._on_theme)
         session = getattr(host, "session", None)
@@ -99,30 +113,46 @@ class RequestsView(QWidget):
         lay.setSpacing(3)
         nav = QHBoxLayout()
         self.prev_prefill = self._button(
-            nav, "« prefill", "back to the previous request's prefill (Shift+←)", lambda: self.jump_prefill(-1)
+            nav,
+            "« prefill",
+            translate("views.requests", "back to the previous request's prefill (Shift+←)"),
+            lambda: self.jump_prefill(-1),
         )
-        self.prev_button = self._button(nav, "◀", "one step back (←)", lambda: self.show_step(self.step - 1))
+        self.prev_button = self._button(
+            nav, "◀", translate("views.requests", "one step back (←)"), lambda: self.show_step(self.step - 1)
+        )
         self.slider = QSlider(Qt.Horizontal)
         self.slider.setRange(0, 0)
-        self.slider.setToolTip("the steps of the run: each request's prefill, its decode steps, and its finish (← →)")
+        self.slider.setToolTip(
+            translate("views.requests", "the steps of the run: each request's prefill, its decode steps, and its finish (← →)")
+        )
         self.slider.valueChanged.connect(self._draw)
         nav.addWidget(self.slider, 1)
-        self.next_button = self._button(nav, "▶", "one step on (→)", lambda: self.show_step(self.step + 1))
-        self.next_prefill = self._button(
-            nav, "prefill »", "on to the next request's prefill (Shift+→)", lambda: self.jump_prefill(1)
+        self.next_button = self._button(
+            nav, "▶", translate("views.requests", "one step on (→)"), lambda: self.show_step(self.step + 1)
         )
-        self.step_label = QLabel("step – / –")
+        self.next_prefill = self._button(
+            nav,
+            "prefill »",
+            translate("views.requests", "on to the next request's prefill (Shift+→)"),
+            lambda: self.jump_prefill(1),
+        )
+        self.step_label = QLabel(translate("views.requests", "step {i} / {n}").format(i="–", n="–"))
         nav.addWidget(self.step_label)
         lay.addLayout(nav)
         choose = QHBoxLayout()
         self.which_run = QComboBox()
-        self.which_run.addItems(["prefix caching on", "prefix caching off"])
-        self.which_run.setToolTip("which of the two runs the blocks show: the same requests with prefix caching on or off")
+        self.which_run.addItems(
+            [translate("views.requests", "prefix caching on"), translate("views.requests", "prefix caching off")]
+        )
+        self.which_run.setToolTip(
+            translate("views.requests", "which of the two runs the blocks show: the same requests with prefix caching on or off")
+        )
         self.which_run.currentIndexChanged.connect(self._choose_run)
         choose.addWidget(self.which_run)
-        choose.addWidget(QLabel("block table of:"))
+        choose.addWidget(QLabel(translate("views.requests", "block table of:")))
         self.request_box = QComboBox()
-        self.request_box.setToolTip("whose block table is drawn below (and marked L j in the grid)")
+        self.request_box.setToolTip(translate("views.requests", "whose block table is drawn below (and marked L j in the grid)"))
         self.request_box.currentIndexChanged.connect(lambda _i: self._draw())
         choose.addWidget(self.request_box, 1)
         lay.addLayout(choose)
@@ -140,7 +170,7 @@ class RequestsView(QWidget):
         lay.addWidget(self.scroll, 1)
         self.table = BlockTableView()
         lay.addWidget(self.table)
-        self.readout = QLabel("hover a block: its tokens, hash, reference count and holders")
+        self.readout = QLabel(_hover_hint())
         self.readout.setWordWrap(True)
         self.readout.setTextFormat(Qt.PlainText)
         self.readout.setMinimumHeight(self.readout.fontMetrics().lineSpacing() * 2 + 4)
@@ -183,22 +213,32 @@ class RequestsView(QWidget):
         when it is done the slider is on request ``show_request``'s prefill (0-based: by default the
         second request's, whose prefill hits the blocks the first one filled)."""
         settings = self.bar.settings()
-        return self._submit(lambda loaded: compute_demo(loaded, settings), "the default demo list", show_request)
+        what = translate("views.requests", "the default demo list")
+        return self._submit(lambda loaded: compute_demo(loaded, settings), what, show_request)
 
     def run(self) -> bool:
         """Run the list in the editor with the current settings (False while busy)."""
         given, settings = self.editor.given(), self.bar.settings()
         if not given.prompts:
-            self.say("the request list is empty: write one prompt per line in the 'Request list' tab", error=True)
+            self.say(
+                translate("views.requests", "the request list is empty: write one prompt per line in the 'Request list' tab"),
+                error=True,
+            )
             return False
-        return self._submit(lambda loaded: compute(loaded, given, settings), f"{len(given.prompts)} requests", 0)
+        what = translate("views.requests", "{n} requests").format(n=len(given.prompts))
+        return self._submit(lambda loaded: compute(loaded, given, settings), what, 0)
 
     def _submit(self, job, what: str, land_on: int) -> bool:
         if self.busy:
             return False
         self._land_on = land_on
         self._set_busy(True)
-        self.say(f"running {what} twice through one paged pool (prefix caching off, then on), timing each prefill…")
+        self.say(
+            translate(
+                "views.requests",
+                "running {what} twice through one paged pool (prefix caching off, then on), timing each prefill…",
+            ).format(what=what)
+        )
         if not self.host.submit(job, self._done, self._failed):
             self._set_busy(False)
             return False
@@ -211,12 +251,12 @@ class RequestsView(QWidget):
 
     def _failed(self, message: str) -> None:
         self._set_busy(False)
-        self.say(message, error=True)
+        self.say(translate("views.requests", "the requests could not run: {error}").format(error=message), error=True)
 
     def _done(self, result: Computed | None) -> None:
         self._set_busy(False)
         if result is None:
-            self.say("no model is loaded yet: press Run when it is")
+            self.say(translate("views.requests", "no model is loaded yet: press Run when it is"))
             return
         self.show_result(result)
 
@@ -228,17 +268,12 @@ class RequestsView(QWidget):
         on = computed.both.on
         self.request_box.blockSignals(True)
         self.request_box.clear()
-        self.request_box.addItem("the step's request", FOLLOW)
+        self.request_box.addItem(translate("views.requests", "the step's request"), FOLLOW)
         for r in on.requests:
-            self.request_box.addItem(f"request {r.index + 1}", r.index)
+            self.request_box.addItem(translate("views.requests", "request {n}").format(n=r.index + 1), r.index)
         self.request_box.blockSignals(False)
         self.numbers.set_computed(computed)
-        hits = sum(r.hit_blocks for r in on.requests)
-        self.say(
-            f"{computed.model_id}: {len(on.requests)} requests · B = {on.block_size} · pool {on.pool_blocks} blocks · "
-            f"{on.schedule} · {sum(r.reused_rows for r in on.requests)} prompt rows reused ({hits} block hits) · "
-            f"TTFT: median of {on.repeats}"
-        )
+        self.say(run_summary(computed))
         self._update_legend()
         self.slider.blockSignals(True)
         self.slider.setRange(0, max(0, len(self.current_run().snapshots) - 1))
@@ -303,14 +338,16 @@ class RequestsView(QWidget):
         owners = self.computed.last_owner.get(self.caching)
         self.grid.set_snapshot(snap, owners[i] if owners is not None and i < len(owners) else None, selected)
         self.table.set_table(snap.table(selected) if selected is not None else None, run.block_size)
-        self.step_label.setText(f"step {i + 1} / {len(run.snapshots)}")
+        self.step_label.setText(
+            translate("views.requests", "step {i} / {n}").format(i=integer(i + 1), n=integer(len(run.snapshots)))
+        )
         self.summary.setText(step_summary(self.computed, self.caching, i))
         self._hover(self.grid.hover_block)
 
     def _hover(self, block: int) -> None:
         run = self.current_run()
         if run is None or block < 0:
-            self.readout.setText("hover a block: its tokens, hash, reference count and holders")
+            self.readout.setText(_hover_hint())
             return
         text = block_text(run.snapshots[self.step], block, self.computed.token_text)
         self.readout.setText(text)

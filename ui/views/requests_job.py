@@ -14,10 +14,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from PySide6.QtCore import QT_TRANSLATE_NOOP
+
+from ..i18n import is_portuguese, translate
 
 SCHEDULES = ("sequential", "interleaved")
+SCHEDULE_LABELS = {  # what the schedule combo shows (translated where shown; the data stays the engine's word)
+    "sequential": QT_TRANSLATE_NOOP("views.requests_job", "sequential"),
+    "interleaved": QT_TRANSLATE_NOOP("views.requests_job", "interleaved"),
+}
 #: the demo list run by default: one whose requests share a prefix for this kind of model
 DEFAULT_DEMO = {"chat": "system-prompt.json", "plain": "austen-openings.json"}
+#: the same in a Portuguese app: Portuguese questions behind a Portuguese system prompt, a Portuguese opening
+DEFAULT_DEMO_PT = {"chat": "pt-prompt-de-sistema.json", "plain": "pt-aberturas.json"}
+PORTUGUESE_PREFIX = "pt-"
 #: the block sizes the paged-waste trade-off line is computed for (the chosen one is added)
 TRADE_OFF_SIZES = (1, 2, 4, 8, 16, 32, 64)
 
@@ -54,6 +64,11 @@ class Computed:
         return self.both.on if caching else self.both.off
 
 
+def schedule_label(schedule: str) -> str:
+    """The schedule's name in the app's language ("interleaved" → "intercalado")."""
+    return translate("views.requests_job", SCHEDULE_LABELS[schedule]) if schedule in SCHEDULE_LABELS else schedule
+
+
 def demo_lists() -> list[tuple[Path, Any]]:
     """The bundled demo request lists, read (a file that does not read is left out)."""
     from kvsim.requests_io import demo_request_files, load_requests
@@ -70,12 +85,14 @@ def demo_lists() -> list[tuple[Path, Any]]:
 
 def default_demo(tokenizer) -> RequestsInput:
     """The demo list for this model: its own system prompt behind four questions when it has a chat
-    template, otherwise a shared opening paragraph (the bundled tiny model has no template)."""
+    template, otherwise a shared opening paragraph (the bundled tiny model has no template). In a
+    Portuguese app, the Portuguese lists."""
     kind = "chat" if getattr(tokenizer, "chat_template", None) else "plain"
     lists = demo_lists()
     if not lists:
-        raise ValueError("no demo request lists found in resources/requests")
-    path, chosen = next(((p, r) for p, r in lists if p.name == DEFAULT_DEMO[kind]), lists[0])
+        raise ValueError(translate("views.requests_job", "no demo request lists found in resources/requests"))
+    wanted = [(DEFAULT_DEMO_PT if is_portuguese() else DEFAULT_DEMO)[kind], DEFAULT_DEMO[kind]]
+    path, chosen = next(((p, r) for name in wanted for p, r in lists if p.name == name), lists[0])
     return RequestsInput(tuple(chosen.prompts), chosen.system, chosen.title or path.stem)
 
 
@@ -104,9 +121,11 @@ def compute(loaded, given: RequestsInput, settings: RequestsSettings) -> Compute
     from kvsim.sampling import SimulationError
 
     if loaded is None:
-        raise SimulationError("no model is loaded yet")
+        raise SimulationError(translate("views.requests_job", "no model is loaded yet"))
     if settings.schedule not in SCHEDULES:
-        raise SimulationError(f"schedule must be one of {', '.join(SCHEDULES)}")
+        raise SimulationError(
+            translate("views.requests_job", "schedule must be one of {names}").format(names=", ".join(SCHEDULES))
+        )
     prompts = check_prompts([p.strip() for p in given.prompts if p.strip()], "the request list")
     system = given.system.strip() if given.system and given.system.strip() else None
     inputs = encode_requests(loaded.tokenizer, RequestList(prompts, system, given.title))

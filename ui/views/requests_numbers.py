@@ -4,36 +4,101 @@ ways to allocate the same rows (contiguous preallocated, contiguous exact, paged
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QRectF, QSize, Qt
 from PySide6.QtGui import QBrush, QColor, QPainter, QPen
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QSizePolicy, QTableWidget, QTableWidgetItem, QWidget
 
 from .. import theme
+from ..i18n import integer, local, num, translate
 from .blocks import ink_on, request_color
 
-# (key, label, tooltip): the side-by-side table's rows
+# (key, label, tooltip): the side-by-side table's rows (translated where shown; the spread rows indented there)
 ROWS = (
-    ("prompt", "prompt tokens", "the request's tokens after the chat template (or system prompt) was applied"),
-    ("computed_off", "computed · off", "prefill rows: K/V rows its prefill computed without prefix caching (all of them)"),
-    ("computed_on", "computed · on", "prefill rows: K/V rows its prefill computed with prefix caching: only what was not found"),
-    ("reused", "reused · on", "prompt rows taken from blocks already in the pool (hit blocks × B): not computed again"),
-    ("hits", "hits / misses", "with caching on: prompt blocks found by hash (hits) and blocks its prefill had to write (misses)"),
-    ("ttft_off", "TTFT off, ms", "time to first token without prefix caching: the median of the timed prefills"),
-    ("spread_off", "   min–max", "the spread: the fastest and slowest of the timed prefills (off)"),
-    ("ttft_on", "TTFT on, ms", "time to first token with prefix caching: lookup + the rest of the prefill + first token"),
-    ("spread_on", "   min–max", "the spread: the fastest and slowest of the timed prefills (on)"),
+    (
+        "prompt",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "prompt tokens"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers", "the request's tokens after the chat template (or system prompt) was applied"
+        ),
+    ),
+    (
+        "computed_off",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "computed · off"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers", "prefill rows: K/V rows its prefill computed without prefix caching (all of them)"
+        ),
+    ),
+    (
+        "computed_on",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "computed · on"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers", "prefill rows: K/V rows its prefill computed with prefix caching: only what was not found"
+        ),
+    ),
+    (
+        "reused",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "reused · on"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers", "prompt rows taken from blocks already in the pool (hit blocks × B): not computed again"
+        ),
+    ),
+    (
+        "hits",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "hits / misses"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers",
+            "with caching on: prompt blocks found by hash (hits) and blocks its prefill had to write (misses)",
+        ),
+    ),
+    (
+        "ttft_off",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "TTFT off, ms"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers", "time to first token without prefix caching: the median of the timed prefills"
+        ),
+    ),
+    (
+        "spread_off",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "min–max"),
+        QT_TRANSLATE_NOOP("views.requests_numbers", "the spread: the fastest and slowest of the timed prefills (off)"),
+    ),
+    (
+        "ttft_on",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "TTFT on, ms"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers", "time to first token with prefix caching: lookup + the rest of the prefill + first token"
+        ),
+    ),
+    (
+        "spread_on",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "min–max"),
+        QT_TRANSLATE_NOOP("views.requests_numbers", "the spread: the fastest and slowest of the timed prefills (on)"),
+    ),
     (
         "ratio",
-        "on ÷ off",
-        "TTFT with caching ÷ TTFT without: below 1: the request's first token came sooner because its prefix was reused",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "on ÷ off"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers",
+            "TTFT with caching ÷ TTFT without: below 1: the request's first token came sooner because its prefix was reused",
+        ),
     ),
-    ("held", "blocks held", "with caching on: blocks in its table when it finished (shared ones included)"),
+    (
+        "held",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "blocks held"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers", "with caching on: blocks in its table when it finished (shared ones included)"
+        ),
+    ),
 )
 ROW_KEYS = tuple(key for key, _, _ in ROWS)
 
 
 def _ms(value: float) -> str:
-    return f"{value:.2f}" if value < 10 else f"{value:.1f}" if value < 100 else f"{value:.0f}"
+    return num(value, 2) if value < 10 else num(value, 1) if value < 100 else num(value, 0)
+
+
+def _ratio(value: float | None) -> str:
+    return "–" if value is None else num(value, 2) + "×"
 
 
 class SideBySideTable(QTableWidget):
@@ -42,9 +107,12 @@ class SideBySideTable(QTableWidget):
 
     def __init__(self, parent=None) -> None:
         super().__init__(len(ROWS), 0, parent)
-        self.setVerticalHeaderLabels([label for _, label, _ in ROWS])
+        indent = {"spread_off", "spread_on"}  # under their TTFT row
+        self.setVerticalHeaderLabels(
+            [("   " if k in indent else "") + translate("views.requests_numbers", label) for k, label, _ in ROWS]
+        )
         for i, (_, _, tip) in enumerate(ROWS):
-            self.verticalHeaderItem(i).setToolTip(tip)
+            self.verticalHeaderItem(i).setToolTip(translate("views.requests_numbers", tip))
         self.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)  # sized once per fill
         self.verticalHeader().setSectionResizeMode(QHeaderView.Interactive)
         self.setEditTriggers(QAbstractItemView.NoEditTriggers)
@@ -72,7 +140,10 @@ class SideBySideTable(QTableWidget):
         off, on = both.off.requests, both.on.requests
         n = len(on)
         self.setColumnCount(n + 1)
-        self.setHorizontalHeaderLabels([f"req {i + 1}" for i in range(n)] + ["all"])
+        self.setHorizontalHeaderLabels(
+            [translate("views.requests_numbers", "req {n}").format(n=i + 1) for i in range(n)]
+            + [translate("views.requests_numbers", "all")]
+        )
         for i in range(n):
             head = self.horizontalHeaderItem(i)
             head.setBackground(QBrush(QColor(request_color(i))))
@@ -92,7 +163,7 @@ class SideBySideTable(QTableWidget):
                     "spread_off": ((a.ttft_ms_min, a.ttft_ms_max), f"{_ms(a.ttft_ms_min)}–{_ms(a.ttft_ms_max)}"),
                     "ttft_on": (b.ttft_ms, _ms(b.ttft_ms)),
                     "spread_on": ((b.ttft_ms_min, b.ttft_ms_max), f"{_ms(b.ttft_ms_min)}–{_ms(b.ttft_ms_max)}"),
-                    "ratio": (ratios[i], "–" if ratios[i] is None else f"{ratios[i]:.2f}×"),
+                    "ratio": (ratios[i], _ratio(ratios[i])),
                     "held": (b.blocks_held, None),
                 },
             )
@@ -107,19 +178,21 @@ class SideBySideTable(QTableWidget):
             "spread_off": (None, ""),
             "ttft_on": (t_on, _ms(t_on)),
             "spread_on": (None, ""),
-            "ratio": (t_on / t_off if t_off > 0 else None, f"{t_on / t_off:.2f}×" if t_off > 0 else "–"),
+            "ratio": (t_on / t_off if t_off > 0 else None, _ratio(t_on / t_off if t_off > 0 else None)),
             "held": (sum(r.blocks_held for r in on), None),
         }
         total["hits"] = (total["hits"][0], "{} / {}".format(*total["hits"][0]))
         self._column(n, total, bold=True)
-        self.horizontalHeaderItem(n).setToolTip("sums over the requests (the ratio: total TTFT on ÷ total TTFT off)")
+        self.horizontalHeaderItem(n).setToolTip(
+            translate("views.requests_numbers", "sums over the requests (the ratio: total TTFT on ÷ total TTFT off)")
+        )
         self.resizeColumnsToContents()
         self.resizeRowsToContents()
 
     def _column(self, col: int, cells: dict[str, tuple[object, str | None]], bold: bool = False) -> None:
         for row, key in enumerate(ROW_KEYS):
             value, text = cells[key]
-            item = QTableWidgetItem(str(value) if text is None else text)
+            item = QTableWidgetItem(integer(value) if text is None else text)
             item.setData(Qt.UserRole, value)
             item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
             if key == "ratio" and isinstance(value, float) and value < 1:
@@ -142,8 +215,11 @@ class WasteBars(QWidget):
         self.bytes_per_slot = 0
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
         self.setToolTip(
-            "memory for these requests' rows held at once: the bar is what each scheme reserves, "
-            "the solid part the rows really held, the hatched part reserved but empty"
+            translate(
+                "views.requests_numbers",
+                "memory for these requests' rows held at once: the bar is what each scheme reserves, "
+                "the solid part the rows really held, the hatched part reserved but empty",
+            )
         )
         theme.on_change(self._on_theme)
 
@@ -153,12 +229,26 @@ class WasteBars(QWidget):
     def set_waste(self, waste, prefix_caching: bool) -> None:
         self.used, self.bytes_per_slot = waste.exact_slots, waste.bytes_per_slot
         self.rows = [
-            (f"contiguous, preallocated to {waste.max_len} tokens", waste.preallocated_slots, waste.preallocated_waste),
-            ("contiguous, exact (length known in advance)", waste.exact_slots, waste.exact_waste),
-            (f"paged, blocks of {waste.block_size}", waste.paged_slots, waste.paged_waste),
+            (
+                translate("views.requests_numbers", "contiguous, preallocated to {n} tokens").format(n=integer(waste.max_len)),
+                waste.preallocated_slots,
+                waste.preallocated_waste,
+            ),
+            (
+                translate("views.requests_numbers", "contiguous, exact (length known in advance)"),
+                waste.exact_slots,
+                waste.exact_waste,
+            ),
+            (
+                translate("views.requests_numbers", "paged, blocks of {b}").format(b=waste.block_size),
+                waste.paged_slots,
+                waste.paged_waste,
+            ),
         ]
         if prefix_caching:
-            self.rows.append(("paged, shared prefix counted once", waste.paged_shared_slots, None))
+            self.rows.append(
+                (translate("views.requests_numbers", "paged, shared prefix counted once"), waste.paged_shared_slots, None)
+            )
         self.setFixedHeight(self.sizeHint().height())
         self.update()
 
@@ -173,11 +263,14 @@ class WasteBars(QWidget):
         width = self.width() - 8
         for i, (label, slots, waste) in enumerate(self.rows):
             y = 2 + i * (line + 16)
+            size = local(theme.human_bytes(slots * self.bytes_per_slot))
             if waste is None:
-                tail = f"saves {self.rows[2][1] - slots:,}" if len(self.rows) > 2 else ""
+                saved = integer(self.rows[2][1] - slots) if len(self.rows) > 2 else "–"
+                text = translate("views.requests_numbers", "{scheme}: {slots} slots ({size}) · saves {saved}")
+                text = text.format(scheme=label, slots=integer(slots), size=size, saved=saved)
             else:
-                tail = f"{100 * waste:.1f}% wasted"
-            text = f"{label}: {slots:,} slots ({theme.human_bytes(slots * self.bytes_per_slot)}) · {tail}"
+                text = translate("views.requests_numbers", "{scheme}: {slots} slots ({size}) · {percent}% wasted")
+                text = text.format(scheme=label, slots=integer(slots), size=size, percent=num(100 * waste, 1))
             p.setPen(QColor(theme.TEXT))
             p.drawText(QRectF(4, y, width, line), Qt.AlignLeft | Qt.AlignVCenter, fm.elidedText(text, Qt.ElideRight, width))
             bar_y, bar_h = y + line + 2, 10
