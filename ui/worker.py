@@ -141,7 +141,7 @@ class SimWorker(QObject):
                 progress=self._on_progress,
             )
         except (*USER_ERRORS, KeyError) as exc:
-            self.failed.emit("run", str(exc))
+            self.failed.emit("run", translate("worker", "could not start the run: {error}").format(error=exc))
             return
         self.sim = sim
         self.run_started.emit(
@@ -169,9 +169,10 @@ class SimWorker(QObject):
             # Simulator.step rolled every cache back to the last complete step: the run goes on
             self.cancelled.emit(index)
         except USER_ERRORS as exc:
-            self.failed.emit("step", str(exc))
+            self.failed.emit("step", translate("worker", "step {n} failed: {error}").format(n=index, error=exc))
         except Exception as exc:  # noqa: BLE001
-            self.failed.emit("step", f"{type(exc).__name__}: {exc}")
+            error = f"{type(exc).__name__}: {exc}"
+            self.failed.emit("step", translate("worker", "step {n} failed: {error}").format(n=index, error=error))
             traceback.print_exc()
         else:
             self.record_ready.emit(record)

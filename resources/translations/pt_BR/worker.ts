@@ -15,5 +15,13 @@
         <source>no model is loaded</source>
         <translation>nenhum modelo carregado</translation>
     </message>
+    <message>
+        <source>could not start the run: {error}</source>
+        <translation>não foi possível iniciar a execução: {error}</translation>
+    </message>
+    <message>
+        <source>step {n} failed: {error}</source>
+        <translation>o passo {n} falhou: {error}</translation>
+    </message>
 </context>
 </TS>

@@ -1,0 +1,123 @@
+"""☰ → Language, and the shell (toolbar, window, controller) in Portuguese: the choice is remembered under
+``i18n.SETTING`` and read back by ``i18n.choose`` at the next start; a window without settings only says
+when it would take effect; the toolbar offers a Portuguese example first, its names and numbers in pt-BR."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import ready_window
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QMainWindow, QMenu
+
+from kvsim.ui import i18n
+from kvsim.ui.language_menu import LanguageSetting
+
+
+@pytest.fixture
+def portuguese(qapp):
+    i18n.install(qapp, "pt_BR")
+    yield
+    i18n.install(qapp, "en")
+
+
+def _menu_of(menu: QMenu, title: str) -> QMenu:
+    found = [a.menu() for a in menu.actions() if a.menu() is not None and a.menu().title() == title]
+    assert len(found) == 1, [a.text() for a in menu.actions()]
+    return found[0]
+
+
+def test_the_choice_is_remembered_and_read_back_at_the_next_start(qapp) -> None:
+    settings = QSettings("kvsim", "kvsim-ui")  # the test's own config folder (tests/conftest.py)
+    said: list[str] = []
+    menu = QMenu()
+    setting = LanguageSetting(settings, menu, said.append)
+    actions = setting.menu.actions()
+    assert [a.text() for a in actions] == ["English", "Português (Brasil)"]
+    assert all(a.isCheckable() for a in actions) and [a.isChecked() for a in actions] == [True, False]
+    assert i18n.choose(None, settings) == i18n.choose(None, None)  # nothing remembered yet: the system's
+    actions[1].trigger()
+    assert setting.chosen() == "pt_BR" and [a.isChecked() for a in actions] == [False, True]  # one at a time
+    assert settings.value(i18n.SETTING) == "pt_BR"
+    assert said[-1] == "Português (Brasil) takes effect when kvsim restarts"
+    assert i18n.choose(None, QSettings("kvsim", "kvsim-ui")) == "pt_BR"  # what the next start uses
+    assert i18n.choose("en", settings) == "en"  # --lang still wins
+    actions[0].trigger()
+    assert settings.value(i18n.SETTING) == "en" and said[-1] == "English is the language in use"
+
+
+def test_the_window_menu_without_settings_only_says_so(qtbot, qapp) -> None:
+    w = ready_window(qtbot, qapp, "tiny", "The cache")
+    try:
+        menu = _menu_of(w.toolbar.menu, "Language")
+        assert menu is w.language_setting.menu
+        pt = next(a for a in menu.actions() if a.data() == "pt_BR")
+        pt.trigger()
+        assert "takes effect when kvsim restarts" in w.statusBar().currentMessage()
+        assert pt.isChecked()
+        assert QSettings("kvsim", "kvsim-ui").value(i18n.SETTING) is None  # persist=False writes nothing
+        assert i18n.language() == "en"  # the running app keeps its language
+    finally:
+        w.shutdown()
+
+
+def test_the_toolbar_in_portuguese(qtbot, portuguese) -> None:
+    from kvsim.ui.animation import SPEEDS
+    from kvsim.ui.toolbar import ControlsToolBar, example_prompts, lanes_label
+
+    host = QMainWindow()
+    qtbot.addWidget(host)
+    tb = ControlsToolBar(host)
+    box = tb.prompt_box
+    assert box.itemData(0) == "pt" and box.currentText() == example_prompts()[0][1]  # the default is Portuguese
+    assert {box.itemData(i) for i in range(box.count())} == {"pt", "en"}  # the English ones still offered
+    assert [tb.speed_box.itemText(i) for i in range(tb.speed_box.count())] == ["lenta", "normal", "rápida", "instantânea"]
+    assert [tb.speed_box.itemData(i) for i in range(tb.speed_box.count())] == list(SPEEDS)  # the settings' names
+    assert tb.play_action.text() == "▶▶ Reproduzir" and tb.step_action.text() == "Avançar ▶"
+    tb.show_playing(True)
+    assert tb.play_action.text() == "❚❚ Pausar"
+    assert lanes_label("uncached,cached,window:8") == "sem cache | cache KV | window:8"  # specs stay specs
+    tb.fill_models([{"name": "smollm2-135m", "kind": "fetchable"}])
+    labels = [tb.model_box.itemText(i) for i in range(tb.model_box.count())]
+    assert labels[0] == "tiny (embutido)" and "smollm2-135m (não baixado: kvsim models get smollm2-135m)" in labels
+    config = {"family": "llama", "n_layers": 4, "n_heads": 6, "n_kv_heads": 2, "head_dim": 32, "max_seq_len": 2048}
+    text = tb.show_loaded({"model_id": "tiny", "config": config, "params": 2164416})
+    assert text == (
+        "modelo tiny: llama, 4 camadas, 6 cabeças / 2 cabeças kv, dim. da cabeça 32, contexto 2.048, 2.164.416 parâmetros"
+    )
+
+
+def test_the_toolbar_in_english_is_unchanged(qtbot, qapp) -> None:
+    from kvsim.ui.toolbar import ControlsToolBar, lanes_label
+
+    assert i18n.language() == "en"
+    host = QMainWindow()
+    qtbot.addWidget(host)
+    tb = ControlsToolBar(host)
+    assert tb.prompt_box.itemData(0) == "en"
+    assert [tb.speed_box.itemText(i) for i in range(tb.speed_box.count())] == ["slow", "normal", "fast", "instant"]
+    assert tb.play_action.text() == "▶▶ Play" and tb.play_action.toolTip() == "play / pause (Space)"
+    assert lanes_label("uncached,cached,int8") == "no cache | KV cache | int8"
+
+
+def test_the_window_in_portuguese(qtbot, qapp, portuguese, tmp_path) -> None:
+    from kvsim.ui import shortcuts
+
+    w = ready_window(qtbot, qapp, "tiny", "O cache de chaves e valores")
+    try:
+        assert w.windowTitle() == "kvsim — tiny — a cache KV"
+        assert w.costs_dock.windowTitle() == "Custos até agora"
+        assert [a.text() for a in _menu_of(w.toolbar.menu, "Tema").actions()] == ["escuro", "claro", "sistema (segue o SO)"]
+        assert [a.text() for a in _menu_of(w.toolbar.menu, "Idioma").actions()] == ["English", "Português (Brasil)"]
+        assert w.controller.run_steps(2)
+        path = tmp_path / "run.kvsim"
+        assert w.save_run(str(path))
+        assert w.statusBar().currentMessage() == f"{w.session.n_steps} passos salvos em {path}"
+        assert not w.open_run(str(tmp_path / "missing.kvsim"))
+        assert w.banner.isVisible() and w.banner.text().startswith("⚠  não foi possível abrir")
+        rows = shortcuts.key_rows(w)
+        whats = [what for _, what in rows]
+        assert "Camada 0 … 8" in whats and "Modo apresentação" in whats
+        # the sheet keeps its order in Portuguese: play, step, back, reset first (ordered by the keys' English names)
+        assert whats[:4] == ["▶▶ Reproduzir", "Avançar ▶", "◀ Voltar", "↺ Recomeçar"]
+    finally:
+        w.shutdown()
