@@ -155,9 +155,9 @@ class LessonPanel(QWidget):
     def fit_text(self) -> None:
         """Keep the whole paragraph visible: the dock grows to the wrapped text's height at this width
         (a word-wrapped label alone does not ask for it once the dock is laid out)."""
-        width = self.text.width()
-        if width > 0:
-            self.text.setMinimumHeight(self.text.heightForWidth(width))
+        height = self.text.heightForWidth(self.text.width()) if self.text.width() > 0 else -1
+        if height > 0:
+            self.text.setMinimumHeight(height)
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)

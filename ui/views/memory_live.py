@@ -16,6 +16,7 @@ from kvsim.memory import LaneBill, human_bytes, lane_bill
 
 from .. import theme
 from ..i18n import integer, local, translate
+from . import policy_text
 from .memory_words import why as why_words
 
 
@@ -149,14 +150,19 @@ class LiveBill(QWidget):
         agree = known = 0
         for i, (index, live, bill) in enumerate(bills):
             row = 2 * i + 1
-            label = s.lane_label(index)
+            label = policy_text.lane_label(s, index)
             color = theme.lane_color(index)
             words, ok = verdict(live, bill)
             known += ok is not None
             agree += ok is True
             formula = bill.formula_bytes if bill is not None else None
             self.rows.append((s.lanes[index].name, live, formula, words))
-            self._cell(f"<span style='color:{color}'>■</span> {escape(label)}", row, 0, s.lanes[index].explanation)
+            self._cell(
+                f"<span style='color:{color}'>■</span> {escape(label)}",
+                row,
+                0,
+                policy_text.explanation(s.lanes[index].explanation),
+            )
             holds = translate("views.memory_live", "{size}: what {lane} holds after step {step}").format(
                 size=local(human_bytes(live)), lane=label, step=s.cursor
             )

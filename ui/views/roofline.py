@@ -16,6 +16,7 @@ from kvsim.units import si
 
 from .. import theme
 from ..i18n import local, num, translate
+from . import policy_text
 from .roofline_plot import CURSOR_PEN, RoofPlot, log10, scatter
 from .roofline_preset import PresetPanel
 from .roofline_words import brief, describe, g3
@@ -188,7 +189,9 @@ class RooflineView(QWidget):
         if not pts:
             self.hover.setText(hover_hint())
             return
-        lanes = " · ".join(brief(p, self.session.lane_label(p.lane)) for p in pts if p.lane < len(self.session.lanes))
+        lanes = " · ".join(
+            brief(p, policy_text.lane_label(self.session, p.lane)) for p in pts if p.lane < len(self.session.lanes)
+        )
         self.hover.setText(
             translate("views.roofline", "step {step} ({phase}) — {lanes}").format(step=step, phase=pts[0].phase, lanes=lanes)
         )
@@ -244,7 +247,7 @@ class RooflineView(QWidget):
 
     def _write_key(self) -> None:
         lanes = " · ".join(
-            f'<span style="color:{theme.lane_color(lane.index)}">●</span> {self.session.lane_label(lane.index)}'
+            f'<span style="color:{theme.lane_color(lane.index)}">●</span> {policy_text.lane_label(self.session, lane.index)}'
             for lane in self.session.lanes
         )
         comps = SHOW[self.show_box.currentData()]
@@ -260,4 +263,6 @@ class RooflineView(QWidget):
         if len(points) == 0:
             return
         p = points[0].data()
-        self.hover.setText(describe(p, self.session.lane_label(p.lane)) if p.lane < len(self.session.lanes) else describe(p))
+        self.hover.setText(
+            describe(p, policy_text.lane_label(self.session, p.lane)) if p.lane < len(self.session.lanes) else describe(p)
+        )
