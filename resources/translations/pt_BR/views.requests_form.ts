@@ -53,7 +53,7 @@
     </message>
     <message>
         <source>the bundled request lists (resources/requests): choosing one replaces the text below</source>
-        <translation>as listas de requisições incluídas (resources/requests): escolher uma substitui o texto abaixo</translation>
+        <translation>as listas de requisições que vêm com o kvsim (em `resources/requests`): escolher uma substitui o texto abaixo</translation>
     </message>
     <message>
         <source>system prompt, shared by every request (empty: the model&apos;s own default, if its chat template has one):</source>
