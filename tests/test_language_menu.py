@@ -121,3 +121,26 @@ def test_the_window_in_portuguese(qtbot, qapp, portuguese, tmp_path) -> None:
         assert whats[:4] == ["▶▶ Reproduzir", "Avançar ▶", "◀ Voltar", "↺ Recomeçar"]
     finally:
         w.shutdown()
+
+
+def test_the_step_buttons_fit_a_projector_in_portuguese(qtbot, qapp, portuguese) -> None:
+    """1280x720 at --scale 1.5 is 853 logical pixels wide: the first toolbar row (model, prompt and the four
+    step buttons, whose Portuguese names are longer) still shows every button whole."""
+    from kvsim.ui import theme
+    from kvsim.ui.layout import WINDOW_MIN
+    from kvsim.ui.toolbar import ControlsToolBar
+
+    theme.apply(qapp)
+    host = QMainWindow()
+    qtbot.addWidget(host)
+    tb = ControlsToolBar(host)
+    host.addToolBar(tb)
+    host.setMinimumSize(WINDOW_MIN)
+    host.resize(853, 480)
+    host.show()
+    qtbot.waitExposed(host)
+    for action in (tb.reset_action, tb.back_action, tb.step_action, tb.play_action):
+        button = tb.widgetForAction(action)
+        right = button.mapTo(host, button.rect().topRight()).x()
+        assert button.isVisible() and right < host.width(), (action.text(), right, host.width())
+    assert tb.widgetForAction(tb.play_action).text() == "▶▶ Reproduzir"

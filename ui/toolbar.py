@@ -104,7 +104,7 @@ class ControlsToolBar(QToolBar):
         big.setPointSizeF(big.pointSizeF() * 1.1)
 
         self.model_box = QComboBox()
-        self.model_box.setMinimumContentsLength(11)
+        self.model_box.setMinimumContentsLength(10)
         self.model_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.model_box.setToolTip(translate("toolbar", "model"))
         self.fill_models([])
@@ -113,7 +113,7 @@ class ControlsToolBar(QToolBar):
         self.prompt_box = QComboBox()
         self.prompt_box.setEditable(True)
         self.prompt_box.setInsertPolicy(QComboBox.NoInsert)
-        self.prompt_box.setMinimumContentsLength(12)
+        self.prompt_box.setMinimumContentsLength(7)  # room for the longer Portuguese buttons at 853 px (1280x720 at 1.5)
         self.prompt_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.prompt_box.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
         for lang, text in example_prompts():
