@@ -17,6 +17,7 @@ TS_DIR = ROOT / "resources" / "translations" / "pt_BR"
 QM = ROOT / "resources" / "translations" / "kvsim_pt_BR.qm"
 PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*(?:[:!][^{}]*)?\}|%n|%\d")
 
+SPEC = r"\b(?:window|sink|int[48]|paged|kv|none|cached|uncached)(?::\w+)*(?:\+\w+(?::\w+)*)*"
 # words that are English and not Portuguese: one of them in a visible string means it was not translated
 # (technical words Portuguese uses as they are — cache, token, prompt, prefill, decode, lane, query, bytes — are not here)
 ENGLISH = {
@@ -93,6 +94,7 @@ def test_language_names_are_understood(text) -> None:
 def _english_words(text: str) -> set[str]:
     text = re.sub(r"<[^>]+>", " ", text)  # rich text
     text = re.sub(r"`[^`]*`", " ", text)  # code: commands, specs
+    text = re.sub(SPEC, " ", text)  # lane specs are names (window:8, sink:4+window:12), never translated
     return {w for w in re.findall(r"[A-Za-z]+", text) if w.lower() in ENGLISH}
 
 

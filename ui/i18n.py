@@ -26,6 +26,8 @@ SETTING = "language"
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for: translate("context", "text")
 
 _state: dict[str, object] = {"lang": DEFAULT, "translators": []}
+# until a language is installed, numbers read as in English (the C locale would drop the grouping)
+QLocale.setDefault(QLocale(QLocale.English, QLocale.UnitedStates))
 
 
 class LanguageError(ValueError):
@@ -77,7 +79,8 @@ def install(app: QCoreApplication, lang: str) -> str:
             loaded.append(qt)
     _state["translators"] = loaded
     _state["lang"] = lang
-    QLocale.setDefault(QLocale(QLocale.Portuguese, QLocale.Brazil) if lang == "pt_BR" else QLocale(QLocale.English))
+    english = QLocale(QLocale.English, QLocale.UnitedStates)
+    QLocale.setDefault(QLocale(QLocale.Portuguese, QLocale.Brazil) if lang == "pt_BR" else english)
     return lang
 
 
