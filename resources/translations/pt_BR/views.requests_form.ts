@@ -13,7 +13,7 @@
     </message>
     <message>
         <source>blocks in the shared pool. &apos;all fit&apos; gives room for every request at once (nothing is evicted); a smaller pool makes finished requests&apos; cached blocks be evicted, least recently used first</source>
-        <translation>blocos no pool compartilhado. “cabem todas” dá espaço para todas as requisições de uma vez (nada é descartado); um pool menor faz os blocos em cache de requisições terminadas serem descartados, os usados há mais tempo primeiro</translation>
+        <translation>blocos no pool compartilhado. “cabe tudo” dá espaço para todas as requisições de uma vez (nada é descartado); um pool menor faz os blocos em cache de requisições terminadas serem descartados, os usados há mais tempo primeiro</translation>
     </message>
     <message>
         <source>sequential: one request after another · interleaved: all prefill in turn, then decode round-robin, so their blocks are live at the same time and shared blocks count several holders</source>
@@ -29,7 +29,7 @@
     </message>
     <message>
         <source>all fit</source>
-        <translation>cabem todas</translation>
+        <translation>cabe tudo</translation>
     </message>
     <message>
         <source>steps</source>
