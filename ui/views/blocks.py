@@ -54,7 +54,8 @@ EVENT_MEANING = {
     "cached": QT_TRANSLATE_NOOP("views.blocks", "freed, but its rows stay findable by hash"),
     "freed": QT_TRANSLATE_NOOP("views.blocks", "freed, nothing to reuse"),
 }
-MIN_CELL_W = 74
+MIN_CELL_W = 74  # at least; wider when the cell's words need it (cell_width)
+WITH_LOGICAL = ("new", "write", "hit", "copy", "evict")  # the words drawn beside a logical index "L j"
 MAX_SLOT = 12
 
 
@@ -131,13 +132,30 @@ class BlocksGrid(QWidget):
         """(columns of cells, cell width, cell height) for the current width."""
         fm = self.fontMetrics()
         size = self.snapshot.block_size if self.snapshot is not None else 16
-        width = max(self.width(), MIN_CELL_W)
-        n_cols = max(1, width // MIN_CELL_W)
+        least = self.cell_width()
+        width = max(self.width(), least)
+        n_cols = max(1, width // least)
         cell_w = width / n_cols
         cols, rows = slot_grid(size)
         slot = min(MAX_SLOT, (cell_w - 14) / cols)
         cell_h = 2 * fm.height() + rows * slot + 14
         return n_cols, int(cell_w), cell_h
+
+    def small_font(self) -> QFont:
+        """The font of a cell's footer (the event word, L j)."""
+        small = QFont(self.font())
+        small.setPointSizeF(max(7.0, self.font().pointSizeF() * 0.8))
+        return small
+
+    def cell_width(self) -> int:
+        """The narrowest cell that shows its footer whole in the app's language: an event word beside
+        the widest "L j", or a word alone (MIN_CELL_W at least)."""
+        fm = QFontMetrics(self.small_font())
+        n = self.snapshot.n_blocks if self.snapshot is not None else 100
+        logical = fm.horizontalAdvance(f"L{max(0, n - 1)}") + 3
+        beside = max(fm.horizontalAdvance(event_label(w)) for w in WITH_LOGICAL) + logical
+        alone = max(fm.horizontalAdvance(event_label(w)) for w in EVENT_LABELS)
+        return max(MIN_CELL_W, 14 + max(beside, alone))  # the footer is the cell less 14 px
 
     def needed_height(self) -> int:
         """The height that shows every block at the current width."""
@@ -148,7 +166,7 @@ class BlocksGrid(QWidget):
         return int(rows * cell_h) + 4
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt
-        return QSize(MIN_CELL_W * 8, self.needed_height())
+        return QSize(self.cell_width() * 8, self.needed_height())
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt
         super().resizeEvent(event)
@@ -236,8 +254,7 @@ class BlocksGrid(QWidget):
         size = self.snapshot.block_size
         cols, _ = slot_grid(size)
         fm = self.fontMetrics()
-        small = QFont(self.font())
-        small.setPointSizeF(max(7.0, self.font().pointSizeF() * 0.8))
+        small = self.small_font()
         small_h = int(fm.height() * 0.85)
         for cell in self._cells:
             self._draw_cell(p, cell, size, cols, fm.height(), small, small_h)
@@ -282,7 +299,7 @@ class BlocksGrid(QWidget):
         word = cell.event or ("cached" if cell.cached else "")
         logical = f"L{cell.logical}" if cell.logical is not None else ""
         if word:  # elided before the logical index, so a long word never runs under it
-            room = foot.width() - (QFontMetrics(small).horizontalAdvance(logical) + 4 if logical else 0)
+            room = foot.width() - (QFontMetrics(small).horizontalAdvance(logical) + 3 if logical else 0)
             p.setPen(QColor(theme.ACCENT if word == "hit" else theme.ERROR if word == "evict" else theme.MUTED))
             label = QFontMetrics(small).elidedText(event_label(word), Qt.ElideRight, int(room))
             p.drawText(foot, Qt.AlignLeft | Qt.AlignVCenter, label)
