@@ -91,6 +91,8 @@ def test_the_portuguese_opening_is_shared_by_tinys_four_requests(tiny) -> None:
 
 
 def test_the_dock_in_portuguese(qtbot, qapp, tiny, portuguese) -> None:
+    from PySide6.QtGui import QFontMetrics
+
     from kvsim.ui import i18n, theme
     from kvsim.ui.views.blocks import event_label
     from kvsim.ui.views.requests import RequestsView
@@ -124,6 +126,10 @@ def test_the_dock_in_portuguese(qtbot, qapp, tiny, portuguese) -> None:
     assert f"{100 * waste:.1f}%".replace(".", ",") in view.numbers.trade_off.text()
     assert {event_label(w) for w in ("hit", "evict", "cached")} == {"acerto", "descarte", "em cache"}
     assert any(c.event == "hit" for c in view.grid.cells())  # the cells keep the engine's word; drawn translated
+    fm = QFontMetrics(view.grid.small_font())  # every footer fits the longest word beside the widest "L j"
+    need = max(fm.horizontalAdvance(event_label(w)) for w in ("new", "write", "hit", "copy", "evict"))
+    need += fm.horizontalAdvance(f"L{on.pool_blocks - 1}") + 3
+    assert all(c.rect.width() - 10 >= need for c in view.grid.cells())
     hit = next(c.block for c in view.grid.cells() if c.event == "hit")
     view._hover(hit)
     shown = [
