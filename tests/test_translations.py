@@ -95,7 +95,7 @@ def _english_words(text: str) -> set[str]:
     text = re.sub(r"<[^>]+>", " ", text)  # rich text
     text = re.sub(r"`[^`]*`", " ", text)  # code: commands, specs
     text = re.sub(SPEC, " ", text)  # lane specs are names (window:8, sink:4+window:12), never translated
-    return {w for w in re.findall(r"[A-Za-z]+", text) if w.lower() in ENGLISH}
+    return {w for w in re.findall(r"[^\W\d_]+", text) if w.lower() in ENGLISH}
 
 
 def _visible_strings(window) -> list[tuple[str, str]]:

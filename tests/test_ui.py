@@ -602,7 +602,7 @@ def test_all_heads_are_drawn_in_groups_over_the_kv_head_they_share(window, qtbot
 def test_a_portuguese_prompt_names_the_model_that_writes_portuguese(qtbot):
     from PySide6.QtWidgets import QMainWindow
 
-    from kvsim.ui.toolbar import PORTUGUESE_MODEL, ControlsToolBar
+    from kvsim.ui.toolbar import DEFAULT_MODEL, PORTUGUESE_MODEL, ControlsToolBar
 
     host = QMainWindow()
     qtbot.addWidget(host)
@@ -613,6 +613,9 @@ def test_a_portuguese_prompt_names_the_model_that_writes_portuguese(qtbot):
     assert tb.model_hint() == ""
     tb.prompt_box.setCurrentIndex(pt)
     tb.fill_models([{"name": PORTUGUESE_MODEL, "kind": "fetchable"}])
+    tb.model_box.setCurrentIndex(tb.model_box.findData(DEFAULT_MODEL))
+    assert tb.model_hint() == ""  # the bundled model writes Portuguese too
+    tb.show_model("random:family=llama,layers=2", "")  # a model that does not write Portuguese
     assert f"kvsim models get {PORTUGUESE_MODEL}" in tb.model_hint()
     tb.fill_models([{"name": PORTUGUESE_MODEL, "kind": "fetched"}])
     assert "pick it" in tb.model_hint()

@@ -312,9 +312,11 @@ class ControlsToolBar(QToolBar):
         return text
 
     def model_hint(self) -> str:
-        """For a Portuguese example prompt on a model that does not write Portuguese: which one does."""
+        """For a Portuguese example prompt on a model that does not write Portuguese: which one does
+        (the bundled model writes Portuguese and English: no hint on it)."""
         index = self.prompt_box.findText(self.prompt_text())
-        if index < 0 or self.prompt_box.itemData(index) != "pt" or self.model_box.currentData() == PORTUGUESE_MODEL:
+        writes_portuguese = self.model_box.currentData() in (PORTUGUESE_MODEL, DEFAULT_MODEL)
+        if index < 0 or self.prompt_box.itemData(index) != "pt" or writes_portuguese:
             return ""
         index = self.model_box.findData(PORTUGUESE_MODEL)
         if index >= 0 and self.model_box.itemData(index, KIND_ROLE) != "fetchable":
