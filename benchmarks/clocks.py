@@ -74,9 +74,9 @@ def plot(before: dict, after: dict, title: str, path: Path) -> None:
             x = np.arange(len(s["ms"]), dtype=float)
             y = np.asarray(s["ms"])
             p.plot(x, y, pen=pg.mkPen(colors.get(name, "#555"), width=2), name=name)
-            top, bottom = np.asarray(s["hi"]) - y, y - np.asarray(s["lo"])
-            if (top > 0).any() or (bottom > 0).any():
-                p.addItem(pg.ErrorBarItem(x=x, y=y, top=top, bottom=bottom, beam=0.3, pen=pg.mkPen(colors.get(name, "#555"))))
+            above, below = np.asarray(s["hi"]) - y, y - np.asarray(s["lo"])
+            if (above > 0).any() or (below > 0).any():
+                p.addItem(pg.ErrorBarItem(x=x, y=y, top=above, bottom=below, beam=0.3, pen=pg.mkPen(colors.get(name, "#555"))))
         p.setYRange(0, top)
     for _ in range(5):
         app.processEvents()
