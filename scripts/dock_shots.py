@@ -84,8 +84,7 @@ def main() -> int:
     prepare(w, show=["requests"])
     requests = w.extra_docks["requests"].view
     wait(app, lambda: getattr(requests, "result", None) is not None and not w.jobs._waiting, 300)
-    second = next((i for i, s in enumerate(requests.result.on.snapshots) if s.request == 1), 0)
-    requests.show_step(second)
+    requests.show_step(requests.prefill_step(1))  # request 2's prefill: it hits request 1's blocks
     for size in sizes:
         render(w, size, out / f"requests-{size[0]}x{size[1]}.png")
     w.shutdown()
@@ -98,6 +97,12 @@ def main() -> int:
         suffix = "" if lang == "en" else "-pt_BR"
         if lang != "en":
             render(w, (1920, 1080), out / f"main{suffix}-1920x1080.png")
+            prepare(w, show=["requests"])
+            view = w.extra_docks["requests"].view
+            wait(app, lambda view=view, w=w: getattr(view, "result", None) is not None and not w.jobs._waiting, 300)
+            view.show_step(view.prefill_step(1))
+            render(w, (1920, 1080), out / f"requests{suffix}-1920x1080.png")
+            w.extra_docks["requests"].setVisible(False)
         w.lesson_dock.setVisible(True)
         for index in (4, 8):  # Σt = n(n+1)/2 vs n; the 70B model at 128k on the memory dock
             lesson = w.lesson
