@@ -18,7 +18,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import tempfile
 import zipfile
 import zlib
 from dataclasses import asdict, fields
@@ -29,6 +28,7 @@ import numpy as np
 
 from .paging_waste import allocation_waste
 from .requests_records import PoolSnapshot, RequestResult, RequestsRun, TableState
+from .trace import write_archive
 from .trace_checks import TraceError
 
 SCHEMA = "kvsim-requests"
@@ -75,19 +75,7 @@ def save_runs(runs: list[RequestsRun] | tuple[RequestsRun, ...], path: str | os.
                 ],
             }
         )
-    npz = io.BytesIO()
-    np.savez(npz, **arrays)
-    fd, tmp = tempfile.mkstemp(prefix=".kvsim-", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as zf:
-            zf.writestr("manifest.json", json.dumps({"schema": SCHEMA, "version": VERSION, "runs": manifest_runs}))
-            zf.writestr("arrays.npz", npz.getvalue())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    return write_archive(path, {"schema": SCHEMA, "version": VERSION, "runs": manifest_runs}, arrays)
 
 
 def is_requests_file(manifest: object) -> bool:

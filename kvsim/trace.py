@@ -41,6 +41,24 @@ def _freeze(obj: object, names: tuple[str, ...]) -> None:
         object.__setattr__(obj, name, arr)
 
 
+def write_archive(path: Path, manifest: dict[str, Any], arrays: dict[str, np.ndarray]) -> Path:
+    """A ``.kvsim`` file: a zip of ``manifest.json`` and ``arrays.npz``, written atomically (a temporary
+    file in the same folder, then renamed), so a failure or an interruption never leaves half a file."""
+    npz = io.BytesIO()
+    np.savez(npz, **arrays)
+    fd, tmp = tempfile.mkstemp(prefix=".kvsim-", suffix=".tmp", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("manifest.json", json.dumps(manifest))
+            zf.writestr("arrays.npz", npz.getvalue())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
 @dataclass(frozen=True)
 class LaneRows:
     """A lane's own rows where they differ from the record's shared ones (a lossy cache):
@@ -159,19 +177,7 @@ class Trace:
                     for name in ("positions", "k", "v", "q"):
                         arrays[f"s{i}_l{j}_{name}"] = getattr(lane.rows, name)
         manifest = {"schema": SCHEMA, "version": SCHEMA_VERSION, "meta": self.meta, "steps": steps}
-        npz = io.BytesIO()
-        np.savez(npz, **arrays)
-        fd, tmp = tempfile.mkstemp(prefix=".kvsim-", suffix=".tmp", dir=path.parent or ".")
-        try:
-            with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as zf:
-                zf.writestr("manifest.json", json.dumps(manifest))
-                zf.writestr("arrays.npz", npz.getvalue())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        return path
+        return write_archive(path, manifest, arrays)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Trace:
