@@ -202,8 +202,18 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     """Validate a ``.kvsim`` file as the app's Open run does, then summarise it."""
     from .simulate import summarize
     from .trace import Trace
+    from .trace_checks import TraceError
 
-    trace = Trace.load(args.file)
+    try:
+        trace = Trace.load(args.file)
+    except TraceError as not_a_run:
+        from .requests_trace import load_runs
+
+        try:
+            runs = load_runs(args.file)  # several requests through a paged pool (`kvsim run --requests … --save`)
+        except TraceError:
+            raise not_a_run from None
+        return _inspect_requests(args, runs)
     meta, summary = trace.meta, summarize(trace)
     lanes = [lane["name"] for lane in meta["lanes"]]
     if args.json:
@@ -288,3 +298,24 @@ def add_memory_parser(sub) -> None:
         "(Gemma 3); 'full' keeps every token (replaces a preset's own windows)",
     )
     m.add_argument("--json", action="store_true")
+
+
+def _inspect_requests(args: argparse.Namespace, runs) -> int:
+    """A saved requests run (or the off/on pair): per run its settings and totals, per request its figures."""
+    if args.json:
+        print(json_line({"requests_runs": [{**run.summary(), "requests": [r.as_dict() for r in run.requests]} for run in runs]}))
+        return 0
+    for run in runs:
+        s = run.summary()
+        caching = "on" if run.prefix_caching else "off"
+        print(
+            f"{args.file}: {s['requests']} requests of {run.model_id} through a pool of {run.pool_blocks} blocks of "
+            f"{run.block_size} ({run.schedule}, prefix caching {caching}): {s['prefill_rows_total']} prefill rows computed, "
+            f"{s['reused_rows_total']} reused"
+        )
+        for r in run.requests:
+            print(
+                f"  request {r.index + 1}: prefill {r.prefill_rows} rows computed, {r.reused_rows} reused, "
+                f"TTFT {r.ttft_ms:.2f} ms, {r.blocks_held} blocks held"
+            )
+    return 0

@@ -210,3 +210,8 @@ def test_saved_requests_run_round_trips_and_bad_files_are_one_error(capsys, tmp_
     broken.write_bytes(path.read_bytes()[:200])
     with pytest.raises(TraceError, match="broken.kvsim"):
         load_runs(broken)
+    assert main(["inspect", str(path), "--json"]) == 0  # kvsim inspect reads it as what it is
+    inspected = json.loads(capsys.readouterr().out)["requests_runs"]
+    assert [r["reused_rows"] for r in inspected[1]["requests"]] == [r.reused_rows for r in on.requests]
+    assert [run["prefix_caching"] for run in inspected] == [False, True]
+    assert main(["inspect", str(broken)]) == 2 and "broken.kvsim" in capsys.readouterr().err
