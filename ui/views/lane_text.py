@@ -97,7 +97,7 @@ def readout_html(lane, info, color: str, progress: Progress, narrow: bool, compa
             if narrow
             else translate("views.lane_text", "recomputed vs first |Δ| ≤ {diff}")
         )
-        diff = " · " + said.format(diff=value)
+        diff = ("<br>" if narrow else " · ") + said.format(diff=value)  # narrow: its own line, never cut
     elif compared:
         logit, kl = f"<b>{local(f'{lane.logit_diff:.2g}')}</b>", f"<b>{local(f'{lane.kl_div:.2g}')}</b>"
         said = (
