@@ -97,7 +97,7 @@ def readout_html(lane, info, color: str, progress: Progress, narrow: bool, compa
             if narrow
             else translate("views.lane_text", "recomputed vs first |Δ| ≤ {diff}")
         )
-        diff = ("<br>" if narrow else " · ") + said.format(diff=value)  # narrow: its own line, never cut
+        diff = " · " + said.format(diff=value)
     elif compared:
         logit, kl = f"<b>{local(f'{lane.logit_diff:.2g}')}</b>", f"<b>{local(f'{lane.kl_div:.2g}')}</b>"
         said = (
@@ -119,9 +119,12 @@ def readout_html(lane, info, color: str, progress: Progress, narrow: bool, compa
     keys = (translate("views.lane_text", "{n} keys") if narrow else translate("views.lane_text", "{n} keys read")).format(
         n=lane.context
     )
+    second = f"{keys} · {cache}{diff}"
+    if narrow and lane.recompute_diff is not None:
+        second = f"{cache}{diff}"  # it read every key it computed (the first line's count): room for |Δ|
     return (
         f"{first} · {bold(local(theme.human_count(lane.flops)) + 'FLOP')} · {bold(num(lane.wall_ms, 2) + ' ms')}"
-        f"<br><span style='color:{theme.MUTED}'>{keys} · {cache}{diff}</span>"
+        f"<br><span style='color:{theme.MUTED}'>{second}</span>"
     )
 
 

@@ -153,17 +153,11 @@ class LanePanel(LaneHover, QWidget):
         self._fit_readout()
         self.dirty = True
 
-    def _fit_readout(self, narrow: bool = False) -> None:
+    def _fit_readout(self) -> None:
         """Every lane of a run the same readout height (so their rows line up): a third line when some
-        lane of the run is compared with the reference (lossy, evicting or windowed), or when narrow
-        lanes put a recomputing lane's |Δ| on a line of its own (all lanes are equally wide)."""
-        lanes = self.session.lanes
-        third = any(lane.lossy or lane.evicts or lane.window for lane in lanes) or (
-            narrow and any(not lane.reuses_past for lane in lanes)
-        )
-        height = int(self.readout.fontMetrics().lineSpacing() * (3 if third else 2) + 8)
-        if self.readout.height() != height:
-            self.readout.setFixedHeight(height)
+        lane of the run is compared with the reference (lossy, evicting or windowed)."""
+        compared = any(lane.lossy or lane.evicts or lane.window for lane in self.session.lanes)
+        self.readout.setFixedHeight(int(self.readout.fontMetrics().lineSpacing() * (3 if compared else 2) + 8))
 
     def detach(self) -> None:
         """Stop listening to the session (before the panel is removed: a new run may have other lanes)."""
@@ -363,7 +357,6 @@ class LanePanel(LaneHover, QWidget):
         compared = self.index != self.session.reference and (self.info.lossy or self.info.evicts or self.info.window)
         # a narrow lane (three lanes on a projector) says the same in fewer words, so no line wraps
         narrow = self.readout.width() < self.readout.fontMetrics().horizontalAdvance("M") * 40
-        self._fit_readout(narrow)
         text = readout_html(lane, self.info, self.color, pr, narrow, bool(compared), lane.token_id != r.token_id)
         if text != self.readout.text():  # rich text is re-laid out on every set: skip unchanged frames
             self.readout.setText(text)
