@@ -34,7 +34,8 @@ def modules() -> list[tuple[str, Path]]:
 
 
 def tool(name: str) -> str:
-    exe = shutil.which(f"pyside6-{name}")
+    beside = Path(sys.executable).parent / f"pyside6-{name}"  # a virtual environment not on PATH
+    exe = str(beside) if beside.is_file() else shutil.which(f"pyside6-{name}")
     if exe is None:
         sys.exit(f"error: pyside6-{name} not found (it comes with PySide6)")
     return exe
