@@ -11,7 +11,6 @@ table row per (theme, element): min, 5th percentile and median contrast of the e
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -22,11 +21,9 @@ import numpy as np
 
 
 def _screen(width: int, height: int) -> str:
-    """An offscreen platform with a screen large enough for the window (its default is 800x800)."""
-    cfg = {"screens": [{"name": "shot", "x": 0, "y": 0, "width": width, "height": height, "logicalDpi": 96, "dpr": 1}]}
-    path = Path(tempfile.mkdtemp()) / "screen.json"
-    path.write_text(json.dumps(cfg))
-    return f"offscreen:configfile={path}"
+    from kvsim.ui.screenshot import offscreen_platform
+
+    return offscreen_platform(width, height, tempfile.mkdtemp())
 
 
 def _pixels(img, window, widget, item) -> np.ndarray:

@@ -7,19 +7,11 @@ rendered offscreen into docs/screenshots/ (scripts/screenshots.sh calls this).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
-
-
-def screen(width: int = 2560, height: int = 1440) -> str:
-    """An offscreen screen big enough for a 1920×1080 window (the window never opens larger than its screen)."""
-    path = Path(tempfile.mkdtemp()) / "screen.json"
-    path.write_text(json.dumps({"screens": [{"name": "shots", "x": 0, "y": 0, "width": width, "height": height, "dpr": 1}]}))
-    return f"offscreen:configfile={path}"
 
 
 def wait(app, until, timeout_s: float = 300.0) -> bool:
@@ -50,7 +42,9 @@ def main() -> int:
     ap.add_argument("--out", default="docs/screenshots")
     ap.add_argument("--model", default="tiny")
     args = ap.parse_args()
-    os.environ["QT_QPA_PLATFORM"] = screen()
+    from kvsim.ui.screenshot import offscreen_platform
+
+    os.environ["QT_QPA_PLATFORM"] = offscreen_platform(2560, 1440, tempfile.mkdtemp())  # room for 1920×1080
     out = Path(args.out)
     from kvsim.ui import i18n
     from kvsim.ui.screenshot import prepare, render, start_app

@@ -11,12 +11,13 @@ rendered offscreen on a screen of that size after 12 steps of the bundled model.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from kvsim.ui.screenshot import offscreen_platform
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = [  # name, screen width, height, QT_SCALE_FACTOR, mode
@@ -63,9 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         for name, w, h, scale, mode in SHOTS:
-            config = Path(tmp) / f"{name}.json"
-            config.write_text(json.dumps({"screens": [{"name": "s", "x": 0, "y": 0, "width": w, "height": h, "dpr": 1}]}))
-            env = dict(os.environ, QT_QPA_PLATFORM=f"offscreen:configfile={config}", QT_SCALE_FACTOR=f"{scale:g}")
+            env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(w, h, tmp), QT_SCALE_FACTOR=f"{scale:g}")
             env.update({"XDG_CONFIG_HOME": tmp})  # never the user's settings
             path = out / f"{name}.png"
             cmd = [sys.executable, "-c", RENDER, mode, str(path)]

@@ -12,7 +12,6 @@ read (never write) a model the user fetched.
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import shutil
 import sys
@@ -46,9 +45,9 @@ for _var, _name in ISOLATED_VARS.items():
 # screen: give the in-process GUI tests a 2560×1440 screen so a 1920×1080 window is 1920×1080
 # (tests/test_layout.py sets its own screen sizes in subprocesses)
 if os.environ["QT_QPA_PLATFORM"] == "offscreen":
-    _screen = _SESSION_ROOT / "screen.json"
-    _screen.write_text(json.dumps({"screens": [{"name": "tests", "x": 0, "y": 0, "width": 2560, "height": 1440, "dpr": 1}]}))
-    os.environ["QT_QPA_PLATFORM"] = f"offscreen:configfile={_screen}"
+    from kvsim.ui.screenshot import offscreen_platform  # (no Qt import: the platform is read when Qt starts)
+
+    os.environ["QT_QPA_PLATFORM"] = offscreen_platform(2560, 1440, _SESSION_ROOT)
 
 
 def _point_qsettings_at(config: Path) -> None:

@@ -90,3 +90,21 @@ def opt_in_model_file(env_var: str, name: str, what: str):
     if not path.is_file():
         pytest.fail(f"{env_var} is set but {path} is not a file: run `kvsim models get {name}`")
     return path
+
+
+class SyncHost:
+    """A dock's host that runs a job at once on this thread, as the worker would (errors → one line to ``failed``)."""
+
+    session = None
+
+    def __init__(self, loaded) -> None:
+        self.loaded = loaded
+
+    def submit(self, fn, done, failed=None) -> bool:
+        try:
+            result = fn(self.loaded)
+        except Exception as exc:  # noqa: BLE001 - as the worker: the message goes back
+            failed(str(exc))
+        else:
+            done(result)
+        return True

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from kvsim.ui.screenshot import offscreen_platform
+
 ROOT = Path(__file__).resolve().parents[1]
 
 MEASURE = textwrap.dedent(
@@ -70,9 +72,7 @@ MEASURE = textwrap.dedent(
 
 
 def measure(tmp_path: Path, width: int, height: int, scale: float, mode: str = "normal", shot: str | None = None) -> dict:
-    config = tmp_path / "screen.json"
-    config.write_text(json.dumps({"screens": [{"name": "s", "x": 0, "y": 0, "width": width, "height": height, "dpr": 1}]}))
-    env = dict(os.environ, QT_QPA_PLATFORM=f"offscreen:configfile={config}", QT_SCALE_FACTOR=f"{scale:g}")
+    env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(width, height, tmp_path), QT_SCALE_FACTOR=f"{scale:g}")
     args = [sys.executable, "-c", MEASURE, mode] + ([shot] if shot else [])
     proc = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=240)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]

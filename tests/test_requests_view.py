@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers import ready_window
+from helpers import SyncHost, ready_window
 from PySide6.QtCore import QElapsedTimer, Qt, QTimer
 from PySide6.QtGui import QColor
 
@@ -49,24 +49,6 @@ def computed(tiny):
         last_owner={False: last_owners(both.off.snapshots), True: last_owners(both.on.snapshots)},
         paged_waste_by_size=((BLOCK, both.on.waste.paged_waste),),
     )
-
-
-class SyncHost:
-    """Runs a job at once on this thread, as the worker would (errors → one line to ``failed``)."""
-
-    session = None
-
-    def __init__(self, loaded) -> None:
-        self.loaded = loaded
-
-    def submit(self, fn, done, failed=None) -> bool:
-        try:
-            result = fn(self.loaded)
-        except Exception as exc:  # noqa: BLE001 - as the worker: the message goes back
-            failed(str(exc))
-        else:
-            done(result)
-        return True
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from helpers import SyncHost
 
 # words of this dock's English sentences that are not Portuguese ("pool" and "slots" are Portuguese too)
 ENGLISH_HERE = set(
@@ -18,22 +19,6 @@ ENGLISH_HERE = set(
 
 class ChatTokenizer:
     chat_template = "{{ messages }}"
-
-
-class SyncHost:
-    session = None
-
-    def __init__(self, loaded) -> None:
-        self.loaded = loaded
-
-    def submit(self, fn, done, failed=None) -> bool:
-        try:
-            result = fn(self.loaded)
-        except Exception as exc:  # noqa: BLE001 - as the worker: the message goes back
-            failed(str(exc))
-        else:
-            done(result)
-        return True
 
 
 @pytest.fixture(scope="module")

@@ -41,6 +41,17 @@ def check_scale(scale: float | None) -> float:
     return float(scale)
 
 
+def offscreen_platform(width: int, height: int, folder: str | os.PathLike[str]) -> str:
+    """A ``QT_QPA_PLATFORM`` value for an offscreen screen of ``width``×``height`` (its config written into
+    ``folder``): the offscreen default is 800×800, and the window never opens larger than its screen."""
+    import json
+
+    config = Path(folder) / f"screen-{width}x{height}.json"
+    screen = {"name": "offscreen", "x": 0, "y": 0, "width": width, "height": height, "dpr": 1}
+    config.write_text(json.dumps({"screens": [screen]}))
+    return f"offscreen:configfile={config}"
+
+
 def start_app(scale: float, theme_name: str | None):
     """The offscreen QApplication at ``scale``, in theme ``theme_name`` (None: the default)."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")

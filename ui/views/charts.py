@@ -272,10 +272,13 @@ class CostsPanel(QWidget):
                 continue
             self.shown_formulas[kind] = "\n".join(lines)
             item.setAnchor((0, 1) if left else (1, 1))
-            item.setHtml(
+            html = (
                 f"<div style='color:{theme.lane_color(lane)}; font-size:11pt; text-align:{'left' if left else 'right'}'>"
                 f"{'<br>'.join(lines)}</div>"
             )
+            if getattr(item, "_kv_html", None) != html:  # a rich-text relayout per step only when the words change
+                item._kv_html = html
+                item.setHtml(html)
             item.setPos(k - 1, y)
             item.setVisible(True)
 
