@@ -25,7 +25,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 def measure(loaded, prompt: str, steps: int, warmup: bool, repeats: int) -> dict[str, dict[str, list[float]]]:
     from kvsim.caches import parse_lanes
-    from kvsim.simulate import Simulator
+    from kvsim.engine.simulate import Simulator
 
     tok = loaded.tokenizer
     ids = tok.encode(tok.format_prompt(prompt, chat=True))

@@ -20,11 +20,11 @@ import time
 import torch
 
 from kvsim.caches import KVCache, parse_spec
+from kvsim.engine.simulate import Simulator
 from kvsim.models.checkpoints import _gpt2_state, _llama_state
 from kvsim.models.hf_config import config_from_hf
 from kvsim.models.tokenizer import ByteTokenizer
 from kvsim.models.transformer import Transformer
-from kvsim.simulate import Simulator
 
 
 def build_pair(shape: str, device: torch.device):

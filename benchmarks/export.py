@@ -50,8 +50,8 @@ def run(args) -> None:
     from PySide6.QtCore import QCoreApplication
 
     from kvsim.ui.app import make_app
-    from kvsim.ui.export_cli import SPEED_MS, parse_size
-    from kvsim.ui.export_movie import MovieExport, MovieSpec
+    from kvsim.ui.export.cli import SPEED_MS, parse_size
+    from kvsim.ui.export.movie import MovieExport, MovieSpec
     from kvsim.ui.window import MainWindow
 
     app = make_app()

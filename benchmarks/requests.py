@@ -18,9 +18,9 @@ import statistics
 import time
 
 from kvsim.models.loading import load_model, set_threads
-from kvsim.paging_waste import allocation_waste
-from kvsim.requests import compare_prefix_caching
-from kvsim.requests_io import encode_requests, load_requests
+from kvsim.serving.request_lists import encode_requests, load_requests
+from kvsim.serving.requests import compare_prefix_caching
+from kvsim.serving.waste import allocation_waste
 
 
 def main() -> None:

@@ -32,8 +32,8 @@ MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,ctx=2304,seed=0"
 
 def record_run(tokens: int, steps: int, lanes: str = "uncached,cached"):
     from kvsim.caches import parse_lanes
+    from kvsim.engine.simulate import Simulator
     from kvsim.models.loading import load_model
-    from kvsim.simulate import Simulator
 
     loaded = load_model(MODEL)
     prompt = (

@@ -21,7 +21,7 @@ import numpy as np
 
 
 def _screen(width: int, height: int) -> str:
-    from kvsim.ui.screenshot import offscreen_platform
+    from kvsim.ui.export.screenshot import offscreen_platform
 
     return offscreen_platform(width, height, tempfile.mkdtemp())
 

@@ -42,12 +42,12 @@ def main() -> int:
     ap.add_argument("--out", default="docs/screenshots")
     ap.add_argument("--model", default="tiny")
     args = ap.parse_args()
-    from kvsim.ui.screenshot import offscreen_platform
+    from kvsim.ui.export.screenshot import offscreen_platform
 
     os.environ["QT_QPA_PLATFORM"] = offscreen_platform(2560, 1440, tempfile.mkdtemp())  # room for 1920×1080
     out = Path(args.out)
     from kvsim.ui import i18n
-    from kvsim.ui.screenshot import prepare, render, start_app
+    from kvsim.ui.export.screenshot import prepare, render, start_app
 
     app = start_app(1.0, None)
     i18n.install(app, "en")

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kvsim.ui.screenshot import offscreen_platform
+from kvsim.ui.export.screenshot import offscreen_platform
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = [  # name, screen width, height, QT_SCALE_FACTOR, mode

@@ -26,8 +26,8 @@ LIMIT_BYTES = 1_000_000
 
 def make(model: str, out: Path, prefix: str = "") -> list[dict[str, object]]:
     from kvsim.caches import parse_lanes
+    from kvsim.engine.simulate import Simulator
     from kvsim.models.loading import load_model
-    from kvsim.simulate import Simulator
 
     loaded = load_model(model)
     tok = loaded.tokenizer

@@ -45,7 +45,7 @@ for _var, _name in ISOLATED_VARS.items():
 # screen: give the in-process GUI tests a 2560×1440 screen so a 1920×1080 window is 1920×1080
 # (tests/test_layout.py sets its own screen sizes in subprocesses)
 if os.environ["QT_QPA_PLATFORM"] == "offscreen":
-    from kvsim.ui.screenshot import offscreen_platform  # (no Qt import: the platform is read when Qt starts)
+    from kvsim.ui.export.screenshot import offscreen_platform  # (no Qt import: the platform is read when Qt starts)
 
     os.environ["QT_QPA_PLATFORM"] = offscreen_platform(2560, 1440, _SESSION_ROOT)
 

@@ -4,7 +4,7 @@
 with bad config values, damaged safetensors, extra/missing/reshaped/NaN tensors, hostile
 tokenizer.json files and chat templates; GGUF files with bad metadata, absurd counts, damaged
 tokenizers, missing or extra tensors, truncated bytes; FIFOs, empty files, directories — and
-returns ``Case``s: a command line for ``kvsim.cli.main`` each. Every one of them must end with
+returns ``Case``s: a command line for ``kvsim.cli.entry.main`` each. Every one of them must end with
 exit status 2 and one ``error: …`` line on stderr, quickly and in bounded memory.
 
 ``build_trace_corpus(root, good)`` damages a saved run (``.kvsim``) in the ways a file on disk gets
@@ -41,7 +41,7 @@ VOCAB, DIM, FFN, LAYERS, HEADS, KV_HEADS = 96, 32, 64, 2, 4, 2
 class Case:
     name: str
     argv: list[str]
-    kind: str = "cli"  # "cli": kvsim.cli.main(argv); "trace": Trace.load(argv[0])
+    kind: str = "cli"  # "cli": kvsim.cli.entry.main(argv); "trace": Trace.load(argv[0])
     seconds: int = 30  # the alarm; shorter for a case known to block
 
 
@@ -991,7 +991,7 @@ def run_one(case: Case, scratch: Path) -> dict[str, Any]:
     import resource
     import signal
 
-    from kvsim.cli import main
+    from kvsim.cli.entry import main
 
     err_file, out_file = scratch / "stderr", scratch / "stdout"
     sys.stdout.flush()
@@ -1006,7 +1006,7 @@ def run_one(case: Case, scratch: Path) -> dict[str, Any]:
     signal.alarm(case.seconds)
     try:
         if case.kind == "trace":
-            from kvsim.trace import Trace, TraceError
+            from kvsim.engine.trace import Trace, TraceError
 
             try:
                 Trace.load(case.argv[0])
@@ -1040,7 +1040,7 @@ def run_cases(cases_file: str, results_file: str) -> None:
     import resource
 
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-    import kvsim.cli  # noqa: F401 - imported once, before the clock of the first case
+    import kvsim.cli.entry  # noqa: F401 - imported once, before the clock of the first case
 
     cases = [Case(**c) for c in json.loads(Path(cases_file).read_text())]
     scratch = Path(results_file).parent

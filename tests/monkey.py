@@ -307,7 +307,7 @@ class Monkey:
 
 def save_trace(path: Path, lanes: str, model: str = MODEL, steps: int = 4, prompt: str = "The cache") -> Path:
     """A saved run made by ``kvsim run --save`` (its table printout swallowed)."""
-    from kvsim.cli import main as cli_main
+    from kvsim.cli.entry import main as cli_main
 
     with contextlib.redirect_stdout(io.StringIO()):
         code = cli_main(

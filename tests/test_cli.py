@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from kvsim.cli import main
+from kvsim.cli.entry import main
 
 SMALL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,ctx=64,seed=0"
 
@@ -60,7 +60,7 @@ def test_table_output(capsys) -> None:
 
 
 def test_save_trace(tmp_path, capsys) -> None:
-    from kvsim.trace import Trace
+    from kvsim.engine.trace import Trace
 
     path = tmp_path / "x.kvsim"
     assert main(["run", "--model", SMALL, "--prompt", "hi", "--steps", "4", "--save", str(path), "--json"]) == 0
@@ -155,7 +155,7 @@ def test_no_arguments_opens_the_app_with_scale(monkeypatch) -> None:
 
 
 def test_threads_option_either_side_of_run() -> None:
-    from kvsim.cli import build_parser
+    from kvsim.cli.entry import build_parser
 
     parser = build_parser()
     assert parser.parse_args(["--threads", "3", "run", "--prompt", "x"]).threads == 3

@@ -7,8 +7,8 @@ import pytest
 from PySide6.QtCore import QObject, Signal
 
 from kvsim.caches import parse_lanes
+from kvsim.engine.simulate import Simulator
 from kvsim.models.loading import load_model
-from kvsim.simulate import Simulator
 from kvsim.ui.animation import Animator
 from kvsim.ui.controller import Controller
 from kvsim.ui.session import RunInfo, Session

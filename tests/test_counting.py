@@ -8,8 +8,8 @@ from helpers import FAMILY_SPECS, load
 from torch.utils.flop_counter import FlopCounterMode
 
 from kvsim.caches import KVCache, NoCache, parse_spec
-from kvsim.counting import MATMUL_COMPONENTS, cumulative_kv_rows, step_cost
-from kvsim.simulate import Simulator
+from kvsim.engine.counting import MATMUL_COMPONENTS, cumulative_kv_rows, step_cost
+from kvsim.engine.simulate import Simulator
 
 
 def counted(fn) -> int:

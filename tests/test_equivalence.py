@@ -8,7 +8,7 @@ import torch
 from helpers import FAMILY_SPECS, load
 
 from kvsim.caches import KVCache
-from kvsim.simulate import Simulator
+from kvsim.engine.simulate import Simulator
 
 
 @pytest.mark.parametrize("name", ["gpt2", "llama-gqa", "llama-mqa"])

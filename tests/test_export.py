@@ -20,10 +20,10 @@ pytest.importorskip("pytestqt")
 iio = pytest.importorskip("imageio.v3")
 from helpers import ready_window  # noqa: E402
 
-from kvsim.cli import main as cli_main  # noqa: E402
+from kvsim.cli.entry import main as cli_main  # noqa: E402
 from kvsim.ui import export  # noqa: E402
-from kvsim.ui.export_dialogs import MovieChoice  # noqa: E402
-from kvsim.ui.export_movie import ExportError, frame_plan, frames_per_step  # noqa: E402
+from kvsim.ui.export.dialogs import MovieChoice  # noqa: E402
+from kvsim.ui.export.movie import ExportError, frame_plan, frames_per_step  # noqa: E402
 
 MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,seed=1"
 PROMPT = "The cache remembers"

@@ -36,16 +36,16 @@ from test_gguf import spm_vocab  # noqa: E402
 from test_parity_hf import hf_step, randomize, write_tokenizer  # noqa: E402
 
 from kvsim.caches import KVCache, NoCache  # noqa: E402
-from kvsim.cli import main as cli_main  # noqa: E402
-from kvsim.counting import step_cost  # noqa: E402
-from kvsim.memory import kv_cache_bytes  # noqa: E402
+from kvsim.cli.entry import main as cli_main  # noqa: E402
+from kvsim.costs.memory import kv_cache_bytes  # noqa: E402
+from kvsim.costs.presets import get_preset, preset_from_hf_config  # noqa: E402
+from kvsim.engine.counting import step_cost  # noqa: E402
 from kvsim.models import catalog  # noqa: E402
 from kvsim.models.config import ConfigError, ModelConfig, parse_random_spec  # noqa: E402
 from kvsim.models.gguf_file import config_from_gguf  # noqa: E402
 from kvsim.models.hf_config import config_from_hf  # noqa: E402
 from kvsim.models.loading import ModelLoadError, load_model, user_models_dir  # noqa: E402
 from kvsim.models.transformer import Transformer  # noqa: E402
-from kvsim.presets import get_preset, preset_from_hf_config  # noqa: E402
 
 VOCAB = 96
 WINDOW = 8

@@ -29,7 +29,7 @@ from helpers import opt_in_model_file
 gguf = pytest.importorskip("gguf")
 
 from kvsim.caches import KVCache, NoCache  # noqa: E402
-from kvsim.cli import main as cli_main  # noqa: E402
+from kvsim.cli.entry import main as cli_main  # noqa: E402
 from kvsim.models.loading import ModelLoadError, load_model  # noqa: E402
 
 DIM, LAYERS, HEADS, KV_HEADS, FFN = 64, 2, 4, 2, 160

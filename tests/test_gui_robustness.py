@@ -246,7 +246,7 @@ def test_one_lane_runs_open_in_turn_and_after_home(window, qtbot, traces):
 
 
 def test_every_damaged_saved_run_is_a_banner_and_the_next_open_works(window, qtbot, traces, tmp_path):
-    from kvsim.trace import Trace, TraceError
+    from kvsim.engine.trace import Trace, TraceError
 
     c = window.controller
     cases = [case for case in hostile.build_trace_corpus(tmp_path / "damaged", traces["both"]) if case.kind == "trace"]

@@ -3,7 +3,7 @@
 Every damaged model file and bad command line ends with exit status 2 and exactly one line on
 stderr that starts with ``error: `` (never a traceback, never the catch-all ``unexpected failure``),
 within 30 s and 2 GB of address space. The cases run in ONE child process with that memory limit
-(torch is imported once; a case is ``kvsim.cli.main(argv)`` under an alarm, its file descriptor 2
+(torch is imported once; a case is ``kvsim.cli.entry.main(argv)`` under an alarm, its file descriptor 2
 captured, so a Rust panic's own print counts as a line); a few run again as real ``kvsim``
 processes to show the console entry point behaves the same. Damaged saved runs (``.kvsim``) must
 make ``Trace.load`` raise ``TraceError`` (or load, when a flipped byte hit nothing that matters).
@@ -54,7 +54,7 @@ def _harmless_flip(name: str, results: dict) -> bool:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> tuple[list[hostile.Case], list[hostile.Case]]:
-    from kvsim.cli import main as cli_main
+    from kvsim.cli.entry import main as cli_main
 
     root = tmp_path_factory.mktemp("hostile")
     cases = hostile.build_corpus(root / "models")

@@ -14,8 +14,8 @@ from helpers import ready_window
 from PySide6.QtWidgets import QAbstractButton, QComboBox, QLabel, QTabWidget, QWidget
 
 from kvsim import roofline
-from kvsim.memory import formula_rows_text, lane_bill
-from kvsim.presets import PRESETS, context_warning
+from kvsim.costs.memory import formula_rows_text, lane_bill
+from kvsim.costs.presets import PRESETS, context_warning
 from kvsim.ui import i18n
 
 TS = Path(__file__).resolve().parents[1] / "resources" / "translations" / "pt_BR"
@@ -140,8 +140,8 @@ def test_the_docks_and_the_lesson_have_no_english_left_in_portuguese(qtbot, port
 
 def test_export_dialogs_and_messages_in_portuguese(qtbot, portuguese, tmp_path) -> None:
     from kvsim.ui import export
-    from kvsim.ui.export_dialogs import MovieDialog, PictureDialog
-    from kvsim.ui.export_movie import ExportError, check_output
+    from kvsim.ui.export.dialogs import MovieDialog, PictureDialog
+    from kvsim.ui.export.movie import ExportError, check_output
 
     w = ready_window(qtbot, portuguese, "tiny", "O cache", size=(1280, 720))
     assert w.controller.run_steps(2)

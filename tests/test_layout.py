@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kvsim.ui.screenshot import offscreen_platform
+from kvsim.ui.export.screenshot import offscreen_platform
 
 ROOT = Path(__file__).resolve().parents[1]
 

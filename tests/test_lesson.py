@@ -7,7 +7,7 @@ import pytest
 from helpers import ready_window
 
 from kvsim.caches import parse_lanes
-from kvsim.ui.lesson import LANGUAGES, load_lesson
+from kvsim.ui.lesson.guide import LANGUAGES, load_lesson
 
 SEED_IDEAS = {
     "second-token",

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from kvsim.cli import main
-from kvsim.memory import MemoryError_, kv_cache_bytes, weight_bytes
-from kvsim.presets import PRESETS, get_preset, preset_from_hf_config
+from kvsim.cli.entry import main
+from kvsim.costs.memory import MemoryError_, kv_cache_bytes, weight_bytes
+from kvsim.costs.presets import PRESETS, get_preset, preset_from_hf_config
 
 
 def test_seed_formula_mha_fp16() -> None:
@@ -202,7 +202,7 @@ def test_huge_layer_counts_are_arithmetic_not_tuples():
 def test_read_hf_config_refuses_a_fifo(tmp_path):
     import os
 
-    from kvsim.memory import read_hf_config
+    from kvsim.costs.memory import read_hf_config
 
     fifo = tmp_path / "config.json"
     os.mkfifo(fifo)
@@ -275,8 +275,8 @@ def test_a_context_past_the_models_own_maximum_is_warned(capsys):
 
 
 def test_tiny_is_a_preset_with_the_loaded_models_shape_and_parameters():
+    from kvsim.costs.presets import preset_from_model_config
     from kvsim.models.loading import load_model
-    from kvsim.presets import preset_from_model_config
 
     lm = load_model("tiny")
     cfg = lm.model.cfg
@@ -288,7 +288,7 @@ def test_tiny_is_a_preset_with_the_loaded_models_shape_and_parameters():
 
 
 def test_mha_gqa_mqa_variants():
-    from kvsim.presets import kind_of, kv_variants, outgrows_weights_at
+    from kvsim.costs.presets import kind_of, kv_variants, outgrows_weights_at
 
     p = get_preset("llama-3.1-70b")
     mha, gqa, mqa = kv_variants(p)
@@ -303,7 +303,7 @@ def test_quantized_defaults_match_the_cache():
     import inspect
 
     from kvsim.caches.quantized import QuantizedCache
-    from kvsim.memory import QUANT_DEFAULTS
+    from kvsim.costs.memory import QUANT_DEFAULTS
 
     params = inspect.signature(QuantizedCache.__init__).parameters
     assert {k: params[k].default for k in QUANT_DEFAULTS} == QUANT_DEFAULTS
@@ -313,9 +313,9 @@ def test_lane_bills_equal_every_lanes_live_bytes():
     """The formula for each policy (with int8/int4's residual, scales and zero points) equals the bytes
     the real caches report, every step, past several quantized groups and a full window."""
     from kvsim.caches import parse_lanes
-    from kvsim.memory import lane_bill
+    from kvsim.costs.memory import lane_bill
+    from kvsim.engine.simulate import Simulator
     from kvsim.models.loading import load_model
-    from kvsim.simulate import Simulator
 
     lm = load_model("random:family=llama,layers=2,heads=4,kv_heads=2,dim=40,vocab=256,ctx=128,seed=2")  # head dim 10
     cfg = lm.model.cfg

@@ -8,9 +8,9 @@ import json
 import pytest
 from helpers import ready_window
 
-from kvsim.cli import main
-from kvsim.memory import human_bytes
-from kvsim.presets import PRESETS, get_preset
+from kvsim.cli.entry import main
+from kvsim.costs.memory import human_bytes
+from kvsim.costs.presets import PRESETS, get_preset
 
 
 def cli_json(capsys, *args: str) -> dict:
@@ -23,9 +23,9 @@ def cli_json(capsys, *args: str) -> dict:
 def bare_dock(qtbot, qapp):
     """The dock over a session with no run (no worker, no model): the form and the plot alone."""
     from kvsim.ui import theme
-    from kvsim.ui.docks import DockHost, Jobs
+    from kvsim.ui.docks.memory.dock import MemoryDock
+    from kvsim.ui.docks.registry import DockHost, Jobs
     from kvsim.ui.session import Session
-    from kvsim.ui.views.memory_dock import MemoryDock
 
     theme.apply(qapp)
     said: list[tuple] = []

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kvsim.cli import main as cli_main
+from kvsim.cli.entry import main as cli_main
 from kvsim.models import catalog as registry
 from kvsim.models.catalog import FetchableModel, extract_model_file, fetch_model, list_models
 from kvsim.models.loading import ModelLoadError, load_model, user_models_dir

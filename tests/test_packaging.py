@@ -52,7 +52,7 @@ def test_the_wheel_holds_kvsim_ui_and_resources_and_imports_outside_the_checkout
     # -I -S: no .pth files, so the editable checkout's finder cannot answer for kvsim
     code = (
         f"import sys; sys.path[:0] = [{str(target)!r}] + {site.getsitepackages()!r}; "
-        "import kvsim.ui.window, kvsim.ui.views.lanes; from kvsim.models.base import bundled_models_dir; "
+        "import kvsim.ui.window, kvsim.ui.lanes.view; from kvsim.models.base import bundled_models_dir; "
         "print(kvsim.ui.window.__file__); print(bundled_models_dir() / 'tiny')"
     )
     run = subprocess.run(

@@ -9,11 +9,11 @@ import torch
 from helpers import FAMILY_SPECS, load
 
 from kvsim.caches import KVCache, make_cache, parse_lanes
-from kvsim.paging import BlockPool, PoolFullError, block_hash, prefix_hashes
-from kvsim.paging_table import SequenceBlocks
-from kvsim.paging_waste import allocation_waste, shared_prefix_blocks
-from kvsim.sampling import SimulationError
-from kvsim.simulate import Simulator
+from kvsim.caches.block_table import SequenceBlocks
+from kvsim.caches.blocks import BlockPool, PoolFullError, block_hash, prefix_hashes
+from kvsim.core.sampling import SimulationError
+from kvsim.engine.simulate import Simulator
+from kvsim.serving.waste import allocation_waste, shared_prefix_blocks
 
 BLOCK_SIZES = {"llama-gqa": (1, 3, 4, 16), "gpt2": (3, 16)}
 

@@ -12,8 +12,8 @@ import torch
 from helpers import ready_window
 
 from kvsim.caches import Cache, PolicyInfo, register_policy, unregister_policy
-from kvsim.cli import main
-from kvsim.ui.attention import attention_rows
+from kvsim.cli.entry import main
+from kvsim.ui.lanes.attention import attention_rows
 
 MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,seed=3"
 
@@ -177,8 +177,8 @@ def test_lossy_lanes_are_measured_against_the_reference(every_other):
     import torch.nn.functional as F
 
     from kvsim.caches import NoCache, parse_lanes
+    from kvsim.engine.simulate import Simulator, summarize
     from kvsim.models.loading import load_model
-    from kvsim.simulate import Simulator, summarize
 
     loaded = load_model(MODEL)
     model = loaded.model
@@ -251,7 +251,7 @@ class RoundedPast(RowsByLayer):
 def test_a_lossy_lane_shows_its_own_rows_step_by_step_and_its_error(qtbot, qapp):
     from kvsim.models.loading import load_model
     from kvsim.ui import theme
-    from kvsim.ui.views.lane_plots import dim_rows
+    from kvsim.ui.lanes.plots import dim_rows
 
     register_policy(RoundedPast)
     try:
@@ -295,8 +295,8 @@ def test_a_lossy_lane_shows_its_own_rows_step_by_step_and_its_error(qtbot, qapp)
 
 def test_free_running_lanes_continue_on_their_own_choice(every_other, capsys):
     from kvsim.caches import parse_lanes
+    from kvsim.engine.simulate import Simulator
     from kvsim.models.loading import load_model
-    from kvsim.simulate import Simulator
 
     loaded = load_model(MODEL)
     model = loaded.model

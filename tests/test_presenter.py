@@ -10,7 +10,7 @@ from helpers import ready_window
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QApplication
 
-from kvsim.trace import Trace
+from kvsim.engine.trace import Trace
 from kvsim.ui import recent, shortcuts, theme
 from kvsim.ui.animation import SPEEDS
 

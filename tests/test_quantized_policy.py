@@ -15,10 +15,10 @@ import torch
 from helpers import ready_window
 
 from kvsim.caches import KVCache, SpecError, make_cache, parse_spec
-from kvsim.cli import main
+from kvsim.cli.entry import main
+from kvsim.engine.simulate import Simulator
+from kvsim.engine.trace import Trace
 from kvsim.models.loading import load_model
-from kvsim.simulate import Simulator
-from kvsim.trace import Trace
 
 MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,seed=3"  # head dim 16
 
@@ -296,8 +296,8 @@ def test_a_kv_cache_and_the_quantized_cache_agree_before_anything_is_quantized()
 def test_the_app_draws_the_dequantized_rows(qtbot, qapp):
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from kvsim.ui import theme
-    from kvsim.ui.attention import attention_rows
-    from kvsim.ui.views.lane_plots import dim_rows
+    from kvsim.ui.lanes.attention import attention_rows
+    from kvsim.ui.lanes.plots import dim_rows
 
     w = ready_window(qtbot, qapp, MODEL, "Once upon", size=(1920, 1080))
     w.controller.set_lanes("kv,int4:g8:r8")

@@ -9,12 +9,19 @@ from collections import Counter
 
 import pytest
 
-from kvsim.cli import main
+from kvsim.cli.entry import main
+from kvsim.core.sampling import SimulationError
 from kvsim.models.loading import load_model
-from kvsim.paging_waste import shared_prefix_blocks
-from kvsim.requests import RequestsEngine, compare_prefix_caching, run_requests
-from kvsim.requests_io import RequestInput, RequestList, demo_request_files, encode_requests, load_requests, parse_requests
-from kvsim.sampling import SimulationError
+from kvsim.serving.request_lists import (
+    RequestInput,
+    RequestList,
+    demo_request_files,
+    encode_requests,
+    load_requests,
+    parse_requests,
+)
+from kvsim.serving.requests import RequestsEngine, compare_prefix_caching, run_requests
+from kvsim.serving.waste import shared_prefix_blocks
 
 SMALL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,vocab=300,ctx=128,seed=5"
 SHARED = list(range(40, 63))  # 23 shared tokens: 5 full blocks of 4, 1 of 16
@@ -189,8 +196,8 @@ def test_cli_errors_are_one_line(capsys, tmp_path, args: list[str], message: str
 
 
 def test_saved_requests_run_round_trips_and_bad_files_are_one_error(capsys, tmp_path) -> None:
-    from kvsim.requests_trace import load_runs
-    from kvsim.trace import Trace, TraceError
+    from kvsim.engine.trace import Trace, TraceError
+    from kvsim.serving.saved_runs import load_runs
 
     path = tmp_path / "reqs.kvsim"
     args = ["--prompt", "a shared opening, then one", "--prompt", "a shared opening, then two", "--block-size", "4"]

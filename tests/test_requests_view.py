@@ -30,9 +30,9 @@ def tiny():
 def computed(tiny):
     """Three requests behind a shared opening, interleaved (so shared blocks have several holders),
     computed directly with the engine's compare_prefix_caching."""
-    from kvsim.requests import compare_prefix_caching
-    from kvsim.requests_io import RequestList, encode_requests
-    from kvsim.ui.views.requests_job import Computed, RequestsInput, RequestsSettings, last_owners
+    from kvsim.serving.request_lists import RequestList, encode_requests
+    from kvsim.serving.requests import compare_prefix_caching
+    from kvsim.ui.docks.requests.job import Computed, RequestsInput, RequestsSettings, last_owners
 
     settings = RequestsSettings(block_size=BLOCK, steps=3, schedule="interleaved", repeats=1)
     inputs = encode_requests(tiny.tokenizer, RequestList(PROMPTS, SYSTEM))
@@ -54,7 +54,7 @@ def computed(tiny):
 @pytest.fixture
 def view(qtbot, qapp, tiny, computed):
     from kvsim.ui import theme
-    from kvsim.ui.views.requests import RequestsView
+    from kvsim.ui.docks.requests.dock import RequestsView
 
     theme.apply(qapp)
     v = RequestsView(SyncHost(tiny))
@@ -75,7 +75,7 @@ def test_the_engine_run_shares_the_opening(computed):
 
 
 def test_one_cell_per_physical_block_with_the_snapshots_owners_and_refs(view, computed):
-    from kvsim.ui.views.blocks import EVENT_WORDS, request_color, slot_grid
+    from kvsim.ui.docks.requests.blocks import EVENT_WORDS, request_color, slot_grid
 
     run = computed.both.on
     seen_shared = False
@@ -252,10 +252,10 @@ def test_run_through_a_real_window_keeps_the_gui_turning_and_hits(qtbot, qapp):
 
 def test_a_small_pool_evicts_and_the_grid_says_so(qtbot, qapp, tiny):
     """A pool just large enough for the longest request: later requests take cached blocks back (LRU)."""
-    from kvsim.requests import blocks_needed
-    from kvsim.requests_io import RequestList, encode_requests
-    from kvsim.ui.views.requests import RequestsView
-    from kvsim.ui.views.requests_job import RequestsInput, RequestsSettings, compute
+    from kvsim.serving.request_lists import RequestList, encode_requests
+    from kvsim.serving.requests import blocks_needed
+    from kvsim.ui.docks.requests.dock import RequestsView
+    from kvsim.ui.docks.requests.job import RequestsInput, RequestsSettings, compute
 
     inputs = encode_requests(tiny.tokenizer, RequestList(PROMPTS, SYSTEM))
     pool = max(blocks_needed(len(r.prompt_ids), 2, BLOCK) for r in inputs)
@@ -277,7 +277,7 @@ def test_a_small_pool_evicts_and_the_grid_says_so(qtbot, qapp, tiny):
 
 def test_the_view_follows_the_theme(view, qapp, computed):
     from kvsim.ui import theme
-    from kvsim.ui.views.blocks import REQUEST_COLORS
+    from kvsim.ui.docks.requests.blocks import REQUEST_COLORS
 
     view.show_step(view.prefill_step(1))
     try:

@@ -43,9 +43,9 @@ def _english(text: str) -> set[str]:
 
 
 def test_the_default_demo_follows_the_language(qapp, tiny) -> None:
-    from kvsim.requests_io import demo_request_files, load_requests
+    from kvsim.serving.request_lists import demo_request_files, load_requests
     from kvsim.ui import i18n
-    from kvsim.ui.views.requests_job import default_demo
+    from kvsim.ui.docks.requests.job import default_demo
 
     files = {f.name: load_requests(f) for f in demo_request_files()}
     pt_plain, pt_chat = files["pt-aberturas.json"], files["pt-prompt-de-sistema.json"]
@@ -65,8 +65,8 @@ def test_the_default_demo_follows_the_language(qapp, tiny) -> None:
 
 def test_the_portuguese_opening_is_shared_by_tinys_four_requests(tiny) -> None:
     """Every later request of pt-aberturas hits the opening's full blocks (what the demo is there to show)."""
-    from kvsim.paging_waste import shared_prefix_blocks
-    from kvsim.requests_io import demo_request_files, encode_requests, load_requests
+    from kvsim.serving.request_lists import demo_request_files, encode_requests, load_requests
+    from kvsim.serving.waste import shared_prefix_blocks
 
     path = next(f for f in demo_request_files() if f.name == "pt-aberturas.json")
     reqs = encode_requests(tiny.tokenizer, load_requests(path))
@@ -79,9 +79,9 @@ def test_the_dock_in_portuguese(qtbot, qapp, tiny, portuguese) -> None:
     from PySide6.QtGui import QFontMetrics
 
     from kvsim.ui import i18n, theme
-    from kvsim.ui.views.blocks import event_label
-    from kvsim.ui.views.requests import RequestsView
-    from kvsim.ui.views.requests_job import RequestsSettings
+    from kvsim.ui.docks.requests.blocks import event_label
+    from kvsim.ui.docks.requests.dock import RequestsView
+    from kvsim.ui.docks.requests.job import RequestsSettings
 
     theme.apply(qapp)
     view = RequestsView(SyncHost(tiny))

@@ -11,13 +11,13 @@ import os
 import pytest
 
 from kvsim.caches import parse_lanes
-from kvsim.counting import MATMUL_COMPONENTS, step_cost
-from kvsim.hardware import GPUS, cache_file, gpu, measure_peaks, peaks_key
+from kvsim.costs.hardware import GPUS, cache_file, gpu, measure_peaks, peaks_key
+from kvsim.costs.presets import PRESETS
+from kvsim.costs.roofline import ATTENTION, LINEAR, points_from_records, preset_bound, preset_counts, ridge, roof
+from kvsim.engine.counting import MATMUL_COMPONENTS, step_cost
+from kvsim.engine.simulate import Simulator
 from kvsim.models.config import ModelConfig
 from kvsim.models.loading import load_model
-from kvsim.presets import PRESETS
-from kvsim.roofline import ATTENTION, LINEAR, points_from_records, preset_bound, preset_counts, ridge, roof
-from kvsim.simulate import Simulator
 
 PROMPT = [5, 17, 42, 7, 99, 3, 250, 11]
 
@@ -47,7 +47,7 @@ def test_intensities_are_counts_over_bytes_from_the_records(records):
 
 
 def test_counts_hold_against_an_independent_closed_form(records):
-    """The records' counts, re-derived from the model shape without kvsim.counting: the cached lane's
+    """The records' counts, re-derived from the model shape without kvsim.engine.counting: the cached lane's
     decode reads every weight once (fp32) and 2·L·H_kv·D·S·4 bytes of K/V."""
     L, H, Hkv, D, dim, vocab = 2, 4, 2, 16, 64, 300
     hidden = 32 * ((int(2 * 4 * dim / 3) + 31) // 32)
@@ -206,7 +206,7 @@ def test_default_cache_is_the_user_cache_dir_isolated_by_the_tests(isolated_user
 def test_the_dock_shows_every_step_under_the_measured_roof(qtbot, qapp, monkeypatch, tmp_path):
     from helpers import ready_window
 
-    import kvsim.hardware as hardware
+    import kvsim.costs.hardware as hardware
 
     real = hardware.measure_peaks
     monkeypatch.setattr(hardware, "measure_peaks", lambda *a, **k: real(*a, **{**k, "budget_s": 0.2}))
@@ -248,8 +248,8 @@ def test_the_dock_shows_every_step_under_the_measured_roof(qtbot, qapp, monkeypa
 
 # ---------------------------------------------------------------------------- the command
 def _cli(args: list[str], capsys) -> tuple[int, str, str]:
-    from kvsim.cli_args import Parser, UsageError
-    from kvsim.cli_roofline import add_roofline_parser, cmd_roofline
+    from kvsim.cli.args import Parser, UsageError
+    from kvsim.cli.roofline import add_roofline_parser, cmd_roofline
 
     parser = Parser(prog="kvsim")
     add_roofline_parser(parser.add_subparsers(dest="command", parser_class=Parser))
@@ -280,7 +280,7 @@ def test_cli_preset_on_gpus_json_equals_the_functions(capsys):
 
 
 def test_cli_measures_this_machine_into_the_user_cache(capsys, isolated_user_dirs, monkeypatch):
-    import kvsim.cli_roofline as cli
+    import kvsim.cli.roofline as cli
 
     real = cli.measure_peaks
     monkeypatch.setattr(cli, "measure_peaks", lambda *a, **k: real(*a, **{**k, "budget_s": 0.2}))

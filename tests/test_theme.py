@@ -16,7 +16,7 @@ pytest.importorskip("pytestqt")
 from helpers import ready_window  # noqa: E402
 
 from kvsim.ui import theme  # noqa: E402
-from kvsim.ui.views.lane_plots import dim_rows  # noqa: E402
+from kvsim.ui.lanes.plots import dim_rows  # noqa: E402
 
 MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,seed=1"
 

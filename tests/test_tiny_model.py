@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from safetensors import safe_open
 
-from kvsim.cli import main
+from kvsim.cli.entry import main
 from kvsim.models.base import bundled_models_dir
 from kvsim.models.loading import load_model
 

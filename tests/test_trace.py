@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from helpers import FAMILY_SPECS, load
 
-from kvsim.simulate import Simulator
-from kvsim.trace import Trace, TraceError
+from kvsim.engine.simulate import Simulator
+from kvsim.engine.trace import Trace, TraceError
 
 
 @pytest.fixture(scope="module")

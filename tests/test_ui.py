@@ -19,8 +19,8 @@ from helpers import ready_window  # noqa: E402
 from PySide6.QtCore import Qt  # noqa: E402
 
 from kvsim.ui import theme  # noqa: E402
-from kvsim.ui.attention import attention_rows, kv_head_of  # noqa: E402
-from kvsim.ui.views.lanes import MAX_ROWS, dim_rows  # noqa: E402
+from kvsim.ui.lanes.attention import attention_rows, kv_head_of  # noqa: E402
+from kvsim.ui.lanes.view import MAX_ROWS, dim_rows  # noqa: E402
 
 MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,seed=1"
 PROMPT = "The cache remembers"
@@ -550,9 +550,9 @@ def test_derived_attention_of_cached_decode_steps_with_a_window_matches_the_mode
     import torch
 
     from kvsim.caches import KVCache, parse_spec
+    from kvsim.engine.simulate import Simulator
     from kvsim.models.loading import load_model
-    from kvsim.simulate import Simulator
-    from kvsim.ui.attention import AttentionRows
+    from kvsim.ui.lanes.attention import AttentionRows
 
     loaded = load_model("random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,window=6,seed=9")
     m, cfg = loaded.model, loaded.model.cfg

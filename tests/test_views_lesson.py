@@ -15,9 +15,9 @@ pytest.importorskip("pytestqt")
 from helpers import ready_window  # noqa: E402
 
 from kvsim.ui import theme  # noqa: E402
-from kvsim.ui.views.charts import STATS_TIP, formulas  # noqa: E402
-from kvsim.ui.views.lane_plots import TokenAxis, unseen_cells  # noqa: E402
-from kvsim.ui.views.lane_text import readout_html, recompute_label, step_progress  # noqa: E402
+from kvsim.ui.lanes.plots import TokenAxis, unseen_cells  # noqa: E402
+from kvsim.ui.lanes.text import readout_html, recompute_label, step_progress  # noqa: E402
+from kvsim.ui.panels.costs import STATS_TIP, formulas  # noqa: E402
 
 MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,seed=1"
 GPT2 = "random:family=gpt2,layers=2,heads=4,dim=64,vocab=300,ctx=512,seed=1"

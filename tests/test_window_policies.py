@@ -20,10 +20,10 @@ import torch
 from helpers import load, ready_window
 
 from kvsim.caches import KVCache, SpecError, make_cache, parse_spec
-from kvsim.cli import main
-from kvsim.memory import kv_cache_bytes
+from kvsim.cli.entry import main
+from kvsim.costs.memory import kv_cache_bytes
+from kvsim.engine.simulate import Simulator, parse_lanes
 from kvsim.models.loading import load_model
-from kvsim.simulate import Simulator, parse_lanes
 
 LLAMA = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,seed=3"  # head_dim 8, no window of its own
 ROW_BYTES = 2 * 2 * 2 * 8 * 4  # K and V × layers × kv heads × head dim × fp32: one position, all layers
@@ -303,7 +303,7 @@ def test_window_lane_equals_a_full_cache_masked_the_same_way_across_many_wraps()
 # ------------------------------------------------------------------------------------------- the app
 def test_the_app_draws_window_and_sink_lanes(qtbot, qapp) -> None:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from kvsim.ui.attention import attention_rows
+    from kvsim.ui.lanes.attention import attention_rows
 
     w = ready_window(qtbot, qapp, LLAMA, "Once upon", size=(1920, 1080))
     w.controller.set_lanes("none,kv,window:4,sink:1+window:3")

@@ -213,9 +213,9 @@ def preload_engine() -> None:
     the worker thread while the GUI thread runs is not safe, and importing them on the GUI thread after
     the first paint froze the window. Before the QApplication exists neither happens."""
     import kvsim.caches  # noqa: F401
+    import kvsim.engine.simulate  # noqa: F401
     import kvsim.models.catalog  # noqa: F401
     import kvsim.models.loading  # noqa: F401
-    import kvsim.simulate  # noqa: F401
 
     for name in ("tokenizers", "safetensors", "gguf", "jinja2", "platformdirs"):
         try:  # the engine imports these lazily (a model load on the worker thread would)

@@ -180,7 +180,7 @@ class Controller(QObject):
     # ------------------------------------------------------------------ runs on disk (.kvsim)
     def save_run(self, path: str) -> bool:
         """Write the current run's records (all of them, whatever the cursor) to a .kvsim file."""
-        from kvsim.trace import Trace
+        from kvsim.engine.trace import Trace
 
         run = self.session.run
         if run is None or not self.session.records:
@@ -199,7 +199,7 @@ class Controller(QObject):
     def open_run(self, path: str) -> bool:
         """Show a saved run (browse only: its model need not be loaded). Reset starts a live run again.
         The file is validated whole before anything is drawn; a bad one leaves the current run as it was."""
-        from kvsim.trace import Trace, TraceError
+        from kvsim.engine.trace import Trace, TraceError
 
         try:
             trace = Trace.load(path)

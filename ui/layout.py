@@ -13,7 +13,7 @@ from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFrame, QMainWindow, QScrollArea, QWidget
 
-from .views.lane_area import LANES_MIN_HEIGHT  # noqa: F401 - the lanes never shrink below it (tests read it here)
+from .lanes.area import LANES_MIN_HEIGHT  # noqa: F401 - the lanes never shrink below it (tests read it here)
 
 DEFAULT_SIZE = QSize(1600, 900)  # on a large screen
 COMPACT_HEIGHT = 640  # below this window height the text dock shares the costs dock's place (tabs)

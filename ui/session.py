@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import QObject, Signal
 
+from kvsim.engine.trace import StepRecord
 from kvsim.models.config import ConfigError, ModelConfig
-from kvsim.trace import StepRecord
 
 from .i18n import translate
 

@@ -19,7 +19,7 @@ import pyqtgraph as pg
 from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import QApplication
 
-from kvsim.units import human_bytes, si  # noqa: F401 - human_bytes re-exported: one formatter for CLI and app
+from kvsim.core.units import human_bytes, si  # noqa: F401 - human_bytes re-exported: one formatter for CLI and app
 
 # Okabe–Ito (colour-blind safe), by lane index: orange and sky blue for the default two lanes
 # (no cache | KV cache), then yellow, vermillion, reddish purple, a lighter blue, bluish green;

@@ -15,25 +15,28 @@ from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QToolBar, QVBoxLayout, QWidget
 
-from . import dialogs, docks, export, i18n, layout, lesson, shortcuts
+from . import dialogs, i18n, layout, shortcuts
 from .animation import SPEEDS, Animator
 from .app import launch_mark
 from .appearance import ThemeSetting
 from .controller import Controller
+from .docks import registry as docks
+from .export import menu as export
 from .i18n import translate
+from .lanes.area import LaneArea
+from .lanes.derived import DerivedImages
+from .lanes.legend import Legend
+from .lanes.overview import HeadsOverview
+from .lanes.view import LanePanel
 from .language_menu import LanguageSetting
+from .lesson import guide as lesson
+from .panels.costs import CostsPanel
+from .panels.timeline import Timeline
+from .panels.tokens import token_area
 from .presenter import Presenter, install_keys
 from .recent import RecentRuns
 from .session import Session
 from .toolbar import DEFAULT_MODEL, OPEN_ITEM, ControlsToolBar
-from .views.charts import CostsPanel
-from .views.derived import DerivedImages
-from .views.lane_area import LaneArea
-from .views.lanes import LanePanel
-from .views.legend import Legend
-from .views.overview import HeadsOverview
-from .views.timeline import Timeline
-from .views.tokens import token_area
 
 
 class MainWindow(QMainWindow):

@@ -14,13 +14,13 @@ import traceback
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from kvsim.caches import SpecError, parse_lanes
+from kvsim.engine.simulate import SimulationError, Simulator
 from kvsim.models.catalog import list_models
 
 # Importing this module imports the engine (and torch): the window does it after its first paint,
 # on the GUI thread — PySide6's import hook is not safe for imports on other threads.
 from kvsim.models.config import ConfigError
 from kvsim.models.loading import ModelLoadError, load_model
-from kvsim.simulate import SimulationError, Simulator
 
 from .i18n import translate
 from .session import RunInfo

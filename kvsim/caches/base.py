@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from ..masking import visibility  # noqa: F401 - part of the policy interface
+from ..core.masking import visibility  # noqa: F401 - part of the policy interface
 
 
 class SpecError(ValueError):

@@ -6,13 +6,13 @@ block at a time as the sequence grows; a block table maps each logical block (po
 the table's blocks, in order), so the logits are the contiguous ``kv`` lane's — only where the
 rows sit differs. ``N`` fixes the pool's size (a clear error when the sequence outgrows it); without
 it the pool grows as needed. Prefix sharing between requests is the requests engine's
-(``kvsim.requests``): there several ``PagedCache`` objects read one shared ``BlockPool``.
+(``kvsim.serving.requests``): there several ``PagedCache`` objects read one shared ``BlockPool``.
 
 Bytes (``bytes_split``), all layers:
 
 * payload = every slot of the blocks this sequence holds × 2 (K, V) × H_kv × head_dim × element
   size — *including the empty tail of the last block* (reserved, not yet written). Payload minus
-  the ``kv`` lane's bytes is exactly the paged scheme's waste in ``kvsim.paging_waste``
+  the ``kv`` lane's bytes is exactly the paged scheme's waste in ``kvsim.serving.waste``
   (internal fragmentation: at most ``B - 1`` slots);
 * overhead = the block table: one int64 entry per held block (one table serves every layer).
 
@@ -27,10 +27,10 @@ from typing import Any
 
 import torch
 
-from ..paging import BlockPool, PoolFullError
-from ..paging_table import SequenceBlocks
-from ..sampling import SimulationError
+from ..core.sampling import SimulationError
 from .base import Cache, PolicyInfo, SpecError
+from .block_table import SequenceBlocks
+from .blocks import BlockPool, PoolFullError
 from .registry import register_policy
 from .window import _parse_int
 

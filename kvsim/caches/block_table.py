@@ -1,0 +1,170 @@
+"""One sequence's block table over a shared ``BlockPool``: reserve slots, write rows, gather them back.
+
+    seq = SequenceBlocks(pool, owner=0)
+    reused = seq.match_prefix(prompt_ids)            # rows taken from registered blocks (prefix hits)
+    blk, slot = seq.reserve(reused, len(prompt_ids) - reused, prompt_ids[reused:])
+    seq.write(layer, blk, slot, k_new, v_new)        # (1, H_kv, T, D) rows into their slots
+    k_all, v_all = seq.gather(layer)                 # (1, H_kv, n, D) in position order
+    seq.commit()                                     # register the blocks that became full
+    seq.free()                                       # the request finished: every block released
+
+Position ``p`` lives in logical block ``p // B``, slot ``p % B``; ``blocks`` maps logical to physical.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from .blocks import BlockPool, block_hash
+
+
+class SequenceBlocks:
+    """The block table of one sequence (``owner`` names it in snapshots)."""
+
+    def __init__(self, pool: BlockPool, owner: int = 0) -> None:
+        self.pool = pool
+        self.owner = owner
+        self.blocks: list[int] = []  # logical block j → physical block
+        self.n_tokens = 0  # positions 0..n_tokens-1 hold rows
+        self.token_ids: list[int] = []  # the positions' token ids, when known (needed for hashing)
+        self.hashes: list[int] = []  # chained hashes of this sequence's full blocks, in order
+        self.hit_blocks = 0  # leading blocks reused from the prefix cache
+        self._table: torch.Tensor | None = None
+
+    # ------------------------------------------------------------------ the table
+    def match_prefix(self, prompt: Sequence[int]) -> int:
+        """Take the registered full blocks of ``prompt``'s prefix (in order, up to the first miss) and
+        return the rows reused. The last prompt token is always left to compute: its logits are needed."""
+        if self.blocks:
+            raise RuntimeError("match_prefix on a sequence that already holds blocks")
+        pool, size = self.pool, self.pool.block_size
+        if pool.prefix_caching:
+            parent = None
+            for j in range((len(prompt) - 1) // size):
+                h = block_hash(parent, prompt[j * size : (j + 1) * size])
+                b = pool.lookup(h)
+                if b is None:
+                    break
+                pool.touch(b)
+                pool.events[b] = "hit"
+                self.blocks.append(b)
+                self.hashes.append(h)
+                parent = h
+        self.hit_blocks = len(self.blocks)
+        self.n_tokens = self.hit_blocks * size
+        self.token_ids = [int(t) for t in prompt[: self.n_tokens]]
+        self._table = None
+        return self.n_tokens
+
+    def reserve(self, start: int, count: int, token_ids: Sequence[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Room for positions ``start … start+count-1`` (``start`` must be ``n_tokens``): a shared or
+        registered last block is copied first (copy-on-write), new blocks come from the pool.
+        Returns the (physical block, slot) of each position, as index tensors."""
+        if start != self.n_tokens:
+            raise RuntimeError(f"positions must follow the held ones: got {start}, holding {self.n_tokens}")
+        pool, size = self.pool, self.pool.block_size
+        end = start + count
+        if start % size and count:
+            j = start // size
+            b = self.blocks[j]
+            if pool.ref[b] > 1 or pool.hash[b] is not None:  # someone else reads it: write into a copy
+                fresh = pool.allocate()
+                pool.copy_block(b, fresh, start % size)
+                pool.release(b)
+                self.blocks[j] = fresh
+                self._table = None
+        while len(self.blocks) * size < end:
+            self.blocks.append(pool.allocate())
+            self._table = None
+        for j in range(start // size, -(-end // size)):
+            b = self.blocks[j]
+            pool.filled[b] = min(size, end - j * size)
+            pool.events.setdefault(b, "written")
+        if token_ids is not None and len(self.token_ids) == start:
+            self.token_ids += [int(t) for t in token_ids]
+        self.n_tokens = end
+        positions = np.arange(start, end)
+        blocks = torch.tensor([self.blocks[p // size] for p in positions], dtype=torch.long)
+        slots = torch.as_tensor(positions % size, dtype=torch.long)
+        return blocks, slots
+
+    def commit(self) -> None:
+        """Register this sequence's blocks that are now full (their hashes chained in order)."""
+        pool, size = self.pool, self.pool.block_size
+        if not pool.prefix_caching or len(self.token_ids) < self.n_tokens:
+            return  # token ids unknown (a lane fed by positions only): nothing to hash
+        for j in range(len(self.hashes), self.n_tokens // size):
+            h = block_hash(self.hashes[-1] if self.hashes else None, self.token_ids[j * size : (j + 1) * size])
+            self.hashes.append(h)
+            pool.register(self.blocks[j], h, self.token_ids[j * size : (j + 1) * size])
+
+    def truncate(self, n_tokens: int) -> None:
+        """Forget positions ≥ ``n_tokens``: blocks past them go back to the pool (tail first)."""
+        pool, size = self.pool, self.pool.block_size
+        n_tokens = min(n_tokens, self.n_tokens)
+        keep = -(-n_tokens // size)
+        if n_tokens == self.n_tokens and len(self.blocks) <= keep:
+            return  # (a reserve that ran out of blocks may have left blocks past n_tokens)
+        for b in reversed(self.blocks[keep:]):
+            pool.release(b)
+        del self.blocks[keep:]
+        if keep and n_tokens % size:
+            b = self.blocks[-1]
+            if pool.ref[b] == 1 and pool.hash[b] is None:  # ours alone: its tail is free again
+                pool.filled[b] = n_tokens - (keep - 1) * size
+        self.n_tokens = n_tokens
+        del self.token_ids[n_tokens:]
+        del self.hashes[n_tokens // size :]
+        self.hit_blocks = min(self.hit_blocks, n_tokens // size)
+        self._table = None
+
+    def free(self) -> None:
+        """Release every block, tail first (so the tail is evicted before a shared prefix)."""
+        for b in reversed(self.blocks):
+            self.pool.release(b)
+        self.blocks, self.token_ids, self.hashes = [], [], []
+        self.n_tokens = self.hit_blocks = 0
+        self._table = None
+
+    def fork(self, owner: int) -> SequenceBlocks:
+        """A second sequence sharing every block of this one (parallel samples of one prompt); the
+        first write into the shared partial last block copies it."""
+        other = SequenceBlocks(self.pool, owner)
+        for b in self.blocks:
+            self.pool.touch(b)
+        other.blocks, other.n_tokens = list(self.blocks), self.n_tokens
+        other.token_ids, other.hashes = list(self.token_ids), list(self.hashes)
+        return other
+
+    def save_state(self) -> tuple:
+        return (list(self.blocks), self.n_tokens, list(self.token_ids), list(self.hashes), self.hit_blocks)
+
+    def restore_state(self, state: tuple) -> None:
+        blocks, self.n_tokens, token_ids, hashes, self.hit_blocks = state
+        self.blocks, self.token_ids, self.hashes = list(blocks), list(token_ids), list(hashes)
+        self._table = None
+
+    # ------------------------------------------------------------------ the rows
+    def table(self, device: torch.device) -> torch.Tensor:
+        """The block table as an index tensor (rebuilt only when it changed)."""
+        if self._table is None or self._table.device != device:
+            self._table = torch.tensor(self.blocks, dtype=torch.long, device=device)
+        return self._table
+
+    def write(self, layer: int, blocks: torch.Tensor, slots: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor) -> None:
+        """Store (1, H_kv, T, D) rows into their slots of ``layer``."""
+        blocks, slots = blocks.to(k_new.device), slots.to(k_new.device)
+        self.pool.k[layer, blocks, slots] = k_new[0].transpose(0, 1)  # (T, H_kv, D)
+        self.pool.v[layer, blocks, slots] = v_new[0].transpose(0, 1)
+
+    def gather(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every held row of ``layer`` in position order, read through the block table: (1, H_kv, n, D)."""
+        pool, n = self.pool, self.n_tokens
+        table = self.table(pool.k.device)
+        _, _, size, heads, dim = pool.k.shape
+        k = pool.k[layer].index_select(0, table).reshape(-1, heads, dim)[:n]  # (n, H_kv, D)
+        v = pool.v[layer].index_select(0, table).reshape(-1, heads, dim)[:n]
+        return k.permute(1, 0, 2).unsqueeze(0), v.permute(1, 0, 2).unsqueeze(0)

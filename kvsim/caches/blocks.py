@@ -1,0 +1,221 @@
+"""PagedAttention's memory manager: a pool of fixed-size blocks, block tables, prefix caching by hash.
+
+The K/V rows of every sequence live in one *pool* of physical blocks. A block holds ``B`` token
+slots for every layer, K and V: ``pool.k[layer, block, slot]`` is one (H_kv, D) row. A sequence owns
+a *block table* (``SequenceBlocks.blocks``): logical block ``j`` (positions ``j·B … j·B+B-1``) is
+physical block ``blocks[j]``. Memory is taken one block at a time as the sequence grows, so at most
+``B - 1`` slots are ever empty (the tail of the last block), never a reservation for the longest
+possible answer.
+
+Prefix caching (as vLLM's v1 block pool does it; written here from its description, not its code):
+
+* a FULL block gets a hash of its token ids chained with the hash of the block before it
+  (``block_hash``), so equal hashes mean equal contents *and* equal prefix — the K/V rows of a
+  block depend on every token before it, not only on its own;
+* full blocks are registered by hash; a new sequence looks up the full blocks of its prompt, in
+  order, and stops at the first miss (``SequenceBlocks.match_prefix``); hits are shared, with a
+  reference count, and its prefill computes only the rest. The last prompt token is always
+  computed (its logits give the first answer token), so a prompt's final block is never a hit;
+* a block whose count drops to 0 goes to the free queue but keeps its hash and rows: it can still
+  be hit until it is handed out again. The free queue is in eviction order — least recently used
+  first; a finished sequence returns its blocks tail first, so its tail is evicted before the
+  prefix that other requests share;
+* a block is only written while its sequence alone holds it and it has no hash. Writing into a
+  block that is shared (a ``fork``) or registered (a ``truncate`` back into it) first copies it to
+  a fresh block (copy-on-write).
+
+The bookkeeping is plain Python (a few integers per block); the rows are torch tensors allocated
+once the model's shape is known (``ensure_storage``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from ..core.sampling import SimulationError
+
+#: the parent hash of a sequence's first block (any fixed value: it only starts the chain)
+ROOT_HASH = int.from_bytes(hashlib.sha256(b"kvsim prefix cache").digest()[:8], "little")
+
+
+class PoolFullError(SimulationError):
+    """The pool has no free block left (every block is held by a running sequence)."""
+
+
+def block_hash(parent: int | None, tokens: Sequence[int]) -> int:
+    """The 64-bit hash of one full block: its token ids chained with its prefix's hash."""
+    data = np.asarray(tokens, dtype=np.int64).tobytes()
+    seed = (ROOT_HASH if parent is None else parent).to_bytes(8, "little")
+    return int.from_bytes(hashlib.sha256(seed + data).digest()[:8], "little")
+
+
+def prefix_hashes(tokens: Sequence[int], block_size: int) -> list[int]:
+    """Chained hashes of every full block of ``tokens``."""
+    hashes: list[int] = []
+    for j in range(len(tokens) // block_size):
+        hashes.append(block_hash(hashes[-1] if hashes else None, tokens[j * block_size : (j + 1) * block_size]))
+    return hashes
+
+
+class BlockPool:
+    """Physical blocks of ``block_size`` slots, their reference counts, hashes and the free queue.
+
+    ``n_blocks`` fixes the pool's size (so eviction and a full pool can be shown); ``None`` lets it
+    grow (doubling; block ids stay valid) for a single sequence that should never run out."""
+
+    def __init__(self, block_size: int, n_blocks: int | None = None, prefix_caching: bool = True) -> None:
+        if not isinstance(block_size, int) or block_size < 1:
+            raise SimulationError(f"block size must be a whole number ≥ 1, got {block_size!r}")
+        if n_blocks is not None and (not isinstance(n_blocks, int) or n_blocks < 1):
+            raise SimulationError(f"pool size must be a whole number of blocks ≥ 1, got {n_blocks!r}")
+        self.block_size = block_size
+        self.fixed = n_blocks is not None
+        self.prefix_caching = prefix_caching
+        self.k: torch.Tensor | None = None  # (L, N, B, H_kv, D)
+        self.v: torch.Tensor | None = None
+        self.ref: list[int] = []
+        self.filled: list[int] = []  # slots written (by the sequence that last held the block)
+        self.hash: list[int | None] = []  # set while the block is registered (full, reusable)
+        self.free: OrderedDict[int, None] = OrderedDict()  # eviction order: first = least recently used
+        self.cached: dict[int, int] = {}  # hash → block
+        self.tokens: dict[int, tuple[int, ...]] = {}  # registered block → the token ids its rows belong to
+        self.evictions = 0
+        self.events: dict[int, str] = {}  # block → what happened to it since the last snapshot
+        self._grow(n_blocks if n_blocks is not None else 16)
+
+    # ------------------------------------------------------------------ storage
+    @property
+    def n_blocks(self) -> int:
+        return len(self.ref)
+
+    def _grow(self, n: int) -> None:
+        start = self.n_blocks
+        self.ref += [0] * (n - start)
+        self.filled += [0] * (n - start)
+        self.hash += [None] * (n - start)
+        for b in range(start, n):
+            self.free[b] = None
+        if self.k is not None:
+            extra = (self.k.shape[0], n - start, *self.k.shape[2:])
+            self.k = torch.cat([self.k, self.k.new_zeros(extra)], 1)
+            self.v = torch.cat([self.v, self.v.new_zeros(extra)], 1)
+
+    def ensure_storage(self, n_layers: int, n_kv_heads: int, head_dim: int, dtype: torch.dtype, device: torch.device) -> None:
+        """Allocate the rows once the model's shape is known (a second model must match it)."""
+        shape = (n_layers, self.n_blocks, self.block_size, n_kv_heads, head_dim)
+        if self.k is None:
+            self.k = torch.zeros(shape, dtype=dtype, device=device)
+            self.v = torch.zeros(shape, dtype=dtype, device=device)
+        elif self.k.shape != shape or self.k.dtype != dtype:
+            raise SimulationError(f"this block pool holds rows of shape {tuple(self.k.shape)}, not {shape}")
+
+    @property
+    def block_bytes(self) -> int:
+        """Bytes of one block, all layers, K and V."""
+        if self.k is None:
+            return 0
+        layers, _, slots, heads, dim = self.k.shape
+        return 2 * layers * slots * heads * dim * self.k.element_size()
+
+    # ------------------------------------------------------------------ blocks
+    def allocate(self) -> int:
+        """Hand out the least recently used free block (evicting its hash if it still has one)."""
+        if not self.free:
+            if self.fixed:
+                raise PoolFullError(
+                    f"the block pool is full: all {self.n_blocks} blocks of {self.block_size} slots "
+                    f"({self.n_blocks * self.block_size} token slots) are held"
+                )
+            self._grow(2 * self.n_blocks)
+        b, _ = self.free.popitem(last=False)
+        old = self.hash[b]
+        if old is not None:
+            if self.cached.get(old) == b:
+                del self.cached[old]
+            self.hash[b] = None
+            self.tokens.pop(b, None)
+            self.evictions += 1
+            self.events[b] = "evicted"
+        else:
+            self.events.setdefault(b, "allocated")
+        self.ref[b] = 1
+        self.filled[b] = 0
+        return b
+
+    def lookup(self, h: int) -> int | None:
+        """The block registered under hash ``h``, if any (prefix caching on)."""
+        return self.cached.get(h) if self.prefix_caching else None
+
+    def touch(self, b: int) -> None:
+        """One more holder for ``b`` (a prefix hit, a fork); a free cached block leaves the free queue."""
+        if self.ref[b] == 0:
+            del self.free[b]
+        self.ref[b] += 1
+
+    def release(self, b: int) -> None:
+        """One holder fewer; at zero the block joins the free queue as its most recently used end."""
+        if self.ref[b] <= 0:
+            raise RuntimeError(f"block {b} released more often than it was held")
+        self.ref[b] -= 1
+        if self.ref[b] == 0:
+            self.free[b] = None
+            if self.hash[b] is None:
+                self.filled[b] = 0
+                self.events[b] = "freed"
+            else:
+                self.events.setdefault(b, "cached")
+
+    def register(self, b: int, h: int, tokens: Sequence[int] = ()) -> None:
+        """``b`` is full and its contents hash to ``h``: later sequences may reuse it. As vLLM, a
+        second block with a hash already registered is not deduplicated (block tables only grow)."""
+        if self.prefix_caching and self.hash[b] is None:
+            self.hash[b] = h
+            self.tokens[b] = tuple(int(t) for t in tokens)
+            self.cached.setdefault(h, b)
+
+    def copy_block(self, src: int, dst: int, slots: int) -> None:
+        """Copy the first ``slots`` rows of every layer from ``src`` to ``dst`` (copy-on-write)."""
+        if self.k is not None and slots:
+            self.k[:, dst, :slots] = self.k[:, src, :slots]
+            self.v[:, dst, :slots] = self.v[:, src, :slots]
+        self.filled[dst] = slots
+        self.events[dst] = "copied"
+
+    # ------------------------------------------------------------------ state, for exact repeats
+    def save_state(self) -> tuple:
+        return (
+            list(self.ref),
+            list(self.filled),
+            list(self.hash),
+            OrderedDict(self.free),
+            dict(self.cached),
+            dict(self.tokens),
+            self.evictions,
+        )
+
+    def restore_state(self, state: tuple) -> None:
+        ref, filled, hashes, free, cached, tokens, evictions = state
+        self.ref, self.filled, self.hash = list(ref), list(filled), list(hashes)
+        self.free, self.cached, self.tokens, self.evictions = OrderedDict(free), dict(cached), dict(tokens), evictions
+
+    def take_events(self) -> dict[int, str]:
+        events, self.events = self.events, {}
+        return events
+
+    @property
+    def n_free(self) -> int:
+        return len(self.free)
+
+    def check(self) -> None:
+        """Invariants (tests call this): free ⇔ ref 0, the hash table and the hashes agree."""
+        for b in range(self.n_blocks):
+            if (self.ref[b] == 0) != (b in self.free) or self.ref[b] < 0:
+                raise AssertionError(f"block {b}: ref {self.ref[b]}, in free queue {b in self.free}")
+        for h, b in self.cached.items():
+            if self.hash[b] != h:
+                raise AssertionError(f"hash table maps {h:x} to block {b}, which has {self.hash[b]}")

@@ -1,0 +1,321 @@
+"""The report commands of the CLI: ``kvsim memory``, ``kvsim models``, ``kvsim inspect``, ``kvsim gqa``, and the
+pieces every command shares (``UsageError``, strict JSON lines)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+from ..costs.memory import (
+    WEIGHT_DTYPE_BYTES,
+    describe_windows,
+    format_layer_windows,
+    formula_rows_text,
+    human_bytes,
+    kv_cache_bytes,
+    parse_layer_windows,
+    read_hf_config,
+    repeat_pattern,
+    weight_bytes,
+)
+from ..costs.presets import BUNDLED, PRESETS, context_warning, get_preset, preset_from_hf_config
+from .args import UsageError, positive_int
+
+
+def _finite(value: object) -> object:
+    """``value`` with every float that is not a number (NaN, ±inf) replaced by null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def json_line(obj: object) -> str:
+    """Strict JSON (never a bare NaN or Infinity): a number that is not one is written as null."""
+    return json.dumps(_finite(obj), allow_nan=False)
+
+
+# --------------------------------------------------------------------------------------- memory
+def _params(n: int) -> str:
+    return f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.1f}M"
+
+
+def cmd_memory(args: argparse.Namespace) -> int:
+    if args.list:
+        rows = [
+            {
+                "name": p.name,
+                "source": p.source,
+                "layers": p.layers,
+                "heads": p.heads,
+                "kv_heads": p.kv_heads,
+                "head_dim": p.head_dim,
+                "context": p.context,
+                "params": p.n_params,
+            }
+            for p in [*PRESETS.values(), *(get_preset(name) for name in BUNDLED)]
+        ]
+        if args.json:
+            print(json.dumps({"presets": rows}))
+        else:
+            for r in rows:
+                print(
+                    f"{r['name']:<14} {r['layers']:>3} layers {r['heads']:>3} heads {r['kv_heads']:>3} kv "
+                    f"d_head {r['head_dim']:>3}  ctx {r['context']:>6}  {_params(r['params']):>7} params  ({r['source']})"
+                )
+        return 0
+    if args.context is None:
+        raise UsageError("--context N is required (tokens in the cache)")
+    if args.context < 0:
+        raise UsageError(f"--context must be ≥ 0, got {args.context}")
+    preset = None
+    if args.preset:
+        preset = get_preset(args.preset)
+    elif args.config:
+        preset = preset_from_hf_config(read_hf_config(args.config), name=args.config)  # FIFO/size/JSON-safe
+    notes: list[str] = []  # what the report applied without being asked outright (windows)
+    warnings: list[str] = []
+    given = parse_layer_windows(args.layer_windows) if args.layer_windows else None
+    if preset is not None:
+        layers = args.layers or preset.layers
+        kv_heads = args.kv_heads or preset.kv_heads
+        head_dim = args.head_dim or preset.head_dim
+        layer_windows = preset.layer_windows
+        if given is None and layer_windows is not None:
+            kept = ""
+            if layers != preset.layers:
+                layer_windows = repeat_pattern(layer_windows, layers)
+                kept = f", its pattern ({format_layer_windows(layer_windows)}) kept over the {layers} layers asked"
+            what = describe_windows(layers, None, layer_windows)
+            notes.append(f"window: {preset.name}'s own sliding window applied{kept}: {what}")
+        warning = context_warning(preset, args.context)
+        if warning:
+            warnings.append(warning)
+    else:
+        missing = [
+            f for f, v in (("--layers", args.layers), ("--kv-heads", args.kv_heads), ("--head-dim", args.head_dim)) if v is None
+        ]
+        if missing:
+            raise UsageError(
+                f"give --preset NAME, --config PATH or all of --layers --kv-heads --head-dim (missing {', '.join(missing)})"
+            )
+        layers, kv_heads, head_dim, layer_windows = args.layers, args.kv_heads, args.head_dim, None
+    if given is not None:
+        layer_windows = repeat_pattern(given, layers)
+        if all(w is None for w in layer_windows):
+            layer_windows = None
+            notes.append("window: none (--layer-windows full): every layer keeps every token")
+        else:
+            notes.append(f"window: --layer-windows applied ({describe_windows(layers, None, layer_windows)})")
+    if args.window is not None:
+        capped = " (capping the per-layer windows)" if layer_windows else ""
+        notes.append(f"window: --window {args.window} applied: every layer keeps at most {args.window:,} tokens{capped}")
+    total = kv_cache_bytes(layers, kv_heads, head_dim, args.context, args.batch, args.kv_bits, args.window, layer_windows)
+    per_token = kv_cache_bytes(layers, kv_heads, head_dim, 1, 1, args.kv_bits)
+    # what one more token adds now: windowed layers have stopped growing once full
+    growth = (
+        kv_cache_bytes(layers, kv_heads, head_dim, args.context + 1, args.batch, args.kv_bits, args.window, layer_windows) - total
+    )
+    report: dict[str, object] = {
+        "bytes": total,
+        "bytes_per_token": per_token,
+        "bytes_per_new_token": growth,
+        "human": human_bytes(total),
+        "layers": layers,
+        "kv_heads": kv_heads,
+        "head_dim": head_dim,
+        "context": args.context,
+        "batch": args.batch,
+        "kv_bits": args.kv_bits,
+        "window": args.window,
+        "layer_windows": list(layer_windows) if layer_windows else None,
+        "notes": notes,
+        "warnings": warnings,
+    }
+    if preset is not None:
+        report.update(
+            {
+                "preset": preset.name,
+                "source": preset.source,
+                "heads": preset.heads,
+                "params": preset.n_params,
+                "weights_bytes": {k: int(weight_bytes(preset.n_params, k)) for k in WEIGHT_DTYPE_BYTES},
+            }
+        )
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report))
+        return 0
+    name = preset.name if preset else f"{layers} layers × {kv_heads} kv heads × d_head {head_dim}"
+    print(f"{name}: KV cache for {args.context:,} tokens × batch {args.batch} at {args.kv_bits} bits")
+    rows = formula_rows_text(layers, args.window, layer_windows)
+    print(
+        f"  = 2 × ({rows}) × {kv_heads} kv heads × {head_dim} × batch {args.batch} × {args.kv_bits / 8:g} B"
+        f"   (n = {args.context:,})"
+    )
+    print(
+        f"  = {total:,} bytes ({human_bytes(total)}); {per_token:,} bytes per token kept in every layer, "
+        f"{growth:,} bytes for the next token now"
+    )
+    for line in notes:
+        print(line)
+    if preset is not None:
+        print(
+            f"weights ({_params(preset.n_params)} params): "
+            + ", ".join(f"{k.upper()} {human_bytes(v)}" for k, v in report["weights_bytes"].items())
+        )
+    return 0
+
+
+# --------------------------------------------------------------------------------------- models
+def cmd_models(args: argparse.Namespace) -> int:
+    from ..models.catalog import fetch_model, list_models
+
+    if args.models_command == "get":
+        path = fetch_model(args.name)
+        print(f"{args.name}: ready at {path}")
+        return 0
+    if args.models_command != "list":
+        raise UsageError("use `kvsim models list` or `kvsim models get NAME`")
+    rows = list_models()
+    if getattr(args, "json", False):
+        print(json.dumps({"models": rows}))
+        return 0
+    for r in rows:
+        size = human_bytes(r["size_bytes"]) if r.get("size_bytes") else "-"
+        print(f"{r['name']:<18} {r['kind']:<10} {size:>10}  {r.get('description', r.get('path', ''))}")
+    print(
+        "also: random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,seed=0 · a Hugging Face "
+        "checkpoint directory · a .gguf file"
+    )
+    return 0
+
+
+# -------------------------------------------------------------------------------------- inspect
+def cmd_inspect(args: argparse.Namespace) -> int:
+    """Validate a ``.kvsim`` file as the app's Open run does, then summarise it."""
+    from ..engine.simulate import summarize
+    from ..engine.trace import Trace
+    from ..engine.trace_checks import TraceError
+
+    try:
+        trace = Trace.load(args.file)
+    except TraceError as not_a_run:
+        from ..serving.saved_runs import load_runs
+
+        try:
+            runs = load_runs(args.file)  # several requests through a paged pool (`kvsim run --requests … --save`)
+        except TraceError:
+            raise not_a_run from None
+        return _inspect_requests(args, runs)
+    meta, summary = trace.meta, summarize(trace)
+    lanes = [lane["name"] for lane in meta["lanes"]]
+    if args.json:
+        print(
+            json_line(
+                {
+                    "model_id": meta.get("model_id"),
+                    "config": meta["config"],
+                    "lanes": meta["lanes"],
+                    "steps": len(trace.records),
+                    "summary": summary,
+                }
+            )
+        )
+        return 0
+    cfg = meta["config"]
+    print(
+        f"{args.file}: {len(trace.records)} steps of {meta.get('model_id', '?')} "
+        f"({cfg['n_layers']} layers, {cfg['n_heads']} heads / {cfg['n_kv_heads']} kv, head dim {cfg['head_dim']})"
+    )
+    print(f"lanes: {', '.join(lanes)}")
+    width = max(12, *(len(name) for name in summary["lanes"]))
+    for name, s in summary["lanes"].items():
+        itl = f"{s['itl_ms']:.2f} ms" if s["itl_ms"] is not None else "-"
+        print(
+            f"{name:>{width}}: TTFT {s['ttft_ms']:.2f} ms, ITL {itl}, K/V rows {s['kv_positions_total']}, "
+            f"cache {human_bytes(s['cache_bytes'])}"
+        )
+    return 0
+
+
+# ------------------------------------------------------------------------------------------ gqa
+def cmd_gqa(args: argparse.Namespace) -> int:
+    """The same random model shape with H_kv = H, H/2, …, 1: what the cache holds per token, measured."""
+    from ..costs.gqa import compare_kv_heads
+
+    if args.dim % args.heads:
+        raise UsageError(f"--dim ({args.dim}) must be a multiple of --heads ({args.heads})")
+    if args.layers * args.dim * args.dim > 2**31 or args.prompt_len + args.steps > 8192:
+        raise UsageError("that shape is too large for a comparison on this machine (layers·dim² ≤ 2^31, prompt + steps ≤ 8192)")
+    rows = compare_kv_heads(args.family, args.layers, args.heads, args.dim, args.prompt_len, args.steps)
+    if args.json:
+        print(json_line({"rows": [row.__dict__ for row in rows]}))
+        return 0
+    print(
+        f"{args.layers} layers, {args.heads} query heads, dim {args.dim}; prompt {args.prompt_len} + "
+        f"{args.steps} steps, KV cache lane, fp32"
+    )
+    print(f"{'kv heads':>8} {'group':>6} {'kind':>5} {'bytes/token':>12} {'cache':>10} {'ITL (median)':>13}")
+    for r in rows:
+        print(
+            f"{r.kv_heads:>8} {r.group_size:>6} {r.kind:>5} {human_bytes(r.bytes_per_token):>12} "
+            f"{human_bytes(r.cache_bytes):>10} {r.itl_ms_median:>10.2f} ms"
+        )
+    return 0
+
+
+def add_memory_parser(sub) -> None:
+    """`kvsim memory`: its arguments."""
+    m = sub.add_parser("memory", help="KV-cache and weight memory for a model shape")
+    src = m.add_mutually_exclusive_group()
+    src.add_argument("--preset")
+    src.add_argument("--config", help="path to a Hugging Face config.json")
+    src.add_argument("--list", action="store_true", help="name the presets")
+    m.add_argument("--layers", type=positive_int)
+    m.add_argument("--kv-heads", type=positive_int)
+    m.add_argument("--head-dim", type=positive_int)
+    m.add_argument("--context", type=int)
+    m.add_argument("--batch", type=positive_int, default=1)
+    m.add_argument(
+        "--kv-bits",
+        type=int,
+        default=16,
+        choices=[32, 16, 8, 4, 2],
+        help="bits per cached value: 16 (fp16/bf16, the default), 32 (fp32, as kvsim runs on the CPU), 8, 4, 2",
+    )
+    m.add_argument("--window", type=positive_int, help="at most W tokens kept in every layer (caps a preset's own windows)")
+    m.add_argument(
+        "--layer-windows",
+        metavar="PATTERN",
+        help="a window per layer, repeated over the layers: '4096, full' (Gemma 2), '512,512,512,512,512,full' "
+        "(Gemma 3); 'full' keeps every token (replaces a preset's own windows)",
+    )
+    m.add_argument("--json", action="store_true")
+
+
+def _inspect_requests(args: argparse.Namespace, runs) -> int:
+    """A saved requests run (or the off/on pair): per run its settings and totals, per request its figures."""
+    if args.json:
+        print(json_line({"requests_runs": [{**run.summary(), "requests": [r.as_dict() for r in run.requests]} for run in runs]}))
+        return 0
+    for run in runs:
+        s = run.summary()
+        caching = "on" if run.prefix_caching else "off"
+        print(
+            f"{args.file}: {s['requests']} requests of {run.model_id} through a pool of {run.pool_blocks} blocks of "
+            f"{run.block_size} ({run.schedule}, prefix caching {caching}): {s['prefill_rows_total']} prefill rows computed, "
+            f"{s['reused_rows_total']} reused"
+        )
+        for r in run.requests:
+            print(
+                f"  request {r.index + 1}: prefill {r.prefill_rows} rows computed, {r.reused_rows} reused, "
+                f"TTFT {r.ttft_ms:.2f} ms, {r.blocks_held} blocks held"
+            )
+    return 0

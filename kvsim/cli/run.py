@@ -1,0 +1,246 @@
+"""``kvsim run``: a prompt through several lanes, one line (or JSON object) per step, then a summary."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..caches import known_specs, parse_lanes
+from ..core.sampling import Sampling, SimulationError
+from ..core.units import si
+from ..costs.memory import human_bytes
+from .args import positive_int, seed_int
+from .reports import UsageError, json_line
+from .requests import add_requests_arguments, check_single_prompt_flags, cmd_requests
+
+
+def add_run_parser(sub) -> None:
+    """`kvsim run`: its arguments."""
+    r = sub.add_parser("run", help="generate in several lanes and print each step (the terminal app)")
+    r.add_argument("--model", default="tiny", help="bundled/fetched name, random:..., HF dir or .gguf")
+    g = r.add_mutually_exclusive_group()
+    g.add_argument(
+        "--prompt", action="append", help="prompt text; give it several times for several requests through one paged pool"
+    )
+    g.add_argument("--prompt-ids", help="comma-separated token ids, e.g. 1,2,3")
+    g.add_argument("--requests", metavar="FILE", help="several requests: one prompt per line, or a JSON list of strings")
+    r.add_argument("--steps", type=int, default=16, help="steps: 1 prefill + decodes (default 16)")
+    r.add_argument("--seed", type=seed_int, default=0, help="random seed for sampling (0 to 2^63-1)")
+    r.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
+    r.add_argument("--top-k", type=positive_int)
+    r.add_argument("--top-p", type=float)
+    r.add_argument(
+        "--lanes",
+        default="uncached,cached",
+        help="comma-separated cache policies, one lane each, keyed in --json by the spec as given "
+        f"(known: {', '.join(known_specs())}; uncached/cached are none/kv)",
+    )
+    r.add_argument(
+        "--repeats",
+        type=positive_int,
+        default=None,
+        help="time each step's forward this many times (the cache rolled back between): the median is the "
+        "step's time, min/max its spread (1 to 100; default 1, or 3 for each prefill of several requests)",
+    )
+    add_requests_arguments(r)
+    r.add_argument(
+        "--free-running",
+        action="store_true",
+        help="each lane continues on its own choice (default: every lane on the reference's token); "
+        "the summary's perplexity of the reference continuation still comes from a lockstep pass",
+    )
+    r.add_argument(
+        "--reference",
+        help="the lane whose token every lane continues on and that logit differences are measured from (default: the first)",
+    )
+    r.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps", "auto"])
+    # SUPPRESS: an absent `run --threads` must not overwrite `kvsim --threads N run …`
+    r.add_argument(
+        "--threads", type=positive_int, default=argparse.SUPPRESS, help="torch compute threads (default: half the cores, ≤ 4)"
+    )
+    r.add_argument("--dtype", default=None, choices=["fp32", "fp16", "bf16"], help="GPU only: fp16/bf16")
+    r.add_argument("--no-chat-template", action="store_true", help="feed the prompt as is")
+    r.add_argument("--ignore-eos", action="store_true", help="keep generating after the end-of-sequence token")
+    r.add_argument("--save", help="write the trace to this .kvsim file")
+    r.add_argument("--json", action="store_true", help="JSON Lines: one object per step, then a summary")
+
+
+def _prompt_ids(args: argparse.Namespace, tokenizer) -> tuple[list[int], str | None]:
+    if args.prompt_ids is not None:
+        try:
+            ids = [int(x) for x in args.prompt_ids.split(",") if x.strip()]
+        except ValueError:
+            raise UsageError(f"--prompt-ids must be comma-separated integers, got {args.prompt_ids!r}") from None
+        if not ids:
+            raise SimulationError("the prompt is empty: give --prompt TEXT or --prompt-ids 1,2,3")
+        return ids, None
+    text = args.prompt
+    if text is None or not text.strip():
+        raise SimulationError("the prompt is empty: give --prompt TEXT or --prompt-ids 1,2,3")
+    formatted = tokenizer.format_prompt(text, chat=not args.no_chat_template)
+    return tokenizer.encode(formatted), formatted
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ..engine.simulate import RunSummary, Simulator
+    from ..models.loading import load_model
+
+    if args.requests is not None or (args.prompt is not None and len(args.prompt) > 1):
+        return cmd_requests(args)
+    check_single_prompt_flags(args)
+    args.prompt = args.prompt[0] if args.prompt else None
+    args.repeats = 1 if args.repeats is None else args.repeats
+    if args.steps <= 0:
+        raise UsageError(f"--steps must be ≥ 1, got {args.steps}")
+    lanes = parse_lanes(args.lanes)
+    if args.reference is not None:
+        args.reference = args.reference.strip()  # as --lanes strips its specs
+    if args.reference is not None and args.reference not in [lane.name for lane in lanes]:
+        raise UsageError(f"--reference {args.reference!r} is not one of the lanes ({args.lanes})")
+    sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+    if args.prompt is not None and not args.prompt.strip():
+        raise SimulationError("the prompt is empty: give --prompt TEXT or --prompt-ids 1,2,3")
+    if args.save:
+        folder = os.path.dirname(os.path.abspath(args.save))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            raise UsageError(f"--save: cannot write into {folder} (no such folder or no permission)")
+    loaded = load_model(args.model, device=args.device, dtype=args.dtype)
+    ids, text = _prompt_ids(args, loaded.tokenizer)
+    ctx = loaded.model.cfg.max_seq_len
+    if len(ids) > ctx:
+        raise SimulationError(f"the prompt is {len(ids)} tokens long, longer than the model's context of {ctx}")
+    if len(ids) + args.steps - 1 > ctx:
+        raise SimulationError(
+            f"prompt ({len(ids)} tokens) + {args.steps} steps needs {len(ids) + args.steps - 1} "
+            f"positions, more than the model's context of {ctx}"
+        )
+    sim = Simulator(
+        loaded.model,
+        loaded.tokenizer,
+        ids,
+        lanes,
+        sampling,
+        reference=args.reference,
+        free_running=args.free_running,
+        repeats=args.repeats,
+        model_id=loaded.model_id,
+        prompt_text=text,
+    )
+    sim.trace.meta["model_info"] = loaded.info
+    sim.keep_records = bool(args.save)  # without --save, a step's record is printed and dropped
+    out = sys.stdout
+    if not args.json:
+        _print_header(sim, loaded, out)
+    running = RunSummary()
+    for record in sim.run(args.steps, stop_at_eos=not args.ignore_eos):
+        running.add(record)
+        if args.json:
+            out.write(json_line(step_json(record)) + "\n")
+            out.flush()
+        else:
+            _print_step(record, out)
+    summary = running.as_dict()
+    if args.free_running:
+        summary["free_running"] = True
+        _teacher_forced(summary, loaded, ids, lanes, sampling, args, steps=running.steps)
+    if args.save:
+        try:
+            sim.trace.save(args.save)
+        except OSError as exc:
+            raise UsageError(f"could not save the trace to {args.save}: {exc.strerror or exc}") from None
+    if args.json:
+        out.write(json_line({"summary": summary}) + "\n")
+    else:
+        _print_summary(sim, summary, out)
+    return 0
+
+
+def _teacher_forced(summary: dict, loaded, ids: list[int], lanes, sampling, args, steps: int) -> None:
+    """Free-running lanes read their own text, so the reference continuation is scored by a second,
+    lockstep pass (same prompt, same draws: the reference lane produces the same tokens)."""
+    from ..engine.simulate import RunSummary, Simulator
+
+    lockstep = Simulator(loaded.model, loaded.tokenizer, ids, lanes, sampling, reference=args.reference)
+    lockstep.keep_records = False
+    forced = RunSummary()
+    for record in lockstep.run(steps, stop_at_eos=False):
+        forced.add(record)
+    for name, lane in forced.as_dict()["lanes"].items():
+        summary["lanes"][name]["perplexity_of_reference"] = lane["perplexity_of_reference"]
+        summary["lanes"][name]["teacher_forced_max_abs_logit_diff"] = lane["max_abs_logit_diff"]
+
+
+def step_json(record) -> dict[str, object]:
+    lanes = {}
+    for lane in record.lanes:
+        lanes[lane.name] = {
+            "policy": lane.policy,
+            "kv_positions": lane.kv_positions,
+            "context": lane.context,
+            "flops": lane.flops,
+            "flops_by_component": lane.flops_by_component,
+            "bytes_by_component": lane.bytes_by_component,
+            "wall_ms": round(lane.wall_ms, 4),
+            **(
+                {"wall_ms_min": round(lane.wall_ms_min, 4), "wall_ms_max": round(lane.wall_ms_max, 4)}
+                if lane.wall_ms_min is not None
+                else {}
+            ),
+            "cache_tokens": lane.cache_tokens,
+            "cache_bytes": lane.cache_bytes,
+            "cache_overhead_bytes": lane.cache_overhead_bytes,
+            "first_key": lane.first_key,
+            "logit_diff": lane.logit_diff,
+            "kl_div": lane.kl_div,
+            "ref_logprob": lane.ref_logprob,
+            "token_id": lane.token_id,
+            "recompute_diff": lane.recompute_diff,
+        }
+        if lane.spans is not None:
+            lanes[lane.name]["key_spans"] = [list(span) for span in lane.spans]
+    return {
+        "step": record.step,
+        "phase": record.phase,
+        "token_id": record.token_id,
+        "token": record.token,
+        "positions": [int(record.positions[0]), int(record.positions[-1])],
+        **lanes,
+    }
+
+
+def _flops(n: float) -> str:
+    return si(n, sep="")
+
+
+def _print_header(sim, loaded, out) -> None:
+    cfg = sim.model.cfg
+    out.write(
+        f"model {loaded.model_id}: {cfg.family}, {cfg.n_layers} layers, {cfg.n_heads} heads "
+        f"({cfg.n_kv_heads} kv), dim {cfg.dim}, {sim.model.n_params():,} parameters, "
+        f"on {sim.model.device}\n"
+    )
+    out.write(f"prompt: {sim.prompt_len} tokens\n\n")
+    cols = "".join(f" | {lane.name:>10} rows  FLOPs      ms" for lane in sim.lanes)
+    out.write(f"{'step':>4} {'phase':<7} {'token':<14}{cols}\n")
+
+
+def _print_step(record, out) -> None:
+    token = repr(record.token)[1:-1][:14]
+    cols = "".join(f" | {lane.kv_positions:>15} {_flops(lane.flops):>7} {lane.wall_ms:>7.2f}" for lane in record.lanes)
+    out.write(f"{record.step:>4} {record.phase:<7} {token:<14}{cols}\n")
+    out.flush()
+
+
+def _print_summary(sim, summary, out) -> None:
+    out.write("\ntext: " + sim.tokenizer.decode(sim.tokens) + "\n\n")
+    width = max(10, *(len(name) for name in summary["lanes"]))
+    for name, s in summary["lanes"].items():
+        itl = f"{s['itl_ms']:.2f} ms" if s["itl_ms"] is not None else "-"
+        out.write(
+            f"{name:>{width}}: TTFT {s['ttft_ms']:.2f} ms, ITL {itl}, K/V rows {s['kv_positions_total']}, "
+            f"FLOPs {_flops(s['flops_total'])}, cache {human_bytes(s['cache_bytes'])}, "
+            f"max |Δlogit| {s['max_abs_logit_diff']:.2e}\n"
+        )
+    same = "identical" if summary["tokens_identical"] else "DIFFERENT"
+    out.write(f"tokens chosen by every lane: {same}\n")

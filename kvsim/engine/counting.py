@@ -1,0 +1,85 @@
+"""Closed-form FLOPs and bytes moved for one forward step, by component.
+
+A step computes ``new`` positions (query rows) against ``context`` key rows in every layer, and
+the LM head on ``out`` positions. Matmul FLOPs use the multiply-add = 2 FLOPs convention, the
+same one ``torch.utils.flop_counter`` and LLM-Viewer use, and count exactly what the model
+executes (attention scores for the whole T x S block, masked entries included). Element-wise
+work (softmax, norms, activations, RoPE) is estimated separately under ``elementwise`` and is not
+part of the matmul total that tests hold against torch's counter.
+
+Bytes moved are the roofline kind: weights read once per step, the K/V rows the attention reads,
+the new K/V rows written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..models.config import ModelConfig
+
+MATMUL_COMPONENTS = ("qkv_proj", "attn_scores", "attn_values", "out_proj", "mlp", "lm_head")
+
+
+@dataclass(frozen=True)
+class StepCost:
+    flops: dict[str, int]
+    bytes: dict[str, int]
+
+    @property
+    def matmul_flops(self) -> int:
+        return sum(self.flops[c] for c in MATMUL_COMPONENTS)
+
+    @property
+    def total_flops(self) -> int:
+        return sum(self.flops.values())
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.bytes.values())
+
+    @property
+    def intensity(self) -> float:
+        """Arithmetic intensity, FLOP per byte moved (the roofline's x axis)."""
+        return self.total_flops / max(1, self.total_bytes)
+
+
+def step_cost(
+    cfg: ModelConfig, new: int, context: int, out: int = 1, dtype_bytes: int = 4, kv_dtype_bytes: float | None = None
+) -> StepCost:
+    """FLOPs and bytes of one forward over ``new`` positions attending to ``context`` rows."""
+    if new < 0 or context < new or out < 0:
+        raise ValueError(f"bad step shape: new={new}, context={context}, out={out}")
+    L, H, Hkv, D = cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+    dim, hidden, vocab = cfg.dim, cfg.hidden_dim, cfg.vocab_size
+    T, S = new, context
+    mlp_mats = 2 if cfg.family == "gpt2" else 3
+    norms = 4 if cfg.family == "gemma3" else 2  # Gemma 3 also normalises each sub-layer's output
+    qk_norm = (H + Hkv) * T * D if cfg.qk_norm else 0  # per-head RMSNorm over every new q and k row
+    softcap = 3 * out * vocab if cfg.final_logit_softcap is not None else 0  # divide, tanh, multiply
+    flops = {
+        "qkv_proj": L * 2 * T * dim * (H + 2 * Hkv) * D,
+        "attn_scores": L * 2 * H * T * S * D,
+        "attn_values": L * 2 * H * T * S * D,
+        "out_proj": L * 2 * T * H * D * dim,
+        "mlp": L * mlp_mats * 2 * T * dim * hidden,
+        "lm_head": 2 * out * dim * vocab,
+        # softmax ~5 ops per score (max, subtract, exp, sum, divide); norms ~5 per element
+        "elementwise": L * (5 * H * T * S + norms * 5 * T * dim + 5 * qk_norm + T * hidden) + 5 * out * dim + softcap,
+    }
+    kv_b = dtype_bytes if kv_dtype_bytes is None else kv_dtype_bytes
+    weights = L * (dim * (H + 2 * Hkv) * D + H * D * dim + mlp_mats * dim * hidden) + dim * vocab
+    nbytes = {
+        "weights": weights * dtype_bytes,
+        "kv_read": int(L * 2 * Hkv * D * S * kv_b),
+        "kv_write": int(L * 2 * Hkv * D * T * kv_b),
+    }
+    return StepCost(flops=flops, bytes=nbytes)
+
+
+def cumulative_kv_rows(prompt_len: int, decode_steps: int, cached: bool) -> int:
+    """K/V rows computed after prefill + ``decode_steps`` decodes (the seed's Σt vs n)."""
+    if cached:
+        return prompt_len + decode_steps
+    # steps compute P, P+1, ..., P+k rows: arithmetic series
+    k = decode_steps
+    return (k + 1) * prompt_len + k * (k + 1) // 2

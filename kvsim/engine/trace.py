@@ -1,0 +1,349 @@
+"""Step records and traces: what a run leaves behind, numpy only, no live tensors.
+
+A ``StepRecord`` is frozen and its arrays are read-only, so it can cross threads and be drawn from
+at any time. It stores only the step's *new* Q/K/V rows; everything else a view shows (the whole
+K/V table, attention rows) is derived from the records, so a trace is O(n) in size.
+
+A ``Trace`` is records + metadata, saved as one ``.kvsim`` file: a zip holding ``manifest.json``
+(schema, metadata, every scalar of every step) and ``arrays.npz`` (the rows), written atomically
+and validated on load (``allow_pickle=False``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+import zipfile
+import zlib
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .trace_checks import TraceError, check_meta, check_sequence, is_int
+
+SCHEMA = "kvsim-trace"
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1 (before per-lane rows) reads as lanes that hold the shared rows
+MAX_MEMBER_BYTES = 2 * 1024**3  # an archive member that unpacks to more is refused before it is read
+MAX_MANIFEST_BYTES = 256 * 1024**2
+
+
+def _freeze(obj: object, names: tuple[str, ...]) -> None:
+    for name in names:
+        arr = np.asarray(getattr(obj, name))
+        if arr.flags.writeable:
+            arr = arr.copy() if not arr.flags.owndata else arr
+            arr.flags.writeable = False
+        object.__setattr__(obj, name, arr)
+
+
+def write_archive(path: Path, manifest: dict[str, Any], arrays: dict[str, np.ndarray]) -> Path:
+    """A ``.kvsim`` file: a zip of ``manifest.json`` and ``arrays.npz``, written atomically (a temporary
+    file in the same folder, then renamed), so a failure or an interruption never leaves half a file."""
+    npz = io.BytesIO()
+    np.savez(npz, **arrays)
+    fd, tmp = tempfile.mkstemp(prefix=".kvsim-", suffix=".tmp", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("manifest.json", json.dumps(manifest))
+            zf.writestr("arrays.npz", npz.getvalue())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+@dataclass(frozen=True)
+class LaneRows:
+    """A lane's own rows where they differ from the record's shared ones (a lossy cache):
+    its queries for this step's new positions, and every stored K/V row that changed this step
+    (new rows, and older rows the policy re-encoded), by absolute position."""
+
+    positions: np.ndarray  # (R,) int64, sorted
+    k: np.ndarray  # (L, H_kv, R, D): the rows as the lane's attention reads them (dequantized)
+    v: np.ndarray  # (L, H_kv, R, D)
+    q: np.ndarray  # (L, H, T, D): this step's queries, computed from the lane's own past
+
+    def __post_init__(self) -> None:
+        _freeze(self, ("positions", "k", "v", "q"))
+
+
+@dataclass(frozen=True)
+class LaneStep:
+    """What one lane did in one step."""
+
+    name: str
+    policy: str
+    kv_positions: int  # positions whose K/V this lane computed this step
+    context: int  # key rows its attention read (S)
+    flops: int  # matmul FLOPs (the total torch's counter would report)
+    flops_by_component: dict[str, int]
+    bytes_by_component: dict[str, int]
+    wall_ms: float
+    cache_tokens: int
+    cache_bytes: int
+    logit_diff: float  # max |logits - reference lane's logits| at the sampled position
+    token_id: int  # the token this lane's own logits choose (same random draw as the reference)
+    top_ids: tuple[int, ...] = ()
+    top_probs: tuple[float, ...] = ()
+    recompute_diff: float | None = None  # uncached lane: max |recomputed old K/V - first K/V|
+    first_key: int = 0  # lowest position still visible to this lane (sliding windows evict)
+    #: key positions this step's attention read, as [start, end) runs; None = every position 0..n-1
+    spans: tuple[tuple[int, int], ...] | None = None
+    cache_overhead_bytes: int = 0  # of cache_bytes, what is not K/V values (scales, block tables)
+    wall_ms_min: float | None = None  # the spread of the step's repeated, measured forwards (None: one)
+    wall_ms_max: float | None = None
+    kl_div: float = 0.0  # KL(reference ‖ lane) of the next-token distributions (softmax of the logits), nats
+    ref_logprob: float = 0.0  # log p_lane(the token the reference chose): teacher-forced, for perplexity
+    rows: LaneRows | None = None  # a lossy lane's own rows (None: it holds the shared rows exactly)
+
+    def read_positions(self, n: int) -> np.ndarray:
+        """The key positions this step read, for a sequence of ``n`` positions."""
+        if self.spans is None:
+            return np.arange(n, dtype=np.int64)
+        if not self.spans:
+            return np.zeros(0, dtype=np.int64)
+        return np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in self.spans])
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    run_id: str
+    step: int
+    phase: str  # "prefill" | "decode"
+    positions: np.ndarray  # (T,) positions whose K/V are new this step
+    input_ids: np.ndarray  # (T,) the tokens at those positions
+    token_id: int  # the token this step produced (at position positions[-1] + 1)
+    token: str
+    q: np.ndarray  # (L, H, T, D)
+    k: np.ndarray  # (L, H_kv, T, D), after RoPE: what the cache holds
+    v: np.ndarray  # (L, H_kv, T, D)
+    lanes: tuple[LaneStep, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        _freeze(self, ("positions", "input_ids", "q", "k", "v"))
+
+    def lane(self, name: str) -> LaneStep:
+        for lane in self.lanes:
+            if lane.name == name:
+                return lane
+        raise KeyError(name)
+
+    @property
+    def n_tokens(self) -> int:
+        """Sequence length after this step's K/V rows (before the produced token)."""
+        return int(self.positions[-1]) + 1
+
+
+@dataclass
+class Trace:
+    meta: dict[str, Any]
+    records: list[StepRecord] = field(default_factory=list)
+
+    def token_ids(self, upto_step: int | None = None) -> list[int]:
+        """Prompt ids followed by every produced token, up to and including ``upto_step``."""
+        records = self.records if upto_step is None else self.records[: upto_step + 1]
+        if not records:
+            return []
+        ids = [int(i) for i in records[0].input_ids]
+        ids += [r.token_id for r in records]
+        return ids
+
+    # ---------------------------------------------------------------- save / load
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        path = Path(path)
+        steps, arrays = [], {}
+        for i, r in enumerate(self.records):
+            steps.append(
+                {
+                    "run_id": r.run_id,
+                    "step": r.step,
+                    "phase": r.phase,
+                    "token_id": r.token_id,
+                    "token": r.token,
+                    "lanes": [_lane_to_json(lane) for lane in r.lanes],
+                }
+            )
+            for name in ("positions", "input_ids", "q", "k", "v"):
+                arrays[f"s{i}_{name}"] = getattr(r, name)
+            for j, lane in enumerate(r.lanes):
+                if lane.rows is not None:
+                    for name in ("positions", "k", "v", "q"):
+                        arrays[f"s{i}_l{j}_{name}"] = getattr(lane.rows, name)
+        manifest = {"schema": SCHEMA, "version": SCHEMA_VERSION, "meta": self.meta, "steps": steps}
+        return write_archive(path, manifest, arrays)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Trace:
+        """Read and validate a ``.kvsim`` file; every failure is a ``TraceError`` with one line."""
+        path = Path(path)
+        try:
+            return cls._load(path)
+        except TraceError:
+            raise
+        except RecursionError:
+            raise TraceError(f"{path}: the manifest is nested too deeply to be a kvsim trace") from None
+        except MemoryError:
+            raise TraceError(f"{path}: too large to open") from None
+        except Exception as exc:  # noqa: BLE001 - a damaged file may fail in any library below
+            raise TraceError(f"{path}: damaged or not a kvsim trace ({type(exc).__name__}: {exc})") from None
+
+    @classmethod
+    def _load(cls, path: Path) -> Trace:
+        if not path.exists():
+            raise TraceError(f"{path}: no such trace file")
+        if not path.is_file():
+            raise TraceError(f"{path}: not a regular file")
+        try:
+            with zipfile.ZipFile(path) as zf:
+                members = {info.filename: info for info in zf.infolist()}
+                for member in ("manifest.json", "arrays.npz"):
+                    if member not in members:
+                        raise TraceError(f"{path}: not a kvsim trace (missing {member})")
+                if members["manifest.json"].file_size > MAX_MANIFEST_BYTES or members["arrays.npz"].file_size > MAX_MEMBER_BYTES:
+                    raise TraceError(
+                        f"{path}: a member unpacks to more than kvsim opens ({members['arrays.npz'].file_size:,} bytes)"
+                    )
+                manifest = json.loads(zf.read("manifest.json"))
+                arrays_blob = zf.read("arrays.npz")
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+            raise TraceError(f"{path}: damaged or truncated trace file ({exc})") from None
+        except (NotImplementedError, RuntimeError) as exc:  # deflate64, encrypted members
+            raise TraceError(f"{path}: a zip kvsim cannot read ({exc})") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise TraceError(f"{path}: manifest.json is not valid JSON ({exc})") from None
+        if isinstance(manifest, dict) and manifest.get("schema") == "kvsim-requests":
+            raise TraceError(
+                f"{path}: holds several requests through a paged pool, not one run (kvsim.serving.saved_runs reads it)"
+            )
+        if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:
+            raise TraceError(
+                f"{path}: not a kvsim trace (schema {manifest.get('schema')!r})"
+                if isinstance(manifest, dict)
+                else f"{path}: manifest is not an object"
+            )
+        version = manifest.get("version")
+        if type(version) is not int or version not in READABLE_VERSIONS:
+            raise TraceError(
+                f"{path}: trace schema version {version!r} is not supported "
+                f"(this kvsim reads versions {', '.join(map(str, READABLE_VERSIONS))})"
+            )
+        try:
+            npz = np.load(io.BytesIO(arrays_blob), allow_pickle=False)
+            arrays = {k: npz[k] for k in npz.files}
+        except Exception as exc:  # noqa: BLE001 - numpy raises many kinds for a corrupt archive
+            raise TraceError(f"{path}: arrays.npz is damaged ({exc})") from None
+        meta = manifest.get("meta", {})
+        steps = manifest.get("steps")
+        try:
+            check_meta(meta)
+            if not isinstance(steps, list) or not steps:
+                raise TraceError("the run has no steps" if isinstance(steps, list) else "the manifest has no list of steps")
+            records = [_record_from_json(i, s, arrays, meta) for i, s in enumerate(steps)]
+            check_sequence(records, meta)
+        except TraceError as exc:
+            raise TraceError(f"{path}: {exc}") from None
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
+            raise TraceError(f"{path}: malformed step data ({exc!r})") from None
+        return cls(meta=meta, records=records)
+
+
+def _lane_to_json(lane: LaneStep) -> dict[str, Any]:
+    data = asdict(lane)
+    data.pop("rows")
+    data["top_ids"] = list(lane.top_ids)
+    data["top_probs"] = list(lane.top_probs)
+    data["spans"] = None if lane.spans is None else [list(s) for s in lane.spans]
+    return data
+
+
+_LANE_FIELDS = {f.name for f in fields(LaneStep)} - {"rows"}
+
+
+def _lane_from_json(i: int, j: int, data: object, arrays: dict[str, np.ndarray]) -> LaneStep:
+    if not isinstance(data, dict):
+        raise TraceError(f"step {i}: lane {j} is not an object")
+    unknown = set(data) - _LANE_FIELDS
+    if unknown:
+        raise TraceError(f"step {i}: lane {j} has unknown fields {sorted(unknown)}")
+    for key in ("name", "policy"):
+        if not isinstance(data.get(key), str):
+            raise TraceError(f"step {i}: lane {j}'s {key} is not text")
+    for key in ("flops_by_component", "bytes_by_component"):
+        if not isinstance(data.get(key), dict) or not all(is_int(v) for v in data[key].values()):
+            raise TraceError(f"step {i}: lane {j}'s {key} is not a table of whole numbers")
+    spans = data.get("spans")
+    if spans is not None:
+        if not isinstance(spans, list) or not all(isinstance(s, list) and len(s) == 2 for s in spans):
+            raise TraceError(f"step {i}: lane {j}'s spans are not [start, end] pairs")
+        spans = tuple((s[0], s[1]) for s in spans)
+    rows = None
+    if f"s{i}_l{j}_positions" in arrays:
+        parts = {}
+        for name in ("positions", "k", "v", "q"):
+            key = f"s{i}_l{j}_{name}"
+            if key not in arrays:
+                raise TraceError(f"step {i}: lane {j} lacks its {name} rows")
+            parts[name] = arrays[key]
+        if parts["positions"].dtype.kind != "i" or any(parts[n].dtype not in (np.float16, np.float32) for n in ("k", "v", "q")):
+            raise TraceError(f"step {i}: lane {j}'s rows have the wrong dtypes")
+        rows = LaneRows(**parts)
+    return LaneStep(
+        **{**data, "top_ids": tuple(data["top_ids"]), "top_probs": tuple(data["top_probs"]), "spans": spans, "rows": rows}
+    )
+
+
+def _record_from_json(i: int, step: object, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> StepRecord:
+    if not isinstance(step, dict):
+        raise TraceError(f"step {i} is not an object")
+
+    def arr(name: str) -> np.ndarray:
+        key = f"s{i}_{name}"
+        if key not in arrays:
+            raise TraceError(f"step {i}: missing array {name}")
+        return arrays[key]
+
+    positions, input_ids, q, k, v = (arr(n) for n in ("positions", "input_ids", "q", "k", "v"))
+    t = positions.shape[0] if positions.ndim == 1 else -1
+    if t <= 0 or input_ids.shape != positions.shape or positions.dtype.kind != "i" or input_ids.dtype.kind != "i":
+        raise TraceError(f"step {i}: positions/input_ids have shapes {positions.shape}, {input_ids.shape}")
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        if a.ndim != 4 or a.shape[2] != t or a.dtype not in (np.float16, np.float32):
+            raise TraceError(f"step {i}: {name} has shape {a.shape} dtype {a.dtype}, expected (L, H, {t}, D) float")
+        if not np.isfinite(a).all():
+            raise TraceError(f"step {i}: {name} holds values that are not numbers")
+    if k.shape != v.shape or q.shape[0] != k.shape[0] or q.shape[3] != k.shape[3]:
+        raise TraceError(f"step {i}: q {q.shape}, k {k.shape}, v {v.shape} do not fit together")
+    cfg = meta["config"]
+    expected = (cfg["n_layers"], cfg["n_heads"], cfg["n_kv_heads"], cfg["head_dim"])
+    if (q.shape[0], q.shape[1], k.shape[1], q.shape[3]) != expected:
+        raise TraceError(f"step {i}: rows of shape {q.shape}/{k.shape} do not match the model config {expected}")
+    vocab = cfg.get("vocab_size")
+    ids = [int(x) for x in input_ids] + [step.get("token_id")]
+    if not is_int(step.get("token_id")) or (vocab is not None and not all(0 <= x < vocab for x in ids)):
+        raise TraceError(f"step {i}: token ids outside the model's vocabulary")
+    for key in ("run_id", "phase", "token"):
+        if not isinstance(step.get(key), str):
+            raise TraceError(f"step {i}: {key} is not text")
+    if not is_int(step.get("step")) or not isinstance(step.get("lanes"), list):
+        raise TraceError(f"step {i}: step number or lanes missing")
+    lanes = tuple(_lane_from_json(i, j, lane, arrays) for j, lane in enumerate(step["lanes"]))
+    return StepRecord(
+        run_id=step["run_id"],
+        step=step["step"],
+        phase=step["phase"],
+        positions=positions.astype(np.int64),
+        input_ids=input_ids.astype(np.int64),
+        token_id=step["token_id"],
+        token=step["token"],
+        q=q,
+        k=k,
+        v=v,
+        lanes=lanes,
+    )

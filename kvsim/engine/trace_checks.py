@@ -1,0 +1,160 @@
+"""What a trace must mean, not only how it must be shaped: checked on load, before anything is drawn.
+
+A file can have every array of the right shape and still describe nothing (8 query heads over 3
+K/V heads, a step that read keys beyond the sequence, a time that is not a number). ``Trace.load``
+runs these checks on every trace; a failure is a ``TraceError`` with one line that says what is wrong.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..models.config import ConfigError, ModelConfig
+
+if TYPE_CHECKING:
+    from .trace import LaneStep, StepRecord
+
+MAX_LANES = 16  # more lanes than a screen can compare: refused, not drawn
+
+
+class TraceError(ValueError):
+    """A trace file that cannot be read: wrong format, truncated, tampered with, or meaningless."""
+
+
+CONFIG_KEYS = ("n_layers", "n_heads", "n_kv_heads", "head_dim", "max_seq_len")
+CONFIG_LIMIT = 1 << 20  # no model kvsim draws has more layers, heads, dims or positions than this
+
+
+def is_int(value: object) -> bool:
+    return type(value) is int
+
+
+def _is_number(value: object) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
+
+
+def check_meta(meta: object) -> None:
+    """The metadata must describe a model and lanes that make sense, not only have the right keys."""
+    if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
+        raise TraceError("metadata lacks the model config")
+    cfg = meta["config"]
+    bad = [k for k in CONFIG_KEYS if not (is_int(cfg.get(k)) and 1 <= cfg[k] <= CONFIG_LIMIT)]
+    if bad:
+        raise TraceError(f"model config: {', '.join(bad)} must be whole numbers from 1 to {CONFIG_LIMIT}")
+    if cfg["n_heads"] % cfg["n_kv_heads"]:
+        raise TraceError(
+            f"model config: {cfg['n_heads']} query heads cannot share {cfg['n_kv_heads']} K/V heads "
+            "(heads must be a multiple of kv heads)"
+        )
+    window = cfg.get("sliding_window")
+    if window is not None and not (is_int(window) and window >= 1):
+        raise TraceError(f"model config: sliding_window must be a whole number ≥ 1, got {window!r}")
+    vocab = cfg.get("vocab_size")
+    if vocab is not None and not (is_int(vocab) and vocab >= 1):
+        raise TraceError(f"model config: vocab_size must be a whole number ≥ 1, got {vocab!r}")
+    try:  # every other field too: a NaN rope_theta or a window of 2.5 is no model
+        ModelConfig.from_dict(cfg)
+    except (ConfigError, TypeError, ValueError) as exc:
+        raise TraceError(f"model config: {exc}") from None
+    lanes = meta.get("lanes")
+    if (
+        not isinstance(lanes, list)
+        or not lanes
+        or not all(isinstance(x, dict) and isinstance(x.get("name"), str) and x["name"] for x in lanes)
+    ):
+        raise TraceError("metadata lacks the lanes (each a name)")
+    if len(lanes) > MAX_LANES:
+        raise TraceError(f"{len(lanes)} lanes: kvsim shows at most {MAX_LANES} side by side")
+    names = [x["name"] for x in lanes]
+    if len(set(names)) != len(names):
+        raise TraceError("two lanes share a name")
+    for x in lanes:
+        for key in ("title", "explanation", "policy"):
+            if key in x and not isinstance(x[key], str):
+                raise TraceError(f"lane {x['name']!r}: {key} is not text")
+        if not (is_int(x.get("sinks", 0)) and x.get("sinks", 0) >= 0):
+            raise TraceError(f"lane {x['name']!r}: sinks must be a whole number ≥ 0")
+        w = x.get("window")
+        if w is not None and not (is_int(w) and w >= 1):
+            raise TraceError(f"lane {x['name']!r}: window must be a whole number ≥ 1, got {w!r}")
+    if not isinstance(meta.get("prompt_ids", []), list):
+        raise TraceError("prompt_ids is not a list")
+
+
+def check_sequence(records: list[StepRecord], meta: dict[str, Any]) -> None:
+    """Steps 0..N-1 of one run, each carrying every lane the metadata names, positions contiguous."""
+    names = [lane["name"] for lane in meta["lanes"]]
+    next_position = 0
+    max_len = meta["config"]["max_seq_len"]
+    for i, r in enumerate(records):
+        if r.step != i or r.run_id != records[0].run_id:
+            raise TraceError(f"step {i}: steps are not one run numbered 0..N-1")
+        if r.phase != ("prefill" if i == 0 else "decode"):
+            raise TraceError(f"step {i}: phase {r.phase!r} (step 0 is the prefill, later steps decode)")
+        if [lane.name for lane in r.lanes] != names:
+            raise TraceError(f"step {i}: lanes {[lane.name for lane in r.lanes]} differ from {names}")
+        if int(r.positions[0]) != next_position or not np.array_equal(
+            r.positions, np.arange(next_position, next_position + len(r.positions))
+        ):
+            raise TraceError(f"step {i}: positions do not continue the previous step's")
+        next_position = int(r.positions[-1]) + 1
+        if next_position > max_len:
+            raise TraceError(f"step {i}: position {next_position - 1} is beyond the model's context of {max_len}")
+        for lane in r.lanes:
+            _check_lane(i, lane, r, next_position)
+
+
+def _check_lane(i: int, lane: LaneStep, r: StepRecord, n: int) -> None:
+    where = f"step {i}, lane {lane.name!r}"
+    for key in (
+        "kv_positions",
+        "context",
+        "flops",
+        "cache_tokens",
+        "cache_bytes",
+        "token_id",
+        "first_key",
+        "cache_overhead_bytes",
+    ):
+        value = getattr(lane, key)
+        if not is_int(value) or value < 0:
+            raise TraceError(f"{where}: {key} must be a whole number ≥ 0, got {value!r}")
+    if not (_is_number(lane.ref_logprob) and lane.ref_logprob <= 0):
+        raise TraceError(f"{where}: ref_logprob must be a finite number ≤ 0, got {lane.ref_logprob!r}")
+    for key in ("wall_ms", "logit_diff", "kl_div"):
+        value = getattr(lane, key)
+        if not _is_number(value) or value < 0:
+            raise TraceError(f"{where}: {key} must be a finite number ≥ 0, got {value!r}")
+    for key in ("wall_ms_min", "wall_ms_max"):
+        value = getattr(lane, key)
+        if value is not None and not (_is_number(value) and value >= 0):
+            raise TraceError(f"{where}: {key} must be a finite number ≥ 0")
+    if lane.recompute_diff is not None and not (_is_number(lane.recompute_diff) and lane.recompute_diff >= 0):
+        raise TraceError(f"{where}: recompute_diff must be a finite number ≥ 0")
+    if lane.kv_positions > n or lane.context > n or lane.cache_overhead_bytes > lane.cache_bytes:
+        raise TraceError(f"{where}: counts larger than the sequence ({n} positions)")
+    if not all(is_int(t) for t in lane.top_ids) or not all(_is_number(p) for p in lane.top_probs):
+        raise TraceError(f"{where}: top candidates are not numbers")
+    if lane.spans is not None:
+        last = 0
+        for a, b in lane.spans:
+            if not (is_int(a) and is_int(b) and last <= a < b <= n):
+                raise TraceError(f"{where}: key spans are not increasing runs within 0..{n}")
+            last = b
+    rows = lane.rows
+    if rows is not None:
+        L, Hkv, _, D = r.k.shape
+        R = rows.positions.shape[0] if rows.positions.ndim == 1 else -1
+        if (
+            R < 0
+            or rows.k.shape != (L, Hkv, R, D)
+            or rows.v.shape != rows.k.shape
+            or rows.q.shape != r.q.shape
+            or (R and not (np.all(np.diff(rows.positions) > 0) and 0 <= rows.positions[0] and rows.positions[-1] < n))
+        ):
+            raise TraceError(f"{where}: its own rows do not fit the step's shapes and positions")
+        if not all(np.isfinite(a).all() for a in (rows.k, rows.v, rows.q)):
+            raise TraceError(f"{where}: its own rows hold values that are not numbers")

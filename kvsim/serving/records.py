@@ -1,0 +1,195 @@
+"""What a requests run records: frozen, numpy/plain values only, so a view can draw any step later.
+
+    run.requests[i]            RequestResult: prefill rows computed and reused, hits, TTFT, blocks held
+    run.snapshots[s]           PoolSnapshot: the pool after step s (each block's holders, fill, refs, hash)
+    run.snapshots[s].tables    TableState per request: its block table at that step
+    run.waste                  WasteReport: preallocated / exact / paged (/ paged with prefix sharing)
+
+A snapshot's per-block columns are arrays (or tuples) of the pool's length, indexed by physical
+block id. ``events[b]`` says what happened to block ``b`` during that step: "allocated", "written",
+"hit" (reused from the prefix cache), "copied" (copy-on-write), "evicted" (its cached rows dropped to
+hand it out again), "cached" (freed but still reusable by hash), "freed" (freed, nothing to reuse), "".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..caches.block_table import SequenceBlocks
+from ..caches.blocks import BlockPool
+from .waste import WasteReport
+
+
+@dataclass(frozen=True)
+class TableState:
+    """One request's block table at one step."""
+
+    request: int
+    blocks: tuple[int, ...]  # logical block j → physical block
+    n_tokens: int  # rows held (positions 0..n_tokens-1)
+    hit_blocks: int  # leading blocks reused from the prefix cache
+    finished: bool
+
+
+@dataclass(frozen=True, eq=False)
+class PoolSnapshot:
+    """The block pool after one step (or after a request finished: phase "finish")."""
+
+    step: int
+    request: int  # the request that ran this step
+    phase: str  # "prefill", "decode" or "finish"
+    block_size: int
+    ref_counts: np.ndarray  # (N,) int32: holders of each physical block
+    filled: np.ndarray  # (N,) int32: slots holding rows (a free block that keeps its hash keeps its rows)
+    owners: tuple[tuple[int, ...], ...]  # (N,) requests whose live table maps the block
+    hashes: tuple[str | None, ...]  # (N,) 16 hex digits while the block is registered for reuse
+    token_ids: tuple[tuple[int, ...], ...]  # (N,) the tokens whose rows the block holds (its slots in order)
+    events: tuple[str, ...]  # (N,) what happened to the block in this step
+    tables: tuple[TableState, ...]  # every request started so far
+    free_blocks: int  # blocks in the free queue (cached ones included)
+    cached_free_blocks: int  # of those, blocks that still hold reusable rows
+    evictions: int  # cached blocks handed out again so far
+
+    @property
+    def n_blocks(self) -> int:
+        return int(self.ref_counts.size)
+
+    def table(self, request: int) -> TableState | None:
+        return next((t for t in self.tables if t.request == request), None)
+
+
+@dataclass(frozen=True)
+class RequestResult:
+    """One request of a run."""
+
+    index: int
+    prompt: str | None  # the text as given (None when given as token ids)
+    prompt_ids: tuple[int, ...]
+    output_ids: tuple[int, ...]  # generated tokens (the first comes from the prefill)
+    output_text: str
+    prefill_rows: int  # K/V rows its prefill computed
+    reused_rows: int  # prompt rows taken from the prefix cache (hit blocks × B)
+    hit_blocks: int
+    miss_blocks: int  # prompt blocks its prefill wrote (the last, partial one included)
+    ttft_ms: float  # median of the timed prefills (prefix lookup + forward + first token)
+    ttft_ms_min: float
+    ttft_ms_max: float
+    decode_steps: int
+    itl_ms: float | None  # median decode step
+    blocks_held: int  # blocks in its table when it finished
+    rows_held: int  # rows in its table when it finished
+    first_step: int  # its prefill's snapshot index
+    last_step: int  # its last step's snapshot index
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "request": self.index,
+            "prompt": self.prompt,
+            "prompt_tokens": len(self.prompt_ids),
+            "output": self.output_text,
+            "output_tokens": len(self.output_ids),
+            "prefill_rows": self.prefill_rows,
+            "reused_rows": self.reused_rows,
+            "hit_blocks": self.hit_blocks,
+            "miss_blocks": self.miss_blocks,
+            "ttft_ms": round(self.ttft_ms, 4),
+            "ttft_ms_min": round(self.ttft_ms_min, 4),
+            "ttft_ms_max": round(self.ttft_ms_max, 4),
+            "decode_steps": self.decode_steps,
+            "itl_ms": None if self.itl_ms is None else round(self.itl_ms, 4),
+            "blocks_held": self.blocks_held,
+            "rows_held": self.rows_held,
+        }
+
+
+@dataclass(frozen=True)
+class RequestsRun:
+    """Several requests through one shared block pool."""
+
+    model_id: str
+    block_size: int
+    pool_blocks: int
+    block_bytes: int  # one block, all layers, K and V
+    prefix_caching: bool
+    schedule: str  # "sequential" or "interleaved"
+    repeats: int
+    requests: tuple[RequestResult, ...]
+    snapshots: tuple[PoolSnapshot, ...]
+    waste: WasteReport
+    evictions: int
+    meta: dict[str, object] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "model_id": self.model_id,
+            "block_size": self.block_size,
+            "pool_blocks": self.pool_blocks,
+            "block_bytes": self.block_bytes,
+            "prefix_caching": self.prefix_caching,
+            "schedule": self.schedule,
+            "repeats": self.repeats,
+            "requests": len(self.requests),
+            "prefill_rows_total": sum(r.prefill_rows for r in self.requests),
+            "reused_rows_total": sum(r.reused_rows for r in self.requests),
+            "ttft_ms_total": round(sum(r.ttft_ms for r in self.requests), 4),
+            "evictions": self.evictions,
+            "steps": len(self.snapshots),
+            "waste": self.waste.as_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class SideBySide:
+    """The same requests with prefix caching off and on."""
+
+    off: RequestsRun
+    on: RequestsRun
+
+    def ttft_ratios(self) -> list[float | None]:
+        """TTFT on / off per request (below 1: faster with reuse; None when a time is 0)."""
+        pairs = zip(self.off.requests, self.on.requests, strict=True)
+        return [b.ttft_ms / a.ttft_ms if a.ttft_ms > 0 else None for a, b in pairs]
+
+
+def take_snapshot(
+    pool: BlockPool, seqs: Sequence[SequenceBlocks], finished: Sequence[bool], step: int, request: int, phase: str
+) -> PoolSnapshot:
+    """Freeze the pool and every started request's block table (and clear the pool's events)."""
+    n, size = pool.n_blocks, pool.block_size
+    owners: list[list[int]] = [[] for _ in range(n)]
+    tokens: list[tuple[int, ...]] = [()] * n
+    for seq, done in zip(seqs, finished, strict=True):
+        if done:
+            continue
+        for j, b in enumerate(seq.blocks):
+            owners[b].append(seq.owner)
+            if not tokens[b]:
+                tokens[b] = tuple(seq.token_ids[j * size : min((j + 1) * size, seq.n_tokens)])
+    events = pool.take_events()
+    return PoolSnapshot(
+        step=step,
+        request=request,
+        phase=phase,
+        block_size=size,
+        ref_counts=_frozen(np.asarray(pool.ref, dtype=np.int32)),
+        filled=_frozen(np.asarray(pool.filled, dtype=np.int32)),
+        owners=tuple(tuple(o) for o in owners),
+        hashes=tuple(None if h is None else f"{h:016x}" for h in pool.hash),
+        token_ids=tuple(tokens[b] or pool.tokens.get(b, ()) for b in range(n)),
+        events=tuple(events.get(b, "") for b in range(n)),
+        tables=tuple(
+            TableState(seq.owner, tuple(seq.blocks), seq.n_tokens, seq.hit_blocks, done)
+            for seq, done in zip(seqs, finished, strict=True)
+        ),
+        free_blocks=pool.n_free,
+        cached_free_blocks=sum(1 for b in pool.free if pool.hash[b] is not None),
+        evictions=pool.evictions,
+    )
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a

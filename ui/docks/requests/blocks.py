@@ -1,0 +1,325 @@
+"""The Blocks view: the paged pool as a grid of physical blocks, drawn from one ``PoolSnapshot``.
+
+Each cell is one physical block: its ``B`` token slots (filled slots in the colour of the request whose
+rows they hold, empty slots as outlines), its id (#b), its reference count when it is shared (×N, and
+a stripe per holder on its left edge), what happened to it in this step (new, write, hit, copy, evicted,
+cached, freed), and — for the selected request — its logical index (L j). A free block that still holds
+reusable rows (registered by hash) is drawn dimmed with a dashed border, in its last holder's colour.
+
+``cells()`` is what ``paintEvent`` draws (and what the tests read).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+from ... import theme
+from ...i18n import translate
+
+# Paul Tol's colour-blind-safe qualitative schemes, in an order that starts away from the lanes'
+# orange and blue (this dock's colours mean requests, not cache policies)
+REQUEST_COLORS = {
+    "dark": ("#44BB99", "#FFAABB", "#EEDD88", "#77AADD", "#EE8866", "#99DDFF", "#BBCC33", "#AAAA00"),
+    "light": ("#009988", "#EE3377", "#DDAA33", "#0077BB", "#EE7733", "#33BBEE", "#AA3377", "#6B8E23"),
+}
+EVENT_WORDS = {  # the engine's event → the short word drawn in a cell (English here; translated where drawn)
+    "allocated": "new",
+    "written": "write",
+    "hit": "hit",
+    "copied": "copy",
+    "evicted": "evict",
+    "cached": "cached",
+    "freed": "freed",
+}
+EVENT_LABELS = {  # the word as drawn, marked for translation
+    "new": QT_TRANSLATE_NOOP("views.blocks", "new"),
+    "write": QT_TRANSLATE_NOOP("views.blocks", "write"),
+    "hit": QT_TRANSLATE_NOOP("views.blocks", "hit"),
+    "copy": QT_TRANSLATE_NOOP("views.blocks", "copy"),
+    "evict": QT_TRANSLATE_NOOP("views.blocks", "evict"),
+    "cached": QT_TRANSLATE_NOOP("views.blocks", "cached"),
+    "freed": QT_TRANSLATE_NOOP("views.blocks", "freed"),
+}
+EVENT_MEANING = {
+    "new": QT_TRANSLATE_NOOP("views.blocks", "taken from the free list for this request"),
+    "write": QT_TRANSLATE_NOOP("views.blocks", "rows written into it in this step"),
+    "hit": QT_TRANSLATE_NOOP("views.blocks", "found by its hash and reused: its rows were not computed again"),
+    "copy": QT_TRANSLATE_NOOP("views.blocks", "copied before a write (copy-on-write)"),
+    "evict": QT_TRANSLATE_NOOP("views.blocks", "its cached rows were dropped so it could be handed out again"),
+    "cached": QT_TRANSLATE_NOOP("views.blocks", "freed, but its rows stay findable by hash"),
+    "freed": QT_TRANSLATE_NOOP("views.blocks", "freed, nothing to reuse"),
+}
+MIN_CELL_W = 74  # at least; wider when the cell's words need it (cell_width)
+WITH_LOGICAL = ("new", "write", "hit", "copy", "evict")  # the words drawn beside a logical index "L j"
+MAX_SLOT = 12
+
+
+def event_label(word: str) -> str:
+    """The cell word ``word`` ("hit", "evict", …) in the app's language."""
+    return translate("views.blocks", EVENT_LABELS[word]) if word in EVENT_LABELS else word
+
+
+def event_meaning(word: str) -> str:
+    """What the cell word ``word`` means, in the app's language."""
+    return translate("views.blocks", EVENT_MEANING[word]) if word in EVENT_MEANING else ""
+
+
+def request_color(index: int) -> str:
+    """The colour of request ``index`` (0-based) in the current theme."""
+    colors = REQUEST_COLORS[theme.current()]
+    return colors[index % len(colors)]
+
+
+def ink_on(fill: str) -> str:
+    """Black or white: whichever reads better on ``fill``."""
+    return "#000000" if float(theme.relative_luminance(fill)) > 0.3 else "#ffffff"
+
+
+def slot_grid(block_size: int) -> tuple[int, int]:
+    """(columns, rows) of a block's slots: rows of up to 8, in reading order."""
+    cols = min(block_size, 8)
+    return cols, -(-block_size // cols)
+
+
+@dataclass(frozen=True)
+class BlockCell:
+    block: int
+    rect: QRectF
+    owners: tuple[int, ...]  # requests whose live table maps it
+    color: str | None  # the fill of its filled slots (None: nothing to draw)
+    stripes: tuple[str, ...]  # one colour per holder (drawn when shared)
+    refs: int
+    filled: int
+    event: str  # the short word ("" when nothing happened)
+    cached: bool  # free, but holds rows findable by hash
+    logical: int | None  # its index in the selected request's block table
+
+
+class BlocksGrid(QWidget):
+    """The pool of one snapshot; ``hovered(block)`` (-1 when off every block)."""
+
+    hovered = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.snapshot = None
+        self.last_owner: np.ndarray | None = None
+        self.selected: int | None = None
+        self.hover_block = -1
+        self._cells: list[BlockCell] = []
+        self.setMouseTracking(True)
+        self.setFocusPolicy(Qt.StrongFocus)  # so ← → reach the view when the grid was clicked
+        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
+        self.setToolTip("")
+        theme.on_change(self._on_theme)
+
+    # ---------------------------------------------------------------- state
+    def set_snapshot(self, snapshot, last_owner: np.ndarray | None = None, selected: int | None = None) -> None:
+        """Draw ``snapshot``; ``last_owner[b]``: the request that last held block b (-1: none)."""
+        self.snapshot, self.last_owner, self.selected = snapshot, last_owner, selected
+        self._relayout()
+
+    def _on_theme(self, _name: str) -> None:
+        self._relayout()
+
+    # ---------------------------------------------------------------- geometry
+    def _metrics(self) -> tuple[int, int, float]:
+        """(columns of cells, cell width, cell height) for the current width."""
+        fm = self.fontMetrics()
+        size = self.snapshot.block_size if self.snapshot is not None else 16
+        least = self.cell_width()
+        width = max(self.width(), least)
+        n_cols = max(1, width // least)
+        cell_w = width / n_cols
+        cols, rows = slot_grid(size)
+        slot = min(MAX_SLOT, (cell_w - 14) / cols)
+        cell_h = 2 * fm.height() + rows * slot + 14
+        return n_cols, int(cell_w), cell_h
+
+    def small_font(self) -> QFont:
+        """The font of a cell's footer (the event word, L j)."""
+        small = QFont(self.font())
+        small.setPointSizeF(max(7.0, self.font().pointSizeF() * 0.8))
+        return small
+
+    def cell_width(self) -> int:
+        """The narrowest cell that shows its footer whole in the app's language: an event word beside
+        the widest "L j", or a word alone (MIN_CELL_W at least)."""
+        fm = QFontMetrics(self.small_font())
+        n = self.snapshot.n_blocks if self.snapshot is not None else 100
+        logical = fm.horizontalAdvance(f"L{max(0, n - 1)}") + 3
+        beside = max(fm.horizontalAdvance(event_label(w)) for w in WITH_LOGICAL) + logical
+        alone = max(fm.horizontalAdvance(event_label(w)) for w in EVENT_LABELS)
+        return max(MIN_CELL_W, 14 + max(beside, alone))  # the footer is the cell less 14 px
+
+    def needed_height(self) -> int:
+        """The height that shows every block at the current width."""
+        if self.snapshot is None:
+            return 60
+        n_cols, _, cell_h = self._metrics()
+        rows = -(-self.snapshot.n_blocks // n_cols)
+        return int(rows * cell_h) + 4
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt
+        return QSize(self.cell_width() * 8, self.needed_height())
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt
+        super().resizeEvent(event)
+        self._relayout()
+
+    def _relayout(self) -> None:
+        self._cells = self._make_cells()
+        need = self.needed_height()
+        if self.minimumHeight() != need:
+            self.setMinimumHeight(need)
+        self.update()
+
+    # ---------------------------------------------------------------- cells
+    def _make_cells(self) -> list[BlockCell]:
+        snap = self.snapshot
+        if snap is None:
+            return []
+        n_cols, cell_w, cell_h = self._metrics()
+        table = snap.table(self.selected) if self.selected is not None else None
+        logical = {b: j for j, b in enumerate(table.blocks)} if table is not None and not table.finished else {}
+        cells = []
+        for b in range(snap.n_blocks):
+            r, c = divmod(b, n_cols)
+            rect = QRectF(c * cell_w + 2, r * cell_h + 2, cell_w - 4, cell_h - 4)
+            owners = snap.owners[b]
+            refs = int(snap.ref_counts[b])
+            cached = refs == 0 and snap.hashes[b] is not None
+            last = int(self.last_owner[b]) if self.last_owner is not None and b < self.last_owner.size else -1
+            if owners:
+                color = request_color(owners[0])
+            elif int(snap.filled[b]) > 0 and last >= 0:
+                color = request_color(last)
+            else:
+                color = None
+            cells.append(
+                BlockCell(
+                    block=b,
+                    rect=rect,
+                    owners=tuple(owners),
+                    color=color,
+                    stripes=tuple(request_color(o) for o in owners),
+                    refs=refs,
+                    filled=int(snap.filled[b]),
+                    event=EVENT_WORDS.get(snap.events[b], snap.events[b]),
+                    cached=cached,
+                    logical=logical.get(b),
+                )
+            )
+        return cells
+
+    def cells(self) -> list[BlockCell]:
+        return list(self._cells)
+
+    def block_at(self, pos: QPointF) -> int:
+        return next((c.block for c in self._cells if c.rect.contains(pos)), -1)
+
+    # ---------------------------------------------------------------- input
+    def mouseMoveEvent(self, event) -> None:  # noqa: N802 - Qt
+        b = self.block_at(event.position())
+        if b != self.hover_block:
+            self.hover_block = b
+            self.hovered.emit(b)
+            self.update()
+
+    def leaveEvent(self, event) -> None:  # noqa: N802 - Qt
+        if self.hover_block != -1:
+            self.hover_block = -1
+            self.hovered.emit(-1)
+            self.update()
+        super().leaveEvent(event)
+
+    # ---------------------------------------------------------------- drawing
+    def paintEvent(self, event) -> None:  # noqa: N802 - Qt
+        p = QPainter(self)
+        p.setRenderHint(QPainter.Antialiasing, False)
+        p.fillRect(self.rect(), QColor(theme.BG))
+        if self.snapshot is None:
+            p.setPen(QColor(theme.MUTED))
+            p.drawText(
+                self.rect(),
+                Qt.AlignCenter | Qt.TextWordWrap,
+                translate("views.blocks", "press Run: the pool's blocks are drawn here"),
+            )
+            return
+        size = self.snapshot.block_size
+        cols, _ = slot_grid(size)
+        fm = self.fontMetrics()
+        small = self.small_font()
+        small_h = int(fm.height() * 0.85)
+        for cell in self._cells:
+            self._draw_cell(p, cell, size, cols, fm.height(), small, small_h)
+        p.end()
+
+    def _draw_cell(self, p: QPainter, cell: BlockCell, size: int, cols: int, line_h: int, small: QFont, small_h: int) -> None:
+        rect = cell.rect
+        p.fillRect(rect, QColor(theme.PANEL))
+        # header: the physical id, and the reference count when shared
+        p.setFont(self.font())
+        p.setPen(QColor(theme.TEXT if cell.owners else theme.MUTED))
+        head = QRectF(rect.left() + 7, rect.top() + 1, rect.width() - 10, line_h)
+        p.drawText(head, Qt.AlignLeft | Qt.AlignVCenter, f"#{cell.block}")
+        if cell.refs >= 2:
+            bold = QFont(self.font())
+            bold.setBold(True)
+            p.setFont(bold)
+            p.setPen(QColor(theme.ACCENT))
+            p.drawText(head, Qt.AlignRight | Qt.AlignVCenter, f"×{cell.refs}")
+        # the slots
+        slot = min(MAX_SLOT, (rect.width() - 10) / cols)
+        x0, y0 = rect.left() + 7, rect.top() + line_h + 3
+        fill = QColor(cell.color) if cell.color else None
+        if fill is not None and cell.cached:
+            fill.setAlpha(110)
+        p.setPen(QPen(QColor(theme.BORDER), 1))
+        for s in range(size):
+            r, c = divmod(s, cols)
+            sr = QRectF(x0 + c * slot, y0 + r * slot, slot - 1.5, slot - 1.5)
+            if s < cell.filled and fill is not None:
+                p.fillRect(sr, fill)
+            else:
+                p.drawRect(sr)
+        # holders: one stripe each on the left edge
+        if cell.stripes:
+            h = (rect.height() - 2) / len(cell.stripes)
+            for i, color in enumerate(cell.stripes):
+                p.fillRect(QRectF(rect.left() + 1, rect.top() + 1 + i * h, 4, h), QColor(color))
+        # footer: the step's event, and the logical index in the selected request's table
+        p.setFont(small)
+        foot = QRectF(rect.left() + 7, rect.bottom() - small_h - 2, rect.width() - 10, small_h)
+        word = cell.event or ("cached" if cell.cached else "")
+        logical = f"L{cell.logical}" if cell.logical is not None else ""
+        if word:  # elided before the logical index, so a long word never runs under it
+            room = foot.width() - (QFontMetrics(small).horizontalAdvance(logical) + 3 if logical else 0)
+            p.setPen(QColor(theme.ACCENT if word == "hit" else theme.ERROR if word == "evict" else theme.MUTED))
+            label = QFontMetrics(small).elidedText(event_label(word), Qt.ElideRight, int(room))
+            p.drawText(foot, Qt.AlignLeft | Qt.AlignVCenter, label)
+        if logical:
+            p.setPen(QColor(theme.TEXT))
+            p.drawText(foot, Qt.AlignRight | Qt.AlignVCenter, logical)
+        # the border says the event (and the hover)
+        pen = QPen(QColor(theme.BORDER), 1)
+        if cell.event == "hit":
+            pen = QPen(QColor(theme.ACCENT), 3)
+        elif cell.event == "evict":
+            pen = QPen(QColor(theme.ERROR), 2)
+        elif cell.event in ("new", "write", "copy"):
+            pen = QPen(QColor(theme.TEXT), 2)
+        if cell.cached and not cell.event:
+            pen.setStyle(Qt.DashLine)
+        if cell.logical is not None and pen.width() < 2:
+            pen = QPen(QColor(request_color(self.selected or 0)), 2)
+        if cell.block == self.hover_block:
+            pen = QPen(QColor(theme.HOVER), 2)
+        p.setPen(pen)
+        p.setBrush(Qt.NoBrush)
+        p.drawRect(rect)

@@ -1,0 +1,382 @@
+"""The Requests dock: several requests through one shared paged block pool, with prefix caching off
+and on, side by side — the Blocks view stepping through the pool, and the numbers.
+
+Run (or ``run_demo()``) computes ``kvsim.serving.requests.compare_prefix_caching`` on the worker thread
+(``host.submit``); the result comes back frozen (``RequestsRun`` snapshots) and everything here only
+draws it. The step slider (← → when the dock has focus, Shift+← → from one prefill to the next) walks
+the snapshots: "request 1's prefill fills its blocks → request 2's prefill hits the shared ones".
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QCursor
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSlider,
+    QTabWidget,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ... import theme
+from ...i18n import integer, translate
+from .blocks import BlocksGrid, request_color
+from .blocks_table import BlockTableView
+from .form import RequestListEditor, SettingsBar
+from .job import Computed, compute, compute_demo, demo_lists
+from .panels import NumbersPanel, block_text, legend_html, legend_tooltip, run_summary, step_summary
+
+FOLLOW = -1  # the request chooser's "the step's request"
+
+
+def _hover_hint() -> str:
+    return translate("views.requests", "hover a block: its tokens, hash, reference count and holders")
+
+
+class RequestsView(QWidget):
+    def __init__(self, host) -> None:
+        super().__init__()
+        self.host = host
+        self.computed: Computed | None = None
+        self.caching = True
+        self.busy = False
+        self._auto_tried = False
+        self._land_on = 0  # the request whose prefill the slider shows after a run
+        self.setFocusPolicy(Qt.StrongFocus)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        lay.setSpacing(4)
+
+        self.bar = SettingsBar()
+        self.bar.run_clicked.connect(self.run)
+        lay.addWidget(self.bar)
+        status_row = QHBoxLayout()
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 0)  # busy: an indeterminate bar that keeps moving while the worker runs
+        self.progress.setMaximumWidth(90)
+        self.progress.setMaximumHeight(14)
+        self.progress.setTextVisible(False)
+        self.progress.hide()
+        status_row.addWidget(self.progress)
+        self.status = QLabel(
+            translate("views.requests", "Run: the request list goes through one paged pool, prefix caching off and then on")
+        )
+        self.status.setWordWrap(True)
+        status_row.addWidget(self.status, 1)
+        lay.addLayout(status_row)
+
+        self.tabs = QTabWidget()
+        lay.addWidget(self.tabs, 1)
+        outer = QScrollArea()  # on a short screen the tab scrolls rather than squeezing its rows over each other
+        outer.setWidgetResizable(True)
+        outer.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        outer.setWidget(self._build_blocks_tab())
+        self.tabs.addTab(outer, translate("views.requests", "Blocks"))
+        self.numbers = NumbersPanel()
+        self.tabs.addTab(self.numbers, translate("views.requests", "Off vs on"))
+        self.tabs.setTabToolTip(
+            1,
+            translate(
+                "views.requests",
+                "per request: prefill rows, hits, measured TTFT without and with prefix caching; memory of 3 allocation schemes",
+            ),
+        )
+        self.editor = RequestListEditor()
+        self.tabs.addTab(self.editor, translate("views.requests", "Request list"))
+        self.tabs.setTabToolTip(
+            2, translate("views.requests", "edit the requests (one prompt per line) and the system prompt they share")
+        )
+        try:
+            self.editor.fill_demos(demo_lists())
+        except Exception as exc:  # noqa: BLE001 - the dock still works with a typed list
+            self.say(
+                translate("views.requests", "the demo request lists could not be read: {error}").format(error=exc), error=True
+            )
+
+        theme.on_change(self._on_theme)
+        session = getattr(host, "session", None)
+        if session is not None:
+            session.run_started.connect(self._auto_run)
+        QTimer.singleShot(0, self._auto_run)
+
+    def _build_blocks_tab(self) -> QWidget:
+        tab = QWidget()
+        lay = QVBoxLayout(tab)
+        lay.setContentsMargins(4, 4, 4, 4)
+        lay.setSpacing(3)
+        nav = QHBoxLayout()
+        self.prev_prefill = self._button(
+            nav,
+            "« prefill",
+            translate("views.requests", "back to the previous request's prefill (Shift+←)"),
+            lambda: self.jump_prefill(-1),
+        )
+        self.prev_button = self._button(
+            nav, "◀", translate("views.requests", "one step back (←)"), lambda: self.show_step(self.step - 1)
+        )
+        self.slider = QSlider(Qt.Horizontal)
+        self.slider.setRange(0, 0)
+        self.slider.setToolTip(
+            translate("views.requests", "the steps of the run: each request's prefill, its decode steps, and its finish (← →)")
+        )
+        self.slider.valueChanged.connect(self._draw)
+        nav.addWidget(self.slider, 1)
+        self.next_button = self._button(
+            nav, "▶", translate("views.requests", "one step on (→)"), lambda: self.show_step(self.step + 1)
+        )
+        self.next_prefill = self._button(
+            nav,
+            "prefill »",
+            translate("views.requests", "on to the next request's prefill (Shift+→)"),
+            lambda: self.jump_prefill(1),
+        )
+        self.step_label = QLabel(translate("views.requests", "step {i} / {n}").format(i="–", n="–"))
+        nav.addWidget(self.step_label)
+        lay.addLayout(nav)
+        choose = QHBoxLayout()
+        self.which_run = QComboBox()
+        self.which_run.addItems(
+            [translate("views.requests", "prefix caching on"), translate("views.requests", "prefix caching off")]
+        )
+        self.which_run.setToolTip(
+            translate("views.requests", "which of the two runs the blocks show: the same requests with prefix caching on or off")
+        )
+        self.which_run.currentIndexChanged.connect(self._choose_run)
+        choose.addWidget(self.which_run)
+        choose.addWidget(QLabel(translate("views.requests", "block table of:")))
+        self.request_box = QComboBox()
+        self.request_box.setToolTip(translate("views.requests", "whose block table is drawn below (and marked L j in the grid)"))
+        self.request_box.currentIndexChanged.connect(lambda _i: self._draw())
+        choose.addWidget(self.request_box, 1)
+        lay.addLayout(choose)
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        self.summary.setTextFormat(Qt.RichText)
+        self.summary.setMinimumHeight(self.summary.fontMetrics().lineSpacing() * 2 + 4)
+        lay.addWidget(self.summary)
+        self.grid = BlocksGrid()
+        self.grid.hovered.connect(self._hover)
+        self.scroll = QScrollArea()
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setWidget(self.grid)
+        self.scroll.setMinimumHeight(150)  # two rows of blocks even on a short screen
+        lay.addWidget(self.scroll, 1)
+        self.table = BlockTableView()
+        lay.addWidget(self.table)
+        self.readout = QLabel(_hover_hint())
+        self.readout.setWordWrap(True)
+        self.readout.setTextFormat(Qt.PlainText)
+        self.readout.setMinimumHeight(self.readout.fontMetrics().lineSpacing() * 2 + 4)
+        lay.addWidget(self.readout)
+        self.legend = QLabel()
+        self.legend.setWordWrap(True)
+        self.legend.setTextFormat(Qt.RichText)
+        self.legend.setToolTip(legend_tooltip())
+        lay.addWidget(self.legend)
+        self._update_legend()
+        return tab
+
+    @staticmethod
+    def _button(lay: QHBoxLayout, text: str, tip: str, slot) -> QPushButton:
+        b = QPushButton(text)
+        b.setToolTip(tip)
+        b.setFixedWidth(b.fontMetrics().horizontalAdvance(text) + 22)
+        b.clicked.connect(slot)
+        lay.addWidget(b)
+        return b
+
+    # ---------------------------------------------------------------- messages
+    def say(self, text: str, error: bool = False) -> None:
+        self.status.setText(text)
+        self.status.setStyleSheet(f"color: {theme.ERROR};" if error else "")
+
+    # ---------------------------------------------------------------- running
+    def _auto_run(self) -> None:
+        """On first show, with a model loaded and nothing run yet: the default demo."""
+        session = getattr(self.host, "session", None)
+        if self._auto_tried or self.computed is not None or self.busy or session is None or session.run is None:
+            return
+        if not self.isVisible():  # built, then hidden before the model came: wait for the next show
+            return
+        self._auto_tried = True
+        self.run_demo(show_request=0)
+
+    def run_demo(self, show_request: int = 1) -> bool:
+        """Run the default demo list for the loaded model with the current settings (False while busy);
+        when it is done the slider is on request ``show_request``'s prefill (0-based: by default the
+        second request's, whose prefill hits the blocks the first one filled)."""
+        settings = self.bar.settings()
+        what = translate("views.requests", "the default demo list")
+        return self._submit(lambda loaded: compute_demo(loaded, settings), what, show_request)
+
+    def run(self) -> bool:
+        """Run the list in the editor with the current settings (False while busy)."""
+        given, settings = self.editor.given(), self.bar.settings()
+        if not given.prompts:
+            self.say(
+                translate("views.requests", "the request list is empty: write one prompt per line in the 'Request list' tab"),
+                error=True,
+            )
+            return False
+        what = translate("views.requests", "{n} requests").format(n=len(given.prompts))
+        return self._submit(lambda loaded: compute(loaded, given, settings), what, 0)
+
+    def _submit(self, job, what: str, land_on: int) -> bool:
+        if self.busy:
+            return False
+        self._land_on = land_on
+        self._set_busy(True)
+        self.say(
+            translate(
+                "views.requests",
+                "running {what} twice through one paged pool (prefix caching off, then on), timing each prefill…",
+            ).format(what=what)
+        )
+        if not self.host.submit(job, self._done, self._failed):
+            self._set_busy(False)
+            return False
+        return True
+
+    def _set_busy(self, busy: bool) -> None:
+        self.busy = busy
+        self.bar.set_busy(busy)
+        self.progress.setVisible(busy)
+
+    def _failed(self, message: str) -> None:
+        self._set_busy(False)
+        self.say(translate("views.requests", "the requests could not run: {error}").format(error=message), error=True)
+
+    def _done(self, result: Computed | None) -> None:
+        self._set_busy(False)
+        if result is None:
+            self.say(translate("views.requests", "no model is loaded yet: press Run when it is"))
+            return
+        self.show_result(result)
+
+    def show_result(self, computed: Computed) -> None:
+        """Draw a computed run (what Run's worker job returns)."""
+        self.computed = computed
+        self.editor.set_given(computed.given)
+        self.bar.show_settings(computed.settings)
+        on = computed.both.on
+        self.request_box.blockSignals(True)
+        self.request_box.clear()
+        self.request_box.addItem(translate("views.requests", "the step's request"), FOLLOW)
+        for r in on.requests:
+            self.request_box.addItem(translate("views.requests", "request {n}").format(n=r.index + 1), r.index)
+        self.request_box.blockSignals(False)
+        self.numbers.set_computed(computed)
+        self.say(run_summary(computed))
+        self._update_legend()
+        self.slider.blockSignals(True)
+        self.slider.setRange(0, max(0, len(self.current_run().snapshots) - 1))
+        self.slider.blockSignals(False)
+        self.show_step(self.prefill_step(self._land_on) or 0)
+        self._draw()
+
+    # ---------------------------------------------------------------- steps
+    @property
+    def result(self):
+        """The shown ``SideBySide`` (the off and on runs), or None before a run."""
+        return None if self.computed is None else self.computed.both
+
+    def current_run(self):
+        return None if self.computed is None else self.computed.run(self.caching)
+
+    @property
+    def step(self) -> int:
+        return self.slider.value()
+
+    def show_step(self, i: int) -> None:
+        """Move the slider to snapshot ``i`` (clamped)."""
+        self.slider.setValue(max(self.slider.minimum(), min(int(i), self.slider.maximum())))
+
+    def prefill_step(self, request: int) -> int | None:
+        """The snapshot of request ``request``'s prefill (0-based index) in the shown run."""
+        run = self.current_run()
+        if run is None or not 0 <= request < len(run.requests):
+            return None
+        return run.requests[request].first_step
+
+    def jump_prefill(self, direction: int) -> None:
+        run = self.current_run()
+        if run is None:
+            return
+        starts = sorted(r.first_step for r in run.requests)
+        later = [s for s in starts if (s > self.step if direction > 0 else s < self.step)]
+        if later:
+            self.show_step(later[0] if direction > 0 else later[-1])
+
+    def _choose_run(self, index: int) -> None:
+        self.caching = index == 0
+        run = self.current_run()
+        if run is not None:
+            self.slider.setRange(0, max(0, len(run.snapshots) - 1))
+        self._draw()
+
+    def selected_request(self) -> int | None:
+        run = self.current_run()
+        if run is None or not run.snapshots:
+            return None
+        choice = self.request_box.currentData()
+        return run.snapshots[self.step].request if choice in (None, FOLLOW) else int(choice)
+
+    def _draw(self, *_args) -> None:
+        run = self.current_run()
+        if run is None or not run.snapshots:
+            return
+        i = self.step
+        snap = run.snapshots[i]
+        selected = self.selected_request()
+        owners = self.computed.last_owner.get(self.caching)
+        self.grid.set_snapshot(snap, owners[i] if owners is not None and i < len(owners) else None, selected)
+        self.table.set_table(snap.table(selected) if selected is not None else None, run.block_size)
+        self.step_label.setText(
+            translate("views.requests", "step {i} / {n}").format(i=integer(i + 1), n=integer(len(run.snapshots)))
+        )
+        self.summary.setText(step_summary(self.computed, self.caching, i))
+        self._hover(self.grid.hover_block)
+
+    def _hover(self, block: int) -> None:
+        run = self.current_run()
+        if run is None or block < 0:
+            self.readout.setText(_hover_hint())
+            return
+        text = block_text(run.snapshots[self.step], block, self.computed.token_text)
+        self.readout.setText(text)
+        if self.grid.underMouse():
+            QToolTip.showText(QCursor.pos(), text, self.grid)
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt
+        super().showEvent(event)
+        QTimer.singleShot(0, self._auto_run)
+
+    # ---------------------------------------------------------------- keys and theme
+    def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt
+        key, shift = event.key(), bool(event.modifiers() & Qt.ShiftModifier)
+        if key in (Qt.Key_Left, Qt.Key_Right):
+            direction = 1 if key == Qt.Key_Right else -1
+            self.jump_prefill(direction) if shift else self.show_step(self.step + direction)
+        elif key == Qt.Key_Home:
+            self.show_step(0)
+        elif key == Qt.Key_End:
+            self.show_step(self.slider.maximum())
+        else:
+            super().keyPressEvent(event)
+            return
+        event.accept()
+
+    def _update_legend(self) -> None:
+        n = len(self.computed.both.on.requests) if self.computed is not None else 0
+        self.legend.setText(legend_html([request_color(i) for i in range(n)]))
+
+    def _on_theme(self, _name: str) -> None:
+        self._update_legend()
+        self._draw()

@@ -1,0 +1,166 @@
+"""What the Requests dock computes on the worker thread: a request list run twice through one shared
+paged pool (prefix caching off, then on: ``kvsim.serving.requests.compare_prefix_caching``), with what the
+views need to draw any step later without touching the model (each token's text, each block's last
+owner, the paged waste at other block sizes).
+
+Nothing here is imported from the engine at module level (the engine loads torch): the functions
+import it when they run, on the worker thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import QT_TRANSLATE_NOOP
+
+from ...i18n import is_portuguese, translate
+
+SCHEDULES = ("sequential", "interleaved")
+SCHEDULE_LABELS = {  # what the schedule combo shows (translated where shown; the data stays the engine's word)
+    "sequential": QT_TRANSLATE_NOOP("views.requests_job", "sequential"),
+    "interleaved": QT_TRANSLATE_NOOP("views.requests_job", "interleaved"),
+}
+#: the demo list run by default: one whose requests share a prefix for this kind of model
+DEFAULT_DEMO = {"chat": "system-prompt.json", "plain": "austen-openings.json"}
+#: the same in a Portuguese app: Portuguese questions behind a Portuguese system prompt, a Portuguese opening
+DEFAULT_DEMO_PT = {"chat": "pt-prompt-de-sistema.json", "plain": "pt-aberturas.json"}
+PORTUGUESE_PREFIX = "pt-"
+#: the block sizes the paged-waste trade-off line is computed for (the chosen one is added)
+TRADE_OFF_SIZES = (1, 2, 4, 8, 16, 32, 64)
+
+
+@dataclass(frozen=True)
+class RequestsSettings:
+    block_size: int = 16
+    pool_blocks: int | None = None  # None: room for every request at once
+    steps: int = 8
+    schedule: str = "sequential"
+    repeats: int = 3
+
+
+@dataclass(frozen=True)
+class RequestsInput:
+    prompts: tuple[str, ...]
+    system: str | None = None
+    title: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Computed:
+    """One press of Run: the same requests with prefix caching off and on, and what drawing needs."""
+
+    both: Any  # kvsim.serving.records.SideBySide
+    settings: RequestsSettings
+    given: RequestsInput
+    model_id: str
+    token_text: dict[int, str] = field(default_factory=dict)
+    last_owner: dict[bool, np.ndarray] = field(default_factory=dict)  # caching on? → (steps, blocks), -1 never held
+    paged_waste_by_size: tuple[tuple[int, float], ...] = ()
+
+    def run(self, caching: bool):
+        return self.both.on if caching else self.both.off
+
+
+def schedule_label(schedule: str) -> str:
+    """The schedule's name in the app's language ("interleaved" → "intercalado")."""
+    return translate("views.requests_job", SCHEDULE_LABELS[schedule]) if schedule in SCHEDULE_LABELS else schedule
+
+
+def demo_lists() -> list[tuple[Path, Any]]:
+    """The bundled demo request lists, read (a file that does not read is left out)."""
+    from kvsim.core.sampling import SimulationError
+    from kvsim.serving.request_lists import demo_request_files, load_requests
+
+    out = []
+    for path in demo_request_files():
+        try:
+            out.append((path, load_requests(path)))
+        except SimulationError:
+            continue
+    return out
+
+
+def default_demo(tokenizer) -> RequestsInput:
+    """The demo list for this model: its own system prompt behind four questions when it has a chat
+    template, otherwise a shared opening paragraph (the bundled tiny model has no template). In a
+    Portuguese app, the Portuguese lists."""
+    kind = "chat" if getattr(tokenizer, "chat_template", None) else "plain"
+    lists = demo_lists()
+    if not lists:
+        raise ValueError(translate("views.requests_job", "no demo request lists found in resources/requests"))
+    wanted = [(DEFAULT_DEMO_PT if is_portuguese() else DEFAULT_DEMO)[kind], DEFAULT_DEMO[kind]]
+    path, chosen = next(((p, r) for name in wanted for p, r in lists if p.name == name), lists[0])
+    return RequestsInput(tuple(chosen.prompts), chosen.system, chosen.title or path.stem)
+
+
+def last_owners(snapshots) -> np.ndarray:
+    """(steps, blocks): the request that last held each block up to each step (-1: never held), so a
+    free block that still holds reusable rows can be drawn in its last owner's colour."""
+    if not snapshots:
+        return np.zeros((0, 0), dtype=np.int32)
+    n = snapshots[0].n_blocks
+    out = np.full((len(snapshots), n), -1, dtype=np.int32)
+    now = np.full(n, -1, dtype=np.int32)
+    for s, snap in enumerate(snapshots):
+        for b, owners in enumerate(snap.owners):
+            if owners:
+                now[b] = owners[0]
+        out[s] = now
+    out.flags.writeable = False
+    return out
+
+
+def compute(loaded, given: RequestsInput, settings: RequestsSettings) -> Computed:
+    """Run ``given`` with prefix caching off and on (same settings); raises a one-line error."""
+    from kvsim.core.sampling import SimulationError
+    from kvsim.serving.request_lists import RequestList, check_prompts, encode_requests
+    from kvsim.serving.requests import compare_prefix_caching
+    from kvsim.serving.waste import allocation_waste
+
+    if loaded is None:
+        raise SimulationError(translate("views.requests_job", "no model is loaded yet"))
+    if settings.schedule not in SCHEDULES:
+        raise SimulationError(
+            translate("views.requests_job", "schedule must be one of {names}").format(names=", ".join(SCHEDULES))
+        )
+    prompts = check_prompts([p.strip() for p in given.prompts if p.strip()], "the request list")
+    system = given.system.strip() if given.system and given.system.strip() else None
+    inputs = encode_requests(loaded.tokenizer, RequestList(prompts, system, given.title))
+    both = compare_prefix_caching(
+        loaded.model,
+        loaded.tokenizer,
+        inputs,
+        block_size=settings.block_size,
+        pool_blocks=settings.pool_blocks,
+        steps=settings.steps,
+        schedule=settings.schedule,
+        repeats=settings.repeats,
+        model_id=loaded.model_id,
+    )
+    ids = {t for run in (both.off, both.on) for r in run.requests for t in (*r.prompt_ids, *r.output_ids)}
+    texts = {t: loaded.tokenizer.token_text(t) for t in sorted(ids)}
+    w = both.on.waste
+    prompts_ids = [r.prompt_ids for r in both.on.requests]
+    by_size = tuple(
+        (b, allocation_waste(w.rows, b, w.max_len, w.bytes_per_slot, prompts_ids).paged_waste)
+        for b in sorted({*TRADE_OFF_SIZES, settings.block_size})
+    )
+    return Computed(
+        both=both,
+        settings=settings,
+        given=RequestsInput(prompts, system, given.title),
+        model_id=loaded.model_id,
+        token_text=texts,
+        last_owner={False: last_owners(both.off.snapshots), True: last_owners(both.on.snapshots)},
+        paged_waste_by_size=by_size,
+    )
+
+
+def compute_demo(loaded, settings: RequestsSettings) -> Computed | None:
+    """The default demo list for the loaded model (None when no model is loaded yet)."""
+    if loaded is None:
+        return None
+    return compute(loaded, default_demo(loaded.tokenizer), settings)

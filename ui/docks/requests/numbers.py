@@ -1,0 +1,285 @@
+"""The Requests dock's numbers: per request, prefix caching off vs on side by side (prefill rows
+computed, rows reused, block hits, measured TTFT with its spread, the ratio), and the waste of three
+ways to allocate the same rows (contiguous preallocated, contiguous exact, paged) as numbers and bars."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QRectF, QSize, Qt
+from PySide6.QtGui import QBrush, QColor, QPainter, QPen
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QSizePolicy, QTableWidget, QTableWidgetItem, QWidget
+
+from ... import theme
+from ...i18n import integer, local, num, translate
+from .blocks import ink_on, request_color
+
+# (key, label, tooltip): the side-by-side table's rows (translated where shown; the spread rows indented there)
+ROWS = (
+    (
+        "prompt",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "prompt tokens"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers", "the request's tokens after the chat template (or system prompt) was applied"
+        ),
+    ),
+    (
+        "computed_off",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "computed · off"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers", "prefill rows: K/V rows its prefill computed without prefix caching (all of them)"
+        ),
+    ),
+    (
+        "computed_on",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "computed · on"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers", "prefill rows: K/V rows its prefill computed with prefix caching: only what was not found"
+        ),
+    ),
+    (
+        "reused",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "reused · on"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers", "prompt rows taken from blocks already in the pool (hit blocks × B): not computed again"
+        ),
+    ),
+    (
+        "hits",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "hits / misses"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers",
+            "with caching on: prompt blocks found by hash (hits) and blocks its prefill had to write (misses)",
+        ),
+    ),
+    (
+        "ttft_off",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "TTFT off, ms"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers", "time to first token without prefix caching: the median of the timed prefills"
+        ),
+    ),
+    (
+        "spread_off",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "min–max"),
+        QT_TRANSLATE_NOOP("views.requests_numbers", "the spread: the fastest and slowest of the timed prefills (off)"),
+    ),
+    (
+        "ttft_on",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "TTFT on, ms"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers", "time to first token with prefix caching: lookup + the rest of the prefill + first token"
+        ),
+    ),
+    (
+        "spread_on",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "min–max"),
+        QT_TRANSLATE_NOOP("views.requests_numbers", "the spread: the fastest and slowest of the timed prefills (on)"),
+    ),
+    (
+        "ratio",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "on ÷ off"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers",
+            "TTFT with caching ÷ TTFT without: below 1: the request's first token came sooner because its prefix was reused",
+        ),
+    ),
+    (
+        "held",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "blocks held"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers", "with caching on: blocks in its table when it finished (shared ones included)"
+        ),
+    ),
+)
+ROW_KEYS = tuple(key for key, _, _ in ROWS)
+
+
+def _ms(value: float) -> str:
+    return num(value, 2) if value < 10 else num(value, 1) if value < 100 else num(value, 0)
+
+
+def _ratio(value: float | None) -> str:
+    return "–" if value is None else num(value, 2) + "×"
+
+
+class SideBySideTable(QTableWidget):
+    """Rows: the quantities; columns: the requests, then "all". Each cell keeps its raw value
+    (``Qt.UserRole``) beside the text."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(len(ROWS), 0, parent)
+        indent = {"spread_off", "spread_on"}  # under their TTFT row
+        self.setVerticalHeaderLabels(
+            [("   " if k in indent else "") + translate("views.requests_numbers", label) for k, label, _ in ROWS]
+        )
+        for i, (_, _, tip) in enumerate(ROWS):
+            self.verticalHeaderItem(i).setToolTip(translate("views.requests_numbers", tip))
+        self.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)  # sized once per fill
+        self.verticalHeader().setSectionResizeMode(QHeaderView.Interactive)
+        self.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.setSelectionMode(QAbstractItemView.NoSelection)
+        self.setSizeAdjustPolicy(QAbstractItemView.AdjustToContents)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self._both = None
+        theme.on_change(self._on_theme)  # a bound method: held weakly, gone with the view
+
+    def _on_theme(self, _name: str) -> None:
+        if self._both is not None:
+            self.set_runs(self._both)
+
+    def value(self, key: str, column: int):
+        item = self.item(ROW_KEYS.index(key), column)
+        return None if item is None else item.data(Qt.UserRole)
+
+    def text(self, key: str, column: int) -> str:
+        item = self.item(ROW_KEYS.index(key), column)
+        return "" if item is None else item.text()
+
+    def set_runs(self, both) -> None:
+        """Fill from a ``SideBySide`` (its ``off`` and ``on`` runs of the same requests)."""
+        self._both = both
+        off, on = both.off.requests, both.on.requests
+        n = len(on)
+        self.setColumnCount(n + 1)
+        self.setHorizontalHeaderLabels(
+            [translate("views.requests_numbers", "req {n}").format(n=i + 1) for i in range(n)]
+            + [translate("views.requests_numbers", "all")]
+        )
+        for i in range(n):
+            head = self.horizontalHeaderItem(i)
+            head.setBackground(QBrush(QColor(request_color(i))))
+            head.setForeground(QBrush(QColor(ink_on(request_color(i)))))
+            head.setToolTip(on[i].prompt or "")
+        ratios = both.ttft_ratios()
+        for i, (a, b) in enumerate(zip(off, on, strict=True)):
+            self._column(
+                i,
+                {
+                    "prompt": (len(b.prompt_ids), None),
+                    "computed_off": (a.prefill_rows, None),
+                    "computed_on": (b.prefill_rows, None),
+                    "reused": (b.reused_rows, None),
+                    "hits": ((b.hit_blocks, b.miss_blocks), f"{b.hit_blocks} / {b.miss_blocks}"),
+                    "ttft_off": (a.ttft_ms, _ms(a.ttft_ms)),
+                    "spread_off": ((a.ttft_ms_min, a.ttft_ms_max), f"{_ms(a.ttft_ms_min)}–{_ms(a.ttft_ms_max)}"),
+                    "ttft_on": (b.ttft_ms, _ms(b.ttft_ms)),
+                    "spread_on": ((b.ttft_ms_min, b.ttft_ms_max), f"{_ms(b.ttft_ms_min)}–{_ms(b.ttft_ms_max)}"),
+                    "ratio": (ratios[i], _ratio(ratios[i])),
+                    "held": (b.blocks_held, None),
+                },
+            )
+        t_off, t_on = sum(r.ttft_ms for r in off), sum(r.ttft_ms for r in on)
+        total = {
+            "prompt": (sum(len(r.prompt_ids) for r in on), None),
+            "computed_off": (sum(r.prefill_rows for r in off), None),
+            "computed_on": (sum(r.prefill_rows for r in on), None),
+            "reused": (sum(r.reused_rows for r in on), None),
+            "hits": ((sum(r.hit_blocks for r in on), sum(r.miss_blocks for r in on)), None),
+            "ttft_off": (t_off, _ms(t_off)),
+            "spread_off": (None, ""),
+            "ttft_on": (t_on, _ms(t_on)),
+            "spread_on": (None, ""),
+            "ratio": (t_on / t_off if t_off > 0 else None, _ratio(t_on / t_off if t_off > 0 else None)),
+            "held": (sum(r.blocks_held for r in on), None),
+        }
+        total["hits"] = (total["hits"][0], "{} / {}".format(*total["hits"][0]))
+        self._column(n, total, bold=True)
+        self.horizontalHeaderItem(n).setToolTip(
+            translate("views.requests_numbers", "sums over the requests (the ratio: total TTFT on ÷ total TTFT off)")
+        )
+        self.resizeColumnsToContents()
+        self.resizeRowsToContents()
+
+    def _column(self, col: int, cells: dict[str, tuple[object, str | None]], bold: bool = False) -> None:
+        for row, key in enumerate(ROW_KEYS):
+            value, text = cells[key]
+            item = QTableWidgetItem(integer(value) if text is None else text)
+            item.setData(Qt.UserRole, value)
+            item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+            if key == "ratio" and isinstance(value, float) and value < 1:
+                item.setForeground(QBrush(QColor(theme.ACCENT)))
+            if bold:
+                font = item.font()
+                font.setBold(True)
+                item.setFont(font)
+            self.setItem(row, col, item)
+
+
+class WasteBars(QWidget):
+    """The waste of the allocation schemes as bars: the length is the slots reserved, the solid part
+    the rows held, the hatched part the waste (``rows``: [(label, slots, waste or None, tooltip)])."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.rows: list[tuple[str, int, float | None]] = []
+        self.used = 0
+        self.bytes_per_slot = 0
+        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
+        self.setToolTip(
+            translate(
+                "views.requests_numbers",
+                "memory for these requests' rows held at once: the bar is what each scheme reserves, "
+                "the solid part the rows really held, the hatched part reserved but empty",
+            )
+        )
+        theme.on_change(self._on_theme)
+
+    def _on_theme(self, _name: str) -> None:
+        self.update()
+
+    def set_waste(self, waste, prefix_caching: bool) -> None:
+        self.used, self.bytes_per_slot = waste.exact_slots, waste.bytes_per_slot
+        self.rows = [
+            (
+                translate("views.requests_numbers", "contiguous, preallocated to {n} tokens").format(n=integer(waste.max_len)),
+                waste.preallocated_slots,
+                waste.preallocated_waste,
+            ),
+            (
+                translate("views.requests_numbers", "contiguous, exact (length known in advance)"),
+                waste.exact_slots,
+                waste.exact_waste,
+            ),
+            (
+                translate("views.requests_numbers", "paged, blocks of {b}").format(b=waste.block_size),
+                waste.paged_slots,
+                waste.paged_waste,
+            ),
+        ]
+        if prefix_caching:
+            self.rows.append(
+                (translate("views.requests_numbers", "paged, shared prefix counted once"), waste.paged_shared_slots, None)
+            )
+        self.setFixedHeight(self.sizeHint().height())
+        self.update()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt
+        return QSize(400, max(1, len(self.rows)) * (self.fontMetrics().height() + 16) + 4)
+
+    def paintEvent(self, event) -> None:  # noqa: N802 - Qt
+        p = QPainter(self)
+        fm = self.fontMetrics()
+        line = fm.height()
+        most = max((slots for _, slots, _ in self.rows), default=1) or 1
+        width = self.width() - 8
+        for i, (label, slots, waste) in enumerate(self.rows):
+            y = 2 + i * (line + 16)
+            size = local(theme.human_bytes(slots * self.bytes_per_slot))
+            if waste is None:
+                saved = integer(self.rows[2][1] - slots) if len(self.rows) > 2 else "–"
+                text = translate("views.requests_numbers", "{scheme}: {slots} slots ({size}) · saves {saved}")
+                text = text.format(scheme=label, slots=integer(slots), size=size, saved=saved)
+            else:
+                text = translate("views.requests_numbers", "{scheme}: {slots} slots ({size}) · {percent}% wasted")
+                text = text.format(scheme=label, slots=integer(slots), size=size, percent=num(100 * waste, 1))
+            p.setPen(QColor(theme.TEXT))
+            p.drawText(QRectF(4, y, width, line), Qt.AlignLeft | Qt.AlignVCenter, fm.elidedText(text, Qt.ElideRight, width))
+            bar_y, bar_h = y + line + 2, 10
+            total_w = max(2.0, width * slots / most)
+            used_w = min(total_w, width * min(self.used, slots) / most)
+            p.fillRect(QRectF(4, bar_y, used_w, bar_h), QColor(theme.HIGHLIGHT))
+            if total_w > used_w:
+                rect = QRectF(4 + used_w, bar_y, total_w - used_w, bar_h)
+                p.fillRect(rect, QBrush(QColor(theme.ERROR), Qt.BDiagPattern))
+                p.setPen(QPen(QColor(theme.ERROR), 1))
+                p.drawRect(rect)
+        p.end()

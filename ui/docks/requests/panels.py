@@ -1,0 +1,248 @@
+"""Words and panels of the Requests dock: the step's one-line story, a hovered block's details, the
+legend, and the "off vs on" tab (the side-by-side table, the waste bars, the block-size trade-off)."""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget
+
+from ... import theme
+from ...i18n import integer, local, num, translate
+from .blocks import EVENT_MEANING, EVENT_WORDS, event_label, event_meaning, request_color
+from .job import schedule_label
+from .numbers import SideBySideTable, WasteBars
+
+MAX_HOVER_CHARS = 240
+
+
+def _ms(value: float) -> str:
+    return (num(value, 2) if value < 100 else num(value, 0)) + " ms"
+
+
+def tokens_text(ids, token_text: dict[int, str]) -> str:
+    """The text of ``ids`` as one line (newlines and tabs made visible)."""
+    text = "".join(token_text.get(int(t), f"<{int(t)}>") for t in ids)
+    text = text.replace("\n", "↵").replace("\t", "⇥")
+    return text if len(text) <= MAX_HOVER_CHARS else text[: MAX_HOVER_CHARS - 1] + "…"
+
+
+def block_text(snap, block: int, token_text: dict[int, str]) -> str:
+    """What hovering physical block ``block`` says."""
+    refs = int(snap.ref_counts[block])
+    holders = ", ".join(str(o + 1) for o in snap.owners[block]) or translate("views.requests_panels", "none")
+    h = snap.hashes[block]
+    if h is not None:
+        how = translate("views.requests_panels", "hash {hash}").format(hash=h)
+    else:
+        how = translate("views.requests_panels", "no hash (not full, or not registered for reuse)")
+    if refs == 0:
+        state = (
+            translate("views.requests_panels", "free, rows kept for reuse")
+            if h is not None
+            else translate("views.requests_panels", "free")
+        )
+    else:
+        state = translate("views.requests_panels", "{n} reference(s)").format(n=refs)
+    words = translate(
+        "views.requests_panels", "#{block}: {state} · held by request(s) {holders} · {filled}/{size} slots · {hash}"
+    )
+    words = words.format(
+        block=block, state=state, holders=holders, filled=int(snap.filled[block]), size=snap.block_size, hash=how
+    )
+    ids = snap.token_ids[block]
+    if ids:
+        words += translate("views.requests_panels", " · tokens: “{text}”").format(text=tokens_text(ids, token_text))
+    return words
+
+
+def legend_tooltip() -> str:
+    """The event words of the grid, explained."""
+    lines = [
+        translate(
+            "views.requests_panels",
+            "each cell is one physical block of the pool: its B slots (filled in its holder's colour), its id #b",
+        ),
+        translate(
+            "views.requests_panels",
+            "×N: N requests hold it (shared by prefix caching); the stripes on its left edge are its holders",
+        ),
+        translate(
+            "views.requests_panels", "dashed and dimmed: free, but its rows are kept and can still be found by hash (cached)"
+        ),
+        translate("views.requests_panels", "L j: the block is logical block j of the request chosen above"),
+        "",
+    ]
+    return "\n".join(lines + [f"{event_label(word)}: {event_meaning(word)}" for word in EVENT_MEANING])
+
+
+def legend_html(colors: list[str]) -> str:
+    """One short line (the event words are explained in its tooltip)."""
+    swatches = " ".join(f"<span style='color:{c}'>■</span>{i + 1}" for i, c in enumerate(colors))
+    parts = [swatches] if colors else []
+    parts.append(
+        translate(
+            "views.requests_panels",
+            "<b style='color:{accent}'>×N</b> shared · <span style='color:{accent}'>gold: hit</span> · "
+            "bold: new/written · dashed: cached · <span style='color:{error}'>evict(ed)</span> · L j: logical block",
+        ).format(accent=theme.ACCENT, error=theme.ERROR)
+    )
+    return f"<span style='color:{theme.MUTED}'>" + " · ".join(parts) + "</span>"
+
+
+def run_summary(computed) -> str:
+    """The status line after a run: the model, the requests, the pool and what prefix caching reused."""
+    on = computed.both.on
+    return translate(
+        "views.requests_panels",
+        "{model}: {n} requests · B = {b} · pool {pool} blocks · {schedule} · {reused} prompt rows reused "
+        "({hits} block hits) · TTFT: median of {repeats}",
+    ).format(
+        model=computed.model_id,
+        n=len(on.requests),
+        b=on.block_size,
+        pool=integer(on.pool_blocks),
+        schedule=schedule_label(on.schedule),
+        reused=integer(sum(r.reused_rows for r in on.requests)),
+        hits=integer(sum(r.hit_blocks for r in on.requests)),
+        repeats=on.repeats,
+    )
+
+
+def step_summary(computed, caching: bool, step: int) -> str:
+    """One or two lines of plain words on snapshot ``step`` of the shown run."""
+    run = computed.run(caching)
+    snap = run.snapshots[step]
+    r = run.requests[snap.request]
+    color = request_color(snap.request)
+    who = translate("views.requests_panels", "<b style='color:{color}'>Request {n}</b>").format(color=color, n=snap.request + 1)
+    size = run.block_size
+    if snap.phase == "prefill":
+        other = computed.run(not caching).requests[snap.request]
+        off, on = (other, r) if caching else (r, other)
+        ratio = f" ({num(on.ttft_ms / off.ttft_ms, 2)}×)" if off.ttft_ms > 0 else ""
+        if caching and r.hit_blocks:
+            found = translate(
+                "views.requests_panels",
+                "<span style='color:{accent}'>{hits} block(s) found by hash</span> ({reused} rows reused), "
+                "{computed} rows computed",
+            ).format(accent=theme.ACCENT, hits=r.hit_blocks, reused=integer(r.reused_rows), computed=integer(r.prefill_rows))
+        elif caching:
+            found = translate("views.requests_panels", "no block found by hash: all {n} prompt rows computed")
+            found = found.format(n=integer(r.prefill_rows))
+        else:
+            found = translate("views.requests_panels", "all {n} prompt rows computed (caching off)")
+            found = found.format(n=integer(r.prefill_rows))
+        text = translate("views.requests_panels", "{who} prefill: {found}. TTFT {on} with caching, {off} without{ratio}.").format(
+            who=who, found=found, on=_ms(on.ttft_ms), off=_ms(off.ttft_ms), ratio=ratio
+        )
+    elif snap.phase == "decode":
+        table = snap.table(snap.request)
+        pos = table.n_tokens - 1
+        j = pos // size
+        text = translate(
+            "views.requests_panels",
+            "{who} decode: the row of token {token} goes into slot {slot} of its logical block {j} (physical #{b}).",
+        ).format(who=who, token=pos + 1, slot=pos % size + 1, j=j, b=table.blocks[j])
+    else:
+        cached = sum(1 for e in snap.events if e == "cached")
+        if cached:
+            text = translate(
+                "views.requests_panels",
+                "{who} finished: its {n} block(s) go back to the free list, {cached} keep their rows for reuse (cached).",
+            ).format(who=who, n=r.blocks_held, cached=cached)
+        else:
+            text = translate("views.requests_panels", "{who} finished: its {n} block(s) go back to the free list.")
+            text = text.format(who=who, n=r.blocks_held)
+    held = sum(1 for refs in snap.ref_counts if refs > 0)
+    pool = translate("views.requests_panels", "pool: {held} of {n} blocks held · {free} free").format(
+        held=held, n=snap.n_blocks, free=snap.free_blocks
+    )
+    if snap.cached_free_blocks:
+        pool += translate("views.requests_panels", " ({n} cached)").format(n=snap.cached_free_blocks)
+    if snap.evictions:
+        pool += translate("views.requests_panels", " · evictions so far {n}").format(n=snap.evictions)
+    events = sorted({e for e in snap.events if e})
+    if events:
+        words = ", ".join(event_label(EVENT_WORDS.get(e, e)) for e in events)
+        pool += translate("views.requests_panels", " · this step: {events}").format(events=words)
+    return f"{text}<br><span style='color:{theme.MUTED}'>{html.escape(pool)}</span>"
+
+
+class NumbersPanel(QScrollArea):
+    """The "off vs on" tab."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        body = QWidget()
+        lay = QVBoxLayout(body)
+        lay.setContentsMargins(4, 4, 4, 4)
+        self.caption = QLabel(
+            translate("views.requests_panels", "press Run: each request's numbers, prefix caching off and on, appear here")
+        )
+        self.caption.setWordWrap(True)
+        lay.addWidget(self.caption)
+        self.table = SideBySideTable()
+        lay.addWidget(self.table)
+        self.waste_caption = QLabel()
+        self.waste_caption.setWordWrap(True)
+        lay.addWidget(self.waste_caption)
+        self.bars = WasteBars()
+        lay.addWidget(self.bars)
+        self.trade_off = QLabel()
+        self.trade_off.setWordWrap(True)
+        self.trade_off.setTextFormat(Qt.RichText)
+        self.trade_off.setToolTip(
+            translate(
+                "views.requests_panels",
+                "the paged figure recomputed for the same rows with other block sizes: small blocks waste less of the "
+                "last block, but a block is only shared once it is full, and the table has more entries",
+            )
+        )
+        lay.addWidget(self.trade_off)
+        self.outputs = QLabel()
+        self.outputs.setWordWrap(True)
+        self.outputs.setTextFormat(Qt.PlainText)
+        lay.addWidget(self.outputs)
+        lay.addStretch(1)
+        self.setWidget(body)
+        self._computed = None
+        theme.on_change(self._on_theme)
+
+    def _on_theme(self, _name: str) -> None:
+        if self._computed is not None:
+            self.set_computed(self._computed)
+
+    def set_computed(self, computed) -> None:
+        self._computed = computed
+        both = computed.both
+        self.caption.setText(
+            translate(
+                "views.requests_panels",
+                "The same {n} requests, blocks of {b}, run with prefix caching off and on ({schedule}); TTFT is the "
+                "median of {repeats} timed prefills, measured on this machine.",
+            ).format(
+                n=len(both.on.requests), b=both.on.block_size, schedule=schedule_label(both.on.schedule), repeats=both.on.repeats
+            )
+        )
+        self.table.set_runs(both)
+        w = both.on.waste
+        self.waste_caption.setText(
+            translate(
+                "views.requests_panels",
+                "Memory for these requests' {rows} rows held at once (one slot = one token's K and V in every layer, {size}):",
+            ).format(rows=integer(w.exact_slots), size=local(theme.human_bytes(w.bytes_per_slot)))
+        )
+        self.bars.set_waste(w, both.on.prefix_caching)
+        chosen = both.on.block_size
+        sizes = " · ".join(
+            (f"<b>B={b}: {num(100 * waste, 1)}%</b>" if b == chosen else f"B={b}: {num(100 * waste, 1)}%")
+            for b, waste in computed.paged_waste_by_size
+        )
+        self.trade_off.setText(
+            translate("views.requests_panels", "paged waste of these rows with other block sizes: {sizes}").format(sizes=sizes)
+        )
+        answers = " | ".join(f"{r.index + 1}: {r.output_text.strip()[:60]}" for r in both.on.requests)
+        self.outputs.setText(translate("views.requests_panels", "answers (with caching on): {answers}").format(answers=answers))

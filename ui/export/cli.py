@@ -1,0 +1,139 @@
+"""``kvsim export --model M (--prompt TEXT | --prompt-ids …) --steps N --out FILE.gif|FILE.mp4
+[--size WxH] [--fps F] [--speed S] [--lanes-only] [--lanes …] [--theme dark|light] [--scale F]``.
+
+Renders a run headless (offscreen) to an animation for slides. The run is computed first by the
+engine exactly as ``kvsim run`` computes it (same prompt handling, all N steps, the end-of-sequence
+token does not stop it), then shown in the main window as an opened run and filmed by
+``MovieExport``: for each step, its animation at ``--speed`` sampled at ``--fps`` (at least one frame
+per step; ``--speed instant`` gives exactly one). Frames are ``--size`` pixels (the window is laid
+out at size / scale). Every bad request (extension, size, frame rate, path) is one ``error:`` line
+before anything is loaded.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ..animation import SPEEDS as SPEED_MS
+from .movie import ExportError, MovieSpec, check_output
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    m = re.fullmatch(r"\s*(\d{1,5})\s*[xX×]\s*(\d{1,5})\s*", text or "")
+    if not m:
+        raise ExportError(f"--size must look like 1280x720, got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def layout_size(size: tuple[int, int], scale: float) -> tuple[int, int]:
+    """The window's size for frames of ``size`` pixels: size / scale, grown (aspect kept) to at least
+    1280 wide or 720 high — a smaller window cannot lay the lanes out; its frames are scaled down."""
+    w, h = size[0] / scale, size[1] / scale
+    f = max(1.0, min(1280 / w, 720 / h))
+    return round(w * f), round(h * f)
+
+
+def _fail(message: str, code: int = 2) -> int:
+    print(f"error: {message.splitlines()[0] if message else 'export failed'}", file=sys.stderr)
+    return code
+
+
+def main(args) -> int:
+    from .screenshot import check_docks, check_scale, prepare, settle, start_app
+
+    try:
+        size = parse_size(args.size)
+        check_output(args.out, size, args.fps)
+        scale = check_scale(getattr(args, "scale", None))
+        docks = check_docks(getattr(args, "show", None))
+    except ValueError as exc:
+        return _fail(str(exc))
+    speed = getattr(args, "speed", "normal")
+    spec_ms = SPEED_MS[speed]
+    records, meta = compute_run(args)  # engine errors propagate to the CLI's one-line handler
+    out = Path(args.out)
+    app = start_app(scale, getattr(args, "theme", None))
+    from kvsim.engine.trace import Trace
+
+    from ..window import MainWindow
+
+    window = MainWindow(model=args.model, prompt=args.prompt, persist=False, fallback=False)
+
+    if getattr(args, "theme", None):  # the window applies its own theme setting when built: choose after it
+        window.theme_setting.choose(getattr(args, "theme", None))
+    window.animator.set_speed("instant")
+    window.resize(*layout_size(size, scale))
+    window.show()
+    try:
+        if not window.controller.wait_ready(timeout_s=300):
+            return _fail(window.controller.last_error or "the model did not load in time")
+        with tempfile.TemporaryDirectory(prefix="kvsim-export-") as tmp:
+            trace_path = Path(tmp) / "run.kvsim"
+            Trace(meta=meta, records=records).save(trace_path)
+            if not window.controller.open_run(str(trace_path)):
+                return _fail(window.controller.last_error or "the run could not be shown")
+        window.setWindowTitle(f"kvsim — {meta.get('model_id', args.model)}")
+        window.toolbar.show_speed(speed)
+        window.statusBar().clearMessage()
+        prepare(window, lanes_only=bool(args.lanes_only), show=docks)
+        window.resize(*layout_size(size, scale))  # again: a shown window is first fitted to the (offscreen) screen
+        app.processEvents()
+        window.fit_docks()
+        settle(window)
+        spec = MovieSpec(path=out, first=0, last=len(records) - 1, size=size, fps=float(args.fps), step_ms=spec_ms)
+        return film(window, spec, app)
+    finally:
+        window.shutdown()
+        window.close()
+        app.processEvents()
+
+
+def film(window, spec: MovieSpec, app) -> int:
+    """Run one MovieExport to its end (the event loop turning), then report it in one line."""
+    from .movie import MovieExport
+
+    export = MovieExport(window, spec)
+    t0 = time.perf_counter()
+    export.start()
+    while not export.result:
+        app.processEvents()
+        time.sleep(0.001)
+    export.encoder.join(timeout=60)
+    if export.result.startswith("error: "):
+        return _fail(f"cannot write {spec.path}: {export.result[7:]}", 1)
+    mb = spec.path.stat().st_size / 1e6
+    print(
+        f"{spec.path}: {spec.format.upper()}, {spec.n_frames} frames ({spec.last - spec.first + 1} steps × "
+        f"{spec.frames_per_step}), {spec.size[0]}x{spec.size[1]}, {spec.fps:g} fps, "
+        f"{spec.n_frames / spec.fps:.1f} s, {mb:.2f} MB, made in {time.perf_counter() - t0:.1f} s"
+    )
+    return 0
+
+
+def compute_run(args) -> tuple[list, dict]:
+    """The run's records and metadata, computed as ``kvsim run`` does (every step, EOS or not)."""
+    from kvsim.caches import parse_lanes
+    from kvsim.cli.run import _prompt_ids
+    from kvsim.core.sampling import SimulationError
+    from kvsim.engine.simulate import Simulator
+    from kvsim.models.loading import load_model
+
+    lanes = parse_lanes(args.lanes)
+    if args.prompt is not None and not args.prompt.strip():
+        raise SimulationError("the prompt is empty: give --prompt TEXT or --prompt-ids 1,2,3")
+    loaded = load_model(args.model)
+    ids, text = _prompt_ids(args, loaded.tokenizer)
+    ctx = loaded.model.cfg.max_seq_len
+    if len(ids) + args.steps - 1 > ctx:
+        raise SimulationError(
+            f"prompt ({len(ids)} tokens) + {args.steps} steps needs {len(ids) + args.steps - 1} "
+            f"positions, more than the model's context of {ctx}"
+        )
+    sim = Simulator(loaded.model, loaded.tokenizer, ids, lanes, model_id=loaded.model_id, prompt_text=text)
+    sim.trace.meta["model_info"] = loaded.info
+    records = list(sim.run(args.steps, stop_at_eos=False))
+    return records, sim.trace.meta

@@ -1,0 +1,198 @@
+"""Images the lanes draw, derived from the session's rows and memoised. Per lane, not shared:
+
+* a lane that holds exactly the shared rows and reads every key (no cache, the KV cache) shares
+  its images with every other such lane — the values are the same, only the overlays differ;
+* a lane whose rows differ (lossy) or that reads fewer keys (evicting, windowed) gets its own:
+  its K/V tables as it held them at the cursor (evicted rows left transparent), and attention
+  rows derived from its own queries over the keys it could see at the step each row was the query.
+
+Attention is recomputed from stored Q and K exactly as the model computes it (softmax(q·Kᵀ/√d)),
+so a trace stays O(n). A row never changes once computed, so coloured rows are kept.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import theme
+from .attention import AttentionRows, attention_rows, kv_head_of
+
+MAX_COLS = 512  # attention columns drawn at most (max-pooled beyond)
+
+
+def _pool_cols(mat: np.ndarray, f: int) -> np.ndarray:
+    """Max-pool columns by ``f`` (NaN = masked is ignored unless a whole block is masked)."""
+    n = mat.shape[1]
+    if f <= 1:
+        return mat
+    pad = (-n) % f
+    if pad:
+        mat = np.concatenate([mat, np.full((mat.shape[0], pad), np.nan, np.float32)], axis=1)
+    return np.fmax.reduce(mat.reshape(mat.shape[0], -1, f), axis=2)
+
+
+class DerivedImages:
+    def __init__(self, session) -> None:
+        self.session = session
+        self._rows: dict[tuple, dict[int, np.ndarray] | AttentionRows] = {}
+        self._memo: dict[tuple, object] = {}
+        self._attn_rgba: dict[tuple, dict[int, np.ndarray]] = {}
+        self.levels: dict[tuple[int, int], float] = {}
+        self.show_error = False  # lossy lanes: draw K/V minus the exact rows instead of the rows
+        self.error_levels: dict[tuple, float] = {}
+        self.q_levels: dict[tuple[int, int], float] = {}
+        session.run_started.connect(self.clear)
+        theme.on_change(self._retheme)
+
+    def _retheme(self, _name: str) -> None:
+        """Colours are baked into the kept images: a new theme colours them again (values stay)."""
+        self._memo.clear()
+        self._attn_rgba.clear()
+
+    def set_show_error(self, on: bool) -> None:
+        self.show_error = bool(on)
+        self._memo.clear()
+
+    def clear(self) -> None:
+        self._rows.clear()
+        self._memo.clear()
+        self._attn_rgba.clear()
+        self.levels.clear()
+        self.q_levels.clear()
+
+    def _own_view(self, lane: int) -> bool:
+        info = self.session.lanes[lane]
+        return info.lossy or info.evicts or info.window is not None or self.session.has_own_rows(lane)
+
+    def view_key(self, lane: int) -> int | str:
+        """Lanes with the same key draw the same images."""
+        return lane if self._own_view(lane) else "shared"
+
+    def _kv_level(self, layer: int, kv_head: int) -> float:
+        """Symmetric colour level for a (layer, kv head), fixed for the run from the exact prefill
+        rows, the same for every lane so that their colours compare."""
+        key = (layer, kv_head)
+        if key not in self.levels:
+            k, v = self.session.shared_rows(layer, kv_head, max(self.session.prompt_len, 1))
+            self.levels[key] = float(np.percentile(np.abs(np.concatenate([k.ravel(), v.ravel()])), 99)) or 1.0
+        return self.levels[key]
+
+    def kv(self, lane: int, layer: int, head: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """RGBA of the K and V rows lo..hi-1 this lane held at the cursor (evicted rows transparent)."""
+        s = self.session
+        cfg = s.config
+        g = kv_head_of(head, cfg.n_heads, cfg.n_kv_heads)
+        own = self._own_view(lane)
+        error = self.show_error and s.has_own_rows(lane)
+        key = ("kv", self.view_key(lane), layer, g, lo, hi, s.cursor if own else None, error)
+        if key not in self._memo:
+            m = self._kv_level(layer, g)
+            k_rows, v_rows = s.kv_rows(lane, layer, g, lo, hi)
+            if error:  # the error against full precision, on its own symmetric scale (named in the title)
+                k_exact, v_exact = s.shared_rows(layer, g, hi)
+                k_rows, v_rows = k_rows - k_exact[lo:], v_rows - v_exact[lo:]
+                m = float(np.percentile(np.abs(np.concatenate([k_rows.ravel(), v_rows.ravel()])), 99)) or 1e-9
+                self.error_levels[(lane, layer, g)] = m
+            k = theme.colorize(k_rows, -m, m, theme.KV_CMAP)
+            v = theme.colorize(v_rows, -m, m, theme.KV_CMAP)
+            read = s.read_positions(lane) if own else None
+            if read is not None:
+                gone = np.ones(hi - lo, dtype=bool)
+                inside = read[(read >= lo) & (read < hi)]
+                gone[inside - lo] = False
+                k[gone, :, 3] = 0
+                v[gone, :, 3] = 0
+            self._remember(key, (k, v))
+        return self._memo[key]
+
+    def q(self, lane: int, layer: int, head: int, lo: int, hi: int, first: int) -> np.ndarray:
+        """RGBA of the query rows lo..hi-1 of ``head``, drawn only from row ``first`` on (the rows this lane
+        computed this step: Q is never cached); symmetric levels of its own, fixed from the prompt's rows."""
+        s = self.session
+        key = ("q", self.view_key(lane), layer, head, lo, hi, first)
+        if key not in self._memo:
+            if (layer, head) not in self.q_levels:
+                prompt = s.q_rows(lane, layer, head, 0, max(s.prompt_len, 1))
+                self.q_levels[(layer, head)] = float(np.percentile(np.abs(prompt), 99)) or 1.0
+            m = self.q_levels[(layer, head)]
+            rgba = theme.colorize(s.q_rows(lane, layer, head, lo, hi), -m, m, theme.KV_CMAP)
+            rgba[: max(0, first - lo), :, 3] = 0
+            self._remember(key, rgba)
+        return self._memo[key]
+
+    def attention(self, lane: int, layer: int, head: int, lo: int, hi: int) -> tuple[np.ndarray, float]:
+        """RGBA of attention rows lo..hi-1 over keys 0..hi-1, and the image's width in key units.
+
+        Beyond MAX_COLS keys, columns are max-pooled by f = ceil(n / MAX_COLS). A row never changes
+        once computed, so its coloured (pooled) pixels are kept: a new step colours one new row.
+        """
+        view = self.view_key(lane)
+        key = ("attn", view, layer, head, lo, hi)
+        if key in self._memo:
+            return self._memo[key]
+        f = max(1, math.ceil(hi / MAX_COLS))
+        width = math.ceil(hi / f)
+        cache = self._attn_rgba.setdefault((view, layer, head, f), {})
+        missing = [p for p in range(lo, hi) if p not in cache]
+        if missing:
+            a, b = missing[0], missing[-1] + 1
+            mat = _pool_cols(self.rows(lane, layer, head, a, b), f)
+            rgba = theme.colorize(np.sqrt(mat), 0.0, 1.0, theme.ATTN_CMAP)  # colour ∝ √p (see legend)
+            for i, p in enumerate(range(a, b)):
+                cache[p] = rgba[i, : math.ceil((p + 1) / f)].copy()
+        img = np.zeros((hi - lo, width, 4), dtype=np.uint8)  # transparent = masked (hatched behind)
+        for i, p in enumerate(range(lo, hi)):
+            row = cache[p]
+            img[i, : row.shape[0]] = row
+        self._remember(key, (img, float(width * f)))
+        return self._memo[key]
+
+    def rows(self, lane: int, layer: int, head: int, a: int, b: int) -> np.ndarray:
+        """Exact attention probabilities of query rows a..b-1 over keys 0..b-1 (NaN: not seen)."""
+        s = self.session
+        cfg = s.config
+        g = kv_head_of(head, cfg.n_heads, cfg.n_kv_heads)
+        if not self._own_view(lane):
+            rows = self._rows.setdefault(("shared", layer, head), AttentionRows(cfg.window_of(layer)))
+            return rows.rows(s.q_rows(lane, layer, head, 0, b), s.shared_rows(layer, g, b)[0], a, b, b)
+        done = self._rows.setdefault((lane, layer, head), {})
+        out = np.full((b - a, b), np.nan, dtype=np.float32)
+        info = s.lanes[lane]
+        p = a
+        while p < b:
+            step = s.step_of_position(p)
+            end = min(b, s.n_rows(step))  # the queries of one step: the prompt's, or one decode row
+            if any(q not in done for q in range(p, end)):
+                n = s.n_rows(step)
+                keys = s.read_positions(lane, step)
+                keys = np.arange(n) if keys is None else keys
+                k_all = s.kv_rows(lane, layer, g, 0, n, step=step)[0]
+                block = attention_rows(
+                    s.q_rows(lane, layer, head, p, end),
+                    k_all[keys],
+                    np.arange(p, end),
+                    keys,
+                    cfg.window_of(layer),
+                    info.window,
+                    info.sinks,
+                )
+                for i, q in enumerate(range(p, end)):
+                    full = np.full(q + 1, np.nan, dtype=np.float32)
+                    seen = keys <= q
+                    full[keys[seen]] = block[i, seen]
+                    done[q] = full
+            for q in range(p, end):
+                out[q - a, : q + 1] = done[q]
+            p = end
+        return out
+
+    def attention_values(self, lane: int, layer: int, head: int, row: int) -> np.ndarray:
+        """The exact probabilities of one query row (tests and tooltips)."""
+        return self.rows(lane, layer, head, row, row + 1)[0]
+
+    def _remember(self, key, value) -> None:
+        if len(self._memo) > 48:
+            self._memo.pop(next(iter(self._memo)))
+        self._memo[key] = value

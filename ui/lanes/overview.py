@@ -1,0 +1,134 @@
+"""All heads at once: the attention of every query head of the selected layer, drawn in groups over
+the K/V head they share (MHA: groups of one; GQA: H/H_kv heads per group; MQA: one group), for the
+step under the cursor. Group colours are their own (not lane colours): the grouping is the model's."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF
+from PySide6.QtGui import QFont
+
+from .. import theme
+from ..i18n import translate
+from .attention import kv_head_of
+
+OVERVIEW_ROWS = 48  # newest query rows shown per head
+# K/V-head groups: theme.group_color — greys, greens, purples, pinks: never orange or blue, the two
+# default lanes' colours (the test measures the distance)
+
+
+class HeadsOverview(pg.GraphicsLayoutWidget):
+    def __init__(self, session, derived, parent=None) -> None:
+        super().__init__(parent)
+        self.session, self.derived = session, derived
+        self.layer = 0
+        self.lane = 0  # the lane whose attention is shown (the first: the reference)
+        self.items: list[tuple[pg.PlotItem, pg.ImageItem]] = []
+        self.frames: list[str] = []  # each head's group colour (its K/V head's)
+        self._shape = None
+        session.run_started.connect(self._build)
+        session.cursor_moved.connect(lambda _s: self.redraw())
+        self.setToolTip(
+            translate(
+                "views.overview",
+                "every query head of the selected layer; a frame's colour is its K/V head: heads framed alike\n"
+                "share one K and V (GQA), so the cache holds H_kv heads, not H",
+            )
+        )
+        theme.on_change(self.retheme)
+
+    def retheme(self, _name: str = "") -> None:
+        """New colours: the plots are made again (they are few, and only when the view is shown)."""
+        self.setBackground(theme.BG)
+        self._shape = None
+        if self.items:
+            self._build()
+
+    def _build(self) -> None:
+        """One plot per query head. Only when shown (the dock is hidden by default: a new run must not
+        pay for it), and only when the head shape changed; else the plots stay and are redrawn."""
+        if not self.isVisible():
+            self._stale = True
+            return
+        self._stale = False
+        cfg = self.session.config
+        if cfg is None:
+            return
+        if self.items and self._shape == (cfg.n_heads, cfg.n_kv_heads):
+            self.redraw()
+            return
+        self._shape = (cfg.n_heads, cfg.n_kv_heads)
+        self.clear()
+        self.items = []
+        self.frames = []
+        s = self.session
+        cfg = s.config
+        h, hkv, group = cfg.n_heads, cfg.n_kv_heads, cfg.group_size
+        # one row per K/V head when the groups are few and small enough; else wrap heads in rows
+        cols = group if hkv <= 8 and group <= 8 else min(h, 4 if h <= 8 else 6)
+        kind = "MHA" if group == 1 else "MQA"
+        if group > 1 and hkv > 1:
+            kind = translate("views.overview", "GQA: {group} share each").format(group=group)
+        self.addLabel(
+            translate("views.overview", "{h} heads, {hkv} K/V · {kind}").format(h=h, hkv=hkv, kind=kind),
+            row=0,
+            col=0,
+            colspan=cols,
+            size="11pt",
+            color=theme.MUTED,
+        )
+        font = QFont(self.font())
+        for i in range(h):
+            g = kv_head_of(i, h, hkv)
+            color = theme.group_color(g)
+            p = self.addPlot(row=(i // cols) * 2 + 2, col=i % cols)
+            self.addLabel(
+                translate("views.overview", "head {i} · kv {g}").format(i=i, g=g),
+                row=(i // cols) * 2 + 1,
+                col=i % cols,
+                size="11pt",
+                color=color,
+            )
+            p.getViewBox().setBorder(pg.mkPen(color, width=2))  # the frame says which K/V head it shares
+            self.frames.append(color)
+            p.setMenuEnabled(False)
+            p.hideButtons()
+            p.setMouseEnabled(False, False)
+            p.invertY(True)
+            p.hideAxis("left")
+            p.hideAxis("bottom")
+            p.getAxis("bottom").setTickFont(font)
+            img = pg.ImageItem(axisOrder="row-major")
+            p.addItem(img)
+            self.items.append((p, img))
+        self.redraw()
+
+    def set_layer(self, layer: int) -> None:
+        self.layer = layer
+        self.redraw()
+
+    def redraw(self) -> None:
+        s = self.session
+        if s.run is None or not self.items or not self.isVisible():
+            return
+        n = s.n_rows()
+        if n <= 0:
+            for _, img in self.items:
+                img.setVisible(False)
+            return
+        lo = max(0, n - OVERVIEW_ROWS)
+        layer = min(self.layer, s.config.n_layers - 1)
+        lane = min(self.lane, len(s.lanes) - 1)
+        for head, (p, img) in enumerate(self.items):
+            rgba, width = self.derived.attention(lane, layer, head, lo, n)
+            img.setImage(rgba, levels=(0, 255), autoLevels=False)
+            img.setRect(QRectF(0, lo, width, n - lo))
+            img.setVisible(True)
+            p.setRange(xRange=(0, width), yRange=(lo, n), padding=0)
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        if getattr(self, "_stale", False):
+            self._build()
+        else:
+            self.redraw()

@@ -1,0 +1,362 @@
+"""One lane's panel: its K and V tables, its attention rows, and what this step cost.
+
+Rows are tokens (the same rows in all four plots, so a token's K, q, V and attention line up);
+K/q/V columns are head dimensions; attention columns are key positions. The q column holds only the
+query rows the lane computed this step (Q is never cached: the new token's q reads the cache).
+Images are rebuilt only when the cursor, layer or head changes; animation only moves overlay rectangles (cheap), so a frame
+costs almost nothing while a step animates:
+
+* rows this lane computed this step: the *old* ones are swept top to bottom (the recompute), the
+  *new* ones fade in and stay outlined;
+* rows it did not compute (read from its cache) are dimmed and labelled.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics
+from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
+
+from .. import theme
+from ..i18n import translate
+from . import policy_text
+from .attention import kv_head_of
+from .derived import DerivedImages
+from .hover import LaneHover
+from .plots import DIM, ImagePlot, TokenAxis, dim_rows  # noqa: F401 - DIM, dim_rows: the dimming tests check
+from .text import (
+    cached_forms,
+    not_recomputed_forms,
+    q_not_cached_forms,
+    readout_html,
+    readout_tip,
+    recompute_forms,
+    step_progress,
+    title_options,
+    title_tips,
+)
+
+MAX_ROWS = 256  # rows drawn at most (the newest ones); older rows scroll off the top
+
+
+class LanePanel(LaneHover, QWidget):
+    """Lane ``index`` of the run: header, [K | V | attention] with shared token rows, and a per-step
+    readout. Everything it shows of its lane comes from the lane's description and records."""
+
+    hovered = Signal(int)  # token position under the mouse (-1: none)
+    pointed = Signal(str)  # what the mouse points at (an attention cell's probability), for the status bar
+
+    def __init__(self, session, derived: DerivedImages, index: int, parent=None) -> None:
+        super().__init__(parent)
+        self.session, self.derived, self.index = session, derived, index
+        self.info = session.lanes[index]
+        self.name = self.info.name
+        self.color = theme.lane_color(index)
+        self.layer, self.head = 0, 0
+        self.hover_pos = -1
+        self._geom = None  # (lo, hi, computed_lo, new_lo, n) of the drawn step
+        self._t = 1.0
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 2, 4, 2)
+        lay.setSpacing(2)
+        self.header = QLabel()
+        self.header.setTextFormat(Qt.RichText)
+        hf = QFont(self.font())
+        hf.setPointSizeF(hf.pointSizeF() * 1.2)
+        self.header.setFont(hf)
+        lay.addWidget(self.header)
+
+        self.glw = pg.GraphicsLayoutWidget()
+        self.glw.ci.setContentsMargins(0, 0, 0, 0)
+        self.glw.ci.setSpacing(6)
+        self.axis = TokenAxis(self._label_of)
+        font = QFont(self.font())
+        self.axis.setTickFont(font)
+        self.titles = [self.glw.addLabel("", row=0, col=c, size="12pt", color=theme.MUTED) for c in range(4)]
+        self._col_widths = (200.0, 60.0, 100.0, 200.0)
+        self.k = ImagePlot(self.glw, 1, 0, self.axis, self.color)
+        self.q = ImagePlot(self.glw, 1, 1, None, self.color, unseen=False)
+        self.v = ImagePlot(self.glw, 1, 2, None, self.color)
+        self.a = ImagePlot(self.glw, 1, 3, None, self.color, masked=True)
+        self.plots = (self.k, self.q, self.v, self.a)
+        for p in (self.q, self.v, self.a):
+            p.vb.setYLink(self.k.vb)
+        self.glw.installEventFilter(self)
+        self.glw.scene().sigMouseMoved.connect(self._mouse_moved)
+        self.cache_text = pg.TextItem("", color=theme.TEXT, anchor=(0.5, 0.5), fill=QColor(18, 20, 24, 200))
+        self.cache_text.setZValue(20)
+        self.a.vb.addItem(self.cache_text, ignoreBounds=True)
+        self.kv_text = pg.TextItem("", color=theme.TEXT, anchor=(0.5, 0.5), fill=QColor(18, 20, 24, 200))
+        self.kv_text.setZValue(20)
+        self.k.vb.addItem(self.kv_text, ignoreBounds=True)
+        self.q_text = pg.TextItem("", color=theme.MUTED, anchor=(0.5, 0.5), angle=90)  # over the rows with no q
+        self.q_text.setZValue(20)
+        self.q.vb.addItem(self.q_text, ignoreBounds=True)
+        self._labels_state = None
+        lay.addWidget(self.glw, 1)
+
+        self.readout = QLabel()
+        self.readout.setObjectName("readout")
+        self.readout.setTextFormat(Qt.RichText)
+        rf = QFont(self.font())
+        rf.setPointSizeF(rf.pointSizeF() * 1.08)
+        self.readout.setFont(rf)
+        self.readout.setWordWrap(True)
+        self.readout.setAlignment(Qt.AlignLeft | Qt.AlignTop)  # lanes' first lines level, whatever follows
+        self.readout.setToolTip(readout_tip())
+        self.header.setWordWrap(False)  # one line in every lane, so all lanes' plots get the same height
+        for label in (self.header, self.readout):
+            label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self._fit_readout()
+        lay.addWidget(self.readout)
+        self._set_header()
+
+        self.dirty = False
+        session.run_started.connect(self.redraw)
+        session.cursor_moved.connect(self._mark)
+        theme.on_change(self.retheme)
+        self._text_colours()  # a panel made while the light theme is on
+
+    def _text_colours(self) -> None:
+        fill = QColor(theme.BG)
+        fill.setAlpha(200)
+        for item in (self.cache_text, self.kv_text):
+            item.setColor(theme.TEXT)
+            item.fill = pg.mkBrush(fill)
+        self.q_text.setColor(theme.MUTED)
+
+    def retheme(self, _name: str = "") -> None:
+        """Re-colour everything this panel made (the theme changed): plots, labels, texts, images."""
+        self.color = theme.lane_color(self.index)
+        self.glw.setBackground(theme.BG)
+        self.axis.retheme()
+        for p in self.plots:
+            p.retheme(self.color)
+        self._text_colours()
+        for label in self.titles:
+            label.setText(label.text, color=theme.MUTED)
+        self._labels_state = None
+        self._set_header()
+        self.readout.setText("")
+        self.redraw(self._t)
+
+    def set_lane(self, info) -> None:
+        """Show lane ``info`` (a new run's lane at this panel's place and colour): header and images follow."""
+        self.info = info
+        self.name = info.name
+        self._set_header()
+        self._fit_readout()
+        self.dirty = True
+
+    def _fit_readout(self) -> None:
+        """Every lane of a run the same readout height (so their rows line up): a third line when some
+        lane of the run is compared with the reference (lossy, evicting or windowed)."""
+        compared = any(lane.lossy or lane.evicts or lane.window for lane in self.session.lanes)
+        self.readout.setFixedHeight(int(self.readout.fontMetrics().lineSpacing() * (3 if compared else 2) + 8))
+
+    def detach(self) -> None:
+        """Stop listening to the session (before the panel is removed: a new run may have other lanes)."""
+        for signal, slot in ((self.session.run_started, self.redraw), (self.session.cursor_moved, self._mark)):
+            try:
+                signal.disconnect(slot)
+            except (RuntimeError, TypeError):
+                pass
+
+    def _mark(self, _step: int) -> None:
+        self.dirty = True  # redrawn on flush(): the window spreads a step's redraws over frames
+
+    def flush(self) -> None:
+        if self.dirty:
+            self.redraw(self._t)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+        if obj is self.glw and event.type() == QEvent.Resize:
+            self._fit_columns(event.size().width())
+        return False
+
+    def _fit_columns(self, width: int) -> None:
+        """K and V columns equally wide (the token axis is extra), q half as wide, attention the rest."""
+        lay = self.glw.ci.layout
+        rest = max(width - self.axis.width() - 3 * 6 - 4, 80)
+        kv, q = rest * 0.23, rest * 0.11
+        self._col_widths = (kv + self.axis.width(), q, kv, rest - 2 * kv - q)
+        for col, w in enumerate(self._col_widths):
+            lay.setColumnFixedWidth(col, w)
+        self._titles(self.layer, self.head)
+
+    # ------------------------------------------------------------------ drawing
+    def _label_of(self, row: int) -> str:
+        s = self.session
+        return s.token_label(row, self.index)
+
+    def _set_header(self) -> None:
+        """One line: the lane's label, then as much of its explanation as fits (all of it in the tooltip)."""
+        info = self.info
+        label = policy_text.lane_label(self.session, self.index)
+        explanation = policy_text.explanation(info.explanation)
+        bold = QFont(self.header.font())
+        bold.setBold(True)
+        room = self.header.width() - QFontMetrics(bold).horizontalAdvance(f"● {label}") - 12
+        what = self.header.fontMetrics().elidedText(f" — {explanation}", Qt.ElideRight, max(room, 0)) if explanation else ""
+        text = (
+            f"<span style='color:{self.color}'>●</span> <b style='color:{self.color}'>{escape(label)}</b>"
+            f"<span style='color:{theme.MUTED}'>{escape(what)}</span>"
+        )
+        if text != self.header.text():
+            self.header.setText(text)
+        self.header.setToolTip(f"{label}: {explanation}" if explanation else label)  # the whole explanation
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._set_header()
+
+    def set_selection(self, layer: int, head: int) -> None:
+        if (layer, head) != (self.layer, self.head):
+            self.layer, self.head = layer, head
+            self.redraw()
+
+    def redraw(self, t: float = 1.0) -> None:
+        """Rebuild the images for the session's cursor (no animation: ``t`` = 1 unless given)."""
+        self.dirty = False
+        s = self.session
+        r = s.record()
+        if s.run is None or r is None:
+            self._geom = None
+            for p in self.plots:
+                p.set_rows(None, 0, 1, 1.0)
+                for item in (p.dim, p.pending, p.fade, p.sweep, p.outline, p.hover, p.hover_col):
+                    item.setVisible(False)
+            for item in (self.cache_text, self.kv_text, self.q_text):
+                item.setVisible(False)
+            self._labels_state = None
+            self.axis.newest = -1  # no rows yet: no row labels
+            hint = translate("views.lanes", "press Step (→) to run the prefill")
+            self.readout.setText(f"<span style='color:{theme.MUTED}'>{hint}</span>")
+            self._titles(self.layer, self.head)
+            return
+        cfg = s.config
+        layer = min(self.layer, cfg.n_layers - 1)
+        head = min(self.head, cfg.n_heads - 1)
+        n = s.n_rows()
+        lo = max(0, n - MAX_ROWS)
+        self.axis.newest = n - 1
+        k_img, v_img = self.derived.kv(self.index, layer, head, lo, n)
+        a_img, a_width = self.derived.attention(self.index, layer, head, lo, n)
+        d = cfg.head_dim
+        lane = r.lanes[self.index]
+        new_lo, _ = s.new_rows()
+        comp_lo = n - lane.kv_positions
+        q_img = self.derived.q(self.index, layer, head, lo, n, comp_lo)
+        self._geom = (lo, n, comp_lo, new_lo, n)
+        if comp_lo > lo:  # rows read from the cache are dimmed in the pixels (cheaper than an overlay)
+            k_img, v_img, a_img = (dim_rows(img, comp_lo - lo) for img in (k_img, v_img, a_img))
+        self.k.set_rows(k_img, lo, n, d)
+        self.q.set_rows(q_img, lo, n, d)
+        self.v.set_rows(v_img, lo, n, d)
+        self.a.set_rows(a_img, lo, n, a_width, keys_per_col=a_width / max(a_img.shape[1], 1))
+        self._titles(layer, head)
+        self.set_progress(t)
+        self._hover_items()
+
+    def _titles(self, layer: int = 0, head: int = 0) -> None:
+        """Column titles, each the longest form that fits its column; a tooltip says what it shows."""
+        s = self.session
+        if s.run is None:
+            return
+        cfg = s.config
+        head = min(head, cfg.n_heads - 1)
+        g = kv_head_of(head, cfg.n_heads, cfg.n_kv_heads)
+        err = self.derived.error_levels.get((self.index, layer, g)) if self.derived.show_error else None
+        if err is not None and not self.session.has_own_rows(self.index):
+            err = None
+        fm = QFontMetrics(self._title_font())
+        tips = title_tips(cfg, head, g)
+        for i, (label, options) in enumerate(zip(self.titles, title_options(cfg, layer, head, g, err), strict=True)):
+            room = self._col_widths[i] - 4  # K's title may use the token axis's width too (it is centred there)
+            text = next((o for o in options if fm.horizontalAdvance(o) <= room), options[-1])
+            if label.text != text:
+                label.setText(text, color=theme.MUTED)
+            label.setToolTip(tips[i])
+
+    def _title_font(self) -> QFont:
+        font = QFont(self.font())
+        font.setPointSizeF(12)
+        return font
+
+    def set_progress(self, t: float) -> None:
+        """Animation frame ``t`` in [0, 1] of the current step: only overlays move."""
+        self._t = t
+        if self._geom is None or self.dirty:
+            return
+        lo, hi, comp_lo, new_lo, n = self._geom
+        pr = step_progress(t, comp_lo, new_lo, n)
+        sweeping = t < 1 and new_lo > comp_lo and not pr.finished
+        for p in self.plots:
+            p.band(p.pending, max(lo, pr.sweep_to), max(lo, new_lo), alpha=0.8)  # not yet recomputed
+            p.band(p.sweep, max(lo, pr.sweep_to - 1), max(lo, pr.sweep_to)) if sweeping else p.sweep.setVisible(False)
+            p.band(p.fade, max(lo, new_lo), n, alpha=0.95 * pr.fade_alpha) if pr.fade_alpha > 0.01 else p.fade.setVisible(False)
+            p.band(p.outline, max(lo, new_lo), n)
+        self._cache_label(lo, comp_lo, new_lo, n, pr)
+        self._readout(pr)
+
+    def _cache_label(self, lo: int, comp_lo: int, new_lo: int, n: int, pr) -> None:
+        """Name what the dim / swept rows are: K, V read from the cache; attention rows not recomputed;
+        during a recompute, the rows swept so far (the count the readout shows)."""
+        if comp_lo > lo and comp_lo - lo >= 2:
+            y = (lo + comp_lo) / 2
+            read = self.session.read_positions(self.index)
+            if read is not None:  # an evicting lane: over the last run of rows it still read, not the gap
+                cached = read[(read >= lo) & (read < comp_lo)]
+                breaks = np.nonzero(np.diff(cached) != 1)[0]
+                run = cached[breaks[-1] + 1 :] if breaks.size else cached
+                y = (run[0] + run[-1] + 1) / 2 if run.size >= 2 else y
+            state = (tuple(cached_forms()), tuple(not_recomputed_forms()), y, (lo + comp_lo) / 2)
+        elif new_lo > comp_lo and new_lo - max(lo, comp_lo) >= 2:
+            y = (max(lo, comp_lo) + new_lo) / 2
+            state = ((translate("views.lanes", "recomputed"),), tuple(recompute_forms(pr)), y, None)
+        else:
+            state = None
+        key = (state, self.k.width, self.a.width, self.k.vb.width(), self.a.vb.width(), self.q.vb.height())
+        if key == self._labels_state:
+            return  # setting text every frame costs; only when it changes
+        self._labels_state = key
+        if state is None:
+            for item in (self.kv_text, self.cache_text, self.q_text):
+                item.setVisible(False)
+            return
+        fm = self.fontMetrics()
+        for item, plot, forms in ((self.kv_text, self.k, state[0]), (self.cache_text, self.a, state[1])):
+            # a short form (the same count), or nothing, if it would clip
+            text = next((f for f in forms if fm.horizontalAdvance(f) + 12 <= plot.vb.width()), "")
+            if not text:
+                item.setVisible(False)
+                continue
+            item.setText(text)
+            item.setPos(plot.width / 2, state[2])
+            item.setVisible(True)
+        # the q column is empty above the new row: Q is never cached (said vertically, where it fits)
+        rows_px = self.q.vb.height() * (comp_lo - lo) / max(n - lo, 1)
+        q_says = next((t for t in q_not_cached_forms() if fm.horizontalAdvance(t) + 8 <= rows_px), None)
+        if state[3] is not None and q_says and fm.height() + 2 <= self.q.vb.width():
+            self.q_text.setText(q_says)
+            self.q_text.setPos(self.q.width / 2, state[3])
+            self.q_text.setVisible(True)
+        else:
+            self.q_text.setVisible(False)
+
+    def _readout(self, pr) -> None:
+        r = self.session.record()
+        if r is None:
+            return
+        lane = r.lanes[self.index]
+        compared = self.index != self.session.reference and (self.info.lossy or self.info.evicts or self.info.window)
+        # a narrow lane (three lanes on a projector) says the same in fewer words, so no line wraps
+        narrow = self.readout.width() < self.readout.fontMetrics().horizontalAdvance("M") * 40
+        text = readout_html(lane, self.info, self.color, pr, narrow, bool(compared), lane.token_id != r.token_id)
+        if text != self.readout.text():  # rich text is re-laid out on every set: skip unchanged frames
+            self.readout.setText(text)

@@ -1,0 +1,1 @@
+"""The guided lesson: steps that walk the articles' argument on the live model (``guide``)."""

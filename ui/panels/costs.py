@@ -1,0 +1,325 @@
+"""Bottom panel: what the run has cost so far, both lanes on the same axes.
+
+Cumulative K/V rows (Σt = n(n+1)/2 without a cache, n with one — written beside the two curves with
+the live values), cumulative FLOPs, measured time per step, and the figures a lecture quotes: cache
+bytes, TTFT, ITL. Everything is read from the session's per-lane counters up to the cursor; curves
+are created once and fed with setData.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QColor, QFont, QFontMetrics
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from .. import theme
+from ..lanes import policy_text
+from .costs_text import (
+    STATS_TIP,
+    formulas,
+    grouped,
+    log_scale,
+    plot_tip,
+    plot_titles,
+    si_text,
+    stats_html,
+    stats_tip,
+    stats_width,
+)
+
+
+def _nice(x: float) -> float:
+    """The smallest of 1, 2, 5 × 10^k that is ≥ x."""
+    if x <= 0:
+        return 1.0
+    e = 10 ** np.floor(np.log10(x))
+    for m in (1, 2, 5, 10):
+        if m * e >= x:
+            return float(m * e)
+    return float(10 * e)
+
+
+class SIAxis(pg.AxisItem):
+    """Left axis with k / M / G / T tick labels (FLOPs reach 1e12 quickly)."""
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph API
+        return [si_text(10**v if self.logMode else v) for v in values]
+
+
+__all__ = ["STATS_TIP", "CostsPanel", "formulas"]  # STATS_TIP, formulas: the tests read them here
+
+SERIES = ("rows", "flops", "ms", "bytes")  # the plots, left to right (session.series names)
+MAX_LEGEND = 4  # lanes named in the legend (more would cover the curves; the table names them all)
+
+
+class CostsPanel(QWidget):
+    def __init__(self, session, parent=None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.log = False
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(4, 2, 4, 2)
+        self.glw = pg.GraphicsLayoutWidget()
+        self.glw.ci.setContentsMargins(0, 0, 0, 0)
+        font = QFont(self.font())
+        self.plots, self.curves, self.bands = [], {}, {}
+        for col, title in enumerate(plot_titles()):
+            p = self.glw.addPlot(row=0, col=col, axisItems={"left": SIAxis("left")})
+            p.setTitle(title, color=theme.MUTED, size="12pt")
+            p.setToolTip(plot_tip(col))
+            p.setMenuEnabled(False)
+            p.hideButtons()
+            p.setMouseEnabled(False, False)
+            # no grid: pyqtgraph draws it with the axes, which would repaint them with every new point
+            for ax in ("left", "bottom"):
+                p.getAxis(ax).setTickFont(font)
+            p.disableAutoRange()
+            self.glw.ci.layout.setColumnStretchFactor(col, 1)
+            self.plots.append(p)
+        # the legend lives on the FLOPs plot: the rows plot carries the formulas beside its curves
+        self.plots[1].addLegend(offset=(70, 2), labelTextSize="11pt", brush=pg.mkBrush(18, 20, 24, 200))
+        self.formula_items = {kind: pg.TextItem("", anchor=(1, 1), fill=pg.mkBrush(18, 20, 24, 200)) for kind in ("sum", "n")}
+        for item in self.formula_items.values():
+            item.setZValue(30)
+            item.setVisible(False)
+            self.plots[0].addItem(item, ignoreBounds=True)
+        self.shown_formulas: dict[str, str] = {}  # kind -> text now on the plot (tests)
+        lay.addWidget(self.glw, 1)
+
+        side = QVBoxLayout()
+        self.stats = QLabel()
+        self.stats.setTextFormat(Qt.RichText)
+        self.stats.setToolTip(stats_tip())
+        self.stats.setFixedWidth(int(self.stats.fontMetrics().horizontalAdvance("M") * 19))  # no relayout per step
+        self.stats.setAlignment(Qt.AlignTop | Qt.AlignLeft)
+        side.addWidget(self.stats, 1)
+        self.log_box = QCheckBox(log_scale())
+        self.log_box.toggled.connect(self.set_log)
+        side.addWidget(self.log_box)
+        lay.addLayout(side)
+
+        self._dirty_plots: set[int] = set()
+        session.run_started.connect(self._rebuild)
+        self.dirty = False
+        session.cursor_moved.connect(self._mark)
+        theme.on_change(self.retheme)
+        self.retheme()
+
+    def retheme(self, _name: str = "") -> None:
+        """Re-colour the plots, curves, legend, formulas and the table (the theme changed)."""
+        self.glw.setBackground(theme.BG)
+        fill = pg.mkBrush(QColor(theme.BG).red(), QColor(theme.BG).green(), QColor(theme.BG).blue(), 210)
+        for p in self.plots:
+            p.titleLabel.setText(p.titleLabel.text, color=theme.MUTED)
+            for ax in ("left", "bottom"):
+                p.getAxis(ax).setPen(theme.TEXT)
+                p.getAxis(ax).setTextPen(theme.TEXT)
+        legend = self.plots[1].legend
+        if legend is not None:
+            legend.setBrush(fill)
+            legend.setLabelTextColor(theme.TEXT)
+        for item in self.formula_items.values():
+            item.fill = fill
+        for lane, curves in self.curves.items():
+            color = theme.lane_color(lane)
+            for i, curve in enumerate(curves):
+                curve.setPen(pg.mkPen(color, width=2 if i == 2 else 3))
+                curve.setSymbolBrush(color)
+            self.bands[lane].setData(pen=pg.mkPen(color, width=1))
+        self._legend_labels = None
+        if self.session.run is not None:
+            self._rebuild()
+
+    def _mark(self, _step: int) -> None:
+        self.dirty = True  # redrawn on flush(): the window staggers it after the lanes
+        self._dirty_plots = set(range(len(SERIES)))
+
+    def flush(self) -> None:
+        if self.dirty:
+            self.dirty = False
+            for i in sorted(self._dirty_plots):
+                self._redraw_plot(i)
+            self._stats()
+
+    def flush_part(self, i: int) -> None:
+        """Redraw plot ``i`` only (the window spreads the three plots over three frames)."""
+        if i in self._dirty_plots:
+            self._redraw_plot(i)
+
+    def stages(self) -> list:
+        """One redraw stage per plot; the stats table follows with ``flush``."""
+        return [lambda i=i: self.flush_part(i) for i in range(len(SERIES))]
+
+    def _rebuild(self) -> None:
+        """Curves for the run's lanes: kept where a lane index stays (a new run costs no new items),
+        made or dropped only for the difference; the legend names at most MAX_LEGEND lanes."""
+        lanes = self.session.lanes
+        legend = self.plots[1].legend
+        labels = [policy_text.lane_label(self.session, lane.index) for lane in lanes][:MAX_LEGEND]
+        if legend is not None and labels != getattr(self, "_legend_labels", None):
+            legend.clear()
+        for index in [i for i in self.curves if i >= len(lanes)]:
+            for plot, curve in zip(self.plots, self.curves.pop(index), strict=True):
+                plot.removeItem(curve)
+            self.plots[2].removeItem(self.bands.pop(index))
+        self.stats.setFixedWidth(stats_width(self.session, self.stats.font()))  # fixed: no relayout per step
+        for lane in lanes:
+            if lane.index not in self.curves:
+                color = theme.lane_color(lane.index)
+                pen = pg.mkPen(color, width=3)
+                self.curves[lane.index] = [
+                    self.plots[0].plot([], [], pen=pen, skipFiniteCheck=True),
+                    self.plots[1].plot([], [], pen=pen, skipFiniteCheck=True),
+                    self.plots[2].plot([], [], pen=pg.mkPen(color, width=2), skipFiniteCheck=True),
+                    self.plots[3].plot([], [], pen=pen, skipFiniteCheck=True),
+                ]
+                # the spread of the step's repeated timings (min to max) around the median
+                band = pg.ErrorBarItem(x=np.zeros(0), y=np.zeros(0), pen=pg.mkPen(color, width=1), beam=0.25)
+                self.plots[2].addItem(band)
+                self.bands[lane.index] = band
+        if legend is not None and labels != getattr(self, "_legend_labels", None):
+            for index, label in enumerate(labels):
+                legend.addItem(self.curves[index][1], label)
+            self._legend_labels = labels
+        self.redraw()
+
+    def set_log(self, on: bool) -> None:
+        self.log = bool(on)
+        for curves in self.curves.values():  # emptied first: the switch would map their zeros to log(0)
+            for curve in curves:
+                curve.setData([], [])
+        for p in self.plots:
+            p.setLogMode(x=False, y=self.log)
+        self.redraw()
+
+    def redraw(self) -> None:
+        self.dirty = False
+        if self.session.run is None:
+            return
+        for i in range(len(SERIES)):
+            self._redraw_plot(i)
+        self._stats()
+
+    def _redraw_plot(self, i: int) -> None:
+        self._dirty_plots.discard(i)
+        s = self.session
+        if s.run is None:
+            return
+        k = s.cursor + 1
+        x = np.arange(k, dtype=np.float64)
+        which = SERIES[i]
+        few = k <= 40  # dots while there are few steps (a single step is a point, not a line)
+        for lane, curves in self.curves.items():
+            if getattr(curves[i], "_kv_dots", None) != few:
+                curves[i]._kv_dots = few
+                color = theme.lane_color(lane)
+                curves[i].setSymbol("o" if few else None)
+                curves[i].setSymbolSize(7)
+                curves[i].setSymbolBrush(color)
+                curves[i].setSymbolPen(None)
+            y = np.asarray(s.series(which, lane)[:k], dtype=np.float64)
+            if self.log and not (y > 0).all():  # a log axis has no 0 (no cache: 0 bytes): those points are left out
+                keep = y > 0
+                curves[i].setData(x[keep], y[keep])
+            else:
+                curves[i].setData(x, y)
+            if which == "ms":
+                lo, hi = (np.asarray(s.series(key, lane)[:k], dtype=np.float64) for key in ("ms_min", "ms_max"))
+                band = self.bands[lane]
+                band.setVisible(not self.log and bool((hi > lo).any()))  # ErrorBarItem has no log mode
+                if band.isVisible():
+                    band.setData(x=x, y=y, top=hi - y, bottom=y - lo)
+        self._fit_range(i, k)
+        if which == "rows":
+            self._formulas(k)
+
+    def _formulas(self, k: int) -> None:
+        """Σt = n(n+1)/2 beside the curve of a lane that recomputes every row, n beside one that computes
+        one row per step — each only when the lane's sum is exactly that, with the values at the cursor."""
+        s = self.session
+        n, prompt = s.n_rows(), s.prompt_len
+        total, formula, values = formulas(n, prompt)
+        texts: dict[str, tuple[int, str]] = {}
+        if k >= 2 and total != n:  # at the prefill both sums are P: nothing to tell apart yet
+            for lane in s.lanes:
+                rows = s.cumulative(lane.index)[0]
+                if rows == total and "sum" not in texts:
+                    texts["sum"] = (lane.index, f"{formula}<br>{values}")
+                elif rows == n and "n" not in texts:
+                    texts["n"] = (lane.index, f"n = {grouped(n)}")
+        x_hi = self.plots[0]._kv_range[0] if getattr(self.plots[0], "_kv_range", None) else max(k - 1, 1)
+        vb = self.plots[0].getViewBox()
+        fm = QFontMetrics(self._formula_font())
+        self.shown_formulas = {}
+        for kind, item in self.formula_items.items():
+            if kind not in texts or self.log:
+                item.setVisible(False)
+                continue
+            lane, html = texts[kind]
+            y = float(s.series("rows", lane)[k - 1])
+            left = (k - 1) < 0.5 * x_hi  # the curve ends in the left half: write to its right
+            # the longest form that fits beside the curve's end: two lines, one, or just the value
+            (x0, x1), (y0, y1) = vb.viewRange()
+            px = (k - 1 - x0) / ((x1 - x0) or 1) * vb.width()
+            room_w = (vb.width() - px if left else px) - 4
+            room_h = (y1 - y) / ((y1 - y0) or 1) * vb.height()  # pixels above the curve's end
+            forms = [html.split("<br>"), [f"Σt = {grouped(total)}"]] if kind == "sum" else [[html]]
+            lines = next((f for f in forms if max(fm.horizontalAdvance(t) for t in f) + 8 <= room_w), None)
+            if lines is None or len(lines) * fm.height() + 4 > room_h:
+                item.setVisible(False)
+                continue
+            self.shown_formulas[kind] = "\n".join(lines)
+            item.setAnchor((0, 1) if left else (1, 1))
+            html = (
+                f"<div style='color:{theme.lane_color(lane)}; font-size:11pt; text-align:{'left' if left else 'right'}'>"
+                f"{'<br>'.join(lines)}</div>"
+            )
+            if getattr(item, "_kv_html", None) != html:  # a rich-text relayout per step only when the words change
+                item._kv_html = html
+                item.setHtml(html)
+            item.setPos(k - 1, y)
+            item.setVisible(True)
+
+    def _formula_font(self) -> QFont:
+        font = QFont(self.font())
+        font.setPointSizeF(11)
+        return font
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        QTimer.singleShot(0, self._fit_legend)
+
+    def _fit_legend(self) -> None:
+        """The lanes' legend only where it leaves the curves room (the table beside names them too);
+        the formulas are placed again for the new size."""
+        legend = self.plots[1].legend
+        if legend is not None:
+            legend.setVisible(self.plots[1].getViewBox().width() >= legend.boundingRect().width() + 120)
+        if self.session.run is not None and self.session.cursor >= 0:
+            self._formulas(self.session.cursor + 1)
+
+    def _fit_range(self, i: int, k: int) -> None:
+        """Explicit ranges rounded up to 1-2-5 steps: axes are redrawn only when a bound is crossed."""
+        s = self.session
+        x_hi = _nice(max(k - 1, 5))
+        p = self.plots[i]
+        which = "ms_max" if SERIES[i] == "ms" else SERIES[i]  # the time plot fits its bands too
+        series = {lane.index: s.series(which, lane.index) for lane in s.lanes}
+        top = max((max(v[:k]) for v in series.values() if k > 0 and v[:k]), default=1.0)
+        if self.log:
+            low = min(
+                (min(x for x in v[:k] if x > 0) for v in series.values() if k > 0 and any(x > 0 for x in v[:k])), default=1.0
+            )
+            rng = (np.floor(np.log10(max(low, 1e-9))), np.ceil(np.log10(max(top, 1e-9))) + 0.05)
+        else:
+            rng = (0.0, _nice(top * (1.45 if SERIES[i] == "rows" else 1.0)))  # rows: room for the formula above
+        key = (x_hi, rng)
+        if getattr(p, "_kv_range", None) != key:
+            p._kv_range = key
+            p.setRange(xRange=(0, x_hi), yRange=rng, padding=0.02)
+            p.getViewBox().prepareForPaint()  # settle the transform now: one paint, not two
+
+    def _stats(self) -> None:
+        self.stats.setText(stats_html(self.session))

@@ -1,0 +1,150 @@
+"""What the costs panel says in words, in the app's language: the plots' titles and tooltips, the
+sum formulas with their live values, and the table of the figures a lecture quotes (TTFT, ITL, K/V
+rows, cache bytes). Pure functions of the session: the panel (``charts.py``) only places them."""
+
+from __future__ import annotations
+
+from html import escape
+
+from PySide6.QtCore import QT_TRANSLATE_NOOP
+from PySide6.QtGui import QFont, QFontMetrics
+
+from kvsim.core.units import si
+
+from .. import theme
+from ..i18n import local, num, translate
+from ..lanes import policy_text
+
+CONTEXT = "views.chart_text"
+
+
+def si_text(v: float) -> str:
+    """An axis figure with k / M / G / T, in the locale's decimals."""
+    return local(si(v, ".3g"))
+
+
+def grouped(n: int) -> str:
+    """A whole number grouped by thousands in the locale's separators (12,345 / 12.345)."""
+    return local(f"{n:,}")
+
+
+def short_label(session, lane) -> str:
+    """A lane's name in a narrow column: its label, or its spec when the label is long."""
+    label = policy_text.lane_label(session, lane.index)
+    return label if len(label) <= 12 else lane.name if len(lane.name) <= 12 else lane.name[:11] + "…"
+
+
+def plot_titles() -> tuple[str, ...]:
+    """The four plots' titles, short: a title's width is its column's minimum, and four columns share the dock."""
+    return (
+        translate("views.chart_text", "K/V rows computed, Σ"),
+        "FLOPs, Σ",
+        translate("views.chart_text", "time per step (ms)"),
+        translate("views.chart_text", "cache held (bytes)"),
+    )
+
+
+PLOT_TIPS = (
+    QT_TRANSLATE_NOOP(
+        "views.chart_text",
+        "K/V rows computed so far, summed over the steps. Without a cache step t recomputes all t rows, so\n"
+        "the sum grows as Σt = n(n+1)/2 (less the prompt's P(P−1)/2, which the prefill does at once);\n"
+        "with a cache each step computes one new row: n rows in all.",
+    ),
+    QT_TRANSLATE_NOOP(
+        "views.chart_text", "floating-point operations so far, summed over the steps (counted from the model's shapes)"
+    ),
+    QT_TRANSLATE_NOOP(
+        "views.chart_text", "measured wall time of each step's forward pass; bars: the fastest and slowest of its repeats"
+    ),
+    QT_TRANSLATE_NOOP(
+        "views.chart_text", "bytes of K and V each lane holds after each step (all layers): a window lane's curve flattens"
+    ),
+)
+STATS_TIP = QT_TRANSLATE_NOOP(
+    "views.chart_text",
+    "TTFT: time to first token — the measured time of the prefill step (prompt → first token)\n"
+    "ITL: inter-token latency — the time per generated token after the first (mean of the decode steps so far)\n"
+    "K/V rows: rows of K and V computed so far, summed over the steps\n"
+    "cache: bytes of K and V the lane holds now (all layers)\n"
+    "× the K/V rows: how many times more rows one lane computed than the other",
+)
+
+
+def plot_tip(i: int) -> str:
+    return translate(CONTEXT, PLOT_TIPS[i])
+
+
+def stats_tip() -> str:
+    return translate(CONTEXT, STATS_TIP)
+
+
+def log_scale() -> str:
+    return translate("views.chart_text", "log scale")
+
+
+def formulas(n: int, prompt: int) -> tuple[int, str, str]:
+    """Σ over the steps of the rows each step computes without a cache (t = P … n), and its two lines:
+    the formula, and the formula with the live values."""
+    total = n * (n + 1) // 2 - prompt * (prompt - 1) // 2
+    if prompt <= 1:
+        return total, "Σt = n(n+1)/2", f"= {n}·{n + 1}/2 = {grouped(total)}"
+    return (
+        total,
+        "Σt = n(n+1)/2 − P(P−1)/2",
+        f"= {grouped(n * (n + 1) // 2)} − {grouped(prompt * (prompt - 1) // 2)} = {grouped(total)}",
+    )
+
+
+def rows_label() -> str:
+    """The table's K/V rows line (its width sizes the table's first column)."""
+    return translate("views.chart_text", "K/V rows")
+
+
+def stats_width(session, font: QFont) -> int:
+    """A table width that fits its widest cells: a label, then per lane the wider of its (bold) header and a value."""
+    fm = QFontMetrics(font)
+    bold = QFont(font)
+    bold.setBold(True)
+    value = fm.horizontalAdvance("\u00a0888.88 KB")
+    columns = sum(
+        max(value, QFontMetrics(bold).horizontalAdvance("\u00a0" + short_label(session, lane))) + 4 for lane in session.lanes
+    )
+    width = fm.horizontalAdvance(rows_label() + "\u00a0") + columns + 16
+    return min(width, 60 * fm.horizontalAdvance("M"))
+
+
+def _ms(v: float | None) -> str:
+    return "–" if v is None else (f"{num(v, 1)} ms" if v >= 10 else f"{num(v, 2)} ms")
+
+
+def stats_html(session) -> str:
+    """The table of TTFT, ITL, K/V rows and cache bytes per lane at the cursor (and the rows' ratio of two lanes)."""
+    s = session
+    r = s.record()
+    if r is None:
+        none = translate("views.chart_text", "no steps yet")
+        return f"<span style='color:{theme.MUTED}'>{none}</span>"
+    names = [lane.index for lane in s.lanes]
+    head = "".join(
+        f"<th align=right style='color:{theme.lane_color(lane.index)}'>&nbsp;{escape(short_label(s, lane))}</th>"
+        for lane in s.lanes
+    )
+    rows = {n: s.cumulative(n)[0] for n in names}
+    ttft_itl = {n: s.ttft_itl(n) for n in names}
+    lines = [
+        ("TTFT", [_ms(ttft_itl[n][0]) for n in names]),
+        ("ITL", [_ms(ttft_itl[n][1]) for n in names]),
+        (rows_label(), [grouped(rows[n]) for n in names]),
+        ("cache", [local(theme.human_bytes(r.lanes[n].cache_bytes)) for n in names]),
+    ]
+    body = "".join(
+        f"<tr><td style='color:{theme.MUTED}'>{label}</td>" + "".join(f"<td align=right>&nbsp;{v}</td>" for v in values) + "</tr>"
+        for label, values in lines
+    )
+    ratio = ""
+    if len(rows) == 2 and min(rows.values()) > 0:
+        times = num(max(rows.values()) / min(rows.values()), 1)
+        said = translate("views.chart_text", "{ratio}× the K/V rows").format(ratio=times)
+        ratio = f"<div style='color:{theme.ACCENT}'>{said}</div>"
+    return f"<table cellspacing=0 cellpadding=1><tr><th></th>{head}</tr>{body}</table>{ratio}"
