@@ -60,7 +60,8 @@ def test_only_the_cli_names_the_app() -> None:
     offenders = [
         str(p.relative_to(root))
         for p in root.rglob("*.py")
-        if p.relative_to(root).as_posix() != "cli/entry.py" and re.search(r"(from \.+ui\b|kvsim\.ui\b|import ui\b|from ui\b)", p.read_text(encoding="utf-8"))
+        if p.relative_to(root).as_posix() != "cli/entry.py"
+        and re.search(r"(from \.+ui\b|kvsim\.ui\b|import ui\b|from ui\b)", p.read_text(encoding="utf-8"))
     ]
     assert offenders == []
 

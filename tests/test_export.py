@@ -21,7 +21,7 @@ iio = pytest.importorskip("imageio.v3")
 from helpers import ready_window  # noqa: E402
 
 from kvsim.cli.entry import main as cli_main  # noqa: E402
-from kvsim.ui import export  # noqa: E402
+from kvsim.ui.export import menu as export  # noqa: E402
 from kvsim.ui.export.dialogs import MovieChoice  # noqa: E402
 from kvsim.ui.export.movie import ExportError, frame_plan, frames_per_step  # noqa: E402
 

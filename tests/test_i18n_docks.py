@@ -13,7 +13,7 @@ import pytest
 from helpers import ready_window
 from PySide6.QtWidgets import QAbstractButton, QComboBox, QLabel, QTabWidget, QWidget
 
-from kvsim import roofline
+from kvsim.costs import roofline
 from kvsim.costs.memory import formula_rows_text, lane_bill
 from kvsim.costs.presets import PRESETS, context_warning
 from kvsim.ui import i18n
@@ -74,7 +74,8 @@ def portuguese(qapp):
 
 # ---------------------------------------------------------------------------------- English = the engine's
 def test_the_views_words_equal_the_engines_sentences_in_english(qapp) -> None:
-    from kvsim.ui.views import memory_words, roofline_words
+    from kvsim.ui.docks.memory import words as memory_words
+    from kvsim.ui.docks.roofline import words as roofline_words
 
     i18n.install(qapp, "en")
     for p in PRESETS.values():
@@ -139,7 +140,7 @@ def test_the_docks_and_the_lesson_have_no_english_left_in_portuguese(qtbot, port
 
 
 def test_export_dialogs_and_messages_in_portuguese(qtbot, portuguese, tmp_path) -> None:
-    from kvsim.ui import export
+    from kvsim.ui.export import menu as export
     from kvsim.ui.export.dialogs import MovieDialog, PictureDialog
     from kvsim.ui.export.movie import ExportError, check_output
 

@@ -39,7 +39,7 @@ def test_the_wheel_holds_kvsim_ui_and_resources_and_imports_outside_the_checkout
     assert {n.split("/")[0] for n in names} == {"kvsim", wheel.name.split("-py")[0] + ".dist-info"}
     for needed in (
         "kvsim/ui/window.py",
-        "kvsim/ui/views/lanes.py",
+        "kvsim/ui/lanes/view.py",
         "kvsim/ui/prompts.json",
         "kvsim/caches/kv.py",
         "kvsim/models/transformer.py",

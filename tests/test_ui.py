@@ -376,7 +376,7 @@ def test_signal_object_stress_does_not_abort():
 def test_screenshot_command_writes_pngs(tmp_path):
     import argparse
 
-    from kvsim.ui import screenshot
+    from kvsim.ui.export import screenshot
 
     args = argparse.Namespace(
         model="random:layers=1,heads=2,kv_heads=1,dim=32", prompt="Hello", steps=3, out=str(tmp_path), size="800x600"
@@ -533,7 +533,7 @@ def test_enter_in_the_prompt_box_starts_exactly_one_run(window, qtbot):
 def test_screenshot_into_an_unwritable_place_is_one_error_line(tmp_path, capsys):
     import argparse
 
-    from kvsim.ui import screenshot
+    from kvsim.ui.export import screenshot
 
     blocker = tmp_path / "file"
     blocker.write_text("x")
