@@ -128,13 +128,15 @@ def test_window_lane_is_transformers_sliding_window_attention_holding_only_w_row
 
 def test_window_lane_in_the_simulator_matches_the_kv_lane_on_a_windowed_model(mistral) -> None:
     _, ours = mistral
-    lanes = parse_lanes(f"kv,window:{WINDOW}")
+    lanes = parse_lanes(f"kv,window:{WINDOW},kv:full")
     sim = Simulator(ours.model, ours.tokenizer, list(range(1, PROMPT + 1)), lanes)
     for r in sim.run(STEPS):
         n = r.n_tokens
-        kv, win = r.lane("kv"), r.lane(f"window:{WINDOW}")
-        assert win.token_id == kv.token_id == r.token_id and win.logit_diff <= 1e-4
-        assert (win.cache_tokens, kv.cache_tokens) == (min(n, WINDOW), n)
+        kv, win, full = r.lane("kv"), r.lane(f"window:{WINDOW}"), r.lane("kv:full")
+        assert win.token_id == kv.token_id == full.token_id == r.token_id and win.logit_diff <= 1e-4
+        # kv honours the model's window on every layer, as transformers' DynamicCache does; kv:full keeps all
+        assert (win.cache_tokens, kv.cache_tokens, full.cache_tokens) == (min(n, WINDOW), min(n, WINDOW), n)
+        assert kv.cache_bytes == win.cache_bytes and full.logit_diff <= 1e-4
         assert win.first_key == kv.first_key == n - WINDOW
         if r.step:
             assert win.spans == ((n - WINDOW, n),) and win.context == WINDOW

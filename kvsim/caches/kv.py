@@ -1,33 +1,75 @@
 """``kv`` (alias ``cached``): the contiguous KV cache. Each step computes the new row(s), appends
-them and reads every stored row: the linear n rows of the seeds."""
+them and reads every stored row: the linear n rows of the seeds.
+
+On a model whose layers have their own attention windows (Gemma 3: five local layers of 512 positions
+for each global one; Mistral: every layer), ``kv`` holds on a windowed layer only the rows that layer
+can still see — the last W, as ``window:W`` keeps them — and every row on a global layer, as the
+reference engines do (transformers' ``DynamicSlidingWindowLayer``, vLLM's hybrid allocator). Its
+logits are those of the model's own mask, which already hides the older rows. ``kv:full`` keeps every
+row on every layer (and masks), to show what the per-layer windows save.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from .base import Cache, PolicyInfo
+from .base import Cache, PolicyInfo, SpecError
 from .registry import register_policy
+from .window import SlidingWindowCache
 
 
 @register_policy
 class KVCache(Cache):
     """Append-only. Capacity doubles when full, so appends stay amortised O(1) and a stored row is
-    never rewritten (its bytes stay bit-identical for the rest of the run)."""
+    never rewritten (its bytes stay bit-identical for the rest of the run). A windowed layer's rows
+    live in a ``window:W`` strip of their own (``layer_windows``)."""
 
     terms = ("kv",)
     aliases = ("cached", "kvcache")
-    grammar = "kv"
+    grammar = "kv[:full]"
 
-    def __init__(self, n_layers: int, initial_capacity: int = 64) -> None:
+    @classmethod
+    def parse_options(cls, args: list[list[str]]) -> dict[str, Any]:
+        given = args[0]
+        if not given:
+            return {}
+        if [a.lower() for a in given] != ["full"]:
+            raise SpecError(f"kv takes nothing or 'full' (every row on every layer), got {':'.join(given)!r}")
+        return {"full": True}
+
+    def __init__(
+        self,
+        n_layers: int,
+        initial_capacity: int = 64,
+        full: bool = False,
+        layer_windows: tuple[int | None, ...] | None = None,
+    ) -> None:
         self.n_layers = n_layers
         self.initial_capacity = initial_capacity
+        self.full = full
+        if layer_windows is not None and len(layer_windows) != n_layers:
+            raise ValueError(f"layer_windows has {len(layer_windows)} entries for {n_layers} layers")
+        # the model's own windows, one per layer (None: global); ignored by kv:full
+        self.layer_windows = None if full or not layer_windows or all(w is None for w in layer_windows) else tuple(layer_windows)
         self.reset()
 
     def describe(self) -> PolicyInfo:
+        if self.full:
+            return PolicyInfo(
+                spec="kv:full",
+                title="KV cache, every row",
+                explanation="computes the new row, reads the rest; keeps every row on every layer, local ones too",
+                reuses_past=True,
+                lossy=False,
+                evicts=False,
+            )
+        windowed = self.layer_windows is not None
         return PolicyInfo(
             spec="kv",
             title="KV cache",
-            explanation="computes the new row, reads the rest",
+            explanation="computes the new row, reads the rest" + ("; a local layer keeps only its window" if windowed else ""),
             reuses_past=True,
             lossy=False,
             evicts=False,
@@ -38,6 +80,13 @@ class KVCache(Cache):
         self._v: list[torch.Tensor | None] = [None] * self.n_layers
         self._pos: list[torch.Tensor | None] = [None] * self.n_layers
         self._len = [0] * self.n_layers
+        windows = self.layer_windows or (None,) * self.n_layers
+        self._local = {i: SlidingWindowCache(1, w) for i, w in enumerate(windows) if w is not None}
+
+    @property
+    def record_layer(self) -> int:
+        """The layer whose rows the records show: a global one (it holds every row) when there is one."""
+        return next((i for i in range(self.n_layers) if i not in self._local), 0)
 
     def _ensure_capacity(self, layer: int, like: torch.Tensor, needed: int) -> None:
         buf = self._k[layer]
@@ -58,6 +107,9 @@ class KVCache(Cache):
     def update(
         self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor, positions: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        local = self._local.get(layer)
+        if local is not None:
+            return local.update(0, k_new, v_new, positions)
         start = self._len[layer]
         end = start + k_new.shape[2]
         self._ensure_capacity(layer, k_new, end)
@@ -68,26 +120,41 @@ class KVCache(Cache):
         return self._k[layer][:, :, :end], self._v[layer][:, :, :end]
 
     def key_positions(self, layer: int) -> torch.Tensor:
+        local = self._local.get(layer)
+        if local is not None:
+            return local.key_positions(0)
         return self._pos[layer][: self._len[layer]]
 
     def truncate(self, n_tokens: int) -> None:
         # rows are appended in position order, so the first n_tokens rows are positions 0..n-1
         self._len = [min(n, n_tokens) for n in self._len]
+        for local in self._local.values():
+            local.truncate(n_tokens)
 
     def stored(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The rows held for ``layer`` (views, not copies)."""
+        local = self._local.get(layer)
+        if local is not None:
+            return local.held_rows(0)[:2]
         n = self._len[layer]
         return self._k[layer][:, :, :n], self._v[layer][:, :, :n]
 
     def held_rows(self, layer: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        local = self._local.get(layer)
+        if local is not None:
+            return local.held_rows(0)
         return (*self.stored(layer), self.key_positions(layer))
 
     @property
     def n_tokens(self) -> int:
-        return self._len[0]
+        """Rows held by the layer that holds the most (a global one): the tokens whose K/V some layer keeps."""
+        if not self._local:
+            return self._len[0]
+        held = [self._len[i] for i in range(self.n_layers) if i not in self._local]
+        return max(held + [c.n_tokens for c in self._local.values()])
 
     def bytes_split(self) -> tuple[int, int]:
-        total = 0
+        total = sum(local.bytes_split()[0] for local in self._local.values())
         for layer, k in enumerate(self._k):
             if k is not None:
                 row_bytes = k.shape[0] * k.shape[1] * k.shape[3] * k.element_size()
@@ -97,4 +164,5 @@ class KVCache(Cache):
     @property
     def allocated_bytes(self) -> int:
         """Bytes reserved (capacity), which is what a contiguous allocator really holds."""
-        return sum(2 * k.numel() * k.element_size() for k in self._k if k is not None)
+        own = sum(2 * k.numel() * k.element_size() for k in self._k if k is not None)
+        return own + sum(local.allocated_bytes for local in self._local.values())

@@ -14,6 +14,7 @@ Third-party policies can also register through the ``kvsim.cache_policies`` entr
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -119,13 +120,16 @@ def parse_lanes(text: str) -> tuple[LaneSpec, ...]:
     return tuple(parse_spec(n) for n in names)
 
 
-def make_cache(spec: LaneSpec | str, n_layers: int) -> Cache:
-    """Build the policy a spec names, for a model of ``n_layers`` layers."""
+def make_cache(spec: LaneSpec | str, n_layers: int, layer_windows: tuple[int | None, ...] | None = None) -> Cache:
+    """Build the policy a spec names, for a model of ``n_layers`` layers. ``layer_windows`` (the model's
+    own attention window of each layer, None for a global one) reaches a policy that takes it (``kv``)."""
     if isinstance(spec, str):
         spec = parse_spec(spec)
     cls = _POLICIES.get(tuple(spec.policy.split("+")))
     if cls is None:
         raise SpecError(f"unknown cache policy {spec.policy!r} (known: {', '.join(known_specs())})")
+    if layer_windows is not None and "layer_windows" in inspect.signature(cls.__init__).parameters:
+        return cls(n_layers, **spec.options, layer_windows=layer_windows)
     return cls(n_layers, **spec.options)
 
 

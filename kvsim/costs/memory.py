@@ -197,18 +197,29 @@ class LaneBill:
 
 
 def lane_bill(
-    lane: dict, layers: int, kv_heads: int, head_dim: int, tokens: int, new_tokens: int, dtype: str = "float32"
+    lane: dict,
+    layers: int,
+    kv_heads: int,
+    head_dim: int,
+    tokens: int,
+    new_tokens: int,
+    dtype: str = "float32",
+    *,
+    prompt_tokens: int | None = None,
+    layer_windows: tuple[int | None, ...] | None = None,
 ) -> LaneBill | None:
     """The formula for one lane of a kvsim run (``lane``: its entry in a trace's ``meta["lanes"]``) after a
     step that fed ``new_tokens`` and left ``tokens`` positions in the sequence; None for a policy the
-    formula does not know (a plug-in)."""
+    formula does not know (a plug-in), or for ``snapkv`` when ``prompt_tokens`` (the prompt's length) is not given.
+    ``layer_windows``: the model's own window of each layer (Gemma 3), which ``kv`` honours and ``kv:full`` does not."""
     elem_bits = DTYPE_BITS.get(dtype, 32)
     policy = str(lane.get("policy", lane.get("name", "")))
     options = lane.get("options") or {}
     if not lane.get("reuses_past", True) or policy == "none":
         return LaneBill(0, 0, elem_bits, None, "recomputes the whole prefix every step: holds nothing between steps")
     if policy == "kv":
-        b = kv_cache_bytes(layers, kv_heads, head_dim, tokens, 1, elem_bits)
+        windows = None if options.get("full") or not layer_windows or all(w is None for w in layer_windows) else layer_windows
+        b = kv_cache_bytes(layers, kv_heads, head_dim, tokens, 1, elem_bits, layer_windows=windows)
         return LaneBill(b, b, elem_bits, None, "")
     if policy in ("window", "sink+window"):
         window = int(lane.get("window") or options.get("window")) + int(lane.get("sinks") or options.get("sinks") or 0)
@@ -227,6 +238,22 @@ def lane_bill(
             f"{q} quantized ones carry scales and zero points (+{overhead:,} B)"
         )
         return LaneBill(formula, payload + overhead, bits, None, why)
+    if policy in ("h2o", "tova"):  # eviction by attention: a budget of rows per layer and KV head
+        if policy == "h2o":
+            budget = int(options["heavy"]) + int(options.get("recent", options["heavy"]))
+        else:
+            budget = int(options["budget"])
+        b = kv_cache_bytes(layers, kv_heads, head_dim, tokens, 1, elem_bits, budget)
+        if policy == "tova":
+            return LaneBill(b, b, elem_bits, budget, "")
+        scores = layers * kv_heads * min(tokens, budget) * 4
+        why = f"it also holds the attention score it ranks each row by (float32, per row and KV head: +{scores:,} B)"
+        return LaneBill(b, b + scores, elem_bits, budget, why)
+    if policy == "snapkv" and prompt_tokens is not None:  # the prompt cut to B once, then every new row
+        budget = int(options["budget"])
+        rows = min(prompt_tokens, budget) + max(0, tokens - prompt_tokens)
+        b = kv_cache_bytes(layers, kv_heads, head_dim, rows, 1, elem_bits)
+        return LaneBill(b, b, elem_bits, None, "")
     return None
 
 

@@ -93,7 +93,9 @@ class Simulator:
         self.model = model
         self.tokenizer = tokenizer
         self.sampling = sampling = sampling if sampling is not None else Sampling()
-        self.lanes = [Lane(spec, make_cache(spec, cfg.n_layers)) for spec in lanes]
+        # the model's own window of each layer: the kv cache keeps only that many rows there (Gemma 3's local layers)
+        self._layer_windows = tuple(cfg.window_of(i) for i in range(cfg.n_layers))
+        self.lanes = [Lane(spec, make_cache(spec, cfg.n_layers, self._layer_windows)) for spec in lanes]
         self.reference = names.index(reference) if reference is not None else 0
         self.progress = progress
         self.record_dtype = record_dtype
@@ -240,8 +242,10 @@ class Simulator:
         lane_steps = []
         elem = self.model.dtype.itemsize
         for i, (lane, out, ms, t, rdiff) in enumerate(zip(self.lanes, outputs, timings, fed, recompute_diffs, strict=True)):
-            key_pos = lane.cache.key_positions(0).detach().cpu().numpy()
-            context = int(key_pos.size)
+            key_pos = lane.cache.key_positions(getattr(lane.cache, "record_layer", 0)).detach().cpu().numpy()
+            context = int(key_pos.shape[-1])  # the rows each head read
+            if key_pos.ndim == 2:  # heads hold different rows (eviction by attention): spans of their union
+                key_pos = np.unique(key_pos)
             cost = step_cost(cfg, new=t, context=context, out=1, dtype_bytes=elem)
             logits = out.logits[0, -1].float()
             logp = torch.log_softmax(logits, -1)
@@ -342,7 +346,7 @@ class Simulator:
         initialisation (kernels, allocators) another lane skipped."""
         positions = torch.arange(0, n, device=self.model.device)
         for lane in self.lanes:
-            scratch = make_cache(lane.spec, self.model.cfg.n_layers)
+            scratch = make_cache(lane.spec, self.model.cfg.n_layers, self._layer_windows)
             self.model(all_ids[:, :n], positions, scratch, record=True, last_only=True)
             if scratch.reuses_past and n > 1:  # and one decode-shaped call (a single new row)
                 scratch.truncate(n - 1)

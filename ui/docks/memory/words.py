@@ -22,6 +22,8 @@ _QUANTIZED = re.compile(
     r"(\d+) quantized ones carry scales and zero points \(\+([\d,]+) B\)"
 )
 
+_SCORES = re.compile(r"it also holds the attention score it ranks each row by \(float32, per row and KV head: \+([\d,]+) B\)")
+
 
 def _int(text: str) -> str:
     return integer(int(text.replace(",", "")))
@@ -37,6 +39,12 @@ def why(text: str) -> str:
     """A ``LaneBill.why`` (why a lane holds more than the seed formula) in the app's language."""
     if text == NOTHING_HELD:
         return translate("views.memory_words", NOTHING_HELD)
+    m = _SCORES.fullmatch(text)
+    if m is not None:
+        return translate(
+            "views.memory_words",
+            "it also holds the attention score it ranks each row by (float32, per row and KV head: +{overhead} B)",
+        ).format(overhead=_int(m.group(1)))
     m = _QUANTIZED.fullmatch(text)
     if m is None:
         return text

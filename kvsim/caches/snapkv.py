@@ -1,0 +1,89 @@
+"""``snapkv:B[:wW]``: SnapKV (Li et al. 2024, "SnapKV: LLM Knows What You are Looking for Before
+Generation").
+
+The prompt is compressed once, at prefill, to ``B`` rows per layer and KV head; decoding then appends
+every new row (nothing more is evicted). The last ``W`` prompt tokens are the *observation window*:
+their rows are all kept, and their queries' attention to the earlier prompt rows, summed over the
+window's queries (and over the query heads of the KV head's group), then smoothed by a 1-D average
+pool (kernel 5, padding 2, stride 1, zeros counted) so that a chosen row brings its neighbours, ranks
+the earlier rows: the ``B - W`` highest are kept. A prompt shorter than ``B`` is kept whole.
+
+As in the authors' code (``SnapKVCluster.update_kv`` in FasterDecoding/SnapKV, whose defaults are
+window 32, kernel 5, average pooling): the window's attention is the prefill's own softmax over the
+whole prompt. Where kvsim differs: ``W`` defaults to 32 but at most ``B`` (the code asserts
+``B > W``; here ``W = B`` keeps only the window); the code's per-query-head selection becomes per KV
+head (the group's heads summed), as kvpress does for GQA; the paper's LongBench runs used max pooling
+with kernel 7 (``ablation_*_k7_maxpool.json``), the code's default is average pooling, kernel 5. On a
+model with local layers (Gemma 3) the window's attention is what the layer's own mask lets it see.
+Ties go to the older row.
+
+Bytes: the rows held (K and V); the scores are used once and not kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from .base import PolicyInfo, SpecError
+from .registry import register_policy
+from .scored import ScoredCache, _Held, parse_count, top_rows
+
+DEFAULT_WINDOW = 32
+KERNEL = 5
+
+
+@register_policy
+class SnapKVCache(ScoredCache):
+    terms = ("snapkv",)
+    grammar = "snapkv:B[:wW]"
+    example = "snapkv:64:w16"
+    score_meaning = "the observation window's attention at prefill, pooled (kernel 5)"
+
+    @classmethod
+    def parse_options(cls, args: list[list[str]]) -> dict[str, Any]:
+        given = args[0]
+        if not given:
+            raise SpecError("snapkv needs B (prompt rows kept), e.g. snapkv:64:w16")
+        budget = parse_count("snapkv", given[0], "B", "prompt rows kept", 1, "snapkv:64")
+        options: dict[str, Any] = {"budget": budget}
+        for arg in given[1:]:
+            if arg[:1].lower() != "w" or "window" in options:
+                raise SpecError(f"snapkv takes B and then wW (the observation window), got {arg!r}")
+            window = parse_count("snapkv", arg[1:], "wW", "observation window", 1, "snapkv:64:w16")
+            if window > budget:
+                raise SpecError(f"snapkv's window W = {window} is larger than its budget B = {budget}")
+            options["window"] = window
+        return options
+
+    def __init__(self, n_layers: int, budget: int, window: int | None = None) -> None:
+        self.budget = budget
+        self.window = min(DEFAULT_WINDOW, budget) if window is None else window
+        if budget < 1 or not 1 <= self.window <= budget:
+            raise ValueError(f"snapkv needs B ≥ 1 and 1 ≤ W ≤ B, got B={budget}, W={window}")
+        super().__init__(n_layers)
+
+    def describe(self) -> PolicyInfo:
+        b, w = self.budget, self.window
+        return PolicyInfo(
+            spec=f"snapkv:{b}:w{w}",
+            title="SnapKV: prompt compressed once",
+            explanation=f"keeps {b} prompt rows chosen by the attention of its last {w} tokens; then appends",
+            reuses_past=True,
+            lossy=False,
+            evicts=True,
+        )
+
+    def _keep(self, layer: int, held: _Held, probs: torch.Tensor, new: int) -> torch.Tensor | None:
+        s = held.pos.shape[1]
+        if self._before[layer] is not None or s <= self.budget:  # decode appends; a short prompt stays whole
+            return None
+        w = self.window
+        observed = probs[:, :, -w:, :].sum(dim=(1, 2))  # (H_kv, S): the window's queries, the group's heads
+        pooled = F.avg_pool1d(observed[:, None, : s - w], KERNEL, stride=1, padding=KERNEL // 2)[:, 0]
+        held.score = torch.cat([pooled, observed[:, s - w :]], 1)
+        chosen = top_rows(pooled, self.budget - w)
+        window = torch.arange(s - w, s, device=chosen.device).expand(chosen.shape[0], -1)
+        return torch.cat([chosen, window], 1)
