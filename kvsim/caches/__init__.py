@@ -6,6 +6,7 @@ cache = make_cache(lanes[1], n_layers)   # a KVCache
 """
 
 from .base import Cache, PolicyInfo, SpecError, visibility
+from .h2o import H2OCache  # noqa: F401 - registers h2o:B[:rR]
 from .kv import KVCache
 from .none import NoCache
 from .paged import PagedCache  # noqa: F401 - registers paged:B
@@ -21,6 +22,9 @@ from .registry import (
     register_policy,
     unregister_policy,
 )
+from .snapkv import SnapKVCache  # noqa: F401 - registers snapkv:B[:wW]
+from .stream import StreamCache  # noqa: F401 - registers stream:S+window:W
+from .tova import TOVACache  # noqa: F401 - registers tova:B
 from .window import SinkWindowCache, SlidingWindowCache  # noqa: F401 - registers window:W / sink:S+window:W
 
 __all__ = [

@@ -267,8 +267,10 @@ class SlidingWindowCache(_WindowCache):
 
 @register_policy
 class SinkWindowCache(_WindowCache):
-    """``sink:S+window:W`` (StreamingLLM, Xiao et al. 2023): the first S positions stay forever,
-    besides the last W — the first tokens soak up attention mass, and keeping them stabilises it."""
+    """``sink:S+window:W`` (the rows StreamingLLM keeps, Xiao et al. 2023): the first S positions stay
+    forever, besides the last W — the first tokens soak up attention mass, and keeping them stabilises
+    it. Each key keeps its original position (RoPE applied when it was computed); StreamingLLM itself
+    re-assigns positions inside the cache: that is ``stream:S+window:W`` (``stream.py``)."""
 
     terms = ("sink", "window")
     grammar = "sink:S+window:W"
@@ -287,7 +289,9 @@ class SinkWindowCache(_WindowCache):
         return PolicyInfo(
             spec=f"sink:{s}+window:{w}",
             title="attention sinks + window",
-            explanation=f"keeps the first {s} rows forever and the last {w}; the rows between are evicted",
+            explanation=(
+                f"keeps the first {s} rows forever and the last {w}, at their original positions; the rows between are evicted"
+            ),
             reuses_past=True,
             lossy=False,
             evicts=True,

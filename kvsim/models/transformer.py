@@ -142,21 +142,36 @@ class Attention(nn.Module):
         v = v.view(b, t, hkv, d).transpose(1, 2)  # (B, H_kv, T, D)
         if self.q_norm is not None and self.k_norm is not None:  # before RoPE, as Gemma 3 does
             q, k = self.q_norm(q), self.k_norm(k)
-        if rope is not None:
+        at_read = rope is not None and getattr(cache, "rope_at_read", False)  # StreamingLLM: rotated when read, by slot
+        if rope is not None and not at_read:
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
         k_all, v_all = cache.update(layer, k, v, positions)  # (B, H_kv, S, D)
-        key_pos = cache.key_positions(layer)  # (S,)
+        key_pos = cache.key_positions(layer)  # (S,), or (H_kv, S) when heads hold different rows (eviction by attention)
         s = k_all.shape[2]
 
         # query heads that share a K/V head are stacked along the row axis: no K/V copies
-        qg = q.reshape(b, hkv, g * t, d)  # (B, H_kv, g*T, D); head h reads kv head h // g
-        scores = (qg @ k_all.transpose(-1, -2)) * self.scale  # (B, H_kv, g*T, S)
-        scores = scores.view(b, hkv, g, t, s)
+        if at_read:  # (B, H_kv, g, T, S) from the unrotated rows; the record gets them rotated as every lane's
+            scores = cache.read_scores(layer, q, k_all, positions, cfg.rope_theta_of(layer)) * self.scale
+            q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        else:
+            qg = q.reshape(b, hkv, g * t, d)  # (B, H_kv, g*T, D); head h reads kv head h // g
+            scores = (qg @ k_all.transpose(-1, -2)) * self.scale  # (B, H_kv, g*T, S)
+            scores = scores.view(b, hkv, g, t, s)
         # the layer's own window (Gemma 3: local layers 512, global none) and the lane's
-        visible = visibility(positions, key_pos, self.window, cache.mask_window, cache.mask_sinks)  # (T, S)
+        if key_pos.dim() == 1:
+            visible = visibility(positions, key_pos, self.window, cache.mask_window, cache.mask_sinks)  # (T, S)
+        else:  # (H_kv, 1, T, S): each KV head's own rows
+            visible = torch.stack([visibility(positions, p, self.window, cache.mask_window, cache.mask_sinks) for p in key_pos])
+            visible = visible[:, None]
         if not bool(visible.all()):
             scores = scores.masked_fill(~visible, float("-inf"))
-        probs = torch.softmax(scores.float(), dim=-1).to(q.dtype).view(b, hkv, g * t, s)
+        observe = getattr(cache, "observe_attention", None)
+        if observe is None:
+            probs = torch.softmax(scores.float(), dim=-1).to(q.dtype).view(b, hkv, g * t, s)
+        else:  # a policy that evicts by attention reads the probabilities (B, H_kv, g, T, S), float32
+            weights = torch.softmax(scores.float(), dim=-1)
+            observe(layer, weights)
+            probs = weights.to(q.dtype).view(b, hkv, g * t, s)
         y = (probs @ v_all).view(b, h, t, d)  # (B, H, T, D)
         y = y.transpose(1, 2).reshape(b, t, h * d)  # (B, T, H*D)
         return self.wo(y), q, k, v

@@ -27,6 +27,11 @@ TITLES = (
     QT_TRANSLATE_NOOP("views.policy_text", "sliding window"),
     QT_TRANSLATE_NOOP("views.policy_text", "attention sinks + window"),
     QT_TRANSLATE_NOOP("views.policy_text", "INT{b} cache (g{g}, r{r})"),
+    QT_TRANSLATE_NOOP("views.policy_text", "KV cache, every row"),
+    QT_TRANSLATE_NOOP("views.policy_text", "H2O: heavy hitters + recent"),
+    QT_TRANSLATE_NOOP("views.policy_text", "TOVA: drop the least attended"),
+    QT_TRANSLATE_NOOP("views.policy_text", "SnapKV: prompt compressed once"),
+    QT_TRANSLATE_NOOP("views.policy_text", "StreamingLLM: positions in the cache"),
 )
 
 # the one-line explanations, with their parameters as named placeholders
@@ -35,7 +40,21 @@ EXPLANATIONS = (
     QT_TRANSLATE_NOOP("views.policy_text", "computes the new row, reads the rest"),
     QT_TRANSLATE_NOOP("views.policy_text", "rows in blocks of {b} slots, read through a block table"),
     QT_TRANSLATE_NOOP("views.policy_text", "keeps the last {w} rows; older ones are evicted"),
-    QT_TRANSLATE_NOOP("views.policy_text", "keeps the first {s} rows forever and the last {w}; the rows between are evicted"),
+    QT_TRANSLATE_NOOP(
+        "views.policy_text",
+        "keeps the first {s} rows forever and the last {w}, at their original positions; the rows between are evicted",
+    ),
+    QT_TRANSLATE_NOOP("views.policy_text", "computes the new row, reads the rest; a local layer keeps only its window"),
+    QT_TRANSLATE_NOOP(
+        "views.policy_text", "computes the new row, reads the rest; keeps every row on every layer, local ones too"
+    ),
+    QT_TRANSLATE_NOOP("views.policy_text", "keeps the {b} rows read most so far and the last {r}; each KV head chooses its own"),
+    QT_TRANSLATE_NOOP("views.policy_text", "keeps {b} rows; each step drops the row the newest query reads least"),
+    QT_TRANSLATE_NOOP("views.policy_text", "keeps {b} prompt rows chosen by the attention of its last {w} tokens; then appends"),
+    QT_TRANSLATE_NOOP(
+        "views.policy_text",
+        "keeps the first {s} rows and the last {w}; RoPE by slot in the cache, so no distance exceeds {d}",
+    ),
     QT_TRANSLATE_NOOP(
         "views.policy_text",
         "keys per channel, values per token, {b}-bit codes in groups of {g}; the last {r} tokens in full precision",
