@@ -230,8 +230,12 @@ def test_gqa_compares_kv_head_counts_with_the_memory_formula(capsys):
     """MHA → GQA → MQA on one shape: the measured bytes per token are 2·L·H_kv·d·4 (fp32), halving."""
     assert main(["gqa", "--layers", "2", "--heads", "4", "--dim", "64", "--prompt-len", "8", "--steps", "3", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
-    assert [(r["kv_heads"], r["group_size"], r["kind"]) for r in rows] == [(4, 1, "MHA"), (2, 2, "GQA"), (1, 4, "MQA")]
+    kinds = [(r["kv_heads"], r["group_size"], r["kind"]) for r in rows]
+    assert kinds == [(4, 1, "MHA"), (2, 2, "GQA"), (1, 4, "MQA"), (1, 4, "MLA")]
     head_dim = 64 // 4
+    mla = rows.pop()  # latent attention at DeepSeek-V2's proportions: r = 4·d, d_R = d/2, one latent for every head
+    assert mla["latent"] == 4 * head_dim + head_dim // 2 and mla["bytes_per_token"] == 2 * mla["latent"] * 4
+    assert mla["cache_bytes"] == mla["bytes_per_token"] * (8 + 3 - 1)
     for r in rows:
         assert r["bytes_per_token"] == 2 * 2 * r["kv_heads"] * head_dim * 4
         assert r["cache_bytes"] == r["bytes_per_token"] * (8 + 3 - 1)

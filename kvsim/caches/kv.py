@@ -88,14 +88,15 @@ class KVCache(Cache):
         """The layer whose rows the records show: a global one (it holds every row) when there is one."""
         return next((i for i in range(self.n_layers) if i not in self._local), 0)
 
-    def _ensure_capacity(self, layer: int, like: torch.Tensor, needed: int) -> None:
+    def _ensure_capacity(self, layer: int, like: torch.Tensor, needed: int, v_like: torch.Tensor | None = None) -> None:
         buf = self._k[layer]
         if buf is not None and buf.shape[2] >= needed:
             return
         capacity = max(self.initial_capacity, needed, 2 * (buf.shape[2] if buf is not None else 0))
         b, h, _, d = like.shape
         new_k = like.new_empty((b, h, capacity, d))
-        new_v = like.new_empty((b, h, capacity, d))
+        # values may be narrower than keys (an MLA latent is all keys: its values are part of them)
+        new_v = like.new_empty((b, h, capacity, d if v_like is None else v_like.shape[3]))
         new_pos = torch.empty(capacity, dtype=torch.long, device=like.device)
         n = self._len[layer]
         if buf is not None and n:
@@ -112,7 +113,7 @@ class KVCache(Cache):
             return local.update(0, k_new, v_new, positions)
         start = self._len[layer]
         end = start + k_new.shape[2]
-        self._ensure_capacity(layer, k_new, end)
+        self._ensure_capacity(layer, k_new, end, v_new)
         self._k[layer][:, :, start:end] = k_new  # (B, H_kv, T, D) appended after the S stored rows
         self._v[layer][:, :, start:end] = v_new
         self._pos[layer][start:end] = positions
@@ -157,12 +158,13 @@ class KVCache(Cache):
         total = sum(local.bytes_split()[0] for local in self._local.values())
         for layer, k in enumerate(self._k):
             if k is not None:
-                row_bytes = k.shape[0] * k.shape[1] * k.shape[3] * k.element_size()
-                total += 2 * row_bytes * self._len[layer]
+                v = self._v[layer]
+                row_bytes = k.shape[0] * k.shape[1] * (k.shape[3] + v.shape[3]) * k.element_size()  # a K and a V row
+                total += row_bytes * self._len[layer]
         return total, 0
 
     @property
     def allocated_bytes(self) -> int:
         """Bytes reserved (capacity), which is what a contiguous allocator really holds."""
-        own = sum(2 * k.numel() * k.element_size() for k in self._k if k is not None)
+        own = sum((k.numel() + v.numel()) * k.element_size() for k, v in zip(self._k, self._v, strict=True) if k is not None)
         return own + sum(local.allocated_bytes for local in self._local.values())

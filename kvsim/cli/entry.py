@@ -53,13 +53,16 @@ def build_parser() -> argparse.ArgumentParser:
     mg = msub.add_parser("get", help="fetch a model (the only command that uses the network)")
     mg.add_argument("name")
 
-    q = sub.add_parser("gqa", help="MHA → GQA → MQA: one model shape with fewer K/V heads, bytes and times measured")
+    q = sub.add_parser(
+        "gqa", help="MHA → GQA → MQA → MLA: one model shape with fewer K/V heads (and a latent), bytes and times measured"
+    )
     q.add_argument("--family", default="llama", choices=["llama"])
     q.add_argument("--layers", type=positive_int, default=4)
     q.add_argument("--heads", type=positive_int, default=8)
     q.add_argument("--dim", type=positive_int, default=256)
     q.add_argument("--prompt-len", type=positive_int, default=64)
     q.add_argument("--steps", type=positive_int, default=32)
+    q.add_argument("--latent", type=positive_int, help="the MLA row's latent width r (default 4 × head dim, as DeepSeek-V2)")
     q.add_argument("--json", action="store_true")
 
     i = sub.add_parser("inspect", help="check a saved run (.kvsim) and print what it holds")

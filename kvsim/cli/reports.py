@@ -254,7 +254,9 @@ def cmd_gqa(args: argparse.Namespace) -> int:
         raise UsageError(f"--dim ({args.dim}) must be a multiple of --heads ({args.heads})")
     if args.layers * args.dim * args.dim > 2**31 or args.prompt_len + args.steps > 8192:
         raise UsageError("that shape is too large for a comparison on this machine (layers·dim² ≤ 2^31, prompt + steps ≤ 8192)")
-    rows = compare_kv_heads(args.family, args.layers, args.heads, args.dim, args.prompt_len, args.steps)
+    rows = compare_kv_heads(
+        args.family, args.layers, args.heads, args.dim, args.prompt_len, args.steps, latent=getattr(args, "latent", None)
+    )
     if args.json:
         print(json_line({"rows": [row.__dict__ for row in rows]}))
         return 0
@@ -268,6 +270,9 @@ def cmd_gqa(args: argparse.Namespace) -> int:
             f"{r.kv_heads:>8} {r.group_size:>6} {r.kind:>5} {human_bytes(r.bytes_per_token):>12} "
             f"{human_bytes(r.cache_bytes):>10} {r.itl_ms_median:>10.2f} ms"
         )
+    mla = [r for r in rows if r.kind == "MLA"]
+    if mla:
+        print(f"MLA: one latent of {mla[0].latent} values (r + d_R) per token and layer, shared by all {args.heads} heads")
     return 0
 
 

@@ -66,6 +66,18 @@ def kv_cache_bytes(
     return math.ceil(elements * bits / 8)
 
 
+def mla_cache_bytes(layers: int, latent: int, rope_dim: int, tokens: int, batch: int = 1, bits: float = 16) -> int:
+    """Bytes of a latent-attention (MLA, DeepSeek-V2/V3) cache: per token and layer one latent of ``latent``
+    values and one RoPE key of ``rope_dim`` shared by every head — ``L · (r + d_R) · n · batch · bits/8`` (no
+    factor 2: the latent stands for both K and V)."""
+    for name, value in (("layers", layers), ("latent", latent), ("rope_dim", rope_dim), ("batch", batch)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise MemoryError_(f"{name} must be a positive integer, got {value!r}")
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+        raise MemoryError_(f"context must be ≥ 0 tokens, got {tokens!r}")
+    return math.ceil(layers * (latent + rope_dim) * tokens * batch * bits / 8)
+
+
 def weight_bytes(n_params: int, dtype: str) -> float:
     if dtype not in WEIGHT_DTYPE_BYTES:
         raise MemoryError_(f"unknown weight precision {dtype!r} (known: {', '.join(WEIGHT_DTYPE_BYTES)})")

@@ -15,7 +15,7 @@ import operator
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-FAMILIES = ("gpt2", "llama", "gemma3")
+FAMILIES = ("gpt2", "llama", "gemma3", "mla")
 
 # The largest model kvsim agrees to describe: a parameter count (a few times the largest open models)
 # and per-field sizes no real checkpoint comes near. A config past them is a damaged or hostile file,
@@ -63,6 +63,11 @@ class ModelConfig:
     qk_norm: bool = False  # RMSNorm over each head's q and k before RoPE (Gemma 3)
     query_pre_attn_scalar: float | None = None  # scores scaled by scalar**-0.5; None = head_dim (everyone else)
     final_logit_softcap: float | None = None  # logits = c·tanh(logits / c) when set (Gemma 2; Gemma 3 has none)
+    # mla (DeepSeek-V2 latent attention): the cache holds per token and layer one latent of kv_lora_rank
+    # values and one RoPE key of qk_rope_head_dim shared by every head; head_dim is each head's no-RoPE
+    # query/key part and its value width (models/mla.py)
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
     name: str = "model"
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -113,6 +118,10 @@ class ModelConfig:
             raise ConfigError("GPT-2 family models use multi-head attention: kv_heads must equal heads")
         if self.family == "gpt2" and (self.qk_norm or self.rope_theta_local is not None):
             raise ConfigError("GPT-2 family models have learned positions and no QK-norm")
+        if self.family == "mla":
+            self._check_mla()
+        elif self.kv_lora_rank or self.qk_rope_head_dim:
+            raise ConfigError("kv_lora_rank and qk_rope_head_dim are for family=mla")
         if self.sliding_window is not None:
             window = _strict_int("sliding_window", self.sliding_window)
             if window <= 0:
@@ -142,6 +151,26 @@ class ModelConfig:
             checked.append(w)
         object.__setattr__(self, "layer_windows", tuple(checked))
 
+    def _check_mla(self) -> None:
+        for key in ("kv_lora_rank", "qk_rope_head_dim"):
+            value = _strict_int(key, getattr(self, key))
+            if not 0 < value <= 2**16:
+                raise ConfigError(f"{key} must be a positive integer for family=mla, got {value}")
+            object.__setattr__(self, key, value)
+        if self.qk_rope_head_dim % 2:
+            raise ConfigError(f"RoPE needs an even qk_rope_head_dim, got {self.qk_rope_head_dim}")
+        if self.n_kv_heads != 1:
+            raise ConfigError("family=mla caches one latent per token (kv_heads=1), not K/V heads")
+        if self.qk_norm or self.sliding_window is not None or self.layer_windows is not None:
+            raise ConfigError("family=mla has no QK-norm and no attention windows")
+        if self.query_pre_attn_scalar is None:  # scores scaled by (no-RoPE + RoPE dims)**-0.5, as DeepSeek-V2
+            object.__setattr__(self, "query_pre_attn_scalar", float(self.head_dim + self.qk_rope_head_dim))
+
+    @property
+    def rope_head_dim(self) -> int:
+        """The dimensions RoPE rotates in a query or key: the whole head, or MLA's decoupled RoPE part."""
+        return self.qk_rope_head_dim if self.family == "mla" else self.head_dim
+
     def window_of(self, layer: int) -> int | None:
         """The attention window of ``layer`` (None: it sees every earlier position)."""
         return self.layer_windows[layer] if self.layer_windows is not None else self.sliding_window
@@ -164,6 +193,9 @@ class ModelConfig:
         norms = (4 if gpt2 or self.family == "gemma3" else 2) * d  # Gemma 3: pre- and post-norms
         top = self.vocab_size * d * (1 if self.tie_embeddings else 2) + (2 if gpt2 else 1) * d
         top += self.max_seq_len * d if gpt2 else 0
+        if self.family == "mla":  # wq, wkv_a (latent + RoPE key), the latent's norm, wkv_b (up to K and V), wo
+            r, dr = self.kv_lora_rank, self.qk_rope_head_dim
+            attn = d * h * (hd + dr) + d * (r + dr) + r + r * h * 2 * hd + h * hd * d
         return top + self.n_layers * (attn + mlp + norms)
 
     @property
@@ -204,6 +236,8 @@ _RANDOM_KEYS = {
     "rope_theta": "rope_theta",
     "rope_theta_local": "rope_theta_local",
     "global_every": "global_every",  # gemma3: every Nth layer attends globally, the others over `window`
+    "latent": "kv_lora_rank",  # mla: the latent's width
+    "rope_dim": "qk_rope_head_dim",  # mla: the decoupled RoPE key's width
 }
 
 
@@ -258,6 +292,11 @@ def parse_random_spec(spec: str) -> tuple[ModelConfig, int]:
         values["n_kv_heads"] = values["n_heads"]
     if values["family"] == "gpt2":
         values["qkv_bias"] = True
+    if values["family"] == "mla":  # one latent per token; DeepSeek-V2's proportions by default (r = 4·d, RoPE d/2)
+        values["n_kv_heads"] = 1 if not kv_given else values["n_kv_heads"]
+        head_dim = values.get("head_dim") or values["dim"] // values["n_heads"]
+        values.setdefault("kv_lora_rank", 4 * head_dim)
+        values.setdefault("qk_rope_head_dim", max(2, head_dim // 2))
     every = values.pop("global_every", None)
     if values["family"] == "gemma3":
         values["qk_norm"] = True

@@ -33,6 +33,7 @@ from torch import nn
 
 from ..caches.base import Cache, visibility
 from .config import ModelConfig
+from .mla import MLAAttention
 
 LayerHook = Callable[[int, int], None]
 
@@ -201,7 +202,7 @@ class Block(nn.Module):
     def __init__(self, cfg: ModelConfig, layer: int = 0) -> None:
         super().__init__()
         self.attn_norm = make_norm(cfg)
-        self.attn = Attention(cfg, layer)
+        self.attn = MLAAttention(cfg, layer) if cfg.family == "mla" else Attention(cfg, layer)  # DeepSeek's latent
         self.mlp_norm = make_norm(cfg)
         self.mlp = MLP(cfg)
         # Gemma 3 normalises each sub-layer's output too, before it joins the residual stream
@@ -277,7 +278,7 @@ class Transformer(nn.Module):
             x = x + self.pos_embeddings(positions)
         else:
             for theta in {cfg.rope_theta_of(i) for i in range(cfg.n_layers)}:
-                ropes[theta] = rope_cos_sin(positions, cfg.head_dim, theta, x.dtype)
+                ropes[theta] = rope_cos_sin(positions, cfg.rope_head_dim, theta, x.dtype)
         qs, ks, vs = [], [], []
         for i, block in enumerate(self.layers):
             rope = ropes.get(cfg.rope_theta_of(i)) if ropes else None
