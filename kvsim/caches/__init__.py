@@ -8,6 +8,7 @@ cache = make_cache(lanes[1], n_layers)   # a KVCache
 from .base import Cache, PolicyInfo, SpecError, visibility
 from .h2o import H2OCache  # noqa: F401 - registers h2o:B[:rR]
 from .kv import KVCache
+from .latent import LatentSVDCache  # noqa: F401 - registers latent:R
 from .none import NoCache
 from .paged import PagedCache  # noqa: F401 - registers paged:B
 from .quantized import Int4Cache, Int8Cache  # noqa: F401 - registers int8 / int4

@@ -270,6 +270,9 @@ class Transformer(nn.Module):
         layer_hook: LayerHook | None = None,
     ) -> ForwardOutput:
         cfg = self.cfg
+        bind = getattr(cache, "bind_model", None)  # a cache built from the model's own weights (latent:R)
+        if bind is not None:
+            bind(self)
         x = self.tok_embeddings(ids)  # (B, T, dim)
         if cfg.family == "gemma3":  # sqrt(dim), rounded to the weights' dtype first as Gemma does
             x = x * torch.tensor(math.sqrt(cfg.dim), dtype=x.dtype, device=x.device)
