@@ -13,6 +13,7 @@ import torch
 from helpers import opt_in_model_file
 
 from kvsim.caches import SpecError, make_cache
+from kvsim.costs.memory import lane_bill
 from kvsim.engine.simulate import Simulator, parse_lanes
 from kvsim.models.loading import load_model
 
@@ -28,6 +29,8 @@ def test_full_rank_reproduces_the_model_and_a_lower_rank_holds_less() -> None:
         kv, full, low = r.lane("kv"), r.lane("latent:64"), r.lane("latent:16")
         assert kv.cache_bytes == n * row == full.cache_bytes  # full rank: 64 values = 2·H_kv·d, no saving
         assert low.cache_bytes == 2 * 16 * n * 4  # layers × R × n × fp32
+        for lane, done in zip(sim.trace.meta["lanes"], r.lanes, strict=True):  # the memory dock's formula
+            assert lane_bill(lane, 2, 2, 16, n, done.kv_positions).expected_bytes == done.cache_bytes
         assert full.logit_diff < 1e-5 and full.token_id == kv.token_id
         assert low.logit_diff > 1e-2
         # the full-rank lane's own rows (rebuilt from latents, keys rotated) are the step's kv rows

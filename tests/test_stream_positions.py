@@ -14,6 +14,7 @@ import math
 import torch
 
 from kvsim.caches import make_cache, parse_spec
+from kvsim.costs.memory import lane_bill
 from kvsim.engine.simulate import Simulator, parse_lanes
 from kvsim.models.loading import load_model
 
@@ -115,3 +116,5 @@ def test_spec_words_and_a_model_without_rope() -> None:
     sim = Simulator(lm.model, lm.tokenizer, list(range(1, 12)), parse_lanes("sink:2+window:4,stream:2+window:4"))
     for r in sim.run(6):
         assert r.lane("stream:2+window:4").logit_diff == 0.0
+        bill = lane_bill(sim.trace.meta["lanes"][1], 2, 4, 8, r.n_tokens, r.lane("stream:2+window:4").kv_positions)
+        assert bill.expected_bytes == r.lane("stream:2+window:4").cache_bytes == r.lane("sink:2+window:4").cache_bytes

@@ -233,7 +233,7 @@ def lane_bill(
         windows = None if options.get("full") or not layer_windows or all(w is None for w in layer_windows) else layer_windows
         b = kv_cache_bytes(layers, kv_heads, head_dim, tokens, 1, elem_bits, layer_windows=windows)
         return LaneBill(b, b, elem_bits, None, "")
-    if policy in ("window", "sink+window"):
+    if policy in ("window", "sink+window", "stream+window"):
         window = int(lane.get("window") or options.get("window")) + int(lane.get("sinks") or options.get("sinks") or 0)
         b = kv_cache_bytes(layers, kv_heads, head_dim, tokens, 1, elem_bits, window)
         return LaneBill(b, b, elem_bits, window, "")
@@ -261,6 +261,9 @@ def lane_bill(
         scores = layers * kv_heads * min(tokens, budget) * 4
         why = f"it also holds the attention score it ranks each row by (float32, per row and KV head: +{scores:,} B)"
         return LaneBill(b, b + scores, elem_bits, budget, why)
+    if policy == "latent":  # a rank-R latent per token and layer (SVD of the model's K/V), no K/V heads
+        b = layers * int(options["rank"]) * tokens * elem_bits // 8
+        return LaneBill(b, b, elem_bits, None, "")
     if policy == "snapkv" and prompt_tokens is not None:  # the prompt cut to B once, then every new row
         budget = int(options["budget"])
         rows = min(prompt_tokens, budget) + max(0, tokens - prompt_tokens)
