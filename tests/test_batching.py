@@ -316,3 +316,75 @@ def test_tiny_model_batched_equals_alone() -> None:
         want, logits = alone(loaded.model, p, steps, Sampling(), i)
         assert list(run.requests[i].output_ids) == want
         assert max(float(np.abs(a - b).max()) for a, b in zip(logits, engine.logits[i], strict=True)) <= TOL
+
+
+CLI_MODEL = SPECS["llama"]
+
+
+def test_cli_continuous_json_save_and_inspect(capsys, tmp_path) -> None:
+    import json
+
+    from kvsim.cli.entry import main
+    from kvsim.serving.saved_runs import load_runs
+
+    path = tmp_path / "batch.kvsim"
+    prompts = ["the same opening and then one", "the same opening and then two", "another"]
+    args = ["run", "--model", CLI_MODEL, "--steps", "4", "--ignore-eos", "--batching", "continuous"]
+    args += ["--max-batched-tokens", "12", "--block-size", "4", "--pool-blocks", "12", "--arrivals", "0,1,3"]
+    for p in prompts:
+        args += ["--prompt", p]
+    assert main([*args, "--json", "--save", str(path)]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    steps = [x["batch_step"] for x in lines if "batch_step" in x]
+    rows = [x for x in lines if "request" in x]
+    summary = lines[-1]["summary"]
+    assert summary["schedule"] == "continuous" and summary["batch_steps"] == len(steps) and len(rows) == 3
+    assert all(0 < s["tokens"] <= 12 for s in steps) and [r["arrival_step"] for r in rows] == [0, 1, 3]
+    assert sum(len([b for b in s["batch"] if b[1] in ("prefill", "recompute")]) for s in steps) >= 3
+    assert summary["largest_batch"] >= 2  # they ran together
+    assert sum(r["output_tokens"] for r in rows) == 12
+    (run,) = load_runs(path)
+    assert [b.as_dict() for b in run.batches] == steps
+    assert [r.as_dict() for r in run.requests] == [{k: v for k, v in r.items() if k != "prefix_cache"} for r in rows]
+    assert len(run.snapshots) == len(run.batches)
+    check_snapshots(run)
+    assert main(["inspect", str(path), "--json"]) == 0
+    inspected = json.loads(capsys.readouterr().out)["requests_runs"][0]
+    assert inspected["batches"] == steps and inspected["preemptions"] == summary["preemptions"]
+    assert main(["inspect", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "continuous batching" in text and "step    0" in text
+    assert main(args) == 0  # the text report
+    text = capsys.readouterr().out
+    assert "largest batch" in text and "r1:p" in text
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--max-batched-tokens", "8"], "applies to --batching continuous"),
+        (["--batching", "continuous", "--interleave"], "does not apply"),
+        (["--batching", "continuous", "--arrivals", "0,1,2"], "gives 3 steps for 2 requests"),
+        (["--batching", "continuous", "--arrivals", "0,x"], "--arrivals"),
+        (["--batching", "continuous", "--arrivals", "0,1", "--arrival-rate", "1"], "exclude each other"),
+        (["--batching", "continuous", "--arrival-rate", "0"], "arrival rate"),
+        (["--batching", "continuous", "--no-chunked-prefill", "--max-batched-tokens", "2"], "without chunked prefill"),
+    ],
+)
+def test_cli_batching_errors_are_one_line(capsys, extra, message) -> None:
+    from kvsim.cli.entry import main
+
+    assert main(["run", "--model", CLI_MODEL, "--steps", "2", "--prompt", "ab", "--prompt", "cd", *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_request_file_arrivals(tmp_path) -> None:
+    from kvsim.serving.request_lists import load_requests
+
+    f = tmp_path / "r.json"
+    f.write_text('{"prompts": ["a", "b"], "arrivals": [0, 4]}', encoding="utf-8")
+    assert load_requests(f).arrivals == (0, 4)
+    f.write_text('{"prompts": ["a", "b"], "arrivals": [0]}', encoding="utf-8")
+    with pytest.raises(SimulationError, match="arrivals"):
+        load_requests(f)

@@ -64,12 +64,11 @@ from ..caches.paged import PagedCache
 from ..core.sampling import Sampling, SimulationError, choose
 from ..models.transformer import Transformer
 from .records import BatchEntry, BatchStep, PoolSnapshot, RequestResult, RequestsRun, take_snapshot
-from .request_lists import RequestInput
+from .request_lists import MAX_ARRIVAL_STEP, RequestInput
 from .requests import blocks_needed
 from .waste import allocation_waste
 
 DEFAULT_MAX_BATCHED_TOKENS = 256
-MAX_ARRIVAL_STEP = 1_000_000
 
 
 class RunCancelled(SimulationError):
