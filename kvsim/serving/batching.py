@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 
 import numpy as np
@@ -284,6 +284,21 @@ class BatchingEngine:
         return {r.index: r.logits for r in self.requests}
 
     def run(self) -> RequestsRun:
+        for _ in self.iterate():
+            pass
+        return self._result()
+
+    def result(self) -> RequestsRun:
+        if self.pending or self.waiting or self.running:
+            raise RuntimeError("the batching run is not finished")
+        return self._result()
+
+    def progress(self) -> tuple[int, int]:
+        """(tokens generated so far, at most), a finished request counting as all its steps."""
+        return sum(self.steps if r.status == "done" else len(r.generated) for r in self.requests), self.steps * len(self.requests)
+
+    def iterate(self) -> Iterator[BatchStep]:
+        """Run one step at a time, yielding each ``BatchStep`` (``result()`` once it is exhausted)."""
         while self.pending or self.waiting or self.running:
             if self.should_stop is not None and self.should_stop():
                 raise RunCancelled("the requests run was cancelled")
@@ -306,7 +321,7 @@ class BatchingEngine:
             entries, finished = self._after(plan, emitted)
             self._record(ms, entries, tuple(arrived), tuple(preempted), finished)
             self.step += 1
-        return self._result()
+            yield self.batches[-1]
 
     def _schedule(self) -> tuple[list[tuple[_Live, int, int, torch.Tensor, torch.Tensor]], list[int]]:
         """This step's (request, start, count, blocks, slots), and the requests preempted to make room."""
