@@ -32,6 +32,7 @@ from .blocks_table import BlockTableView
 from .form import RequestListEditor, SettingsBar
 from .job import Computed, Pending, demo_lists, start, start_demo
 from .panels import NumbersPanel, block_text, legend_html, legend_tooltip, run_summary, step_summary
+from .timeline import TimelineView
 
 FOLLOW = -1  # the request chooser's "the step's request"
 
@@ -100,6 +101,19 @@ class RequestsView(QWidget):
         self.tabs.addTab(self.editor, translate("views.requests", "Request list"))
         self.tabs.setTabToolTip(
             2, translate("views.requests", "edit the requests (one prompt per line) and the system prompt they share")
+        )
+        self.timeline = TimelineView()
+        timeline_scroll = QScrollArea()
+        timeline_scroll.setWidgetResizable(True)
+        timeline_scroll.setWidget(self.timeline)
+        self.tabs.addTab(timeline_scroll, translate("views.requests", "Timeline"))
+        self.tabs.setTabToolTip(
+            3,
+            translate(
+                "views.requests",
+                "continuous batching: each request over the steps (waiting, prefill chunk, decode, recompute, "
+                "preempted) and the pool's occupancy; the outlined column is the shown step",
+            ),
         )
         try:
             self.editor.fill_demos(demo_lists())
@@ -325,6 +339,7 @@ class RequestsView(QWidget):
         self.slider.blockSignals(True)
         self.slider.setRange(0, max(0, len(self.current_run().snapshots) - 1))
         self.slider.blockSignals(False)
+        self.timeline.set_run(self.current_run())
         self.show_step(self.prefill_step(self._land_on) or 0)
         self._draw()
 
@@ -366,6 +381,7 @@ class RequestsView(QWidget):
         run = self.current_run()
         if run is not None:
             self.slider.setRange(0, max(0, len(run.snapshots) - 1))
+            self.timeline.set_run(run)
         self._draw()
 
     def selected_request(self) -> int | None:
@@ -389,6 +405,7 @@ class RequestsView(QWidget):
             translate("views.requests", "step {i} / {n}").format(i=integer(i + 1), n=integer(len(run.snapshots)))
         )
         self.summary.setText(step_summary(self.computed, self.caching, i))
+        self.timeline.set_step(i)
         self._hover(self.grid.hover_block)
 
     def _hover(self, block: int) -> None:

@@ -21,10 +21,11 @@ from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from ...i18n import is_portuguese, translate
 
-SCHEDULES = ("sequential", "interleaved")
+SCHEDULES = ("sequential", "interleaved", "continuous")
 SCHEDULE_LABELS = {  # what the schedule combo shows (translated where shown; the data stays the engine's word)
     "sequential": QT_TRANSLATE_NOOP("views.requests_job", "sequential"),
     "interleaved": QT_TRANSLATE_NOOP("views.requests_job", "interleaved"),
+    "continuous": QT_TRANSLATE_NOOP("views.requests_job", "continuous batching"),
 }
 #: the demo list run by default: one whose requests share a prefix for this kind of model
 DEFAULT_DEMO = {"chat": "system-prompt.json", "plain": "austen-openings.json"}
@@ -44,6 +45,8 @@ class RequestsSettings:
     steps: int = 8
     schedule: str = "sequential"
     repeats: int = 3
+    max_batched_tokens: int = 64  # continuous batching: positions per batched forward
+    arrival_every: int = 2  # continuous batching: request i arrives at step i × this
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,25 @@ def start(loaded, given: RequestsInput, settings: RequestsSettings) -> Pending:
     prompts = check_prompts([p.strip() for p in given.prompts if p.strip()], "the request list")
     system = given.system.strip() if given.system and given.system.strip() else None
     inputs = encode_requests(loaded.tokenizer, RequestList(prompts, system, given.title))
+    if settings.schedule == "continuous":
+        from kvsim.serving.batching import BatchingEngine
+
+        engines = [
+            BatchingEngine(
+                loaded.model,
+                loaded.tokenizer,
+                inputs,
+                arrivals=[i * settings.arrival_every for i in range(len(inputs))],
+                block_size=settings.block_size,
+                pool_blocks=settings.pool_blocks,
+                prefix_caching=caching,
+                steps=settings.steps,
+                max_batched_tokens=settings.max_batched_tokens,
+                model_id=loaded.model_id,
+            )
+            for caching in (False, True)
+        ]
+        return Pending(loaded, RequestsInput(prompts, system, given.title), settings, engines)
     engines = [
         RequestsEngine(
             loaded.model,
