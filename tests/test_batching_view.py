@@ -92,3 +92,17 @@ def test_the_settings_bar_carries_the_budget(view) -> None:
     assert bar.budget.isEnabled() and bar.settings().max_batched_tokens == 12
     bar.schedule.setCurrentIndex(bar.schedule.findData("sequential"))
     assert not bar.budget.isEnabled()
+
+
+def test_latency_and_reuse_lines(view, computed) -> None:
+    run = computed.both.on
+    text = view.latency.text()
+    for r in run.requests:
+        assert f"r{r.index + 1}: arrives at step {r.arrival_step}, TTFT {r.ttft_ms:.1f} ms" in text
+        gaps = r.itl_gaps_ms
+        assert f"worst {max(gaps):.1f} ms" in text
+    reuse = computed.reuse
+    # arrivals 2 steps apart: each request's prompt blocks are registered before the next one looks them
+    # up, so the one-after-another replay reuses what the batched engine reused
+    assert list(reuse.blocks) == [r.reused_rows for r in run.requests]
+    assert sum(reuse.radix) >= sum(reuse.blocks) and f"would reuse {sum(reuse.radix)}" in text

@@ -32,7 +32,7 @@ from .blocks_table import BlockTableView
 from .form import RequestListEditor, SettingsBar
 from .job import Computed, Pending, demo_lists, start, start_demo
 from .panels import NumbersPanel, block_text, legend_html, legend_tooltip, run_summary, step_summary
-from .timeline import TimelineView
+from .timeline import TimelineView, latency_lines, reuse_line
 
 FOLLOW = -1  # the request chooser's "the step's request"
 
@@ -103,9 +103,17 @@ class RequestsView(QWidget):
             2, translate("views.requests", "edit the requests (one prompt per line) and the system prompt they share")
         )
         self.timeline = TimelineView()
+        self.latency = QLabel()
+        self.latency.setWordWrap(True)
+        self.latency.setTextFormat(Qt.PlainText)
+        timeline_tab = QWidget()
+        timeline_lay = QVBoxLayout(timeline_tab)
+        timeline_lay.addWidget(self.timeline)
+        timeline_lay.addWidget(self.latency)
+        timeline_lay.addStretch(1)
         timeline_scroll = QScrollArea()
         timeline_scroll.setWidgetResizable(True)
-        timeline_scroll.setWidget(self.timeline)
+        timeline_scroll.setWidget(timeline_tab)
         self.tabs.addTab(timeline_scroll, translate("views.requests", "Timeline"))
         self.tabs.setTabToolTip(
             3,
@@ -339,7 +347,7 @@ class RequestsView(QWidget):
         self.slider.blockSignals(True)
         self.slider.setRange(0, max(0, len(self.current_run().snapshots) - 1))
         self.slider.blockSignals(False)
-        self.timeline.set_run(self.current_run())
+        self._set_timeline(self.current_run())
         self.show_step(self.prefill_step(self._land_on) or 0)
         self._draw()
 
@@ -381,8 +389,15 @@ class RequestsView(QWidget):
         run = self.current_run()
         if run is not None:
             self.slider.setRange(0, max(0, len(run.snapshots) - 1))
-            self.timeline.set_run(run)
+            self._set_timeline(run)
         self._draw()
+
+    def _set_timeline(self, run) -> None:
+        self.timeline.set_run(run)
+        lines = latency_lines(run) if run.batches else []
+        if self.computed is not None and self.computed.reuse is not None:
+            lines.append(reuse_line(self.computed.reuse))
+        self.latency.setText("\n".join(lines))
 
     def selected_request(self) -> int | None:
         run = self.current_run()

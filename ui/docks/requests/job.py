@@ -67,6 +67,7 @@ class Computed:
     token_text: dict[int, str] = field(default_factory=dict)
     last_owner: dict[bool, np.ndarray] = field(default_factory=dict)  # caching on? → (steps, blocks), -1 never held
     paged_waste_by_size: tuple[tuple[int, float], ...] = ()
+    reuse: Any = None  # kvsim.serving.radix.ReuseComparison: token-level (radix tree) vs these blocks, same requests
 
     def run(self, caching: bool):
         return self.both.on if caching else self.both.off
@@ -219,7 +220,8 @@ def compute(loaded, given: RequestsInput, settings: RequestsSettings) -> Compute
 
 def finish(loaded, both, given: RequestsInput, settings: RequestsSettings) -> Computed:
     """What the views need besides the two runs: each token's text, each block's last owner, the
-    paged waste at other block sizes."""
+    paged waste at other block sizes, and the prefix reuse a radix tree would get on the same requests."""
+    from kvsim.serving.radix import compare_reuse
     from kvsim.serving.waste import allocation_waste
 
     ids = {t for run in (both.off, both.on) for r in run.requests for t in (*r.prompt_ids, *r.output_ids)}
@@ -238,6 +240,7 @@ def finish(loaded, both, given: RequestsInput, settings: RequestsSettings) -> Co
         token_text=texts,
         last_owner={False: last_owners(both.off.snapshots), True: last_owners(both.on.snapshots)},
         paged_waste_by_size=by_size,
+        reuse=compare_reuse(prompts_ids, [r.output_ids for r in both.on.requests], settings.block_size),
     )
 
 

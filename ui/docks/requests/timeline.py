@@ -66,6 +66,37 @@ def state_word(code: int) -> str:
     return translate("views.timeline", STATE_WORDS[code]) if code in STATE_WORDS else ""
 
 
+def latency_lines(run) -> list[str]:
+    """Per request of a continuous-batching run: arrival, TTFT, inter-token latency (median, worst and
+    the step it ended), preemptions — the stalls a prompt chunk in the same step causes show as the worst gap."""
+    out = []
+    for r in run.requests:
+        gaps = r.itl_gaps_ms
+        line = translate("views.timeline", "r{n}: arrives at step {a}, TTFT {ttft:.1f} ms").format(
+            n=r.index + 1, a=r.arrival_step, ttft=r.ttft_ms
+        )
+        if gaps:
+            worst = int(np.argmax(gaps))
+            line += translate("views.timeline", ", ITL median {med:.1f} ms, worst {worst:.1f} ms (step {s})").format(
+                med=float(np.median(gaps)), worst=gaps[worst], s=r.token_steps[worst + 1]
+            )
+        if r.preemptions:
+            line += translate("views.timeline", ", preempted {k}× ({rows} rows recomputed)").format(
+                k=r.preemptions, rows=r.recomputed_rows
+            )
+        out.append(line)
+    return out
+
+
+def reuse_line(reuse) -> str:
+    """Token-level vs block-level prefix reuse of the same requests (``ReuseComparison``)."""
+    return translate(
+        "views.timeline",
+        "prefix reuse of these requests: blocks of {b} reuse {blocks} of {total} prompt tokens; a radix tree "
+        "(token-level, as SGLang) would reuse {radix}",
+    ).format(b=reuse.block_size, blocks=sum(reuse.blocks), total=sum(reuse.prompt_tokens), radix=sum(reuse.radix))
+
+
 @dataclass(frozen=True)
 class Cell:
     request: int
