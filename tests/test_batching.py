@@ -119,6 +119,9 @@ def test_batched_equals_alone_for_random_schedules(models, family: str, seed: in
     pool = int(rng.integers(max(needs), sum(needs) + 1)) if seed < 3 else max(needs)
     budget = int(rng.integers(1, 40))
     chunk = int(rng.integers(1, budget + 1)) if rng.random() < 0.5 else None
+    chunked = seed != 2  # without chunking a prompt (or a recompute) runs whole: the budget must hold it
+    if not chunked:
+        budget, chunk = max(budget, max(len(p) for p in prompts) + steps - 1), None
     sampling = Sampling(temperature=0.8, top_k=50, seed=seed) if seed == 1 else Sampling()
     engine = BatchingEngine(
         model,
@@ -130,6 +133,7 @@ def test_batched_equals_alone_for_random_schedules(models, family: str, seed: in
         steps=steps,
         max_batched_tokens=budget,
         chunk_size=chunk,
+        chunked_prefill=chunked,
         prefix_caching=seed != 2,
         sampling=sampling,
         stop_at_eos=False,
@@ -149,6 +153,8 @@ def test_batched_equals_alone_for_random_schedules(models, family: str, seed: in
     for step in run.batches:
         assert 0 < step.tokens <= budget and len({e.request for e in step.entries}) == len(step.entries)
         assert all(e.tokens <= (chunk or budget) for e in step.entries)
+        if not chunked:  # every prefill or recompute took the request to its last token in one step
+            assert all(e.emits for e in step.entries)
     for r, a in zip(run.requests, arrivals, strict=True):
         assert r.arrival_step == a and a <= run.batches[r.first_step].step
         assert len(r.token_ms) == steps and r.token_ms == tuple(sorted(r.token_ms)) and r.ttft_ms >= 0
