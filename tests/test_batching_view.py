@@ -106,3 +106,26 @@ def test_latency_and_reuse_lines(view, computed) -> None:
     # up, so the one-after-another replay reuses what the batched engine reused
     assert list(reuse.blocks) == [r.reused_rows for r in run.requests]
     assert sum(reuse.radix) >= sum(reuse.blocks) and f"would reuse {sum(reuse.radix)}" in text
+
+
+def test_the_prefix_tree_tab(view, computed) -> None:
+    """The tree's top level has one item per distinct first token; the system prompt's node lists every
+    request; each leaf path is one request's computed tokens."""
+    tree = view.prefix_tree
+    held = [tuple(r.prompt_ids) + tuple(r.output_ids[:-1]) for r in computed.both.on.requests]
+    assert tree.topLevelItemCount() == len({h[0] for h in held})
+    top = tree.topLevelItem(0)
+    assert top.text(2) == ", ".join(f"r{i + 1}" for i in range(len(held)))  # all share the system prompt
+    assert int(top.text(1)) == max(n for n in range(1, len(held[0]) + 1) if len({h[:n] for h in held}) == 1)
+    leaves = []
+
+    def walk(item, count):
+        count += int(item.text(1))
+        if item.childCount() == 0:
+            leaves.append(count)
+        for k in range(item.childCount()):
+            walk(item.child(k), count)
+
+    for k in range(tree.topLevelItemCount()):
+        walk(tree.topLevelItem(k), 0)
+    assert sorted(leaves) == sorted(len(h) for h in held)  # no request's tokens are a prefix of another's here

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QSlider,
     QTabWidget,
     QToolTip,
+    QTreeWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -32,7 +33,7 @@ from .blocks_table import BlockTableView
 from .form import RequestListEditor, SettingsBar
 from .job import Computed, Pending, demo_lists, start, start_demo
 from .panels import NumbersPanel, block_text, legend_html, legend_tooltip, run_summary, step_summary
-from .timeline import TimelineView, latency_lines, reuse_line
+from .timeline import TimelineView, fill_prefix_tree, latency_lines, reuse_line
 
 FOLLOW = -1  # the request chooser's "the step's request"
 
@@ -121,6 +122,23 @@ class RequestsView(QWidget):
                 "views.requests",
                 "continuous batching: each request over the steps (waiting, prefill chunk, decode, recompute, "
                 "preempted) and the pool's occupancy; the outlined column is the shown step",
+            ),
+        )
+        self.prefix_tree = QTreeWidget()
+        self.prefix_tree.setHeaderLabels(
+            [
+                translate("views.requests", "tokens on the edge"),
+                translate("views.requests", "count"),
+                translate("views.requests", "requests through it"),
+            ]
+        )
+        self.tabs.addTab(self.prefix_tree, translate("views.requests", "Prefix tree"))
+        self.tabs.setTabToolTip(
+            4,
+            translate(
+                "views.requests",
+                "a radix tree of what the requests computed (SGLang's structure): a node shared by several "
+                "requests is a prefix they could all reuse, token by token, not only in whole blocks",
             ),
         )
         try:
@@ -348,6 +366,7 @@ class RequestsView(QWidget):
         self.slider.setRange(0, max(0, len(self.current_run().snapshots) - 1))
         self.slider.blockSignals(False)
         self._set_timeline(self.current_run())
+        fill_prefix_tree(self.prefix_tree, computed)
         self.show_step(self.prefill_step(self._land_on) or 0)
         self._draw()
 

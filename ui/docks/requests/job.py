@@ -68,6 +68,8 @@ class Computed:
     last_owner: dict[bool, np.ndarray] = field(default_factory=dict)  # caching on? → (steps, blocks), -1 never held
     paged_waste_by_size: tuple[tuple[int, float], ...] = ()
     reuse: Any = None  # kvsim.serving.radix.ReuseComparison: token-level (radix tree) vs these blocks, same requests
+    prefix_tree: tuple = ()  # kvsim.serving.radix.NodeView of a radix tree holding every request's computed tokens
+    tree_paths: dict = field(default_factory=dict)  # node id → the tokens from the root to the end of its edge
 
     def run(self, caching: bool):
         return self.both.on if caching else self.both.off
@@ -221,7 +223,7 @@ def compute(loaded, given: RequestsInput, settings: RequestsSettings) -> Compute
 def finish(loaded, both, given: RequestsInput, settings: RequestsSettings) -> Computed:
     """What the views need besides the two runs: each token's text, each block's last owner, the
     paged waste at other block sizes, and the prefix reuse a radix tree would get on the same requests."""
-    from kvsim.serving.radix import compare_reuse
+    from kvsim.serving.radix import RadixTree, compare_reuse
     from kvsim.serving.waste import allocation_waste
 
     ids = {t for run in (both.off, both.on) for r in run.requests for t in (*r.prompt_ids, *r.output_ids)}
@@ -232,7 +234,16 @@ def finish(loaded, both, given: RequestsInput, settings: RequestsSettings) -> Co
         (b, allocation_waste(w.rows, b, w.max_len, w.bytes_per_slot, prompts_ids).paged_waste)
         for b in sorted({*TRADE_OFF_SIZES, settings.block_size})
     )
+    tree = RadixTree()
+    for r in both.on.requests:  # what each request computed: its prompt and all but its last token
+        tree.insert(list(r.prompt_ids) + list(r.output_ids[:-1]))
+    nodes = tuple(tree.nodes())
+    paths: dict[int, tuple[int, ...]] = {}
+    for node in nodes:  # parents come before children
+        paths[node.id] = (paths[node.parent] if node.parent is not None else ()) + node.tokens
     return Computed(
+        prefix_tree=nodes,
+        tree_paths=paths,
         both=both,
         settings=settings,
         given=given,

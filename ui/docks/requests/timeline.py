@@ -257,3 +257,35 @@ class TimelineView(QWidget):
         )
         p.setPen(QColor(theme.MUTED))
         p.drawText(QRectF(0, top, LABEL_W - 4, h), Qt.AlignRight | Qt.AlignTop, str(n))
+
+
+def fill_prefix_tree(widget, computed) -> None:
+    """The radix tree of the requests' computed tokens as a ``QTreeWidget``: one item per node (its edge's
+    tokens as text, how many tokens, how many requests' tokens pass through it). A node several requests
+    pass through is a prefix they share, whatever its length — token-level sharing."""
+    from PySide6.QtWidgets import QTreeWidgetItem
+
+    widget.clear()
+    if computed is None or not computed.prefix_tree:
+        return
+    held = [tuple(r.prompt_ids) + tuple(r.output_ids[:-1]) for r in computed.both.on.requests]
+    items = {}
+    for node in computed.prefix_tree:
+        path = computed.tree_paths[node.id]
+        through = [i + 1 for i, h in enumerate(held) if h[: len(path)] == path]
+        text = "".join(computed.token_text.get(t, f"<{t}>") for t in node.tokens)
+        item = QTreeWidgetItem([repr(text)[1:-1][:80], str(len(node.tokens)), ", ".join(f"r{i}" for i in through)])
+        item.setData(0, Qt.UserRole, node.id)
+        item.setToolTip(
+            0,
+            translate("views.timeline", "positions {a}–{b}; requests through this node: {n}").format(
+                a=node.depth - len(node.tokens), b=node.depth - 1, n=len(through)
+            ),
+        )
+        parent = items.get(node.parent)
+        if parent is None:
+            widget.addTopLevelItem(item)
+        else:
+            parent.addChild(item)
+        items[node.id] = item
+    widget.expandAll()
