@@ -25,11 +25,11 @@ from .blocks import request_color
 
 NONE, WAITING, PREFILL, DECODE, RECOMPUTE, PREEMPTED = range(6)
 STATE_WORDS = {
-    WAITING: QT_TRANSLATE_NOOP("views.timeline", "waiting"),
-    PREFILL: QT_TRANSLATE_NOOP("views.timeline", "prefill chunk"),
-    DECODE: QT_TRANSLATE_NOOP("views.timeline", "decode"),
-    RECOMPUTE: QT_TRANSLATE_NOOP("views.timeline", "recompute"),
-    PREEMPTED: QT_TRANSLATE_NOOP("views.timeline", "preempted"),
+    WAITING: QT_TRANSLATE_NOOP("views.requests_timeline", "waiting"),
+    PREFILL: QT_TRANSLATE_NOOP("views.requests_timeline", "prefill chunk"),
+    DECODE: QT_TRANSLATE_NOOP("views.requests_timeline", "decode"),
+    RECOMPUTE: QT_TRANSLATE_NOOP("views.requests_timeline", "recompute"),
+    PREEMPTED: QT_TRANSLATE_NOOP("views.requests_timeline", "preempted"),
 }
 KIND_STATES = {"prefill": PREFILL, "decode": DECODE, "recompute": RECOMPUTE}
 ROW_H = 16
@@ -63,7 +63,7 @@ def timeline_states(run) -> tuple[np.ndarray, np.ndarray]:
 
 
 def state_word(code: int) -> str:
-    return translate("views.timeline", STATE_WORDS[code]) if code in STATE_WORDS else ""
+    return translate("views.requests_timeline", STATE_WORDS[code]) if code in STATE_WORDS else ""
 
 
 def latency_lines(run) -> list[str]:
@@ -72,16 +72,16 @@ def latency_lines(run) -> list[str]:
     out = []
     for r in run.requests:
         gaps = r.itl_gaps_ms
-        line = translate("views.timeline", "r{n}: arrives at step {a}, TTFT {ttft:.1f} ms").format(
+        line = translate("views.requests_timeline", "r{n}: arrives at step {a}, TTFT {ttft:.1f} ms").format(
             n=r.index + 1, a=r.arrival_step, ttft=r.ttft_ms
         )
         if gaps:
             worst = int(np.argmax(gaps))
-            line += translate("views.timeline", ", ITL median {med:.1f} ms, worst {worst:.1f} ms (step {s})").format(
+            line += translate("views.requests_timeline", ", ITL median {med:.1f} ms, worst {worst:.1f} ms (step {s})").format(
                 med=float(np.median(gaps)), worst=gaps[worst], s=r.token_steps[worst + 1]
             )
         if r.preemptions:
-            line += translate("views.timeline", ", preempted {k}× ({rows} rows recomputed)").format(
+            line += translate("views.requests_timeline", ", preempted {k}× ({rows} rows recomputed)").format(
                 k=r.preemptions, rows=r.recomputed_rows
             )
         out.append(line)
@@ -91,7 +91,7 @@ def latency_lines(run) -> list[str]:
 def reuse_line(reuse) -> str:
     """Token-level vs block-level prefix reuse of the same requests (``ReuseComparison``)."""
     return translate(
-        "views.timeline",
+        "views.requests_timeline",
         "prefix reuse of these requests: blocks of {b} reuse {blocks} of {total} prompt tokens; a radix tree "
         "(token-level, as SGLang) would reuse {radix}",
     ).format(b=reuse.block_size, blocks=sum(reuse.blocks), total=sum(reuse.prompt_tokens), radix=sum(reuse.radix))
@@ -165,17 +165,17 @@ class TimelineView(QWidget):
         """Plain words on one cell (the tooltip)."""
         state = int(self.states[request, step])
         batch = self.run.batches[step]
-        text = translate("views.timeline", "request {n}, step {s}").format(n=request + 1, s=batch.step)
+        text = translate("views.requests_timeline", "request {n}, step {s}").format(n=request + 1, s=batch.step)
         if state in (PREFILL, DECODE, RECOMPUTE):
             e = next(e for e in batch.entries if e.request == request)
-            text += ": " + translate("views.timeline", "{what}, positions {a}–{b}").format(
+            text += ": " + translate("views.requests_timeline", "{what}, positions {a}–{b}").format(
                 what=state_word(state), a=e.start, b=e.start + e.tokens - 1
             )
             if e.emits:
-                text += translate("views.timeline", ", gives a token")
+                text += translate("views.requests_timeline", ", gives a token")
         elif state:
             text += ": " + state_word(state)
-        return text + translate("views.timeline", " · batch of {k}, {t} positions, {ms:.1f} ms").format(
+        return text + translate("views.requests_timeline", " · batch of {k}, {t} positions, {ms:.1f} ms").format(
             k=len(batch.entries), t=batch.tokens, ms=batch.ms
         )
 
@@ -192,7 +192,7 @@ class TimelineView(QWidget):
             p.drawText(
                 self.rect().adjusted(6, 0, -6, 0),
                 Qt.AlignVCenter | Qt.TextWordWrap,
-                translate("views.timeline", "the timeline shows a continuous-batching run (schedule: continuous)"),
+                translate("views.requests_timeline", "the timeline shows a continuous-batching run (schedule: continuous)"),
             )
             return
         w = self._col_w()
@@ -251,7 +251,7 @@ class TimelineView(QWidget):
         p.drawText(
             QRectF(LABEL_W, top + h + 1, max(10.0, self.width() - LABEL_W), 14),
             Qt.AlignLeft | Qt.AlignVCenter,
-            translate("views.timeline", "pool: {held} of {n} blocks held, {cached} free but cached (dashed)").format(
+            translate("views.requests_timeline", "pool: {held} of {n} blocks held, {cached} free but cached (dashed)").format(
                 held=b.held_blocks, n=n, cached=b.cached_free_blocks
             ),
         )
@@ -278,7 +278,7 @@ def fill_prefix_tree(widget, computed) -> None:
         item.setData(0, Qt.UserRole, node.id)
         item.setToolTip(
             0,
-            translate("views.timeline", "positions {a}–{b}; requests through this node: {n}").format(
+            translate("views.requests_timeline", "positions {a}–{b}; requests through this node: {n}").format(
                 a=node.depth - len(node.tokens), b=node.depth - 1, n=len(through)
             ),
         )
