@@ -18,7 +18,7 @@ from kvsim.costs.memory import formula_rows_text, lane_bill
 from kvsim.costs.presets import PRESETS, context_warning
 from kvsim.ui import i18n
 
-TS = Path(__file__).resolve().parents[1] / "resources" / "translations" / "pt_BR"
+TS = Path(__file__).resolve().parents[1] / "resources" / "translations" / "kvsim_pt_BR.ts"
 MODULES = (
     "export",
     "export_dialogs",
@@ -41,8 +41,10 @@ def english_left() -> set[str]:
     """The source strings of these modules whose Portuguese differs (placeholders cut out: a shown
     string is matched on its fixed words)."""
     out = set()
-    for name in MODULES:
-        for m in ET.parse(TS / f"{name}.ts").getroot().iter("message"):
+    contexts = [c for c in ET.parse(TS).getroot().iter("context") if c.findtext("name") in MODULES]
+    assert len(contexts) == len(MODULES), "a module of these docks has no strings in the .ts"
+    for context in contexts:
+        for m in context.iter("message"):
             source, tr = m.findtext("source") or "", m.findtext("translation") or ""
             if source != tr:
                 for piece in re.split(r"\{\w*\}", re.sub(r"<[^>]+>", "", source)):
