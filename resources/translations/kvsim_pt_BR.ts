@@ -458,6 +458,102 @@
     </message>
 </context>
 <context>
+    <name>policies</name>
+    <message>
+        <source>KV cache</source>
+        <translation>cache KV</translation>
+    </message>
+    <message>
+        <source>computes the new row, reads the rest</source>
+        <translation>calcula a linha nova, lê as demais</translation>
+    </message>
+    <message>
+        <source>no cache</source>
+        <translation>sem cache</translation>
+    </message>
+    <message>
+        <source>recomputes all rows, every step</source>
+        <translation>recalcula todas as linhas, a cada passo</translation>
+    </message>
+    <message>
+        <source>token slots per block</source>
+        <translation>slots de token por bloco</translation>
+    </message>
+    <message>
+        <source>blocks in the pool</source>
+        <translation>blocos no pool</translation>
+    </message>
+    <message>
+        <source>paged KV cache</source>
+        <translation>cache KV paginado</translation>
+    </message>
+    <message>
+        <source>rows in blocks of {block_size} slots, read through a block table</source>
+        <translation>linhas em blocos de {block_size} slots, lidas por uma tabela de blocos</translation>
+    </message>
+    <message>
+        <source>whole blocks of {block_size}: the last one&apos;s {empty} empty slots are reserved (+{tail:,} B), and the block table holds {blocks} entries (+{table:,} B)</source>
+        <translation>blocos inteiros de {block_size}: os {empty} slots vazios do último ficam reservados (+{tail:,} B), e a tabela de blocos guarda {blocks} entradas (+{table:,} B)</translation>
+    </message>
+    <message>
+        <source>keys per channel, values per token, {bits}-bit codes in groups of {group}; the last {residual} tokens in full precision</source>
+        <translation>chaves por canal, valores por token, códigos de {bits} bits em grupos de {group}; os últimos {residual} tokens em precisão plena</translation>
+    </message>
+    <message>
+        <source>keys per channel, values per token, {bits}-bit codes in groups of {group}; only an unfinished group in full precision</source>
+        <translation>chaves por canal, valores por token, códigos de {bits} bits em grupos de {group}; só um grupo incompleto em precisão plena</translation>
+    </message>
+    <message>
+        <source>tokens per quantization group</source>
+        <translation>tokens por grupo de quantização</translation>
+    </message>
+    <message>
+        <source>newest tokens kept in full precision</source>
+        <translation>tokens mais novos guardados em precisão plena</translation>
+    </message>
+    <message>
+        <source>INT{bits} cache (g{group}, r{residual})</source>
+        <translation>cache INT{bits} (g{group}, r{residual})</translation>
+    </message>
+    <message>
+        <source>{newest} newest tokens are still in full precision ({bits} bits: +{residual:,} B) and the {quantized} quantized ones carry scales and zero points (+{overhead:,} B)</source>
+        <translation>os {newest} tokens mais novos ainda estão em precisão plena ({bits} bits: +{residual:,} B) e os {quantized} quantizados levam escalas e pontos zero (+{overhead:,} B)</translation>
+    </message>
+    <message>
+        <source>sliding window</source>
+        <translation>janela deslizante</translation>
+    </message>
+    <message>
+        <source>keeps the last {window} rows; older ones are evicted</source>
+        <translation>guarda as últimas {window} linhas; as mais antigas são descartadas</translation>
+    </message>
+    <message>
+        <source>the rows kept</source>
+        <translation>as linhas guardadas</translation>
+    </message>
+    <message>
+        <source>attention sinks + window</source>
+        <translation>sinks de atenção + janela</translation>
+    </message>
+    <message>
+        <source>keeps the first {sinks} rows forever and the last {window}; the rows between are evicted</source>
+        <translation>guarda para sempre as primeiras {sinks} linhas e as últimas {window}; as do meio são descartadas</translation>
+    </message>
+    <message>
+        <source>the first positions kept</source>
+        <translation>as primeiras posições guardadas</translation>
+    </message>
+    <message>
+        <source>the last rows kept</source>
+        <translation>as últimas linhas guardadas</translation>
+    </message>
+    <message>
+        <source>recomputes the whole prefix every step: holds nothing between steps</source>
+        <extracomment>the defaults of kvsim&apos;s int8/int4 caches (kvsim/caches/quantized.py; a test holds them equal)</extracomment>
+        <translation>recalcula o prefixo inteiro a cada passo: não guarda nada entre os passos</translation>
+    </message>
+</context>
+<context>
     <name>presenter</name>
     <message>
         <source>Faster animation</source>
@@ -1531,16 +1627,8 @@ tracejadas coloridas: memórias de GPU. Onde uma curva cruza uma linha de pesos,
 <context>
     <name>views.memory_words</name>
     <message>
-        <source>recomputes the whole prefix every step: holds nothing between steps</source>
-        <translation>recalcula o prefixo inteiro a cada passo: não guarda nada entre os passos</translation>
-    </message>
-    <message>
         <source>{n} layers × </source>
         <translation>{n} camadas × </translation>
-    </message>
-    <message>
-        <source>{newest} newest tokens are still in full precision ({bits} bits: +{residual} B) and the {quantized} quantized ones carry scales and zero points (+{overhead} B)</source>
-        <translation>os {newest} tokens mais novos ainda estão em precisão total ({bits} bits: +{residual} B) e os {quantized} quantizados levam escalas e pontos zero (+{overhead} B)</translation>
     </message>
     <message>
         <source>{model} reads at most {context} tokens (its max_position_embeddings): {tokens} is past it</source>
@@ -1570,61 +1658,6 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     <message>
         <source>head {i} · kv {g}</source>
         <translation>cabeça {i} · kv {g}</translation>
-    </message>
-</context>
-<context>
-    <name>views.policy_text</name>
-    <message>
-        <source>no cache</source>
-        <translation>sem cache</translation>
-    </message>
-    <message>
-        <source>KV cache</source>
-        <translation>cache KV</translation>
-    </message>
-    <message>
-        <source>paged KV cache</source>
-        <translation>cache KV paginado</translation>
-    </message>
-    <message>
-        <source>sliding window</source>
-        <translation>janela deslizante</translation>
-    </message>
-    <message>
-        <source>attention sinks + window</source>
-        <translation>sinks de atenção + janela</translation>
-    </message>
-    <message>
-        <source>INT{b} cache (g{g}, r{r})</source>
-        <translation>cache INT{b} (g{g}, r{r})</translation>
-    </message>
-    <message>
-        <source>recomputes all rows, every step</source>
-        <translation>recalcula todas as linhas, a cada passo</translation>
-    </message>
-    <message>
-        <source>computes the new row, reads the rest</source>
-        <translation>calcula a linha nova, lê as demais</translation>
-    </message>
-    <message>
-        <source>rows in blocks of {b} slots, read through a block table</source>
-        <translation>linhas em blocos de {b} posições, lidas por uma tabela de blocos</translation>
-    </message>
-    <message>
-        <source>keeps the last {w} rows; older ones are evicted</source>
-        <translation>guarda as últimas {w} linhas; as mais antigas são descartadas</translation>
-    </message>
-    <message>
-        <source>keeps the first {s} rows forever and the last {w}; the rows between are evicted</source>
-        <translation>guarda para sempre as primeiras {s} linhas e as últimas {w}; as do meio são descartadas</translation>
-    </message>
-    <message>
-        <source>keys per channel, values per token, {b}-bit codes in groups of {g}; the last {r} tokens in full precision</source>
-        <translation>chaves por canal, valores por token, códigos de {b} bits em grupos de {g}; os últimos {r} tokens em precisão plena</translation>
-    </message>
-    <message>
-        <source>keys per channel, values per token, {b}-bit codes in groups of {g}; only an unfinished group in full precision</source>
-        <translation>chaves por canal, valores por token, códigos de {b} bits em grupos de {g}; só um grupo incompleto em precisão plena</translation>
     </message>
 </context>
 <context>
