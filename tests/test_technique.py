@@ -250,6 +250,8 @@ def test_the_app_shows_the_test_policy_fully_in_english_and_portuguese(keep_last
         assert policy_text.title(info) == "as últimas linhas"
         assert policy_text.explanation(info) == "lê todas as linhas e guarda as últimas 3"
         assert policy_text.lane_label(s, index) == "as últimas linhas (keep-last:3)"
+        tip = w.toolbar.lanes_box.toolTip()  # the lane chooser lists it with what its letter means
+        assert "`keep-last:K` (K: as linhas guardadas após cada passo)" in tip and "(W: as linhas guardadas)" in tip
         view = next(v for v in w.lanes.shown() if v.name == "keep-last:3")
         assert "as últimas linhas" in view.header.text() and "guarda as últimas 3" in view.header.toolTip() + view.header.text()
         # the memory dock: the formula found through the policy, checked against the live bytes, said in Portuguese

@@ -82,6 +82,22 @@ def why(bill) -> str:
     return fill(bill.why_template, bill.why_values) if bill.why_template else bill.why
 
 
+def known_policies() -> str:
+    """Every registered policy's grammar with what its letters mean ("`window:W` (W: the rows kept)"), for
+    the lane chooser. It reads the engine's registry, which imports torch: once the engine is loaded."""
+    from kvsim.caches import parse_spec, policy_class, policy_examples
+
+    out = []
+    for example, grammar in policy_examples():
+        lane = parse_spec(example)
+        cls = policy_class(lane.policy)
+        words = cls.words(lane.options) if cls is not None else None
+        letters = words.parameters if words is not None else {}
+        meanings = "; ".join(f"{letter}: {translate(CONTEXT, text)}" for letter, text in letters.items())
+        out.append(f"`{grammar}`" + (f" ({meanings})" if meanings else ""))
+    return ", ".join(out)
+
+
 def lane_label(session, index: int) -> str:
     """``session.lane_label(index)`` (the title, with the spec where it says more) with the title translated."""
     label = session.lane_label(index)
