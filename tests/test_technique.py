@@ -296,3 +296,19 @@ def test_no_policy_name_is_compared_in_costs_or_the_app() -> None:
         for path in sorted(part.rglob("*.py")):
             found += [f"{path.relative_to(ROOT)}: {line}" for line in _name_comparisons(path.read_text(encoding="utf-8"), names)]
     assert not found, "\n".join(found)
+
+
+def test_damaged_words_in_a_saved_run_are_shown_safely(qapp) -> None:
+    """A file's words are data: a wrong shape is dropped (the English title stays), a template that reaches
+    into a value's attributes or does not fit its values is shown as written, never run or raised."""
+    from kvsim.ui.lanes import policy_text
+    from kvsim.ui.session import LaneInfo
+
+    base = {"name": "x", "policy": "no-such-policy", "title": "X", "explanation": "plain"}
+    for words in ({"title": 3, "explanation": "e"}, "text", {"title": "t", "explanation": "e", "values": [1]}):
+        lane = LaneInfo.from_meta(0, {**base, "words": words, "options": "not a dict"})
+        assert lane.words is None and lane.options == {} and policy_text.title(lane) == "X"
+    sneaky = {"title": "{v.__class__}", "explanation": "keeps {n:,} rows and {missing}", "values": {"v": 1, "n": "many"}}
+    lane = LaneInfo.from_meta(0, {**base, "words": sneaky})
+    assert policy_text.title(lane) == "{v.__class__}" and policy_text.explanation(lane) == "keeps {n:,} rows and {missing}"
+    assert policy_text.fill("keeps the last {window} rows", {"window": 4096}) == "keeps the last 4096 rows"

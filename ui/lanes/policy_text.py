@@ -22,6 +22,14 @@ CONTEXT = "policies"  # kvsim.core.words.POLICIES: the context every policy mark
 
 
 class _LocalFormatter(string.Formatter):
+    """Named placeholders only (a template read from a file cannot reach into a value's attributes),
+    each value written in the locale's way."""
+
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
+        if not field_name.isidentifier():
+            raise KeyError(field_name)
+        return super().get_field(field_name, args, kwargs)
+
     def format_field(self, value: Any, format_spec: str) -> str:
         return local(super().format_field(value, format_spec))
 
@@ -30,11 +38,14 @@ _FORMATTER = _LocalFormatter()
 
 
 def fill(template: str, values: Mapping[str, Any]) -> str:
-    """``template`` translated (context "policies") and filled with ``values``."""
-    try:
-        return _FORMATTER.format(translate(CONTEXT, template), **values)
-    except (KeyError, IndexError, ValueError):  # a translation that lost or misspelt a placeholder: the English
-        return template.format(**values)
+    """``template`` translated (context "policies") and filled with ``values``; when the translation lost
+    or misspelt a placeholder, the English; when that does not fit the values either, the template as is."""
+    for text in (translate(CONTEXT, template), template):
+        try:
+            return _FORMATTER.format(text, **values)
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError):
+            continue
+    return template
 
 
 @cache
