@@ -42,7 +42,7 @@ from typing import Any
 
 import torch
 
-from ..core.formulas import KVShape, LaneBill, kv_cache_bytes, quantized_kv_cache_bytes, quantized_rows
+from ..core.formulas import QUANT_DEFAULTS, KVShape, LaneBill, kv_cache_bytes, quantized_kv_cache_bytes, quantized_rows
 from ..core.words import QT_TRANSLATE_NOOP
 from .base import Cache, PolicyInfo, PolicyWords, SpecError
 from .registry import register_policy
@@ -158,9 +158,15 @@ class QuantizedCache(Cache):
             raise SpecError(f"residual must be at most {_MAX_RESIDUAL}")
         return options
 
+    @staticmethod
+    def _group_residual(options: dict[str, Any]) -> tuple[int, int]:
+        """(G, R) of a lane's options, the constructor's defaults where the spec gave none."""
+        return int(options.get("group", QUANT_DEFAULTS["group"])), int(options.get("residual", QUANT_DEFAULTS["residual"]))
+
     @classmethod
     def words(cls, options: dict[str, Any]) -> PolicyWords:
-        values = {"bits": cls.bits, "group": int(options.get("group", 32)), "residual": int(options.get("residual", 32))}
+        group, residual = cls._group_residual(options)
+        values = {"bits": cls.bits, "group": group, "residual": residual}
         explanation = (
             QT_TRANSLATE_NOOP(
                 "policies",
@@ -187,8 +193,7 @@ class QuantizedCache(Cache):
         """The seed formula at ``bits`` per value; the lane holds more: its residual in full precision and the
         quantized groups' scales and zero points (``quantized_kv_cache_bytes``, which ``bytes_split`` equals)."""
         bits = cls.bits
-        group = int(options.get("group", 32))
-        residual = int(options.get("residual", 32))
+        group, residual = cls._group_residual(options)
         q = min(tokens, quantized_rows(tokens - new_tokens, group, residual))
         payload, overhead = quantized_kv_cache_bytes(*shape, tokens, q, bits, group, elem_bits // 8)
         formula = kv_cache_bytes(*shape, tokens, 1, bits)
