@@ -24,7 +24,7 @@ from ..session import Session
 class DockSpec:
     name: str  # objectName: the saved layout remembers it
     title: str  # in English (marked for translation): translated when the dock is made
-    factory: str  # "module:Class" inside kvsim.ui, called with the DockHost
+    factory: str  # "module:Class" inside kvsim.ui.docks, called with the DockHost
     area: Qt.DockWidgetArea = Qt.RightDockWidgetArea
     shortcut: str = ""
 
