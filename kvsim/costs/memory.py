@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from ..core.units import human_bytes  # noqa: F401 - re-exported: the memory report's unit
 
@@ -204,7 +205,7 @@ def lane_bill(
     formula does not know (a plug-in)."""
     elem_bits = DTYPE_BITS.get(dtype, 32)
     policy = str(lane.get("policy", lane.get("name", "")))
-    options = lane.get("options") or {}
+    options: Any = lane.get("options") or {}  # JSON from a trace's meta
     if not lane.get("reuses_past", True) or policy == "none":
         return LaneBill(0, 0, elem_bits, None, "recomputes the whole prefix every step: holds nothing between steps")
     if policy == "kv":

@@ -45,7 +45,7 @@ def write_archive(path: Path, manifest: dict[str, Any], arrays: dict[str, np.nda
     """A ``.kvsim`` file: a zip of ``manifest.json`` and ``arrays.npz``, written atomically (a temporary
     file in the same folder, then renamed), so a failure or an interruption never leaves half a file."""
     npz = io.BytesIO()
-    np.savez(npz, **arrays)
+    np.savez(npz, **arrays)  # type: ignore[arg-type]  # mypy matches **arrays against savez's allow_pickle: bool
     fd, tmp = tempfile.mkstemp(prefix=".kvsim-", suffix=".tmp", dir=path.parent or ".")
     try:
         with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -325,7 +325,7 @@ def _record_from_json(i: int, step: object, arrays: dict[str, np.ndarray], meta:
     if (q.shape[0], q.shape[1], k.shape[1], q.shape[3]) != expected:
         raise TraceError(f"step {i}: rows of shape {q.shape}/{k.shape} do not match the model config {expected}")
     vocab = cfg.get("vocab_size")
-    ids = [int(x) for x in input_ids] + [step.get("token_id")]
+    ids: list[Any] = [int(x) for x in input_ids] + [step.get("token_id")]  # the id is checked just below
     if not is_int(step.get("token_id")) or (vocab is not None and not all(0 <= x < vocab for x in ids)):
         raise TraceError(f"step {i}: token ids outside the model's vocabulary")
     for key in ("run_id", "phase", "token"):

@@ -33,7 +33,7 @@ def is_int(value: object) -> bool:
 
 
 def _is_number(value: object) -> bool:
-    return type(value) in (int, float) and math.isfinite(value)
+    return (type(value) is int or type(value) is float) and math.isfinite(value)
 
 
 def check_meta(meta: object) -> None:
