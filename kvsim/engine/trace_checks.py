@@ -15,7 +15,7 @@ import numpy as np
 from ..models.config import ConfigError, ModelConfig
 
 if TYPE_CHECKING:
-    from .trace import LaneStep, StepRecord
+    from .records import LaneStep, StepRecord
 
 MAX_LANES = 16  # more lanes than a screen can compare: refused, not drawn
 
