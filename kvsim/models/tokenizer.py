@@ -16,9 +16,9 @@ import threading
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from .base import ModelLoadError
+from .base import ModelLoadError, Tokenizer  # Tokenizer: the interface, re-exported
 from .chat_template import ChatTemplateError, render_chat_template
 
 if TYPE_CHECKING:
@@ -59,19 +59,6 @@ _GROWTH = {
 
 class TokenizerError(ModelLoadError):
     """A tokenizer that cannot be used (hostile or broken file) or fails on a text."""
-
-
-class Tokenizer(Protocol):
-    eos_id: int | None
-    bos_id: int | None
-
-    def encode(self, text: str) -> list[int]: ...
-
-    def decode(self, ids: list[int]) -> str: ...
-
-    def token_text(self, token_id: int) -> str: ...
-
-    def format_prompt(self, text: str, chat: bool = True) -> str: ...
 
 
 _stderr_lock = threading.Lock()
