@@ -17,7 +17,6 @@ from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QToolBar, QVBoxL
 
 from . import dialogs, i18n, layout, shortcuts
 from .animation import SPEEDS, Animator
-from .app import launch_mark
 from .appearance import ThemeSetting
 from .controller import Controller
 from .docks import registry as docks
@@ -29,6 +28,7 @@ from .lanes.legend import Legend
 from .lanes.overview import HeadsOverview
 from .lanes.view import LanePanel
 from .language_menu import LanguageSetting
+from .launch import launch_mark
 from .lesson import guide as lesson
 from .panels.costs import CostsPanel
 from .panels.timeline import Timeline
