@@ -59,7 +59,7 @@ class ErrorHandlers:
 
         self.stream = stream  # None: sys.stderr at the time of the report
         self.relay = _Relay()
-        self.relay.report.connect(self._show, Qt.QueuedConnection)
+        self.relay.report.connect(self._show, Qt.ConnectionType.QueuedConnection)
         self.lines: list[str] = []  # what was printed (tests)
         self.count = 0  # unexpected exceptions seen
         self._last: dict[str, tuple[float, int]] = {}  # place -> (last printed at, repeats since)

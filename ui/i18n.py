@@ -27,7 +27,7 @@ translate = QCoreApplication.translate  # the name pyside6-lupdate looks for: tr
 
 _state: dict[str, object] = {"lang": DEFAULT, "translators": []}
 # until a language is installed, numbers read as in English (the C locale would drop the grouping)
-QLocale.setDefault(QLocale(QLocale.English, QLocale.UnitedStates))
+QLocale.setDefault(QLocale(QLocale.Language.English, QLocale.Country.UnitedStates))
 
 
 class LanguageError(ValueError):
@@ -74,13 +74,13 @@ def install(app: QCoreApplication, lang: str) -> str:
         app.installTranslator(ours)
         loaded.append(ours)
         qt = QTranslator(app)
-        if qt.load(f"qtbase_{lang}", QLibraryInfo.path(QLibraryInfo.TranslationsPath)):
+        if qt.load(f"qtbase_{lang}", QLibraryInfo.path(QLibraryInfo.LibraryPath.TranslationsPath)):
             app.installTranslator(qt)
             loaded.append(qt)
     _state["translators"] = loaded
     _state["lang"] = lang
-    english = QLocale(QLocale.English, QLocale.UnitedStates)
-    QLocale.setDefault(QLocale(QLocale.Portuguese, QLocale.Brazil) if lang == "pt_BR" else english)
+    english = QLocale(QLocale.Language.English, QLocale.Country.UnitedStates)
+    QLocale.setDefault(QLocale(QLocale.Language.Portuguese, QLocale.Country.Brazil) if lang == "pt_BR" else english)
     return lang
 
 

@@ -37,7 +37,7 @@ def install(window) -> QMenu:
     def action(text: str, key: str, slot) -> QAction:
         a = QAction(text, window)
         a.setShortcut(QKeySequence(KEYS[key]))
-        a.setShortcutContext(Qt.WindowShortcut)
+        a.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         a.triggered.connect(slot)
         window.addAction(a)
         menu.addAction(a)
@@ -125,7 +125,7 @@ def start_movie(window, choice: MovieChoice, path: str | Path, progress: bool = 
         writing = translate("export", "Writing {n} frames to {file} …").format(n=spec.n_frames, file=spec.path.name)
         bar = QProgressDialog(writing, translate("export", "Cancel"), 0, spec.n_frames, window)
         bar.setWindowTitle(translate("export", "Export"))
-        bar.setWindowModality(Qt.WindowModal)  # nothing moves the cursor while frames are drawn
+        bar.setWindowModality(Qt.WindowModality.WindowModal)  # nothing moves the cursor while frames are drawn
         bar.setMinimumDuration(0)
         bar.setAutoClose(False)
         bar.setAutoReset(False)

@@ -93,12 +93,12 @@ class PresetPanel(QWidget):
         ]
         col = 0
         for label, w in row:
-            grid.addWidget(QLabel(label), 0, col, Qt.AlignRight)
+            grid.addWidget(QLabel(label), 0, col, Qt.AlignmentFlag.AlignRight)
             grid.addWidget(w, 0, col + 1)
             col += 2
         col = 0
         for label, w in row2:
-            grid.addWidget(QLabel(label), 1, col, Qt.AlignRight)
+            grid.addWidget(QLabel(label), 1, col, Qt.AlignmentFlag.AlignRight)
             grid.addWidget(w, 1, col + 1)
             col += 2
         lay.addLayout(grid)
@@ -106,8 +106,8 @@ class PresetPanel(QWidget):
         self.sentence.setWordWrap(True)
         lay.addWidget(self.sentence)
         self.table = QLabel()
-        self.table.setTextFormat(Qt.RichText)
-        self.table.setAlignment(Qt.AlignTop | Qt.AlignLeft)
+        self.table.setTextFormat(Qt.TextFormat.RichText)
+        self.table.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         lay.addWidget(self.table)
         self.plot = RoofPlot(translate("views.roofline_preset", "the two steps under the chip's roof (dense BF16)"))
         self.plot.setMinimumHeight(160)
