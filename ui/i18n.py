@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from importlib import resources
+from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QLibraryInfo, QLocale, QSettings, QTranslator
 
@@ -25,7 +26,7 @@ SETTING = "language"
 
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for: translate("context", "text")
 
-_state: dict[str, object] = {"lang": DEFAULT, "translators": []}
+_state: dict[str, Any] = {"lang": DEFAULT, "translators": []}
 # until a language is installed, numbers read as in English (the C locale would drop the grouping)
 QLocale.setDefault(QLocale(QLocale.Language.English, QLocale.Country.UnitedStates))
 
@@ -63,7 +64,7 @@ def choose(requested: str | None = None, settings: QSettings | None = None) -> s
 def install(app: QCoreApplication, lang: str) -> str:
     """Load ``lang``'s translators into ``app`` (Qt's own dialogs too) and make its locale the default."""
     lang = normalize(lang) or DEFAULT
-    for old in _state["translators"]:  # type: ignore[union-attr]
+    for old in _state["translators"]:
         app.removeTranslator(old)
     loaded: list[QTranslator] = []
     if lang != "en":
