@@ -3,7 +3,7 @@
     python scripts/build_translations.py           # update resources/translations/pt_BR/*.ts, build kvsim_pt_BR.qm
     python scripts/build_translations.py --check   # exit 1 if a .ts is stale, a message untranslated or the .qm old
 
-One .ts file per ui module (``views.lanes.ts`` for ``ui/lanes/view.py``), so translating one module
+One .ts file per ui module (``lanes.view.ts`` for ``ui/lanes/view.py``), so translating one module
 never touches another's file. ``pyside6-lupdate`` keeps the translations already written and drops
 the strings that left the code (``-no-obsolete``); ``pyside6-lrelease`` merges every .ts into one .qm.
 """

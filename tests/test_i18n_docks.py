@@ -20,18 +20,18 @@ from kvsim.ui import i18n
 
 TS = Path(__file__).resolve().parents[1] / "resources" / "translations" / "pt_BR"
 MODULES = (
-    "export",
-    "export_dialogs",
-    "lesson",
-    "views.memory_dock",
-    "views.memory_form",
-    "views.memory_live",
-    "views.memory_plot",
-    "views.memory_words",
-    "views.roofline",
-    "views.roofline_plot",
-    "views.roofline_preset",
-    "views.roofline_words",
+    "export.menu",
+    "export.dialogs",
+    "lesson.guide",
+    "docks.memory.dock",
+    "docks.memory.form",
+    "docks.memory.live",
+    "docks.memory.plot",
+    "docks.memory.words",
+    "docks.roofline.dock",
+    "docks.roofline.plot",
+    "docks.roofline.preset",
+    "docks.roofline.words",
 )
 LANES = "uncached,cached,window:6,int8:g4:r2"
 ENGLISH_WORDS = re.compile(r"\b(the|of|and|with|per|from|this|its|is|are|at|to|by|for)\b")
