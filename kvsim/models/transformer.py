@@ -200,7 +200,9 @@ class Block(nn.Module):
         self.post_attn_norm = make_norm(cfg) if sandwich else None
         self.post_mlp_norm = make_norm(cfg) if sandwich else None
 
-    def forward(self, x, positions, cache, layer, rope):
+    def forward(
+        self, x: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int, rope: tuple[torch.Tensor, torch.Tensor] | None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         a, q, k, v = self.attn(self.attn_norm(x), positions, cache, layer, rope)
         x = x + (self.post_attn_norm(a) if self.post_attn_norm is not None else a)
         m = self.mlp(self.mlp_norm(x))
