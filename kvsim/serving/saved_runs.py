@@ -46,7 +46,8 @@ _RUN_FIELDS = ("model_id", "block_size", "pool_blocks", "block_bytes", "prefix_c
 
 def save_runs(runs: list[RequestsRun] | tuple[RequestsRun, ...], path: str | os.PathLike[str]) -> Path:
     path = Path(path)
-    manifest_runs, arrays = [], {}
+    manifest_runs: list[dict[str, Any]] = []
+    arrays: dict[str, np.ndarray] = {}
     for i, run in enumerate(runs):
         snaps = run.snapshots
         n, size = run.pool_blocks, run.block_size
