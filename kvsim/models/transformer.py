@@ -250,7 +250,7 @@ class Transformer(nn.Module):
         cache: Cache,
         *,
         record: bool = False,
-        last_only: bool = False,
+        last_only: bool | int = False,
         layer_hook: LayerHook | None = None,
     ) -> ForwardOutput:
         cfg = self.cfg
@@ -273,8 +273,8 @@ class Transformer(nn.Module):
                 vs.append(v)
             if layer_hook is not None:
                 layer_hook(i + 1, cfg.n_layers)
-        if last_only:
-            x = x[:, -1:, :]
+        if last_only:  # True: the last position's logits; an int k: the last k positions' (a speculative check)
+            x = x[:, -int(last_only) :, :]
         logits = self.lm_head(self.norm(x))
         if cfg.final_logit_softcap is not None:  # squashes logits into (-c, c)
             logits = torch.tanh(logits / cfg.final_logit_softcap) * cfg.final_logit_softcap

@@ -1,0 +1,72 @@
+"""The model side of a lane: which weights it runs (the model as loaded, or weight-only INT8/INT4
+codes for a ``@w8`` / ``@w4:gG`` spec) and, for a ``spec:K:DRAFT`` lane, its speculative driver.
+The simulator calls ``attach`` once per run; lanes with the same weight format share one copy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..caches.weights import weights_label
+from ..core.sampling import Sampling, SimulationError
+from ..models.quantized_weights import QuantizedLinear, quantize_model, weight_bytes
+from ..models.transformer import Transformer
+from .counting import StepCost
+from .lane_rows import Lane
+from .speculative import SpeculativeLane, make_drafter
+
+
+def _load_draft(target: Transformer):
+    def load(name: str):
+        from ..models.loading import ModelLoadError, load_model
+
+        try:
+            loaded = load_model(name, device=target.device.type, dtype=None if target.dtype.itemsize == 4 else "bf16")
+        except ModelLoadError as exc:
+            raise SimulationError(f"draft model {name!r}: {exc}") from None
+        loaded.model = loaded.model.to(dtype=target.dtype)
+        return loaded.model, loaded.tokenizer
+
+    return load
+
+
+def attach(lanes: list[Lane], model: Transformer, tokenizer, sampling: Sampling) -> None:
+    """Give each lane its model (quantized where its spec says) and, for a speculative lane, its driver."""
+    shared: dict[str, Transformer] = {}
+    for lane in lanes:
+        w = lane.spec.weights
+        lane.model = model
+        if w:
+            key = weights_label(w)
+            if key not in shared:
+                try:
+                    shared[key] = quantize_model(model, w["bits"], w.get("group"))
+                except ValueError as exc:
+                    raise SimulationError(f"lane {lane.name!r}: {exc}") from None
+            lane.model = shared[key]
+        lane.weight_bytes = weight_bytes(lane.model)
+        if getattr(lane.cache, "speculative", False):
+            drafter = make_drafter(lane.cache, lane.model, tokenizer, _load_draft(model))
+            lane.driver = SpeculativeLane(lane.model, lane.cache, lane.cache.k, drafter, sampling)
+
+
+def lane_meta(lane: Lane) -> dict[str, Any]:
+    """What a trace's metadata says of a lane's model side."""
+    meta: dict[str, Any] = {"weight_bytes": lane.weight_bytes["total"]}
+    if lane.spec.weights:
+        meta["weights"] = weights_label(lane.spec.weights)
+        meta["quantized_weight_bytes"] = lane.weight_bytes["quantized"]
+    if lane.driver is not None:
+        meta["draft"] = lane.driver.drafter.label
+        meta["draft_k"] = lane.driver.k
+    return meta
+
+
+def with_weight_bytes(cost: StepCost, model: Transformer, elem: int) -> StepCost:
+    """A step's cost with its weight bytes as this lane's model stores them: each quantized projection's
+    codes + scales in place of its full-precision matrix (the rest of the formula unchanged)."""
+    layers = [m for m in model.modules() if isinstance(m, QuantizedLinear)]
+    if not layers or not cost.bytes.get("weights"):
+        return cost
+    full = sum(m.in_features * m.out_features * elem for m in layers)
+    stored = sum(m.codes.numel() * m.codes.element_size() + m.scales.numel() * m.scales.element_size() for m in layers)
+    return StepCost(flops=cost.flops, bytes={**cost.bytes, "weights": cost.bytes["weights"] - full + stored})
