@@ -20,7 +20,7 @@ def _load_draft(target: Transformer):
         from ..models.loading import ModelLoadError, load_model
 
         try:
-            loaded = load_model(name, device=target.device.type, dtype=None if target.dtype.itemsize == 4 else "bf16")
+            loaded = load_model(name, device=target.device.type)
         except ModelLoadError as exc:
             raise SimulationError(f"draft model {name!r}: {exc}") from None
         loaded.model = loaded.model.to(dtype=target.dtype)
