@@ -35,7 +35,7 @@ INT8_KERNEL = {"cpu": "dequant", "cuda": "int8pack"}
 
 def quantize_int8(w: torch.Tensor, group: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(codes int8 (out, in), scales float32 (out,) or (out, in/G)) of a weight matrix."""
-    w = w.detach().float()
+    w = w.detach().float().contiguous()
     out, inp = w.shape
     g = inp if group is None else group
     if inp % g:
@@ -50,7 +50,7 @@ def quantize_int8(w: torch.Tensor, group: int | None = None) -> tuple[torch.Tens
 
 def quantize_int4(w: torch.Tensor, group: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(packed uint8 (out, in/2), scales float32 (out, in/G)) of a weight matrix."""
-    w = w.detach().float()
+    w = w.detach().float().contiguous()
     out, inp = w.shape
     if inp % group or group % 2:
         raise ValueError(f"{inp} inputs do not split into even groups of {group}")
