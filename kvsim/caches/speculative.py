@@ -10,7 +10,7 @@ and its head) or ``model:NAME`` (a smaller model with the same tokenizer).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from .base import PolicyInfo, SpecError
 from .kv import KVCache
@@ -24,7 +24,7 @@ class SpeculativeCache(KVCache):
     """A KV cache whose lane drafts and checks several tokens per target forward."""
 
     terms = ("spec",)
-    aliases = ()  # not the kv cache's ("cached")
+    aliases: ClassVar[tuple[str, ...]] = ()  # not the kv cache's ("cached")
     grammar = "spec:K:DRAFT"
     example = "spec:4:lookup"
     speculative = True  # the simulator drives this lane with a drafter (kvsim.engine.speculative)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..caches.speculative import SpeculativeCache
 from ..caches.weights import weights_label
 from ..core.sampling import Sampling, SimulationError
 from ..models.quantized_weights import QuantizedLinear, quantize_model, weight_bytes
@@ -34,7 +35,7 @@ def attach(lanes: list[Lane], model: Transformer, tokenizer, sampling: Sampling)
     shared: dict[str, Transformer] = {}
     for lane in lanes:
         w = lane.spec.weights
-        lane.model = model
+        own = model
         if w:
             key = weights_label(w)
             if key not in shared:
@@ -42,11 +43,12 @@ def attach(lanes: list[Lane], model: Transformer, tokenizer, sampling: Sampling)
                     shared[key] = quantize_model(model, w["bits"], w.get("group"))
                 except ValueError as exc:
                     raise SimulationError(f"lane {lane.name!r}: {exc}") from None
-            lane.model = shared[key]
-        lane.weight_bytes = weight_bytes(lane.model)
-        if getattr(lane.cache, "speculative", False):
-            drafter = make_drafter(lane.cache, lane.model, tokenizer, _load_draft(model))
-            lane.driver = SpeculativeLane(lane.model, lane.cache, lane.cache.k, drafter, sampling)
+            own = shared[key]
+        lane.model = own
+        lane.weight_bytes = weight_bytes(own)
+        if isinstance(lane.cache, SpeculativeCache):
+            drafter = make_drafter(lane.cache, own, tokenizer, _load_draft(model))
+            lane.driver = SpeculativeLane(own, lane.cache, lane.cache.k, drafter, sampling)
 
 
 def lane_meta(lane: Lane) -> dict[str, Any]:

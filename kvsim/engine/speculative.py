@@ -217,9 +217,10 @@ class SpeculativeLane:
         self.fed = list(seq) + drafts[:accepted]
         for j in range(accepted + 1):
             self.logits[n - 1 + j] = out.logits[0, j]
-        for p in range(c, keep):
-            i = p - c
-            self.rows[p] = (out.q[:, :, :, i : i + 1], out.k[:, :, :, i : i + 1], out.v[:, :, :, i : i + 1])
+        assert out.q is not None and out.k is not None and out.v is not None  # record=True
+        for pos in range(c, keep):
+            i = pos - c
+            self.rows[pos] = (out.q[:, :, :, i : i + 1], out.k[:, :, :, i : i + 1], out.v[:, :, :, i : i + 1])
         stat.kv_positions = n - c
         stat.drafted, stat.accepted, stat.forwards = len(drafts), accepted, 1
         stat.rolled_back += len(drafts) - accepted

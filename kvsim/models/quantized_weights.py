@@ -22,11 +22,13 @@ other format dequantizes then multiplies.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+M = TypeVar("M", bound=nn.Module)
 
 #: which INT8 per-channel matmul a lane uses, by device type: "dequant" (dequantize, then F.linear) or
 #: "int8pack" (torch._weight_int8pack_mm). Measured by benchmarks/weight_kernels.py and benchmarks/model_side.py
@@ -74,6 +76,9 @@ def unpack_int4(packed: torch.Tensor) -> torch.Tensor:
 class QuantizedLinear(nn.Module):
     """``nn.Linear`` with its weight held as codes + scales (buffers: the bytes really stored)."""
 
+    codes: torch.Tensor
+    scales: torch.Tensor
+
     def __init__(self, linear: nn.Linear, bits: int, group: int | None) -> None:
         super().__init__()
         self.in_features, self.out_features = linear.in_features, linear.out_features
@@ -118,12 +123,13 @@ class QuantizedLinear(nn.Module):
         return sum(t.numel() * t.element_size() for t in tensors)
 
 
-def quantize_model(model: nn.Module, bits: int, group: int | None = None) -> nn.Module:
+def quantize_model(model: M, bits: int, group: int | None = None) -> M:
     """A copy of ``model`` whose block projections hold ``bits``-bit codes; every other tensor
     (embeddings, norms, LM head) is shared with ``model``, not copied."""
     memo: dict[int, Any] = {id(t): t for t in list(model.parameters()) + list(model.buffers())}
     qmodel = copy.deepcopy(model, memo)
-    for block in qmodel.layers:
+    blocks: Any = qmodel.layers  # a Transformer's blocks
+    for block in blocks:
         block.attn.fused_qkv = None  # the fused full-precision Q/K/V weight is not the quantized one
         for parent in (block.attn, block.mlp):
             for name, child in list(parent.named_children()):
