@@ -27,4 +27,9 @@ def test_the_app_draws_spec_and_weight_lanes(qtbot, qapp) -> None:
     assert all(r.lane("spec:3:lookup").token_id == r.token_id for r in records)
     # the spec lane is exact: it draws the record's shared rows, as the kv lane does (no rejected draft shown)
     np.testing.assert_array_equal(w.lane_panels[0].k.image.image, w.lane_panels[1].k.image.image)
+    # the memory dock's check: the formula accounts for every byte of each lane (spec: its rows held ahead too)
+    from kvsim.ui.docks.memory.live import lane_bills, verdict
+
+    for _, live, bill in lane_bills(s):
+        assert verdict(live, bill)[1] is True
     w.shutdown()

@@ -260,3 +260,22 @@ def test_spec_lanes_save_and_load(tmp_path) -> None:
                 y.forwards,
                 y.draft_ms,
             )
+
+
+def test_the_memory_formula_accounts_for_every_byte_of_a_spec_lane() -> None:
+    """kv-cache bytes of the text, plus the rows accepted ahead of it: equal to what the cache reports."""
+    from kvsim.costs.memory import lane_bill
+
+    loaded = load_model(TARGET)
+    cfg = loaded.model.cfg
+    lanes = (parse_spec("kv"), parse_spec(f"spec:5:model:{TARGET}"))
+    sim = Simulator(loaded.model, loaded.tokenizer, _prompts(1, 300, seed=9)[0], lanes)
+    meta = sim.trace.meta["lanes"][1]
+    ahead_seen = 0
+    for r in sim.run(14, stop_at_eos=False):
+        s = r.lane(meta["name"])
+        bill = lane_bill(meta, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, r.n_tokens, s.kv_positions, "float32", s.cache_tokens)
+        assert bill is not None and bill.expected_bytes == s.cache_bytes
+        assert bill.formula_bytes == r.lane("kv").cache_bytes
+        ahead_seen += s.cache_tokens > r.n_tokens
+    assert ahead_seen > 0  # the self-draft is always accepted: the lane holds rows ahead of the text

@@ -197,11 +197,19 @@ class LaneBill:
 
 
 def lane_bill(
-    lane: dict, layers: int, kv_heads: int, head_dim: int, tokens: int, new_tokens: int, dtype: str = "float32"
+    lane: dict,
+    layers: int,
+    kv_heads: int,
+    head_dim: int,
+    tokens: int,
+    new_tokens: int,
+    dtype: str = "float32",
+    held_tokens: int | None = None,
 ) -> LaneBill | None:
     """The formula for one lane of a kvsim run (``lane``: its entry in a trace's ``meta["lanes"]``) after a
     step that fed ``new_tokens`` and left ``tokens`` positions in the sequence; None for a policy the
-    formula does not know (a plug-in)."""
+    formula does not know (a plug-in). ``held_tokens``: the rows the lane reported holding (a speculative
+    lane holds the drafts it accepted ahead of the text)."""
     elem_bits = DTYPE_BITS.get(dtype, 32)
     policy = str(lane.get("policy", lane.get("name", "")))
     options = lane.get("options") or {}
@@ -227,6 +235,12 @@ def lane_bill(
             f"{q} quantized ones carry scales and zero points (+{overhead:,} B)"
         )
         return LaneBill(formula, payload + overhead, bits, None, why)
+    if policy == "spec":  # a kv cache, plus the drafted rows the target accepted ahead of the text
+        b = kv_cache_bytes(layers, kv_heads, head_dim, tokens, 1, elem_bits)
+        ahead = max(0, (tokens if held_tokens is None else held_tokens) - tokens)
+        held = kv_cache_bytes(layers, kv_heads, head_dim, tokens + ahead, 1, elem_bits)
+        why = f"{ahead} drafted tokens the model accepted ahead of the text are held too (+{held - b:,} B)" if ahead else ""
+        return LaneBill(b, held, elem_bits, None, why)
     return None
 
 

@@ -22,6 +22,8 @@ _QUANTIZED = re.compile(
     r"(\d+) quantized ones carry scales and zero points \(\+([\d,]+) B\)"
 )
 
+_AHEAD = re.compile(r"(\d+) drafted tokens the model accepted ahead of the text are held too \(\+([\d,]+) B\)")
+
 
 def _int(text: str) -> str:
     return integer(int(text.replace(",", "")))
@@ -37,6 +39,11 @@ def why(text: str) -> str:
     """A ``LaneBill.why`` (why a lane holds more than the seed formula) in the app's language."""
     if text == NOTHING_HELD:
         return translate("views.memory_words", NOTHING_HELD)
+    ahead = _AHEAD.fullmatch(text)
+    if ahead is not None:
+        return translate(
+            "views.memory_words", "{n} drafted tokens the model accepted ahead of the text are held too (+{extra} B)"
+        ).format(n=ahead.group(1), extra=_int(ahead.group(2)))
     m = _QUANTIZED.fullmatch(text)
     if m is None:
         return text
