@@ -30,17 +30,17 @@ class DockSpec:
 
 
 EXTRA_DOCKS = [
-    DockSpec("memory", QT_TRANSLATE_NOOP("docks", "Memory: the KV cache bill"), "views.memory_dock:MemoryDock", shortcut="M"),
+    DockSpec("memory", QT_TRANSLATE_NOOP("docks", "Memory: the KV cache bill"), "memory.dock:MemoryDock", shortcut="M"),
     DockSpec(
         "roofline",
         QT_TRANSLATE_NOOP("docks", "Roofline: compute-bound or memory-bound"),
-        "views.roofline:RooflineView",
+        "roofline.dock:RooflineView",
         shortcut="R",
     ),
     DockSpec(
         "requests",
         QT_TRANSLATE_NOOP("docks", "Requests: paged blocks and prefix caching"),
-        "views.requests:RequestsView",
+        "requests.dock:RequestsView",
         shortcut="B",
     ),
 ]
