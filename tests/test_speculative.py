@@ -279,3 +279,25 @@ def test_the_memory_formula_accounts_for_every_byte_of_a_spec_lane() -> None:
         assert bill.formula_bytes == r.lane("kv").cache_bytes
         ahead_seen += s.cache_tokens > r.n_tokens
     assert ahead_seen > 0  # the self-draft is always accepted: the lane holds rows ahead of the text
+
+
+def test_an_observers_time_is_not_the_spec_lanes(monkeypatch) -> None:
+    """A clock that moves only while the progress observer runs (1000 s a call): every lane's recorded
+    time must be 0 — the observer's time is subtracted, the spec lane's check included."""
+    import time
+
+    loaded = load_model(TARGET)
+    clock = [0.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: clock[0])
+
+    def slow_observer(lane: str, done: int, total: int) -> None:
+        clock[0] += 1000.0
+
+    lanes = parse_lanes("kv,spec:3:lookup,spec:2:early:1")
+    sim = Simulator(loaded.model, loaded.tokenizer, [4, 5, 6, 4, 5, 6, 4, 5], lanes, progress=slow_observer)
+    checks = 0
+    for r in sim.run(4, stop_at_eos=False):
+        for lane in r.lanes:
+            assert lane.wall_ms == 0.0, lane
+            checks += lane.forwards
+    assert checks > 4  # the observer was called during the lanes' forwards

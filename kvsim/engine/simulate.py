@@ -392,7 +392,7 @@ class Simulator:
 
             if lane.driver is not None:  # speculative: a check forward, or logits an earlier check verified
                 own = self.lane_tokens[i] if self.lane_tokens is not None else self.tokens
-                out, ms = lane.driver.step(own, n, self._done, self.repeats, hook)
+                out, ms = lane.driver.step(own, n, self._done, self.repeats, hook, in_hook)
                 outputs.append(out)
                 timings.append(ms)
                 fed.append(lane.driver.last.kv_positions)

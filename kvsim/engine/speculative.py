@@ -159,9 +159,13 @@ class SpeculativeLane:
         self.rows = {p: x for p, x in self.rows.items() if p < c}
         return max(0, removed)
 
-    def step(self, tokens: list[int], n: int, done: int, repeats: int = 1, hook=None) -> tuple[ForwardOutput, tuple]:
+    def step(
+        self, tokens: list[int], n: int, done: int, repeats: int = 1, hook=None, in_hook: list[float] | None = None
+    ) -> tuple[ForwardOutput, tuple]:
         """The target's logits after ``tokens[:n]`` and the rows of positions ``done..n-1``; the time
-        (median, min, max ms). A check forward runs only when no verified logits are left."""
+        (median, min, max ms). A check forward runs only when no verified logits are left. ``in_hook[0]``:
+        the seconds the progress ``hook`` spent in one forward (the observer's time, not the lane's)."""
+        in_hook = [0.0] if in_hook is None else in_hook
         cfg = self.target.cfg
         elem = self.target.dtype.itemsize
         seq = tokens[:n]
@@ -192,13 +196,14 @@ class SpeculativeLane:
         for repeat in range(repeats):
             if repeat:
                 self.cache.truncate(c)
+            in_hook[0] = 0.0
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
             t1 = time.perf_counter()
             out = self.target(ids, positions, self.cache, record=True, last_only=len(drafts) + 1, layer_hook=hook)
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
-            times.append((time.perf_counter() - t1) * 1e3)
+            times.append((time.perf_counter() - t1 - in_hook[0]) * 1e3)
         # out.logits[0, j]: the target's logits after position n - 1 + j
         accepted = 0
         for j, d in enumerate(drafts):
