@@ -5,6 +5,7 @@ lives here, so any cache policy can carry a weight format.
     w8          INT8, one scale per output channel (per row of each weight matrix)
     w8:gG       INT8, one scale per G consecutive inputs of each row
     w4[:gG]     INT4, one scale per G consecutive inputs of each row (G = 32 unless given)
+    gguf        the .gguf file's own Q8_0 / Q4_0 / Q4_1 blocks, kept as they are (kvsim.models.gguf_blocks)
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ def parse_weights(text: str) -> dict[str, Any]:
     """``{"bits": 8|4, "group": G or None}`` of a suffix (without the ``@``); ``SpecError`` when bad."""
     parts = [p.strip().lower() for p in text.split(":")]
     head = parts[0]
+    if parts == ["gguf"]:
+        return {"format": "gguf"}
     if head not in ("w8", "w4"):
-        raise SpecError(f"weights suffix @{text} is not w8 or w4 (e.g. kv@w8, kv@w4:g64)")
+        raise SpecError(f"weights suffix @{text} is not w8, w4 or gguf (e.g. kv@w8, kv@w4:g64, kv@gguf)")
     bits = int(head[1:])
     group: int | None = DEFAULT_W4_GROUP if bits == 4 else None
     for part in parts[1:]:
@@ -39,4 +42,6 @@ def weights_label(weights: dict[str, Any] | None) -> str:
     """``w8``, ``w4:g32``: the canonical suffix (empty for full precision)."""
     if not weights:
         return ""
+    if weights.get("format") == "gguf":
+        return "gguf"
     return f"w{weights['bits']}" + (f":g{weights['group']}" if weights.get("group") else "")

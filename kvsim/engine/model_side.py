@@ -9,6 +9,7 @@ from typing import Any
 from ..caches.speculative import SpeculativeCache
 from ..caches.weights import weights_label
 from ..core.sampling import Sampling, SimulationError
+from ..models.gguf_blocks import GGUFBlockLinear, keep_gguf_blocks
 from ..models.quantized_weights import QuantizedLinear, quantize_model, weight_bytes
 from ..models.transformer import Transformer
 from .counting import StepCost
@@ -30,6 +31,18 @@ def _load_draft(target: Transformer):
     return load
 
 
+def _weights_model(model: Transformer, weights: dict[str, Any]) -> Transformer:
+    if weights.get("format") == "gguf":
+        path = getattr(model, "gguf_path", None)
+        if path is None:
+            raise ValueError("@gguf keeps a .gguf file's own blocks, and this model was not loaded from one")
+        kept, kinds = keep_gguf_blocks(model, path)
+        if not kinds:
+            raise ValueError(f"{path} has no Q8_0/Q4_0/Q4_1 projections to keep as they are")
+        return kept
+    return quantize_model(model, weights["bits"], weights.get("group"))
+
+
 def attach(lanes: list[Lane], model: Transformer, tokenizer, sampling: Sampling) -> None:
     """Give each lane its model (quantized where its spec says) and, for a speculative lane, its driver."""
     shared: dict[str, Transformer] = {}
@@ -40,7 +53,7 @@ def attach(lanes: list[Lane], model: Transformer, tokenizer, sampling: Sampling)
             key = weights_label(w)
             if key not in shared:
                 try:
-                    shared[key] = quantize_model(model, w["bits"], w.get("group"))
+                    shared[key] = _weights_model(model, w)
                 except ValueError as exc:
                     raise SimulationError(f"lane {lane.name!r}: {exc}") from None
             own = shared[key]
@@ -66,9 +79,12 @@ def lane_meta(lane: Lane) -> dict[str, Any]:
 def with_weight_bytes(cost: StepCost, model: Transformer, elem: int) -> StepCost:
     """A step's cost with its weight bytes as this lane's model stores them: each quantized projection's
     codes + scales in place of its full-precision matrix (the rest of the formula unchanged)."""
-    layers = [m for m in model.modules() if isinstance(m, QuantizedLinear)]
+    layers = [m for m in model.modules() if isinstance(m, QuantizedLinear | GGUFBlockLinear)]
     if not layers or not cost.bytes.get("weights"):
         return cost
     full = sum(m.in_features * m.out_features * elem for m in layers)
-    stored = sum(m.codes.numel() * m.codes.element_size() + m.scales.numel() * m.scales.element_size() for m in layers)
+    stored = sum(
+        m.raw.numel() if isinstance(m, GGUFBlockLinear) else m.codes.numel() * m.codes.element_size() + m.scales.numel() * 4
+        for m in layers
+    )
     return StepCost(flops=cost.flops, bytes={**cost.bytes, "weights": cost.bytes["weights"] - full + stored})

@@ -141,7 +141,8 @@ def quantize_model(model: M, bits: int, group: int | None = None) -> M:
 def weight_bytes(model: nn.Module) -> dict[str, int]:
     """The bytes a model's weights really occupy: ``quantized`` (codes + scales + their biases),
     ``full`` (every other parameter, tied ones once) and their ``total``."""
-    quantized = sum(m.stored_bytes for m in model.modules() if isinstance(m, QuantizedLinear))
-    inside = {id(p) for m in model.modules() if isinstance(m, QuantizedLinear) for p in m.parameters()}
+    stored = [m for m in model.modules() if isinstance(m, QuantizedLinear) or hasattr(m, "raw")]  # or GGUF blocks
+    quantized = sum(m.stored_bytes for m in stored)
+    inside = {id(p) for m in stored for p in m.parameters()}
     full = sum(p.numel() * p.element_size() for p in model.parameters() if id(p) not in inside)
     return {"quantized": quantized, "full": full, "total": quantized + full}
