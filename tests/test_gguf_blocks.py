@@ -67,3 +67,25 @@ def test_gguf_suffix_on_a_model_not_from_gguf_is_one_clear_error() -> None:
     loaded = load_model("random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,vocab=300,ctx=64,seed=1")
     with pytest.raises(SimulationError, match="not loaded from one"):
         Simulator(loaded.model, loaded.tokenizer, [1, 2, 3], parse_lanes("kv,kv@gguf"))
+
+
+@pytest.mark.slow
+def test_smollm2_speculation_and_its_own_blocks() -> None:
+    """Opt-in (KVSIM_SMOLLM2=1): on SmolLM2-135M, greedy prompt-lookup speculation and the lane on the
+    file's own Q4_1 blocks both choose exactly the kv lane's tokens; lookup is accepted on a copying prompt."""
+    from helpers import opt_in_model_file
+
+    path = opt_in_model_file("KVSIM_SMOLLM2", "smollm2-135m", "run SmolLM2's own blocks and speculation")
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        loaded = load_model(str(path))
+        tok = loaded.tokenizer
+        ids = tok.encode("The cat sat on the mat. The dog sat on the log. The cat sat on the mat. The dog")
+        sim = Simulator(loaded.model, tok, ids, parse_lanes("kv,spec:4:lookup,kv@gguf"), free_running=True)
+        records = list(sim.run(12, stop_at_eos=False))
+        kv, spec, blocks = sim.lane_tokens
+        assert spec == kv and blocks == kv
+        assert sum(r.lane("spec:4:lookup").accepted for r in records) > 0
+    finally:
+        torch.set_num_threads(before)
