@@ -32,4 +32,15 @@ def test_the_app_draws_spec_and_weight_lanes(qtbot, qapp) -> None:
 
     for _, live, bill in lane_bills(s):
         assert verdict(live, bill)[1] is True
+    # the memory dock's weights line: each lane's real weight bytes (a quantized lane's codes + scales)
+    from kvsim.costs.memory import human_bytes
+
+    dock_widget = w.extra_docks["memory"]
+    dock_widget.setVisible(True)
+    dock = dock_widget.build()
+    text = dock.weights.text()
+    for lane in s.run.meta["lanes"]:
+        assert f"{lane['name']} {human_bytes(lane['weight_bytes'])}" in text, text
+    sizes = {lane["name"]: lane["weight_bytes"] for lane in s.run.meta["lanes"]}
+    assert sizes["kv@w8"] < sizes["kv"] == sizes["spec:3:lookup"]
     w.shutdown()
