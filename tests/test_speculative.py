@@ -301,3 +301,33 @@ def test_an_observers_time_is_not_the_spec_lanes(monkeypatch) -> None:
             assert lane.wall_ms == 0.0, lane
             checks += lane.forwards
     assert checks > 4  # the observer was called during the lanes' forwards
+
+
+def test_a_check_reads_the_weights_once_for_all_its_rows() -> None:
+    """The roofline's view of a check: k + 1 rows of work for one read of the weights (what a plain
+    decode step reads for one row), so its arithmetic intensity is higher; a step whose token came
+    with an earlier check counts nothing (and the roofline leaves it out)."""
+    from kvsim.costs.roofline import points_from_records
+    from kvsim.engine.counting import step_cost
+
+    loaded = load_model(TARGET)
+    cfg = loaded.model.cfg
+    prompt = _prompts(1, 300, seed=4)[0]
+    sim = Simulator(loaded.model, loaded.tokenizer, prompt, parse_lanes("kv,spec:4:lookup"), warmup=False)
+    records = list(sim.run(16, stop_at_eos=False))
+    checks = 0
+    for r in records[1:]:
+        kv, spec = r.lane("kv"), r.lane("spec:4:lookup")
+        if spec.forwards and spec.drafted:
+            checks += 1
+            rows = spec.kv_positions + spec.drafted
+            expected = step_cost(cfg, new=rows, context=r.n_tokens + spec.drafted, out=spec.drafted + 1)
+            assert spec.flops == expected.matmul_flops > kv.flops
+            assert spec.bytes_by_component["weights"] == kv.bytes_by_component["weights"]
+        if not spec.forwards:
+            assert spec.flops == 0 and not any(spec.bytes_by_component.values())
+    assert checks > 0
+    points = points_from_records(records)
+    kv_i = [p.flops / p.bytes for p in points if p.lane_name == "kv" and p.component == "linear" and p.phase == "decode"]
+    spec_i = [p.flops / p.bytes for p in points if p.lane_name != "kv" and p.component == "linear" and p.phase == "decode"]
+    assert max(spec_i) > 2 * max(kv_i)
