@@ -22,6 +22,7 @@ from .registry import (
     register_policy,
     unregister_policy,
 )
+from .speculative import SpeculativeCache  # noqa: F401 - registers spec:K:DRAFT
 from .window import SinkWindowCache, SlidingWindowCache  # noqa: F401 - registers window:W / sink:S+window:W
 
 __all__ = [

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .base import SpecError
+from .weights import parse_weights
 
 if TYPE_CHECKING:
     from .base import Cache, PolicyInfo
@@ -68,6 +69,8 @@ class LaneSpec:
     name: str
     policy: str  # canonical terms joined by "+", e.g. "kv", "sink+window"
     options: dict[str, Any] = field(default_factory=dict)
+    #: weight-only quantization of the lane's model (the ``@w8`` / ``@w4:gG`` suffix); None = as loaded
+    weights: dict[str, Any] | None = None
 
 
 def known_specs() -> list[str]:
@@ -90,6 +93,14 @@ def parse_spec(text: str) -> LaneSpec:
         raise SpecError("empty lane spec")
     if len(given) > 200:
         raise SpecError(f"lane spec too long ({len(given)} characters)")
+    if "@" in given:  # a weights suffix on any policy: kv@w8, int4@w4:g64
+        base, _, suffix = given.partition("@")
+        policy = parse_spec(base)
+        try:
+            weights = parse_weights(suffix)
+        except SpecError as exc:
+            raise SpecError(f"lane {given!r}: {exc}") from None
+        return LaneSpec(given, policy.policy, policy.options, weights)
     alias = _ALIASES.get(given.lower())
     if alias is not None:
         return LaneSpec(given, "+".join(alias.terms), alias.parse_options([[] for _ in alias.terms]))

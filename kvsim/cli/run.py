@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..caches import known_specs, parse_lanes
+from ..caches.weights import weights_label
 from ..core.sampling import Sampling, SimulationError
 from ..core.units import si
 from ..costs.memory import human_bytes
@@ -149,6 +150,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             _print_step(record, out)
     summary = running.as_dict()
+    for lane in sim.lanes:  # the bytes each lane's weights really occupy (quantized codes + scales for @w8/@w4)
+        summary["lanes"][lane.name]["weight_bytes"] = lane.weight_bytes["total"]
+        if lane.spec.weights:
+            summary["lanes"][lane.name]["weights"] = weights_label(lane.spec.weights)
     if args.free_running:
         summary["free_running"] = True
         _teacher_forced(summary, loaded, ids, lanes, sampling, args, steps=running.steps)
@@ -215,6 +220,14 @@ def step_json(record: StepRecord) -> dict[str, object]:
         }
         if lane.spans is not None:
             lanes[lane.name]["key_spans"] = [list(span) for span in lane.spans]
+        if lane.policy == "spec":  # a speculative lane: this step's check (forwards 0: a token an earlier check verified)
+            lanes[lane.name].update(
+                forwards=lane.forwards,
+                drafted=lane.drafted,
+                accepted=lane.accepted,
+                rolled_back=lane.rolled_back,
+                draft_ms=round(lane.draft_ms, 4),
+            )
     return {
         "step": record.step,
         "phase": record.phase,
@@ -258,5 +271,17 @@ def _print_summary(sim: Simulator, summary: dict[str, Any], out: TextIO) -> None
             f"FLOPs {_flops(s['flops_total'])}, cache {human_bytes(s['cache_bytes'])}, "
             f"max |Δlogit| {s['max_abs_logit_diff']:.2e}\n"
         )
+        extra = []
+        if s.get("weights"):
+            extra.append(f"weights {s['weights']}: {human_bytes(s['weight_bytes'])}")
+        if s.get("acceptance_rate") is not None or s["target_forwards"] < summary["steps"]:
+            rate = s["acceptance_rate"]
+            extra.append(
+                f"accepted {s['accepted_total']} of {s['drafted_total']} drafted"
+                + (f" ({rate:.0%})" if rate is not None else "")
+                + f", {s['tokens_per_forward']:.2f} tokens per target forward, {s['rolled_back_total']} rows rolled back"
+            )
+        if extra:
+            out.write(f"{'':>{width}}  " + "; ".join(extra) + "\n")
     same = "identical" if summary["tokens_identical"] else "DIFFERENT"
     out.write(f"tokens chosen by every lane: {same}\n")

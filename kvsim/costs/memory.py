@@ -19,6 +19,7 @@ from ..core.formulas import (  # noqa: F401 - re-exported: the closed forms live
     quantized_rows,
 )
 from ..core.units import human_bytes  # noqa: F401 - re-exported: the memory report's unit
+from ..core.words import QT_TRANSLATE_NOOP
 
 # bytes per parameter, as in the seed's table (FP32 … INT2)
 WEIGHT_DTYPE_BYTES = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "int8": 1.0, "int4": 0.5, "int2": 0.25}
@@ -109,21 +110,42 @@ def formula_rows_text(layers: int, window: int | None, layer_windows: tuple[int 
 
 
 # ------------------------------------------------------------------------------- kvsim's own lanes
+AHEAD = QT_TRANSLATE_NOOP("policies", "{n} drafted tokens the model accepted ahead of the text are held too (+{extra:,} B)")
+
+
 def lane_bill(
-    lane: dict, layers: int, kv_heads: int, head_dim: int, tokens: int, new_tokens: int, dtype: str = "float32"
+    lane: dict,
+    layers: int,
+    kv_heads: int,
+    head_dim: int,
+    tokens: int,
+    new_tokens: int,
+    dtype: str = "float32",
+    held_tokens: int | None = None,
 ) -> LaneBill | None:
     """The formula for one lane of a kvsim run (``lane``: its entry in a trace's ``meta["lanes"]``) after a
     step that fed ``new_tokens`` and left ``tokens`` positions in the sequence: the lane's policy, found in
     the registry by the name the run recorded, says it (``Cache.bill``). None when the policy has no closed
-    form (or is not installed); a lane that reuses nothing holds nothing whatever its policy."""
+    form (or is not installed); a lane that reuses nothing holds nothing whatever its policy.
+    ``held_tokens``: the rows the lane reported holding; a lane that holds rows ahead of the text (a
+    speculative lane's accepted drafts) is billed for them too, by its own formula."""
     from ..caches.registry import policy_class  # the policies import torch: only when a run is there
 
     elem_bits = DTYPE_BITS.get(dtype, 32)
     cls = policy_class(str(lane.get("policy", lane.get("name", ""))))
     options = dict(lane.get("options") or {})
-    bill = cls.bill(options, KVShape(layers, kv_heads, head_dim), tokens, new_tokens, elem_bits) if cls is not None else None
+    shape = KVShape(layers, kv_heads, head_dim)
+    bill = cls.bill(options, shape, tokens, new_tokens, elem_bits) if cls is not None else None
     if bill is None and not lane.get("reuses_past", True):
         return nothing_held(elem_bits)
+    ahead = max(0, held_tokens - tokens) if held_tokens is not None else 0
+    if bill is not None and cls is not None and ahead and lane.get("reuses_past", True):
+        with_ahead = cls.bill(options, shape, tokens + ahead, new_tokens + ahead, elem_bits)
+        if with_ahead is not None:
+            extra = with_ahead.expected_bytes - bill.expected_bytes
+            return LaneBill.explained(
+                bill.formula_bytes, with_ahead.expected_bytes, bill.bits, bill.window, AHEAD, {"n": ahead, "extra": extra}
+            )
     return bill
 
 

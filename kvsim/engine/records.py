@@ -65,6 +65,12 @@ class LaneStep:
     kl_div: float = 0.0  # KL(reference ‖ lane) of the next-token distributions (softmax of the logits), nats
     ref_logprob: float = 0.0  # log p_lane(the token the reference chose): teacher-forced, for perplexity
     rows: LaneRows | None = None  # a lossy lane's own rows (None: it holds the shared rows exactly)
+    # a speculative lane (spec:K:DRAFT); every other lane does one forward a step and drafts nothing
+    drafted: int = 0  # drafted tokens checked by this step's target forward
+    accepted: int = 0  # of them, those the target agreed with (their rows stay in the cache)
+    rolled_back: int = 0  # K/V rows removed from the cache this step (the rejected drafts')
+    forwards: int = 1  # target forwards this step: 0 when the token came verified with an earlier check
+    draft_ms: float = 0.0  # of wall_ms, the time spent drafting
 
     def read_positions(self, n: int) -> np.ndarray:
         """The key positions this step read, for a sequence of ``n`` positions."""

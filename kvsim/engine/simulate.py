@@ -31,6 +31,7 @@ from ..models.tokenizer import Tokenizer
 from ..models.transformer import ForwardOutput, Transformer
 from .counting import step_cost
 from .lane_rows import Lane, lane_spans
+from .model_side import attach, lane_meta, with_weight_bytes
 from .summary import RunSummary, summarize  # noqa: F401 - part of the simulator's API
 from .trace import LaneRows, LaneStep, StepRecord, Trace
 
@@ -95,6 +96,7 @@ class Simulator:
         self.tokenizer = tokenizer
         self.sampling = sampling = sampling if sampling is not None else Sampling()
         self.lanes = [Lane(spec, make_cache(spec, cfg.n_layers)) for spec in lanes]
+        attach(self.lanes, model, tokenizer, sampling)  # quantized weights (@w8, @w4), speculative drivers (spec:K:DRAFT)
         self.reference = names.index(reference) if reference is not None else 0
         self.progress = progress
         self.record_dtype = record_dtype
@@ -124,7 +126,13 @@ class Simulator:
                 "prompt_tokens": {str(i): tokenizer.token_text(i) for i in sorted(set(prompt_ids))},
                 "sampling": asdict(sampling),
                 "lanes": [
-                    {"name": lane.name, "policy": lane.spec.policy, "options": dict(lane.spec.options), **lane.info.to_dict()}
+                    {
+                        "name": lane.name,
+                        "policy": lane.spec.policy,
+                        "options": dict(lane.spec.options),
+                        **lane.info.to_dict(),
+                        **lane_meta(lane),
+                    }
                     for lane in self.lanes
                 ],
                 "reference": names[self.reference],
@@ -242,8 +250,12 @@ class Simulator:
         elem = self.model.dtype.itemsize
         for i, (lane, out, ms, t, rdiff) in enumerate(zip(self.lanes, outputs, timings, fed, recompute_diffs, strict=True)):
             key_pos = lane.cache.key_positions(0).detach().cpu().numpy()
+            spec = lane.driver.last if lane.driver is not None else None
+            if spec is not None:  # rows it accepted ahead of the run are not the sequence's yet
+                key_pos = key_pos[key_pos < n]
             context = int(key_pos.size)
-            cost = step_cost(cfg, new=t, context=context, out=1, dtype_bytes=elem)
+            cost = step_cost(cfg, new=t, context=context, out=1, dtype_bytes=elem) if spec is None else spec.cost
+            cost = with_weight_bytes(cost, lane.model, elem)
             logits = out.logits[0, -1].float()
             logp = torch.log_softmax(logits, -1)
             # candidates as the sampler sees them (tempered, top-k/top-p), plain softmax when greedy;
@@ -286,6 +298,17 @@ class Simulator:
                     kl_div=kl,
                     ref_logprob=min(0.0, float(logp[token_id])),
                     rows=self._own_rows(i, lane, out, new_t, as_np),
+                    **(
+                        {
+                            "drafted": spec.drafted,
+                            "accepted": spec.accepted,
+                            "rolled_back": spec.rolled_back,
+                            "forwards": spec.forwards,
+                            "draft_ms": spec.draft_ms,
+                        }
+                        if spec is not None
+                        else {}
+                    ),
                 )
             )
 
@@ -346,10 +369,12 @@ class Simulator:
         positions = torch.arange(0, n, device=self.model.device)
         for lane in self.lanes:
             scratch = make_cache(lane.spec, self.model.cfg.n_layers)
-            self.model(all_ids[:, :n], positions, scratch, record=True, last_only=True)
+            lane.model(all_ids[:, :n], positions, scratch, record=True, last_only=True)
             if scratch.reuses_past and n > 1:  # and one decode-shaped call (a single new row)
                 scratch.truncate(n - 1)
-                self.model(all_ids[:, n - 1 : n], positions[-1:], scratch, record=True, last_only=True)
+                lane.model(all_ids[:, n - 1 : n], positions[-1:], scratch, record=True, last_only=True)
+            if lane.driver is not None:  # and its drafter (a draft model's first call)
+                lane.driver.drafter.propose([int(i) for i in all_ids[0, :n]], lane.driver.k, self.sampling, lane.driver.gen)
 
     def _forward_lanes(
         self, all_ids: torch.Tensor, n: int
@@ -371,6 +396,13 @@ class Simulator:
                     progress(name, done, total)
                     spent[0] += time.perf_counter() - t  # the observer's time is not the lane's
 
+            if lane.driver is not None:  # speculative: a check forward, or logits an earlier check verified
+                own = self.lane_tokens[i] if self.lane_tokens is not None else self.tokens
+                out, ms = lane.driver.step(own, n, self._done, self.repeats, hook, in_hook)
+                outputs.append(out)
+                timings.append(ms)
+                fed.append(lane.driver.last.kv_positions)
+                continue
             # the step's forward k times, the cache rolled back between (its exact undo): the median is
             # the recorded time, min and max its spread; the last forward is the one the run keeps
             times = []
@@ -380,7 +412,7 @@ class Simulator:
                 in_hook[0] = 0.0
                 _sync(device)
                 t0 = time.perf_counter()
-                out = self.model(ids, positions, lane.cache, record=True, last_only=True, layer_hook=hook)
+                out = lane.model(ids, positions, lane.cache, record=True, last_only=True, layer_hook=hook)
                 _sync(device)
                 times.append((time.perf_counter() - t0 - in_hook[0]) * 1e3)
             timings.append((float(np.median(times)), min(times), max(times)))

@@ -58,8 +58,21 @@ class RunSummary:
                     "flops_total": 0,
                     "cache_bytes": 0,
                     "max_recompute_diff": None,
+                    "target_forwards": 0,
+                    "tokens_per_forward": None,
+                    "drafted_total": 0,
+                    "accepted_total": 0,
+                    "rolled_back_total": 0,
+                    "acceptance_rate": None,
                 },
             )
+            # speculative lanes check several drafted tokens in one forward; every other lane does one a step
+            d["target_forwards"] += s.forwards
+            d["tokens_per_forward"] = self.steps / d["target_forwards"] if d["target_forwards"] else None
+            d["drafted_total"] += s.drafted
+            d["accepted_total"] += s.accepted
+            d["rolled_back_total"] += s.rolled_back
+            d["acceptance_rate"] = d["accepted_total"] / d["drafted_total"] if d["drafted_total"] else None
             self._logprob[s.name] = self._logprob.get(s.name, 0.0) + s.ref_logprob
             self._diff_sum[s.name] = self._diff_sum.get(s.name, 0.0) + s.logit_diff
             if s.token_id != record.token_id and d["first_divergent_step"] is None:

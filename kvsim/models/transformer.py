@@ -270,7 +270,7 @@ class Transformer(nn.Module):
         cache: Cache,
         *,
         record: bool = False,
-        last_only: bool = False,
+        last_only: bool | int = False,
         layer_hook: LayerHook | None = None,
         rows: torch.Tensor | None = None,
     ) -> ForwardOutput:
@@ -294,8 +294,8 @@ class Transformer(nn.Module):
                 vs.append(v)
             if layer_hook is not None:
                 layer_hook(i + 1, cfg.n_layers)
-        if last_only:
-            x = x[:, -1:, :]
+        if last_only:  # True: the last position's logits; an int k: the last k positions' (a speculative check)
+            x = x[:, -int(last_only) :, :]
         elif rows is not None:  # the logits of these positions only (the last row of each packed sequence)
             x = x[:, rows, :]
         logits = self.lm_head(self.norm(x))

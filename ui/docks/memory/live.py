@@ -33,7 +33,14 @@ def lane_bills(session, step: int | None = None) -> list[tuple[int, int, LaneBil
         ls = session.lane_step(lane.index, step)
         lane_meta = lanes_meta[lane.index] if lane.index < len(lanes_meta) else {"name": lane.name, "policy": lane.name}
         bill = lane_bill(
-            lane_meta, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, tokens, ls.kv_positions, str(meta.get("dtype", "float32"))
+            lane_meta,
+            cfg.n_layers,
+            cfg.n_kv_heads,
+            cfg.head_dim,
+            tokens,
+            ls.kv_positions,
+            str(meta.get("dtype", "float32")),
+            held_tokens=int(ls.cache_tokens),
         )
         out.append((lane.index, int(ls.cache_bytes), bill))
     return out
