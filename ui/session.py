@@ -55,6 +55,7 @@ class LaneInfo:
     policy: str = ""  # the policy's registered name ("kv", "sink+window"), as the run recorded it
     options: dict[str, Any] = field(default_factory=dict)  # its parsed options
     words: dict[str, Any] | None = None  # its PolicyWords (templates + values), when the run recorded them
+    weights: str = ""  # its weights' format when quantized ("w8", "w4:g32", "gguf"); "" for full precision
 
     @classmethod
     def from_meta(cls, index: int, lane: dict[str, Any]) -> LaneInfo:
@@ -80,6 +81,7 @@ class LaneInfo:
             policy=str(lane.get("policy", lane["name"])),
             options=lane["options"] if isinstance(lane.get("options"), dict) else {},
             words=_words(lane.get("words")),
+            weights=str(lane.get("weights") or ""),
         )
 
 

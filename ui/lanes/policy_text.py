@@ -16,9 +16,12 @@ from dataclasses import asdict
 from functools import cache
 from typing import Any
 
+from kvsim.core.words import QT_TRANSLATE_NOOP
+
 from ..i18n import local, translate
 
 CONTEXT = "policies"  # kvsim.core.words.POLICIES: the context every policy marks its words in
+WEIGHTS = QT_TRANSLATE_NOOP("policies", " · weights {weights}")
 
 
 class _LocalFormatter(string.Formatter):
@@ -73,7 +76,12 @@ def words_of(lane) -> dict[str, Any] | None:
 def title(lane) -> str:
     """A lane's policy title (``LaneInfo``) in the app's language."""
     words = words_of(lane)
-    return fill(words["title"], words.get("values", {})) if words and words.get("title") else lane.title
+    if not (words and words.get("title")):
+        return lane.title  # the recorded title already names the weights
+    text = fill(words["title"], words.get("values", {}))
+    if getattr(lane, "weights", ""):  # the same policy over quantized weights (a lane spec's @w8 suffix)
+        text += fill(WEIGHTS, {"weights": lane.weights.upper()})
+    return text
 
 
 def explanation(lane) -> str:
