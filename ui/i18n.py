@@ -1,9 +1,11 @@
 """Languages: every visible string goes through Qt's translators, every number through the locale.
 
-Strings are written in English in the code as ``translate("context", "text")`` (the context is the
-module's short name, so ``pyside6-lupdate`` files each one under it); ``scripts/build_translations.py``
-collects them into ``resources/translations/pt_BR/<context>.ts`` (one file a module, translated
-there) and compiles them into ``kvsim_pt_BR.qm``, which ships in the wheel and is loaded here.
+Strings are written in English in the code as ``translate("context", "text")`` (the context names
+the module, so ``pyside6-lupdate`` files each one under it; the engine marks its own words, e.g. the
+cache policies', with a Qt-free ``QT_TRANSLATE_NOOP``). ``scripts/build_translations.py`` runs
+``pyside6-lupdate`` over the project file ``resources/translations/kvsim.json`` (every source) into
+one file per language, ``kvsim_pt_BR.ts`` (translated there, in the words of ``glossary.json``
+beside it), and compiles it into ``kvsim_pt_BR.qm``, which ships in the wheel and is loaded here.
 
 Numbers: ``num(1.5, 1)`` is "1.5" in English and "1,5" in Portuguese; ``local(text)`` puts the
 engine's formatted figures ("1.23 M", "56.2 KB") in the locale's decimal separator.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import re
 from importlib import resources
+from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QLibraryInfo, QLocale, QSettings, QTranslator
 
@@ -25,9 +28,9 @@ SETTING = "language"
 
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for: translate("context", "text")
 
-_state: dict[str, object] = {"lang": DEFAULT, "translators": []}
+_state: dict[str, Any] = {"lang": DEFAULT, "translators": []}
 # until a language is installed, numbers read as in English (the C locale would drop the grouping)
-QLocale.setDefault(QLocale(QLocale.English, QLocale.UnitedStates))
+QLocale.setDefault(QLocale(QLocale.Language.English, QLocale.Country.UnitedStates))
 
 
 class LanguageError(ValueError):
@@ -63,7 +66,7 @@ def choose(requested: str | None = None, settings: QSettings | None = None) -> s
 def install(app: QCoreApplication, lang: str) -> str:
     """Load ``lang``'s translators into ``app`` (Qt's own dialogs too) and make its locale the default."""
     lang = normalize(lang) or DEFAULT
-    for old in _state["translators"]:  # type: ignore[union-attr]
+    for old in _state["translators"]:
         app.removeTranslator(old)
     loaded: list[QTranslator] = []
     if lang != "en":
@@ -74,13 +77,13 @@ def install(app: QCoreApplication, lang: str) -> str:
         app.installTranslator(ours)
         loaded.append(ours)
         qt = QTranslator(app)
-        if qt.load(f"qtbase_{lang}", QLibraryInfo.path(QLibraryInfo.TranslationsPath)):
+        if qt.load(f"qtbase_{lang}", QLibraryInfo.path(QLibraryInfo.LibraryPath.TranslationsPath)):
             app.installTranslator(qt)
             loaded.append(qt)
     _state["translators"] = loaded
     _state["lang"] = lang
-    english = QLocale(QLocale.English, QLocale.UnitedStates)
-    QLocale.setDefault(QLocale(QLocale.Portuguese, QLocale.Brazil) if lang == "pt_BR" else english)
+    english = QLocale(QLocale.Language.English, QLocale.Country.UnitedStates)
+    QLocale.setDefault(QLocale(QLocale.Language.Portuguese, QLocale.Country.Brazil) if lang == "pt_BR" else english)
     return lang
 
 

@@ -5,7 +5,7 @@ lanes = parse_lanes("none,kv")           # LaneSpec("none", ...), LaneSpec("kv",
 cache = make_cache(lanes[1], n_layers)   # a KVCache
 """
 
-from .base import Cache, PolicyInfo, SpecError, visibility
+from .base import Cache, PolicyInfo, PolicyWords, SpecError, visibility
 from .h2o import H2OCache  # noqa: F401 - registers h2o:B[:rR]
 from .kv import KVCache
 from .latent import LatentSVDCache  # noqa: F401 - registers latent:R
@@ -19,11 +19,13 @@ from .registry import (
     make_cache,
     parse_lanes,
     parse_spec,
+    policy_class,
     policy_examples,
     register_policy,
     unregister_policy,
 )
 from .snapkv import SnapKVCache  # noqa: F401 - registers snapkv:B[:wW]
+from .speculative import SpeculativeCache  # noqa: F401 - registers spec:K:DRAFT
 from .stream import StreamCache  # noqa: F401 - registers stream:S+window:W
 from .tova import TOVACache  # noqa: F401 - registers tova:B
 from .window import SinkWindowCache, SlidingWindowCache  # noqa: F401 - registers window:W / sink:S+window:W
@@ -31,6 +33,7 @@ from .window import SinkWindowCache, SlidingWindowCache  # noqa: F401 - register
 __all__ = [
     "Cache",
     "PolicyInfo",
+    "PolicyWords",
     "SpecError",
     "KVCache",
     "NoCache",
@@ -40,6 +43,7 @@ __all__ = [
     "make_cache",
     "parse_lanes",
     "parse_spec",
+    "policy_class",
     "policy_examples",
     "register_policy",
     "unregister_policy",

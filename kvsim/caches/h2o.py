@@ -24,9 +24,15 @@ from typing import Any
 
 import torch
 
-from .base import PolicyInfo, SpecError
+from ..core.formulas import KVShape, LaneBill, kv_cache_bytes
+from ..core.words import QT_TRANSLATE_NOOP
+from .base import PolicyInfo, PolicyWords, SpecError
 from .registry import register_policy
 from .scored import ScoredCache, _Held, parse_count, top_rows
+
+SCORES = QT_TRANSLATE_NOOP(
+    "policies", "it also holds the attention score it ranks each row by (float32, per row and KV head: +{overhead:,} B)"
+)
 
 
 @register_policy
@@ -59,16 +65,33 @@ class H2OCache(ScoredCache):
             raise ValueError(f"h2o needs B, R ≥ 0 and B + R ≥ 1, got B={heavy}, R={recent}")
         super().__init__(n_layers)
 
+    @classmethod
+    def words(cls, options: dict[str, Any]) -> PolicyWords:
+        heavy = int(options["heavy"])
+        return PolicyWords(
+            QT_TRANSLATE_NOOP("policies", "H2O: heavy hitters + recent"),
+            QT_TRANSLATE_NOOP(
+                "policies", "keeps the {heavy} rows read most so far and the last {recent}; each KV head chooses its own"
+            ),
+            {"heavy": heavy, "recent": int(options.get("recent", heavy))},
+            {
+                "B": QT_TRANSLATE_NOOP("policies", "heavy-hitter rows kept"),
+                "R": QT_TRANSLATE_NOOP("policies", "recent rows kept"),
+            },
+        )
+
+    @classmethod
+    def bill(cls, options: dict[str, Any], shape: KVShape, tokens: int, new_tokens: int, elem_bits: int) -> LaneBill:
+        """B + R rows per layer and KV head, and the float32 attention score each held row is ranked by."""
+        budget = int(options["heavy"]) + int(options.get("recent", options["heavy"]))
+        b = kv_cache_bytes(*shape, tokens, 1, elem_bits, budget)
+        scores = shape.layers * shape.kv_heads * min(tokens, budget) * 4
+        return LaneBill.explained(b, b + scores, elem_bits, budget, SCORES, {"overhead": scores})
+
     def describe(self) -> PolicyInfo:
         b, r = self.heavy, self.recent
-        return PolicyInfo(
-            spec=f"h2o:{b}:r{r}",
-            title="H2O: heavy hitters + recent",
-            explanation=f"keeps the {b} rows read most so far and the last {r}; each KV head chooses its own",
-            reuses_past=True,
-            lossy=False,
-            evicts=True,
-        )
+        words = self.words({"heavy": b, "recent": r})
+        return PolicyInfo.from_words(f"h2o:{b}:r{r}", words, reuses_past=True, lossy=False, evicts=True)
 
     def _keep(self, layer: int, held: _Held, probs: torch.Tensor, new: int) -> torch.Tensor | None:
         held.score += probs.sum(dim=(1, 2))  # (H_kv, S): over the group's query heads and this step's queries

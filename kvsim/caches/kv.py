@@ -11,11 +11,14 @@ row on every layer (and masks), to show what the per-layer windows save.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 
-from .base import Cache, PolicyInfo, SpecError
+from ..core.formulas import KVShape, LaneBill, kv_cache_bytes
+from ..core.words import QT_TRANSLATE_NOOP
+from .base import Cache, PolicyInfo, PolicyWords, SpecError
 from .registry import register_policy
 from .window import SlidingWindowCache
 
@@ -55,25 +58,46 @@ class KVCache(Cache):
         self.layer_windows = None if full or not layer_windows or all(w is None for w in layer_windows) else tuple(layer_windows)
         self.reset()
 
-    def describe(self) -> PolicyInfo:
-        if self.full:
-            return PolicyInfo(
-                spec="kv:full",
-                title="KV cache, every row",
-                explanation="computes the new row, reads the rest; keeps every row on every layer, local ones too",
-                reuses_past=True,
-                lossy=False,
-                evicts=False,
+    @classmethod
+    def words(cls, options: dict[str, Any]) -> PolicyWords:
+        """``options``: the lane's (``full``); ``describe`` adds ``windowed`` when the model has local layers."""
+        if options.get("full"):
+            return PolicyWords(
+                QT_TRANSLATE_NOOP("policies", "KV cache, every row"),
+                QT_TRANSLATE_NOOP(
+                    "policies", "computes the new row, reads the rest; keeps every row on every layer, local ones too"
+                ),
             )
-        windowed = self.layer_windows is not None
-        return PolicyInfo(
-            spec="kv",
-            title="KV cache",
-            explanation="computes the new row, reads the rest" + ("; a local layer keeps only its window" if windowed else ""),
-            reuses_past=True,
-            lossy=False,
-            evicts=False,
+        if options.get("windowed"):
+            return PolicyWords(
+                QT_TRANSLATE_NOOP("policies", "KV cache"),
+                QT_TRANSLATE_NOOP("policies", "computes the new row, reads the rest; a local layer keeps only its window"),
+            )
+        return PolicyWords(
+            QT_TRANSLATE_NOOP("policies", "KV cache"), QT_TRANSLATE_NOOP("policies", "computes the new row, reads the rest")
         )
+
+    @classmethod
+    def bill(
+        cls,
+        options: dict[str, Any],
+        shape: KVShape,
+        tokens: int,
+        new_tokens: int,
+        elem_bits: int,
+        context: Mapping[str, Any] | None = None,
+    ) -> LaneBill:
+        """Every position's row on every layer, except that a local layer of the model (``context``'s
+        ``layer_windows``, Gemma 3) holds only its window; ``kv:full`` holds every row everywhere."""
+        lw = (context or {}).get("layer_windows")
+        windows = None if options.get("full") or not lw or all(w is None for w in lw) else tuple(lw)
+        b = kv_cache_bytes(*shape, tokens, 1, elem_bits, layer_windows=windows)
+        return LaneBill(b, b, elem_bits, None, "")
+
+    def describe(self) -> PolicyInfo:
+        spec = "kv:full" if self.full else "kv"
+        options = {"full": True} if self.full else {"windowed": True} if self.layer_windows is not None else {}
+        return PolicyInfo.from_words(spec, self.words(options), reuses_past=True, lossy=False, evicts=False)
 
     def reset(self) -> None:
         self._k: list[torch.Tensor | None] = [None] * self.n_layers
@@ -99,10 +123,12 @@ class KVCache(Cache):
         new_v = like.new_empty((b, h, capacity, d if v_like is None else v_like.shape[3]))
         new_pos = torch.empty(capacity, dtype=torch.long, device=like.device)
         n = self._len[layer]
+        old_v, old_pos = self._v[layer], self._pos[layer]
         if buf is not None and n:
-            new_k[:, :, :n] = self._k[layer][:, :, :n]
-            new_v[:, :, :n] = self._v[layer][:, :, :n]
-            new_pos[:n] = self._pos[layer][:n]
+            assert old_v is not None and old_pos is not None  # allocated together with buf
+            new_k[:, :, :n] = buf[:, :, :n]
+            new_v[:, :, :n] = old_v[:, :, :n]
+            new_pos[:n] = old_pos[:n]
         self._k[layer], self._v[layer], self._pos[layer] = new_k, new_v, new_pos
 
     def update(
@@ -114,17 +140,25 @@ class KVCache(Cache):
         start = self._len[layer]
         end = start + k_new.shape[2]
         self._ensure_capacity(layer, k_new, end, v_new)
-        self._k[layer][:, :, start:end] = k_new  # (B, H_kv, T, D) appended after the S stored rows
-        self._v[layer][:, :, start:end] = v_new
-        self._pos[layer][start:end] = positions
+        k, v, pos = self._buffers(layer)
+        k[:, :, start:end] = k_new  # (B, H_kv, T, D) appended after the S stored rows
+        v[:, :, start:end] = v_new
+        pos[start:end] = positions
         self._len[layer] = end
-        return self._k[layer][:, :, :end], self._v[layer][:, :, :end]
+        return k[:, :, :end], v[:, :, :end]
+
+    def _buffers(self, layer: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The layer's K, V and position buffers (allocated by its first update)."""
+        k, v, pos = self._k[layer], self._v[layer], self._pos[layer]
+        if k is None or v is None or pos is None:
+            raise TypeError(f"layer {layer} holds no rows yet")
+        return k, v, pos
 
     def key_positions(self, layer: int) -> torch.Tensor:
         local = self._local.get(layer)
         if local is not None:
             return local.key_positions(0)
-        return self._pos[layer][: self._len[layer]]
+        return self._buffers(layer)[2][: self._len[layer]]
 
     def truncate(self, n_tokens: int) -> None:
         # rows are appended in position order, so the first n_tokens rows are positions 0..n-1
@@ -138,7 +172,8 @@ class KVCache(Cache):
         if local is not None:
             return local.held_rows(0)[:2]
         n = self._len[layer]
-        return self._k[layer][:, :, :n], self._v[layer][:, :, :n]
+        k, v, _ = self._buffers(layer)
+        return k[:, :, :n], v[:, :, :n]
 
     def held_rows(self, layer: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         local = self._local.get(layer)

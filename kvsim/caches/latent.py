@@ -25,7 +25,9 @@ from typing import Any
 
 import torch
 
-from .base import Cache, PolicyInfo, SpecError
+from ..core.formulas import KVShape, LaneBill
+from ..core.words import QT_TRANSLATE_NOOP
+from .base import Cache, PolicyInfo, PolicyWords, SpecError
 from .kv import KVCache
 from .registry import register_policy
 from .stream import _rotate
@@ -54,16 +56,27 @@ class LatentSVDCache(Cache):
         self._latents = KVCache(n_layers)  # (B, 1, S, R) latents: what is held and counted
         self._rebuilt = KVCache(n_layers)  # (B, H_kv, S, d) K and V rebuilt from them: a working copy, not counted
 
-    def describe(self) -> PolicyInfo:
-        r = self.rank
-        return PolicyInfo(
-            spec=f"latent:{r}",
-            title="latent K/V by SVD",
-            explanation=f"holds K and V as {r} values a token and layer (their top {r} singular directions); no fine-tuning",
-            reuses_past=True,
-            lossy=True,
-            evicts=False,
+    @classmethod
+    def words(cls, options: dict[str, Any]) -> PolicyWords:
+        return PolicyWords(
+            QT_TRANSLATE_NOOP("policies", "latent K/V by SVD"),
+            QT_TRANSLATE_NOOP(
+                "policies",
+                "holds K and V as {rank} values a token and layer (their top {rank} singular directions); no fine-tuning",
+            ),
+            {"rank": int(options["rank"])},
+            {"R": QT_TRANSLATE_NOOP("policies", "the latent's rank, values a token and layer")},
         )
+
+    @classmethod
+    def bill(cls, options: dict[str, Any], shape: KVShape, tokens: int, new_tokens: int, elem_bits: int) -> LaneBill:
+        """A rank-R latent per token and layer, no K/V heads: L·R·n·b."""
+        b = shape.layers * int(options["rank"]) * tokens * elem_bits // 8
+        return LaneBill(b, b, elem_bits, None, "")
+
+    def describe(self) -> PolicyInfo:
+        words = self.words({"rank": self.rank})
+        return PolicyInfo.from_words(f"latent:{self.rank}", words, reuses_past=True, lossy=True, evicts=False)
 
     def bind_model(self, model) -> None:
         """Factor each layer's [W_K; W_V] once (the model calls this before its layers run)."""

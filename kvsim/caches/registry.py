@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .base import SpecError
+from .weights import parse_weights
 
 if TYPE_CHECKING:
     from .base import Cache, PolicyInfo
@@ -69,6 +70,8 @@ class LaneSpec:
     name: str
     policy: str  # canonical terms joined by "+", e.g. "kv", "sink+window"
     options: dict[str, Any] = field(default_factory=dict)
+    #: weight-only quantization of the lane's model (the ``@w8`` / ``@w4:gG`` suffix); None = as loaded
+    weights: dict[str, Any] | None = None
 
 
 def known_specs() -> list[str]:
@@ -91,6 +94,14 @@ def parse_spec(text: str) -> LaneSpec:
         raise SpecError("empty lane spec")
     if len(given) > 200:
         raise SpecError(f"lane spec too long ({len(given)} characters)")
+    if "@" in given:  # a weights suffix on any policy: kv@w8, int4@w4:g64
+        base, _, suffix = given.partition("@")
+        policy = parse_spec(base)
+        try:
+            weights = parse_weights(suffix)
+        except SpecError as exc:
+            raise SpecError(f"lane {given!r}: {exc}") from None
+        return LaneSpec(given, policy.policy, policy.options, weights)
     alias = _ALIASES.get(given.lower())
     if alias is not None:
         return LaneSpec(given, "+".join(alias.terms), alias.parse_options([[] for _ in alias.terms]))
@@ -129,8 +140,16 @@ def make_cache(spec: LaneSpec | str, n_layers: int, layer_windows: tuple[int | N
     if cls is None:
         raise SpecError(f"unknown cache policy {spec.policy!r} (known: {', '.join(known_specs())})")
     if layer_windows is not None and "layer_windows" in inspect.signature(cls.__init__).parameters:
-        return cls(n_layers, **spec.options, layer_windows=layer_windows)
-    return cls(n_layers, **spec.options)
+        return cls(n_layers, **spec.options, layer_windows=layer_windows)  # type: ignore[call-arg]
+    return cls(n_layers, **spec.options)  # type: ignore[call-arg]  # each policy takes (n_layers, **its options)
+
+
+def policy_class(policy: str) -> type[Cache] | None:
+    """The registered class of a lane's recorded policy (``LaneSpec.policy``, e.g. "sink+window"; an alias
+    such as "cached" too); None when no installed policy has that name."""
+    _load_entry_points()
+    key = tuple(t.strip().lower() for t in policy.split("+"))
+    return _POLICIES.get(key) or _ALIASES.get(policy.strip().lower())
 
 
 def describe_spec(spec: LaneSpec | str, n_layers: int = 1) -> PolicyInfo:

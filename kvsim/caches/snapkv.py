@@ -22,12 +22,15 @@ Bytes: the rows held (K and V); the scores are used once and not kept.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-from .base import PolicyInfo, SpecError
+from ..core.formulas import KVShape, LaneBill, kv_cache_bytes
+from ..core.words import QT_TRANSLATE_NOOP
+from .base import PolicyInfo, PolicyWords, SpecError
 from .registry import register_policy
 from .scored import ScoredCache, _Held, parse_count, top_rows
 
@@ -65,16 +68,44 @@ class SnapKVCache(ScoredCache):
             raise ValueError(f"snapkv needs B ≥ 1 and 1 ≤ W ≤ B, got B={budget}, W={window}")
         super().__init__(n_layers)
 
+    @classmethod
+    def words(cls, options: dict[str, Any]) -> PolicyWords:
+        budget = int(options["budget"])
+        return PolicyWords(
+            QT_TRANSLATE_NOOP("policies", "SnapKV: prompt compressed once"),
+            QT_TRANSLATE_NOOP(
+                "policies", "keeps {budget} prompt rows chosen by the attention of its last {window} tokens; then appends"
+            ),
+            {"budget": budget, "window": int(options.get("window") or min(DEFAULT_WINDOW, budget))},
+            {
+                "B": QT_TRANSLATE_NOOP("policies", "prompt rows kept"),
+                "W": QT_TRANSLATE_NOOP("policies", "observation window"),
+            },
+        )
+
+    @classmethod
+    def bill(
+        cls,
+        options: dict[str, Any],
+        shape: KVShape,
+        tokens: int,
+        new_tokens: int,
+        elem_bits: int,
+        context: Mapping[str, Any] | None = None,
+    ) -> LaneBill | None:
+        """The prompt cut to B rows once, then every new row: min(prompt, B) + n − prompt rows per layer.
+        None without the prompt's length (``context``'s ``prompt_tokens``)."""
+        prompt = (context or {}).get("prompt_tokens")
+        if prompt is None:
+            return None
+        rows = min(int(prompt), int(options["budget"])) + max(0, tokens - int(prompt))
+        b = kv_cache_bytes(*shape, rows, 1, elem_bits)
+        return LaneBill(b, b, elem_bits, None, "")
+
     def describe(self) -> PolicyInfo:
         b, w = self.budget, self.window
-        return PolicyInfo(
-            spec=f"snapkv:{b}:w{w}",
-            title="SnapKV: prompt compressed once",
-            explanation=f"keeps {b} prompt rows chosen by the attention of its last {w} tokens; then appends",
-            reuses_past=True,
-            lossy=False,
-            evicts=True,
-        )
+        words = self.words({"budget": b, "window": w})
+        return PolicyInfo.from_words(f"snapkv:{b}:w{w}", words, reuses_past=True, lossy=False, evicts=True)
 
     def _keep(self, layer: int, held: _Held, probs: torch.Tensor, new: int) -> torch.Tensor | None:
         s = held.pos.shape[1]

@@ -33,7 +33,8 @@ from typing import Any
 
 import torch
 
-from .base import PolicyInfo
+from ..core.words import QT_TRANSLATE_NOOP
+from .base import PolicyInfo, PolicyWords
 from .registry import register_policy
 from .window import _parse_int, _WindowCache
 
@@ -71,19 +72,28 @@ class StreamCache(_WindowCache):
     def __init__(self, n_layers: int, sinks: int, window: int) -> None:
         super().__init__(n_layers, window, sinks)
 
+    @classmethod
+    def words(cls, options: dict[str, Any]) -> PolicyWords:
+        s, w = int(options["sinks"]), int(options["window"])
+        return PolicyWords(
+            QT_TRANSLATE_NOOP("policies", "StreamingLLM: positions in the cache"),
+            QT_TRANSLATE_NOOP(
+                "policies",
+                "keeps the first {sinks} rows and the last {window}; "
+                "RoPE by slot in the cache, so no distance exceeds {distance}",
+            ),
+            {"sinks": s, "window": w, "distance": s + w - 1},
+            {
+                "S": QT_TRANSLATE_NOOP("policies", "the first positions kept"),
+                "W": QT_TRANSLATE_NOOP("policies", "the last rows kept"),
+            },
+        )
+
     def describe(self) -> PolicyInfo:
         s, w = self.sinks, self.window
-        return PolicyInfo(
-            spec=f"stream:{s}+window:{w}",
-            title="StreamingLLM: positions in the cache",
-            explanation=(
-                f"keeps the first {s} rows and the last {w}; RoPE by slot in the cache, so no distance exceeds {s + w - 1}"
-            ),
-            reuses_past=True,
-            lossy=False,
-            evicts=True,
-            window=w,
-            sinks=s,
+        words = self.words({"sinks": s, "window": w})
+        return PolicyInfo.from_words(
+            f"stream:{s}+window:{w}", words, reuses_past=True, lossy=False, evicts=True, window=w, sinks=s
         )
 
     def read_scores(

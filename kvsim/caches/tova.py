@@ -17,7 +17,9 @@ from typing import Any
 
 import torch
 
-from .base import PolicyInfo, SpecError
+from ..core.formulas import KVShape, LaneBill, kv_cache_bytes
+from ..core.words import QT_TRANSLATE_NOOP
+from .base import PolicyInfo, PolicyWords, SpecError
 from .registry import register_policy
 from .scored import ScoredCache, _Held, parse_count, top_rows
 
@@ -44,15 +46,25 @@ class TOVACache(ScoredCache):
         self.budget = budget
         super().__init__(n_layers)
 
-    def describe(self) -> PolicyInfo:
-        return PolicyInfo(
-            spec=f"tova:{self.budget}",
-            title="TOVA: drop the least attended",
-            explanation=f"keeps {self.budget} rows; each step drops the row the newest query reads least",
-            reuses_past=True,
-            lossy=False,
-            evicts=True,
+    @classmethod
+    def words(cls, options: dict[str, Any]) -> PolicyWords:
+        return PolicyWords(
+            QT_TRANSLATE_NOOP("policies", "TOVA: drop the least attended"),
+            QT_TRANSLATE_NOOP("policies", "keeps {budget} rows; each step drops the row the newest query reads least"),
+            {"budget": int(options["budget"])},
+            {"B": QT_TRANSLATE_NOOP("policies", "rows kept")},
         )
+
+    @classmethod
+    def bill(cls, options: dict[str, Any], shape: KVShape, tokens: int, new_tokens: int, elem_bits: int) -> LaneBill:
+        """B rows per layer (every KV head keeps the same rows), like ``window:B``'s count."""
+        budget = int(options["budget"])
+        b = kv_cache_bytes(*shape, tokens, 1, elem_bits, budget)
+        return LaneBill(b, b, elem_bits, budget, "")
+
+    def describe(self) -> PolicyInfo:
+        words = self.words({"budget": self.budget})
+        return PolicyInfo.from_words(f"tova:{self.budget}", words, reuses_past=True, lossy=False, evicts=True)
 
     def _keep(self, layer: int, held: _Held, probs: torch.Tensor, new: int) -> torch.Tensor | None:
         score = probs[:, :, -1, :].mean(dim=(0, 1))  # (S,): the last query, averaged over all query heads

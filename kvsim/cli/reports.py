@@ -7,6 +7,7 @@ import argparse
 import json
 import math
 import sys
+from typing import TYPE_CHECKING, Any
 
 from ..costs.memory import (
     WEIGHT_DTYPE_BYTES,
@@ -21,7 +22,10 @@ from ..costs.memory import (
     weight_bytes,
 )
 from ..costs.presets import BUNDLED, PRESETS, context_warning, get_preset, preset_from_hf_config
-from .args import UsageError, positive_int
+from .args import Subcommands, UsageError, positive_int
+
+if TYPE_CHECKING:
+    from ..serving.records import RequestsRun
 
 
 def _finite(value: object) -> object:
@@ -47,7 +51,7 @@ def _params(n: int) -> str:
 
 def cmd_memory(args: argparse.Namespace) -> int:
     if args.list:
-        rows = [
+        rows: list[dict[str, Any]] = [
             {
                 "name": p.name,
                 "source": p.source,
@@ -121,7 +125,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
     growth = (
         kv_cache_bytes(layers, kv_heads, head_dim, args.context + 1, args.batch, args.kv_bits, args.window, layer_windows) - total
     )
-    report: dict[str, object] = {
+    report: dict[str, Any] = {
         "bytes": total,
         "bytes_per_token": per_token,
         "bytes_per_new_token": growth,
@@ -154,9 +158,9 @@ def cmd_memory(args: argparse.Namespace) -> int:
         return 0
     name = preset.name if preset else f"{layers} layers × {kv_heads} kv heads × d_head {head_dim}"
     print(f"{name}: KV cache for {args.context:,} tokens × batch {args.batch} at {args.kv_bits} bits")
-    rows = formula_rows_text(layers, args.window, layer_windows)
+    rows_text = formula_rows_text(layers, args.window, layer_windows)
     print(
-        f"  = 2 × ({rows}) × {kv_heads} kv heads × {head_dim} × batch {args.batch} × {args.kv_bits / 8:g} B"
+        f"  = 2 × ({rows_text}) × {kv_heads} kv heads × {head_dim} × batch {args.batch} × {args.kv_bits / 8:g} B"
         f"   (n = {args.context:,})"
     )
     print(
@@ -276,7 +280,7 @@ def cmd_gqa(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_memory_parser(sub) -> None:
+def add_memory_parser(sub: Subcommands) -> None:
     """`kvsim memory`: its arguments."""
     m = sub.add_parser("memory", help="KV-cache and weight memory for a model shape")
     src = m.add_mutually_exclusive_group()
@@ -305,10 +309,23 @@ def add_memory_parser(sub) -> None:
     m.add_argument("--json", action="store_true")
 
 
-def _inspect_requests(args: argparse.Namespace, runs) -> int:
+def _inspect_requests(args: argparse.Namespace, runs: tuple[RequestsRun, ...]) -> int:
     """A saved requests run (or the off/on pair): per run its settings and totals, per request its figures."""
     if args.json:
-        print(json_line({"requests_runs": [{**run.summary(), "requests": [r.as_dict() for r in run.requests]} for run in runs]}))
+        print(
+            json_line(
+                {
+                    "requests_runs": [
+                        {
+                            **run.summary(),
+                            "requests": [r.as_dict() for r in run.requests],
+                            **({"batches": [b.as_dict() for b in run.batches]} if run.batches else {}),
+                        }
+                        for run in runs
+                    ]
+                }
+            )
+        )
         return 0
     for run in runs:
         s = run.summary()
@@ -322,5 +339,15 @@ def _inspect_requests(args: argparse.Namespace, runs) -> int:
             print(
                 f"  request {r.index + 1}: prefill {r.prefill_rows} rows computed, {r.reused_rows} reused, "
                 f"TTFT {r.ttft_ms:.2f} ms, {r.blocks_held} blocks held"
+                + (f", arrived at step {r.arrival_step}, {r.preemptions} preemptions" if r.token_ms else "")
             )
+        if run.batches:
+            from .batching import write_steps
+
+            print(
+                f"  continuous batching: {s['batch_steps']} steps, ≤ {s['max_batched_tokens']} positions a step, largest batch "
+                f"{s['largest_batch']}, {s['tokens_per_forward']:.2f} tokens a forward, {s['preemptions']} preemptions "
+                f"({s['recomputed_rows']} rows recomputed)"
+            )
+            write_steps(run, sys.stdout, limit=40)
     return 0

@@ -1,6 +1,7 @@
 """``kvsim run`` with several requests (``--prompt A --prompt B …`` or ``--requests FILE``): they run
 through one shared paged block pool (``kvsim.serving.requests``), with prefix caching on (default), off
-(``--no-prefix-cache``) or both, side by side (``--compare-prefix-cache``).
+(``--no-prefix-cache``) or both, side by side (``--compare-prefix-cache``); or, with ``--batching
+continuous``, all together in one batched forward per step (``kvsim.cli.batching``).
 
 Text: one row per request — prefill rows computed and reused, block hits, TTFT, blocks held — then the
 waste of three ways to allocate the same rows. ``--json``: one object per request (``"request"``,
@@ -13,12 +14,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING, TextIO
 
 from ..core.sampling import Sampling
 from ..costs.memory import human_bytes
 from ..serving.request_lists import RequestList, check_prompts, encode_requests, load_requests
 from .args import positive_int
+from .batching import add_batching_arguments, batching_flags_given, check_batching_flags
 from .reports import UsageError, json_line
+
+if TYPE_CHECKING:
+    from ..serving.records import RequestsRun
 
 DEFAULT_BLOCK_SIZE = 16
 DEFAULT_REQUEST_REPEATS = 3
@@ -39,6 +45,7 @@ def add_requests_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument(
         "--interleave", action="store_true", help="several requests: decode them round-robin (default: one after another)"
     )
+    add_batching_arguments(r)
 
 
 def check_single_prompt_flags(args: argparse.Namespace) -> None:
@@ -51,6 +58,7 @@ def check_single_prompt_flags(args: argparse.Namespace) -> None:
             ("--no-prefix-cache", args.no_prefix_cache or None),
             ("--compare-prefix-cache", args.compare_prefix_cache or None),
             ("--interleave", args.interleave or None),
+            *batching_flags_given(args),
         )
         if value is not None
     ]
@@ -84,10 +92,15 @@ def cmd_requests(args: argparse.Namespace) -> int:
         folder = os.path.dirname(os.path.abspath(args.save))
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
             raise UsageError(f"--save: cannot write into {folder} (no such folder or no permission)")
+    check_batching_flags(args)
     requests = _request_list(args)  # a bad file is one error line before the model loads
     sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
     loaded = load_model(args.model, device=args.device, dtype=args.dtype)
     inputs = encode_requests(loaded.tokenizer, requests, chat=not args.no_chat_template)
+    if args.batching == "continuous":
+        from .batching import cmd_batching
+
+        return cmd_batching(args, loaded, requests, inputs, sampling)
     options = dict(
         block_size=args.block_size or DEFAULT_BLOCK_SIZE,
         pool_blocks=args.pool_blocks,
@@ -116,7 +129,7 @@ def cmd_requests(args: argparse.Namespace) -> int:
         for run in runs:
             for req in run.requests:
                 out.write(json_line({**req.as_dict(), "prefix_cache": run.prefix_caching}) + "\n")
-        summaries = {("on" if run.prefix_caching else "off"): run.summary() for run in runs}
+        summaries: dict[str, object] = {("on" if run.prefix_caching else "off"): run.summary() for run in runs}
         if len(runs) == 2:
             summaries["ttft_ratio_on_off"] = [
                 round(b.ttft_ms / a.ttft_ms, 4) if a.ttft_ms > 0 else None
@@ -142,7 +155,7 @@ def cmd_requests(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_run(run, out) -> None:
+def _print_run(run: RequestsRun, out: TextIO) -> None:
     out.write(f"\nprefix caching {'on' if run.prefix_caching else 'off'}:\n")
     out.write(
         f"{'req':>3} {'prompt':>6} {'computed':>8} {'reused':>6} {'hits':>4} {'TTFT ms':>9} {'ITL ms':>7} {'blocks':>6}  text\n"
@@ -161,10 +174,10 @@ def _print_run(run, out) -> None:
     )
 
 
-def _print_waste(run, out) -> None:
+def _print_waste(run: RequestsRun, out: TextIO) -> None:
     w = run.waste
     out.write(f"\nmemory for these requests held at once ({w.exact_slots} rows; blocks of {w.block_size}):\n")
-    rows = [
+    rows: list[tuple[str, int, float | None]] = [
         (f"contiguous, preallocated to {w.max_len}", w.preallocated_slots, w.preallocated_waste),
         ("contiguous, exact (length known in advance)", w.exact_slots, w.exact_waste),
         ("paged (last block's tail empty)", w.paged_slots, w.paged_waste),

@@ -4,10 +4,18 @@ last recorded (so a trace stays O(n))."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 
 from ..caches import Cache, LaneSpec, PolicyInfo
+from ..caches.weights import weights_label
+
+if TYPE_CHECKING:
+    from ..models.transformer import Transformer
+    from .speculative import SpeculativeLane
 
 
 def lane_spans(positions: np.ndarray, n: int) -> tuple[tuple[int, int], ...] | None:
@@ -38,10 +46,11 @@ class RowMirror:
             shape = (k.shape[0], k.shape[1], cap, k.shape[3])
             new_k, new_v = k.new_zeros(shape), v.new_zeros(shape)
             known = torch.zeros(cap, dtype=torch.bool, device=k.device)
-            if self.k is not None:
+            if self.k is not None and self.v is not None and self.known is not None:  # allocated together
                 n = self.k.shape[2]
                 new_k[:, :, :n], new_v[:, :, :n], known[:n] = self.k, self.v, self.known
             self.k, self.v, self.known = new_k, new_v, known
+        assert self.v is not None and self.known is not None  # allocated with self.k
         old_k, old_v = self.k[:, :, positions], self.v[:, :, positions]
         differs = (old_k != k).flatten(0, 1).any(-1).any(0) | (old_v != v).flatten(0, 1).any(-1).any(0)
         mask = differs | ~self.known[positions]
@@ -61,7 +70,12 @@ class Lane:
         self.spec = spec
         self.cache = cache
         self.info: PolicyInfo = cache.describe()
+        if spec.weights:  # quantized weights: its rows and logits differ from full precision's
+            self.info = replace(self.info, title=f"{self.info.title} · weights {weights_label(spec.weights).upper()}", lossy=True)
         self.mirror = RowMirror() if self.info.lossy else None  # the rows recorded so far
+        self.model: Transformer = None  # type: ignore[assignment]  # set by kvsim.engine.model_side.attach
+        self.driver: SpeculativeLane | None = None  # a speculative lane's drafter and checker (spec:K:DRAFT)
+        self.weight_bytes: dict[str, int] = {}
 
     @property
     def name(self) -> str:

@@ -28,15 +28,17 @@ from .. import __version__
 from ..caches import KVCache, LaneSpec, make_cache, parse_lanes, visibility
 from ..core.sampling import Sampling, SimulationError, choose, draw, probabilities
 from ..models.tokenizer import Tokenizer
-from ..models.transformer import Transformer
+from ..models.transformer import ForwardOutput, Transformer
 from .counting import step_cost
 from .lane_rows import Lane, lane_spans
+from .model_side import attach, lane_meta, with_weight_bytes
 from .summary import RunSummary, summarize  # noqa: F401 - part of the simulator's API
 from .trace import LaneRows, LaneStep, StepRecord, Trace
 
 __all__ = ["DEFAULT_LANES", "LaneSpec", "Sampling", "SimulationError", "Simulator", "parse_lanes", "summarize"]
 
 Progress = Callable[[str, int, int], None]  # (lane name, layers done, layers total)
+AsNumpy = Callable[[torch.Tensor], np.ndarray]  # a step's tensor as the record stores it
 
 DEFAULT_LANES = parse_lanes("uncached,cached")
 
@@ -100,6 +102,7 @@ class Simulator:
         # the model's own window of each layer: the kv cache keeps only that many rows there (Gemma 3's local layers)
         self._layer_windows = tuple(cfg.window_of(i) for i in range(cfg.n_layers))
         self.lanes = [Lane(spec, make_cache(spec, cfg.n_layers, self._layer_windows)) for spec in lanes]
+        attach(self.lanes, model, tokenizer, sampling)  # quantized weights (@w8, @w4), speculative drivers (spec:K:DRAFT)
         self.reference = names.index(reference) if reference is not None else 0
         self.progress = progress
         self.record_dtype = record_dtype
@@ -129,7 +132,13 @@ class Simulator:
                 "prompt_tokens": {str(i): tokenizer.token_text(i) for i in sorted(set(prompt_ids))},
                 "sampling": asdict(sampling),
                 "lanes": [
-                    {"name": lane.name, "policy": lane.spec.policy, "options": dict(lane.spec.options), **lane.info.to_dict()}
+                    {
+                        "name": lane.name,
+                        "policy": lane.spec.policy,
+                        "options": dict(lane.spec.options),
+                        **lane.info.to_dict(),
+                        **lane_meta(lane),
+                    }
                     for lane in self.lanes
                 ],
                 "reference": names[self.reference],
@@ -193,7 +202,7 @@ class Simulator:
         try:
             record = self._step(all_ids, n, step_index, phase)
         except BaseException:
-            for cache in [lane.cache for lane in self.lanes] + [self._history] * (self._history is not None):
+            for cache in [lane.cache for lane in self.lanes] + ([self._history] if self._history is not None else []):
                 cache.truncate(self._done)
             for lane in self.lanes:
                 if lane.mirror is not None:
@@ -230,7 +239,7 @@ class Simulator:
         # 3. the step's new rows: taken from an exact lane (a caching one computes only new rows)
         new_t = n - self._done
         src = outputs[self._row_lane]
-        q_new, k_new, v_new = (x[:, 0, :, -new_t:] for x in (src.q, src.k, src.v))  # (L, H, T, D)
+        q_new, k_new, v_new = (x[:, 0, :, -new_t:] for x in src.rows())  # (L, H, T, D)
         # an uncached lane's recomputed rows against the first-computed ones (of the same text only)
         recompute_diffs = [
             self._recompute_diff(out) if not lane.cache.reuses_past and self._same_text(i) else None
@@ -247,10 +256,14 @@ class Simulator:
         elem = self.model.dtype.itemsize
         for i, (lane, out, ms, t, rdiff) in enumerate(zip(self.lanes, outputs, timings, fed, recompute_diffs, strict=True)):
             key_pos = lane.cache.key_positions(getattr(lane.cache, "record_layer", 0)).detach().cpu().numpy()
+            spec = lane.driver.last if lane.driver is not None else None
+            if spec is not None:  # rows it accepted ahead of the run are not the sequence's yet
+                key_pos = key_pos[key_pos < n]
             context = int(key_pos.shape[-1])  # the rows each head read
             if key_pos.ndim == 2:  # heads hold different rows (eviction by attention): spans of their union
                 key_pos = np.unique(key_pos)
-            cost = step_cost(cfg, new=t, context=context, out=1, dtype_bytes=elem)
+            cost = step_cost(cfg, new=t, context=context, out=1, dtype_bytes=elem) if spec is None else spec.cost
+            cost = with_weight_bytes(cost, lane.model, elem)
             logits = out.logits[0, -1].float()
             logp = torch.log_softmax(logits, -1)
             # candidates as the sampler sees them (tempered, top-k/top-p), plain softmax when greedy;
@@ -293,6 +306,17 @@ class Simulator:
                     kl_div=kl,
                     ref_logprob=min(0.0, float(logp[token_id])),
                     rows=self._own_rows(i, lane, out, new_t, as_np),
+                    **(
+                        {
+                            "drafted": spec.drafted,
+                            "accepted": spec.accepted,
+                            "rolled_back": spec.rolled_back,
+                            "forwards": spec.forwards,
+                            "draft_ms": spec.draft_ms,
+                        }
+                        if spec is not None
+                        else {}
+                    ),
                 )
             )
 
@@ -314,34 +338,36 @@ class Simulator:
     def _same_text(self, lane: int) -> bool:
         return self.lane_tokens is None or self.lane_tokens[lane] == self.tokens
 
-    def _own_rows(self, i: int, lane: Lane, out, new_t: int, as_np) -> LaneRows | None:
+    def _own_rows(self, i: int, lane: Lane, out: ForwardOutput, new_t: int, as_np: AsNumpy) -> LaneRows | None:
         """What a lane records of its own: a lossy lane its changed stored rows; in free-running mode,
         a lane other than the reference its new rows (they belong to its own text)."""
         if lane.mirror is not None:
             return self._lane_rows(lane, out, new_t, as_np)
         if self.free_running and i != self._row_lane:
             positions = np.arange(self._done, self._done + new_t, dtype=np.int64)
+            q, k, v = out.rows()
             return LaneRows(
                 positions=positions,
-                k=as_np(out.k[:, 0, :, -new_t:]),
-                v=as_np(out.v[:, 0, :, -new_t:]),
-                q=as_np(out.q[:, 0, :, -new_t:]),
+                k=as_np(k[:, 0, :, -new_t:]),
+                v=as_np(v[:, 0, :, -new_t:]),
+                q=as_np(q[:, 0, :, -new_t:]),
             )
         return None
 
-    def _lane_rows(self, lane: Lane, out, new_t: int, as_np) -> LaneRows:
+    def _lane_rows(self, lane: Lane, out: ForwardOutput, new_t: int, as_np: AsNumpy) -> LaneRows:
         """A lossy lane's own rows: its new queries, and every stored row that changed this step."""
         held = [lane.cache.held_rows(layer) for layer in range(self.model.cfg.n_layers)]
         positions = held[0][2]
         k = torch.stack([h[0][0] for h in held])  # (L, H_kv, S, D)
         v = torch.stack([h[1][0] for h in held])
+        assert lane.mirror is not None  # a lossy lane keeps a mirror of its rows
         changed = lane.mirror.changed(k, v, positions)
         index = torch.searchsorted(positions, changed)
         return LaneRows(
             positions=changed.cpu().numpy().astype(np.int64),
             k=as_np(k[:, :, index]),
             v=as_np(v[:, :, index]),
-            q=as_np(out.q[:, 0, :, -new_t:]),
+            q=as_np(out.rows()[0][:, 0, :, -new_t:]),
         )
 
     def _warm_up(self, all_ids: torch.Tensor, n: int) -> None:
@@ -351,14 +377,19 @@ class Simulator:
         positions = torch.arange(0, n, device=self.model.device)
         for lane in self.lanes:
             scratch = make_cache(lane.spec, self.model.cfg.n_layers, self._layer_windows)
-            self.model(all_ids[:, :n], positions, scratch, record=True, last_only=True)
+            lane.model(all_ids[:, :n], positions, scratch, record=True, last_only=True)
             if scratch.reuses_past and n > 1:  # and one decode-shaped call (a single new row)
                 scratch.truncate(n - 1)
-                self.model(all_ids[:, n - 1 : n], positions[-1:], scratch, record=True, last_only=True)
+                lane.model(all_ids[:, n - 1 : n], positions[-1:], scratch, record=True, last_only=True)
+            if lane.driver is not None:  # and its drafter (a draft model's first call)
+                lane.driver.drafter.propose([int(i) for i in all_ids[0, :n]], lane.driver.k, self.sampling, lane.driver.gen)
 
-    def _forward_lanes(self, all_ids: torch.Tensor, n: int):
+    def _forward_lanes(
+        self, all_ids: torch.Tensor, n: int
+    ) -> tuple[list[ForwardOutput], list[tuple[float, float, float]], list[int]]:
         device = self.model.device
         outputs, timings, fed = [], [], []
+        progress = self.progress
         for i, lane in enumerate(self.lanes):
             start = self._done if lane.cache.reuses_past else 0
             if self.lane_tokens is not None:  # free-running: the lane's own text
@@ -366,13 +397,20 @@ class Simulator:
             ids = all_ids[:, start:n]
             positions = torch.arange(start, n, device=device)
             hook, in_hook = None, [0.0]
-            if self.progress is not None:
+            if progress is not None:
 
                 def hook(done: int, total: int, name: str = lane.name, spent: list[float] = in_hook) -> None:
                     t = time.perf_counter()
-                    self.progress(name, done, total)
+                    progress(name, done, total)
                     spent[0] += time.perf_counter() - t  # the observer's time is not the lane's
 
+            if lane.driver is not None:  # speculative: a check forward, or logits an earlier check verified
+                own = self.lane_tokens[i] if self.lane_tokens is not None else self.tokens
+                out, ms = lane.driver.step(own, n, self._done, self.repeats, hook, in_hook)
+                outputs.append(out)
+                timings.append(ms)
+                fed.append(lane.driver.last.kv_positions)
+                continue
             # the step's forward k times, the cache rolled back between (its exact undo): the median is
             # the recorded time, min and max its spread; the last forward is the one the run keeps
             times = []
@@ -382,7 +420,7 @@ class Simulator:
                 in_hook[0] = 0.0
                 _sync(device)
                 t0 = time.perf_counter()
-                out = self.model(ids, positions, lane.cache, record=True, last_only=True, layer_hook=hook)
+                out = lane.model(ids, positions, lane.cache, record=True, last_only=True, layer_hook=hook)
                 _sync(device)
                 times.append((time.perf_counter() - t0 - in_hook[0]) * 1e3)
             timings.append((float(np.median(times)), min(times), max(times)))
@@ -390,17 +428,19 @@ class Simulator:
             fed.append(n - start)
         return outputs, timings, fed
 
-    def _recompute_diff(self, out) -> float | None:
+    def _recompute_diff(self, out: ForwardOutput) -> float | None:
         """How far an uncached lane's recomputed old rows are from when they were first computed."""
-        old = self._history.n_tokens if self._history is not None else 0
-        if old == 0:
+        history = self._history
+        if history is None or history.n_tokens == 0:
             return None
+        old = history.n_tokens
+        _, k_out, v_out = out.rows()
         diff = 0.0
         for layer in range(self.model.cfg.n_layers):
-            k_first, v_first = self._history.stored(layer)  # (1, H_kv, old, D)
+            k_first, v_first = history.stored(layer)  # (1, H_kv, old, D)
             diff = max(
                 diff,
-                float((out.k[layer, :, :, :old] - k_first).abs().max()),
-                float((out.v[layer, :, :, :old] - v_first).abs().max()),
+                float((k_out[layer, :, :, :old] - k_first).abs().max()),
+                float((v_out[layer, :, :, :old] - v_first).abs().max()),
             )
         return diff

@@ -15,7 +15,7 @@ import numpy as np
 from ..models.config import ConfigError, ModelConfig
 
 if TYPE_CHECKING:
-    from .trace import LaneStep, StepRecord
+    from .records import LaneStep, StepRecord
 
 MAX_LANES = 16  # more lanes than a screen can compare: refused, not drawn
 
@@ -33,7 +33,7 @@ def is_int(value: object) -> bool:
 
 
 def _is_number(value: object) -> bool:
-    return type(value) in (int, float) and math.isfinite(value)
+    return (type(value) is int or type(value) is float) and math.isfinite(value)
 
 
 def check_meta(meta: object) -> None:
@@ -118,13 +118,19 @@ def _check_lane(i: int, lane: LaneStep, r: StepRecord, n: int) -> None:
         "token_id",
         "first_key",
         "cache_overhead_bytes",
+        "drafted",
+        "accepted",
+        "rolled_back",
+        "forwards",
     ):
         value = getattr(lane, key)
         if not is_int(value) or value < 0:
             raise TraceError(f"{where}: {key} must be a whole number ≥ 0, got {value!r}")
     if not (_is_number(lane.ref_logprob) and lane.ref_logprob <= 0):
         raise TraceError(f"{where}: ref_logprob must be a finite number ≤ 0, got {lane.ref_logprob!r}")
-    for key in ("wall_ms", "logit_diff", "kl_div"):
+    if lane.accepted > lane.drafted or lane.forwards > 1 or (lane.drafted and not lane.forwards):
+        raise TraceError(f"{where}: accepted {lane.accepted} of {lane.drafted} drafted in {lane.forwards} forwards")
+    for key in ("wall_ms", "logit_diff", "kl_div", "draft_ms"):
         value = getattr(lane, key)
         if not _is_number(value) or value < 0:
             raise TraceError(f"{where}: {key} must be a finite number ≥ 0, got {value!r}")

@@ -338,4 +338,5 @@ def load_gguf(path: Path, model_id: str) -> LoadedModel:
         "gguf_tensor_types": quant,
         "file_bytes": path.stat().st_size,
     }
+    model.gguf_path = str(path)  # the file whose own blocks a kv@gguf lane keeps (kvsim.models.gguf_blocks)
     return LoadedModel(model.eval(), tokenizer, model_id, info)

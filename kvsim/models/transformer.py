@@ -45,6 +45,12 @@ class ForwardOutput:
     k: torch.Tensor | None = None  # (L, B, H_kv, T, D), after RoPE: exactly what the cache holds
     v: torch.Tensor | None = None  # (L, B, H_kv, T, D)
 
+    def rows(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q, k, v of a forward with ``record=True``."""
+        if self.q is None or self.k is None or self.v is None:
+            raise ValueError("this forward did not record its rows (record=True records them)")
+        return self.q, self.k, self.v
+
 
 class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float) -> None:
@@ -130,10 +136,10 @@ class Attention(nn.Module):
 
     def forward(
         self, x: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int, rope: tuple[torch.Tensor, torch.Tensor] | None
-    ):
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         cfg = self.cfg
         b, t, _ = x.shape
-        h, hkv, d, g = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.group_size
+        h, hkv, d = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         if self.fused_qkv is not None:
             q, k, v = F.linear(x, *self.fused_qkv).split((h * d, hkv * d, hkv * d), dim=-1)
         else:
@@ -146,14 +152,39 @@ class Attention(nn.Module):
         at_read = rope is not None and getattr(cache, "rope_at_read", False)  # StreamingLLM: rotated when read, by slot
         if rope is not None and not at_read:
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        packed = getattr(cache, "attend_packed", None)  # several sequences in one row (kvsim.serving.batching)
+        y = (
+            packed(self, layer, q, k, v, positions)
+            if packed is not None
+            else self.attend(q, k, v, positions, cache, layer, at_read)
+        )
+        if at_read and rope is not None:  # the record gets the rows rotated at their positions, as every lane's
+            q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        return self.wo(y), q, k, v
+
+    def attend(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        positions: torch.Tensor,
+        cache: Cache,
+        layer: int,
+        rope_at_read: bool = False,
+    ) -> torch.Tensor:
+        """One sequence's attention: store this step's (B, H_kv, T, D) rows in ``cache``, read every row it
+        holds, and return the heads' outputs (B, T, H*D) before the output projection. ``rope_at_read``: q and
+        k come unrotated and the cache's ``read_scores`` rotates them by slot (StreamingLLM's positions)."""
+        cfg = self.cfg
+        b, _, t, d = q.shape
+        h, hkv, g = cfg.n_heads, cfg.n_kv_heads, cfg.group_size
         k_all, v_all = cache.update(layer, k, v, positions)  # (B, H_kv, S, D)
         key_pos = cache.key_positions(layer)  # (S,), or (H_kv, S) when heads hold different rows (eviction by attention)
         s = k_all.shape[2]
 
         # query heads that share a K/V head are stacked along the row axis: no K/V copies
-        if at_read:  # (B, H_kv, g, T, S) from the unrotated rows; the record gets them rotated as every lane's
-            scores = cache.read_scores(layer, q, k_all, positions, cfg.rope_theta_of(layer)) * self.scale
-            q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        if rope_at_read:  # StreamingLLM: (B, H_kv, g, T, S) from the unrotated rows, rotated by slot
+            scores = cache.read_scores(layer, q, k_all, positions, cfg.rope_theta_of(layer)) * self.scale  # type: ignore[attr-defined]
         else:
             qg = q.reshape(b, hkv, g * t, d)  # (B, H_kv, g*T, D); head h reads kv head h // g
             scores = (qg @ k_all.transpose(-1, -2)) * self.scale  # (B, H_kv, g*T, S)
@@ -174,8 +205,7 @@ class Attention(nn.Module):
             observe(layer, weights)
             probs = weights.to(q.dtype).view(b, hkv, g * t, s)
         y = (probs @ v_all).view(b, h, t, d)  # (B, H, T, D)
-        y = y.transpose(1, 2).reshape(b, t, h * d)  # (B, T, H*D)
-        return self.wo(y), q, k, v
+        return y.transpose(1, 2).reshape(b, t, h * d)  # (B, T, H*D)
 
 
 class MLP(nn.Module):
@@ -210,7 +240,9 @@ class Block(nn.Module):
         self.post_attn_norm = make_norm(cfg) if sandwich else None
         self.post_mlp_norm = make_norm(cfg) if sandwich else None
 
-    def forward(self, x, positions, cache, layer, rope):
+    def forward(
+        self, x: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int, rope: tuple[torch.Tensor, torch.Tensor] | None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         a, q, k, v = self.attn(self.attn_norm(x), positions, cache, layer, rope)
         x = x + (self.post_attn_norm(a) if self.post_attn_norm is not None else a)
         m = self.mlp(self.mlp_norm(x))
@@ -245,6 +277,7 @@ class Transformer(nn.Module):
         2 cores: 1×768 · 768×2304 in 122 µs vs 130 µs), which is what GPT-2's Conv1D layout gets
         for free. Tied embeddings stay row-major (lookups read rows). Values are unchanged."""
         for block in self.layers:
+            assert isinstance(block, Block)
             block.attn.fuse_qkv()
         tied = self.tok_embeddings.weight
         for module in self.modules():
@@ -266,8 +299,9 @@ class Transformer(nn.Module):
         cache: Cache,
         *,
         record: bool = False,
-        last_only: bool = False,
+        last_only: bool | int = False,
         layer_hook: LayerHook | None = None,
+        rows: torch.Tensor | None = None,
     ) -> ForwardOutput:
         cfg = self.cfg
         bind = getattr(cache, "bind_model", None)  # a cache built from the model's own weights (latent:R)
@@ -277,7 +311,7 @@ class Transformer(nn.Module):
         if cfg.family == "gemma3":  # sqrt(dim), rounded to the weights' dtype first as Gemma does
             x = x * torch.tensor(math.sqrt(cfg.dim), dtype=x.dtype, device=x.device)
         ropes: dict[float, tuple[torch.Tensor, torch.Tensor]] = {}  # one cos/sin table per RoPE base in use
-        if cfg.family == "gpt2":
+        if self.pos_embeddings is not None:  # GPT-2's learned positions
             x = x + self.pos_embeddings(positions)
         else:
             for theta in {cfg.rope_theta_of(i) for i in range(cfg.n_layers)}:
@@ -292,8 +326,10 @@ class Transformer(nn.Module):
                 vs.append(v)
             if layer_hook is not None:
                 layer_hook(i + 1, cfg.n_layers)
-        if last_only:
-            x = x[:, -1:, :]
+        if last_only:  # True: the last position's logits; an int k: the last k positions' (a speculative check)
+            x = x[:, -int(last_only) :, :]
+        elif rows is not None:  # the logits of these positions only (the last row of each packed sequence)
+            x = x[:, rows, :]
         logits = self.lm_head(self.norm(x))
         if cfg.final_logit_softcap is not None:  # squashes logits into (-c, c)
             logits = torch.tanh(logits / cfg.final_logit_softcap) * cfg.final_logit_softcap

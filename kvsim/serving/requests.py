@@ -25,8 +25,9 @@ the first token is out is not part of TTFT.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
+from typing import Any
 
 import numpy as np
 import torch
@@ -35,6 +36,7 @@ from ..caches.block_table import SequenceBlocks
 from ..caches.blocks import BlockPool, PoolFullError
 from ..caches.paged import PagedCache
 from ..core.sampling import Sampling, SimulationError, choose
+from ..models.tokenizer import Tokenizer
 from ..models.transformer import Transformer
 from .records import PoolSnapshot, RequestResult, RequestsRun, SideBySide, take_snapshot
 from .request_lists import RequestInput, RequestList, encode_requests, load_requests  # noqa: F401 - the API
@@ -75,7 +77,7 @@ class RequestsEngine:
     def __init__(
         self,
         model: Transformer,
-        tokenizer,
+        tokenizer: Tokenizer,
         requests: Sequence[RequestInput | Sequence[int]],
         *,
         block_size: int = 16,
@@ -140,15 +142,32 @@ class RequestsEngine:
 
     # ------------------------------------------------------------------ running
     def run(self) -> RequestsRun:
+        for _ in self.iterate():
+            pass
+        return self._result()
+
+    def iterate(self) -> Iterator[None]:
+        """Run one step of one request at a time, yielding after each: a caller may report progress,
+        do other work or stop between steps (``result()`` once it is exhausted)."""
         if self.schedule == "sequential":
             for r in self.requests:
                 while not r.done:
                     self._advance(r)
+                    yield
         else:
             while not all(r.done for r in self.requests):
                 for r in self.requests:
                     if not r.done:
                         self._advance(r)
+                        yield
+
+    def progress(self) -> tuple[int, int]:
+        """(tokens generated so far, at most), a finished request counting as all its steps."""
+        return sum(self.steps if r.done else len(r.generated) for r in self.requests), self.steps * len(self.requests)
+
+    def result(self) -> RequestsRun:
+        if not all(r.done for r in self.requests):
+            raise RuntimeError("the requests run is not finished")
         return self._result()
 
     def _advance(self, r: _Request) -> None:
@@ -306,13 +325,15 @@ class RequestsEngine:
         )
 
 
-def run_requests(model: Transformer, tokenizer, requests: Sequence[RequestInput | Sequence[int]], **options) -> RequestsRun:
+def run_requests(
+    model: Transformer, tokenizer: Tokenizer, requests: Sequence[RequestInput | Sequence[int]], **options: Any
+) -> RequestsRun:
     """Run ``requests`` through one shared pool (options: see ``RequestsEngine``)."""
     return RequestsEngine(model, tokenizer, requests, **options).run()
 
 
 def compare_prefix_caching(
-    model: Transformer, tokenizer, requests: Sequence[RequestInput | Sequence[int]], **options
+    model: Transformer, tokenizer: Tokenizer, requests: Sequence[RequestInput | Sequence[int]], **options: Any
 ) -> SideBySide:
     """The same requests, same pool size and settings, with prefix caching off and then on."""
     options.pop("prefix_caching", None)

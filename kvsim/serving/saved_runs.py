@@ -9,6 +9,11 @@ The file is a zip, as a trace is (``docs/trace-format.md``), with ``"schema": "k
 * ``arrays.npz``: per run ``r``: ``r{r}_ref_counts`` and ``r{r}_filled`` ``(S, N)`` int32 and
   ``r{r}_tokens`` ``(S, N, B)`` int64 (each block's token ids, −1 where a slot holds none).
 
+Version 2 (written when a run used continuous batching, ``kvsim.serving.batching``): a RUN also holds
+``"batches"``, one ``BatchStep`` per step (its ``entries`` as ``[request, kind, start, tokens, emits]``),
+and each request its arrival, token steps and clock, preemptions and recomputed rows. Version 1 files
+read as before.
+
 Written atomically; read with ``allow_pickle=False`` and checked (shapes, ranges, lengths) into the
 same frozen records the engine returns; a bad file is one ``TraceError`` line.
 """
@@ -28,18 +33,21 @@ import numpy as np
 
 from ..engine.trace import write_archive
 from ..engine.trace_checks import TraceError
-from .records import PoolSnapshot, RequestResult, RequestsRun, TableState
+from .records import BatchEntry, BatchStep, PoolSnapshot, RequestResult, RequestsRun, TableState
 from .waste import allocation_waste
 
 SCHEMA = "kvsim-requests"
-VERSION = 1
+VERSION = 2  # written when a run holds batch steps; 1 otherwise
+VERSIONS = (1, 2)
+BATCH_KINDS = ("prefill", "decode", "recompute")
 MAX_BYTES = 512 * 1024**2
 _RUN_FIELDS = ("model_id", "block_size", "pool_blocks", "block_bytes", "prefix_caching", "schedule", "repeats", "evictions")
 
 
 def save_runs(runs: list[RequestsRun] | tuple[RequestsRun, ...], path: str | os.PathLike[str]) -> Path:
     path = Path(path)
-    manifest_runs, arrays = [], {}
+    manifest_runs: list[dict[str, Any]] = []
+    arrays: dict[str, np.ndarray] = {}
     for i, run in enumerate(runs):
         snaps = run.snapshots
         n, size = run.pool_blocks, run.block_size
@@ -56,8 +64,16 @@ def save_runs(runs: list[RequestsRun] | tuple[RequestsRun, ...], path: str | os.
                 "meta": run.meta,
                 "waste": {"max_len": run.waste.max_len, "bytes_per_slot": run.waste.bytes_per_slot},
                 "requests": [
-                    {**asdict(r), "prompt_ids": list(r.prompt_ids), "output_ids": list(r.output_ids)} for r in run.requests
+                    {
+                        **asdict(r),
+                        "prompt_ids": list(r.prompt_ids),
+                        "output_ids": list(r.output_ids),
+                        "token_steps": list(r.token_steps),
+                        "token_ms": list(r.token_ms),
+                    }
+                    for r in run.requests
                 ],
+                **({"batches": [_batch_dict(b) for b in run.batches]} if run.batches else {}),
                 "snapshots": [
                     {
                         "step": s.step,
@@ -75,7 +91,16 @@ def save_runs(runs: list[RequestsRun] | tuple[RequestsRun, ...], path: str | os.
                 ],
             }
         )
-    return write_archive(path, {"schema": SCHEMA, "version": VERSION, "runs": manifest_runs}, arrays)
+    version = VERSION if any(run.batches for run in runs) else 1
+    return write_archive(path, {"schema": SCHEMA, "version": version, "runs": manifest_runs}, arrays)
+
+
+def _batch_dict(b: BatchStep) -> dict[str, object]:
+    return {
+        **{name: getattr(b, name) for name in ("step", "ms", "clock_ms", "held_blocks", "cached_free_blocks", "free_blocks")},
+        **{name: list(getattr(b, name)) for name in ("arrived", "preempted", "finished", "waiting")},
+        "entries": [[e.request, e.kind, e.start, e.tokens, e.emits] for e in b.entries],
+    }
 
 
 def is_requests_file(manifest: object) -> bool:
@@ -97,8 +122,11 @@ def load_runs(path: str | os.PathLike[str]) -> tuple[RequestsRun, ...]:
             arrays = {k: npz[k] for k in npz.files}
         if not is_requests_file(manifest):
             raise TraceError(f"{path}: not a kvsim requests file")
-        if manifest.get("version") != VERSION:
-            raise TraceError(f"{path}: requests file version {manifest.get('version')!r} is not supported (reads {VERSION})")
+        if manifest.get("version") not in VERSIONS:
+            raise TraceError(
+                f"{path}: requests file version {manifest.get('version')!r} is not supported (reads "
+                f"{', '.join(map(str, VERSIONS))})"
+            )
         runs = manifest.get("runs")
         if not isinstance(runs, list) or not 1 <= len(runs) <= 2:
             raise TraceError(f"{path}: a requests file holds one or two runs")
@@ -130,13 +158,23 @@ def _run(i: int, data: Any, arrays: dict[str, np.ndarray]) -> RequestsRun:
         raise TraceError(f"run {i}: reference counts or filled slots out of range")
     requests = []
     for r in data["requests"]:
-        kw = {f.name: r[f.name] for f in fields(RequestResult)}
+        kw = {f.name: r[f.name] if f.name in r else f.default for f in fields(RequestResult)}
         kw["prompt_ids"], kw["output_ids"] = tuple(_int(t, "token id") for t in r["prompt_ids"]), tuple(r["output_ids"])
-        for name in ("ttft_ms", "ttft_ms_min", "ttft_ms_max") + (("itl_ms",) if r["itl_ms"] is not None else ()):
-            if not isinstance(kw[name], int | float) or not np.isfinite(kw[name]) or kw[name] < 0:
-                raise TraceError(f"run {i}: request {r.get('index')}: {name} is not a time")
+        kw["token_steps"] = tuple(_int(t, "token step") for t in kw["token_steps"])
+        kw["token_ms"] = tuple(kw["token_ms"])
+        for name in ("ttft_ms", "ttft_ms_min", "ttft_ms_max", "arrival_ms") + (("itl_ms",) if r["itl_ms"] is not None else ()):
+            _time(kw[name], f"run {i}: request {r.get('index')}: {name}")
+        for t in kw["token_ms"]:
+            _time(t, f"run {i}: request {r.get('index')}: token_ms")
+        for name in ("arrival_step", "preemptions", "recomputed_rows"):
+            _int(kw[name], name)
+        if kw["token_ms"] and len(kw["token_ms"]) != len(kw["output_ids"]) or len(kw["token_steps"]) != len(kw["token_ms"]):
+            raise TraceError(f"run {i}: request {r.get('index')}: token times do not match its output")
         requests.append(RequestResult(**kw))
     n_req = len(requests)
+    batches = tuple(_batch(i, b, n_req) for b in data.get("batches", ()))
+    if batches and len(batches) != len(snaps):
+        raise TraceError(f"run {i}: {len(batches)} batch steps but {len(snaps)} snapshots")
     snapshots = []
     for s, snap in enumerate(snaps):
         lists = [snap[k] for k in ("owners", "hashes", "events")]
@@ -173,7 +211,47 @@ def _run(i: int, data: Any, arrays: dict[str, np.ndarray]) -> RequestsRun:
         prompts=[r.prompt_ids for r in requests] if data["prefix_caching"] else None,
     )
     scalars = {name: data[name] for name in _RUN_FIELDS}
-    return RequestsRun(**scalars, requests=tuple(requests), snapshots=tuple(snapshots), waste=waste, meta=dict(data["meta"]))
+    return RequestsRun(
+        **scalars, requests=tuple(requests), snapshots=tuple(snapshots), waste=waste, meta=dict(data["meta"]), batches=batches
+    )
+
+
+def _time(value: object, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value) or value < 0:
+        raise TraceError(f"{what} is not a time")
+    return float(value)
+
+
+def _batch(i: int, b: Any, n_req: int) -> BatchStep:
+    def requests(name: str) -> tuple[int, ...]:
+        return tuple(_int(r, f"run {i}: batch {name}", 0, n_req - 1) for r in b[name])
+
+    entries = []
+    for request, kind, start, tokens, emits in b["entries"]:
+        if kind not in BATCH_KINDS or not isinstance(emits, bool):
+            raise TraceError(f"run {i}: a batch entry of kind {kind!r} is not one of {', '.join(BATCH_KINDS)}")
+        entries.append(
+            BatchEntry(
+                _int(request, "batch request", 0, n_req - 1),
+                kind,
+                _int(start, "batch start"),
+                _int(tokens, "batch tokens", 1),
+                emits,
+            )
+        )
+    return BatchStep(
+        step=_int(b["step"], "batch step"),
+        ms=_time(b["ms"], f"run {i}: batch ms"),
+        clock_ms=_time(b["clock_ms"], f"run {i}: batch clock_ms"),
+        entries=tuple(entries),
+        arrived=requests("arrived"),
+        preempted=requests("preempted"),
+        finished=requests("finished"),
+        waiting=requests("waiting"),
+        held_blocks=_int(b["held_blocks"], "held_blocks"),
+        cached_free_blocks=_int(b["cached_free_blocks"], "cached_free_blocks"),
+        free_blocks=_int(b["free_blocks"], "free_blocks"),
+    )
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:

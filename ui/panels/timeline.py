@@ -28,9 +28,9 @@ class Timeline(QWidget):
         f.setPointSizeF(f.pointSizeF() * 1.3)
         self.phase.setFont(f)
         self.phase.setMinimumWidth(120)
-        self.phase.setAlignment(Qt.AlignCenter)
+        self.phase.setAlignment(Qt.AlignmentFlag.AlignCenter)
         lay.addWidget(self.phase)
-        self.slider = QSlider(Qt.Horizontal)
+        self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setRange(-1, -1)
         self.slider.setPageStep(1)
         self.slider.valueChanged.connect(self._moved)
@@ -106,7 +106,7 @@ class Timeline(QWidget):
         self.progress.setRange(0, total)
         self.progress.setValue(done)
         index = self.session.lane_index(lane)
-        title = policy_text.title(self.session.lanes[index].title) if index is not None else lane
+        title = policy_text.title(self.session.lanes[index]) if index is not None else lane
         text = translate("views.timeline", "{title}: layer {done}/{total}").format(title=title, done=done, total=total)
         self.progress.setFormat(text)
 

@@ -47,7 +47,7 @@ DEFAULT_FOCUS = "llama-3.1-70b"
 def _combo() -> QComboBox:
     """A combo box whose width does not follow its longest item (the dock may be narrow)."""
     box = QComboBox()
-    box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+    box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
     box.setMinimumContentsLength(10)
     return box
 
@@ -112,7 +112,7 @@ class MemoryDock(QWidget):
         self.focus.addItem("tiny", "tiny")
         self.others_button = QToolButton()
         self.others_button.setText(translate("views.memory_dock", "compare with ▾"))
-        self.others_button.setPopupMode(QToolButton.InstantPopup)
+        self.others_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.others_button.setToolTip(translate("views.memory_dock", "Other models drawn beside it."))
         menu = QMenu(self.others_button)
         self.others: dict[str, QAction] = {}
@@ -162,8 +162,8 @@ class MemoryDock(QWidget):
         lay.addStretch(1)
         bill = QScrollArea()
         bill.setWidgetResizable(True)
-        bill.setFrameShape(QFrame.NoFrame)
-        bill.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        bill.setFrameShape(QFrame.Shape.NoFrame)
+        bill.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         bill.setWidget(body)
         growth = QWidget()
         glay = QVBoxLayout(growth)
@@ -173,8 +173,8 @@ class MemoryDock(QWidget):
         glay.addWidget(self.plot, 1)
         growth_scroll = QScrollArea()  # a short dock scrolls rather than squeezing the plot under its legend
         growth_scroll.setWidgetResizable(True)
-        growth_scroll.setFrameShape(QFrame.NoFrame)
-        growth_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        growth_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        growth_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         growth_scroll.setWidget(growth)
         self.tabs.addTab(bill, translate("views.memory_dock", "The bill: formula and run"))
         self.tabs.addTab(growth_scroll, translate("views.memory_dock", "Context 1k → 1M"))
@@ -262,6 +262,7 @@ class MemoryDock(QWidget):
     # ------------------------------------------------------------------ the session
     def _on_run(self) -> None:
         self._from_run()
+        self._on_terms()  # the lanes' own weight bytes belong to the new run
         self.live.refresh()
 
     def _on_step(self, *_: object) -> None:
@@ -288,12 +289,24 @@ class MemoryDock(QWidget):
                 f"{k.upper()} {local(human_bytes(weight_bytes(p.n_params, k)))}" for k in ("fp32", "fp16", "int8", "int4", "int2")
             )
             weights = translate("views.memory_dock", "weights of {n} parameters: {sizes}")
-            self.weights.setText(weights.format(n=integer(p.n_params), sizes=sizes))
+            self.weights.setText(weights.format(n=integer(p.n_params), sizes=sizes) + self._live_weights())
         warning = context_warning(p, terms.tokens) if p is not None and terms is not None else None
         self.warning.setVisible(bool(warning))
         if warning:
             self.warning.setText(f"<span style='color:{theme.ERROR}'>⚠ {warning}</span>")
         self._redraw_plot()
+
+    def _live_weights(self) -> str:
+        """For the model on screen: the bytes each lane's weights really occupy (a quantized lane's codes
+        and scales, ``weight_bytes`` in the run's metadata), beside the formula's precisions above."""
+        run = self.session.run
+        if run is None or self.model.currentData() != ON_SCREEN:
+            return ""
+        lanes = [lane for lane in run.meta.get("lanes", []) if isinstance(lane.get("weight_bytes"), int)]
+        if not any(lane.get("weights") for lane in lanes):  # every lane holds the weights as loaded: said above
+            return ""
+        sizes = " · ".join(f"{lane['name']} {local(human_bytes(lane['weight_bytes']))}" for lane in lanes)
+        return "\n" + translate("views.memory_dock", "this run's lanes hold: {sizes}").format(sizes=sizes)
 
     def _redraw_plot(self, *_: object) -> None:
         terms = self.form.terms

@@ -17,7 +17,6 @@ from kvsim.costs.memory import LaneBill, human_bytes, lane_bill
 from ... import theme
 from ...i18n import integer, local, translate
 from ...lanes import policy_text
-from .words import why as why_words
 
 
 def lane_bills(session, step: int | None = None) -> list[tuple[int, int, LaneBill | None]]:
@@ -41,6 +40,7 @@ def lane_bills(session, step: int | None = None) -> list[tuple[int, int, LaneBil
             tokens,
             ls.kv_positions,
             str(meta.get("dtype", "float32")),
+            held_tokens=int(ls.cache_tokens),
             prompt_tokens=len(meta.get("prompt_ids") or ()) or None,
             layer_windows=tuple(cfg.window_of(i) for i in range(cfg.n_layers)),
         )
@@ -66,7 +66,7 @@ def verdict(live: int, bill: LaneBill | None) -> tuple[str, bool | None]:
         return agreed(), True
     extra = live - bill.formula_bytes
     return translate("views.memory_live", "live = formula {extra} B ✓ — {why}").format(
-        extra=_signed(extra), why=why_words(bill.why)
+        extra=_signed(extra), why=policy_text.why(bill)
     ), True
 
 
@@ -169,12 +169,12 @@ class LiveBill(QWidget):
                 f"<span style='color:{color}'>■</span> {escape(label)}",
                 row,
                 0,
-                policy_text.explanation(s.lanes[index].explanation),
+                policy_text.explanation(s.lanes[index]),
             )
             holds = translate("views.memory_live", "{size}: what {lane} holds after step {step}").format(
                 size=local(human_bytes(live)), lane=label, step=s.cursor
             )
-            self._cell(f"{integer(live)} B", row, 1, holds, Qt.AlignRight)
+            self._cell(f"{integer(live)} B", row, 1, holds, Qt.AlignmentFlag.AlignRight)
             ftip = translate("views.memory_live", "no formula known for this policy")
             if bill is not None:
                 w = f"min(n, {bill.window})" if bill.window else "n"
@@ -185,10 +185,10 @@ class LiveBill(QWidget):
                     size=local(human_bytes(bill.formula_bytes)),
                     bits=bill.bits,
                 )
-            self._cell("-" if formula is None else f"{integer(formula)} B", row, 2, ftip, Qt.AlignRight)
+            self._cell("-" if formula is None else f"{integer(formula)} B", row, 2, ftip, Qt.AlignmentFlag.AlignRight)
             tone = theme.ERROR if ok is False else theme.TEXT if ok else theme.MUTED
             mark = "✓" if ok else "✗" if ok is False else "?"
-            self._cell(f"<span style='color:{tone}'><b>{mark}</b></span>", row, 3, words, Qt.AlignCenter)
+            self._cell(f"<span style='color:{tone}'><b>{mark}</b></span>", row, 3, words, Qt.AlignmentFlag.AlignCenter)
             if words != agreed():  # the why, on its own line under the lane
                 self._cell(
                     f"<span style='color:{tone}; font-size:10pt'>{escape(words)}</span>", row + 1, 0, words, wrap=True, span=4
@@ -210,10 +210,12 @@ class LiveBill(QWidget):
             differ = translate("views.memory_live", "✗ {n} lane(s) hold other bytes than the formula").format(n=known - agree)
             self.summary.setText(f"<b style='color:{theme.ERROR}'>{differ}</b>")
 
-    def _cell(self, html: str, row: int, col: int, tip: str, align=Qt.AlignLeft, wrap: bool = False, span: int = 1) -> None:
+    def _cell(
+        self, html: str, row: int, col: int, tip: str, align=Qt.AlignmentFlag.AlignLeft, wrap: bool = False, span: int = 1
+    ) -> None:
         cell = QLabel(html)
         cell.setToolTip(tip)
         cell.setWordWrap(wrap)
-        cell.setAlignment(align | Qt.AlignVCenter)
+        cell.setAlignment(align | Qt.AlignmentFlag.AlignVCenter)
         self.grid.addWidget(cell, row, col, 1, span)
         self._cells.append(cell)

@@ -1,0 +1,47 @@
+"""The weights suffix of a lane spec: ``kv@w8``, ``kv@w4:g64``, ``int4@w8`` — the same model with
+weight-only INT8 or INT4 codes (``kvsim.models.quantized_weights`` builds it). Only the grammar
+lives here, so any cache policy can carry a weight format.
+
+    w8          INT8, one scale per output channel (per row of each weight matrix)
+    w8:gG       INT8, one scale per G consecutive inputs of each row
+    w4[:gG]     INT4, one scale per G consecutive inputs of each row (G = 32 unless given)
+    gguf        the .gguf file's own Q8_0 / Q4_0 / Q4_1 blocks, kept as they are (kvsim.models.gguf_blocks)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import SpecError
+
+WEIGHT_BITS = (8, 4)
+DEFAULT_W4_GROUP = 32
+
+
+def parse_weights(text: str) -> dict[str, Any]:
+    """``{"bits": 8|4, "group": G or None}`` of a suffix (without the ``@``); ``SpecError`` when bad."""
+    parts = [p.strip().lower() for p in text.split(":")]
+    head = parts[0]
+    if parts == ["gguf"]:
+        return {"format": "gguf"}
+    if head not in ("w8", "w4"):
+        raise SpecError(f"weights suffix @{text} is not w8, w4 or gguf (e.g. kv@w8, kv@w4:g64, kv@gguf)")
+    bits = int(head[1:])
+    group: int | None = DEFAULT_W4_GROUP if bits == 4 else None
+    for part in parts[1:]:
+        if part.startswith("g") and part[1:].isdigit():
+            group = int(part[1:])
+            if not 2 <= group <= 65536 or group % 2:
+                raise SpecError(f"weights suffix @{text}: the group must be an even number from 2 to 65536")
+        else:
+            raise SpecError(f"weights suffix @{text}: unknown part {part!r} (expected gG, e.g. g64)")
+    return {"bits": bits, "group": group}
+
+
+def weights_label(weights: dict[str, Any] | None) -> str:
+    """``w8``, ``w4:g32``: the canonical suffix (empty for full precision)."""
+    if not weights:
+        return ""
+    if weights.get("format") == "gguf":
+        return "gguf"
+    return f"w{weights['bits']}" + (f":g{weights['group']}" if weights.get("group") else "")

@@ -1,0 +1,90 @@
+"""The model side of a lane: which weights it runs (the model as loaded, or weight-only INT8/INT4
+codes for a ``@w8`` / ``@w4:gG`` spec) and, for a ``spec:K:DRAFT`` lane, its speculative driver.
+The simulator calls ``attach`` once per run; lanes with the same weight format share one copy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..caches.speculative import SpeculativeCache
+from ..caches.weights import weights_label
+from ..core.sampling import Sampling, SimulationError
+from ..models.gguf_blocks import GGUFBlockLinear, keep_gguf_blocks
+from ..models.quantized_weights import QuantizedLinear, quantize_model, weight_bytes
+from ..models.transformer import Transformer
+from .counting import StepCost
+from .lane_rows import Lane
+from .speculative import SpeculativeLane, make_drafter
+
+
+def _load_draft(target: Transformer):
+    def load(name: str):
+        from ..models.loading import ModelLoadError, load_model
+
+        try:
+            loaded = load_model(name, device=target.device.type)
+        except ModelLoadError as exc:
+            raise SimulationError(f"draft model {name!r}: {exc}") from None
+        loaded.model = loaded.model.to(dtype=target.dtype)
+        return loaded.model, loaded.tokenizer
+
+    return load
+
+
+def _weights_model(model: Transformer, weights: dict[str, Any]) -> Transformer:
+    if weights.get("format") == "gguf":
+        path = getattr(model, "gguf_path", None)
+        if path is None:
+            raise ValueError("@gguf keeps a .gguf file's own blocks, and this model was not loaded from one")
+        kept, kinds = keep_gguf_blocks(model, path)
+        if not kinds:
+            raise ValueError(f"{path} has no Q8_0/Q4_0/Q4_1 projections to keep as they are")
+        return kept
+    return quantize_model(model, weights["bits"], weights.get("group"))
+
+
+def attach(lanes: list[Lane], model: Transformer, tokenizer, sampling: Sampling) -> None:
+    """Give each lane its model (quantized where its spec says) and, for a speculative lane, its driver."""
+    shared: dict[str, Transformer] = {}
+    for lane in lanes:
+        w = lane.spec.weights
+        own = model
+        if w:
+            key = weights_label(w)
+            if key not in shared:
+                try:
+                    shared[key] = _weights_model(model, w)
+                except ValueError as exc:
+                    raise SimulationError(f"lane {lane.name!r}: {exc}") from None
+            own = shared[key]
+        lane.model = own
+        lane.weight_bytes = weight_bytes(own)
+        if isinstance(lane.cache, SpeculativeCache):
+            drafter = make_drafter(lane.cache, own, tokenizer, _load_draft(model))
+            lane.driver = SpeculativeLane(own, lane.cache, lane.cache.k, drafter, sampling)
+
+
+def lane_meta(lane: Lane) -> dict[str, Any]:
+    """What a trace's metadata says of a lane's model side."""
+    meta: dict[str, Any] = {"weight_bytes": lane.weight_bytes["total"]}
+    if lane.spec.weights:
+        meta["weights"] = weights_label(lane.spec.weights)
+        meta["quantized_weight_bytes"] = lane.weight_bytes["quantized"]
+    if lane.driver is not None:
+        meta["draft"] = lane.driver.drafter.label
+        meta["draft_k"] = lane.driver.k
+    return meta
+
+
+def with_weight_bytes(cost: StepCost, model: Transformer, elem: int) -> StepCost:
+    """A step's cost with its weight bytes as this lane's model stores them: each quantized projection's
+    codes + scales in place of its full-precision matrix (the rest of the formula unchanged)."""
+    layers = [m for m in model.modules() if isinstance(m, QuantizedLinear | GGUFBlockLinear)]
+    if not layers or not cost.bytes.get("weights"):
+        return cost
+    full = sum(m.in_features * m.out_features * elem for m in layers)
+    stored = sum(
+        m.raw.numel() if isinstance(m, GGUFBlockLinear) else m.codes.numel() * m.codes.element_size() + m.scales.numel() * 4
+        for m in layers
+    )
+    return StepCost(flops=cost.flops, bytes={**cost.bytes, "weights": cost.bytes["weights"] - full + stored})

@@ -1,0 +1,205 @@
+"""Weight-quantized lanes (``kv@w8``, ``kv@w4:g64``, ``int4@w8``): the stored codes and scales,
+dequantized, equal an independent quantizer written here from the formats' definitions (numpy,
+element by element); the bytes are those of the stored tensors; the lane's forward is the
+full-precision model run on those dequantized weights."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from kvsim.caches import KVCache, SpecError, parse_lanes
+from kvsim.engine.simulate import Simulator, summarize
+from kvsim.engine.trace import Trace
+from kvsim.models.loading import load_model
+from kvsim.models.quantized_weights import QuantizedLinear, quantize_model, weight_bytes
+
+SPEC = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,vocab=300,ctx=128,seed=21,qkv_bias=true"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Many small forwards: one compute thread is ~25x faster than two on a shared 2-core machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def reference_int8(w: np.ndarray, group: int | None) -> np.ndarray:
+    """INT8, symmetric: per row (or per group of G inputs) s = max|w| / 127, q = clip(round(w / s), ±127)."""
+    out, inp = w.shape
+    g = inp if group is None else group
+    deq = np.empty_like(w, dtype=np.float32)
+    for r in range(out):
+        for start in range(0, inp, g):
+            block = w[r, start : start + g].astype(np.float32)
+            amax = np.float32(np.abs(block).max())
+            s = amax / np.float32(127) if amax > 0 else np.float32(1)
+            q = np.clip(np.round(block / s), -127, 127)
+            deq[r, start : start + g] = q.astype(np.float32) * s
+    return deq
+
+
+def reference_int4(w: np.ndarray, group: int) -> tuple[np.ndarray, np.ndarray]:
+    """INT4, symmetric per group: s = max|w| / 7, q = clip(round(w / s), -8, 7); stored q + 8, two
+    per byte (even input low nibble). Returns (dequantized, packed bytes)."""
+    out, inp = w.shape
+    deq = np.empty_like(w, dtype=np.float32)
+    codes = np.empty((out, inp), dtype=np.int64)
+    for r in range(out):
+        for start in range(0, inp, group):
+            block = w[r, start : start + group].astype(np.float32)
+            amax = np.float32(np.abs(block).max())
+            s = amax / np.float32(7) if amax > 0 else np.float32(1)
+            q = np.clip(np.round(block / s), -8, 7)
+            codes[r, start : start + group] = q
+            deq[r, start : start + group] = q.astype(np.float32) * s
+    nibbles = codes + 8
+    packed = (nibbles[:, 0::2] | (nibbles[:, 1::2] << 4)).astype(np.uint8)
+    return deq, packed
+
+
+def _weight(out: int, inp: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(out, inp, generator=g) * 0.1
+    w[3] = 0.0  # an all-zero row (scale 1, codes 0)
+    w[5, 7] = 2.5  # an outlier that stretches its row's scale
+    return w
+
+
+@pytest.mark.parametrize("group", [None, 16, 64])
+def test_int8_codes_dequantize_to_the_independent_quantizer(group) -> None:
+    w = _weight(24, 128, seed=1)
+    with torch.no_grad():
+        linear = nn.Linear(128, 24)
+        linear.weight.copy_(w)
+    layer = QuantizedLinear(linear, 8, group)
+    assert layer.codes.dtype == torch.int8 and layer.codes.shape == (24, 128)
+    assert int(layer.codes.abs().max()) <= 127
+    np.testing.assert_array_equal(layer.dequantized().numpy(), reference_int8(w.numpy(), group))
+    scales = 24 if group is None else 24 * 128 // group
+    assert layer.stored_bytes == 24 * 128 * 1 + scales * 4 + 24 * 4  # codes, fp32 scales, the bias
+
+
+@pytest.mark.parametrize("group", [2, 32, 64])
+def test_int4_codes_dequantize_to_the_independent_quantizer(group) -> None:
+    w = _weight(10, 128, seed=2)
+    linear = nn.Linear(128, 10, bias=False)
+    with torch.no_grad():
+        linear.weight.copy_(w)
+    layer = QuantizedLinear(linear, 4, group)
+    deq, packed = reference_int4(w.numpy(), group)
+    assert layer.codes.dtype == torch.uint8 and layer.codes.shape == (10, 64)  # two codes a byte
+    np.testing.assert_array_equal(layer.codes.numpy(), packed)
+    np.testing.assert_array_equal(layer.dequantized().numpy(), deq)
+    assert layer.stored_bytes == 10 * 128 // 2 + 10 * (128 // group) * 4
+
+
+def test_int8pack_kernel_and_dequantize_then_matmul_agree() -> None:
+    w = _weight(48, 64, seed=3)
+    linear = nn.Linear(64, 48)
+    with torch.no_grad():
+        linear.weight.copy_(w)
+    layer = QuantizedLinear(linear, 8, None)
+    x = torch.randn(5, 64)
+    layer.kernel = "dequant"
+    a = layer(x)
+    layer.kernel = "int8pack"
+    b = layer(x)
+    expected = x @ torch.from_numpy(reference_int8(w.numpy(), None)).T + linear.bias
+    torch.testing.assert_close(a, expected, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(b, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(("bits", "group"), [(8, None), (4, 32)])
+def test_a_quantized_model_is_the_model_on_dequantized_weights(bits, group) -> None:
+    loaded = load_model(SPEC)
+    model = loaded.model
+    qmodel = quantize_model(model, bits, group)
+    # an independent copy: the full-precision architecture with every block projection replaced by the
+    # reference quantizer's dequantized weight
+    ref = load_model(SPEC).model
+    for (_, mod), (_, qmod) in zip(ref.named_modules(), qmodel.named_modules(), strict=True):
+        if isinstance(qmod, QuantizedLinear):
+            w = mod.weight.detach().numpy()
+            deq = reference_int8(w, group) if bits == 8 else reference_int4(w, group)[0]
+            with torch.no_grad():
+                mod.weight.copy_(torch.from_numpy(deq))
+    for block in ref.layers:
+        block.attn.fused_qkv = None  # read wq/wk/wv (views of the fused weight, overwritten above)
+    ids = torch.tensor([[5, 17, 42, 7, 99, 3]])
+    a = qmodel(ids, torch.arange(6), KVCache(2)).logits
+    b = ref(ids, torch.arange(6), KVCache(2)).logits
+    torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    # the copy shares what it does not quantize, and the original is untouched
+    assert qmodel.tok_embeddings.weight is model.tok_embeddings.weight
+    assert qmodel.lm_head.weight is model.lm_head.weight
+    assert not any(isinstance(m, QuantizedLinear) for m in model.modules())
+
+
+@pytest.mark.parametrize(("bits", "group"), [(8, None), (8, 32), (4, 32), (4, 64)])
+def test_weight_bytes_are_the_stored_tensors(bits, group) -> None:
+    model = load_model(SPEC).model
+    qmodel = quantize_model(model, bits, group)
+    cfg = model.cfg
+    layers = [m for m in qmodel.modules() if isinstance(m, QuantizedLinear)]
+    assert len(layers) == cfg.n_layers * 7  # q, k, v, o, gate, up, down
+    tensors = [t for m in layers for t in (m.codes, m.scales, m.bias) if t is not None]
+    stored = sum(t.numel() * t.element_size() for t in tensors)
+    # independently, from the shapes: codes at bits/8 bytes each, one fp32 scale per row or per group
+    formula = 0
+    for m in layers:
+        n_scales = m.out_features * (1 if group is None else m.in_features // group)
+        bias = 4 * m.out_features if m.bias is not None else 0
+        formula += m.out_features * m.in_features * bits // 8 + 4 * n_scales + bias
+    got = weight_bytes(qmodel)
+    assert got["quantized"] == stored == formula
+    full = weight_bytes(model)["total"]
+    linear = sum(m.in_features * m.out_features * 4 + (4 * m.out_features if m.bias is not None else 0) for m in layers)
+    assert got["full"] == full - linear
+    assert got["total"] == got["quantized"] + got["full"] < full
+
+
+def test_weight_lanes_run_beside_full_precision_and_save() -> None:
+    loaded = load_model(SPEC)
+    sim = Simulator(loaded.model, loaded.tokenizer, [1, 2, 3, 4, 5], parse_lanes("kv,kv@w8,int4@w4:g32,spec:2:lookup@w8"))
+    list(sim.run(10, stop_at_eos=False))
+    summary = summarize(sim.trace)["lanes"]
+    assert summary["kv"]["max_abs_logit_diff"] == 0.0
+    assert 0 < summary["kv@w8"]["max_abs_logit_diff"] < summary["int4@w4:g32"]["max_abs_logit_diff"]
+    meta = {lane["name"]: lane for lane in sim.trace.meta["lanes"]}
+    assert meta["kv@w8"]["weights"] == "w8" and meta["int4@w4:g32"]["weights"] == "w4:g32"
+    assert meta["int4@w4:g32"]["weight_bytes"] < meta["kv@w8"]["weight_bytes"] < meta["kv"]["weight_bytes"]
+    assert meta["kv@w8"]["lossy"] and not meta["kv"]["lossy"]
+    # the step's weight bytes are the stored ones (codes + scales in place of the fp32 matrices)
+    rec = sim.trace.records[1]
+    assert rec.lane("kv@w8").bytes_by_component["weights"] < rec.lane("kv").bytes_by_component["weights"]
+    # a speculative lane on quantized weights is the w8 model's greedy decoding
+    assert sim.lanes[3].model is sim.lanes[1].model
+
+
+def test_weight_lane_trace_round_trip(tmp_path) -> None:
+    loaded = load_model(SPEC)
+    sim = Simulator(loaded.model, loaded.tokenizer, [1, 2, 3, 4, 5], parse_lanes("kv,kv@w4:g16"))
+    list(sim.run(6, stop_at_eos=False))
+    back = Trace.load(sim.trace.save(tmp_path / "w.kvsim"))
+    assert back.meta["lanes"][1]["weights"] == "w4:g16"
+    a, b = sim.trace.records[-1].lane("kv@w4:g16"), back.records[-1].lane("kv@w4:g16")
+    assert a.logit_diff == b.logit_diff and a.rows is not None and np.array_equal(a.rows.k, b.rows.k)
+
+
+@pytest.mark.parametrize("bad", ["kv@w3", "kv@w4:g3", "kv@w8:x", "kv@", "@w8", "kv@w8@w4"])
+def test_bad_weight_suffixes_are_one_clear_error(bad: str) -> None:
+    with pytest.raises(SpecError):
+        parse_lanes(bad)
+
+
+def test_a_group_that_does_not_divide_the_width_is_a_clear_error() -> None:
+    from kvsim.core.sampling import SimulationError
+
+    loaded = load_model(SPEC)
+    with pytest.raises(SimulationError, match="groups of 48"):
+        Simulator(loaded.model, loaded.tokenizer, [1, 2], parse_lanes("kv@w4:g48"))
