@@ -73,6 +73,10 @@ def cmd_memory(args: argparse.Namespace) -> int:
         raise UsageError("--context N is required (tokens in the cache)")
     if args.context < 0:
         raise UsageError(f"--context must be ≥ 0, got {args.context}")
+    from ..costs.memory import check_shape
+
+    check_shape(layers=args.layers, kv_heads=args.kv_heads, head_dim=args.head_dim, context=args.context)
+    check_shape(batch=args.batch, window=args.window)
     preset = None
     if args.preset:
         preset = get_preset(args.preset)
@@ -105,6 +109,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
                 f"give --preset NAME, --config PATH or all of --layers --kv-heads --head-dim (missing {', '.join(missing)})"
             )
         layers, kv_heads, head_dim, layer_windows = args.layers, args.kv_heads, args.head_dim, None
+    check_shape(layers=layers, kv_heads=kv_heads, head_dim=head_dim)  # a --config's figures too
     if given is not None:
         layer_windows = repeat_pattern(given, layers)
         if all(w is None for w in layer_windows):

@@ -80,6 +80,9 @@ def cmd_requests(args: argparse.Namespace) -> int:
         raise UsageError("--lanes applies to one prompt; several requests run through one paged pool (--block-size B)")
     if args.no_prefix_cache and args.compare_prefix_cache:
         raise UsageError("--no-prefix-cache and --compare-prefix-cache exclude each other")
+    from ..caches.blocks import check_pool_figures
+
+    check_pool_figures(args.block_size or DEFAULT_BLOCK_SIZE, args.pool_blocks)  # sizes before the model loads
     if args.save is not None:
         from ..core.atomic import WriteError, check_target
 
