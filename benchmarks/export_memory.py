@@ -43,7 +43,7 @@ def tree_rss(proc: psutil.Process) -> tuple[int, int]:
 
 
 def measure(fmt: str, frames: int, size: str, folder: Path) -> dict:
-    steps = max(1, frames // FRAMES_PER_STEP)
+    steps = max(1, -(-frames // FRAMES_PER_STEP))  # at least the frames asked
     out = folder / f"bench-{frames}.{fmt}"
     cmd = [sys.executable, "-m", "kvsim", "export", "--model", MODEL, "--prompt-ids", "1,2", "--steps", str(steps)]
     cmd += ["--size", size, "--fps", "50", "--speed", "slow", "--out", str(out)]

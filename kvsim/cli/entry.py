@@ -182,5 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(message: str) -> int:
-    print(f"error: {message.splitlines()[0] if message else 'bad input'}", file=sys.stderr)
+    from ..core.text import printable  # a message may quote a file's text: its escape codes are shown, not obeyed
+
+    print(f"error: {printable(message.splitlines()[0]) if message else 'bad input'}", file=sys.stderr)
     return 2

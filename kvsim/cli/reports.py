@@ -8,6 +8,7 @@ import json
 import math
 import sys
 
+from ..core.text import printable
 from ..costs.memory import (
     WEIGHT_DTYPE_BYTES,
     describe_windows,
@@ -236,12 +237,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         return 0
     cfg = meta["config"]
     print(
-        f"{args.file}: {len(trace.records)} steps of {meta.get('model_id', '?')} "
+        f"{printable(args.file)}: {len(trace.records)} steps of {printable(meta.get('model_id', '?'), 200)} "
         f"({cfg['n_layers']} layers, {cfg['n_heads']} heads / {cfg['n_kv_heads']} kv, head dim {cfg['head_dim']})"
     )
-    print(f"lanes: {', '.join(lanes)}")
-    width = max(12, *(len(name) for name in summary["lanes"]))
+    print(f"lanes: {printable(', '.join(lanes))}")
+    width = max(12, *(len(printable(name)) for name in summary["lanes"]))
     for name, s in summary["lanes"].items():
+        name = printable(name)
         itl = f"{s['itl_ms']:.2f} ms" if s["itl_ms"] is not None else "-"
         print(
             f"{name:>{width}}: TTFT {s['ttft_ms']:.2f} ms, ITL {itl}, K/V rows {s['kv_positions_total']}, "
@@ -314,7 +316,8 @@ def _inspect_requests(args: argparse.Namespace, runs) -> int:
         s = run.summary()
         caching = "on" if run.prefix_caching else "off"
         print(
-            f"{args.file}: {s['requests']} requests of {run.model_id} through a pool of {run.pool_blocks} blocks of "
+            f"{printable(args.file)}: {s['requests']} requests of {printable(run.model_id, 200)} "
+            f"through a pool of {run.pool_blocks} blocks of "
             f"{run.block_size} ({run.schedule}, prefix caching {caching}): {s['prefill_rows_total']} prefill rows computed, "
             f"{s['reused_rows_total']} reused"
         )
