@@ -134,7 +134,7 @@ def load_runs(path: str | os.PathLike[str]) -> tuple[RequestsRun, ...]:
 MAX_FILE_BYTES = MAX_BYTES
 MAX_MANIFEST_BYTES = 32 * 1024**2
 MAX_SNAPSHOTS = 10_000  # a run's steps (64 requests of ~150 steps); more is refused before the arrays are read
-MAX_CELLS = 64 * 1024**2  # snapshot × block × slot cells of a run's token array (512 MB of int64)
+MAX_CELLS = 16 * 1024**2  # snapshot × block × slot cells of a run's token array (128 MB of int64)
 MAX_IDS = 1 << 20  # token ids of one request
 MAX_REPEATS = 1000
 PHASES = ("prefill", "decode", "finish")
@@ -267,9 +267,16 @@ def _run(i: int, data: dict, arrays: dict[str, np.ndarray]) -> RequestsRun:
     slots = np.arange(size)
     if not np.array_equal(tokens >= 0, slots[None, None, :] < filled[:, :, None]):
         raise TraceError(f"{where}: the blocks' token ids do not match their filled slots")
+    if not data["prefix_caching"] and any(r.reused_rows for r in requests):
+        raise TraceError(f"{where}: rows are reused although prefix caching is off")
     snapshots, last_evictions = [], 0
     for s, snap in enumerate(snaps):
         snapshot = _snapshot(f"{where}, step {s}", s, snap, ref[s], filled[s], tokens[s], size, n, n_req)
+        full = [b for b in range(n) if filled[s][b] == size]
+        on = data["prefix_caching"]
+        if (on and any(snapshot.hashes[b] is None for b in full)) or (not on and any(h is not None for h in snapshot.hashes)):
+            # with prefix caching every full block is registered by its hash; without, none is
+            raise TraceError(f"{where}, step {s}: the blocks' hashes do not match prefix caching {'on' if on else 'off'}")
         if snapshot.evictions < last_evictions:
             raise TraceError(f"{where}, step {s}: evictions went down ({last_evictions} → {snapshot.evictions})")
         last_evictions = snapshot.evictions
