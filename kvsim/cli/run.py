@@ -226,6 +226,8 @@ def _print_header(sim, loaded, out) -> None:
         f"({cfg.n_kv_heads} kv), dim {cfg.dim}, {sim.model.n_params():,} parameters, "
         f"on {sim.model.device}\n"
     )
+    for warning in loaded.info.get("warnings") or ():  # loaded, but with something the user should know
+        print(f"warning: {warning}", file=sys.stderr)
     out.write(f"prompt: {sim.prompt_len} tokens\n\n")
     cols = "".join(f" | {lane.name:>10} rows  FLOPs      ms" for lane in sim.lanes)
     out.write(f"{'step':>4} {'phase':<7} {'token':<14}{cols}\n")
