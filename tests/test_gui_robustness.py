@@ -370,10 +370,7 @@ def test_gui_monkey(window, qtbot, tmp_path):
         hb.stop()
         works = monkey.still_works()
     summary = hb.summary()
-    print(
-        f"\nmonkey seed {MONKEY_SEED}: {n} actions, {len(raised)} exceptions, "
-        f"{summary}\n{dict(monkey.counts)}"
-    )
+    print(f"\nmonkey seed {MONKEY_SEED}: {n} actions, {len(raised)} exceptions, {summary}\n{dict(monkey.counts)}")
     assert not raised, "\n".join(f"{e[0].__name__}: {e[1]}" for e in raised) + f"\nlast actions: {monkey.trail}"
     assert not monkey.errors, monkey.errors[0]
     assert works, window.controller.last_error
