@@ -29,6 +29,17 @@ from kvsim.models.config import ConfigError, ModelConfig
 from .i18n import translate
 
 
+def _words(words: Any) -> dict[str, Any] | None:
+    """A lane's recorded ``PolicyWords`` when they have its shape (a damaged file's are dropped, not shown)."""
+    if not isinstance(words, dict) or not all(isinstance(words.get(k), str) for k in ("title", "explanation")):
+        return None
+    values, parameters = words.get("values", {}), words.get("parameters", {})
+    if not isinstance(values, dict) or not isinstance(parameters, dict):
+        return None
+    parameters = {k: v for k, v in parameters.items() if isinstance(k, str) and isinstance(v, str)}
+    return {"title": words["title"], "explanation": words["explanation"], "values": values, "parameters": parameters}
+
+
 @dataclass(frozen=True)
 class LaneInfo:
     """What the app knows of a lane before any step: its place, name and its policy's description."""
@@ -42,6 +53,9 @@ class LaneInfo:
     evicts: bool = False
     window: int | None = None
     sinks: int = 0
+    policy: str = ""  # the policy's registered name ("kv", "sink+window"), as the run recorded it
+    options: dict[str, Any] = field(default_factory=dict)  # its parsed options
+    words: dict[str, Any] | None = None  # its PolicyWords (templates + values), when the run recorded them
 
     @classmethod
     def from_meta(cls, index: int, lane: dict[str, Any]) -> LaneInfo:
@@ -64,6 +78,9 @@ class LaneInfo:
             evicts=bool(lane.get("evicts", False)),
             window=lane.get("window"),
             sinks=int(lane.get("sinks", 0)),
+            policy=str(lane.get("policy", lane["name"])),
+            options=lane["options"] if isinstance(lane.get("options"), dict) else {},
+            words=_words(lane.get("words")),
         )
 
 

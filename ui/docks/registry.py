@@ -24,23 +24,23 @@ from ..session import Session
 class DockSpec:
     name: str  # objectName: the saved layout remembers it
     title: str  # in English (marked for translation): translated when the dock is made
-    factory: str  # "module:Class" inside kvsim.ui, called with the DockHost
+    factory: str  # "module:Class" inside kvsim.ui.docks, called with the DockHost
     area: Qt.DockWidgetArea = Qt.RightDockWidgetArea
     shortcut: str = ""
 
 
 EXTRA_DOCKS = [
-    DockSpec("memory", QT_TRANSLATE_NOOP("docks", "Memory: the KV cache bill"), "views.memory_dock:MemoryDock", shortcut="M"),
+    DockSpec("memory", QT_TRANSLATE_NOOP("docks", "Memory: the KV cache bill"), "memory.dock:MemoryDock", shortcut="M"),
     DockSpec(
         "roofline",
         QT_TRANSLATE_NOOP("docks", "Roofline: compute-bound or memory-bound"),
-        "views.roofline:RooflineView",
+        "roofline.dock:RooflineView",
         shortcut="R",
     ),
     DockSpec(
         "requests",
         QT_TRANSLATE_NOOP("docks", "Requests: paged blocks and prefix caching"),
-        "views.requests:RequestsView",
+        "requests.dock:RequestsView",
         shortcut="B",
     ),
 ]

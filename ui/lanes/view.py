@@ -198,7 +198,7 @@ class LanePanel(LaneHover, QWidget):
         """One line: the lane's label, then as much of its explanation as fits (all of it in the tooltip)."""
         info = self.info
         label = policy_text.lane_label(self.session, self.index)
-        explanation = policy_text.explanation(info.explanation)
+        explanation = policy_text.explanation(info)
         bold = QFont(self.header.font())
         bold.setBold(True)
         room = self.header.width() - QFontMetrics(bold).horizontalAdvance(f"● {label}") - 12
