@@ -310,7 +310,20 @@ def add_memory_parser(sub) -> None:
 def _inspect_requests(args: argparse.Namespace, runs) -> int:
     """A saved requests run (or the off/on pair): per run its settings and totals, per request its figures."""
     if args.json:
-        print(json_line({"requests_runs": [{**run.summary(), "requests": [r.as_dict() for r in run.requests]} for run in runs]}))
+        print(
+            json_line(
+                {
+                    "requests_runs": [
+                        {
+                            **run.summary(),
+                            "requests": [r.as_dict() for r in run.requests],
+                            **({"batches": [b.as_dict() for b in run.batches]} if run.batches else {}),
+                        }
+                        for run in runs
+                    ]
+                }
+            )
+        )
         return 0
     for run in runs:
         s = run.summary()
@@ -325,5 +338,15 @@ def _inspect_requests(args: argparse.Namespace, runs) -> int:
             print(
                 f"  request {r.index + 1}: prefill {r.prefill_rows} rows computed, {r.reused_rows} reused, "
                 f"TTFT {r.ttft_ms:.2f} ms, {r.blocks_held} blocks held"
+                + (f", arrived at step {r.arrival_step}, {r.preemptions} preemptions" if r.token_ms else "")
             )
+        if run.batches:
+            from .batching import write_steps
+
+            print(
+                f"  continuous batching: {s['batch_steps']} steps, ≤ {s['max_batched_tokens']} positions a step, largest batch "
+                f"{s['largest_batch']}, {s['tokens_per_forward']:.2f} tokens a forward, {s['preemptions']} preemptions "
+                f"({s['recomputed_rows']} rows recomputed)"
+            )
+            write_steps(run, sys.stdout, limit=40)
     return 0

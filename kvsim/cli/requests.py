@@ -1,6 +1,7 @@
 """``kvsim run`` with several requests (``--prompt A --prompt B …`` or ``--requests FILE``): they run
 through one shared paged block pool (``kvsim.serving.requests``), with prefix caching on (default), off
-(``--no-prefix-cache``) or both, side by side (``--compare-prefix-cache``).
+(``--no-prefix-cache``) or both, side by side (``--compare-prefix-cache``); or, with ``--batching
+continuous``, all together in one batched forward per step (``kvsim.cli.batching``).
 
 Text: one row per request — prefill rows computed and reused, block hits, TTFT, blocks held — then the
 waste of three ways to allocate the same rows. ``--json``: one object per request (``"request"``,
@@ -18,6 +19,7 @@ from ..core.sampling import Sampling
 from ..costs.memory import human_bytes
 from ..serving.request_lists import RequestList, check_prompts, encode_requests, load_requests
 from .args import positive_int
+from .batching import add_batching_arguments, batching_flags_given, check_batching_flags
 from .reports import UsageError, json_line
 
 DEFAULT_BLOCK_SIZE = 16
@@ -39,6 +41,7 @@ def add_requests_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument(
         "--interleave", action="store_true", help="several requests: decode them round-robin (default: one after another)"
     )
+    add_batching_arguments(r)
 
 
 def check_single_prompt_flags(args: argparse.Namespace) -> None:
@@ -51,6 +54,7 @@ def check_single_prompt_flags(args: argparse.Namespace) -> None:
             ("--no-prefix-cache", args.no_prefix_cache or None),
             ("--compare-prefix-cache", args.compare_prefix_cache or None),
             ("--interleave", args.interleave or None),
+            *batching_flags_given(args),
         )
         if value is not None
     ]
@@ -93,10 +97,15 @@ def cmd_requests(args: argparse.Namespace) -> int:
         folder = os.path.dirname(os.path.abspath(args.save))
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
             raise UsageError(f"--save: cannot write into {folder} (no such folder or no permission)")
+    check_batching_flags(args)
     requests = _request_list(args)  # a bad file is one error line before the model loads
     sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
     loaded = load_model(args.model, device=args.device, dtype=args.dtype)
     inputs = encode_requests(loaded.tokenizer, requests, chat=not args.no_chat_template)
+    if args.batching == "continuous":
+        from .batching import cmd_batching
+
+        return cmd_batching(args, loaded, requests, inputs, sampling)
     options = dict(
         block_size=args.block_size or DEFAULT_BLOCK_SIZE,
         pool_blocks=args.pool_blocks,

@@ -132,7 +132,7 @@ class Attention(nn.Module):
     ):
         cfg = self.cfg
         b, t, _ = x.shape
-        h, hkv, d, g = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.group_size
+        h, hkv, d = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         if self.fused_qkv is not None:
             q, k, v = F.linear(x, *self.fused_qkv).split((h * d, hkv * d, hkv * d), dim=-1)
         else:
@@ -144,6 +144,18 @@ class Attention(nn.Module):
             q, k = self.q_norm(q), self.k_norm(k)
         if rope is not None:
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        packed = getattr(cache, "attend_packed", None)  # several sequences in one row (kvsim.serving.batching)
+        y = packed(self, layer, q, k, v, positions) if packed is not None else self.attend(q, k, v, positions, cache, layer)
+        return self.wo(y), q, k, v
+
+    def attend(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int
+    ) -> torch.Tensor:
+        """One sequence's attention: store this step's (B, H_kv, T, D) rows in ``cache``, read every row it
+        holds, and return the heads' outputs (B, T, H*D) before the output projection."""
+        cfg = self.cfg
+        b, _, t, d = q.shape
+        h, hkv, g = cfg.n_heads, cfg.n_kv_heads, cfg.group_size
         k_all, v_all = cache.update(layer, k, v, positions)  # (B, H_kv, S, D)
         key_pos = cache.key_positions(layer)  # (S,)
         s = k_all.shape[2]
@@ -158,8 +170,7 @@ class Attention(nn.Module):
             scores = scores.masked_fill(~visible, float("-inf"))
         probs = torch.softmax(scores.float(), dim=-1).to(q.dtype).view(b, hkv, g * t, s)
         y = (probs @ v_all).view(b, h, t, d)  # (B, H, T, D)
-        y = y.transpose(1, 2).reshape(b, t, h * d)  # (B, T, H*D)
-        return self.wo(y), q, k, v
+        return y.transpose(1, 2).reshape(b, t, h * d)  # (B, T, H*D)
 
 
 class MLP(nn.Module):
@@ -252,6 +263,7 @@ class Transformer(nn.Module):
         record: bool = False,
         last_only: bool = False,
         layer_hook: LayerHook | None = None,
+        rows: torch.Tensor | None = None,
     ) -> ForwardOutput:
         cfg = self.cfg
         x = self.tok_embeddings(ids)  # (B, T, dim)
@@ -275,6 +287,8 @@ class Transformer(nn.Module):
                 layer_hook(i + 1, cfg.n_layers)
         if last_only:
             x = x[:, -1:, :]
+        elif rows is not None:  # the logits of these positions only (the last row of each packed sequence)
+            x = x[:, rows, :]
         logits = self.lm_head(self.norm(x))
         if cfg.final_logit_softcap is not None:  # squashes logits into (-c, c)
             logits = torch.tanh(logits / cfg.final_logit_softcap) * cfg.final_logit_softcap

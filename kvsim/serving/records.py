@@ -83,8 +83,34 @@ class RequestResult:
     rows_held: int  # rows in its table when it finished
     first_step: int  # its prefill's snapshot index
     last_step: int  # its last step's snapshot index
+    # continuous batching only (kvsim.serving.batching); the defaults are what one-at-a-time runs have
+    arrival_step: int = 0  # the scheduler step it arrived at
+    arrival_ms: float = 0.0  # the run's clock when it arrived
+    token_steps: tuple[int, ...] = ()  # the scheduler step each output token came out of
+    token_ms: tuple[float, ...] = ()  # the run's clock when each output token came out
+    preemptions: int = 0  # times its blocks were taken back (then recomputed)
+    recomputed_rows: int = 0  # rows computed again after preemptions
+
+    @property
+    def itl_gaps_ms(self) -> tuple[float, ...]:
+        """Inter-token latencies: the clock between consecutive output tokens (continuous batching)."""
+        return tuple(b - a for a, b in zip(self.token_ms[:-1], self.token_ms[1:], strict=True))
 
     def as_dict(self) -> dict[str, object]:
+        if self.token_ms:
+            gaps = self.itl_gaps_ms
+            return {
+                **self._base_dict(),
+                "arrival_step": self.arrival_step,
+                "first_token_step": self.token_steps[0],
+                "finish_step": self.token_steps[-1],
+                "itl_ms_max": round(max(gaps), 4) if gaps else None,
+                "preemptions": self.preemptions,
+                "recomputed_rows": self.recomputed_rows,
+            }
+        return self._base_dict()
+
+    def _base_dict(self) -> dict[str, object]:
         return {
             "request": self.index,
             "prompt": self.prompt,
@@ -106,6 +132,52 @@ class RequestResult:
 
 
 @dataclass(frozen=True)
+class BatchEntry:
+    """One request's share of one batched forward (continuous batching)."""
+
+    request: int
+    kind: str  # "prefill" (a chunk of its prompt), "decode" (one new token), "recompute" (rows lost to preemption)
+    start: int  # first position computed
+    tokens: int  # positions computed in this forward
+    emits: bool  # its last position's logits gave the request's next token
+
+
+@dataclass(frozen=True)
+class BatchStep:
+    """One step of the continuous-batching scheduler: one forward over every scheduled request."""
+
+    step: int  # the scheduler's step (arrivals are given in these; idle steps are skipped)
+    ms: float  # wall time of the step: scheduling + the forward + sampling
+    clock_ms: float  # the run's clock at the end of the step (the sum of the steps' times so far)
+    entries: tuple[BatchEntry, ...]
+    arrived: tuple[int, ...]  # requests that arrived at this step
+    preempted: tuple[int, ...]  # requests whose blocks were taken back before the forward
+    finished: tuple[int, ...]  # requests done after it (their blocks back in the pool)
+    waiting: tuple[int, ...]  # requests arrived but not running after it (preempted ones included)
+    held_blocks: int  # blocks held by running requests after it
+    cached_free_blocks: int  # free blocks that still hold reusable rows
+    free_blocks: int
+
+    @property
+    def tokens(self) -> int:
+        return sum(e.tokens for e in self.entries)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "step": self.step,
+            "ms": round(self.ms, 4),
+            "tokens": self.tokens,
+            "batch": [[e.request, e.kind, e.start, e.tokens] for e in self.entries],
+            "arrived": list(self.arrived),
+            "preempted": list(self.preempted),
+            "finished": list(self.finished),
+            "waiting": list(self.waiting),
+            "held_blocks": self.held_blocks,
+            "free_blocks": self.free_blocks,
+        }
+
+
+@dataclass(frozen=True)
 class RequestsRun:
     """Several requests through one shared block pool."""
 
@@ -121,8 +193,29 @@ class RequestsRun:
     waste: WasteReport
     evictions: int
     meta: dict[str, object] = field(default_factory=dict)
+    batches: tuple[BatchStep, ...] = ()  # continuous batching: one per step, snapshots[i] is the pool after batches[i]
 
     def summary(self) -> dict[str, object]:
+        out = self._base_summary()
+        if self.batches:
+            clock = self.batches[-1].clock_ms
+            generated = sum(len(r.output_ids) for r in self.requests)
+            out.update(
+                {
+                    "batch_steps": len(self.batches),
+                    "max_batched_tokens": self.meta.get("max_batched_tokens"),
+                    "chunked_prefill": self.meta.get("chunked_prefill"),
+                    "largest_batch": max(len(b.entries) for b in self.batches),
+                    "preemptions": sum(r.preemptions for r in self.requests),
+                    "recomputed_rows": sum(r.recomputed_rows for r in self.requests),
+                    "clock_ms": round(clock, 4),
+                    "tokens_per_s": round(1e3 * generated / clock, 4) if clock > 0 else None,
+                    "tokens_per_forward": round(generated / len(self.batches), 4),
+                }
+            )
+        return out
+
+    def _base_summary(self) -> dict[str, object]:
         return {
             "model_id": self.model_id,
             "block_size": self.block_size,

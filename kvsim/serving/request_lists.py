@@ -1,9 +1,10 @@
 """Request lists: read from a file (one prompt per line, a JSON list of strings, or a JSON object with a
 shared system prompt) and turned into token ids through the model's chat template.
 
-A JSON object may carry a title and a system prompt every request shares::
+A JSON object may carry a title, a system prompt every request shares and, for continuous batching,
+the scheduler step each request arrives at::
 
-    {"title": "…", "system": "You are …", "prompts": ["…", "…"]}
+    {"title": "…", "system": "You are …", "prompts": ["…", "…"], "arrivals": [0, 3]}
 
 Without ``system`` the chat template's own default applies (SmolLM2's puts the same system prompt
 in front of every request, which is what prefix caching reuses). A model without a chat template
@@ -22,6 +23,7 @@ from ..models.tokenizer import check_prompt_text
 
 MAX_REQUESTS = 64
 MAX_FILE_BYTES = 1_000_000
+MAX_ARRIVAL_STEP = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class RequestList:
     prompts: tuple[str, ...]
     system: str | None = None
     title: str | None = None
+    arrivals: tuple[int, ...] | None = None  # the step each request arrives at (continuous batching)
 
 
 @dataclass(frozen=True)
@@ -71,8 +74,20 @@ def parse_requests(text: str, where: str = "requests") -> RequestList:
             raise SimulationError(f'{where}: "system" must be a non-empty string')
         if title is not None and not isinstance(title, str):
             raise SimulationError(f'{where}: "title" must be a string')
-        return RequestList(check_prompts(data["prompts"], where), system, title)
+        prompts = check_prompts(data["prompts"], where)
+        return RequestList(prompts, system, title, _arrivals(data.get("arrivals"), len(prompts), where))
     return RequestList(check_prompts([line.strip() for line in body.splitlines() if line.strip()], where))
+
+
+def _arrivals(value: object, n: int, where: str) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != n:
+        raise SimulationError(f'{where}: "arrivals" must be a list of {n} step numbers, one per prompt')
+    for i, a in enumerate(value, 1):
+        if type(a) is not int or not 0 <= a <= MAX_ARRIVAL_STEP:
+            raise SimulationError(f'{where}: "arrivals" of request {i} must be a whole number from 0 to {MAX_ARRIVAL_STEP}')
+    return tuple(value)
 
 
 def load_requests(path: str | Path) -> RequestList:

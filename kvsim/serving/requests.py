@@ -25,7 +25,7 @@ the first token is out is not part of TTFT.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 
 import numpy as np
@@ -140,15 +140,32 @@ class RequestsEngine:
 
     # ------------------------------------------------------------------ running
     def run(self) -> RequestsRun:
+        for _ in self.iterate():
+            pass
+        return self._result()
+
+    def iterate(self) -> Iterator[None]:
+        """Run one step of one request at a time, yielding after each: a caller may report progress,
+        do other work or stop between steps (``result()`` once it is exhausted)."""
         if self.schedule == "sequential":
             for r in self.requests:
                 while not r.done:
                     self._advance(r)
+                    yield
         else:
             while not all(r.done for r in self.requests):
                 for r in self.requests:
                     if not r.done:
                         self._advance(r)
+                        yield
+
+    def progress(self) -> tuple[int, int]:
+        """(tokens generated so far, at most), a finished request counting as all its steps."""
+        return sum(self.steps if r.done else len(r.generated) for r in self.requests), self.steps * len(self.requests)
+
+    def result(self) -> RequestsRun:
+        if not all(r.done for r in self.requests):
+            raise RuntimeError("the requests run is not finished")
         return self._result()
 
     def _advance(self, r: _Request) -> None:

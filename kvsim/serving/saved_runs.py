@@ -9,6 +9,11 @@ The file is a zip, as a trace is (``docs/trace-format.md``), with ``"schema": "k
 * ``arrays.npz``: per run ``r``: ``r{r}_ref_counts`` and ``r{r}_filled`` ``(S, N)`` int32 and
   ``r{r}_tokens`` ``(S, N, B)`` int64 (each block's token ids, −1 where a slot holds none).
 
+Version 2 (written when a run used continuous batching, ``kvsim.serving.batching``): a RUN also holds
+``"batches"``, one ``BatchStep`` per step (its ``entries`` as ``[request, kind, start, tokens, emits]``),
+and each request its arrival, token steps and clock, preemptions and recomputed rows. Version 1 files
+read as before.
+
 Written atomically (``kvsim.core.atomic``); read with ``allow_pickle=False``, sizes checked before
 anything is read, then every figure checked (types, finiteness, ranges, and the counts that must agree
 with each other) into the same frozen records the engine returns; a bad file is one ``TraceError`` line.
@@ -30,12 +35,14 @@ import numpy as np
 from ..caches.blocks import MAX_BLOCK_SIZE, MAX_POOL_BLOCKS
 from ..engine.trace import write_archive
 from ..engine.trace_checks import TraceError
-from .records import PoolSnapshot, RequestResult, RequestsRun, TableState
+from .records import BatchEntry, BatchStep, PoolSnapshot, RequestResult, RequestsRun, TableState
 from .request_lists import MAX_REQUESTS
 from .waste import allocation_waste
 
 SCHEMA = "kvsim-requests"
-VERSION = 1
+VERSION = 2  # written when a run holds batch steps; 1 otherwise
+VERSIONS = (1, 2)
+BATCH_KINDS = ("prefill", "decode", "recompute")
 MAX_BYTES = 512 * 1024**2
 _RUN_FIELDS = ("model_id", "block_size", "pool_blocks", "block_bytes", "prefix_caching", "schedule", "repeats", "evictions")
 
@@ -59,8 +66,16 @@ def save_runs(runs: list[RequestsRun] | tuple[RequestsRun, ...], path: str | os.
                 "meta": run.meta,
                 "waste": {"max_len": run.waste.max_len, "bytes_per_slot": run.waste.bytes_per_slot},
                 "requests": [
-                    {**asdict(r), "prompt_ids": list(r.prompt_ids), "output_ids": list(r.output_ids)} for r in run.requests
+                    {
+                        **asdict(r),
+                        "prompt_ids": list(r.prompt_ids),
+                        "output_ids": list(r.output_ids),
+                        "token_steps": list(r.token_steps),
+                        "token_ms": list(r.token_ms),
+                    }
+                    for r in run.requests
                 ],
+                **({"batches": [_batch_dict(b) for b in run.batches]} if run.batches else {}),
                 "snapshots": [
                     {
                         "step": s.step,
@@ -78,7 +93,16 @@ def save_runs(runs: list[RequestsRun] | tuple[RequestsRun, ...], path: str | os.
                 ],
             }
         )
-    return write_archive(path, {"schema": SCHEMA, "version": VERSION, "runs": manifest_runs}, arrays)
+    version = VERSION if any(run.batches for run in runs) else 1
+    return write_archive(path, {"schema": SCHEMA, "version": version, "runs": manifest_runs}, arrays)
+
+
+def _batch_dict(b: BatchStep) -> dict[str, object]:
+    return {
+        **{name: getattr(b, name) for name in ("step", "ms", "clock_ms", "held_blocks", "cached_free_blocks", "free_blocks")},
+        **{name: list(getattr(b, name)) for name in ("arrived", "preempted", "finished", "waiting")},
+        "entries": [[e.request, e.kind, e.start, e.tokens, e.emits] for e in b.entries],
+    }
 
 
 def is_requests_file(manifest: object) -> bool:
@@ -107,14 +131,20 @@ def load_runs(path: str | os.PathLike[str]) -> tuple[RequestsRun, ...]:
             manifest = json.loads(zf.read("manifest.json"), parse_constant=_no_constant)
             if not is_requests_file(manifest):
                 raise TraceError(f"{path}: not a kvsim requests file")
-            if type(manifest.get("version")) is not int or manifest.get("version") != VERSION:
-                raise TraceError(f"{path}: requests file version {manifest.get('version')!r} is not supported (reads {VERSION})")
+            version = manifest.get("version")
+            if type(version) is not int or version not in VERSIONS:
+                raise TraceError(
+                    f"{path}: requests file version {_short(version)} is not supported (reads {', '.join(map(str, VERSIONS))})"
+                )
             runs = manifest.get("runs")
             if not isinstance(runs, list) or not 1 <= len(runs) <= 2:
                 raise TraceError(f"{path}: a requests file holds one or two runs")
             shapes = [_sizes(i, r) for i, r in enumerate(runs)]  # before a byte of the arrays is read
             npz = np.load(io.BytesIO(zf.read("arrays.npz")), allow_pickle=False)
             arrays = _arrays(npz, shapes)
+            for i, r in enumerate(runs):
+                if "batches" in r and version < 2:
+                    raise TraceError(f"run {i}: batch steps in a version {version} file (they came with version 2)")
         return tuple(_run(i, r, arrays) for i, r in enumerate(runs))
     except TraceError as exc:
         text = str(exc)
@@ -137,10 +167,24 @@ MAX_SNAPSHOTS = 10_000  # a run's steps (64 requests of ~150 steps); more is ref
 MAX_CELLS = 16 * 1024**2  # snapshot × block × slot cells of a run's token array (128 MB of int64)
 MAX_IDS = 1 << 20  # token ids of one request
 MAX_REPEATS = 1000
-PHASES = ("prefill", "decode", "finish")
+PHASES = ("prefill", "decode", "finish", "batch")  # "batch": a step of continuous batching
 EVENTS = ("", "allocated", "written", "freed", "cached", "hit", "evicted", "copied")
-SCHEDULES = ("sequential", "interleaved")
-_REQUEST_FIELDS = tuple(f.name for f in fields(RequestResult))
+SCHEDULES = ("sequential", "interleaved", "continuous")
+_BATCHING_FIELDS = ("arrival_step", "arrival_ms", "token_steps", "token_ms", "preemptions", "recomputed_rows")
+_REQUEST_FIELDS = tuple(f.name for f in fields(RequestResult) if f.name not in _BATCHING_FIELDS)
+_BATCH_FIELDS = (
+    "step",
+    "ms",
+    "clock_ms",
+    "held_blocks",
+    "cached_free_blocks",
+    "free_blocks",
+    "arrived",
+    "preempted",
+    "finished",
+    "waiting",
+    "entries",
+)
 _TABLE_FIELDS = ("request", "blocks", "n_tokens", "hit_blocks", "finished")
 _SNAPSHOT_FIELDS = (
     "step",
@@ -171,11 +215,11 @@ def _short(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _obj(value: object, what: str, keys: tuple[str, ...]) -> dict:
+def _obj(value: object, what: str, keys: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict:
     if not isinstance(value, dict):
         raise TraceError(f"{what} is not an object")
-    if set(value) != set(keys):
-        missing, extra = sorted(set(keys) - set(value)), sorted(set(value) - set(keys))
+    if not set(keys) <= set(value) <= set(keys) | set(optional):
+        missing, extra = sorted(set(keys) - set(value)), sorted(set(value) - set(keys) - set(optional))
         raise TraceError(
             f"{what}: " + ("; ".join(x for x in (missing and f"lacks {missing}", extra and f"has unknown {extra}") if x))
         )
@@ -256,11 +300,18 @@ def _run(i: int, data: dict, arrays: dict[str, np.ndarray]) -> RequestsRun:
         raise TraceError(f"{where}: block_bytes {block_bytes:,} is not {size} slots × {bytes_per_slot:,} bytes")
     snaps = data["snapshots"]
     n_snaps = len(snaps)
+    batched = "batches" in data
     requests = tuple(
-        _request(f"{where}, request {j}", j, r, size, n_snaps)
+        _request(f"{where}, request {j}", j, r, size, n_snaps, batched)
         for j, r in enumerate(_list(data.get("requests"), f"{where}: requests", 1, MAX_REQUESTS))
     )
     n_req = len(requests)
+    batches = ()
+    if batched:
+        batches = tuple(
+            _batch(f"{where}, batch step {k}", k, b, n_req)
+            for k, b in enumerate(_list(data["batches"], f"{where}: batches", n_snaps, n_snaps))
+        )
     ref, filled, tokens = (arrays[f"r{i}_{k}"] for k in ("ref_counts", "filled", "tokens"))
     if ref.min() < 0 or ref.max() > n_req or filled.min() < 0 or filled.max() > size or tokens.min() < -1:
         raise TraceError(f"{where}: reference counts, filled slots or token ids out of range")
@@ -303,11 +354,12 @@ def _run(i: int, data: dict, arrays: dict[str, np.ndarray]) -> RequestsRun:
         snapshots=tuple(snapshots),
         waste=waste,
         meta=dict(data["meta"]),
+        batches=batches,
     )
 
 
-def _request(where: str, j: int, r: object, size: int, n_snaps: int) -> RequestResult:
-    r = _obj(r, where, _REQUEST_FIELDS)
+def _request(where: str, j: int, r: object, size: int, n_snaps: int, batched: bool) -> RequestResult:
+    r = _obj(r, where, _REQUEST_FIELDS, _BATCHING_FIELDS)
     if _int(r["index"], f"{where}: index", 0, MAX_REQUESTS) != j:
         raise TraceError(f"{where}: index {r['index']} is not its place {j}")
     if r["prompt"] is not None:
@@ -326,6 +378,23 @@ def _request(where: str, j: int, r: object, size: int, n_snaps: int) -> RequestR
     first, last = _int(r["first_step"], f"{where}: first_step"), _int(r["last_step"], f"{where}: last_step")
     times = {k: _time(r[k], f"{where}: {k}") for k in ("ttft_ms", "ttft_ms_min", "ttft_ms_max")}
     itl = None if r["itl_ms"] is None else _time(r["itl_ms"], f"{where}: itl_ms")
+    token_steps = tuple(
+        _int(t, f"{where}: a token step", 0, n_snaps - 1)
+        for t in _list(r.get("token_steps", []), f"{where}: token_steps", 0, MAX_IDS)
+    )
+    token_ms = tuple(_time(t, f"{where}: a token time") for t in _list(r.get("token_ms", []), f"{where}: token_ms", 0, MAX_IDS))
+    batching = {
+        "arrival_step": _int(r.get("arrival_step", 0), f"{where}: arrival_step", 0, max(0, n_snaps - 1)),
+        "arrival_ms": _time(r.get("arrival_ms", 0.0), f"{where}: arrival_ms"),
+        "preemptions": _int(r.get("preemptions", 0), f"{where}: preemptions"),
+        "recomputed_rows": _int(r.get("recomputed_rows", 0), f"{where}: recomputed_rows"),
+    }
+    if len(token_steps) != len(token_ms) or (token_ms and len(token_ms) != len(output)):
+        raise TraceError(f"{where}: token steps and times do not match its output")
+    if list(token_steps) != sorted(token_steps) or list(token_ms) != sorted(token_ms):
+        raise TraceError(f"{where}: its tokens' steps or times go backwards")
+    if not batched and (token_ms or any(batching[k] for k in ("arrival_step", "preemptions", "recomputed_rows"))):
+        raise TraceError(f"{where}: batching figures in a run without batch steps")
     checks = (
         (counts["prefill_rows"] + counts["reused_rows"] == len(prompt), "prefill_rows + reused_rows is not the prompt's length"),
         (counts["reused_rows"] == counts["hit_blocks"] * size, "reused_rows is not hit_blocks × the block size"),
@@ -352,6 +421,9 @@ def _request(where: str, j: int, r: object, size: int, n_snaps: int) -> RequestR
         itl_ms=itl,
         first_step=first,
         last_step=last,
+        token_steps=token_steps,
+        token_ms=token_ms,
+        **batching,
         **counts,
     )
 
@@ -414,6 +486,46 @@ def _snapshot(
         free_blocks=free,
         cached_free_blocks=cached,
         evictions=_int(snap["evictions"], f"{where}: evictions"),
+    )
+
+
+def _batch(where: str, k: int, b: object, n_req: int) -> BatchStep:
+    """One step of a continuously batched run (version 2), every figure checked."""
+    b = _obj(b, where, _BATCH_FIELDS)
+    if _int(b["step"], f"{where}: step") != k:
+        raise TraceError(f"{where}: step number {b['step']} is not its place {k}")
+
+    def requests(name: str) -> tuple[int, ...]:
+        return tuple(_int(r, f"{where}: a request {name}", 0, n_req - 1) for r in _list(b[name], f"{where}: {name}", 0, n_req))
+
+    entries = []
+    for e in _list(b["entries"], f"{where}: entries", 0, n_req):
+        if not isinstance(e, list) or len(e) != 5:
+            raise TraceError(f"{where}: an entry is not [request, kind, start, tokens, emits]")
+        request, kind, start, tokens, emits = e
+        if kind not in BATCH_KINDS or type(emits) is not bool:
+            raise TraceError(f"{where}: an entry of kind {_short(kind)} is not one of {', '.join(BATCH_KINDS)}")
+        entries.append(
+            BatchEntry(
+                _int(request, f"{where}: an entry's request", 0, n_req - 1),
+                kind,
+                _int(start, f"{where}: an entry's start"),
+                _int(tokens, f"{where}: an entry's tokens", 1, MAX_IDS),
+                emits,
+            )
+        )
+    return BatchStep(
+        step=k,
+        ms=_time(b["ms"], f"{where}: ms"),
+        clock_ms=_time(b["clock_ms"], f"{where}: clock_ms"),
+        entries=tuple(entries),
+        arrived=requests("arrived"),
+        preempted=requests("preempted"),
+        finished=requests("finished"),
+        waiting=requests("waiting"),
+        held_blocks=_int(b["held_blocks"], f"{where}: held_blocks", 0, MAX_POOL_BLOCKS),
+        cached_free_blocks=_int(b["cached_free_blocks"], f"{where}: cached_free_blocks", 0, MAX_POOL_BLOCKS),
+        free_blocks=_int(b["free_blocks"], f"{where}: free_blocks", 0, MAX_POOL_BLOCKS),
     )
 
 

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QSlider,
     QTabWidget,
     QToolTip,
+    QTreeWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -30,8 +31,9 @@ from ...i18n import integer, translate
 from .blocks import BlocksGrid, request_color
 from .blocks_table import BlockTableView
 from .form import RequestListEditor, SettingsBar
-from .job import Computed, compute, compute_demo, demo_lists
+from .job import Computed, Pending, demo_lists, start, start_demo
 from .panels import NumbersPanel, block_text, legend_html, legend_tooltip, run_summary, step_summary
+from .timeline import TimelineView, fill_prefix_tree, latency_lines, reuse_line
 
 FOLLOW = -1  # the request chooser's "the step's request"
 
@@ -49,6 +51,9 @@ class RequestsView(QWidget):
         self.busy = False
         self._auto_tried = False
         self._land_on = 0  # the request whose prefill the slider shows after a run
+        self._cancel_asked = False
+        self._next: Pending | None = None  # the run's next slice, waiting to be submitted
+        self._submitting = False
         self.setFocusPolicy(Qt.StrongFocus)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
@@ -65,6 +70,11 @@ class RequestsView(QWidget):
         self.progress.setTextVisible(False)
         self.progress.hide()
         status_row.addWidget(self.progress)
+        self.cancel_button = QPushButton(translate("views.requests", "Cancel"))
+        self.cancel_button.setToolTip(translate("views.requests", "stop the requests run (nothing of it is kept)"))
+        self.cancel_button.clicked.connect(self.cancel)
+        self.cancel_button.hide()
+        status_row.addWidget(self.cancel_button)
         self.status = QLabel(
             translate("views.requests", "Run: the request list goes through one paged pool, prefix caching off and then on")
         )
@@ -92,6 +102,44 @@ class RequestsView(QWidget):
         self.tabs.addTab(self.editor, translate("views.requests", "Request list"))
         self.tabs.setTabToolTip(
             2, translate("views.requests", "edit the requests (one prompt per line) and the system prompt they share")
+        )
+        self.timeline = TimelineView()
+        self.latency = QLabel()
+        self.latency.setWordWrap(True)
+        self.latency.setTextFormat(Qt.PlainText)
+        timeline_tab = QWidget()
+        timeline_lay = QVBoxLayout(timeline_tab)
+        timeline_lay.addWidget(self.timeline)
+        timeline_lay.addWidget(self.latency)
+        timeline_lay.addStretch(1)
+        timeline_scroll = QScrollArea()
+        timeline_scroll.setWidgetResizable(True)
+        timeline_scroll.setWidget(timeline_tab)
+        self.tabs.addTab(timeline_scroll, translate("views.requests", "Timeline"))
+        self.tabs.setTabToolTip(
+            3,
+            translate(
+                "views.requests",
+                "continuous batching: each request over the steps (waiting, prefill chunk, decode, recompute, "
+                "preempted) and the pool's occupancy; the outlined column is the shown step",
+            ),
+        )
+        self.prefix_tree = QTreeWidget()
+        self.prefix_tree.setHeaderLabels(
+            [
+                translate("views.requests", "tokens on the edge"),
+                translate("views.requests", "count"),
+                translate("views.requests", "requests through it"),
+            ]
+        )
+        self.tabs.addTab(self.prefix_tree, translate("views.requests", "Prefix tree"))
+        self.tabs.setTabToolTip(
+            4,
+            translate(
+                "views.requests",
+                "a radix tree of what the requests computed (SGLang's structure): a node shared by several "
+                "requests is a prefix they could all reuse, token by token, not only in whole blocks",
+            ),
         )
         try:
             self.editor.fill_demos(demo_lists())
@@ -214,7 +262,7 @@ class RequestsView(QWidget):
         second request's, whose prefill hits the blocks the first one filled)."""
         settings = self.bar.settings()
         what = translate("views.requests", "the default demo list")
-        return self._submit(lambda loaded: compute_demo(loaded, settings), what, show_request)
+        return self._submit(lambda loaded: self._first_slice(loaded, start_demo(loaded, settings)), what, show_request)
 
     def run(self) -> bool:
         """Run the list in the editor with the current settings (False while busy)."""
@@ -226,12 +274,24 @@ class RequestsView(QWidget):
             )
             return False
         what = translate("views.requests", "{n} requests").format(n=len(given.prompts))
-        return self._submit(lambda loaded: compute(loaded, given, settings), what, 0)
+        return self._submit(lambda loaded: self._first_slice(loaded, start(loaded, given, settings)), what, 0)
+
+    @staticmethod
+    def _first_slice(loaded, pending: Pending | None) -> Computed | Pending | None:
+        return None if pending is None else pending.advance(loaded)
+
+    def cancel(self) -> None:
+        """Stop the run under way after its current slice (a fraction of a second); nothing is kept."""
+        if self.busy:
+            self._cancel_asked = True
+            self.cancel_button.setEnabled(False)
+            self.say(translate("views.requests", "cancelling…"))
 
     def _submit(self, job, what: str, land_on: int) -> bool:
         if self.busy:
             return False
         self._land_on = land_on
+        self._cancel_asked = False
         self._set_busy(True)
         self.say(
             translate(
@@ -248,12 +308,39 @@ class RequestsView(QWidget):
         self.busy = busy
         self.bar.set_busy(busy)
         self.progress.setVisible(busy)
+        self.progress.setRange(0, 0)  # indeterminate until the first slice reports
+        self.cancel_button.setVisible(busy)
+        self.cancel_button.setEnabled(busy)
+
+    def _submit_next(self, pending: Pending) -> None:
+        """Submit the run's next slice as its own worker job. A host that runs jobs at once calls
+        ``_done`` inside ``submit``: the loop below then submits the following slice, without recursion."""
+        self._next = pending
+        if self._submitting:
+            return
+        self._submitting = True
+        try:
+            while self._next is not None:
+                nxt, self._next = self._next, None
+                if not self.host.submit(nxt.advance, self._done, self._failed):
+                    self._set_busy(False)
+        finally:
+            self._submitting = False
 
     def _failed(self, message: str) -> None:
         self._set_busy(False)
         self.say(translate("views.requests", "the requests could not run: {error}").format(error=message), error=True)
 
-    def _done(self, result: Computed | None) -> None:
+    def _done(self, result: Computed | Pending | None) -> None:
+        if self._cancel_asked:
+            self._set_busy(False)
+            self.say(translate("views.requests", "the requests run was cancelled: nothing of it was kept"))
+            return
+        if isinstance(result, Pending):
+            self.progress.setRange(0, 1000)
+            self.progress.setValue(round(1000 * result.fraction()))
+            self._submit_next(result)
+            return
         self._set_busy(False)
         if result is None:
             self.say(translate("views.requests", "no model is loaded yet: press Run when it is"))
@@ -278,6 +365,8 @@ class RequestsView(QWidget):
         self.slider.blockSignals(True)
         self.slider.setRange(0, max(0, len(self.current_run().snapshots) - 1))
         self.slider.blockSignals(False)
+        self._set_timeline(self.current_run())
+        fill_prefix_tree(self.prefix_tree, computed)
         self.show_step(self.prefill_step(self._land_on) or 0)
         self._draw()
 
@@ -319,7 +408,15 @@ class RequestsView(QWidget):
         run = self.current_run()
         if run is not None:
             self.slider.setRange(0, max(0, len(run.snapshots) - 1))
+            self._set_timeline(run)
         self._draw()
+
+    def _set_timeline(self, run) -> None:
+        self.timeline.set_run(run)
+        lines = latency_lines(run) if run.batches else []
+        if self.computed is not None and self.computed.reuse is not None:
+            lines.append(reuse_line(self.computed.reuse))
+        self.latency.setText("\n".join(lines))
 
     def selected_request(self) -> int | None:
         run = self.current_run()
@@ -342,6 +439,7 @@ class RequestsView(QWidget):
             translate("views.requests", "step {i} / {n}").format(i=integer(i + 1), n=integer(len(run.snapshots)))
         )
         self.summary.setText(step_summary(self.computed, self.caching, i))
+        self.timeline.set_step(i)
         self._hover(self.grid.hover_block)
 
     def _hover(self, block: int) -> None:

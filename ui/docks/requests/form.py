@@ -36,6 +36,16 @@ TIP_SCHEDULE = QT_TRANSLATE_NOOP(
     "sequential: one request after another · interleaved: all prefill in turn, then decode round-robin, "
     "so their blocks are live at the same time and shared blocks count several holders",
 )
+TIP_CONTINUOUS = QT_TRANSLATE_NOOP(
+    "views.requests_form",
+    "continuous batching: request i arrives at step 2i; every step runs ONE forward over all running "
+    "requests (decodes and prompt chunks, within the budget); a full pool preempts the latest request",
+)
+TIP_BUDGET = QT_TRANSLATE_NOOP(
+    "views.requests_form",
+    "continuous batching: positions one batched forward computes at most; a longer prompt is split into "
+    "chunks over several steps (chunked prefill)",
+)
 TIP_RUN = QT_TRANSLATE_NOOP(
     "views.requests_form",
     "run the request list twice through one paged pool — prefix caching off, then on — and measure each "
@@ -69,8 +79,15 @@ class SettingsBar(QWidget):
         for name in SCHEDULES:  # shown in the app's language; the engine's word is the item's data
             self.schedule.addItem(schedule_label(name), name)
         self.schedule.setCurrentIndex(self.schedule.findData("interleaved"))  # every request's blocks live at once: ×N
-        self.schedule.setToolTip(translate("views.requests_form", TIP_SCHEDULE))
+        self.schedule.setToolTip(
+            translate("views.requests_form", TIP_SCHEDULE) + " · " + translate("views.requests_form", TIP_CONTINUOUS)
+        )
         lay.addWidget(self.schedule)
+        self.budget = self._spin(
+            lay, translate("views.requests_form", "budget"), 1, 4096, 64, translate("views.requests_form", TIP_BUDGET)
+        )
+        self.schedule.currentIndexChanged.connect(self._enable_budget)
+        self._enable_budget()
         lay.addStretch(1)
         self.run_button = QPushButton(translate("views.requests_form", "Run"))
         self.run_button.setToolTip(translate("views.requests_form", TIP_RUN))
@@ -89,6 +106,9 @@ class SettingsBar(QWidget):
         lay.addWidget(spin)
         return spin
 
+    def _enable_budget(self, *_args) -> None:
+        self.budget.setEnabled(self.schedule.currentData() == "continuous")
+
     def settings(self) -> RequestsSettings:
         pool = self.pool.value()
         return RequestsSettings(
@@ -96,6 +116,7 @@ class SettingsBar(QWidget):
             pool_blocks=pool or None,
             steps=self.steps.value(),
             schedule=str(self.schedule.currentData()),
+            max_batched_tokens=self.budget.value(),
         )
 
     def show_settings(self, settings: RequestsSettings) -> None:
@@ -104,6 +125,7 @@ class SettingsBar(QWidget):
         self.pool.setValue(settings.pool_blocks or 0)
         self.steps.setValue(settings.steps)
         self.schedule.setCurrentIndex(max(0, self.schedule.findData(settings.schedule)))
+        self.budget.setValue(settings.max_batched_tokens)
 
     def set_busy(self, busy: bool) -> None:
         self.run_button.setEnabled(not busy)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QT_TRANSLATE_NOOP, Qt
 from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from ... import theme
@@ -137,6 +137,8 @@ def step_summary(computed, caching: bool, step: int) -> str:
         text = translate("views.requests_panels", "{who} prefill: {found}. TTFT {on} with caching, {off} without{ratio}.").format(
             who=who, found=found, on=_ms(on.ttft_ms), off=_ms(off.ttft_ms), ratio=ratio
         )
+    elif snap.phase == "batch" and step < len(run.batches):
+        text = batch_words(run.batches[step])
     elif snap.phase == "decode":
         table = snap.table(snap.request)
         pos = table.n_tokens - 1
@@ -168,6 +170,36 @@ def step_summary(computed, caching: bool, step: int) -> str:
         words = ", ".join(event_label(EVENT_WORDS.get(e, e)) for e in events)
         pool += translate("views.requests_panels", " · this step: {events}").format(events=words)
     return f"{text}<br><span style='color:{theme.MUTED}'>{html.escape(pool)}</span>"
+
+
+BATCH_KIND_WORDS = {
+    "prefill": QT_TRANSLATE_NOOP("views.requests_panels", "prefill chunk of {n}"),
+    "decode": QT_TRANSLATE_NOOP("views.requests_panels", "decode"),
+    "recompute": QT_TRANSLATE_NOOP("views.requests_panels", "recompute of {n}"),
+}
+
+
+def batch_words(batch) -> str:
+    """One continuous-batching step in words: who ran in the one forward, as what; who was preempted."""
+    parts = []
+    for e in batch.entries:
+        who = translate("views.requests_panels", "<b style='color:{color}'>request {n}</b>").format(
+            color=request_color(e.request), n=e.request + 1
+        )
+        parts.append(f"{who} {translate('views.requests_panels', BATCH_KIND_WORDS[e.kind]).format(n=e.tokens)}")
+    text = translate("views.requests_panels", "Step {s}: one forward over {k} request(s), {t} positions ({ms}): {parts}.").format(
+        s=batch.step, k=len(batch.entries), t=batch.tokens, ms=_ms(batch.ms), parts=", ".join(parts)
+    )
+    if batch.preempted:
+        names = ", ".join(str(r + 1) for r in batch.preempted)
+        text += " " + translate(
+            "views.requests_panels",
+            "<span style='color:{error}'>Preempted: request {names}</span> (its blocks freed; recomputed later).",
+        ).format(error=theme.ERROR, names=names)
+    if batch.finished:
+        names = ", ".join(str(r + 1) for r in batch.finished)
+        text += " " + translate("views.requests_panels", "Finished: request {names}.").format(names=names)
+    return text
 
 
 class NumbersPanel(QScrollArea):

@@ -1,0 +1,291 @@
+"""The Timeline view of a continuous-batching run: requests over steps, and the pool's occupancy over time.
+
+One row per request, one column per scheduler step (``RequestsRun.batches``). A cell says what the
+request did in that step: waiting (arrived, not in the batch: a thin grey bar), a prefill chunk (its
+colour, the number of positions written in it), a decode (its colour, narrower), a recompute of rows
+lost to preemption (its colour, hatched), preempted (a red cross: its blocks were taken back), done or
+not arrived yet (empty). The column of the shown step is outlined. Under it, the pool over the same
+steps: blocks held by running requests (filled) and free blocks still holding reusable rows (a line).
+
+``cells()`` / ``states`` are what ``paintEvent`` draws (and what the tests read).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QPointF, QRectF, QSize, Qt
+from PySide6.QtGui import QBrush, QColor, QPainter, QPen, QPolygonF
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+from ... import theme
+from ...i18n import translate
+from .blocks import request_color
+
+NONE, WAITING, PREFILL, DECODE, RECOMPUTE, PREEMPTED = range(6)
+STATE_WORDS = {
+    WAITING: QT_TRANSLATE_NOOP("views.requests_timeline", "waiting"),
+    PREFILL: QT_TRANSLATE_NOOP("views.requests_timeline", "prefill chunk"),
+    DECODE: QT_TRANSLATE_NOOP("views.requests_timeline", "decode"),
+    RECOMPUTE: QT_TRANSLATE_NOOP("views.requests_timeline", "recompute"),
+    PREEMPTED: QT_TRANSLATE_NOOP("views.requests_timeline", "preempted"),
+}
+KIND_STATES = {"prefill": PREFILL, "decode": DECODE, "recompute": RECOMPUTE}
+ROW_H = 16
+LABEL_W = 34
+POOL_H = 70
+MIN_COL_W = 4
+
+
+def timeline_states(run) -> tuple[np.ndarray, np.ndarray]:
+    """(requests, steps) state codes and positions computed, from the run's batch steps."""
+    n, steps = len(run.requests), len(run.batches)
+    states = np.zeros((n, steps), dtype=np.int8)
+    tokens = np.zeros((n, steps), dtype=np.int32)
+    arrived = np.zeros(n, dtype=bool)
+    done = np.zeros(n, dtype=bool)
+    for s, step in enumerate(run.batches):
+        for r in step.arrived:
+            arrived[r] = True
+        live = arrived & ~done
+        states[live, s] = WAITING  # arrived, not finished: waiting unless it ran or was preempted
+        for r in step.preempted:
+            states[r, s] = PREEMPTED
+        for e in step.entries:
+            states[e.request, s] = KIND_STATES[e.kind]
+            tokens[e.request, s] = e.tokens
+        for r in step.finished:
+            done[r] = True
+    states.flags.writeable = False
+    tokens.flags.writeable = False
+    return states, tokens
+
+
+def state_word(code: int) -> str:
+    return translate("views.requests_timeline", STATE_WORDS[code]) if code in STATE_WORDS else ""
+
+
+def latency_lines(run) -> list[str]:
+    """Per request of a continuous-batching run: arrival, TTFT, inter-token latency (median, worst and
+    the step it ended), preemptions — the stalls a prompt chunk in the same step causes show as the worst gap."""
+    out = []
+    for r in run.requests:
+        gaps = r.itl_gaps_ms
+        line = translate("views.requests_timeline", "r{n}: arrives at step {a}, TTFT {ttft:.1f} ms").format(
+            n=r.index + 1, a=r.arrival_step, ttft=r.ttft_ms
+        )
+        if gaps:
+            worst = int(np.argmax(gaps))
+            line += translate("views.requests_timeline", ", ITL median {med:.1f} ms, worst {worst:.1f} ms (step {s})").format(
+                med=float(np.median(gaps)), worst=gaps[worst], s=r.token_steps[worst + 1]
+            )
+        if r.preemptions:
+            line += translate("views.requests_timeline", ", preempted {k}× ({rows} rows recomputed)").format(
+                k=r.preemptions, rows=r.recomputed_rows
+            )
+        out.append(line)
+    return out
+
+
+def reuse_line(reuse) -> str:
+    """Token-level vs block-level prefix reuse of the same requests (``ReuseComparison``)."""
+    return translate(
+        "views.requests_timeline",
+        "prefix reuse of these requests: blocks of {b} reuse {blocks} of {total} prompt tokens; a radix tree "
+        "(token-level, as SGLang) would reuse {radix}",
+    ).format(b=reuse.block_size, blocks=sum(reuse.blocks), total=sum(reuse.prompt_tokens), radix=sum(reuse.radix))
+
+
+@dataclass(frozen=True)
+class Cell:
+    request: int
+    step: int
+    state: int
+    tokens: int
+    rect: QRectF
+
+
+class TimelineView(QWidget):
+    """Requests × steps, and the pool's occupancy under it; ``set_run`` then ``set_step``."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.run = None
+        self.step = 0
+        self.states = np.zeros((0, 0), dtype=np.int8)
+        self.tokens = np.zeros((0, 0), dtype=np.int32)
+        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
+        self.setMouseTracking(True)
+        theme.on_change(lambda _name: self.update())
+
+    def set_run(self, run) -> None:
+        self.run = run
+        if run is None or not run.batches:
+            self.states = np.zeros((0, 0), dtype=np.int8)
+            self.tokens = np.zeros((0, 0), dtype=np.int32)
+        else:
+            self.states, self.tokens = timeline_states(run)
+        self.updateGeometry()
+        self.update()
+
+    def set_step(self, step: int) -> None:
+        self.step = step
+        self.update()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt
+        return QSize(400, self._rows_h() + POOL_H + 24)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt
+        return QSize(120, self._rows_h() + POOL_H + 24)
+
+    def _rows_h(self) -> int:
+        return max(1, self.states.shape[0]) * ROW_H
+
+    def _col_w(self) -> float:
+        steps = max(1, self.states.shape[1])
+        return max(MIN_COL_W, (self.width() - LABEL_W - 4) / steps)
+
+    def cells(self) -> list[Cell]:
+        """Every drawn cell (not the empty ones)."""
+        w = self._col_w()
+        out = []
+        for r, s in zip(*np.nonzero(self.states), strict=True):
+            rect = QRectF(LABEL_W + s * w, r * ROW_H + 1, w, ROW_H - 2)
+            out.append(Cell(int(r), int(s), int(self.states[r, s]), int(self.tokens[r, s]), rect))
+        return out
+
+    def cell_at(self, x: float, y: float) -> tuple[int, int] | None:
+        if not self.states.size or x < LABEL_W:
+            return None
+        r, s = int(y // ROW_H), int((x - LABEL_W) // self._col_w())
+        return (r, s) if 0 <= r < self.states.shape[0] and 0 <= s < self.states.shape[1] else None
+
+    def describe(self, request: int, step: int) -> str:
+        """Plain words on one cell (the tooltip)."""
+        state = int(self.states[request, step])
+        batch = self.run.batches[step]
+        text = translate("views.requests_timeline", "request {n}, step {s}").format(n=request + 1, s=batch.step)
+        if state in (PREFILL, DECODE, RECOMPUTE):
+            e = next(e for e in batch.entries if e.request == request)
+            text += ": " + translate("views.requests_timeline", "{what}, positions {a}–{b}").format(
+                what=state_word(state), a=e.start, b=e.start + e.tokens - 1
+            )
+            if e.emits:
+                text += translate("views.requests_timeline", ", gives a token")
+        elif state:
+            text += ": " + state_word(state)
+        return text + translate("views.requests_timeline", " · batch of {k}, {t} positions, {ms:.1f} ms").format(
+            k=len(batch.entries), t=batch.tokens, ms=batch.ms
+        )
+
+    def mouseMoveEvent(self, event) -> None:  # noqa: N802 - Qt
+        hit = self.cell_at(event.position().x(), event.position().y())
+        self.setToolTip(self.describe(*hit) if hit is not None and self.states[hit] else "")
+
+    # ---------------------------------------------------------------- drawing
+    def paintEvent(self, _event) -> None:  # noqa: N802 - Qt
+        p = QPainter(self)
+        p.fillRect(self.rect(), QColor(theme.PANEL))
+        if self.run is None or not self.states.size:
+            p.setPen(QColor(theme.MUTED))
+            p.drawText(
+                self.rect().adjusted(6, 0, -6, 0),
+                Qt.AlignVCenter | Qt.TextWordWrap,
+                translate("views.requests_timeline", "the timeline shows a continuous-batching run (schedule: continuous)"),
+            )
+            return
+        w = self._col_w()
+        p.setPen(QColor(theme.MUTED))
+        for r in range(self.states.shape[0]):
+            p.drawText(QRectF(0, r * ROW_H, LABEL_W - 4, ROW_H), Qt.AlignRight | Qt.AlignVCenter, f"r{r + 1}")
+        for cell in self.cells():
+            self._draw_cell(p, cell, w)
+        x = LABEL_W + self.step * w
+        p.setPen(QPen(QColor(theme.ACCENT), 2))
+        p.setBrush(Qt.NoBrush)
+        p.drawRect(QRectF(x, 0, w, self._rows_h()))
+        self._draw_pool(p, w, self._rows_h() + 8)
+
+    def _draw_cell(self, p: QPainter, cell: Cell, w: float) -> None:
+        rect, color = cell.rect, QColor(request_color(cell.request))
+        if cell.state == WAITING:
+            p.fillRect(QRectF(rect.x(), rect.center().y() - 1, w, 2), QColor(theme.MUTED))
+        elif cell.state == PREEMPTED:
+            pen = QPen(QColor(theme.ERROR), 2)
+            p.setPen(pen)
+            p.drawLine(rect.topLeft(), rect.bottomRight())
+            p.drawLine(rect.bottomLeft(), rect.topRight())
+        else:
+            box = rect if cell.state != DECODE else rect.adjusted(0, 3, 0, -3)
+            brush = QBrush(color, Qt.BDiagPattern) if cell.state == RECOMPUTE else QBrush(color)
+            p.fillRect(box.adjusted(0.5, 0, -0.5, 0), brush)
+            if cell.state != DECODE and w >= 18:
+                p.setPen(QColor("#000000"))
+                p.drawText(box, Qt.AlignCenter, str(cell.tokens))
+
+    def _draw_pool(self, p: QPainter, w: float, top: float) -> None:
+        batches = self.run.batches
+        n = max(1, self.run.pool_blocks)
+        h = POOL_H - 16
+        held = [QPointF(LABEL_W, top + h)]
+        cached = []
+        for s, b in enumerate(batches):
+            y = top + h * (1 - b.held_blocks / n)
+            held += [QPointF(LABEL_W + s * w, y), QPointF(LABEL_W + (s + 1) * w, y)]
+            yc = top + h * (1 - (b.held_blocks + b.cached_free_blocks) / n)
+            cached += [QPointF(LABEL_W + s * w, yc), QPointF(LABEL_W + (s + 1) * w, yc)]
+        held.append(QPointF(LABEL_W + len(batches) * w, top + h))
+        p.setPen(Qt.NoPen)
+        fill = QColor(theme.ACCENT)
+        fill.setAlpha(110)
+        p.setBrush(fill)
+        p.drawPolygon(QPolygonF(held))
+        p.setPen(QPen(QColor(theme.MUTED), 1, Qt.DashLine))
+        p.drawPolyline(QPolygonF(cached))
+        p.setPen(QColor(theme.BORDER))
+        p.drawLine(QPointF(LABEL_W, top + h), QPointF(LABEL_W + len(batches) * w, top + h))
+        p.drawLine(QPointF(LABEL_W, top), QPointF(LABEL_W + len(batches) * w, top))
+        b = batches[min(self.step, len(batches) - 1)]
+        p.setPen(QColor(theme.TEXT))
+        p.drawText(
+            QRectF(LABEL_W, top + h + 1, max(10.0, self.width() - LABEL_W), 14),
+            Qt.AlignLeft | Qt.AlignVCenter,
+            translate("views.requests_timeline", "pool: {held} of {n} blocks held, {cached} free but cached (dashed)").format(
+                held=b.held_blocks, n=n, cached=b.cached_free_blocks
+            ),
+        )
+        p.setPen(QColor(theme.MUTED))
+        p.drawText(QRectF(0, top, LABEL_W - 4, h), Qt.AlignRight | Qt.AlignTop, str(n))
+
+
+def fill_prefix_tree(widget, computed) -> None:
+    """The radix tree of the requests' computed tokens as a ``QTreeWidget``: one item per node (its edge's
+    tokens as text, how many tokens, how many requests' tokens pass through it). A node several requests
+    pass through is a prefix they share, whatever its length — token-level sharing."""
+    from PySide6.QtWidgets import QTreeWidgetItem
+
+    widget.clear()
+    if computed is None or not computed.prefix_tree:
+        return
+    held = [tuple(r.prompt_ids) + tuple(r.output_ids[:-1]) for r in computed.both.on.requests]
+    items = {}
+    for node in computed.prefix_tree:
+        path = computed.tree_paths[node.id]
+        through = [i + 1 for i, h in enumerate(held) if h[: len(path)] == path]
+        text = "".join(computed.token_text.get(t, f"<{t}>") for t in node.tokens)
+        item = QTreeWidgetItem([repr(text)[1:-1][:80], str(len(node.tokens)), ", ".join(f"r{i}" for i in through)])
+        item.setData(0, Qt.UserRole, node.id)
+        item.setToolTip(
+            0,
+            translate("views.requests_timeline", "positions {a}–{b}; requests through this node: {n}").format(
+                a=node.depth - len(node.tokens), b=node.depth - 1, n=len(through)
+            ),
+        )
+        parent = items.get(node.parent)
+        if parent is None:
+            widget.addTopLevelItem(item)
+        else:
+            parent.addChild(item)
+        items[node.id] = item
+    widget.expandAll()
