@@ -124,7 +124,9 @@ def _cases(base) -> list[tuple[str, object]]:
         ("three runs", lambda m, a: ({**m, "runs": m["runs"] + m["runs"][:1]}, a)),
         ("no runs", lambda m, a: ({**m, "runs": []}, a)),
         ("runs an object", lambda m, a: ({**m, "runs": {}}, a)),
-        ("version 2", lambda m, a: ({**m, "version": 2}, a)),
+        ("version 2", lambda m, a: ({**m, "version": 2}, a)),  # version 2 holds batch steps: this one has none
+        ("version 3", lambda m, a: ({**m, "version": 3}, a)),
+        ("batch steps in version 1", set_path(("runs", 0, "batches"), [])),
         ("version '1'", lambda m, a: ({**m, "version": "1"}, a)),
         ("version true", lambda m, a: ({**m, "version": True}, a)),
         ("schema other", lambda m, a: ({**m, "schema": "kvsim-trace"}, a)),
@@ -286,3 +288,58 @@ def test_damaged_requests_runs_are_refused_or_shown_exactly(base, tmp_path, caps
     assert "model name with escape codes" in shown  # valid text is shown, escaped, not refused
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mb < 300, grown_mb
+
+
+@pytest.fixture(scope="module")
+def batched(tmp_path_factory) -> tuple[Path, dict, dict]:
+    folder = tmp_path_factory.mktemp("requests-batched")
+    prompts = folder / "prompts.txt"
+    prompts.write_text("a b c d e\na b c d f g\nh i\n")
+    path = folder / "batched.kvsim"
+    argv = ["run", "--model", MODEL, "--requests", str(prompts), "--steps", "6", "--block-size", "2", "--pool-blocks", "9"]
+    assert main([*argv, "--batching", "continuous", "--max-batched-tokens", "8", "--save", str(path)]) == 0
+    manifest, arrays = _read(path)
+    return path, manifest, arrays
+
+
+def test_damaged_batched_runs_are_refused(batched, tmp_path, capsys):
+    """Version 2 (continuous batching): its own figures damaged, each refused in one line."""
+    runs = load_runs(batched[0])
+    assert runs[0].batches and any(r.preemptions for r in runs[0].requests)  # a run rich enough: preemptions
+
+    def at(keys, value):
+        def mutate(m, a):
+            return _set(m, keys, value), a
+
+        return mutate
+
+    b, r = ("runs", 0, "batches", 2), ("runs", 0, "requests", 1)
+    cases = [(f"batch.{k}={v!r}", at((*b, k), v)) for k in ("ms", "clock_ms") for v in (math.nan, -1.0, "x", None)]
+    cases += [(f"batch.{k}={v!r}", at((*b, k), v)) for k in ("held_blocks", "free_blocks", "step") for v in (-1, 2.5, 10**30)]
+    cases += [
+        ("batch entry kind", at((*b, "entries", 0, 1), "prefetch")),
+        ("batch entry short", at((*b, "entries", 0), [0, "decode"])),
+        ("batch entry emits text", at((*b, "entries", 0, 4), "yes")),
+        ("batch entry tokens 0", at((*b, "entries", 0, 3), 0)),
+        ("batch entry request out", at((*b, "entries", 0, 0), 99)),
+        ("batch waiting out", at((*b, "waiting"), [99])),
+        ("batch unknown field", at((*b, "extra"), 1)),
+        ("a batch step fewer", lambda m, a: (_set(m, ("runs", 0, "batches"), m["runs"][0]["batches"][:-1]), a)),
+        ("token_ms NaN", at((*r, "token_ms", 0), math.nan)),
+        ("token_ms backwards", lambda m, a: (_set(m, (*r, "token_ms"), m["runs"][0]["requests"][1]["token_ms"][::-1]), a)),
+        ("token_steps out of the run", at((*r, "token_steps", 0), 10**6)),
+        ("token_steps short", lambda m, a: (_set(m, (*r, "token_steps"), m["runs"][0]["requests"][1]["token_steps"][:-1]), a)),
+        ("arrival_step negative", at((*r, "arrival_step"), -1)),
+        ("arrival_ms infinite", at((*r, "arrival_ms"), math.inf)),
+        ("preemptions text", at((*r, "preemptions"), "1")),
+        ("recomputed_rows negative", at((*r, "recomputed_rows"), -4)),
+        ("version 1 with batch steps", lambda m, a: ({**m, "version": 1}, a)),
+    ]
+    for i, (name, mutation) in enumerate(cases):
+        path = _make(tmp_path, i, batched, mutation)
+        with pytest.raises(TraceError) as info:
+            load_runs(path)
+        assert "\n" not in str(info.value), name
+        assert main(["inspect", str(path)]) == 2, name
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: "), (name, err)

@@ -142,6 +142,8 @@ def load_runs(path: str | os.PathLike[str]) -> tuple[RequestsRun, ...]:
             shapes = [_sizes(i, r) for i, r in enumerate(runs)]  # before a byte of the arrays is read
             npz = np.load(io.BytesIO(zf.read("arrays.npz")), allow_pickle=False)
             arrays = _arrays(npz, shapes)
+            if version == 2 and not any(isinstance(r, dict) and "batches" in r for r in runs):
+                raise TraceError("a version 2 file holds batch steps, this one none (version 1 is written without them)")
             for i, r in enumerate(runs):
                 if "batches" in r and version < 2:
                     raise TraceError(f"run {i}: batch steps in a version {version} file (they came with version 2)")
