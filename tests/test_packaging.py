@@ -42,6 +42,7 @@ def test_the_wheel_holds_kvsim_ui_and_resources_and_imports_outside_the_checkout
         "kvsim/ui/lanes/view.py",
         "kvsim/ui/prompts.json",
         "kvsim/caches/kv.py",
+        "kvsim/py.typed",  # the engine ships its types (PEP 561)
         "kvsim/models/transformer.py",
         "kvsim/resources/models/tiny/model.safetensors",
     ):

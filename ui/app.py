@@ -21,7 +21,8 @@ import threading
 import time
 import traceback
 
-_T0 = time.perf_counter()
+from .launch import T0 as _T0  # the clock starts as the app module loads
+from .launch import launch_mark
 
 # Qt messages that say nothing to a user: capability notes of headless platform plugins, and
 # environment remarks Qt makes on every start on some systems
@@ -58,7 +59,7 @@ class ErrorHandlers:
 
         self.stream = stream  # None: sys.stderr at the time of the report
         self.relay = _Relay()
-        self.relay.report.connect(self._show, Qt.QueuedConnection)
+        self.relay.report.connect(self._show, Qt.ConnectionType.QueuedConnection)
         self.lines: list[str] = []  # what was printed (tests)
         self.count = 0  # unexpected exceptions seen
         self._last: dict[str, tuple[float, int]] = {}  # place -> (last printed at, repeats since)
@@ -195,24 +196,6 @@ def make_app(argv: list[str] | None = None, handlers: bool = True, lang: str | N
     i18n.install(app, i18n.choose(lang, QSettings("kvsim", "kvsim-ui")))
     theme.apply(app)
     return app
-
-
-LAUNCH_TRACE = "KVSIM_LAUNCH_TRACE"  # set: print "kvsim-launch <stage> <ms since the app module loaded>" lines (benchmarks)
-
-
-def launch_mark(stage: str) -> None:
-    """One launch-stage line on stdout when ``KVSIM_LAUNCH_TRACE`` is set (benchmarks/launch.py reads
-    them; ``KVSIM_LAUNCH_TRACE=exit`` also quits once the window is ready)."""
-    mode = os.environ.get(LAUNCH_TRACE)
-    if not mode:
-        return
-    print(f"kvsim-launch {stage} {(time.perf_counter() - _T0) * 1000:.1f}", flush=True)
-    if stage == "ready" and mode == "exit":
-        from PySide6.QtWidgets import QApplication
-
-        for w in QApplication.topLevelWidgets():
-            if hasattr(w, "shutdown"):
-                w.close()
 
 
 def preload_engine() -> None:

@@ -252,7 +252,7 @@ class Controller(QObject):
                 self.step_forward()
                 if s.cursor == before and not self.busy:
                     return False
-            QCoreApplication.processEvents(QEventLoop.AllEvents, 20)
+            QCoreApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
             if self.busy:
                 time.sleep(0.002)
         self.animator.stop()
@@ -262,7 +262,7 @@ class Controller(QObject):
         """Process events until a run exists and the worker is idle; False at once if the load failed."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            QCoreApplication.processEvents(QEventLoop.AllEvents, 20)
+            QCoreApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
             if self.session.run is not None and self.can_step and not self.busy and not self._reset_soon.isActive():
                 return True
             if (self.load_failed or self.run_failed) and not self.busy:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from importlib import resources
+from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QLibraryInfo, QLocale, QSettings, QTranslator
 
@@ -27,9 +28,9 @@ SETTING = "language"
 
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for: translate("context", "text")
 
-_state: dict[str, object] = {"lang": DEFAULT, "translators": []}
+_state: dict[str, Any] = {"lang": DEFAULT, "translators": []}
 # until a language is installed, numbers read as in English (the C locale would drop the grouping)
-QLocale.setDefault(QLocale(QLocale.English, QLocale.UnitedStates))
+QLocale.setDefault(QLocale(QLocale.Language.English, QLocale.Country.UnitedStates))
 
 
 class LanguageError(ValueError):
@@ -65,7 +66,7 @@ def choose(requested: str | None = None, settings: QSettings | None = None) -> s
 def install(app: QCoreApplication, lang: str) -> str:
     """Load ``lang``'s translators into ``app`` (Qt's own dialogs too) and make its locale the default."""
     lang = normalize(lang) or DEFAULT
-    for old in _state["translators"]:  # type: ignore[union-attr]
+    for old in _state["translators"]:
         app.removeTranslator(old)
     loaded: list[QTranslator] = []
     if lang != "en":
@@ -76,13 +77,13 @@ def install(app: QCoreApplication, lang: str) -> str:
         app.installTranslator(ours)
         loaded.append(ours)
         qt = QTranslator(app)
-        if qt.load(f"qtbase_{lang}", QLibraryInfo.path(QLibraryInfo.TranslationsPath)):
+        if qt.load(f"qtbase_{lang}", QLibraryInfo.path(QLibraryInfo.LibraryPath.TranslationsPath)):
             app.installTranslator(qt)
             loaded.append(qt)
     _state["translators"] = loaded
     _state["lang"] = lang
-    english = QLocale(QLocale.English, QLocale.UnitedStates)
-    QLocale.setDefault(QLocale(QLocale.Portuguese, QLocale.Brazil) if lang == "pt_BR" else english)
+    english = QLocale(QLocale.Language.English, QLocale.Country.UnitedStates)
+    QLocale.setDefault(QLocale(QLocale.Language.Portuguese, QLocale.Country.Brazil) if lang == "pt_BR" else english)
     return lang
 
 

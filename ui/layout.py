@@ -79,7 +79,7 @@ def arrange_docks(window: QMainWindow, costs_dock, text_dock, compact: bool) -> 
         window.tabifyDockWidget(costs_dock, text_dock)
         costs_dock.raise_()
     elif not compact and tabbed:
-        window.splitDockWidget(costs_dock, text_dock, Qt.Vertical)
+        window.splitDockWidget(costs_dock, text_dock, Qt.Orientation.Vertical)
 
 
 def is_compact(height: int) -> bool:
@@ -91,6 +91,6 @@ def scrollable(widget: QWidget) -> QScrollArea:
     minimum: a dock holding it can be made shorter than its content on a short screen."""
     area = QScrollArea()
     area.setWidgetResizable(True)
-    area.setFrameShape(QFrame.NoFrame)
+    area.setFrameShape(QFrame.Shape.NoFrame)
     area.setWidget(widget)
     return area

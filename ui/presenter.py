@@ -23,7 +23,7 @@ PRESENTER_TYPE = 1.4  # × the theme's base point size
 def _action(window: QMainWindow, text: str, keys: list[str], slot, enabled: bool = True) -> QAction:
     a = QAction(text, window)
     a.setShortcuts([QKeySequence(k) for k in keys])
-    a.setShortcutContext(Qt.WindowShortcut)
+    a.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
     a.triggered.connect(lambda _checked=False: slot())
     a.setEnabled(enabled)
     window.addAction(a)

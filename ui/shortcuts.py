@@ -22,16 +22,16 @@ def key_rows(window: QMainWindow) -> list[tuple[str, str]]:
     layers = False
     for action in window.findChildren(QAction):
         sequences = [k for k in action.shortcuts() if not k.isEmpty()]
-        sequences = [k for k in sequences if k.toString(QKeySequence.PortableText) not in seen]
+        sequences = [k for k in sequences if k.toString(QKeySequence.SequenceFormat.PortableText) not in seen]
         if not sequences:
             continue
-        seen.update(k.toString(QKeySequence.PortableText) for k in sequences)
+        seen.update(k.toString(QKeySequence.SequenceFormat.PortableText) for k in sequences)
         if action.data() == "layer-key":
             layers = True
             continue
         what = action.text().replace("&", "").strip() or action.toolTip()
-        shown = " / ".join(k.toString(QKeySequence.NativeText) for k in sequences)
-        rows.append((shown, what, " / ".join(k.toString(QKeySequence.PortableText) for k in sequences)))
+        shown = " / ".join(k.toString(QKeySequence.SequenceFormat.NativeText) for k in sequences)
+        rows.append((shown, what, " / ".join(k.toString(QKeySequence.SequenceFormat.PortableText) for k in sequences)))
     if layers:
         rows.append(("1 … 9", translate("shortcuts", "Layer 0 … 8"), "1 … 9"))
     hover = translate("shortcuts", "hover a token or row")
@@ -50,15 +50,15 @@ class ShortcutSheet(QDialog):
             f"<tr><td><b>{escape(k)}</b></td><td>{escape(w)}</td></tr>" for k, w in self.rows
         )
         self.label = QLabel(html + "</table>")
-        self.label.setTextFormat(Qt.RichText)
+        self.label.setTextFormat(Qt.TextFormat.RichText)
         area = QScrollArea()
         area.setWidgetResizable(True)
-        area.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         holder = QWidget()
         QVBoxLayout(holder).addWidget(self.label)
         area.setWidget(holder)
         lay.addWidget(area)
-        buttons = QDialogButtonBox(QDialogButtonBox.Close)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         lay.addWidget(buttons)
         room = window.size()
@@ -70,7 +70,7 @@ def install(window: QMainWindow) -> QAction:
     """The ``?`` / F1 action on the window (and in its ☰ menu, where the caller adds it)."""
     action = QAction(translate("shortcuts", "Keys (shortcut sheet)"), window)
     action.setShortcuts([QKeySequence("?"), QKeySequence("F1")])
-    action.setShortcutContext(Qt.WindowShortcut)
+    action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
     action.triggered.connect(lambda _checked=False: show(window))
     window.addAction(action)
     return action

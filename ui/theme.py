@@ -231,28 +231,28 @@ def apply(app: QApplication) -> None:
         app.setProperty("kvsim_fusion", True)
     pal = QPalette()
     for role, color in (
-        (QPalette.Window, BG),
-        (QPalette.WindowText, TEXT),
-        (QPalette.Base, PANEL),
-        (QPalette.AlternateBase, BG),
-        (QPalette.Text, TEXT),
-        (QPalette.Button, PANEL),
-        (QPalette.ButtonText, TEXT),
-        (QPalette.ToolTipBase, PANEL),
-        (QPalette.ToolTipText, TEXT),
-        (QPalette.Highlight, HIGHLIGHT),
-        (QPalette.HighlightedText, "#ffffff"),
-        (QPalette.PlaceholderText, MUTED),
-        (QPalette.BrightText, ACCENT),
-        (QPalette.Light, PANEL),
-        (QPalette.Midlight, PANEL),
-        (QPalette.Mid, BORDER),
-        (QPalette.Dark, BORDER),
-        (QPalette.Shadow, BORDER),
+        (QPalette.ColorRole.Window, BG),
+        (QPalette.ColorRole.WindowText, TEXT),
+        (QPalette.ColorRole.Base, PANEL),
+        (QPalette.ColorRole.AlternateBase, BG),
+        (QPalette.ColorRole.Text, TEXT),
+        (QPalette.ColorRole.Button, PANEL),
+        (QPalette.ColorRole.ButtonText, TEXT),
+        (QPalette.ColorRole.ToolTipBase, PANEL),
+        (QPalette.ColorRole.ToolTipText, TEXT),
+        (QPalette.ColorRole.Highlight, HIGHLIGHT),
+        (QPalette.ColorRole.HighlightedText, "#ffffff"),
+        (QPalette.ColorRole.PlaceholderText, MUTED),
+        (QPalette.ColorRole.BrightText, ACCENT),
+        (QPalette.ColorRole.Light, PANEL),
+        (QPalette.ColorRole.Midlight, PANEL),
+        (QPalette.ColorRole.Mid, BORDER),
+        (QPalette.ColorRole.Dark, BORDER),
+        (QPalette.ColorRole.Shadow, BORDER),
     ):
         pal.setColor(role, QColor(color))
-    for role in (QPalette.ButtonText, QPalette.Text, QPalette.WindowText):
-        pal.setColor(QPalette.Disabled, role, QColor(DISABLED))
+    for role in (QPalette.ColorRole.ButtonText, QPalette.ColorRole.Text, QPalette.ColorRole.WindowText):
+        pal.setColor(QPalette.ColorGroup.Disabled, role, QColor(DISABLED))
     app.setPalette(pal)
     font = QFont(app.font())
     font.setPointSize(BASE_POINT_SIZE)

@@ -42,7 +42,7 @@ RANDOM_PRESETS = [  # (label, spec): the label is translated where it is shown
 DEFAULT_LANES = "uncached,cached"
 PORTUGUESE_MODEL = "gemma3-270m"  # the fetchable model that writes Portuguese (Gemma 3 270M)
 OPEN_ITEM = "__open__"
-KIND_ROLE = Qt.UserRole + 1  # a model item's kind in the catalog: bundled / fetched / fetchable
+KIND_ROLE = Qt.ItemDataRole.UserRole + 1  # a model item's kind in the catalog: bundled / fetched / fetchable
 
 
 def model_label(name: str, kind: str) -> str:
@@ -105,21 +105,21 @@ class ControlsToolBar(QToolBar):
 
         self.model_box = QComboBox()
         self.model_box.setMinimumContentsLength(10)
-        self.model_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.model_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.model_box.setToolTip(translate("toolbar", "model"))
         self.fill_models([])
         self.addWidget(self.model_box)
 
         self.prompt_box = QComboBox()
         self.prompt_box.setEditable(True)
-        self.prompt_box.setInsertPolicy(QComboBox.NoInsert)
+        self.prompt_box.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
         self.prompt_box.setMinimumContentsLength(7)  # room for the longer Portuguese buttons at 853 px (1280x720 at 1.5)
-        self.prompt_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
-        self.prompt_box.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
+        self.prompt_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.prompt_box.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         for lang, text in example_prompts():
             self.prompt_box.addItem(text, lang)
             tip = translate("toolbar", "example ({language})").format(language=lang.upper())
-            self.prompt_box.setItemData(self.prompt_box.count() - 1, tip, Qt.ToolTipRole)
+            self.prompt_box.setItemData(self.prompt_box.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
         self.prompt_box.setCurrentIndex(0)
         if prompt:
             self.prompt_box.setEditText(prompt)
@@ -170,17 +170,17 @@ class ControlsToolBar(QToolBar):
         self.more.addSeparator()
         self.lanes_box = QComboBox()
         self.lanes_box.setEditable(True)
-        self.lanes_box.setInsertPolicy(QComboBox.NoInsert)
+        self.lanes_box.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
         self.lanes_box.addItem(lanes_label(DEFAULT_LANES), DEFAULT_LANES)  # the rest once the engine is loaded
-        self.lanes_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.lanes_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.lanes_box.setMinimumContentsLength(10)
         self.more.addWidget(self.lanes_box)
         self.layer_box = QComboBox()
         self.layer_box.setToolTip(translate("toolbar", "layer"))
-        self.layer_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
+        self.layer_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.more.addWidget(self.layer_box)
         self.head_box = QComboBox()
-        self.head_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
+        self.head_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.head_box.setToolTip(translate("toolbar", "query head (GQA: the K/V head it reads is shown in the titles)"))
         self.more.addWidget(self.head_box)
 
@@ -191,7 +191,7 @@ class ControlsToolBar(QToolBar):
             translate("toolbar", "save or open a run (.kvsim); show or hide lanes and panels; the default layout; the language")
         )
         self.view_button.setMenu(self.menu)
-        self.view_button.setPopupMode(QToolButton.InstantPopup)
+        self.view_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.more.addWidget(self.view_button)
 
         self.model_box.activated.connect(lambda i: self.model_chosen.emit(str(self.model_box.itemData(i))))
@@ -207,7 +207,7 @@ class ControlsToolBar(QToolBar):
         a = QAction(text, self)
         a.setToolTip(tip)
         a.setShortcut(QKeySequence(keys))
-        a.setShortcutContext(Qt.WindowShortcut)
+        a.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         a.setCheckable(checkable)
         a.triggered.connect(lambda _checked=False: signal.emit())
         self.addAction(a)

@@ -17,7 +17,6 @@ from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QToolBar, QVBoxL
 
 from . import dialogs, i18n, layout, shortcuts
 from .animation import SPEEDS, Animator
-from .app import launch_mark
 from .appearance import ThemeSetting
 from .controller import Controller
 from .docks import registry as docks
@@ -29,6 +28,7 @@ from .lanes.legend import Legend
 from .lanes.overview import HeadsOverview
 from .lanes.view import LanePanel
 from .language_menu import LanguageSetting
+from .launch import launch_mark
 from .lesson import guide as lesson
 from .panels.costs import CostsPanel
 from .panels.timeline import Timeline
@@ -56,8 +56,8 @@ class MainWindow(QMainWindow):
         self.derived = DerivedImages(self.session)
         self.animator = Animator(self)
         self.toolbar = ControlsToolBar(self, prompt)
-        self.addToolBar(Qt.TopToolBarArea, self.toolbar)
-        self.addToolBar(Qt.TopToolBarArea, self.toolbar.more)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar.more)
         self.controller = Controller(self.session, self.animator, self.toolbar.prompt_text, self)
         self.worker = None  # created after the first paint (it imports torch)
         self.model_spec = model or DEFAULT_MODEL
@@ -105,7 +105,7 @@ class MainWindow(QMainWindow):
         self.banner.setObjectName("banner")
         self.banner.setWordWrap(True)
         self.banner.setVisible(False)
-        self.banner.setCursor(Qt.PointingHandCursor)
+        self.banner.setCursor(Qt.CursorShape.PointingHandCursor)
         self.banner.setToolTip(translate("window", "click to dismiss"))
         self.banner.mousePressEvent = lambda _e: self.banner.setVisible(False)
         lay.addWidget(self.banner)
@@ -113,38 +113,38 @@ class MainWindow(QMainWindow):
         lay.addWidget(self.lanes, 1)
         self.legend = Legend()
         lay.addWidget(self.legend)
-        central.setFocusPolicy(Qt.StrongFocus)  # arrows/Space drive the simulator, not a text box
+        central.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # arrows/Space drive the simulator, not a text box
         self.setCentralWidget(central)
         self.timeline = Timeline(self.session)
         bar = QToolBar(translate("window", "Timeline"))
         bar.setObjectName("timeline")
         bar.setMovable(False)
         bar.addWidget(self.timeline)
-        self.addToolBar(Qt.BottomToolBarArea, bar)
+        self.addToolBar(Qt.ToolBarArea.BottomToolBarArea, bar)
 
     def _build_docks(self) -> None:
         self.costs = CostsPanel(self.session)
         costs_title = translate("window", "Costs so far")
-        self.costs_dock = self._dock(costs_title, "costs", layout.scrollable(self.costs), Qt.BottomDockWidgetArea)
+        self.costs_dock = self._dock(costs_title, "costs", layout.scrollable(self.costs), Qt.DockWidgetArea.BottomDockWidgetArea)
         area, self.tokens = token_area(self.session)
         text_title = translate("window", "Text (prompt = prefill, then one token per decode step)")
-        self.text_dock = self._dock(text_title, "text", area, Qt.BottomDockWidgetArea)
+        self.text_dock = self._dock(text_title, "text", area, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.overview = HeadsOverview(self.session, self.derived)
         heads_title = translate("window", "All heads (selected layer)")
-        self.overview_dock = self._dock(heads_title, "heads", self.overview, Qt.RightDockWidgetArea)
+        self.overview_dock = self._dock(heads_title, "heads", self.overview, Qt.DockWidgetArea.RightDockWidgetArea)
         self.overview_dock.setVisible(False)
-        self.splitDockWidget(self.costs_dock, self.text_dock, Qt.Vertical)
-        self.resizeDocks([self.costs_dock, self.text_dock], [230, 80], Qt.Vertical)
-        self.resizeDocks([self.overview_dock], [520], Qt.Horizontal)
+        self.splitDockWidget(self.costs_dock, self.text_dock, Qt.Orientation.Vertical)
+        self.resizeDocks([self.costs_dock, self.text_dock], [230, 80], Qt.Orientation.Vertical)
+        self.resizeDocks([self.overview_dock], [520], Qt.Orientation.Horizontal)
         menu = self.toolbar.menu  # docks and lanes can be hidden, so the ☰ menu brings them back
         save = menu.addAction(
             translate("window", "Save run…"), lambda: (path := dialogs.ask_save_run(self)) and self.save_run(path)
         )
-        save.setShortcut(QKeySequence.Save)
+        save.setShortcut(QKeySequence.StandardKey.Save)
         opened = menu.addAction(
             translate("window", "Open run…"), lambda: (path := dialogs.ask_open_run(self)) and self.open_run(path)
         )
-        opened.setShortcut(QKeySequence.Open)
+        opened.setShortcut(QKeySequence.StandardKey.Open)
         self.recent = RecentRuns(self.settings, menu, self.open_run, self.show_message, self)
         self.focus_action = QAction(translate("window", "Lanes only"), self)
         self.focus_action.setShortcut(QKeySequence("F"))
@@ -179,7 +179,11 @@ class MainWindow(QMainWindow):
         d = QDockWidget(title, self)
         d.setObjectName(name)
         d.setWidget(widget)
-        d.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable | QDockWidget.DockWidgetClosable)
+        d.setFeatures(
+            QDockWidget.DockWidgetFeature.DockWidgetMovable
+            | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+            | QDockWidget.DockWidgetFeature.DockWidgetClosable
+        )
         self.addDockWidget(area, d)
         return d
 
@@ -341,10 +345,10 @@ class MainWindow(QMainWindow):
         self._fit_layout()
         h = max(self.height(), 400)
         if self._compact:
-            self.resizeDocks([self.costs_dock], [int(h * 0.27)], Qt.Vertical)
+            self.resizeDocks([self.costs_dock], [int(h * 0.27)], Qt.Orientation.Vertical)
             return
         text_h = max(self.text_dock.minimumSizeHint().height(), int(h * 0.075))  # else costs pays the difference
-        self.resizeDocks([self.costs_dock, self.text_dock], [int(h * 0.19), text_h], Qt.Vertical)
+        self.resizeDocks([self.costs_dock, self.text_dock], [int(h * 0.19), text_h], Qt.Orientation.Vertical)
 
     def _fit_layout(self) -> None:
         """The toolbar's second row below the first when they do not fit side by side; docks tabbed on a

@@ -157,14 +157,15 @@ class SequenceBlocks:
     def write(self, layer: int, blocks: torch.Tensor, slots: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor) -> None:
         """Store (1, H_kv, T, D) rows into their slots of ``layer``."""
         blocks, slots = blocks.to(k_new.device), slots.to(k_new.device)
-        self.pool.k[layer, blocks, slots] = k_new[0].transpose(0, 1)  # (T, H_kv, D)
-        self.pool.v[layer, blocks, slots] = v_new[0].transpose(0, 1)
+        pool_k, pool_v = self.pool.rows()
+        pool_k[layer, blocks, slots] = k_new[0].transpose(0, 1)  # (T, H_kv, D)
+        pool_v[layer, blocks, slots] = v_new[0].transpose(0, 1)
 
     def gather(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Every held row of ``layer`` in position order, read through the block table: (1, H_kv, n, D)."""
-        pool, n = self.pool, self.n_tokens
-        table = self.table(pool.k.device)
-        _, _, size, heads, dim = pool.k.shape
-        k = pool.k[layer].index_select(0, table).reshape(-1, heads, dim)[:n]  # (n, H_kv, D)
-        v = pool.v[layer].index_select(0, table).reshape(-1, heads, dim)[:n]
+        (pool_k, pool_v), n = self.pool.rows(), self.n_tokens
+        table = self.table(pool_k.device)
+        _, _, size, heads, dim = pool_k.shape
+        k = pool_k[layer].index_select(0, table).reshape(-1, heads, dim)[:n]  # (n, H_kv, D)
+        v = pool_v[layer].index_select(0, table).reshape(-1, heads, dim)[:n]
         return k.permute(1, 0, 2).unsqueeze(0), v.permute(1, 0, 2).unsqueeze(0)

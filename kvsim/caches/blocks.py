@@ -137,7 +137,7 @@ class BlockPool:
         self.hash += [None] * (n - start)
         for b in range(start, n):
             self.free[b] = None
-        if self.k is not None:
+        if self.k is not None and self.v is not None:  # allocated together
             extra = (self.k.shape[0], n - start, *self.k.shape[2:])
             self.k = torch.cat([self.k, self.k.new_zeros(extra)], 1)
             self.v = torch.cat([self.v, self.v.new_zeros(extra)], 1)
@@ -167,6 +167,12 @@ class BlockPool:
                 f"{dim} × {element_size} bytes × K and V), more than {MEMORY_SHARE:.0%} of this machine's free memory "
                 f"({free / 1e9:,.2f} GB): fewer or smaller blocks"
             )
+
+    def rows(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The K and V storage (allocated by ``ensure_storage``)."""
+        if self.k is None or self.v is None:
+            raise RuntimeError("the block pool holds no rows yet (ensure_storage comes first)")
+        return self.k, self.v
 
     @property
     def block_bytes(self) -> int:
@@ -234,7 +240,7 @@ class BlockPool:
 
     def copy_block(self, src: int, dst: int, slots: int) -> None:
         """Copy the first ``slots`` rows of every layer from ``src`` to ``dst`` (copy-on-write)."""
-        if self.k is not None and slots:
+        if self.k is not None and self.v is not None and slots:
             self.k[:, dst, :slots] = self.k[:, src, :slots]
             self.v[:, dst, :slots] = self.v[:, src, :slots]
         self.filled[dst] = slots

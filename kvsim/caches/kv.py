@@ -57,10 +57,12 @@ class KVCache(Cache):
         new_v = like.new_empty((b, h, capacity, d))
         new_pos = torch.empty(capacity, dtype=torch.long, device=like.device)
         n = self._len[layer]
+        old_v, old_pos = self._v[layer], self._pos[layer]
         if buf is not None and n:
-            new_k[:, :, :n] = self._k[layer][:, :, :n]
-            new_v[:, :, :n] = self._v[layer][:, :, :n]
-            new_pos[:n] = self._pos[layer][:n]
+            assert old_v is not None and old_pos is not None  # allocated together with buf
+            new_k[:, :, :n] = buf[:, :, :n]
+            new_v[:, :, :n] = old_v[:, :, :n]
+            new_pos[:n] = old_pos[:n]
         self._k[layer], self._v[layer], self._pos[layer] = new_k, new_v, new_pos
 
     def update(
@@ -69,14 +71,22 @@ class KVCache(Cache):
         start = self._len[layer]
         end = start + k_new.shape[2]
         self._ensure_capacity(layer, k_new, end)
-        self._k[layer][:, :, start:end] = k_new  # (B, H_kv, T, D) appended after the S stored rows
-        self._v[layer][:, :, start:end] = v_new
-        self._pos[layer][start:end] = positions
+        k, v, pos = self._buffers(layer)
+        k[:, :, start:end] = k_new  # (B, H_kv, T, D) appended after the S stored rows
+        v[:, :, start:end] = v_new
+        pos[start:end] = positions
         self._len[layer] = end
-        return self._k[layer][:, :, :end], self._v[layer][:, :, :end]
+        return k[:, :, :end], v[:, :, :end]
+
+    def _buffers(self, layer: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The layer's K, V and position buffers (allocated by its first update)."""
+        k, v, pos = self._k[layer], self._v[layer], self._pos[layer]
+        if k is None or v is None or pos is None:
+            raise TypeError(f"layer {layer} holds no rows yet")
+        return k, v, pos
 
     def key_positions(self, layer: int) -> torch.Tensor:
-        return self._pos[layer][: self._len[layer]]
+        return self._buffers(layer)[2][: self._len[layer]]
 
     def truncate(self, n_tokens: int) -> None:
         # rows are appended in position order, so the first n_tokens rows are positions 0..n-1
@@ -85,7 +95,8 @@ class KVCache(Cache):
     def stored(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The rows held for ``layer`` (views, not copies)."""
         n = self._len[layer]
-        return self._k[layer][:, :, :n], self._v[layer][:, :, :n]
+        k, v, _ = self._buffers(layer)
+        return k[:, :, :n], v[:, :, :n]
 
     def held_rows(self, layer: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         return (*self.stored(layer), self.key_positions(layer))

@@ -154,8 +154,9 @@ class PagedCache(Cache):
 
     def key_positions(self, layer: int) -> torch.Tensor:
         n = self.seq.n_tokens
-        if self._positions.numel() != n or self._positions.device != self.pool.k.device:
-            self._positions = torch.arange(n, device=self.pool.k.device if self.pool.k is not None else None)
+        device = self.pool.k.device if self.pool.k is not None else None
+        if self._positions.numel() != n or self._positions.device != device:
+            self._positions = torch.arange(n, device=device)
         return self._positions
 
     def truncate(self, n_tokens: int) -> None:

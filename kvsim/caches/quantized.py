@@ -124,6 +124,21 @@ class _Layer:
         # the undo of the last update: (n before it, q before it, the full-precision rows it quantized)
         self.undo: tuple[int, int, torch.Tensor | None] | None = None
 
+    def held(self) -> torch.Tensor:
+        """``rows``, allocated by the layer's first update."""
+        if self.rows is None:
+            raise RuntimeError("nothing is held yet")
+        return self.rows
+
+    def codes(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Codes, scales and zero points of K then V (set once a group is quantized, q > 0)."""
+        parts = (self.k_codes, self.k_scale, self.k_zero, self.v_codes, self.v_scale, self.v_zero)
+        if parts[0] is None or parts[1] is None or parts[2] is None:
+            raise RuntimeError("no group is quantized yet")
+        if parts[3] is None or parts[4] is None or parts[5] is None:
+            raise RuntimeError("no group is quantized yet")
+        return parts[0], parts[1], parts[2], parts[3], parts[4], parts[5]
+
 
 class QuantizedCache(Cache):
     """KIVI-style quantized K/V: see the module's docstring."""
@@ -229,20 +244,21 @@ class QuantizedCache(Cache):
         n_before, q_before, exact = st.n, st.q, []
         # groups the earlier steps completed: quantized now, after those steps read them in full precision
         while st.n - st.q >= self.residual + self.group:
-            exact.append(st.rows[:, :, :, st.q : st.q + self.group].clone())  # kept until the next step, to undo
+            exact.append(st.held()[:, :, :, st.q : st.q + self.group].clone())  # kept until the next step, to undo
             self._quantize_group(st)
         st.undo = (n_before, q_before, torch.cat(exact, 3) if exact else None)
         # append the new rows to the residual
         t = k_new.shape[2]
         self._ensure_capacity(st, k_new, st.n + t)
-        st.rows[0, :, :, st.n : st.n + t] = k_new
-        st.rows[1, :, :, st.n : st.n + t] = v_new
+        rows = st.held()
+        rows[0, :, :, st.n : st.n + t] = k_new
+        rows[1, :, :, st.n : st.n + t] = v_new
         st.n += t
-        return st.rows[0, :, :, : st.n], st.rows[1, :, :, : st.n]
+        return rows[0, :, :, : st.n], rows[1, :, :, : st.n]
 
     def key_positions(self, layer: int) -> torch.Tensor:
-        n = self._layers[layer].n
-        device = self._layers[layer].rows.device if self._layers[layer].rows is not None else None
+        n, rows = self._layers[layer].n, self._layers[layer].rows
+        device = rows.device if rows is not None else None
         if self._arange is None or self._arange.numel() < n or self._arange.device != device:
             self._arange = torch.arange(max(64, 2 * n), device=device)
         return self._arange[:n]
@@ -261,7 +277,7 @@ class QuantizedCache(Cache):
                 # undo the last update (a step that did not complete): its quantized groups back to their exact rows
                 _, q_before, exact = st.undo
                 if exact is not None:
-                    st.rows[:, :, :, q_before : st.q] = exact
+                    st.held()[:, :, :, q_before : st.q] = exact
                 self._keep_groups(st, q_before)
             if n_tokens < st.q:
                 # deeper than one step: whole groups below n_tokens stay; the rows of a cut group stay
@@ -282,7 +298,7 @@ class QuantizedCache(Cache):
                 continue
             out += [st.rows[:, :, :, st.q : st.n]]
             if st.q:
-                out += [st.k_codes, st.k_scale, st.k_zero, st.v_codes, st.v_scale, st.v_zero]
+                out += st.codes()
         return out
 
     def bytes_split(self) -> tuple[int, int]:
@@ -292,8 +308,9 @@ class QuantizedCache(Cache):
                 continue
             payload += st.rows[:, :, :, st.q : st.n].nbytes
             if st.q:
-                payload += st.k_codes.nbytes + st.v_codes.nbytes
-                overhead += st.k_scale.nbytes + st.k_zero.nbytes + st.v_scale.nbytes + st.v_zero.nbytes
+                k_codes, k_scale, k_zero, v_codes, v_scale, v_zero = st.codes()
+                payload += k_codes.nbytes + v_codes.nbytes
+                overhead += k_scale.nbytes + k_zero.nbytes + v_scale.nbytes + v_zero.nbytes
         return payload, overhead
 
     # ------------------------------------------------------------------ inside
@@ -310,7 +327,8 @@ class QuantizedCache(Cache):
     def _quantize_group(self, st: _Layer) -> None:
         """Quantize rows [q, q+G) of the residual; what attention reads becomes their dequantized values."""
         g, bits, a, z = self.group, self.bits, st.q, st.q + self.group
-        k, v = st.rows[0, :, :, a:z], st.rows[1, :, :, a:z]  # (B, H, G, D)
+        rows = st.held()
+        k, v = rows[0, :, :, a:z], rows[1, :, :, a:z]  # (B, H, G, D)
         stats = k.dtype if k.dtype in (torch.float16, torch.bfloat16) else torch.float32
         # keys: statistics over the G tokens (dim 2), one per channel
         k_codes, k_scale, k_zero = quantize(k, 2, bits, stats)
@@ -329,7 +347,7 @@ class QuantizedCache(Cache):
         v_hat = dequantize(
             unpack_codes(v_packed, bits, d).reshape(b, h, g, d // vg, vg), v_scale[..., None], v_zero[..., None], v.dtype
         ).reshape(b, h, g, d)
-        st.rows[0, :, :, a:z], st.rows[1, :, :, a:z] = k_hat, v_hat
+        rows[0, :, :, a:z], rows[1, :, :, a:z] = k_hat, v_hat
         st.q = z
 
     def _keep_groups(self, st: _Layer, q: int) -> None:
@@ -338,9 +356,10 @@ class QuantizedCache(Cache):
         if q == 0:
             st.k_codes = st.k_scale = st.k_zero = st.v_codes = st.v_scale = st.v_zero = None
         elif q < st.q:
-            st.k_codes, st.v_codes = st.k_codes[:, :, :q].clone(), st.v_codes[:, :, :q].clone()
-            st.k_scale, st.k_zero = st.k_scale[:, :, :groups].clone(), st.k_zero[:, :, :groups].clone()
-            st.v_scale, st.v_zero = st.v_scale[:, :, :q].clone(), st.v_zero[:, :, :q].clone()
+            k_codes, k_scale, k_zero, v_codes, v_scale, v_zero = st.codes()
+            st.k_codes, st.v_codes = k_codes[:, :, :q].clone(), v_codes[:, :, :q].clone()
+            st.k_scale, st.k_zero = k_scale[:, :, :groups].clone(), k_zero[:, :, :groups].clone()
+            st.v_scale, st.v_zero = v_scale[:, :, :q].clone(), v_zero[:, :, :q].clone()
         st.q = min(st.q, q)
 
 

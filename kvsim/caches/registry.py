@@ -126,7 +126,7 @@ def make_cache(spec: LaneSpec | str, n_layers: int) -> Cache:
     cls = _POLICIES.get(tuple(spec.policy.split("+")))
     if cls is None:
         raise SpecError(f"unknown cache policy {spec.policy!r} (known: {', '.join(known_specs())})")
-    return cls(n_layers, **spec.options)
+    return cls(n_layers, **spec.options)  # type: ignore[call-arg]  # each policy takes (n_layers, **its options)
 
 
 def policy_class(policy: str) -> type[Cache] | None:

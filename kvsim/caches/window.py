@@ -81,9 +81,16 @@ class _Strip:
     def window_rows(self) -> int:
         return self.end - self.start - self.sinks
 
+    def buffers(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The K, V and position buffers (allocated by the layer's first update)."""
+        if self.k is None or self.v is None or self.pos is None:
+            raise RuntimeError("this layer holds no rows yet")
+        return self.k, self.v, self.pos
+
     def rows(self, a: int, b: int, copy: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        got = (self.k[:, :, a:b], self.v[:, :, a:b], self.pos[a:b])
-        return tuple(x.clone() for x in got) if copy else got
+        k, v, pos = self.buffers()
+        got = (k[:, :, a:b], v[:, :, a:b], pos[a:b])
+        return (got[0].clone(), got[1].clone(), got[2].clone()) if copy else got
 
 
 class _WindowCache(Cache):
@@ -115,7 +122,8 @@ class _WindowCache(Cache):
             s.k, s.v = like.new_empty((b, h, capacity, d)), like.new_empty((b, h, capacity, d))
             s.pos = torch.empty(capacity, dtype=torch.long, device=like.device)
         if m:
-            s.k[:, :, :m], s.v[:, :, :m], s.pos[:m] = k, v, pos
+            s_k, s_v, s_pos = s.buffers()
+            s_k[:, :, :m], s_v[:, :, :m], s_pos[:m] = k, v, pos
         s.start, s.end = 0, m
 
     def _drop_after_sinks(self, s: _Strip, count: int, keep_from: int, undo: list[tuple]) -> None:
@@ -130,8 +138,9 @@ class _WindowCache(Cache):
             if old:
                 undo.append(s.rows(a, a + old, copy=True))
             sinks = s.rows(s.start, a, copy=True)
-            s.k[:, :, s.start + count : a + count], s.v[:, :, s.start + count : a + count] = sinks[0], sinks[1]
-            s.pos[s.start + count : a + count] = sinks[2]
+            s_k, s_v, s_pos = s.buffers()
+            s_k[:, :, s.start + count : a + count], s_v[:, :, s.start + count : a + count] = sinks[0], sinks[1]
+            s_pos[s.start + count : a + count] = sinks[2]
         elif old:
             undo.append((a, a + old))
         s.start += count
@@ -159,7 +168,7 @@ class _WindowCache(Cache):
                 if parts
                 else [k_new[:, :, :0], v_new[:, :, :0], positions[:0].long()]
             )
-            self._place(s, k_new, *held, room=t)
+            self._place(s, k_new, held[0], held[1], held[2], room=t)
             s.w_lo += stale
         else:
             self._drop_after_sinks(s, stale, first, undo)
@@ -168,7 +177,8 @@ class _WindowCache(Cache):
             s.sinks += max(0, min(self.sinks, first + t) - first)
             s.w_lo = max(first, min(self.sinks, first + t))
         a, b = s.end, s.end + t
-        s.k[:, :, a:b], s.v[:, :, a:b], s.pos[a:b] = k_new, v_new, positions
+        s_k, s_v, s_pos = s.buffers()
+        s_k[:, :, a:b], s_v[:, :, a:b], s_pos[a:b] = k_new, v_new, positions
         s.end = b
         k_all, v_all, read = s.rows(s.start, b)
         # 3. between steps hold only the sinks and the last W rows (a long prompt's earlier rows go now;
@@ -199,17 +209,17 @@ class _WindowCache(Cache):
             if not undo and next_pos <= n_tokens:
                 continue  # this layer did not store the incomplete step's rows
             pieces = [s.rows(s.start, s.end)]
-            if undo:
+            if undo and s.undo is not None:  # (undo implies it)
                 pieces += [s.rows(*p) if len(p) == 2 else p for p in s.undo[1]]
             k, v, pos = (torch.cat([p[i] for p in pieces], 2 if i < 2 else 0) for i in range(3))
             order = torch.argsort(pos)
             keep = order[pos[order] < n_tokens]
             self._place(s, s.k, k[:, :, keep], v[:, :, keep], pos[keep], room=0)
-            held = s.pos[: s.end].tolist()
+            held = s.buffers()[2][: s.end].tolist()
             s.sinks = sum(1 for p in held if p < self.sinks)
             s.w_lo = held[s.sinks] if s.window_rows else min(n_tokens, self.sinks) if not held else held[-1] + 1
             s.undo = None
-            self._read[layer] = s.pos[s.start : s.end]
+            self._read[layer] = s.buffers()[2][s.start : s.end]
 
     @property
     def n_tokens(self) -> int:

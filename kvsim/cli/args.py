@@ -4,6 +4,7 @@ and the checked argument types."""
 from __future__ import annotations
 
 import argparse
+from typing import NoReturn, TypeAlias
 
 
 class UsageError(Exception):
@@ -11,8 +12,12 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage + two lines)
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse prints usage + two lines)
         raise UsageError(message)
+
+
+#: what ``add_subparsers`` returns, to which each subcommand's module adds its parser
+Subcommands: TypeAlias = "argparse._SubParsersAction[Parser]"
 
 
 def positive_int(text: str) -> int:

@@ -21,7 +21,7 @@ from ..engine.trace import TraceError
 from ..models.base import ModelLoadError
 from ..models.config import ConfigError
 from ..models.tokenizer import ChatTemplateError
-from .args import Parser, nonneg_int, positive_int
+from .args import Parser, Subcommands, nonneg_int, positive_int
 from .reports import UsageError, add_memory_parser, cmd_gqa, cmd_inspect, cmd_memory, cmd_models
 from .roofline import add_roofline_parser, cmd_roofline
 from .run import add_run_parser, cmd_run
@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def add_export_parser(sub) -> None:
+def add_export_parser(sub: Subcommands) -> None:
     """`kvsim export`: a run rendered headless to a GIF or an MP4 for slides."""
     e = sub.add_parser("export", help="render a run offscreen to an animation (GIF or MP4, from the extension)")
     e.add_argument("--model", default="tiny", help="bundled/fetched name, random:..., HF dir or .gguf")

@@ -7,6 +7,7 @@ import argparse
 import json
 import math
 import sys
+from typing import TYPE_CHECKING, Any
 
 from ..core.text import printable
 from ..costs.memory import (
@@ -22,7 +23,10 @@ from ..costs.memory import (
     weight_bytes,
 )
 from ..costs.presets import BUNDLED, PRESETS, context_warning, get_preset, preset_from_hf_config
-from .args import UsageError, positive_int
+from .args import Subcommands, UsageError, positive_int
+
+if TYPE_CHECKING:
+    from ..serving.records import RequestsRun
 
 
 def _finite(value: object) -> object:
@@ -48,7 +52,7 @@ def _params(n: int) -> str:
 
 def cmd_memory(args: argparse.Namespace) -> int:
     if args.list:
-        rows = [
+        rows: list[dict[str, Any]] = [
             {
                 "name": p.name,
                 "source": p.source,
@@ -127,7 +131,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
     growth = (
         kv_cache_bytes(layers, kv_heads, head_dim, args.context + 1, args.batch, args.kv_bits, args.window, layer_windows) - total
     )
-    report: dict[str, object] = {
+    report: dict[str, Any] = {
         "bytes": total,
         "bytes_per_token": per_token,
         "bytes_per_new_token": growth,
@@ -160,9 +164,9 @@ def cmd_memory(args: argparse.Namespace) -> int:
         return 0
     name = preset.name if preset else f"{layers} layers × {kv_heads} kv heads × d_head {head_dim}"
     print(f"{name}: KV cache for {args.context:,} tokens × batch {args.batch} at {args.kv_bits} bits")
-    rows = formula_rows_text(layers, args.window, layer_windows)
+    rows_text = formula_rows_text(layers, args.window, layer_windows)
     print(
-        f"  = 2 × ({rows}) × {kv_heads} kv heads × {head_dim} × batch {args.batch} × {args.kv_bits / 8:g} B"
+        f"  = 2 × ({rows_text}) × {kv_heads} kv heads × {head_dim} × batch {args.batch} × {args.kv_bits / 8:g} B"
         f"   (n = {args.context:,})"
     )
     print(
@@ -278,7 +282,7 @@ def cmd_gqa(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_memory_parser(sub) -> None:
+def add_memory_parser(sub: Subcommands) -> None:
     """`kvsim memory`: its arguments."""
     m = sub.add_parser("memory", help="KV-cache and weight memory for a model shape")
     src = m.add_mutually_exclusive_group()
@@ -307,7 +311,7 @@ def add_memory_parser(sub) -> None:
     m.add_argument("--json", action="store_true")
 
 
-def _inspect_requests(args: argparse.Namespace, runs) -> int:
+def _inspect_requests(args: argparse.Namespace, runs: tuple[RequestsRun, ...]) -> int:
     """A saved requests run (or the off/on pair): per run its settings and totals, per request its figures."""
     if args.json:
         print(

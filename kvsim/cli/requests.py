@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING, TextIO
 
 from ..core.sampling import Sampling
 from ..costs.memory import human_bytes
@@ -21,6 +22,9 @@ from ..serving.request_lists import RequestList, check_prompts, encode_requests,
 from .args import positive_int
 from .batching import add_batching_arguments, batching_flags_given, check_batching_flags
 from .reports import UsageError, json_line
+
+if TYPE_CHECKING:
+    from ..serving.records import RequestsRun
 
 DEFAULT_BLOCK_SIZE = 16
 DEFAULT_REQUEST_REPEATS = 3
@@ -134,7 +138,7 @@ def cmd_requests(args: argparse.Namespace) -> int:
         for run in runs:
             for req in run.requests:
                 out.write(json_line({**req.as_dict(), "prefix_cache": run.prefix_caching}) + "\n")
-        summaries = {("on" if run.prefix_caching else "off"): run.summary() for run in runs}
+        summaries: dict[str, object] = {("on" if run.prefix_caching else "off"): run.summary() for run in runs}
         if len(runs) == 2:
             summaries["ttft_ratio_on_off"] = [
                 round(b.ttft_ms / a.ttft_ms, 4) if a.ttft_ms > 0 else None
@@ -160,7 +164,7 @@ def cmd_requests(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_run(run, out) -> None:
+def _print_run(run: RequestsRun, out: TextIO) -> None:
     out.write(f"\nprefix caching {'on' if run.prefix_caching else 'off'}:\n")
     out.write(
         f"{'req':>3} {'prompt':>6} {'computed':>8} {'reused':>6} {'hits':>4} {'TTFT ms':>9} {'ITL ms':>7} {'blocks':>6}  text\n"
@@ -179,10 +183,10 @@ def _print_run(run, out) -> None:
     )
 
 
-def _print_waste(run, out) -> None:
+def _print_waste(run: RequestsRun, out: TextIO) -> None:
     w = run.waste
     out.write(f"\nmemory for these requests held at once ({w.exact_slots} rows; blocks of {w.block_size}):\n")
-    rows = [
+    rows: list[tuple[str, int, float | None]] = [
         (f"contiguous, preallocated to {w.max_len}", w.preallocated_slots, w.preallocated_waste),
         ("contiguous, exact (length known in advance)", w.exact_slots, w.exact_waste),
         ("paged (last block's tail empty)", w.paged_slots, w.paged_waste),

@@ -17,12 +17,12 @@ from ..core.units import human_bytes
 from ..costs.hardware import GPUS, gpu, measure_peaks
 from ..costs.presets import PRESETS
 from ..costs.roofline import Bound, num, preset_bound, ratio
-from .args import UsageError, positive_int
+from .args import Subcommands, UsageError, positive_int
 
 MAX_CONTEXT = 2**26
 
 
-def add_roofline_parser(sub) -> None:
+def add_roofline_parser(sub: Subcommands) -> None:
     """`kvsim roofline`: its arguments."""
     r = sub.add_parser("roofline", help="this machine's measured roof; a model's decode/prefill bound on GPUs")
     r.add_argument("--preset", help="a model preset (`kvsim memory --list`): its decode and prefill on GPUs")

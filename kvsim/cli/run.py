@@ -5,17 +5,25 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..caches import known_specs, parse_lanes
 from ..core.sampling import Sampling, SimulationError
 from ..core.units import si
 from ..costs.memory import human_bytes
-from .args import positive_int, seed_int
+from .args import Subcommands, positive_int, seed_int
 from .reports import UsageError, json_line
 from .requests import add_requests_arguments, check_single_prompt_flags, cmd_requests
 
+if TYPE_CHECKING:
+    from ..caches.registry import LaneSpec
+    from ..engine.simulate import Simulator
+    from ..engine.trace import StepRecord
+    from ..models.base import LoadedModel
+    from ..models.tokenizer import Tokenizer
 
-def add_run_parser(sub) -> None:
+
+def add_run_parser(sub: Subcommands) -> None:
     """`kvsim run`: its arguments."""
     r = sub.add_parser("run", help="generate in several lanes and print each step (the terminal app)")
     r.add_argument("--model", default="tiny", help="bundled/fetched name, random:..., HF dir or .gguf")
@@ -66,7 +74,7 @@ def add_run_parser(sub) -> None:
     r.add_argument("--json", action="store_true", help="JSON Lines: one object per step, then a summary")
 
 
-def _prompt_ids(args: argparse.Namespace, tokenizer) -> tuple[list[int], str | None]:
+def _prompt_ids(args: argparse.Namespace, tokenizer: Tokenizer) -> tuple[list[int], str | None]:
     if args.prompt_ids is not None:
         try:
             ids = [int(x) for x in args.prompt_ids.split(",") if x.strip()]
@@ -162,7 +170,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _teacher_forced(summary: dict, loaded, ids: list[int], lanes, sampling, args, steps: int) -> None:
+def _teacher_forced(
+    summary: dict[str, Any],
+    loaded: LoadedModel,
+    ids: list[int],
+    lanes: tuple[LaneSpec, ...],
+    sampling: Sampling,
+    args: argparse.Namespace,
+    steps: int,
+) -> None:
     """Free-running lanes read their own text, so the reference continuation is scored by a second,
     lockstep pass (same prompt, same draws: the reference lane produces the same tokens)."""
     from ..engine.simulate import RunSummary, Simulator
@@ -177,8 +193,8 @@ def _teacher_forced(summary: dict, loaded, ids: list[int], lanes, sampling, args
         summary["lanes"][name]["teacher_forced_max_abs_logit_diff"] = lane["max_abs_logit_diff"]
 
 
-def step_json(record) -> dict[str, object]:
-    lanes = {}
+def step_json(record: StepRecord) -> dict[str, object]:
+    lanes: dict[str, dict[str, object]] = {}
     for lane in record.lanes:
         lanes[lane.name] = {
             "policy": lane.policy,
@@ -190,7 +206,7 @@ def step_json(record) -> dict[str, object]:
             "wall_ms": round(lane.wall_ms, 4),
             **(
                 {"wall_ms_min": round(lane.wall_ms_min, 4), "wall_ms_max": round(lane.wall_ms_max, 4)}
-                if lane.wall_ms_min is not None
+                if lane.wall_ms_min is not None and lane.wall_ms_max is not None  # (set together)
                 else {}
             ),
             "cache_tokens": lane.cache_tokens,
@@ -219,28 +235,29 @@ def _flops(n: float) -> str:
     return si(n, sep="")
 
 
-def _print_header(sim, loaded, out) -> None:
+def _print_header(sim: Simulator, loaded: LoadedModel, out: TextIO) -> None:
     cfg = sim.model.cfg
     out.write(
         f"model {loaded.model_id}: {cfg.family}, {cfg.n_layers} layers, {cfg.n_heads} heads "
         f"({cfg.n_kv_heads} kv), dim {cfg.dim}, {sim.model.n_params():,} parameters, "
         f"on {sim.model.device}\n"
     )
-    for warning in loaded.info.get("warnings") or ():  # loaded, but with something the user should know
+    warnings = loaded.info.get("warnings")
+    for warning in warnings if isinstance(warnings, list) else ():  # loaded, but with something the user should know
         print(f"warning: {warning}", file=sys.stderr)
     out.write(f"prompt: {sim.prompt_len} tokens\n\n")
     cols = "".join(f" | {lane.name:>10} rows  FLOPs      ms" for lane in sim.lanes)
     out.write(f"{'step':>4} {'phase':<7} {'token':<14}{cols}\n")
 
 
-def _print_step(record, out) -> None:
+def _print_step(record: StepRecord, out: TextIO) -> None:
     token = repr(record.token)[1:-1][:14]
     cols = "".join(f" | {lane.kv_positions:>15} {_flops(lane.flops):>7} {lane.wall_ms:>7.2f}" for lane in record.lanes)
     out.write(f"{record.step:>4} {record.phase:<7} {token:<14}{cols}\n")
     out.flush()
 
 
-def _print_summary(sim, summary, out) -> None:
+def _print_summary(sim: Simulator, summary: dict[str, Any], out: TextIO) -> None:
     out.write("\ntext: " + sim.tokenizer.decode(sim.tokens) + "\n\n")
     width = max(10, *(len(name) for name in summary["lanes"]))
     for name, s in summary["lanes"].items():

@@ -14,6 +14,7 @@ import logging
 import logging.handlers
 import os
 from pathlib import Path
+from typing import Any
 
 __all__ = ["LOGGER", "log_path", "setup", "log_exception"]
 
@@ -62,7 +63,7 @@ def setup() -> Path | None:
     return path
 
 
-def log_exception(message: str, exc_info: object = True) -> Path | None:
+def log_exception(message: str, exc_info: Any = True) -> Path | None:
     """Log ``message`` as an error with its traceback; the log file's path (None: no log file)."""
     path = setup()
     try:

@@ -6,8 +6,10 @@ neither (the app draws attention before the engine, and torch, are loaded).
 
 from __future__ import annotations
 
+from typing import Any  # numpy arrays and torch tensors alike
 
-def visibility(q_pos, k_pos, model_window: int | None = None, lane_window: int | None = None, sinks: int = 0):
+
+def visibility(q_pos: Any, k_pos: Any, model_window: int | None = None, lane_window: int | None = None, sinks: int = 0) -> Any:
     """(T, S) bool, numpy or torch alike: may the query at ``q_pos[t]`` see the key at ``k_pos[s]``?
     Causal; inside the model's own window (Mistral); inside the lane's window unless the key is one of
     the first ``sinks`` positions. The model's mask and the app's derived attention both use this."""

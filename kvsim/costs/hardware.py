@@ -17,6 +17,7 @@ import platform
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any, TypeGuard
 
 from ..core.atomic import write_bytes
 
@@ -173,7 +174,7 @@ def _read_cache(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _valid(entry: object) -> bool:
+def _valid(entry: object) -> TypeGuard[dict[str, Any]]:
     if not isinstance(entry, dict):
         return False
     try:

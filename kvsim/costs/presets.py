@@ -6,8 +6,12 @@ hold them to the published totals), and ``preset_from_hf_config`` for any config
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from .memory import MemoryError_, kv_cache_bytes
+
+if TYPE_CHECKING:
+    from ..models.config import ModelConfig
 
 
 @dataclass(frozen=True)
@@ -121,7 +125,7 @@ def bundled_preset(name: str = "tiny") -> Preset:
     return replace(preset_from_hf_config(read_hf_config(str(path)), name=name), source=f"bundled model {name}")
 
 
-def preset_from_model_config(cfg, name: str | None = None) -> Preset:
+def preset_from_model_config(cfg: ModelConfig, name: str | None = None) -> Preset:
     """The shape of a loaded model (a ``ModelConfig``: the model on screen) as a preset."""
     windows = cfg.layer_windows
     if windows is None and cfg.sliding_window is not None:

@@ -38,10 +38,11 @@ class RowMirror:
             shape = (k.shape[0], k.shape[1], cap, k.shape[3])
             new_k, new_v = k.new_zeros(shape), v.new_zeros(shape)
             known = torch.zeros(cap, dtype=torch.bool, device=k.device)
-            if self.k is not None:
+            if self.k is not None and self.v is not None and self.known is not None:  # allocated together
                 n = self.k.shape[2]
                 new_k[:, :, :n], new_v[:, :, :n], known[:n] = self.k, self.v, self.known
             self.k, self.v, self.known = new_k, new_v, known
+        assert self.v is not None and self.known is not None  # allocated with self.k
         old_k, old_v = self.k[:, :, positions], self.v[:, :, positions]
         differs = (old_k != k).flatten(0, 1).any(-1).any(0) | (old_v != v).flatten(0, 1).any(-1).any(0)
         mask = differs | ~self.known[positions]

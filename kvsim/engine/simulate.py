@@ -28,7 +28,7 @@ from .. import __version__
 from ..caches import KVCache, LaneSpec, make_cache, parse_lanes, visibility
 from ..core.sampling import Sampling, SimulationError, choose, draw, probabilities
 from ..models.tokenizer import Tokenizer
-from ..models.transformer import Transformer
+from ..models.transformer import ForwardOutput, Transformer
 from .counting import step_cost
 from .lane_rows import Lane, lane_spans
 from .summary import RunSummary, summarize  # noqa: F401 - part of the simulator's API
@@ -37,6 +37,7 @@ from .trace import LaneRows, LaneStep, StepRecord, Trace
 __all__ = ["DEFAULT_LANES", "LaneSpec", "Sampling", "SimulationError", "Simulator", "parse_lanes", "summarize"]
 
 Progress = Callable[[str, int, int], None]  # (lane name, layers done, layers total)
+AsNumpy = Callable[[torch.Tensor], np.ndarray]  # a step's tensor as the record stores it
 
 DEFAULT_LANES = parse_lanes("uncached,cached")
 
@@ -187,7 +188,7 @@ class Simulator:
         try:
             record = self._step(all_ids, n, step_index, phase)
         except BaseException:
-            for cache in [lane.cache for lane in self.lanes] + [self._history] * (self._history is not None):
+            for cache in [lane.cache for lane in self.lanes] + ([self._history] if self._history is not None else []):
                 cache.truncate(self._done)
             for lane in self.lanes:
                 if lane.mirror is not None:
@@ -224,7 +225,7 @@ class Simulator:
         # 3. the step's new rows: taken from an exact lane (a caching one computes only new rows)
         new_t = n - self._done
         src = outputs[self._row_lane]
-        q_new, k_new, v_new = (x[:, 0, :, -new_t:] for x in (src.q, src.k, src.v))  # (L, H, T, D)
+        q_new, k_new, v_new = (x[:, 0, :, -new_t:] for x in src.rows())  # (L, H, T, D)
         # an uncached lane's recomputed rows against the first-computed ones (of the same text only)
         recompute_diffs = [
             self._recompute_diff(out) if not lane.cache.reuses_past and self._same_text(i) else None
@@ -306,34 +307,36 @@ class Simulator:
     def _same_text(self, lane: int) -> bool:
         return self.lane_tokens is None or self.lane_tokens[lane] == self.tokens
 
-    def _own_rows(self, i: int, lane: Lane, out, new_t: int, as_np) -> LaneRows | None:
+    def _own_rows(self, i: int, lane: Lane, out: ForwardOutput, new_t: int, as_np: AsNumpy) -> LaneRows | None:
         """What a lane records of its own: a lossy lane its changed stored rows; in free-running mode,
         a lane other than the reference its new rows (they belong to its own text)."""
         if lane.mirror is not None:
             return self._lane_rows(lane, out, new_t, as_np)
         if self.free_running and i != self._row_lane:
             positions = np.arange(self._done, self._done + new_t, dtype=np.int64)
+            q, k, v = out.rows()
             return LaneRows(
                 positions=positions,
-                k=as_np(out.k[:, 0, :, -new_t:]),
-                v=as_np(out.v[:, 0, :, -new_t:]),
-                q=as_np(out.q[:, 0, :, -new_t:]),
+                k=as_np(k[:, 0, :, -new_t:]),
+                v=as_np(v[:, 0, :, -new_t:]),
+                q=as_np(q[:, 0, :, -new_t:]),
             )
         return None
 
-    def _lane_rows(self, lane: Lane, out, new_t: int, as_np) -> LaneRows:
+    def _lane_rows(self, lane: Lane, out: ForwardOutput, new_t: int, as_np: AsNumpy) -> LaneRows:
         """A lossy lane's own rows: its new queries, and every stored row that changed this step."""
         held = [lane.cache.held_rows(layer) for layer in range(self.model.cfg.n_layers)]
         positions = held[0][2]
         k = torch.stack([h[0][0] for h in held])  # (L, H_kv, S, D)
         v = torch.stack([h[1][0] for h in held])
+        assert lane.mirror is not None  # a lossy lane keeps a mirror of its rows
         changed = lane.mirror.changed(k, v, positions)
         index = torch.searchsorted(positions, changed)
         return LaneRows(
             positions=changed.cpu().numpy().astype(np.int64),
             k=as_np(k[:, :, index]),
             v=as_np(v[:, :, index]),
-            q=as_np(out.q[:, 0, :, -new_t:]),
+            q=as_np(out.rows()[0][:, 0, :, -new_t:]),
         )
 
     def _warm_up(self, all_ids: torch.Tensor, n: int) -> None:
@@ -348,9 +351,12 @@ class Simulator:
                 scratch.truncate(n - 1)
                 self.model(all_ids[:, n - 1 : n], positions[-1:], scratch, record=True, last_only=True)
 
-    def _forward_lanes(self, all_ids: torch.Tensor, n: int):
+    def _forward_lanes(
+        self, all_ids: torch.Tensor, n: int
+    ) -> tuple[list[ForwardOutput], list[tuple[float, float, float]], list[int]]:
         device = self.model.device
         outputs, timings, fed = [], [], []
+        progress = self.progress
         for i, lane in enumerate(self.lanes):
             start = self._done if lane.cache.reuses_past else 0
             if self.lane_tokens is not None:  # free-running: the lane's own text
@@ -358,11 +364,11 @@ class Simulator:
             ids = all_ids[:, start:n]
             positions = torch.arange(start, n, device=device)
             hook, in_hook = None, [0.0]
-            if self.progress is not None:
+            if progress is not None:
 
                 def hook(done: int, total: int, name: str = lane.name, spent: list[float] = in_hook) -> None:
                     t = time.perf_counter()
-                    self.progress(name, done, total)
+                    progress(name, done, total)
                     spent[0] += time.perf_counter() - t  # the observer's time is not the lane's
 
             # the step's forward k times, the cache rolled back between (its exact undo): the median is
@@ -382,17 +388,19 @@ class Simulator:
             fed.append(n - start)
         return outputs, timings, fed
 
-    def _recompute_diff(self, out) -> float | None:
+    def _recompute_diff(self, out: ForwardOutput) -> float | None:
         """How far an uncached lane's recomputed old rows are from when they were first computed."""
-        old = self._history.n_tokens if self._history is not None else 0
-        if old == 0:
+        history = self._history
+        if history is None or history.n_tokens == 0:
             return None
+        old = history.n_tokens
+        _, k_out, v_out = out.rows()
         diff = 0.0
         for layer in range(self.model.cfg.n_layers):
-            k_first, v_first = self._history.stored(layer)  # (1, H_kv, old, D)
+            k_first, v_first = history.stored(layer)  # (1, H_kv, old, D)
             diff = max(
                 diff,
-                float((out.k[layer, :, :, :old] - k_first).abs().max()),
-                float((out.v[layer, :, :, :old] - v_first).abs().max()),
+                float((k_out[layer, :, :, :old] - k_first).abs().max()),
+                float((v_out[layer, :, :, :old] - v_first).abs().max()),
             )
         return diff

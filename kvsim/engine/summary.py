@@ -4,10 +4,29 @@ TTFT/ITL, rows and FLOPs, bytes, and how far each lane is from the reference lan
 from __future__ import annotations
 
 import math
+from typing import Any, TypedDict
 
 import numpy as np
 
 from .trace import StepRecord, Trace
+
+
+class LaneFigures(TypedDict):
+    """One lane's whole-run figures (JSON values, as ``kvsim run --json`` prints them)."""
+
+    tokens_identical: bool
+    first_divergent_step: int | None
+    max_abs_logit_diff: float
+    mean_abs_logit_diff: float
+    max_kl_div: float
+    perplexity_of_reference: float | None
+    ttft_ms: float
+    itl_ms: float | None
+    itl_median_ms: float | None
+    kv_positions_total: int
+    flops_total: int
+    cache_bytes: int
+    max_recompute_diff: float | None
 
 
 class RunSummary:
@@ -15,7 +34,7 @@ class RunSummary:
 
     def __init__(self) -> None:
         self.steps = 0
-        self.lanes: dict[str, dict[str, object]] = {}
+        self.lanes: dict[str, LaneFigures] = {}
         self._decode_ms: dict[str, list[float]] = {}
         self._logprob: dict[str, float] = {}
         self._diff_sum: dict[str, float] = {}
@@ -61,7 +80,7 @@ class RunSummary:
                 ms.append(s.wall_ms)
                 d["itl_ms"], d["itl_median_ms"] = float(np.mean(ms)), float(np.median(ms))
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self) -> dict[str, Any]:
         per_lane = self.lanes
         return {
             "steps": self.steps,
@@ -73,7 +92,7 @@ class RunSummary:
         }
 
 
-def summarize(trace: Trace) -> dict[str, object]:
+def summarize(trace: Trace) -> dict[str, Any]:
     """Whole-run figures: did every lane choose the reference's tokens, how far apart, TTFT/ITL."""
     summary = RunSummary()
     for record in trace.records:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..core.atomic import atomic_target
+from .records import LaneRows, LaneStep, StepRecord  # noqa: F401 - re-exported: kvsim.engine.trace.StepRecord
 from .trace_checks import TraceError, check_meta, check_sequence, is_int
 
 SCHEMA = "kvsim-trace"
@@ -32,21 +33,12 @@ MAX_MEMBER_BYTES = 2 * 1024**3  # an archive member that unpacks to more is refu
 MAX_MANIFEST_BYTES = 256 * 1024**2
 
 
-def _freeze(obj: object, names: tuple[str, ...]) -> None:
-    for name in names:
-        arr = np.asarray(getattr(obj, name))
-        if arr.flags.writeable:
-            arr = arr.copy() if not arr.flags.owndata else arr
-            arr.flags.writeable = False
-        object.__setattr__(obj, name, arr)
-
-
 def write_archive(path: str | os.PathLike[str] | None, manifest: dict[str, Any], arrays: dict[str, np.ndarray]) -> Path:
     """A ``.kvsim`` file: a zip of ``manifest.json`` and ``arrays.npz``, written atomically through
     ``kvsim.core.atomic`` (a temporary file in the same folder, read back, then renamed), so a failure or an
     interruption never leaves half a file; ``WriteError`` (an OSError) with one line when it cannot be written."""
     npz = io.BytesIO()
-    np.savez(npz, **arrays)
+    np.savez(npz, **arrays)  # type: ignore[arg-type]  # mypy matches **arrays against savez's allow_pickle: bool
     with atomic_target(path, check=_check_archive) as tmp:
         with open(tmp, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as zf:
             zf.writestr("manifest.json", json.dumps(manifest))
@@ -59,88 +51,6 @@ def _check_archive(tmp: Path) -> None:
         bad = zf.testzip()  # every member read back, its CRC checked
         if bad is not None or sorted(zf.namelist()) != ["arrays.npz", "manifest.json"]:
             raise ValueError(f"member {bad} is damaged")
-
-
-@dataclass(frozen=True)
-class LaneRows:
-    """A lane's own rows where they differ from the record's shared ones (a lossy cache):
-    its queries for this step's new positions, and every stored K/V row that changed this step
-    (new rows, and older rows the policy re-encoded), by absolute position."""
-
-    positions: np.ndarray  # (R,) int64, sorted
-    k: np.ndarray  # (L, H_kv, R, D): the rows as the lane's attention reads them (dequantized)
-    v: np.ndarray  # (L, H_kv, R, D)
-    q: np.ndarray  # (L, H, T, D): this step's queries, computed from the lane's own past
-
-    def __post_init__(self) -> None:
-        _freeze(self, ("positions", "k", "v", "q"))
-
-
-@dataclass(frozen=True)
-class LaneStep:
-    """What one lane did in one step."""
-
-    name: str
-    policy: str
-    kv_positions: int  # positions whose K/V this lane computed this step
-    context: int  # key rows its attention read (S)
-    flops: int  # matmul FLOPs (the total torch's counter would report)
-    flops_by_component: dict[str, int]
-    bytes_by_component: dict[str, int]
-    wall_ms: float
-    cache_tokens: int
-    cache_bytes: int
-    logit_diff: float  # max |logits - reference lane's logits| at the sampled position
-    token_id: int  # the token this lane's own logits choose (same random draw as the reference)
-    top_ids: tuple[int, ...] = ()
-    top_probs: tuple[float, ...] = ()
-    recompute_diff: float | None = None  # uncached lane: max |recomputed old K/V - first K/V|
-    first_key: int = 0  # lowest position still visible to this lane (sliding windows evict)
-    #: key positions this step's attention read, as [start, end) runs; None = every position 0..n-1
-    spans: tuple[tuple[int, int], ...] | None = None
-    cache_overhead_bytes: int = 0  # of cache_bytes, what is not K/V values (scales, block tables)
-    wall_ms_min: float | None = None  # the spread of the step's repeated, measured forwards (None: one)
-    wall_ms_max: float | None = None
-    kl_div: float = 0.0  # KL(reference ‖ lane) of the next-token distributions (softmax of the logits), nats
-    ref_logprob: float = 0.0  # log p_lane(the token the reference chose): teacher-forced, for perplexity
-    rows: LaneRows | None = None  # a lossy lane's own rows (None: it holds the shared rows exactly)
-
-    def read_positions(self, n: int) -> np.ndarray:
-        """The key positions this step read, for a sequence of ``n`` positions."""
-        if self.spans is None:
-            return np.arange(n, dtype=np.int64)
-        if not self.spans:
-            return np.zeros(0, dtype=np.int64)
-        return np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in self.spans])
-
-
-@dataclass(frozen=True)
-class StepRecord:
-    run_id: str
-    step: int
-    phase: str  # "prefill" | "decode"
-    positions: np.ndarray  # (T,) positions whose K/V are new this step
-    input_ids: np.ndarray  # (T,) the tokens at those positions
-    token_id: int  # the token this step produced (at position positions[-1] + 1)
-    token: str
-    q: np.ndarray  # (L, H, T, D)
-    k: np.ndarray  # (L, H_kv, T, D), after RoPE: what the cache holds
-    v: np.ndarray  # (L, H_kv, T, D)
-    lanes: tuple[LaneStep, ...] = field(default=())
-
-    def __post_init__(self) -> None:
-        _freeze(self, ("positions", "input_ids", "q", "k", "v"))
-
-    def lane(self, name: str) -> LaneStep:
-        for lane in self.lanes:
-            if lane.name == name:
-                return lane
-        raise KeyError(name)
-
-    @property
-    def n_tokens(self) -> int:
-        """Sequence length after this step's K/V rows (before the produced token)."""
-        return int(self.positions[-1]) + 1
 
 
 @dataclass
@@ -326,7 +236,7 @@ def _record_from_json(i: int, step: object, arrays: dict[str, np.ndarray], meta:
     if (q.shape[0], q.shape[1], k.shape[1], q.shape[3]) != expected:
         raise TraceError(f"step {i}: rows of shape {q.shape}/{k.shape} do not match the model config {expected}")
     vocab = cfg.get("vocab_size")
-    ids = [int(x) for x in input_ids] + [step.get("token_id")]
+    ids: list[Any] = [int(x) for x in input_ids] + [step.get("token_id")]  # the id is checked just below
     if not is_int(step.get("token_id")) or (vocab is not None and not all(0 <= x < vocab for x in ids)):
         raise TraceError(f"step {i}: token ids outside the model's vocabulary")
     for key in ("run_id", "phase", "token"):

@@ -15,7 +15,7 @@ import numpy as np
 from ..models.config import ConfigError, ModelConfig
 
 if TYPE_CHECKING:
-    from .trace import LaneStep, StepRecord
+    from .records import LaneStep, StepRecord
 
 MAX_LANES = 16  # more lanes than a screen can compare: refused, not drawn
 
@@ -33,7 +33,7 @@ def is_int(value: object) -> bool:
 
 
 def _is_number(value: object) -> bool:
-    return type(value) in (int, float) and math.isfinite(value)
+    return (type(value) is int or type(value) is float) and math.isfinite(value)
 
 
 def check_meta(meta: object) -> None:

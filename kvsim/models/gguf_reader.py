@@ -52,7 +52,7 @@ def _fast_reader_class() -> type:
                 return super()._get_field_parts(orig_offs, raw_type)
             if count * 8 > remaining:
                 raise ValueError(f"array of {count} strings runs past the end of the file")
-            buf = memoryview(self.data)
+            buf = self.data.data  # the mapped file's bytes, as a memoryview
             spans, pos, end = [], start, len(self.data)
             for _ in range(count):  # u64 length, then the bytes
                 (n,) = struct.unpack_from("<Q", buf, pos)

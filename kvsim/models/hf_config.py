@@ -7,6 +7,8 @@ checkpoint of that config must hold, so a loader can use every tensor of a file 
 
 from __future__ import annotations
 
+from typing import Any
+
 from .base import ModelLoadError
 from .config import ConfigError, ModelConfig
 
@@ -18,7 +20,7 @@ SUPPORTED = "gpt2, llama, mistral, qwen2 (SmolLM checkpoints are llama), gemma3_
 _UNSET = object()
 
 
-def _get(hf: dict, key: str, default: object = _UNSET, name: str = "") -> object:
+def _get(hf: dict, key: str, default: object = _UNSET, name: str = "") -> Any:  # a JSON value: ModelConfig checks its kind
     """``hf[key]``, with ``null`` read as unset (transformers' ``to_dict`` writes unset values as null)."""
     value = hf.get(key)
     if value is None:
@@ -28,7 +30,7 @@ def _get(hf: dict, key: str, default: object = _UNSET, name: str = "") -> object
     return value
 
 
-def _needed(hf: dict, key: str, default: object, name: str, family: str = "Gemma 3") -> object:
+def _needed(hf: dict, key: str, default: Any, name: str, family: str = "Gemma 3") -> Any:
     """``hf[key]``, its default when the key is absent — but an explicit ``null`` is refused: the
     architecture needs a value there and transformers fails on it (no default is invented)."""
     if key in hf and hf[key] is None:
@@ -89,7 +91,7 @@ def _gemma3_layer_windows(hf: dict, n_layers: object, name: str) -> tuple[int | 
     return tuple(window if t == "sliding_attention" else None for t in layer_types)
 
 
-def _gemma3_rope_thetas(hf: dict, name: str, kinds: set[str]) -> tuple[object, object]:
+def _gemma3_rope_thetas(hf: dict, name: str, kinds: set[str]) -> tuple[Any, Any]:
     """(global, local) RoPE bases: transformers 5 writes ``rope_parameters`` per layer type; 4.x wrote
     ``rope_theta``, ``rope_local_base_freq`` and ``rope_scaling`` (global layers only). A ``null`` base
     for a kind of layer the model has is refused (transformers fails on it); ``kinds`` are those kinds."""
@@ -184,7 +186,7 @@ def config_from_hf(hf: dict, name: str) -> ModelConfig:
                 raise ModelLoadError(f"{name}: GPT-2 attention scaling variants are not supported")
             if _flag(hf, "add_cross_attention", False, name):
                 raise ModelLoadError(f"{name}: GPT-2 with cross-attention is not a decoder-only model kvsim runs")
-            positions = hf.get("n_positions") if hf.get("n_positions") is not None else _get(hf, "n_ctx", 1024, name)
+            positions: Any = hf.get("n_positions") if hf.get("n_positions") is not None else _get(hf, "n_ctx", 1024, name)
             return ModelConfig(
                 family="gpt2",
                 vocab_size=_get(hf, "vocab_size", name=name),
@@ -207,7 +209,7 @@ def config_from_hf(hf: dict, name: str) -> ModelConfig:
             rope_type = rope.get("rope_type", rope.get("type", "default"))
             if rope_type not in (None, "default"):
                 raise ModelLoadError(f"{name}: RoPE scaling {rope_type!r} is not supported yet")
-            theta = rope.get("rope_theta") if rope.get("rope_theta") is not None else _get(hf, "rope_theta", 10000.0)
+            theta: Any = rope.get("rope_theta") if rope.get("rope_theta") is not None else _get(hf, "rope_theta", 10000.0)
             act = _get(hf, "hidden_act", "silu", name)
             if act != "silu":
                 raise ModelLoadError(f"{name}: MLP activation {act!r} is not supported (Llama family: silu)")

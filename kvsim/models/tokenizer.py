@@ -14,11 +14,15 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from .base import ModelLoadError
+from .base import ModelLoadError, Tokenizer  # Tokenizer: the interface, re-exported
 from .chat_template import ChatTemplateError, render_chat_template
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer as HFTokenizer
 
 __all__ = ["ChatTemplateError", "TokenizerError", "TextTokenizer", "ByteTokenizer", "Tokenizer", "check_vocabulary"]
 
@@ -55,19 +59,6 @@ _GROWTH = {
 
 class TokenizerError(ModelLoadError):
     """A tokenizer that cannot be used (hostile or broken file) or fails on a text."""
-
-
-class Tokenizer(Protocol):
-    eos_id: int | None
-    bos_id: int | None
-
-    def encode(self, text: str) -> list[int]: ...
-
-    def decode(self, ids: list[int]) -> str: ...
-
-    def token_text(self, token_id: int) -> str: ...
-
-    def format_prompt(self, text: str, chat: bool = True) -> str: ...
 
 
 _stderr_lock = threading.Lock()
@@ -109,7 +100,8 @@ def guarded(what: str, call: Callable[[], T], hold_stderr: bool = True) -> T:
     derives from ``BaseException``, not ``Exception``) — become one ``TokenizerError`` line.
     ``hold_stderr=False`` skips holding fd 2 (~60 µs a call) for the per-token decodes, which the
     load-time probe has already run once under the full guard."""
-    with _rust_stderr_held() if hold_stderr else contextlib.nullcontext([]) as held:
+    holder: contextlib.AbstractContextManager[list[bytes]] = _rust_stderr_held() if hold_stderr else contextlib.nullcontext([])
+    with holder as held:
         try:
             return call()
         except (KeyboardInterrupt, SystemExit, GeneratorExit):
@@ -157,7 +149,7 @@ def _growth(spec: Any, depth: int = 0) -> int:
 class TextTokenizer:
     def __init__(
         self,
-        tokenizer: object,
+        tokenizer: HFTokenizer,
         eos_id: int | None = None,
         bos_id: int | None = None,
         add_bos: bool = False,
@@ -209,16 +201,16 @@ class TextTokenizer:
     def probe(self, source: str) -> None:
         """Tokenize a few ordinary texts once, so a tokenizer that fails on them fails at load time."""
         for text in ("Hello, world! 123", "  héllo\n\twörld 中文 🙂 ", "a" * 64 + "!"):
-            ids = guarded(f"{source}: the tokenizer fails on ordinary text", lambda t=text: self._encode(t))
+            ids = guarded(f"{source}: the tokenizer fails on ordinary text", partial(self._encode, text))
             if len(ids) > self.growth * len(text) + 64:
                 raise TokenizerError(f"{source}: the tokenizer makes {len(ids)} tokens of {len(text)} characters")
-            guarded(
-                f"{source}: the tokenizer fails to decode ordinary text",
-                lambda i=ids: (
-                    [self._tok.decode(i, skip_special_tokens=False)]
-                    + [self._tok.decode([t], skip_special_tokens=False) for t in i]
-                ),
-            )
+            guarded(f"{source}: the tokenizer fails to decode ordinary text", partial(self._decode_each, ids))
+
+    def _decode_each(self, ids: list[int]) -> list[str]:
+        """The ids decoded whole, then one by one."""
+        return [self._tok.decode(ids, skip_special_tokens=False)] + [
+            self._tok.decode([t], skip_special_tokens=False) for t in ids
+        ]
 
     @property
     def vocab_size(self) -> int:

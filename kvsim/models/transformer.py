@@ -44,6 +44,12 @@ class ForwardOutput:
     k: torch.Tensor | None = None  # (L, B, H_kv, T, D), after RoPE: exactly what the cache holds
     v: torch.Tensor | None = None  # (L, B, H_kv, T, D)
 
+    def rows(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q, k, v of a forward with ``record=True``."""
+        if self.q is None or self.k is None or self.v is None:
+            raise ValueError("this forward did not record its rows (record=True records them)")
+        return self.q, self.k, self.v
+
 
 class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float) -> None:
@@ -129,7 +135,7 @@ class Attention(nn.Module):
 
     def forward(
         self, x: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int, rope: tuple[torch.Tensor, torch.Tensor] | None
-    ):
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         cfg = self.cfg
         b, t, _ = x.shape
         h, hkv, d = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
@@ -205,7 +211,9 @@ class Block(nn.Module):
         self.post_attn_norm = make_norm(cfg) if sandwich else None
         self.post_mlp_norm = make_norm(cfg) if sandwich else None
 
-    def forward(self, x, positions, cache, layer, rope):
+    def forward(
+        self, x: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int, rope: tuple[torch.Tensor, torch.Tensor] | None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         a, q, k, v = self.attn(self.attn_norm(x), positions, cache, layer, rope)
         x = x + (self.post_attn_norm(a) if self.post_attn_norm is not None else a)
         m = self.mlp(self.mlp_norm(x))
@@ -240,6 +248,7 @@ class Transformer(nn.Module):
         2 cores: 1×768 · 768×2304 in 122 µs vs 130 µs), which is what GPT-2's Conv1D layout gets
         for free. Tied embeddings stay row-major (lookups read rows). Values are unchanged."""
         for block in self.layers:
+            assert isinstance(block, Block)
             block.attn.fuse_qkv()
         tied = self.tok_embeddings.weight
         for module in self.modules():
@@ -270,7 +279,7 @@ class Transformer(nn.Module):
         if cfg.family == "gemma3":  # sqrt(dim), rounded to the weights' dtype first as Gemma does
             x = x * torch.tensor(math.sqrt(cfg.dim), dtype=x.dtype, device=x.device)
         ropes: dict[float, tuple[torch.Tensor, torch.Tensor]] = {}  # one cos/sin table per RoPE base in use
-        if cfg.family == "gpt2":
+        if self.pos_embeddings is not None:  # GPT-2's learned positions
             x = x + self.pos_embeddings(positions)
         else:
             for theta in {cfg.rope_theta_of(i) for i in range(cfg.n_layers)}:

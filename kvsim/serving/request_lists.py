@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..core.sampling import SimulationError
 from ..models.chat_template import render_chat_template
-from ..models.tokenizer import check_prompt_text
+from ..models.tokenizer import Tokenizer, check_prompt_text
 
 MAX_REQUESTS = 64
 MAX_FILE_BYTES = 1_000_000
@@ -114,7 +114,7 @@ def demo_request_files() -> list[Path]:
     return sorted(folder.glob("*.json")) if folder.is_dir() else []
 
 
-def format_request(tokenizer, prompt: str, system: str | None = None, chat: bool = True) -> str:
+def format_request(tokenizer: Tokenizer, prompt: str, system: str | None = None, chat: bool = True) -> str:
     """``prompt`` as one user turn (behind ``system`` when given) in the model's chat template."""
     template = getattr(tokenizer, "chat_template", None) if chat else None
     if system is None or not template:
@@ -133,7 +133,7 @@ def format_request(tokenizer, prompt: str, system: str | None = None, chat: bool
     )
 
 
-def encode_requests(tokenizer, requests: RequestList, chat: bool = True) -> list[RequestInput]:
+def encode_requests(tokenizer: Tokenizer, requests: RequestList, chat: bool = True) -> list[RequestInput]:
     """Token ids of every request (the chat template applied unless ``chat`` is False)."""
     out = []
     for prompt in requests.prompts:

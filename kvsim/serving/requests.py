@@ -27,6 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
+from typing import Any
 
 import numpy as np
 import torch
@@ -35,6 +36,7 @@ from ..caches.block_table import SequenceBlocks
 from ..caches.blocks import BlockPool, PoolFullError
 from ..caches.paged import PagedCache
 from ..core.sampling import Sampling, SimulationError, choose
+from ..models.tokenizer import Tokenizer
 from ..models.transformer import Transformer
 from .records import PoolSnapshot, RequestResult, RequestsRun, SideBySide, take_snapshot
 from .request_lists import RequestInput, RequestList, encode_requests, load_requests  # noqa: F401 - the API
@@ -75,7 +77,7 @@ class RequestsEngine:
     def __init__(
         self,
         model: Transformer,
-        tokenizer,
+        tokenizer: Tokenizer,
         requests: Sequence[RequestInput | Sequence[int]],
         *,
         block_size: int = 16,
@@ -323,13 +325,15 @@ class RequestsEngine:
         )
 
 
-def run_requests(model: Transformer, tokenizer, requests: Sequence[RequestInput | Sequence[int]], **options) -> RequestsRun:
+def run_requests(
+    model: Transformer, tokenizer: Tokenizer, requests: Sequence[RequestInput | Sequence[int]], **options: Any
+) -> RequestsRun:
     """Run ``requests`` through one shared pool (options: see ``RequestsEngine``)."""
     return RequestsEngine(model, tokenizer, requests, **options).run()
 
 
 def compare_prefix_caching(
-    model: Transformer, tokenizer, requests: Sequence[RequestInput | Sequence[int]], **options
+    model: Transformer, tokenizer: Tokenizer, requests: Sequence[RequestInput | Sequence[int]], **options: Any
 ) -> SideBySide:
     """The same requests, same pool size and settings, with prefix caching off and then on."""
     options.pop("prefix_caching", None)

@@ -29,6 +29,7 @@ import zipfile
 import zlib
 from dataclasses import asdict, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +50,8 @@ _RUN_FIELDS = ("model_id", "block_size", "pool_blocks", "block_bytes", "prefix_c
 
 def save_runs(runs: list[RequestsRun] | tuple[RequestsRun, ...], path: str | os.PathLike[str]) -> Path:
     path = Path(path)
-    manifest_runs, arrays = [], {}
+    manifest_runs: list[dict[str, Any]] = []
+    arrays: dict[str, np.ndarray] = {}
     for i, run in enumerate(runs):
         snaps = run.snapshots
         n, size = run.pool_blocks, run.block_size
@@ -242,7 +244,7 @@ def _text(value: object, what: str, most: int = 1 << 20) -> str:
 
 
 def _time(value: object, what: str) -> float:
-    if type(value) not in (int, float) or not math.isfinite(value) or not 0 <= value <= 1e9:
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value) or not 0 <= value <= 1e9:
         raise TraceError(f"{what} must be a time in ms from 0 to 1e9, got {_short(value)}")
     return float(value)
 
@@ -261,7 +263,7 @@ def _sizes(i: int, data: object) -> tuple[int, int, int]:
     return len(snaps), n, size
 
 
-def _arrays(npz, shapes: list[tuple[int, int, int]]) -> dict[str, np.ndarray]:
+def _arrays(npz: Any, shapes: list[tuple[int, int, int]]) -> dict[str, np.ndarray]:
     out = {}
     for i, (s, n, size) in enumerate(shapes):
         for key, shape, dtype in (
@@ -308,7 +310,7 @@ def _run(i: int, data: dict, arrays: dict[str, np.ndarray]) -> RequestsRun:
         for j, r in enumerate(_list(data.get("requests"), f"{where}: requests", 1, MAX_REQUESTS))
     )
     n_req = len(requests)
-    batches = ()
+    batches: tuple[BatchStep, ...] = ()
     if batched:
         batches = tuple(
             _batch(f"{where}, batch step {k}", k, b, n_req)
@@ -385,7 +387,7 @@ def _request(where: str, j: int, r: object, size: int, n_snaps: int, batched: bo
         for t in _list(r.get("token_steps", []), f"{where}: token_steps", 0, MAX_IDS)
     )
     token_ms = tuple(_time(t, f"{where}: a token time") for t in _list(r.get("token_ms", []), f"{where}: token_ms", 0, MAX_IDS))
-    batching = {
+    batching: dict[str, Any] = {
         "arrival_step": _int(r.get("arrival_step", 0), f"{where}: arrival_step", 0, max(0, n_snaps - 1)),
         "arrival_ms": _time(r.get("arrival_ms", 0.0), f"{where}: arrival_ms"),
         "preemptions": _int(r.get("preemptions", 0), f"{where}: preemptions"),
@@ -462,7 +464,7 @@ def _snapshot(
         )
     if len({t.request for t in tables}) != len(tables):
         raise TraceError(f"{where}: two tables name the same request")
-    live = [set() for _ in range(n)]
+    live: list[set[int]] = [set() for _ in range(n)]
     for t in tables:
         if not t.finished:
             for b in t.blocks:

@@ -25,7 +25,7 @@ class DockSpec:
     name: str  # objectName: the saved layout remembers it
     title: str  # in English (marked for translation): translated when the dock is made
     factory: str  # "module:Class" inside kvsim.ui.docks, called with the DockHost
-    area: Qt.DockWidgetArea = Qt.RightDockWidgetArea
+    area: Qt.DockWidgetArea = Qt.DockWidgetArea.RightDockWidgetArea
     shortcut: str = ""
 
 
@@ -99,7 +99,11 @@ class LazyDock(QDockWidget):
         super().__init__(translate("docks", spec.title), parent)
         self.spec, self.host, self.view = spec, host, None
         self.setObjectName(spec.name)
-        self.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable | QDockWidget.DockWidgetClosable)
+        self.setFeatures(
+            QDockWidget.DockWidgetFeature.DockWidgetMovable
+            | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+            | QDockWidget.DockWidgetFeature.DockWidgetClosable
+        )
         self.setWidget(QLabel("…"))
         self.visibilityChanged.connect(self._on_visible)
 

@@ -135,10 +135,10 @@ def fit(image: QImage, size: tuple[int, int]) -> QImage:
     """``image`` as exactly ``size`` = (w, h) pixels: scaled to fit (aspect kept, smooth) and centred on
     the theme's background."""
     w, h = size
-    image = image.convertToFormat(QImage.Format_RGB888)
+    image = image.convertToFormat(QImage.Format.Format_RGB888)
     if (image.width(), image.height()) != (w, h):
-        scaled = image.scaled(w, h, Qt.KeepAspectRatio, Qt.SmoothTransformation)
-        canvas = QImage(w, h, QImage.Format_RGB888)
+        scaled = image.scaled(w, h, Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.SmoothTransformation)
+        canvas = QImage(w, h, QImage.Format.Format_RGB888)
         canvas.fill(QColor(theme.BG))
         painter = QPainter(canvas)
         painter.drawImage((w - scaled.width()) // 2, (h - scaled.height()) // 2, scaled)
@@ -149,7 +149,7 @@ def fit(image: QImage, size: tuple[int, int]) -> QImage:
 
 def to_array(image: QImage) -> np.ndarray:
     """(h, w, 3) uint8 copy of an RGB888 QImage (rows may be padded to 4 bytes in Qt's buffer)."""
-    image = image.convertToFormat(QImage.Format_RGB888)
+    image = image.convertToFormat(QImage.Format.Format_RGB888)
     w, h, stride = image.width(), image.height(), image.bytesPerLine()
     buf = np.frombuffer(image.constBits(), dtype=np.uint8, count=stride * h).reshape(h, stride)
     return buf[:, : w * 3].reshape(h, w, 3).copy()

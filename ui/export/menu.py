@@ -37,7 +37,7 @@ def install(window) -> QMenu:
     def action(text: str, key: str, slot) -> QAction:
         a = QAction(text, window)
         a.setShortcut(QKeySequence(KEYS[key]))
-        a.setShortcutContext(Qt.WindowShortcut)
+        a.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         a.triggered.connect(slot)
         window.addAction(a)
         menu.addAction(a)
@@ -126,7 +126,7 @@ def start_movie(window, choice: MovieChoice, path: str | Path, progress: bool = 
         writing = translate("export", "Writing {n} frames to {file} …").format(n=spec.n_frames, file=spec.path.name)
         bar = QProgressDialog(writing, translate("export", "Cancel"), 0, spec.n_frames, window)
         bar.setWindowTitle(translate("export", "Export"))
-        bar.setWindowModality(Qt.WindowModal)  # nothing moves the cursor while frames are drawn
+        bar.setWindowModality(Qt.WindowModality.WindowModal)  # nothing moves the cursor while frames are drawn
         bar.setMinimumDuration(0)
         bar.setAutoClose(False)
         bar.setAutoReset(False)
@@ -167,7 +167,7 @@ def _ask_picture(window, view: str | None = None, kind: str | None = None) -> No
         found = views(window)
         labels = {name: view_label(window, name) for name in found}
         dialog = PictureDialog({name: plot is not None for name, (_, plot) in found.items()}, window, labels)
-        if dialog.exec() != PictureDialog.Accepted:
+        if dialog.exec() != PictureDialog.DialogCode.Accepted:
             return
         view, kind = dialog.choice()
     ext = "svg" if kind == "svg" else "png"
@@ -190,7 +190,7 @@ def _ask_movie(window) -> None:
         return
     speed = next((k for k, v in SPEEDS.items() if v == window.animator.duration_ms), "normal")
     dialog = MovieDialog(window.session.n_steps, (window.width(), window.height()), speed, window)
-    if dialog.exec() != MovieDialog.Accepted:
+    if dialog.exec() != MovieDialog.DialogCode.Accepted:
         return
     choice = dialog.choice()
     title = translate("export", "Save the run as {format}").format(format=choice.fmt.upper())

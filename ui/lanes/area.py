@@ -38,7 +38,7 @@ class LaneArea(QSplitter):
     pointed = Signal(str)
 
     def __init__(self, session, derived, parent=None) -> None:
-        super().__init__(Qt.Horizontal, parent)
+        super().__init__(Qt.Orientation.Horizontal, parent)
         self.session, self.derived = session, derived
         self.setChildrenCollapsible(False)
         self.setMinimumHeight(LANES_MIN_HEIGHT)  # a short window shrinks the docks, never the lanes below this
@@ -56,7 +56,7 @@ class LaneArea(QSplitter):
         self._build_soon.setInterval(0)
         self._build_soon.timeout.connect(self._build_next)
         self.placeholder: QLabel | None = QLabel(translate("views.lane_area", "loading the model …"))
-        self.placeholder.setAlignment(Qt.AlignCenter)
+        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.placeholder.setStyleSheet(f"color: {theme.MUTED}; font-size: 20pt;")
         self.addWidget(self.placeholder)
         # connected before any panel exists, so the panels match a new run before they draw it

@@ -4,6 +4,7 @@ the hovered token's row highlighted in every plot; ``shown()`` says what the pan
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PySide6.QtCore import QRectF
@@ -12,10 +13,36 @@ from .. import theme
 from ..i18n import num, translate
 from .derived import MAX_COLS
 
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QLabel
+
+    from ..session import Session
+    from .derived import DerivedImages
+    from .plots import ImagePlot, TokenAxis
+
 
 class LaneHover:
     """Mixed into LanePanel: needs ``session``, ``derived``, ``index``, ``plots``, ``a``, ``axis``,
     ``layer``, ``head``, ``_geom``, ``hover_pos`` and the ``hovered`` / ``pointed`` signals."""
+
+    # what LanePanel provides, for the type checker (annotations only: nothing is set here)
+    session: Session
+    derived: DerivedImages
+    index: int
+    plots: tuple[ImagePlot, ...]
+    k: ImagePlot
+    q: ImagePlot
+    v: ImagePlot
+    a: ImagePlot
+    axis: TokenAxis
+    titles: list[Any]
+    readout: QLabel
+    layer: int
+    head: int
+    hover_pos: int
+    _geom: tuple[int, int, int, int, int] | None  # (lo, hi, computed_lo, new_lo, n) of the drawn step
+    hovered: Any  # Signal(int) of the panel
+    pointed: Any  # Signal(str) of the panel
 
     # ------------------------------------------------------------------ hover
     def _mouse_moved(self, scene_pos) -> None:
@@ -40,6 +67,7 @@ class LaneHover:
     def _point_row(self, row: int) -> None:
         """The token of a K/q/V row (the axis names every row only when they are tall enough)."""
         s = self.session
+        assert self._geom is not None  # pointed at only inside a drawn step
         lo, n, comp_lo, _, _ = self._geom
         token = repr(theme.show_token(s.token_label(row, self.index)))
         if row >= comp_lo:
@@ -50,11 +78,13 @@ class LaneHover:
 
     def _point_attention(self, row: int, x: float) -> None:
         s = self.session
+        assert self._geom is not None  # pointed at only inside a drawn step
         n = self._geom[1]
         col = int(math.floor(x)) if self.a.width else -1  # the image's x axis is in key units
         if not 0 <= col < n:
             return
         cfg = s.config
+        assert cfg is not None  # a drawn step has its model
         layer, head = min(self.layer, cfg.n_layers - 1), min(self.head, cfg.n_heads - 1)
         p = self.derived.attention_values(self.index, layer, head, row)
         q, k = theme.show_token(s.token_label(row, self.index)), theme.show_token(s.token_label(col, self.index))

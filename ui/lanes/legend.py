@@ -35,7 +35,7 @@ class Legend(QWidget):
 
     def paintEvent(self, event) -> None:  # noqa: N802
         p = QPainter(self)
-        p.setRenderHint(QPainter.Antialiasing)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
         fm = p.fontMetrics()
         h = self.height()
         dim = QColor(*theme.dimmed(theme.lut(theme.KV_CMAP)[40]).astype(int))
@@ -49,10 +49,10 @@ class Legend(QWidget):
             ("ramp", theme.ATTN_CMAP, None),
             ("text", translate("views.legend", "1   (colour ∝ √p)"), "1"),
             ("gap", 16, 6),
-            ("swatch", QBrush(QColor(theme.MASKED), Qt.BDiagPattern), None),
+            ("swatch", QBrush(QColor(theme.MASKED), Qt.BrushStyle.BDiagPattern), None),
             ("text", translate("views.legend", "masked (future)"), translate("views.legend", "future")),
             ("gap", 8, 4),
-            ("swatch", QBrush(QColor(theme.UNSEEN), Qt.DiagCrossPattern), None),
+            ("swatch", QBrush(QColor(theme.UNSEEN), Qt.BrushStyle.DiagCrossPattern), None),
             ("text", translate("views.legend", "outside the window / evicted"), translate("views.legend", "not seen")),
             ("gap", 8, 4),
             ("swatch", QBrush(dim), None),

@@ -74,13 +74,13 @@ class TokenAxis(pg.AxisItem):
 
 def _rect_item(vb, fill: str | None, pen: str | None = None, width: float = 2.0, z: float = 10) -> QGraphicsRectItem:
     item = QGraphicsRectItem()
-    item.setBrush(QBrush(QColor(fill)) if fill else QBrush(Qt.NoBrush))
+    item.setBrush(QBrush(QColor(fill)) if fill else QBrush(Qt.BrushStyle.NoBrush))
     if pen:
         p = QPen(QColor(pen), width)
         p.setCosmetic(True)
         item.setPen(p)
     else:
-        item.setPen(QPen(Qt.NoPen))
+        item.setPen(QPen(Qt.PenStyle.NoPen))
     item.setZValue(z)
     item.setVisible(False)
     vb.addItem(item, ignoreBounds=True)
@@ -89,7 +89,7 @@ def _rect_item(vb, fill: str | None, pen: str | None = None, width: float = 2.0,
 
 def _path_item(vb, z: float) -> QGraphicsPathItem:
     item = QGraphicsPathItem()
-    item.setPen(QPen(Qt.NoPen))
+    item.setPen(QPen(Qt.PenStyle.NoPen))
     item.setZValue(z)
     item.setVisible(False)
     vb.addItem(item, ignoreBounds=True)
@@ -161,9 +161,9 @@ class ImagePlot:
 
     def retheme(self, color: str) -> None:
         """Re-colour the backgrounds and overlays from the theme (images are redrawn by the panel)."""
-        self.masked_bg.setBrush(QBrush(QColor(theme.MASKED), Qt.BDiagPattern))
+        self.masked_bg.setBrush(QBrush(QColor(theme.MASKED), Qt.BrushStyle.BDiagPattern))
         self.unseen_fill.setBrush(QBrush(QColor(theme.BG)))
-        self.unseen_hatch.setBrush(QBrush(QColor(theme.UNSEEN), Qt.DiagCrossPattern))
+        self.unseen_hatch.setBrush(QBrush(QColor(theme.UNSEEN), Qt.BrushStyle.DiagCrossPattern))
         self.sweep.setBrush(QBrush(QColor(*theme.SWEEP)))
         for item, c in ((self.outline, color), (self.hover, theme.HOVER), (self.hover_col, theme.HOVER)):
             pen = QPen(item.pen())

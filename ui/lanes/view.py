@@ -65,7 +65,7 @@ class LanePanel(LaneHover, QWidget):
         lay.setContentsMargins(4, 2, 4, 2)
         lay.setSpacing(2)
         self.header = QLabel()
-        self.header.setTextFormat(Qt.RichText)
+        self.header.setTextFormat(Qt.TextFormat.RichText)
         hf = QFont(self.font())
         hf.setPointSizeF(hf.pointSizeF() * 1.2)
         self.header.setFont(hf)
@@ -102,16 +102,18 @@ class LanePanel(LaneHover, QWidget):
 
         self.readout = QLabel()
         self.readout.setObjectName("readout")
-        self.readout.setTextFormat(Qt.RichText)
+        self.readout.setTextFormat(Qt.TextFormat.RichText)
         rf = QFont(self.font())
         rf.setPointSizeF(rf.pointSizeF() * 1.08)
         self.readout.setFont(rf)
         self.readout.setWordWrap(True)
-        self.readout.setAlignment(Qt.AlignLeft | Qt.AlignTop)  # lanes' first lines level, whatever follows
+        self.readout.setAlignment(
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop
+        )  # lanes' first lines level, whatever follows
         self.readout.setToolTip(readout_tip())
         self.header.setWordWrap(False)  # one line in every lane, so all lanes' plots get the same height
         for label in (self.header, self.readout):
-            label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._fit_readout()
         lay.addWidget(self.readout)
         self._set_header()
@@ -175,7 +177,7 @@ class LanePanel(LaneHover, QWidget):
             self.redraw(self._t)
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802
-        if obj is self.glw and event.type() == QEvent.Resize:
+        if obj is self.glw and event.type() == QEvent.Type.Resize:
             self._fit_columns(event.size().width())
         return False
 
@@ -202,7 +204,11 @@ class LanePanel(LaneHover, QWidget):
         bold = QFont(self.header.font())
         bold.setBold(True)
         room = self.header.width() - QFontMetrics(bold).horizontalAdvance(f"● {label}") - 12
-        what = self.header.fontMetrics().elidedText(f" — {explanation}", Qt.ElideRight, max(room, 0)) if explanation else ""
+        what = (
+            self.header.fontMetrics().elidedText(f" — {explanation}", Qt.TextElideMode.ElideRight, max(room, 0))
+            if explanation
+            else ""
+        )
         text = (
             f"<span style='color:{self.color}'>●</span> <b style='color:{self.color}'>{escape(label)}</b>"
             f"<span style='color:{theme.MUTED}'>{escape(what)}</span>"

@@ -85,8 +85,8 @@ class Highlight(QWidget):
 
     def __init__(self, window: QWidget) -> None:
         super().__init__(window)
-        self.setAttribute(Qt.WA_TransparentForMouseEvents)
-        self.setAttribute(Qt.WA_NoSystemBackground)
+        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        self.setAttribute(Qt.WidgetAttribute.WA_NoSystemBackground)
         self.target: QWidget | None = None
         self._follow = QTimer(self)
         self._follow.setInterval(250)  # docks move and resize: keep the frame on its target
@@ -114,7 +114,7 @@ class Highlight(QWidget):
 
     def paintEvent(self, _event) -> None:  # noqa: N802
         p = QPainter(self)
-        p.setRenderHint(QPainter.Antialiasing)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
         p.setPen(QPen(QColor("#f0c419"), 4))
         p.drawRoundedRect(self.rect().adjusted(2, 2, -2, -2), 6, 6)
 
@@ -133,7 +133,7 @@ class LessonPanel(QWidget):
         self.title.setStyleSheet("font-size: 125%; font-weight: 700;")
         self.text = QLabel()
         self.text.setWordWrap(True)
-        self.text.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.status = QLabel()
         self.status.setObjectName("lessonStatus")
         for w in (self.title, self.text, self.status):
@@ -141,7 +141,7 @@ class LessonPanel(QWidget):
         lay.addLayout(words, 1)
         buttons = QVBoxLayout()
         self.counter = QLabel()
-        self.counter.setAlignment(Qt.AlignCenter)
+        self.counter.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.back = QPushButton(translate("lesson", "◀ Back"))
         self.back.setToolTip(translate("lesson", "previous lesson step (Page Up)"))
         self.next = QPushButton(translate("lesson", "Next ▶"))
@@ -315,8 +315,12 @@ def install(window) -> QDockWidget:
     dock = QDockWidget(translate("lesson", "Lesson"), window)
     dock.setObjectName("lesson")
     dock.setWidget(lesson.panel)
-    dock.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable | QDockWidget.DockWidgetClosable)
-    window.addDockWidget(Qt.TopDockWidgetArea, dock)
+    dock.setFeatures(
+        QDockWidget.DockWidgetFeature.DockWidgetMovable
+        | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+        | QDockWidget.DockWidgetFeature.DockWidgetClosable
+    )
+    window.addDockWidget(Qt.DockWidgetArea.TopDockWidgetArea, dock)
     dock.setVisible(False)
     dock.visibilityChanged.connect(lambda shown: lesson.start() if shown and lesson.index < 0 else None)
     dock.visibilityChanged.connect(lambda shown: None if shown else lesson.highlight.show_on(None))

@@ -90,10 +90,10 @@ class CostsPanel(QWidget):
 
         side = QVBoxLayout()
         self.stats = QLabel()
-        self.stats.setTextFormat(Qt.RichText)
+        self.stats.setTextFormat(Qt.TextFormat.RichText)
         self.stats.setToolTip(stats_tip())
         self.stats.setFixedWidth(int(self.stats.fontMetrics().horizontalAdvance("M") * 19))  # no relayout per step
-        self.stats.setAlignment(Qt.AlignTop | Qt.AlignLeft)
+        self.stats.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         side.addWidget(self.stats, 1)
         self.log_box = QCheckBox(log_scale())
         self.log_box.toggled.connect(self.set_log)

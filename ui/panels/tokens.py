@@ -114,7 +114,7 @@ class TokenStrip(QWidget):
             return
         n = min(s.n_text_tokens(), len(self._rects)) if s.cursor >= 0 else min(s.prompt_len, len(self._rects))
         p = QPainter(self)
-        p.setRenderHint(QPainter.Antialiasing)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
         p.setFont(self.font())
         top, bottom = event.rect().top(), event.rect().bottom()
         line_h = self.fm.height() + 2 * PAD_Y
@@ -129,20 +129,20 @@ class TokenStrip(QWidget):
             r = self._rects[pos]
             if r.top() > bottom:
                 break
-            p.setPen(Qt.NoPen)
+            p.setPen(Qt.PenStyle.NoPen)
             p.setBrush(prefill if pos < prompt else decode)
             p.drawRoundedRect(r, 4, 4)
             if pos == self.hover:
                 p.setPen(QPen(QColor(theme.HOVER), 2))
-                p.setBrush(Qt.NoBrush)
+                p.setBrush(Qt.BrushStyle.NoBrush)
                 p.drawRoundedRect(r, 4, 4)
             elif pos >= fed and s.cursor >= 0:  # produced this step, not fed yet: no K/V row
-                pen = QPen(QColor(theme.ACCENT), 2, Qt.DashLine)
+                pen = QPen(QColor(theme.ACCENT), 2, Qt.PenStyle.DashLine)
                 p.setPen(pen)
-                p.setBrush(Qt.NoBrush)
+                p.setBrush(Qt.BrushStyle.NoBrush)
                 p.drawRoundedRect(r, 4, 4)
             p.setPen(QColor(theme.TEXT))
-            p.drawText(r, Qt.AlignCenter, self._labels[pos])
+            p.drawText(r, Qt.AlignmentFlag.AlignCenter, self._labels[pos])
         p.end()
 
     # ------------------------------------------------------------------ hover
@@ -203,5 +203,5 @@ def token_area(session) -> tuple[QScrollArea, TokenStrip]:
     area = QScrollArea()
     area.setWidgetResizable(True)
     area.setWidget(strip)
-    area.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
     return area, strip

@@ -47,7 +47,7 @@ DEFAULT_FOCUS = "llama-3.1-70b"
 def _combo() -> QComboBox:
     """A combo box whose width does not follow its longest item (the dock may be narrow)."""
     box = QComboBox()
-    box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+    box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
     box.setMinimumContentsLength(10)
     return box
 
@@ -112,7 +112,7 @@ class MemoryDock(QWidget):
         self.focus.addItem("tiny", "tiny")
         self.others_button = QToolButton()
         self.others_button.setText(translate("views.memory_dock", "compare with ▾"))
-        self.others_button.setPopupMode(QToolButton.InstantPopup)
+        self.others_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.others_button.setToolTip(translate("views.memory_dock", "Other models drawn beside it."))
         menu = QMenu(self.others_button)
         self.others: dict[str, QAction] = {}
@@ -162,8 +162,8 @@ class MemoryDock(QWidget):
         lay.addStretch(1)
         bill = QScrollArea()
         bill.setWidgetResizable(True)
-        bill.setFrameShape(QFrame.NoFrame)
-        bill.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        bill.setFrameShape(QFrame.Shape.NoFrame)
+        bill.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         bill.setWidget(body)
         growth = QWidget()
         glay = QVBoxLayout(growth)
@@ -173,8 +173,8 @@ class MemoryDock(QWidget):
         glay.addWidget(self.plot, 1)
         growth_scroll = QScrollArea()  # a short dock scrolls rather than squeezing the plot under its legend
         growth_scroll.setWidgetResizable(True)
-        growth_scroll.setFrameShape(QFrame.NoFrame)
-        growth_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        growth_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        growth_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         growth_scroll.setWidget(growth)
         self.tabs.addTab(bill, translate("views.memory_dock", "The bill: formula and run"))
         self.tabs.addTab(growth_scroll, translate("views.memory_dock", "Context 1k → 1M"))

@@ -114,7 +114,7 @@ class FormulaForm(QWidget):
             1, 1_000_000, translate("views.memory_form", "b: sequences served at once. Each one has its own cache.")
         )
         self.bits = QComboBox()
-        self.bits.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.bits.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.bits.setMinimumContentsLength(5)
         for b in BITS:
             self.bits.addItem(BITS_TEXT[b], b)
@@ -153,7 +153,7 @@ class FormulaForm(QWidget):
         )
         self.formula = QLabel()
         self.formula.setWordWrap(True)
-        self.formula.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.formula.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.formula.setObjectName("memoryFormula")
         self.formula.setToolTip(
             translate(
@@ -182,7 +182,7 @@ class FormulaForm(QWidget):
             label.setToolTip(box.toolTip())
             label.setBuddy(box)
             row, col = divmod(i, 2)
-            grid.addWidget(label, row, 2 * col, Qt.AlignRight)
+            grid.addWidget(label, row, 2 * col, Qt.AlignmentFlag.AlignRight)
             grid.addWidget(box, row, 2 * col + 1)
         grid.setColumnStretch(1, 1)
         grid.setColumnStretch(3, 1)

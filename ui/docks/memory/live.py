@@ -165,7 +165,7 @@ class LiveBill(QWidget):
             holds = translate("views.memory_live", "{size}: what {lane} holds after step {step}").format(
                 size=local(human_bytes(live)), lane=label, step=s.cursor
             )
-            self._cell(f"{integer(live)} B", row, 1, holds, Qt.AlignRight)
+            self._cell(f"{integer(live)} B", row, 1, holds, Qt.AlignmentFlag.AlignRight)
             ftip = translate("views.memory_live", "no formula known for this policy")
             if bill is not None:
                 w = f"min(n, {bill.window})" if bill.window else "n"
@@ -176,10 +176,10 @@ class LiveBill(QWidget):
                     size=local(human_bytes(bill.formula_bytes)),
                     bits=bill.bits,
                 )
-            self._cell("-" if formula is None else f"{integer(formula)} B", row, 2, ftip, Qt.AlignRight)
+            self._cell("-" if formula is None else f"{integer(formula)} B", row, 2, ftip, Qt.AlignmentFlag.AlignRight)
             tone = theme.ERROR if ok is False else theme.TEXT if ok else theme.MUTED
             mark = "✓" if ok else "✗" if ok is False else "?"
-            self._cell(f"<span style='color:{tone}'><b>{mark}</b></span>", row, 3, words, Qt.AlignCenter)
+            self._cell(f"<span style='color:{tone}'><b>{mark}</b></span>", row, 3, words, Qt.AlignmentFlag.AlignCenter)
             if words != agreed():  # the why, on its own line under the lane
                 self._cell(
                     f"<span style='color:{tone}; font-size:10pt'>{escape(words)}</span>", row + 1, 0, words, wrap=True, span=4
@@ -201,10 +201,12 @@ class LiveBill(QWidget):
             differ = translate("views.memory_live", "✗ {n} lane(s) hold other bytes than the formula").format(n=known - agree)
             self.summary.setText(f"<b style='color:{theme.ERROR}'>{differ}</b>")
 
-    def _cell(self, html: str, row: int, col: int, tip: str, align=Qt.AlignLeft, wrap: bool = False, span: int = 1) -> None:
+    def _cell(
+        self, html: str, row: int, col: int, tip: str, align=Qt.AlignmentFlag.AlignLeft, wrap: bool = False, span: int = 1
+    ) -> None:
         cell = QLabel(html)
         cell.setToolTip(tip)
         cell.setWordWrap(wrap)
-        cell.setAlignment(align | Qt.AlignVCenter)
+        cell.setAlignment(align | Qt.AlignmentFlag.AlignVCenter)
         self.grid.addWidget(cell, row, col, 1, span)
         self._cells.append(cell)

@@ -101,16 +101,16 @@ class MemoryPlot(QWidget):
         p.setTitle(title, color=theme.MUTED, size="11pt")
         x = CONTEXTS
         lo, hi = math.inf, 0.0
-        styles = {"MHA": Qt.DashLine, "MQA": Qt.DotLine}
+        styles = {"MHA": Qt.PenStyle.DashLine, "MQA": Qt.PenStyle.DotLine}
         for variant in kv_variants(focus):
             y = np.array([variant.kv_bytes(int(n), batch, bits) for n in x], dtype=float)
             kind = kind_of(variant)
-            style = Qt.SolidLine if variant is focus else styles.get(kind, Qt.DashDotLine)
+            style = Qt.PenStyle.SolidLine if variant is focus else styles.get(kind, Qt.PenStyle.DashDotLine)
             width = 3 if variant is focus else 2
             label = f"{focus.name} ({kind}, {variant.kv_heads} K/V heads)" if variant is focus else f"{focus.name} as {kind}"
             p.plot(x, y, pen=pg.mkPen(theme.ACCENT, width=width, style=style))
             self.curves[label] = (x, y)  # keyed in English (tests and scripts); the key below is in the app's language
-            glyph = {Qt.SolidLine: "━━", Qt.DashLine: "╍╍", Qt.DotLine: "┈┈"}.get(style, "━━")
+            glyph = {Qt.PenStyle.SolidLine: "━━", Qt.PenStyle.DashLine: "╍╍", Qt.PenStyle.DotLine: "┈┈"}.get(style, "━━")
             heads = (
                 translate("views.memory_plot", "{kind} (1 K/V head)").format(kind=kind)
                 if variant.kv_heads == 1
@@ -137,14 +137,14 @@ class MemoryPlot(QWidget):
                 )
             )
         if tokens and 1e3 <= tokens <= 1e6:
-            p.addItem(pg.InfiniteLine(pos=math.log10(tokens), angle=90, pen=pg.mkPen(theme.MUTED, style=Qt.DotLine)))
+            p.addItem(pg.InfiniteLine(pos=math.log10(tokens), angle=90, pen=pg.mkPen(theme.MUTED, style=Qt.PenStyle.DotLine)))
         n_params = focus.n_params
         for dtype in WEIGHTS:
             value = weight_bytes(n_params, dtype)
-            self._hline(p, value, f"{dtype.upper()} {_short(value)}", theme.MUTED, Qt.SolidLine, 0.01)
+            self._hline(p, value, f"{dtype.upper()} {_short(value)}", theme.MUTED, Qt.PenStyle.SolidLine, 0.01)
             lo, hi = min(lo, value), max(hi, value)
         for (value, name), where in zip(GPUS, (0.99, 0.72, 0.99), strict=True):  # H100's label apart from H200's
-            self._hline(p, value, name, GPU_COLOR, Qt.DashLine, where)
+            self._hline(p, value, name, GPU_COLOR, Qt.PenStyle.DashLine, where)
         hi = max(hi, GPUS[-1][0]) if hi > 1e9 else hi  # GPU lines only widen a plot already in gigabytes
         p.setXRange(3, 6, padding=0.02)
         p.setYRange(math.log10(max(lo, 1)) - 0.3, math.log10(max(hi, 2)) + 0.3, padding=0)

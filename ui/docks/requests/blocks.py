@@ -113,8 +113,8 @@ class BlocksGrid(QWidget):
         self.hover_block = -1
         self._cells: list[BlockCell] = []
         self.setMouseTracking(True)
-        self.setFocusPolicy(Qt.StrongFocus)  # so ← → reach the view when the grid was clicked
-        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # so ← → reach the view when the grid was clicked
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.setToolTip("")
         theme.on_change(self._on_theme)
 
@@ -241,13 +241,13 @@ class BlocksGrid(QWidget):
     # ---------------------------------------------------------------- drawing
     def paintEvent(self, event) -> None:  # noqa: N802 - Qt
         p = QPainter(self)
-        p.setRenderHint(QPainter.Antialiasing, False)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, False)
         p.fillRect(self.rect(), QColor(theme.BG))
         if self.snapshot is None:
             p.setPen(QColor(theme.MUTED))
             p.drawText(
                 self.rect(),
-                Qt.AlignCenter | Qt.TextWordWrap,
+                Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap,
                 translate("views.blocks", "press Run: the pool's blocks are drawn here"),
             )
             return
@@ -267,13 +267,13 @@ class BlocksGrid(QWidget):
         p.setFont(self.font())
         p.setPen(QColor(theme.TEXT if cell.owners else theme.MUTED))
         head = QRectF(rect.left() + 7, rect.top() + 1, rect.width() - 10, line_h)
-        p.drawText(head, Qt.AlignLeft | Qt.AlignVCenter, f"#{cell.block}")
+        p.drawText(head, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, f"#{cell.block}")
         if cell.refs >= 2:
             bold = QFont(self.font())
             bold.setBold(True)
             p.setFont(bold)
             p.setPen(QColor(theme.ACCENT))
-            p.drawText(head, Qt.AlignRight | Qt.AlignVCenter, f"×{cell.refs}")
+            p.drawText(head, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, f"×{cell.refs}")
         # the slots
         slot = min(MAX_SLOT, (rect.width() - 10) / cols)
         x0, y0 = rect.left() + 7, rect.top() + line_h + 3
@@ -301,11 +301,11 @@ class BlocksGrid(QWidget):
         if word:  # elided before the logical index, so a long word never runs under it
             room = foot.width() - (QFontMetrics(small).horizontalAdvance(logical) + 3 if logical else 0)
             p.setPen(QColor(theme.ACCENT if word == "hit" else theme.ERROR if word == "evict" else theme.MUTED))
-            label = QFontMetrics(small).elidedText(event_label(word), Qt.ElideRight, int(room))
-            p.drawText(foot, Qt.AlignLeft | Qt.AlignVCenter, label)
+            label = QFontMetrics(small).elidedText(event_label(word), Qt.TextElideMode.ElideRight, int(room))
+            p.drawText(foot, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, label)
         if logical:
             p.setPen(QColor(theme.TEXT))
-            p.drawText(foot, Qt.AlignRight | Qt.AlignVCenter, logical)
+            p.drawText(foot, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, logical)
         # the border says the event (and the hover)
         pen = QPen(QColor(theme.BORDER), 1)
         if cell.event == "hit":
@@ -315,11 +315,11 @@ class BlocksGrid(QWidget):
         elif cell.event in ("new", "write", "copy"):
             pen = QPen(QColor(theme.TEXT), 2)
         if cell.cached and not cell.event:
-            pen.setStyle(Qt.DashLine)
+            pen.setStyle(Qt.PenStyle.DashLine)
         if cell.logical is not None and pen.width() < 2:
             pen = QPen(QColor(request_color(self.selected or 0)), 2)
         if cell.block == self.hover_block:
             pen = QPen(QColor(theme.HOVER), 2)
         p.setPen(pen)
-        p.setBrush(Qt.NoBrush)
+        p.setBrush(Qt.BrushStyle.NoBrush)
         p.drawRect(rect)

@@ -40,14 +40,14 @@ class BlockTableView(QTableWidget):
         for i, tip in enumerate(ROW_TIPS):
             self.verticalHeaderItem(i).setToolTip(translate("views.blocks_table", tip))
         self.horizontalHeader().hide()
-        self.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)  # sized once per fill: not per item
-        self.verticalHeader().setSectionResizeMode(QHeaderView.Fixed)
+        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)  # sized once per fill: not per item
+        self.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
-        self.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.setSelectionMode(QAbstractItemView.NoSelection)
-        self.setFocusPolicy(Qt.NoFocus)
-        self.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAsNeeded)
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self._fit_height()
         self.mapping: tuple[tuple[int, int], ...] = ()
         self._state = None
@@ -84,7 +84,7 @@ class BlockTableView(QTableWidget):
             texts = (f"L{j}", f"#{b}", rows)
             for row, text in enumerate(texts):
                 item = QTableWidgetItem(text)
-                item.setTextAlignment(Qt.AlignCenter)
+                item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
                 if row == 0:
                     item.setBackground(QBrush(QColor(color)))
                     item.setForeground(QBrush(QColor(ink)))

@@ -54,7 +54,7 @@ class RequestsView(QWidget):
         self._cancel_asked = False
         self._next: Pending | None = None  # the run's next slice, waiting to be submitted
         self._submitting = False
-        self.setFocusPolicy(Qt.StrongFocus)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         lay.setSpacing(4)
@@ -86,7 +86,7 @@ class RequestsView(QWidget):
         lay.addWidget(self.tabs, 1)
         outer = QScrollArea()  # on a short screen the tab scrolls rather than squeezing its rows over each other
         outer.setWidgetResizable(True)
-        outer.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        outer.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         outer.setWidget(self._build_blocks_tab())
         self.tabs.addTab(outer, translate("views.requests", "Blocks"))
         self.numbers = NumbersPanel()
@@ -106,7 +106,7 @@ class RequestsView(QWidget):
         self.timeline = TimelineView()
         self.latency = QLabel()
         self.latency.setWordWrap(True)
-        self.latency.setTextFormat(Qt.PlainText)
+        self.latency.setTextFormat(Qt.TextFormat.PlainText)
         timeline_tab = QWidget()
         timeline_lay = QVBoxLayout(timeline_tab)
         timeline_lay.addWidget(self.timeline)
@@ -169,7 +169,7 @@ class RequestsView(QWidget):
         self.prev_button = self._button(
             nav, "◀", translate("views.requests", "one step back (←)"), lambda: self.show_step(self.step - 1)
         )
-        self.slider = QSlider(Qt.Horizontal)
+        self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setRange(0, 0)
         self.slider.setToolTip(
             translate("views.requests", "the steps of the run: each request's prefill, its decode steps, and its finish (← →)")
@@ -206,7 +206,7 @@ class RequestsView(QWidget):
         lay.addLayout(choose)
         self.summary = QLabel()
         self.summary.setWordWrap(True)
-        self.summary.setTextFormat(Qt.RichText)
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
         self.summary.setMinimumHeight(self.summary.fontMetrics().lineSpacing() * 2 + 4)
         lay.addWidget(self.summary)
         self.grid = BlocksGrid()
@@ -220,12 +220,12 @@ class RequestsView(QWidget):
         lay.addWidget(self.table)
         self.readout = QLabel(_hover_hint())
         self.readout.setWordWrap(True)
-        self.readout.setTextFormat(Qt.PlainText)
+        self.readout.setTextFormat(Qt.TextFormat.PlainText)
         self.readout.setMinimumHeight(self.readout.fontMetrics().lineSpacing() * 2 + 4)
         lay.addWidget(self.readout)
         self.legend = QLabel()
         self.legend.setWordWrap(True)
-        self.legend.setTextFormat(Qt.RichText)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
         self.legend.setToolTip(legend_tooltip())
         lay.addWidget(self.legend)
         self._update_legend()
@@ -458,13 +458,13 @@ class RequestsView(QWidget):
 
     # ---------------------------------------------------------------- keys and theme
     def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt
-        key, shift = event.key(), bool(event.modifiers() & Qt.ShiftModifier)
-        if key in (Qt.Key_Left, Qt.Key_Right):
-            direction = 1 if key == Qt.Key_Right else -1
+        key, shift = event.key(), bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
+        if key in (Qt.Key.Key_Left, Qt.Key.Key_Right):
+            direction = 1 if key == Qt.Key.Key_Right else -1
             self.jump_prefill(direction) if shift else self.show_step(self.step + direction)
-        elif key == Qt.Key_Home:
+        elif key == Qt.Key.Key_Home:
             self.show_step(0)
-        elif key == Qt.Key_End:
+        elif key == Qt.Key.Key_End:
             self.show_step(self.slider.maximum())
         else:
             super().keyPressEvent(event)

@@ -113,12 +113,12 @@ class SideBySideTable(QTableWidget):
         )
         for i, (_, _, tip) in enumerate(ROWS):
             self.verticalHeaderItem(i).setToolTip(translate("views.requests_numbers", tip))
-        self.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)  # sized once per fill
-        self.verticalHeader().setSectionResizeMode(QHeaderView.Interactive)
-        self.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.setSelectionMode(QAbstractItemView.NoSelection)
-        self.setSizeAdjustPolicy(QAbstractItemView.AdjustToContents)
-        self.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)  # sized once per fill
+        self.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.setSizeAdjustPolicy(QAbstractItemView.SizeAdjustPolicy.AdjustToContents)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._both = None
         theme.on_change(self._on_theme)  # a bound method: held weakly, gone with the view
 
@@ -128,7 +128,7 @@ class SideBySideTable(QTableWidget):
 
     def value(self, key: str, column: int):
         item = self.item(ROW_KEYS.index(key), column)
-        return None if item is None else item.data(Qt.UserRole)
+        return None if item is None else item.data(Qt.ItemDataRole.UserRole)
 
     def text(self, key: str, column: int) -> str:
         item = self.item(ROW_KEYS.index(key), column)
@@ -193,8 +193,8 @@ class SideBySideTable(QTableWidget):
         for row, key in enumerate(ROW_KEYS):
             value, text = cells[key]
             item = QTableWidgetItem(integer(value) if text is None else text)
-            item.setData(Qt.UserRole, value)
-            item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+            item.setData(Qt.ItemDataRole.UserRole, value)
+            item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             if key == "ratio" and isinstance(value, float) and value < 1:
                 item.setForeground(QBrush(QColor(theme.ACCENT)))
             if bold:
@@ -213,7 +213,7 @@ class WasteBars(QWidget):
         self.rows: list[tuple[str, int, float | None]] = []
         self.used = 0
         self.bytes_per_slot = 0
-        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setToolTip(
             translate(
                 "views.requests_numbers",
@@ -272,14 +272,18 @@ class WasteBars(QWidget):
                 text = translate("views.requests_numbers", "{scheme}: {slots} slots ({size}) · {percent}% wasted")
                 text = text.format(scheme=label, slots=integer(slots), size=size, percent=num(100 * waste, 1))
             p.setPen(QColor(theme.TEXT))
-            p.drawText(QRectF(4, y, width, line), Qt.AlignLeft | Qt.AlignVCenter, fm.elidedText(text, Qt.ElideRight, width))
+            p.drawText(
+                QRectF(4, y, width, line),
+                Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                fm.elidedText(text, Qt.TextElideMode.ElideRight, width),
+            )
             bar_y, bar_h = y + line + 2, 10
             total_w = max(2.0, width * slots / most)
             used_w = min(total_w, width * min(self.used, slots) / most)
             p.fillRect(QRectF(4, bar_y, used_w, bar_h), QColor(theme.HIGHLIGHT))
             if total_w > used_w:
                 rect = QRectF(4 + used_w, bar_y, total_w - used_w, bar_h)
-                p.fillRect(rect, QBrush(QColor(theme.ERROR), Qt.BDiagPattern))
+                p.fillRect(rect, QBrush(QColor(theme.ERROR), Qt.BrushStyle.BDiagPattern))
                 p.setPen(QPen(QColor(theme.ERROR), 1))
                 p.drawRect(rect)
         p.end()

@@ -225,7 +225,7 @@ class NumbersPanel(QScrollArea):
         lay.addWidget(self.bars)
         self.trade_off = QLabel()
         self.trade_off.setWordWrap(True)
-        self.trade_off.setTextFormat(Qt.RichText)
+        self.trade_off.setTextFormat(Qt.TextFormat.RichText)
         self.trade_off.setToolTip(
             translate(
                 "views.requests_panels",
@@ -236,7 +236,7 @@ class NumbersPanel(QScrollArea):
         lay.addWidget(self.trade_off)
         self.outputs = QLabel()
         self.outputs.setWordWrap(True)
-        self.outputs.setTextFormat(Qt.PlainText)
+        self.outputs.setTextFormat(Qt.TextFormat.PlainText)
         lay.addWidget(self.outputs)
         lay.addStretch(1)
         self.setWidget(body)

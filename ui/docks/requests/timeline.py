@@ -115,7 +115,7 @@ class TimelineView(QWidget):
         self.step = 0
         self.states = np.zeros((0, 0), dtype=np.int8)
         self.tokens = np.zeros((0, 0), dtype=np.int32)
-        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.setMouseTracking(True)
         theme.on_change(lambda _name: self.update())
 
@@ -191,19 +191,21 @@ class TimelineView(QWidget):
             p.setPen(QColor(theme.MUTED))
             p.drawText(
                 self.rect().adjusted(6, 0, -6, 0),
-                Qt.AlignVCenter | Qt.TextWordWrap,
+                Qt.AlignmentFlag.AlignVCenter | Qt.TextFlag.TextWordWrap,
                 translate("views.requests_timeline", "the timeline shows a continuous-batching run (schedule: continuous)"),
             )
             return
         w = self._col_w()
         p.setPen(QColor(theme.MUTED))
         for r in range(self.states.shape[0]):
-            p.drawText(QRectF(0, r * ROW_H, LABEL_W - 4, ROW_H), Qt.AlignRight | Qt.AlignVCenter, f"r{r + 1}")
+            p.drawText(
+                QRectF(0, r * ROW_H, LABEL_W - 4, ROW_H), Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, f"r{r + 1}"
+            )
         for cell in self.cells():
             self._draw_cell(p, cell, w)
         x = LABEL_W + self.step * w
         p.setPen(QPen(QColor(theme.ACCENT), 2))
-        p.setBrush(Qt.NoBrush)
+        p.setBrush(Qt.BrushStyle.NoBrush)
         p.drawRect(QRectF(x, 0, w, self._rows_h()))
         self._draw_pool(p, w, self._rows_h() + 8)
 
@@ -218,11 +220,11 @@ class TimelineView(QWidget):
             p.drawLine(rect.bottomLeft(), rect.topRight())
         else:
             box = rect if cell.state != DECODE else rect.adjusted(0, 3, 0, -3)
-            brush = QBrush(color, Qt.BDiagPattern) if cell.state == RECOMPUTE else QBrush(color)
+            brush = QBrush(color, Qt.BrushStyle.BDiagPattern) if cell.state == RECOMPUTE else QBrush(color)
             p.fillRect(box.adjusted(0.5, 0, -0.5, 0), brush)
             if cell.state != DECODE and w >= 18:
                 p.setPen(QColor("#000000"))
-                p.drawText(box, Qt.AlignCenter, str(cell.tokens))
+                p.drawText(box, Qt.AlignmentFlag.AlignCenter, str(cell.tokens))
 
     def _draw_pool(self, p: QPainter, w: float, top: float) -> None:
         batches = self.run.batches
@@ -236,12 +238,12 @@ class TimelineView(QWidget):
             yc = top + h * (1 - (b.held_blocks + b.cached_free_blocks) / n)
             cached += [QPointF(LABEL_W + s * w, yc), QPointF(LABEL_W + (s + 1) * w, yc)]
         held.append(QPointF(LABEL_W + len(batches) * w, top + h))
-        p.setPen(Qt.NoPen)
+        p.setPen(Qt.PenStyle.NoPen)
         fill = QColor(theme.ACCENT)
         fill.setAlpha(110)
         p.setBrush(fill)
         p.drawPolygon(QPolygonF(held))
-        p.setPen(QPen(QColor(theme.MUTED), 1, Qt.DashLine))
+        p.setPen(QPen(QColor(theme.MUTED), 1, Qt.PenStyle.DashLine))
         p.drawPolyline(QPolygonF(cached))
         p.setPen(QColor(theme.BORDER))
         p.drawLine(QPointF(LABEL_W, top + h), QPointF(LABEL_W + len(batches) * w, top + h))
@@ -250,13 +252,13 @@ class TimelineView(QWidget):
         p.setPen(QColor(theme.TEXT))
         p.drawText(
             QRectF(LABEL_W, top + h + 1, max(10.0, self.width() - LABEL_W), 14),
-            Qt.AlignLeft | Qt.AlignVCenter,
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
             translate("views.requests_timeline", "pool: {held} of {n} blocks held, {cached} free but cached (dashed)").format(
                 held=b.held_blocks, n=n, cached=b.cached_free_blocks
             ),
         )
         p.setPen(QColor(theme.MUTED))
-        p.drawText(QRectF(0, top, LABEL_W - 4, h), Qt.AlignRight | Qt.AlignTop, str(n))
+        p.drawText(QRectF(0, top, LABEL_W - 4, h), Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop, str(n))
 
 
 def fill_prefix_tree(widget, computed) -> None:
@@ -275,7 +277,7 @@ def fill_prefix_tree(widget, computed) -> None:
         through = [i + 1 for i, h in enumerate(held) if h[: len(path)] == path]
         text = "".join(computed.token_text.get(t, f"<{t}>") for t in node.tokens)
         item = QTreeWidgetItem([repr(text)[1:-1][:80], str(len(node.tokens)), ", ".join(f"r{i}" for i in through)])
-        item.setData(0, Qt.UserRole, node.id)
+        item.setData(0, Qt.ItemDataRole.UserRole, node.id)
         item.setToolTip(
             0,
             translate("views.requests_timeline", "positions {a}–{b}; requests through this node: {n}").format(

@@ -12,7 +12,7 @@ from PySide6.QtCore import QT_TRANSLATE_NOOP
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QTabWidget, QVBoxLayout, QWidget
 
 from kvsim.core.units import si
-from kvsim.costs.roofline import COMPONENTS, points_from_records
+from kvsim.costs.roofline import COMPONENTS, RooflinePoint, points_from_records
 
 from ... import theme
 from ...i18n import local, num, translate
@@ -50,7 +50,7 @@ class RooflineView(QWidget):
         self.host, self.session = host, host.session
         self.peaks = None
         self._measuring: tuple[str, str] | None = None
-        self.points = []  # every component of every step: the RooflinePoints drawn are the shown ones
+        self.points: list[RooflinePoint] = []  # every component of every step: the RooflinePoints drawn are the shown ones
         self.groups: dict[tuple[int, str, str], object] = {}
         self.dirty = True
         lay = QVBoxLayout(self)

@@ -119,4 +119,4 @@ def scatter(color: str, symbol: str, filled: bool, size: int = 10) -> pg.Scatter
 
 
 CURSOR_PEN = pg.mkPen(theme.ACCENT, width=3)
-ALIGN_LEFT = Qt.AlignLeft | Qt.AlignVCenter
+ALIGN_LEFT = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter

@@ -6,6 +6,7 @@ on the roof: the roofline's bound is the best the chip can do)."""
 from __future__ import annotations
 
 from html import escape
+from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QGridLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
@@ -13,7 +14,7 @@ from PySide6.QtWidgets import QComboBox, QGridLayout, QLabel, QSpinBox, QVBoxLay
 from kvsim.core.units import human_bytes
 from kvsim.costs.hardware import GPUS
 from kvsim.costs.presets import PRESETS
-from kvsim.costs.roofline import preset_bound, ratio
+from kvsim.costs.roofline import Bound, preset_bound, ratio
 
 from ... import theme
 from ...i18n import integer, local, num, translate
@@ -93,12 +94,12 @@ class PresetPanel(QWidget):
         ]
         col = 0
         for label, w in row:
-            grid.addWidget(QLabel(label), 0, col, Qt.AlignRight)
+            grid.addWidget(QLabel(label), 0, col, Qt.AlignmentFlag.AlignRight)
             grid.addWidget(w, 0, col + 1)
             col += 2
         col = 0
         for label, w in row2:
-            grid.addWidget(QLabel(label), 1, col, Qt.AlignRight)
+            grid.addWidget(QLabel(label), 1, col, Qt.AlignmentFlag.AlignRight)
             grid.addWidget(w, 1, col + 1)
             col += 2
         lay.addLayout(grid)
@@ -106,8 +107,8 @@ class PresetPanel(QWidget):
         self.sentence.setWordWrap(True)
         lay.addWidget(self.sentence)
         self.table = QLabel()
-        self.table.setTextFormat(Qt.RichText)
-        self.table.setAlignment(Qt.AlignTop | Qt.AlignLeft)
+        self.table.setTextFormat(Qt.TextFormat.RichText)
+        self.table.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         lay.addWidget(self.table)
         self.plot = RoofPlot(translate("views.roofline_preset", "the two steps under the chip's roof (dense BF16)"))
         self.plot.setMinimumHeight(160)
@@ -122,7 +123,7 @@ class PresetPanel(QWidget):
             box.currentIndexChanged.connect(self.update_figures)
         for spin in (self.context, self.prompt, self.batch):
             spin.valueChanged.connect(self.update_figures)
-        self.bounds = {}
+        self.bounds: dict[str, Bound] = {}
         self.update_figures()
 
     def update_figures(self) -> None:
@@ -132,7 +133,7 @@ class PresetPanel(QWidget):
             self.prompt.setValue(n)  # re-enters through valueChanged
             return
         wb, kb, batch = int(self.wbits.currentText()), int(self.kvbits.currentText()), self.batch.value()
-        kw = {"batch": batch, "weight_bits": wb, "kv_bits": kb}
+        kw: dict[str, Any] = {"batch": batch, "weight_bits": wb, "kv_bits": kb}
         self.bounds = {
             "decode": preset_bound(p, chip, "decode", n, **kw),
             "prefill": preset_bound(p, chip, "prefill", n, prompt=self.prompt.value(), **kw),

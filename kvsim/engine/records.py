@@ -1,0 +1,104 @@
+"""Step records: what one step of a run leaves behind, numpy only, no live tensors.
+
+A ``StepRecord`` is frozen and its arrays are read-only, so it can cross threads and be drawn from
+at any time. It stores only the step's *new* Q/K/V rows (and, per lane, a ``LaneStep``; a lossy
+lane's own rows in ``LaneRows``). ``kvsim.engine.trace`` saves and loads them (and re-exports them);
+``kvsim.engine.trace_checks`` validates them. This module imports neither.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def _freeze(obj: object, names: tuple[str, ...]) -> None:
+    for name in names:
+        arr = np.asarray(getattr(obj, name))
+        if arr.flags.writeable:
+            arr = arr.copy() if not arr.flags.owndata else arr
+            arr.flags.writeable = False
+        object.__setattr__(obj, name, arr)
+
+
+@dataclass(frozen=True)
+class LaneRows:
+    """A lane's own rows where they differ from the record's shared ones (a lossy cache):
+    its queries for this step's new positions, and every stored K/V row that changed this step
+    (new rows, and older rows the policy re-encoded), by absolute position."""
+
+    positions: np.ndarray  # (R,) int64, sorted
+    k: np.ndarray  # (L, H_kv, R, D): the rows as the lane's attention reads them (dequantized)
+    v: np.ndarray  # (L, H_kv, R, D)
+    q: np.ndarray  # (L, H, T, D): this step's queries, computed from the lane's own past
+
+    def __post_init__(self) -> None:
+        _freeze(self, ("positions", "k", "v", "q"))
+
+
+@dataclass(frozen=True)
+class LaneStep:
+    """What one lane did in one step."""
+
+    name: str
+    policy: str
+    kv_positions: int  # positions whose K/V this lane computed this step
+    context: int  # key rows its attention read (S)
+    flops: int  # matmul FLOPs (the total torch's counter would report)
+    flops_by_component: dict[str, int]
+    bytes_by_component: dict[str, int]
+    wall_ms: float
+    cache_tokens: int
+    cache_bytes: int
+    logit_diff: float  # max |logits - reference lane's logits| at the sampled position
+    token_id: int  # the token this lane's own logits choose (same random draw as the reference)
+    top_ids: tuple[int, ...] = ()
+    top_probs: tuple[float, ...] = ()
+    recompute_diff: float | None = None  # uncached lane: max |recomputed old K/V - first K/V|
+    first_key: int = 0  # lowest position still visible to this lane (sliding windows evict)
+    #: key positions this step's attention read, as [start, end) runs; None = every position 0..n-1
+    spans: tuple[tuple[int, int], ...] | None = None
+    cache_overhead_bytes: int = 0  # of cache_bytes, what is not K/V values (scales, block tables)
+    wall_ms_min: float | None = None  # the spread of the step's repeated, measured forwards (None: one)
+    wall_ms_max: float | None = None
+    kl_div: float = 0.0  # KL(reference ‖ lane) of the next-token distributions (softmax of the logits), nats
+    ref_logprob: float = 0.0  # log p_lane(the token the reference chose): teacher-forced, for perplexity
+    rows: LaneRows | None = None  # a lossy lane's own rows (None: it holds the shared rows exactly)
+
+    def read_positions(self, n: int) -> np.ndarray:
+        """The key positions this step read, for a sequence of ``n`` positions."""
+        if self.spans is None:
+            return np.arange(n, dtype=np.int64)
+        if not self.spans:
+            return np.zeros(0, dtype=np.int64)
+        return np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in self.spans])
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    run_id: str
+    step: int
+    phase: str  # "prefill" | "decode"
+    positions: np.ndarray  # (T,) positions whose K/V are new this step
+    input_ids: np.ndarray  # (T,) the tokens at those positions
+    token_id: int  # the token this step produced (at position positions[-1] + 1)
+    token: str
+    q: np.ndarray  # (L, H, T, D)
+    k: np.ndarray  # (L, H_kv, T, D), after RoPE: what the cache holds
+    v: np.ndarray  # (L, H_kv, T, D)
+    lanes: tuple[LaneStep, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        _freeze(self, ("positions", "input_ids", "q", "k", "v"))
+
+    def lane(self, name: str) -> LaneStep:
+        for lane in self.lanes:
+            if lane.name == name:
+                return lane
+        raise KeyError(name)
+
+    @property
+    def n_tokens(self) -> int:
+        """Sequence length after this step's K/V rows (before the produced token)."""
+        return int(self.positions[-1]) + 1
