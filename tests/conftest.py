@@ -22,6 +22,9 @@ import pytest
 
 # GUI tests run without a display; set before any Qt import
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# the log file (kvsim/core/logfile.py) goes to a temporary folder, never the user's log folder
+os.environ["KVSIM_LOG_DIR"] = tempfile.mkdtemp(prefix="kvsim-test-log-")
+atexit.register(shutil.rmtree, os.environ["KVSIM_LOG_DIR"], True)
 sys.path.insert(0, str(Path(__file__).parent))
 
 ISOLATED_VARS = {

@@ -68,6 +68,7 @@ class ErrorHandlers:
         self._previous_thread_hook = threading.excepthook
         self._previous_qt = None
         self._installed = False
+        self.log = None  # the log file the last error went to
 
     def install(self) -> ErrorHandlers:
         from PySide6.QtCore import qInstallMessageHandler
@@ -114,7 +115,11 @@ class ErrorHandlers:
         if quiet:
             return  # the banner already says it; a slot failing 60 times a second is one line, not 60
         more = f" (and {repeats} more like it)" if repeats else ""
-        self._print(f"kvsim: unexpected error: {text}{more}")
+        from kvsim.core.logfile import log_exception
+
+        log = log_exception(f"unexpected error: {text}", (kind, value, tb))  # the whole traceback, in the log file
+        self.log = log
+        self._print(f"kvsim: unexpected error: {text}{more}" + (f" (traceback in {log})" if log is not None else ""))
         if os.environ.get("KVSIM_DEBUG"):
             traceback.print_exception(kind, value, tb, file=self.stream or sys.stderr)
         from .i18n import translate
@@ -122,7 +127,7 @@ class ErrorHandlers:
         shown = translate(
             "app", "unexpected error: {error} — the app may show something stale; Reset (Home) starts the run afresh"
         )
-        self.relay.report.emit(shown.format(error=text))
+        self.relay.report.emit(shown.format(error=text) + (f" — {log}" if log is not None else ""))
 
     def _show(self, text: str) -> None:
         from PySide6.QtWidgets import QApplication
@@ -150,6 +155,10 @@ class ErrorHandlers:
             QtMsgType.QtFatalMsg: "fatal",
         }.get(mode, "message")
         self._print(f"kvsim: qt {kind}: {message}")
+        if kind in ("warning", "critical", "fatal"):
+            import logging
+
+            logging.getLogger("kvsim").warning("qt %s: %s", kind, message)  # the log file keeps it too
 
 
 _handlers: ErrorHandlers | None = None

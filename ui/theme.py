@@ -226,7 +226,9 @@ def setup_pyqtgraph() -> None:
 def apply(app: QApplication) -> None:
     """Style ``app`` with the current theme (palette, font, style sheet, pyqtgraph's defaults)."""
     setup_pyqtgraph()
-    app.setStyle("Fusion")
+    if app.property("kvsim_fusion") is not True:  # once: again on every theme switch cost ~0.3–0.5 s of re-polish
+        app.setStyle("Fusion")
+        app.setProperty("kvsim_fusion", True)
     pal = QPalette()
     for role, color in (
         (QPalette.ColorRole.Window, BG),

@@ -30,10 +30,13 @@ USER_ERRORS = (ModelLoadError, SimulationError, SpecError, ConfigError, MemoryEr
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ..core.logfile import log_path
+
     p = Parser(
         prog="kvsim",
         description="See the KV cache: a transformer run token by token, "
         "without and with a cache, with real tensors, counts and times.",
+        epilog=f"Warnings and errors (with tracebacks) are logged to {log_path()} (KVSIM_LOG_DIR moves it).",
     )
     p.add_argument("--version", action="version", version=f"kvsim {__version__}")
     p.add_argument("--model", help="model to open the app with (default: the bundled model)")
@@ -119,6 +122,9 @@ def add_export_parser(sub: Subcommands) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    from ..core.logfile import setup as setup_log
+
+    setup_log()  # warnings (e.g. a special token outside the vocabulary) and errors also go to the log file
     try:
         args = build_parser().parse_args(argv)
         if args.command in ("run", "screenshot", "export", None):
@@ -177,10 +183,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise
     except BaseException as exc:  # noqa: BLE001 - last resort (a Rust panic is not an Exception): one line
         message = str(exc).splitlines()[0][:300] if str(exc) else ""
-        print(f"error: unexpected failure: {type(exc).__name__}: {message}", file=sys.stderr)
+        from ..core.logfile import log_exception
+
+        log = log_exception(f"kvsim {' '.join(argv)[:500]}: unexpected failure")  # the traceback, for a bug report
+        where = f" (traceback in {log})" if log is not None else ""
+        print(f"error: unexpected failure: {type(exc).__name__}: {message}{where}", file=sys.stderr)
         return 1
 
 
 def _fail(message: str) -> int:
-    print(f"error: {message.splitlines()[0] if message else 'bad input'}", file=sys.stderr)
+    from ..core.text import printable  # a message may quote a file's text: its escape codes are shown, not obeyed
+
+    print(f"error: {printable(message.splitlines()[0]) if message else 'bad input'}", file=sys.stderr)
     return 2

@@ -9,6 +9,7 @@ import math
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ..core.text import printable
 from ..costs.memory import (
     WEIGHT_DTYPE_BYTES,
     describe_windows,
@@ -77,6 +78,10 @@ def cmd_memory(args: argparse.Namespace) -> int:
         raise UsageError("--context N is required (tokens in the cache)")
     if args.context < 0:
         raise UsageError(f"--context must be ≥ 0, got {args.context}")
+    from ..costs.memory import check_shape
+
+    check_shape(layers=args.layers, kv_heads=args.kv_heads, head_dim=args.head_dim, context=args.context)
+    check_shape(batch=args.batch, window=args.window)
     preset = None
     if args.preset:
         preset = get_preset(args.preset)
@@ -109,6 +114,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
                 f"give --preset NAME, --config PATH or all of --layers --kv-heads --head-dim (missing {', '.join(missing)})"
             )
         layers, kv_heads, head_dim, layer_windows = args.layers, args.kv_heads, args.head_dim, None
+    check_shape(layers=layers, kv_heads=kv_heads, head_dim=head_dim)  # a --config's figures too
     if given is not None:
         layer_windows = repeat_pattern(given, layers)
         if all(w is None for w in layer_windows):
@@ -235,12 +241,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         return 0
     cfg = meta["config"]
     print(
-        f"{args.file}: {len(trace.records)} steps of {meta.get('model_id', '?')} "
+        f"{printable(args.file)}: {len(trace.records)} steps of {printable(meta.get('model_id', '?'), 200)} "
         f"({cfg['n_layers']} layers, {cfg['n_heads']} heads / {cfg['n_kv_heads']} kv, head dim {cfg['head_dim']})"
     )
-    print(f"lanes: {', '.join(lanes)}")
-    width = max(12, *(len(name) for name in summary["lanes"]))
+    print(f"lanes: {printable(', '.join(lanes))}")
+    width = max(12, *(len(printable(name)) for name in summary["lanes"]))
     for name, s in summary["lanes"].items():
+        name = printable(name)
         itl = f"{s['itl_ms']:.2f} ms" if s["itl_ms"] is not None else "-"
         print(
             f"{name:>{width}}: TTFT {s['ttft_ms']:.2f} ms, ITL {itl}, K/V rows {s['kv_positions_total']}, "
@@ -326,7 +333,8 @@ def _inspect_requests(args: argparse.Namespace, runs: tuple[RequestsRun, ...]) -
         s = run.summary()
         caching = "on" if run.prefix_caching else "off"
         print(
-            f"{args.file}: {s['requests']} requests of {run.model_id} through a pool of {run.pool_blocks} blocks of "
+            f"{printable(args.file)}: {s['requests']} requests of {printable(run.model_id, 200)} "
+            f"through a pool of {run.pool_blocks} blocks of "
             f"{run.block_size} ({run.schedule}, prefix caching {caching}): {s['prefill_rows_total']} prefill rows computed, "
             f"{s['reused_rows_total']} reused"
         )

@@ -110,7 +110,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
     if args.prompt is not None and not args.prompt.strip():
         raise SimulationError("the prompt is empty: give --prompt TEXT or --prompt-ids 1,2,3")
-    if args.save:
+    if args.save is not None:
+        from ..core.atomic import WriteError, check_target
+
+        try:  # an empty path, a device or a FIFO is refused before the model loads
+            check_target(args.save)
+        except WriteError as exc:
+            raise UsageError(f"--save: {exc}") from None
         folder = os.path.dirname(os.path.abspath(args.save))
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
             raise UsageError(f"--save: cannot write into {folder} (no such folder or no permission)")
@@ -160,8 +166,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.save:
         try:
             sim.trace.save(args.save)
-        except OSError as exc:
-            raise UsageError(f"could not save the trace to {args.save}: {exc.strerror or exc}") from None
+        except OSError as exc:  # a WriteError names the file: the file as it was is kept
+            raise UsageError(f"could not save the trace: {exc.strerror and f'{args.save}: {exc.strerror}' or exc}") from None
     if args.json:
         out.write(json_line({"summary": summary}) + "\n")
     else:
@@ -249,6 +255,9 @@ def _print_header(sim: Simulator, loaded: LoadedModel, out: TextIO) -> None:
         f"({cfg.n_kv_heads} kv), dim {cfg.dim}, {sim.model.n_params():,} parameters, "
         f"on {sim.model.device}\n"
     )
+    warnings = loaded.info.get("warnings")
+    for warning in warnings if isinstance(warnings, list) else ():  # loaded, but with something the user should know
+        print(f"warning: {warning}", file=sys.stderr)
     out.write(f"prompt: {sim.prompt_len} tokens\n\n")
     cols = "".join(f" | {lane.name:>10} rows  FLOPs      ms" for lane in sim.lanes)
     out.write(f"{'step':>4} {'phase':<7} {'token':<14}{cols}\n")
