@@ -15,6 +15,8 @@ are one ``kvsim: qt …`` line each.
 
 from __future__ import annotations
 
+import builtins
+import contextlib
 import os
 import sys
 import threading
@@ -22,6 +24,8 @@ import time
 import traceback
 
 _T0 = time.perf_counter()
+# Python's own import, kept before PySide6 replaces it with shiboken's hook (None when Qt came first)
+_PLAIN_IMPORT = None if "shiboken6" in sys.modules else builtins.__import__
 
 # Qt messages that say nothing to a user: capability notes of headless platform plugins, and
 # environment remarks Qt makes on every start on some systems
@@ -164,10 +168,11 @@ def install_error_handlers(stream=None) -> ErrorHandlers:
     return _handlers
 
 
-def make_app(argv: list[str] | None = None, handlers: bool = True, lang: str | None = None):
+def make_app(argv: list[str] | None = None, handlers: bool = True, lang: str | None = None, styled: bool = True):
     """The QApplication (made once), themed and in its language (``lang``: "en" / "pt_BR"; None: the
     remembered choice, else the system's); ``handlers``: install the error handlers first, so even
-    Qt's messages while the application starts are filtered."""
+    Qt's messages while the application starts are filtered; ``styled=False``: the theme (and pyqtgraph)
+    left for the caller's ``theme.apply(app)`` (``main`` paints its splash first)."""
     from PySide6.QtWidgets import QApplication
 
     from . import theme
@@ -184,11 +189,13 @@ def make_app(argv: list[str] | None = None, handlers: bool = True, lang: str | N
     from . import i18n
 
     i18n.install(app, i18n.choose(lang, QSettings("kvsim", "kvsim-ui")))
-    theme.apply(app)
+    if styled:
+        theme.apply(app)
     return app
 
 
-LAUNCH_TRACE = "KVSIM_LAUNCH_TRACE"  # set: print "kvsim-launch <stage> <ms since the app module loaded>" lines (benchmarks)
+# set: print "kvsim-launch <stage> <ms since the app module loaded> <CPU ms of the process>" lines (benchmarks)
+LAUNCH_TRACE = "KVSIM_LAUNCH_TRACE"
 
 
 def launch_mark(stage: str) -> None:
@@ -197,7 +204,7 @@ def launch_mark(stage: str) -> None:
     mode = os.environ.get(LAUNCH_TRACE)
     if not mode:
         return
-    print(f"kvsim-launch {stage} {(time.perf_counter() - _T0) * 1000:.1f}", flush=True)
+    print(f"kvsim-launch {stage} {(time.perf_counter() - _T0) * 1000:.1f} {time.process_time() * 1000:.1f}", flush=True)
     if stage == "ready" and mode == "exit":
         from PySide6.QtWidgets import QApplication
 
@@ -206,12 +213,32 @@ def launch_mark(stage: str) -> None:
                 w.close()
 
 
+@contextlib.contextmanager
+def plain_import():
+    """Python's own ``__import__`` for a while on the GUI thread (no other thread running Python yet):
+    shiboken's hook, which serves PySide's ``__feature__`` switches that neither torch nor the engine use,
+    costs ~0.2–0.3 s of CPU over torch's ~1,000 modules. Nothing changes when Qt was imported first."""
+    hook = builtins.__import__
+    if _PLAIN_IMPORT is not None:
+        builtins.__import__ = _PLAIN_IMPORT
+    try:
+        yield
+    finally:
+        builtins.__import__ = hook
+
+
 def preload_engine() -> None:
-    """Import the engine (torch, the simulator, the loaders and the libraries they import lazily)
-    before Qt starts. shiboken6 replaces ``builtins.__import__`` with a hook that reads the source of
-    every Python module imported (``inspect.getsource``): importing hundreds of modules through it on
-    the worker thread while the GUI thread runs is not safe, and importing them on the GUI thread after
-    the first paint froze the window. Before the QApplication exists neither happens."""
+    """Import the engine (torch, the simulator, the loaders and the libraries they import lazily) on the
+    GUI thread before the main window exists, while the splash is on screen (``main``). shiboken6 replaces
+    ``builtins.__import__`` with a hook that reads the source of every Python module imported
+    (``inspect.getsource``): importing hundreds of modules through it on the worker thread while the GUI
+    thread runs is not safe, and importing them on the GUI thread after the first paint froze the window.
+    Here neither happens: no other thread runs Python yet, and ``plain_import`` bypasses the hook."""
+    with plain_import():
+        _preload()
+
+
+def _preload() -> None:
     import kvsim.caches  # noqa: F401
     import kvsim.engine.simulate  # noqa: F401
     import kvsim.models.catalog  # noqa: F401
@@ -224,12 +251,22 @@ def preload_engine() -> None:
             pass
 
 
-def main(model: str | None = None, lang: str | None = None) -> int:
+def main(model: str | None = None, lang: str | None = None, threads: int | None = None) -> int:
+    """The app: Qt and a splash first (on screen before torch is imported), then the engine, then the window."""
     launch_mark("main")
-    preload_engine()
-    launch_mark("engine-preloaded")
-    app = make_app(lang=lang)
+    app = make_app(lang=lang, styled=False)
     launch_mark("qapplication")
+    from . import theme
+    from .splash import show_splash
+
+    splash = show_splash(app)
+    launch_mark("splash-shown")
+    theme.apply(app)  # pyqtgraph's import and the style sheet, behind the splash
+    preload_engine()
+    from kvsim.models.loading import set_threads
+
+    set_threads(threads)
+    launch_mark("engine-preloaded")
     from .window import MainWindow
 
     window = MainWindow(model=model)
@@ -244,6 +281,7 @@ def main(model: str | None = None, lang: str | None = None) -> int:
 
         window.first_painted.connect(done)
     window.show()
+    splash.finish(window)
     code = app.exec()
     if not window.shutdown():
         # the worker is inside a model load that cannot be interrupted; destroying its running QThread

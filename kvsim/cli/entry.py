@@ -227,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = parse(argv)
-        if args.command in ("run", "screenshot", "export", None):
+        if args.command in ("run", "screenshot", "export"):  # the app sets them once its splash is up
             from ..models.loading import set_threads
 
             set_threads(getattr(args, "threads", None))
@@ -273,7 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.environ["QT_SCALE_FACTOR"] = f"{args.scale:g}"  # read when the QApplication starts
         from ..ui import app  # the app, imported only when asked for (the engine never needs it)
 
-        return app.main(model=args.model, lang=args.lang)
+        return app.main(model=args.model, lang=args.lang, threads=args.threads)
     except UsageError as exc:
         return _fail(str(exc))
     except user_errors() as exc:
