@@ -70,3 +70,50 @@ def isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
         monkeypatch.setenv(var, str(root / name))
     _point_qsettings_at(root / "config")
     return root
+
+
+# The quick subset (`pytest -m "not slow"`, under 2 minutes on 2 cores, for contributors): the engine, the CLI
+# and the packaging's metadata. These files drive the whole window, start subprocesses that import Qt and
+# torch, build wheels, load reference models through transformers or run the import-linter, so every test in
+# them is marked slow here (one list, not a marker in each file); CI runs everything.
+SLOW_FILES = frozenset(
+    {
+        "test_boundaries.py",
+        "test_controller.py",
+        "test_export.py",
+        "test_gemma3.py",
+        "test_gguf.py",
+        "test_gui_robustness.py",
+        "test_i18n_docks.py",
+        "test_language_menu.py",
+        "test_layout.py",
+        "test_lesson.py",
+        "test_memory_dock.py",
+        "test_packaging.py",
+        "test_parity_hf.py",
+        "test_policy_plugin.py",
+        "test_presenter.py",
+        "test_requests_view.py",
+        "test_requests_view_pt.py",
+        "test_splash.py",
+        "test_theme.py",
+        "test_translations.py",
+        "test_ui.py",
+        "test_views_lesson.py",
+        "test_window_policies.py",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under `-m "not slow"` the slow files are not even imported (their imports of Qt, transformers and the
+    window take longer than the quick tests themselves); every test in them would be deselected anyway."""
+    if collection_path.name in SLOW_FILES and "not slow" in (config.getoption("markexpr", "") or ""):
+        return True
+    return None
