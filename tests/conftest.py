@@ -22,6 +22,9 @@ import pytest
 
 # GUI tests run without a display; set before any Qt import
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# no test reaches the network: the Hub's tests set HF_ENDPOINT to their own server on 127.0.0.1 and lift this
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ.pop("HF_ENDPOINT", None)
 sys.path.insert(0, str(Path(__file__).parent))
 
 ISOLATED_VARS = {
@@ -31,6 +34,7 @@ ISOLATED_VARS = {
     "XDG_CACHE_HOME": "cache",
     "XDG_STATE_HOME": "state",
     "KVSIM_DATA_DIR": "kvsim-data",
+    "HF_HOME": "hf-home",  # huggingface_hub's cache
 }
 REAL_ENV: dict[str, str | None] = {k: os.environ.get(k) for k in ISOLATED_VARS}
 REAL_HOME = Path.home()
@@ -107,7 +111,8 @@ SLOW_FILES = frozenset(
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if item.path.name in SLOW_FILES:
+        # a whole slow file, or a test elsewhere that builds Qt widgets (qtbot / qapp)
+        if item.path.name in SLOW_FILES or {"qtbot", "qapp"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
 
 

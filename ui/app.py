@@ -227,7 +227,7 @@ def plain_import():
         builtins.__import__ = hook
 
 
-def preload_engine() -> None:
+def preload_engine(model: str | None = None) -> None:
     """Import the engine (torch, the simulator, the loaders and the libraries they import lazily) on the
     GUI thread before the main window exists, while the splash is on screen (``main``). shiboken6 replaces
     ``builtins.__import__`` with a hook that reads the source of every Python module imported
@@ -236,6 +236,14 @@ def preload_engine() -> None:
     Here neither happens: no other thread runs Python yet, and ``plain_import`` bypasses the hook."""
     with plain_import():
         _preload()
+        if model:
+            from kvsim.models import hub
+
+            if hub.is_repo_id(model.strip()) or model.strip() in hub.HUB_MODELS:
+                try:  # a model from the Hub: its client too (~0.25 s, so only then)
+                    import huggingface_hub._snapshot_download  # noqa: F401
+                except ImportError:
+                    pass
 
 
 def _preload() -> None:
@@ -262,7 +270,7 @@ def main(model: str | None = None, lang: str | None = None, threads: int | None 
     splash = show_splash(app)
     launch_mark("splash-shown")
     theme.apply(app)  # pyqtgraph's import and the style sheet, behind the splash
-    preload_engine()
+    preload_engine(model)
     from kvsim.models.loading import set_threads
 
     set_threads(threads)

@@ -68,7 +68,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         **examples("kvsim", "kvsim run --prompt 'Once upon a time' --steps 8", "kvsim memory --preset llama-3-8b --context 8192"),
     )
     p.add_argument("--version", action="version", version=f"kvsim {__version__}")
-    p.add_argument("--model", help="model to open the app with (default: the bundled model)")
+    p.add_argument(
+        "--model",
+        help="model to open the app with: a name, a Hugging Face repository ORG/NAME, a folder or a .gguf (default: tiny)",
+    )
     p.add_argument("--threads", type=positive_int, help="torch compute threads (default: half the cores, ≤ 4)")
     p.add_argument("--lang", help="the app's language: pt_BR or en (default: the remembered choice, else the system's)")
     p.add_argument("--scale", type=float, help="the app's size factor, e.g. 1.5 for a projector (0.5 to 4)")
@@ -108,9 +111,18 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         mg = msub.add_parser(
             "get",
             help="fetch a model (the only command that uses the network)",
-            **examples("kvsim models get smollm2-135m", "kvsim models get gemma3-270m"),
+            **examples(
+                "kvsim models get smollm2-135m",
+                "kvsim models get gemma3-270m --accept-license",
+                "kvsim models get HuggingFaceTB/SmolLM2-360M-Instruct",
+            ),
         )
-        mg.add_argument("name", help="a fetchable name from `kvsim models list`")
+        mg.add_argument(
+            "name", help="a fetchable name from `kvsim models list`, or a Hugging Face repository ORG/NAME[@REVISION]"
+        )
+        mg.add_argument(
+            "--accept-license", action="store_true", help="accept the model's terms without being asked (for scripts)"
+        )
     if full("gqa"):
         q = sub.add_parser("gqa", help=COMMANDS["gqa"], **examples("kvsim gqa", "kvsim gqa --layers 2 --heads 4 --json"))
         q.add_argument("--family", default="llama", choices=["llama"], help="the architecture (default: llama)")

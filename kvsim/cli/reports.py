@@ -178,7 +178,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     from ..models.catalog import fetch_model, list_models
 
     if args.models_command == "get":
-        path = fetch_model(args.name)
+        path = fetch_model(args.name, accept_license=args.accept_license)
         print(f"{args.name}: ready at {path}")
         return 0
     if args.models_command != "list":

