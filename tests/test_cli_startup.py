@@ -24,8 +24,8 @@ NO_TORCH = """
 import sys
 class NoTorch:
     def find_spec(self, name, path=None, target=None):
-        if name == "torch" or name.startswith("torch."):
-            raise ImportError("torch was imported")
+        if name.split(".")[0] in ("torch", "huggingface_hub"):  # nor the Hub's client (models list reads its cache)
+            raise ImportError(name + " was imported")
 sys.meta_path.insert(0, NoTorch())
 from kvsim.cli.entry import main
 try:

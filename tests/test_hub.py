@@ -116,6 +116,8 @@ def hub_online(monkeypatch):
     import huggingface_hub.constants
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    # huggingface_hub read HF_HOME when first imported; this test's own HF_HOME (conftest) is where kvsim looks
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hub.hub_cache_dir()))
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     with HubStandIn() as server:
         monkeypatch.setenv("HF_ENDPOINT", server.url)
@@ -144,6 +146,11 @@ def test_a_named_model_comes_from_the_hub_when_it_is_there(hub_online, repo, mon
 
     loaded = load_model("fake-named")  # the name now loads the Hub's snapshot from the cache
     assert loaded.info["source"] == "hub" and loaded.info["repo"] == f"{REPO}@main"
+    rows = {r["name"]: r for r in catalog.list_models()}  # and is listed as fetched, from the Hub
+    assert rows["fake-named"]["kind"] == "fetched" and rows["fake-named"]["source"] == "hub"
+    assert rows["fake-named"]["path"] == str(folder) and rows["fake-named"]["size_bytes"] == sum(
+        (repo / name).stat().st_size for name in FILES
+    )
 
 
 def test_a_named_model_falls_back_to_its_wheel_and_says_so(hub_online, monkeypatch) -> None:

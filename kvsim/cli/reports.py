@@ -191,8 +191,8 @@ def cmd_models(args: argparse.Namespace) -> int:
         size = human_bytes(r["size_bytes"]) if r.get("size_bytes") else "-"
         print(f"{r['name']:<18} {r['kind']:<10} {size:>10}  {r.get('description', r.get('path', ''))}")
     print(
-        "also: random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,seed=0 · a Hugging Face "
-        "checkpoint directory · a .gguf file"
+        "also: random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,seed=0 · a Hugging Face repository "
+        "ORG/NAME[@REVISION] or checkpoint directory · a .gguf file"
     )
     return 0
 

@@ -148,6 +148,13 @@ def _description(path: Path) -> str:
     return ""
 
 
+def _hub_first(name: str) -> str:
+    from .hub import HUB_MODELS
+
+    named = HUB_MODELS.get(name)
+    return f"; its published weights from the Hugging Face Hub ({named.repo_id}) first, when reachable" if named else ""
+
+
 def list_models() -> list[dict[str, object]]:
     """Every model by name: kind (bundled / fetched / fetchable), size in bytes, description, path."""
     rows: list[dict[str, object]] = []
@@ -169,6 +176,22 @@ def list_models() -> list[dict[str, object]]:
                 }
             )
             seen.add(entry.name)
+    from .hub import HUB_MODELS, cached_snapshot  # (no import of huggingface_hub: the cache's layout is read)
+
+    for named in HUB_MODELS.values():
+        snapshot = cached_snapshot(named.repo_id, named.revision) if named.name not in seen else None
+        if snapshot is not None:
+            rows.append(
+                {
+                    "name": named.name,
+                    "kind": "fetched",
+                    "size_bytes": _size(snapshot.resolve()) if snapshot.is_dir() else 0,
+                    "description": f"{named.repo_id}@{named.revision} from the Hugging Face Hub ({named.licence})",
+                    "path": str(snapshot),
+                    "source": "hub",
+                }
+            )
+            seen.add(named.name)
     for spec in FETCHABLE.values():
         if spec.name not in seen:
             rows.append(
@@ -176,7 +199,7 @@ def list_models() -> list[dict[str, object]]:
                     "name": spec.name,
                     "kind": "fetchable",
                     "size_bytes": spec.size_bytes,
-                    "description": f"{spec.description} — `kvsim models get {spec.name}`",
+                    "description": f"{spec.description}{_hub_first(spec.name)} — `kvsim models get {spec.name}`",
                     "path": None,
                 }
             )

@@ -122,8 +122,34 @@ def _endpoint() -> str | None:
     return os.environ.get("HF_ENDPOINT") or None
 
 
+def hub_cache_dir() -> Path:
+    """huggingface_hub's cache folder, found as it finds it (``HF_HUB_CACHE``, else ``HF_HOME``/hub, else
+    ``XDG_CACHE_HOME``/huggingface/hub, else ~/.cache/huggingface/hub), without importing it."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser()
+    return cache / "huggingface" / "hub"
+
+
+def cached_snapshot(repo_id: str, revision: str = "main") -> Path | None:
+    """The cached snapshot folder of ``repo_id`` at ``revision`` (a branch's ref or a commit), read from the
+    cache's layout without importing huggingface_hub (``kvsim models list`` stays fast); None if absent."""
+    folder = hub_cache_dir() / ("models--" + repo_id.replace("/", "--"))
+    ref = folder / "refs" / revision
+    try:
+        commit = ref.read_text(encoding="utf-8").strip() if ref.is_file() else revision
+        snapshot = folder / "snapshots" / commit
+        return snapshot if (snapshot / "config.json").is_file() else None
+    except (OSError, ValueError):
+        return None
+
+
 def cached_repo(repo_id: str, revision: str | None = None) -> Path | None:
     """The snapshot of ``repo_id`` already in the Hub cache (no network), or None."""
+    if cached_snapshot(repo_id, revision or "main") is None:
+        return None  # (a cheap look first: no import of huggingface_hub for a model that is not there)
     try:
         from huggingface_hub import snapshot_download
     except ImportError:
