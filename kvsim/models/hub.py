@@ -181,6 +181,13 @@ def _byte_bars():
     return Bytes
 
 
+ATTEMPTS = 3  # a download that breaks off is resumed this many times in all (older huggingface_hub does not retry)
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+
+
 def fetch_repo(spec: str, progress=None) -> Path:
     """``ORG/NAME[@REVISION]`` downloaded (or found in the cache) with huggingface_hub: the snapshot folder."""
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
@@ -194,32 +201,37 @@ def fetch_repo(spec: str, progress=None) -> Path:
     where = f"{repo_id}@{revision or 'main'}"
     doing = "looking in the Hugging Face cache (HF_HUB_OFFLINE)" if offline else "fetching from the Hugging Face Hub …"
     say(f"{where}: {doing}")
-    try:
-        path = snapshot_download(
-            repo_id,
-            revision=revision,
-            allow_patterns=ALLOW_PATTERNS,
-            endpoint=_endpoint(),
-            local_files_only=offline,
-            max_workers=2,
-            tqdm_class=_byte_bars(),
-        )
-    except errors.GatedRepoError:
-        raise ModelLoadError(
-            f"{repo_id} is gated on the Hub: accept its terms on its page and log in (`hf auth login` or HF_TOKEN)"
-        ) from None
-    except errors.RepositoryNotFoundError:
-        raise ModelLoadError(f"{repo_id}: no such repository on the Hub (or it is private: set HF_TOKEN)") from None
-    except errors.RevisionNotFoundError:
-        raise ModelLoadError(f"{repo_id}: no revision {revision!r}") from None
-    except errors.LocalEntryNotFoundError:
-        raise ModelLoadError(
-            f"{where} is not in the Hugging Face cache and the Hub "
-            + ("may not be used (HF_HUB_OFFLINE is set)" if offline else "could not be reached")
-        ) from None
-    except (errors.HfHubHTTPError, OSError, ValueError, huggingface_hub.errors.HFValidationError) as exc:
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        raise ModelLoadError(f"fetching {where} failed: {first}") from None
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            path = snapshot_download(
+                repo_id,
+                revision=revision,
+                allow_patterns=ALLOW_PATTERNS,
+                endpoint=_endpoint(),
+                local_files_only=offline,
+                max_workers=2,
+                tqdm_class=_byte_bars(),
+            )
+            break
+        except errors.GatedRepoError:
+            raise ModelLoadError(
+                f"{repo_id} is gated on the Hub: accept its terms on its page and log in (`hf auth login` or HF_TOKEN)"
+            ) from None
+        except errors.RepositoryNotFoundError:
+            raise ModelLoadError(f"{repo_id}: no such repository on the Hub (or it is private: set HF_TOKEN)") from None
+        except errors.RevisionNotFoundError:
+            raise ModelLoadError(f"{repo_id}: no revision {revision!r}") from None
+        except errors.LocalEntryNotFoundError:
+            raise ModelLoadError(
+                f"{where} is not in the Hugging Face cache and the Hub "
+                + ("may not be used (HF_HUB_OFFLINE is set)" if offline else "could not be reached")
+            ) from None
+        except (errors.HfHubHTTPError, ValueError, huggingface_hub.errors.HFValidationError) as exc:
+            raise ModelLoadError(f"fetching {where} failed: {_first_line(exc)}") from None
+        except OSError as exc:  # a transfer that broke off: huggingface_hub resumes its .incomplete file
+            if attempt == ATTEMPTS:
+                raise ModelLoadError(f"fetching {where} failed: {_first_line(exc)}") from None
+            say(f"{where}: the transfer broke off ({_first_line(exc)[:120]}); resuming (attempt {attempt + 1} of {ATTEMPTS}) …")
     folder = Path(path)
     if not (folder / "config.json").is_file() or not any(folder.glob("*.safetensors")):
         raise ModelLoadError(f"{repo_id} has no config.json and *.safetensors weights: not a checkpoint kvsim can read")
