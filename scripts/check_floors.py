@@ -3,7 +3,7 @@ version pyproject.toml allows, then the quick tests.
 
     python scripts/check_floors.py [--venv /tmp/kvsim-floors] [--keep-torch]
 
-Reads ``[project] dependencies`` (and the test extras' runner, pytest, at its floor), writes a constraints
+Reads ``[project] dependencies`` (and, of the test extras, pytest and gguf's writer, at their floors), writes a constraints
 file pinning each ``name>=X`` to ``name==X`` (markers kept), creates the venv, installs the checkout with
 those constraints, and runs ``python -m pytest -q -m "not slow"`` in it. ``--keep-torch``: torch is pinned
 to the version already installed beside this Python instead of its floor (the floor's CPU build may not be
@@ -38,7 +38,9 @@ def floors(requirements: list[str], keep_torch: bool) -> list[str]:
         low = re.search(r">=\s*([0-9][^,;\s]*)", spec)
         if low:
             pins.append(f"{name}=={low.group(1)}{marker}")
-    return pins
+    # a name given twice under the same marker (gguf: the engine's floor, then the tests' higher one): the last
+    last = {(pin.split("==")[0], pin.partition(";")[2]): pin for pin in pins}
+    return list(last.values())
 
 
 def main() -> int:
@@ -47,7 +49,7 @@ def main() -> int:
     ap.add_argument("--keep-torch", action="store_true")
     args = ap.parse_args()
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    test_runner = [r for r in project["optional-dependencies"]["test"] if r.startswith("pytest>=")]
+    test_runner = [r for r in project["optional-dependencies"]["test"] if r.startswith(("pytest>=", "gguf>="))]
     pins = floors(project["dependencies"] + test_runner, args.keep_torch)
     venv = Path(args.venv)
     constraints = venv.parent / (venv.name + "-constraints.txt")
