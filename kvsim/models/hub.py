@@ -184,6 +184,12 @@ def _byte_bars():
 ATTEMPTS = 3  # a download that breaks off is resumed this many times in all (older huggingface_hub does not retry)
 
 
+def _broken_transfer(exc: BaseException) -> bool:
+    """A connection that failed or broke off (OSError; httpx's or requests' transport errors), worth resuming."""
+    module = type(exc).__module__.split(".")[0]
+    return isinstance(exc, OSError) or module in ("httpx", "httpx2", "httpcore", "httpcore2", "requests", "urllib3")
+
+
 def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
 
@@ -228,7 +234,9 @@ def fetch_repo(spec: str, progress=None) -> Path:
             ) from None
         except (errors.HfHubHTTPError, ValueError, huggingface_hub.errors.HFValidationError) as exc:
             raise ModelLoadError(f"fetching {where} failed: {_first_line(exc)}") from None
-        except OSError as exc:  # a transfer that broke off: huggingface_hub resumes its .incomplete file
+        except Exception as exc:  # noqa: BLE001 - a transfer that broke off: huggingface_hub resumes its .incomplete file
+            if not _broken_transfer(exc):
+                raise ModelLoadError(f"fetching {where} failed: {type(exc).__name__}: {_first_line(exc)}") from None
             if attempt == ATTEMPTS:
                 raise ModelLoadError(f"fetching {where} failed: {_first_line(exc)}") from None
             say(f"{where}: the transfer broke off ({_first_line(exc)[:120]}); resuming (attempt {attempt + 1} of {ATTEMPTS}) …")
