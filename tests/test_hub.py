@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -69,8 +70,9 @@ def test_models_get_a_repository_with_byte_progress_then_run_it_offline(tmp_path
         server.cut_after["model.safetensors"] = 100_000  # the first transfer of the weights breaks off
         done = _kvsim(tmp_path, server.url, "models", "get", REPO)
         assert done.returncode == 0, done.stderr[-3000:]
-        # the byte progress bar (huggingface_hub 1.x+: one "Downloading bytes" bar; older: one bar a file)
-        assert re.search(r"[\d.]+\s*[kMG]?B?\s*/\s*[\d.]+\s*[kMG]B?", done.stderr), done.stderr[-2000:]  # "195kB / 8.86MB"
+        # the byte progress bar, in a log too (seen with huggingface_hub 2.4; 1.1, the floor, shows it on a terminal only)
+        if tuple(int(x) for x in version("huggingface_hub").split(".")[:2]) >= (2, 4):
+            assert re.search(r"[\d.]+\s*[kMG]?B?\s*/\s*[\d.]+\s*[kMG]B?", done.stderr), done.stderr[-2000:]  # "195kB / 8.86MB"
         assert f"{REPO}@main: ready at" in done.stderr
         gets = [p for m, p, _ in server.requests if m == "GET" and p.endswith("/model.safetensors")]
         assert len(gets) == 2  # interrupted once, then completed
