@@ -188,7 +188,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     from ..models.catalog import fetch_model, list_models
 
     if args.models_command == "get":
-        path = fetch_model(args.name)
+        path = fetch_model(args.name, accept_license=args.accept_license)
         print(f"{args.name}: ready at {path}")
         return 0
     if args.models_command != "list":
@@ -201,8 +201,8 @@ def cmd_models(args: argparse.Namespace) -> int:
         size = human_bytes(r["size_bytes"]) if r.get("size_bytes") else "-"
         print(f"{r['name']:<18} {r['kind']:<10} {size:>10}  {r.get('description', r.get('path', ''))}")
     print(
-        "also: random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,seed=0 · a Hugging Face "
-        "checkpoint directory · a .gguf file"
+        "also: random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,seed=0 · a Hugging Face repository "
+        "ORG/NAME[@REVISION] or checkpoint directory · a .gguf file"
     )
     return 0
 
@@ -210,7 +210,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 # -------------------------------------------------------------------------------------- inspect
 def cmd_inspect(args: argparse.Namespace) -> int:
     """Validate a ``.kvsim`` file as the app's Open run does, then summarise it."""
-    from ..engine.simulate import summarize
+    from ..engine.summary import summarize  # numpy only: inspecting a run never imports torch
     from ..engine.trace import Trace
     from ..engine.trace_checks import TraceError
 
@@ -284,16 +284,23 @@ def cmd_gqa(args: argparse.Namespace) -> int:
 
 def add_memory_parser(sub: Subcommands) -> None:
     """`kvsim memory`: its arguments."""
-    m = sub.add_parser("memory", help="KV-cache and weight memory for a model shape")
+    m = sub.add_parser(
+        "memory",
+        help="KV-cache and weight memory for a model shape",
+        epilog="examples:\n  kvsim memory --preset llama-3-8b --context 8192\n"
+        "  kvsim memory --layers 32 --kv-heads 8 --head-dim 128 --context 32768 --kv-bits 8\n"
+        "  kvsim memory --list",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     src = m.add_mutually_exclusive_group()
-    src.add_argument("--preset")
+    src.add_argument("--preset", help="a real model's shape by name (`kvsim memory --list`)")
     src.add_argument("--config", help="path to a Hugging Face config.json")
     src.add_argument("--list", action="store_true", help="name the presets")
-    m.add_argument("--layers", type=positive_int)
-    m.add_argument("--kv-heads", type=positive_int)
-    m.add_argument("--head-dim", type=positive_int)
-    m.add_argument("--context", type=int)
-    m.add_argument("--batch", type=positive_int, default=1)
+    m.add_argument("--layers", type=positive_int, help="transformer layers (default: the preset's)")
+    m.add_argument("--kv-heads", type=positive_int, help="K/V heads per layer (default: the preset's)")
+    m.add_argument("--head-dim", type=positive_int, help="values per head (default: the preset's)")
+    m.add_argument("--context", type=int, help="n: tokens in the cache (required)")
+    m.add_argument("--batch", type=positive_int, default=1, help="sequences cached side by side (default 1)")
     m.add_argument(
         "--kv-bits",
         type=int,
@@ -308,7 +315,7 @@ def add_memory_parser(sub: Subcommands) -> None:
         help="a window per layer, repeated over the layers: '4096, full' (Gemma 2), '512,512,512,512,512,full' "
         "(Gemma 3); 'full' keeps every token (replaces a preset's own windows)",
     )
-    m.add_argument("--json", action="store_true")
+    m.add_argument("--json", action="store_true", help="one JSON object: bytes, the shape and any notes")
 
 
 def _inspect_requests(args: argparse.Namespace, runs: tuple[RequestsRun, ...]) -> int:

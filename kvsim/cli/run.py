@@ -26,8 +26,15 @@ if TYPE_CHECKING:
 
 def add_run_parser(sub: Subcommands) -> None:
     """`kvsim run`: its arguments."""
-    r = sub.add_parser("run", help="generate in several lanes and print each step (the terminal app)")
-    r.add_argument("--model", default="tiny", help="bundled/fetched name, random:..., HF dir or .gguf")
+    r = sub.add_parser(
+        "run",
+        help="generate in several lanes and print each step (the terminal app)",
+        epilog="examples:\n  kvsim run --prompt 'Once upon a time' --steps 8\n"
+        "  kvsim run --prompt Hi --lanes uncached,cached,window:8 --json\n"
+        "  kvsim run --prompt 'Tell me a story' --prompt 'Tell me a joke' --block-size 4",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    r.add_argument("--model", default="tiny", help="bundled/fetched name, random:..., Hugging Face ORG/NAME or folder, or .gguf")
     g = r.add_mutually_exclusive_group()
     g.add_argument(
         "--prompt", action="append", help="prompt text; give it several times for several requests through one paged pool"
@@ -37,8 +44,8 @@ def add_run_parser(sub: Subcommands) -> None:
     r.add_argument("--steps", type=int, default=16, help="steps: 1 prefill + decodes (default 16)")
     r.add_argument("--seed", type=seed_int, default=0, help="random seed for sampling (0 to 2^63-1)")
     r.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
-    r.add_argument("--top-k", type=positive_int)
-    r.add_argument("--top-p", type=float)
+    r.add_argument("--top-k", type=positive_int, help="sample among the K most likely tokens only (default: all)")
+    r.add_argument("--top-p", type=float, help="sample among the most likely tokens whose probabilities add up to P (0 < P ≤ 1)")
     r.add_argument(
         "--lanes",
         default="uncached,cached",
@@ -63,7 +70,12 @@ def add_run_parser(sub: Subcommands) -> None:
         "--reference",
         help="the lane whose token every lane continues on and that logit differences are measured from (default: the first)",
     )
-    r.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps", "auto"])
+    r.add_argument(
+        "--device",
+        default="cpu",
+        choices=["cpu", "cuda", "mps", "auto"],
+        help="where the model runs (default: cpu; auto = a GPU if any)",
+    )
     # SUPPRESS: an absent `run --threads` must not overwrite `kvsim --threads N run …`
     r.add_argument(
         "--threads", type=positive_int, default=argparse.SUPPRESS, help="torch compute threads (default: half the cores, ≤ 4)"
