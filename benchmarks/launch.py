@@ -6,8 +6,9 @@ Spawns ``python -m kvsim`` with ``KVSIM_LAUNCH_TRACE=exit`` (the app prints one
 ``kvsim-launch <stage> <ms>`` line per stage and quits when the window is ready) under
 ``QT_QPA_PLATFORM=offscreen`` (or ``xvfb-run`` with ``--xvfb``), stamps each line on arrival with this
 process's clock (so Python's start-up and every import count), and prints the median of each stage
-over the runs. Settings go to a temporary folder (never the user's). ``ready`` = the first run is shown
-and Step works (the model is loaded and the prefill can start).
+over the runs, with the machine's load average before and after. ``splash-shown`` = the first kvsim window
+on screen (painted before torch is imported). Settings go to a temporary folder (never the user's).
+``ready`` = the first run is shown and Step works (the model is loaded and the prefill can start).
 """
 
 from __future__ import annotations
@@ -43,8 +44,10 @@ def one_launch(model: str | None, xvfb: bool, threads: int | None, extra_env: di
         assert proc.stdout is not None
         for line in proc.stdout:
             parts = line.split()
-            if len(parts) == 3 and parts[0] == "kvsim-launch":
+            if len(parts) in (3, 4) and parts[0] == "kvsim-launch":
                 stages[parts[1]] = (time.perf_counter() - t0) * 1000.0
+                if len(parts) == 4:  # the app's own CPU time by then (all threads): what a quiet machine would take
+                    stages["cpu:" + parts[1]] = float(parts[3])
         proc.wait(timeout=120)
         stages["exit"] = (time.perf_counter() - t0) * 1000.0
     finally:
@@ -61,14 +64,25 @@ def main() -> int:
     p.add_argument("--env", action="append", default=[], help="NAME=VALUE for the app (e.g. a variant switch)")
     args = p.parse_args()
     extra = dict(kv.split("=", 1) for kv in args.env)
+    load = os.getloadavg()
     runs = [one_launch(args.model, args.xvfb, args.threads, extra) for _ in range(args.runs + 1)][1:]  # first: disk cache
-    order = ["main", "engine-preloaded", "qapplication", "window-built", "first-paint", "engine-imported", "model-loaded"]
+    after = os.getloadavg()
+    print(
+        f"load average (1/5/15 min) before {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, after {after[0]:.2f} {after[1]:.2f} "
+        f"{after[2]:.2f}, on {os.cpu_count()} cores"
+    )
+    order = ["main", "qapplication", "splash-shown", "engine-preloaded", "window-built", "first-paint", "engine-imported"]
+    order += ["model-loaded"]
     order += ["ready", "exit"]
     print(f"{len(runs)} launches of `python -m kvsim` ({'Xvfb' if args.xvfb else 'offscreen'}), ms from spawn:")
     for stage in order:
         values = [r[stage] for r in runs if stage in r]
         if values:
-            print(f"  {stage:16s} median {statistics.median(values):7.0f}   min {min(values):7.0f}   max {max(values):7.0f}")
+            cpu = [r["cpu:" + stage] for r in runs if "cpu:" + stage in r]
+            spent = f"   CPU by then {statistics.median(cpu):7.0f}" if cpu else ""
+            print(
+                f"  {stage:16s} median {statistics.median(values):7.0f}   min {min(values):7.0f}   max {max(values):7.0f}{spent}"
+            )
     return 0
 
 

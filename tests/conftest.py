@@ -22,6 +22,12 @@ import pytest
 
 # GUI tests run without a display; set before any Qt import
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# the log file (kvsim/core/logfile.py) goes to a temporary folder, never the user's log folder
+os.environ["KVSIM_LOG_DIR"] = tempfile.mkdtemp(prefix="kvsim-test-log-")
+atexit.register(shutil.rmtree, os.environ["KVSIM_LOG_DIR"], True)
+# no test reaches the network: the Hub's tests set HF_ENDPOINT to their own server on 127.0.0.1 and lift this
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ.pop("HF_ENDPOINT", None)
 sys.path.insert(0, str(Path(__file__).parent))
 
 ISOLATED_VARS = {
@@ -31,6 +37,7 @@ ISOLATED_VARS = {
     "XDG_CACHE_HOME": "cache",
     "XDG_STATE_HOME": "state",
     "KVSIM_DATA_DIR": "kvsim-data",
+    "HF_HOME": "hf-home",  # huggingface_hub's cache
 }
 REAL_ENV: dict[str, str | None] = {k: os.environ.get(k) for k in ISOLATED_VARS}
 REAL_HOME = Path.home()
@@ -70,3 +77,51 @@ def isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
         monkeypatch.setenv(var, str(root / name))
     _point_qsettings_at(root / "config")
     return root
+
+
+# The quick subset (`pytest -m "not slow"`, under 2 minutes on 2 cores, for contributors): the engine, the CLI
+# and the packaging's metadata. These files drive the whole window, start subprocesses that import Qt and
+# torch, build wheels, load reference models through transformers or run the import-linter, so every test in
+# them is marked slow here (one list, not a marker in each file); CI runs everything.
+SLOW_FILES = frozenset(
+    {
+        "test_boundaries.py",
+        "test_controller.py",
+        "test_export.py",
+        "test_gemma3.py",
+        "test_gguf.py",
+        "test_gui_robustness.py",
+        "test_i18n_docks.py",
+        "test_language_menu.py",
+        "test_layout.py",
+        "test_lesson.py",
+        "test_memory_dock.py",
+        "test_packaging.py",
+        "test_parity_hf.py",
+        "test_policy_plugin.py",
+        "test_presenter.py",
+        "test_requests_view.py",
+        "test_requests_view_pt.py",
+        "test_splash.py",
+        "test_theme.py",
+        "test_translations.py",
+        "test_ui.py",
+        "test_views_lesson.py",
+        "test_window_policies.py",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        # a whole slow file, or a test elsewhere that builds Qt widgets (qtbot / qapp)
+        if item.path.name in SLOW_FILES or {"qtbot", "qapp"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under `-m "not slow"` the slow files are not even imported (their imports of Qt, transformers and the
+    window take longer than the quick tests themselves); every test in them would be deselected anyway."""
+    if collection_path.name in SLOW_FILES and "not slow" in (config.getoption("markexpr", "") or ""):
+        return True
+    return None

@@ -280,11 +280,12 @@ class Monkey:
         pump(self.rng.choice([0, 0, 1, 5, 10, 20, 40, 80, 150]))
         return name
 
-    def run(self, seconds: float, report_every: float = 0.0) -> int:
-        """Act for ``seconds``; returns the number of actions."""
+    def run(self, seconds: float, report_every: float = 0.0, actions: int | None = None) -> int:
+        """Act for ``seconds`` (or, given ``actions``, exactly that many: work, not time — what a test
+        bounds); returns the number of actions."""
         start = last = time.monotonic()
         n = 0
-        while time.monotonic() - start < seconds:
+        while (n < actions) if actions is not None else (time.monotonic() - start < seconds):
             self.step()
             n += 1
             if report_every and time.monotonic() - last >= report_every:

@@ -142,11 +142,18 @@ def test_no_arguments_opens_the_app_with_scale(monkeypatch) -> None:
     import kvsim.ui.app
 
     opened = {}
-    monkeypatch.setattr(kvsim.ui.app, "main", lambda model=None, lang=None: opened.update(model=model, lang=lang) or 0)
+
+    def app_main(model=None, lang=None, threads=None) -> int:
+        opened.update(model=model, lang=lang, threads=threads)
+        return 0
+
+    monkeypatch.setattr(kvsim.ui.app, "main", app_main)
     monkeypatch.delenv("QT_SCALE_FACTOR", raising=False)
     monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
     assert main(["--scale", "1.5", "--model", "tiny", "--lang", "pt-BR"]) == 0
-    assert opened == {"model": "tiny", "lang": "pt-BR"}
+    assert opened == {"model": "tiny", "lang": "pt-BR", "threads": None}
+    assert main(["--threads", "2"]) == 0  # the app sets them once its splash is up (torch is not imported before)
+    assert opened == {"model": None, "lang": None, "threads": 2}
     assert main(["--lang", "klingon"]) == 2
     import os
 

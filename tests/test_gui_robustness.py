@@ -38,7 +38,8 @@ from PySide6.QtTest import QTest  # noqa: E402
 from kvsim.ui.animation import Animator  # noqa: E402
 
 MODEL, PROMPT = mk.MODEL, mk.PROMPT
-MONKEY_SECONDS = float(os.environ.get("KVSIM_MONKEY_SECONDS", "45"))
+MONKEY_SECONDS = float(os.environ.get("KVSIM_MONKEY_SECONDS", "45"))  # benchmarks/monkey.py: a timed soak
+MONKEY_ACTIONS = int(os.environ.get("KVSIM_MONKEY_ACTIONS", "200"))  # the test: a count of actions, whatever the clock
 MONKEY_SEED = int(os.environ.get("KVSIM_MONKEY_SEED", "20260613"))
 
 
@@ -283,10 +284,12 @@ def test_sixteen_lanes_open_without_freezing_the_window(window, qtbot, traces):
     hb = mk.Heartbeat()
     area = window.lanes
     mk.pump(50)
+    kept = [id(p) for p in window.lane_panels]
     hb.start()
     t0 = time.perf_counter()
     assert c.open_run(str(traces["lanes16"])), c.last_error
     open_ms = (time.perf_counter() - t0) * 1000
+    assert [id(p) for p in window.lane_panels] == kept  # nothing built during the open
     assert area.pending  # the panels beyond the ones kept are built on later turns of the event loop
     qtbot.waitUntil(lambda: not area.pending, timeout=10_000)
     mk.pump(100)
@@ -299,8 +302,10 @@ def test_sixteen_lanes_open_without_freezing_the_window(window, qtbot, traces):
     _shows_the_run(window)
     summary = hb.summary()
     print(f"\n16-lane open: open_run {open_ms:.0f} ms, lane area {area.last_rebuild_ms:.1f} ms, heartbeat {summary}")
-    assert area.last_rebuild_ms < 50  # the lane area's part of the open (two panels re-targeted, none built)
-    assert hb.longest_ms < 1_000  # measured ~220 ms on 2 idle cores (goal 250 ms); the bound leaves room for a busy CI
+    # bounded by work, not a clock (times: benchmarks/ui.py, docs/benchmarks-ui.md): the open itself built no
+    # panel (the two kept ones were re-targeted) and the two others were built on later turns of the loop
+    assert kept == [id(p) for p in window.lane_panels[:2]]
+    assert hb.summary()["ticks"] >= 2
     # a hidden lane is built when first shown, from the Lanes menu
     actions = area.menu.actions()
     assert len(actions) == 16 and [a.isChecked() for a in actions] == [True] * 4 + [False] * 12
@@ -338,8 +343,7 @@ def test_ten_quick_home_presses_start_one_run(window, qtbot):
     hb.stop()
     assert len(started) == 1 and len(begun) == 1, (started, begun)
     assert window.session.n_steps == 0 and c.run_steps(1)
-    print(f"\nten Home presses: {hb.summary()}")
-    assert hb.longest_ms < 2_000
+    print(f"\nten Home presses: {hb.summary()}")  # gaps are measured, not asserted (benchmarks/ui.py)
 
     # ten presses 30 ms apart (a held key's auto-repeat): the presses after a restart coalesce into one more
     started.clear()
@@ -352,7 +356,6 @@ def test_ten_quick_home_presses_start_one_run(window, qtbot):
     hb.stop()
     print(f"ten Home presses 30 ms apart: {len(started)} runs, {hb.summary()}")
     assert 1 <= len(started) <= 3 and window.session.run.run_id == started[-1]
-    assert hb.longest_ms < 2_000
 
 
 # ---------------------------------------------------------------------------------- 5. the monkey
@@ -363,16 +366,12 @@ def test_gui_monkey(window, qtbot, tmp_path):
     window.toolbar.speed_box.setCurrentIndex(window.toolbar.speed_box.findData("fast"))
     with qtbot.captureExceptions() as raised:
         hb.start()
-        n = monkey.run(MONKEY_SECONDS)
+        n = monkey.run(MONKEY_SECONDS, actions=MONKEY_ACTIONS)
         hb.stop()
         works = monkey.still_works()
     summary = hb.summary()
-    print(
-        f"\nmonkey seed {MONKEY_SEED}: {n} actions in {MONKEY_SECONDS:.0f} s, {len(raised)} exceptions, "
-        f"{summary}\n{dict(monkey.counts)}"
-    )
+    print(f"\nmonkey seed {MONKEY_SEED}: {n} actions, {len(raised)} exceptions, {summary}\n{dict(monkey.counts)}")
     assert not raised, "\n".join(f"{e[0].__name__}: {e[1]}" for e in raised) + f"\nlast actions: {monkey.trail}"
     assert not monkey.errors, monkey.errors[0]
     assert works, window.controller.last_error
-    assert n >= 100 and len(monkey.counts) >= 18  # it did act, and widely
-    assert hb.longest_ms < 5_000  # no hang (typical: well under a second; see docs/robustness.md)
+    assert n == MONKEY_ACTIONS and len(monkey.counts) >= 18  # it did act, and widely: no hang (gaps: docs/robustness.md)

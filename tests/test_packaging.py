@@ -47,6 +47,12 @@ def test_the_wheel_holds_kvsim_ui_and_resources_and_imports_outside_the_checkout
         "kvsim/resources/models/tiny/model.safetensors",
     ):
         assert needed in names, needed
+    with zipfile.ZipFile(wheel) as z:
+        info = wheel.name.split("-py")[0] + ".dist-info"
+        metadata = z.read(f"{info}/METADATA").decode()
+        assert "License-Expression: Apache-2.0" in metadata and "License-File: LICENSE" in metadata
+        assert z.read(f"{info}/licenses/LICENSE") == (ROOT / "LICENSE").read_bytes()
+        assert "Classifier: Programming Language :: Python :: 3.11" in metadata
     target = tmp_path / "site"
     with zipfile.ZipFile(wheel) as z:
         z.extractall(target)  # a wheel is installed by unpacking it
@@ -68,3 +74,19 @@ def test_the_wheel_holds_kvsim_ui_and_resources_and_imports_outside_the_checkout
     window_file, tiny = run.stdout.split()
     assert Path(window_file).is_relative_to(target) and (Path(tiny) / "model.safetensors").is_file()
     assert Path(tiny).is_relative_to(target)
+
+
+def test_the_project_metadata_names_only_files_that_exist() -> None:
+    import re
+    import tomllib
+
+    text = (ROOT / "pyproject.toml").read_text()
+    project = tomllib.loads(text)["project"]
+    assert project["license"] == "Apache-2.0"  # an SPDX expression, not the table setuptools drops in 2027
+    for name in [project["readme"], *project["license-files"]]:
+        assert (ROOT / name).is_file(), name
+    assert "Apache License" in (ROOT / "LICENSE").read_text() and "Version 2.0, January 2004" in (ROOT / "LICENSE").read_text()
+    for named in set(re.findall(r"[\w./-]+\.(?:md|txt|html|cfg|ini)\b", text)):  # every file a comment names, too
+        assert (ROOT / named).is_file() or any(ROOT.rglob(Path(named).name)), named
+    requires = tomllib.loads(text)["build-system"]["requires"]
+    assert any(r.replace(" ", "").startswith("setuptools>=") and int(r.split(">=")[1].split(".")[0]) >= 77 for r in requires)

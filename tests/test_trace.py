@@ -133,3 +133,35 @@ def test_inconsistent_runs_are_refused(trace: Trace, tmp_path) -> None:
         _rewrite(good, bad, json.dumps(bad_manifest))
         with pytest.raises(TraceError):
             Trace.load(bad)
+
+
+@pytest.mark.parametrize(
+    "key,value",
+    [
+        ("prompt_tokens", {"x": "a"}),
+        ("prompt_tokens", {"1": 5}),
+        ("prompt_tokens", ["a"]),
+        ("prompt_tokens", {"99999999": "a"}),
+        ("prompt_ids", [1, "2"]),
+        ("prompt_ids", [-1]),
+        ("prompt_ids", [10**9]),
+        ("model_id", 7),
+        ("prompt", ["text"]),
+    ],
+)
+def test_load_refuses_what_the_apps_open_cannot_show(trace: Trace, tmp_path, key, value) -> None:
+    """Trace.load and the app's Open agree: metadata the app's run builder (RunInfo.from_trace) would fail
+    on, or show wrongly, is refused by Trace.load itself, naming the field; a valid trace builds."""
+    pytest.importorskip("PySide6")
+    from kvsim.ui.session import RunInfo
+
+    src = tmp_path / "good.kvsim"
+    trace.save(src)
+    RunInfo.from_trace(Trace.load(src).meta, "r")  # the valid one builds
+    with zipfile.ZipFile(src) as zf:
+        manifest = json.loads(zf.read("manifest.json"))
+    manifest["meta"][key] = value
+    bad = tmp_path / "bad.kvsim"
+    _rewrite(src, bad, manifest=json.dumps(manifest))
+    with pytest.raises(TraceError, match=key):
+        Trace.load(bad)

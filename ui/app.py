@@ -15,6 +15,8 @@ are one ``kvsim: qt …`` line each.
 
 from __future__ import annotations
 
+import builtins
+import contextlib
 import os
 import sys
 import threading
@@ -23,6 +25,9 @@ import traceback
 
 from .launch import T0 as _T0  # the clock starts as the app module loads
 from .launch import launch_mark
+
+# Python's own import, kept before PySide6 replaces it with shiboken's hook (None when Qt came first)
+_PLAIN_IMPORT = None if "shiboken6" in sys.modules else builtins.__import__
 
 # Qt messages that say nothing to a user: capability notes of headless platform plugins, and
 # environment remarks Qt makes on every start on some systems
@@ -68,6 +73,7 @@ class ErrorHandlers:
         self._previous_thread_hook = threading.excepthook
         self._previous_qt = None
         self._installed = False
+        self.log = None  # the log file the last error went to
 
     def install(self) -> ErrorHandlers:
         from PySide6.QtCore import qInstallMessageHandler
@@ -114,7 +120,11 @@ class ErrorHandlers:
         if quiet:
             return  # the banner already says it; a slot failing 60 times a second is one line, not 60
         more = f" (and {repeats} more like it)" if repeats else ""
-        self._print(f"kvsim: unexpected error: {text}{more}")
+        from kvsim.core.logfile import log_exception
+
+        log = log_exception(f"unexpected error: {text}", (kind, value, tb))  # the whole traceback, in the log file
+        self.log = log
+        self._print(f"kvsim: unexpected error: {text}{more}" + (f" (traceback in {log})" if log is not None else ""))
         if os.environ.get("KVSIM_DEBUG"):
             traceback.print_exception(kind, value, tb, file=self.stream or sys.stderr)
         from .i18n import translate
@@ -122,7 +132,7 @@ class ErrorHandlers:
         shown = translate(
             "app", "unexpected error: {error} — the app may show something stale; Reset (Home) starts the run afresh"
         )
-        self.relay.report.emit(shown.format(error=text))
+        self.relay.report.emit(shown.format(error=text) + (f" — {log}" if log is not None else ""))
 
     def _show(self, text: str) -> None:
         from PySide6.QtWidgets import QApplication
@@ -150,6 +160,10 @@ class ErrorHandlers:
             QtMsgType.QtFatalMsg: "fatal",
         }.get(mode, "message")
         self._print(f"kvsim: qt {kind}: {message}")
+        if kind in ("warning", "critical", "fatal"):
+            import logging
+
+            logging.getLogger("kvsim").warning("qt %s: %s", kind, message)  # the log file keeps it too
 
 
 _handlers: ErrorHandlers | None = None
@@ -165,10 +179,11 @@ def install_error_handlers(stream=None) -> ErrorHandlers:
     return _handlers
 
 
-def make_app(argv: list[str] | None = None, handlers: bool = True, lang: str | None = None):
+def make_app(argv: list[str] | None = None, handlers: bool = True, lang: str | None = None, styled: bool = True):
     """The QApplication (made once), themed and in its language (``lang``: "en" / "pt_BR"; None: the
     remembered choice, else the system's); ``handlers``: install the error handlers first, so even
-    Qt's messages while the application starts are filtered."""
+    Qt's messages while the application starts are filtered; ``styled=False``: the theme (and pyqtgraph)
+    left for the caller's ``theme.apply(app)`` (``main`` paints its splash first)."""
     from PySide6.QtWidgets import QApplication
 
     from . import theme
@@ -185,16 +200,45 @@ def make_app(argv: list[str] | None = None, handlers: bool = True, lang: str | N
     from . import i18n
 
     i18n.install(app, i18n.choose(lang, QSettings("kvsim", "kvsim-ui")))
-    theme.apply(app)
+    if styled:
+        theme.apply(app)
     return app
 
 
-def preload_engine() -> None:
-    """Import the engine (torch, the simulator, the loaders and the libraries they import lazily)
-    before Qt starts. shiboken6 replaces ``builtins.__import__`` with a hook that reads the source of
-    every Python module imported (``inspect.getsource``): importing hundreds of modules through it on
-    the worker thread while the GUI thread runs is not safe, and importing them on the GUI thread after
-    the first paint froze the window. Before the QApplication exists neither happens."""
+@contextlib.contextmanager
+def plain_import():
+    """Python's own ``__import__`` for a while on the GUI thread (no other thread running Python yet):
+    shiboken's hook, which serves PySide's ``__feature__`` switches that neither torch nor the engine use,
+    costs ~0.2–0.3 s of CPU over torch's ~1,000 modules. Nothing changes when Qt was imported first."""
+    hook = builtins.__import__
+    if _PLAIN_IMPORT is not None:
+        builtins.__import__ = _PLAIN_IMPORT
+    try:
+        yield
+    finally:
+        builtins.__import__ = hook
+
+
+def preload_engine(model: str | None = None) -> None:
+    """Import the engine (torch, the simulator, the loaders and the libraries they import lazily) on the
+    GUI thread before the main window exists, while the splash is on screen (``main``). shiboken6 replaces
+    ``builtins.__import__`` with a hook that reads the source of every Python module imported
+    (``inspect.getsource``): importing hundreds of modules through it on the worker thread while the GUI
+    thread runs is not safe, and importing them on the GUI thread after the first paint froze the window.
+    Here neither happens: no other thread runs Python yet, and ``plain_import`` bypasses the hook."""
+    with plain_import():
+        _preload()
+        if model:
+            from kvsim.models import hub
+
+            if hub.is_repo_id(model.strip()) or model.strip() in hub.HUB_MODELS:
+                try:  # a model from the Hub: its client too (~0.25 s, so only then)
+                    import huggingface_hub._snapshot_download  # noqa: F401
+                except ImportError:
+                    pass
+
+
+def _preload() -> None:
     import kvsim.caches  # noqa: F401
     import kvsim.engine.simulate  # noqa: F401
     import kvsim.models.catalog  # noqa: F401
@@ -207,12 +251,22 @@ def preload_engine() -> None:
             pass
 
 
-def main(model: str | None = None, lang: str | None = None) -> int:
+def main(model: str | None = None, lang: str | None = None, threads: int | None = None) -> int:
+    """The app: Qt and a splash first (on screen before torch is imported), then the engine, then the window."""
     launch_mark("main")
-    preload_engine()
-    launch_mark("engine-preloaded")
-    app = make_app(lang=lang)
+    app = make_app(lang=lang, styled=False)
     launch_mark("qapplication")
+    from . import theme
+    from .splash import show_splash
+
+    splash = show_splash(app)
+    launch_mark("splash-shown")
+    theme.apply(app)  # pyqtgraph's import and the style sheet, behind the splash
+    preload_engine(model)
+    from kvsim.models.loading import set_threads
+
+    set_threads(threads)
+    launch_mark("engine-preloaded")
     from .window import MainWindow
 
     window = MainWindow(model=model)
@@ -227,6 +281,7 @@ def main(model: str | None = None, lang: str | None = None) -> int:
 
         window.first_painted.connect(done)
     window.show()
+    splash.finish(window)
     code = app.exec()
     if not window.shutdown():
         # the worker is inside a model load that cannot be interrupted; destroying its running QThread

@@ -51,6 +51,7 @@ class Controller(QObject):
         self.loaded_info: dict | None = None
         self.last_error = ""
         self.load_failed = False
+        self.run_failed = False  # the last run could not start (e.g. its prompt does not fit the context)
         self._progress_delay = QTimer(self)
         self._progress_delay.setSingleShot(True)
         self._progress_delay.setInterval(300)
@@ -79,6 +80,7 @@ class Controller(QObject):
         self.stop_play()
         self.can_step = False
         self.load_failed = False
+        self.run_failed = False
         self.model_spec = spec
         self.say(translate("controller", "loading model {model} …").format(model=spec))
         if self.worker is not None:
@@ -103,6 +105,7 @@ class Controller(QObject):
         self.stop_play()
         self.animator.stop()
         self.can_step = False
+        self.run_failed = False
         recent = (time.monotonic() - self._last_restart) * 1000 < RESTART_QUIET_MS
         self._reset_soon.start(RESTART_COALESCE_MS if recent else 0)
 
@@ -262,8 +265,8 @@ class Controller(QObject):
             QCoreApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
             if self.session.run is not None and self.can_step and not self.busy and not self._reset_soon.isActive():
                 return True
-            if self.load_failed and not self.busy:
-                return False
+            if (self.load_failed or self.run_failed) and not self.busy:
+                return False  # never wait for a run that cannot start (a headless export would idle for ever)
             time.sleep(0.002)
         return False
 
@@ -300,6 +303,8 @@ class Controller(QObject):
         self.busy = False
         if what == "load":
             self.load_failed = True
+        elif what == "run":
+            self.run_failed = True
         self.stop_play()
         self.progress_done.emit()
         self.say(message, error=True)

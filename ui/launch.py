@@ -11,7 +11,8 @@ import time
 
 T0 = time.perf_counter()
 
-LAUNCH_TRACE = "KVSIM_LAUNCH_TRACE"  # set: print "kvsim-launch <stage> <ms since the app module loaded>" lines (benchmarks)
+# set: print "kvsim-launch <stage> <ms since the app module loaded> <CPU ms of the process>" lines (benchmarks)
+LAUNCH_TRACE = "KVSIM_LAUNCH_TRACE"
 
 
 def launch_mark(stage: str) -> None:
@@ -20,7 +21,7 @@ def launch_mark(stage: str) -> None:
     mode = os.environ.get(LAUNCH_TRACE)
     if not mode:
         return
-    print(f"kvsim-launch {stage} {(time.perf_counter() - T0) * 1000:.1f}", flush=True)
+    print(f"kvsim-launch {stage} {(time.perf_counter() - T0) * 1000:.1f} {time.process_time() * 1000:.1f}", flush=True)
     if stage == "ready" and mode == "exit":
         from PySide6.QtWidgets import QApplication
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import QObject, Signal
 
+from kvsim.core.text import printable
 from kvsim.engine.trace import StepRecord
 from kvsim.models.config import ConfigError, ModelConfig
 
@@ -123,7 +124,7 @@ class RunInfo:
         labels = {int(k): str(v) for k, v in meta.get("prompt_tokens", {}).items()}
         return cls(
             run_id=run_id,
-            model_id=str(meta.get("model_id", translate("session", "saved run"))),
+            model_id=printable(meta.get("model_id", translate("session", "saved run")), 200),  # escape codes shown, not obeyed
             config=config,
             prompt_ids=[int(i) for i in meta.get("prompt_ids", [])],
             prompt_text=str(meta.get("prompt") or ""),

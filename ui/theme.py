@@ -15,7 +15,6 @@ import weakref
 from collections.abc import Callable
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import QApplication
 
@@ -118,6 +117,8 @@ def lut(name: str) -> np.ndarray:
     """(256, 3) uint8 lookup table of a pyqtgraph colormap; ``NAME:light`` is NAME cut where its
     colours would have less than 3:1 contrast with white (the light theme's version)."""
     if name not in _luts:
+        import pyqtgraph as pg  # here, not at the top: the splash is painted before pyqtgraph loads
+
         base, _, variant = name.partition(":")
         table = pg.colormap.get(base).getLookupTable(nPts=256, alpha=False)[:, :3]
         if variant == "light":
@@ -220,13 +221,17 @@ def set_theme(app: QApplication, name: str) -> None:
 
 
 def setup_pyqtgraph() -> None:
+    import pyqtgraph as pg
+
     pg.setConfigOptions(imageAxisOrder="row-major", antialias=True, background=BG, foreground=TEXT)
 
 
 def apply(app: QApplication) -> None:
     """Style ``app`` with the current theme (palette, font, style sheet, pyqtgraph's defaults)."""
     setup_pyqtgraph()
-    app.setStyle("Fusion")
+    if app.property("kvsim_fusion") is not True:  # once: again on every theme switch cost ~0.3–0.5 s of re-polish
+        app.setStyle("Fusion")
+        app.setProperty("kvsim_fusion", True)
     pal = QPalette()
     for role, color in (
         (QPalette.ColorRole.Window, BG),

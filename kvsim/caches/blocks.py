@@ -43,6 +43,43 @@ from ..core.sampling import SimulationError
 ROOT_HASH = int.from_bytes(hashlib.sha256(b"kvsim prefix cache").digest()[:8], "little")
 
 
+#: the largest pool kvsim makes: its bookkeeping is a few Python objects a block (~130 bytes: 2^20 blocks
+#: ~140 MB before any row), and a block of more slots than this is no longer a *block* of a sequence
+MAX_POOL_BLOCKS = 1 << 20
+MAX_BLOCK_SIZE = 1 << 16
+MEMORY_SHARE = 0.5  # the rows of a pool may take at most this share of the memory the machine has free
+
+
+def check_pool_figures(block_size: object, n_blocks: object = None) -> None:
+    """``SimulationError`` naming the figure and its limit when a pool of ``n_blocks`` blocks of
+    ``block_size`` slots is past what kvsim makes (checked before anything is allocated)."""
+    if not isinstance(block_size, int) or isinstance(block_size, bool) or block_size < 1:
+        raise SimulationError(f"block size must be a whole number ≥ 1, got {block_size!r}")
+    if n_blocks is not None and (not isinstance(n_blocks, int) or isinstance(n_blocks, bool) or n_blocks < 1):
+        raise SimulationError(f"pool size must be a whole number of blocks ≥ 1, got {n_blocks!r}")
+    if block_size > MAX_BLOCK_SIZE:
+        raise SimulationError(f"a block of {block_size:,} token slots is more than kvsim makes (at most {MAX_BLOCK_SIZE:,})")
+    if n_blocks is not None and n_blocks > MAX_POOL_BLOCKS:
+        raise SimulationError(f"a pool of {n_blocks:,} blocks is more than kvsim makes (at most {MAX_POOL_BLOCKS:,})")
+
+
+def available_memory() -> int | None:
+    """Bytes of memory the machine has available now (Linux: MemAvailable), or None when unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import os
+
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 class PoolFullError(SimulationError):
     """The pool has no free block left (every block is held by a running sequence)."""
 
@@ -69,10 +106,7 @@ class BlockPool:
     grow (doubling; block ids stay valid) for a single sequence that should never run out."""
 
     def __init__(self, block_size: int, n_blocks: int | None = None, prefix_caching: bool = True) -> None:
-        if not isinstance(block_size, int) or block_size < 1:
-            raise SimulationError(f"block size must be a whole number ≥ 1, got {block_size!r}")
-        if n_blocks is not None and (not isinstance(n_blocks, int) or n_blocks < 1):
-            raise SimulationError(f"pool size must be a whole number of blocks ≥ 1, got {n_blocks!r}")
+        check_pool_figures(block_size, n_blocks)
         self.block_size = block_size
         self.fixed = n_blocks is not None
         self.prefix_caching = prefix_caching
@@ -95,6 +129,9 @@ class BlockPool:
 
     def _grow(self, n: int) -> None:
         start = self.n_blocks
+        check_pool_figures(self.block_size, n)
+        if self.k is not None:
+            self._check_memory((self.k.shape[0], n, *self.k.shape[2:]), self.k.element_size())
         self.ref += [0] * (n - start)
         self.filled += [0] * (n - start)
         self.hash += [None] * (n - start)
@@ -109,10 +146,27 @@ class BlockPool:
         """Allocate the rows once the model's shape is known (a second model must match it)."""
         shape = (n_layers, self.n_blocks, self.block_size, n_kv_heads, head_dim)
         if self.k is None:
-            self.k = torch.zeros(shape, dtype=dtype, device=device)
-            self.v = torch.zeros(shape, dtype=dtype, device=device)
+            self._check_memory(shape, torch.empty(0, dtype=dtype).element_size())
+            try:
+                self.k = torch.zeros(shape, dtype=dtype, device=device)
+                self.v = torch.zeros(shape, dtype=dtype, device=device)
+            except (RuntimeError, MemoryError) as exc:  # a memory limit (ulimit -v, a container) below what is free
+                self.k = self.v = None
+                first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+                raise SimulationError(f"could not allocate the block pool {tuple(shape)}: {first}") from None
         elif self.k.shape != shape or self.k.dtype != dtype:
             raise SimulationError(f"this block pool holds rows of shape {tuple(self.k.shape)}, not {shape}")
+
+    def _check_memory(self, shape: tuple[int, ...], element_size: int) -> None:
+        need = 2 * int(np.prod(shape, dtype=object)) * element_size  # K and V
+        free = available_memory()
+        if free is not None and need > MEMORY_SHARE * free:
+            layers, n, b, heads, dim = shape
+            raise SimulationError(
+                f"the block pool needs {need / 1e9:,.2f} GB ({n:,} blocks × {b:,} slots × {layers} layers × {heads} K/V heads × "
+                f"{dim} × {element_size} bytes × K and V), more than {MEMORY_SHARE:.0%} of this machine's free memory "
+                f"({free / 1e9:,.2f} GB): fewer or smaller blocks"
+            )
 
     def rows(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The K and V storage (allocated by ``ensure_storage``)."""

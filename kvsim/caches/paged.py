@@ -32,7 +32,7 @@ from ..core.sampling import SimulationError
 from ..core.words import QT_TRANSLATE_NOOP
 from .base import Cache, PolicyInfo, PolicyWords, SpecError
 from .block_table import SequenceBlocks
-from .blocks import BlockPool, PoolFullError
+from .blocks import BlockPool, PoolFullError, check_pool_figures
 from .registry import register_policy
 from .window import _parse_int
 
@@ -55,6 +55,10 @@ class PagedCache(Cache):
         options: dict[str, Any] = {"block_size": _parse_int("paged", given[:1], "B", "token slots per block", 1)}
         if len(given) == 2:
             options["pool_blocks"] = _parse_int("paged", given[1:], "N", "blocks in the pool", 1)
+        try:  # sizes are checked before any model loads or anything is allocated
+            check_pool_figures(options["block_size"], options.get("pool_blocks"))
+        except SimulationError as exc:
+            raise SpecError(f"paged:{':'.join(given)}: {exc}") from None
         return options
 
     def __init__(

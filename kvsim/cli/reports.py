@@ -9,6 +9,7 @@ import math
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ..core.text import printable
 from ..costs.memory import (
     WEIGHT_DTYPE_BYTES,
     describe_windows,
@@ -77,6 +78,10 @@ def cmd_memory(args: argparse.Namespace) -> int:
         raise UsageError("--context N is required (tokens in the cache)")
     if args.context < 0:
         raise UsageError(f"--context must be ≥ 0, got {args.context}")
+    from ..costs.memory import check_shape
+
+    check_shape(layers=args.layers, kv_heads=args.kv_heads, head_dim=args.head_dim, context=args.context)
+    check_shape(batch=args.batch, window=args.window)
     preset = None
     if args.preset:
         preset = get_preset(args.preset)
@@ -109,6 +114,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
                 f"give --preset NAME, --config PATH or all of --layers --kv-heads --head-dim (missing {', '.join(missing)})"
             )
         layers, kv_heads, head_dim, layer_windows = args.layers, args.kv_heads, args.head_dim, None
+    check_shape(layers=layers, kv_heads=kv_heads, head_dim=head_dim)  # a --config's figures too
     if given is not None:
         layer_windows = repeat_pattern(given, layers)
         if all(w is None for w in layer_windows):
@@ -182,7 +188,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     from ..models.catalog import fetch_model, list_models
 
     if args.models_command == "get":
-        path = fetch_model(args.name)
+        path = fetch_model(args.name, accept_license=args.accept_license)
         print(f"{args.name}: ready at {path}")
         return 0
     if args.models_command != "list":
@@ -195,8 +201,8 @@ def cmd_models(args: argparse.Namespace) -> int:
         size = human_bytes(r["size_bytes"]) if r.get("size_bytes") else "-"
         print(f"{r['name']:<18} {r['kind']:<10} {size:>10}  {r.get('description', r.get('path', ''))}")
     print(
-        "also: random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,seed=0 · a Hugging Face "
-        "checkpoint directory · a .gguf file"
+        "also: random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,seed=0 · a Hugging Face repository "
+        "ORG/NAME[@REVISION] or checkpoint directory · a .gguf file"
     )
     return 0
 
@@ -204,7 +210,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 # -------------------------------------------------------------------------------------- inspect
 def cmd_inspect(args: argparse.Namespace) -> int:
     """Validate a ``.kvsim`` file as the app's Open run does, then summarise it."""
-    from ..engine.simulate import summarize
+    from ..engine.summary import summarize  # numpy only: inspecting a run never imports torch
     from ..engine.trace import Trace
     from ..engine.trace_checks import TraceError
 
@@ -235,12 +241,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         return 0
     cfg = meta["config"]
     print(
-        f"{args.file}: {len(trace.records)} steps of {meta.get('model_id', '?')} "
+        f"{printable(args.file)}: {len(trace.records)} steps of {printable(meta.get('model_id', '?'), 200)} "
         f"({cfg['n_layers']} layers, {cfg['n_heads']} heads / {cfg['n_kv_heads']} kv, head dim {cfg['head_dim']})"
     )
-    print(f"lanes: {', '.join(lanes)}")
-    width = max(12, *(len(name) for name in summary["lanes"]))
+    print(f"lanes: {printable(', '.join(lanes))}")
+    width = max(12, *(len(printable(name)) for name in summary["lanes"]))
     for name, s in summary["lanes"].items():
+        name = printable(name)
         itl = f"{s['itl_ms']:.2f} ms" if s["itl_ms"] is not None else "-"
         print(
             f"{name:>{width}}: TTFT {s['ttft_ms']:.2f} ms, ITL {itl}, K/V rows {s['kv_positions_total']}, "
@@ -282,16 +289,23 @@ def cmd_gqa(args: argparse.Namespace) -> int:
 
 def add_memory_parser(sub: Subcommands) -> None:
     """`kvsim memory`: its arguments."""
-    m = sub.add_parser("memory", help="KV-cache and weight memory for a model shape")
+    m = sub.add_parser(
+        "memory",
+        help="KV-cache and weight memory for a model shape",
+        epilog="examples:\n  kvsim memory --preset llama-3-8b --context 8192\n"
+        "  kvsim memory --layers 32 --kv-heads 8 --head-dim 128 --context 32768 --kv-bits 8\n"
+        "  kvsim memory --list",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     src = m.add_mutually_exclusive_group()
-    src.add_argument("--preset")
+    src.add_argument("--preset", help="a real model's shape by name (`kvsim memory --list`)")
     src.add_argument("--config", help="path to a Hugging Face config.json")
     src.add_argument("--list", action="store_true", help="name the presets")
-    m.add_argument("--layers", type=positive_int)
-    m.add_argument("--kv-heads", type=positive_int)
-    m.add_argument("--head-dim", type=positive_int)
-    m.add_argument("--context", type=int)
-    m.add_argument("--batch", type=positive_int, default=1)
+    m.add_argument("--layers", type=positive_int, help="transformer layers (default: the preset's)")
+    m.add_argument("--kv-heads", type=positive_int, help="K/V heads per layer (default: the preset's)")
+    m.add_argument("--head-dim", type=positive_int, help="values per head (default: the preset's)")
+    m.add_argument("--context", type=int, help="n: tokens in the cache (required)")
+    m.add_argument("--batch", type=positive_int, default=1, help="sequences cached side by side (default 1)")
     m.add_argument(
         "--kv-bits",
         type=int,
@@ -306,7 +320,7 @@ def add_memory_parser(sub: Subcommands) -> None:
         help="a window per layer, repeated over the layers: '4096, full' (Gemma 2), '512,512,512,512,512,full' "
         "(Gemma 3); 'full' keeps every token (replaces a preset's own windows)",
     )
-    m.add_argument("--json", action="store_true")
+    m.add_argument("--json", action="store_true", help="one JSON object: bytes, the shape and any notes")
 
 
 def _inspect_requests(args: argparse.Namespace, runs: tuple[RequestsRun, ...]) -> int:
@@ -331,7 +345,8 @@ def _inspect_requests(args: argparse.Namespace, runs: tuple[RequestsRun, ...]) -
         s = run.summary()
         caching = "on" if run.prefix_caching else "off"
         print(
-            f"{args.file}: {s['requests']} requests of {run.model_id} through a pool of {run.pool_blocks} blocks of "
+            f"{printable(args.file)}: {s['requests']} requests of {printable(run.model_id, 200)} "
+            f"through a pool of {run.pool_blocks} blocks of "
             f"{run.block_size} ({run.schedule}, prefix caching {caching}): {s['prefill_rows_total']} prefill rows computed, "
             f"{s['reused_rows_total']} reused"
         )

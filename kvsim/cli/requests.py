@@ -88,7 +88,16 @@ def cmd_requests(args: argparse.Namespace) -> int:
         raise UsageError("--lanes applies to one prompt; several requests run through one paged pool (--block-size B)")
     if args.no_prefix_cache and args.compare_prefix_cache:
         raise UsageError("--no-prefix-cache and --compare-prefix-cache exclude each other")
-    if args.save:
+    from ..caches.blocks import check_pool_figures
+
+    check_pool_figures(args.block_size or DEFAULT_BLOCK_SIZE, args.pool_blocks)  # sizes before the model loads
+    if args.save is not None:
+        from ..core.atomic import WriteError, check_target
+
+        try:  # an empty path, a device or a FIFO is refused before the model loads
+            check_target(args.save)
+        except WriteError as exc:
+            raise UsageError(f"--save: {exc}") from None
         folder = os.path.dirname(os.path.abspath(args.save))
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
             raise UsageError(f"--save: cannot write into {folder} (no such folder or no permission)")
@@ -122,8 +131,8 @@ def cmd_requests(args: argparse.Namespace) -> int:
 
         try:
             save_runs(runs, args.save)
-        except OSError as exc:
-            raise UsageError(f"could not save the run to {args.save}: {exc.strerror or exc}") from None
+        except OSError as exc:  # a WriteError names the file: the file as it was is kept
+            raise UsageError(f"could not save the run: {exc.strerror and f'{args.save}: {exc.strerror}' or exc}") from None
     out = sys.stdout
     if args.json:
         for run in runs:

@@ -24,19 +24,26 @@ MAX_CONTEXT = 2**26
 
 def add_roofline_parser(sub: Subcommands) -> None:
     """`kvsim roofline`: its arguments."""
-    r = sub.add_parser("roofline", help="this machine's measured roof; a model's decode/prefill bound on GPUs")
+    r = sub.add_parser(
+        "roofline",
+        help="this machine's measured roof; a model's decode/prefill bound on GPUs",
+        epilog="examples:\n  kvsim roofline --preset llama-3-8b --gpu H100\n"
+        "  kvsim roofline --preset mistral-7b --context 32768 --batch 8 --weight-bits 4\n"
+        "  kvsim roofline --gpus",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     r.add_argument("--preset", help="a model preset (`kvsim memory --list`): its decode and prefill on GPUs")
     r.add_argument("--gpu", action="append", help=f"a GPU ({', '.join(GPUS)}); repeat for several (default: all)")
     r.add_argument("--context", type=positive_int, help="n: tokens in the context (default: the preset's own)")
     r.add_argument("--prompt-len", type=positive_int, help="P: tokens the prefill computes (default: n)")
     r.add_argument("--batch", type=positive_int, default=1, help="sequences per step (weights read once for all)")
-    r.add_argument("--weight-bits", type=int, choices=(16, 8, 4), default=16)
-    r.add_argument("--kv-bits", type=int, choices=(16, 8, 4), default=16)
+    r.add_argument("--weight-bits", type=int, choices=(16, 8, 4), default=16, help="bits per weight (default 16)")
+    r.add_argument("--kv-bits", type=int, choices=(16, 8, 4), default=16, help="bits per cached K/V value (default 16)")
     r.add_argument("--gpus", action="store_true", help="list the GPU figures and their sources")
     r.add_argument("--device", default="cpu", help="the device to measure: cpu (default) or cuda[:N]")
     r.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"), help="the matmul's dtype")
     r.add_argument("--refresh", action="store_true", help="measure this machine again (else the cached figures)")
-    r.add_argument("--json", action="store_true")
+    r.add_argument("--json", action="store_true", help="one JSON object with every figure")
 
 
 def _bound_dict(b: Bound, chip: str) -> dict:

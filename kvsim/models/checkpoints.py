@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -228,12 +229,18 @@ def load_hf_dir(path: Path, model_id: str) -> LoadedModel:
     tok_file = path / "tokenizer.json"
     if not tok_file.is_file():
         raise ModelLoadError(f"{path}: tokenizer.json is missing (or not a regular file)")
+    warned: list[str] = []
     tokenizer = TextTokenizer.from_file(
-        tok_file, eos_id=_token_id(hf, "eos_token_id", cfg, model_id), bos_id=_token_id(hf, "bos_token_id", cfg, model_id)
+        tok_file,
+        eos_id=_token_id(hf, "eos_token_id", cfg, model_id, warned),
+        bos_id=_token_id(hf, "bos_token_id", cfg, model_id, warned),
     )
     check_vocabulary(tokenizer, cfg.vocab_size, model_id)
     tokenizer.chat_template = _chat_template(path)
-    return LoadedModel(model.eval(), tokenizer, model_id, {"source": str(path), "format": "hf"})
+    info: dict[str, object] = {"source": str(path), "format": "hf"}
+    if warned:
+        info["warnings"] = warned
+    return LoadedModel(model.eval(), tokenizer, model_id, info)
 
 
 def _check_derived(
@@ -270,16 +277,23 @@ def _check_derived(
             )
 
 
-def _token_id(hf: dict, key: str, cfg: ModelConfig, model_id: str) -> int | None:
+def _token_id(hf: dict, key: str, cfg: ModelConfig, model_id: str, warned: list[str]) -> int | None:
+    """A special token's id. Not a whole number: refused. A whole number outside the vocabulary (GPT-2's
+    default eos 50256 in a 300-token checkpoint, which transformers saves and runs): loaded without it,
+    with a warning (in ``warned`` and the log) that generation will not stop at it."""
     value = hf.get(key)
     if isinstance(value, list):
         value = value[0] if value else None
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < cfg.vocab_size:
-        raise ModelLoadError(
-            f"{model_id}: config.json's {key} {value!r} is not a token id of the vocabulary (0 to {cfg.vocab_size - 1})"
-        )
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ModelLoadError(f"{model_id}: config.json's {key} {value!r} is not a token id (a whole number)")
+    if not 0 <= value < cfg.vocab_size:
+        what = "generation will not stop at it" if key == "eos_token_id" else "it is not used"
+        message = f"{model_id}: config.json's {key} {value} is outside the vocabulary (0 to {cfg.vocab_size - 1}): {what}"
+        warned.append(message)
+        logging.getLogger("kvsim").warning(message)
+        return None
     return value
 
 

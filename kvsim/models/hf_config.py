@@ -30,6 +30,16 @@ def _get(hf: dict, key: str, default: object = _UNSET, name: str = "") -> Any:  
     return value
 
 
+def _needed(hf: dict, key: str, default: Any, name: str, family: str = "Gemma 3") -> Any:
+    """``hf[key]``, its default when the key is absent — but an explicit ``null`` is refused: the
+    architecture needs a value there and transformers fails on it (no default is invented)."""
+    if key in hf and hf[key] is None:
+        raise ModelLoadError(
+            f"{name}: config.json's {key} is null, but a {family} model needs a value there (transformers refuses it too)"
+        )
+    return hf.get(key, default)
+
+
 def _flag(hf: dict, key: str, default: bool, name: str) -> bool:
     value = _get(hf, key, default, name)
     if not isinstance(value, bool):
@@ -60,12 +70,9 @@ def _sliding_window(hf: dict, model_type: str, name: str) -> int | None:
 def _gemma3_layer_windows(hf: dict, n_layers: object, name: str) -> tuple[int | None, ...]:
     """Gemma 3's per-layer windows: ``layer_types`` as written, or (older configs) every
     ``sliding_window_pattern``-th layer global (default 6, as transformers assumes)."""
-    window = _get(hf, "sliding_window", 4096, name)  # transformers' Gemma3TextConfig default
-    if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
-        raise ModelLoadError(f"{name}: config.json's sliding_window must be a positive integer, got {window!r}")
     layer_types = hf.get("layer_types")
     if layer_types is None:
-        every = _get(hf, "sliding_window_pattern", 6, name)
+        every = _needed(hf, "sliding_window_pattern", 6, name)
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ModelLoadError(f"{name}: config.json's sliding_window_pattern must be a positive integer, got {every!r}")
         if isinstance(n_layers, bool) or not isinstance(n_layers, int) or not 0 < n_layers <= 10**4:
@@ -76,22 +83,30 @@ def _gemma3_layer_windows(hf: dict, n_layers: object, name: str) -> tuple[int | 
             f"{name}: config.json's layer_types must list sliding_attention or full_attention "
             f"per layer, got {str(layer_types)[:80]!r}"
         )
+    window = _needed(hf, "sliding_window", 4096, name)  # transformers' default when absent; null fails there even
+    if "sliding_attention" not in layer_types:  # without sliding layers
+        return tuple(None for _ in layer_types)
+    if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
+        raise ModelLoadError(f"{name}: config.json's sliding_window must be a positive integer, got {window!r}")
     return tuple(window if t == "sliding_attention" else None for t in layer_types)
 
 
-def _gemma3_rope_thetas(hf: dict, name: str) -> tuple[Any, Any]:
+def _gemma3_rope_thetas(hf: dict, name: str, kinds: set[str]) -> tuple[Any, Any]:
     """(global, local) RoPE bases: transformers 5 writes ``rope_parameters`` per layer type; 4.x wrote
-    ``rope_theta``, ``rope_local_base_freq`` and ``rope_scaling`` (global layers only)."""
+    ``rope_theta``, ``rope_local_base_freq`` and ``rope_scaling`` (global layers only). A ``null`` base
+    for a kind of layer the model has is refused (transformers fails on it); ``kinds`` are those kinds."""
     params = hf.get("rope_parameters")
     if params is None:
         scaling = hf.get("rope_scaling")
+        full = _needed(hf, "rope_theta", 1_000_000.0, name) if "full_attention" in kinds else hf.get("rope_theta")
+        local = _needed(hf, "rope_local_base_freq", 10_000.0, name) if "sliding_attention" in kinds else None
         params = {
             "full_attention": {
                 "rope_type": "default",
-                "rope_theta": _get(hf, "rope_theta", 1_000_000.0, name),
+                "rope_theta": 1_000_000.0 if full is None else full,
                 **(scaling if isinstance(scaling, dict) else {}),
             },
-            "sliding_attention": {"rope_type": "default", "rope_theta": _get(hf, "rope_local_base_freq", 10_000.0, name)},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0 if local is None else local},
         }
     if not isinstance(params, dict) or not all(isinstance(params.get(k), dict) for k in ("full_attention", "sliding_attention")):
         raise ModelLoadError(f"{name}: config.json's rope_parameters must hold full_attention and sliding_attention objects")
@@ -100,21 +115,27 @@ def _gemma3_rope_thetas(hf: dict, name: str) -> tuple[Any, Any]:
         rope_type = params[kind].get("rope_type", params[kind].get("type", "default"))
         if rope_type not in (None, "default"):
             raise ModelLoadError(f"{name}: RoPE scaling {str(rope_type)[:40]!r} ({kind} layers) is not supported yet")
+        if kind in kinds and "rope_theta" in params[kind] and params[kind]["rope_theta"] is None:
+            raise ModelLoadError(
+                f"{name}: config.json's rope_parameters.{kind}.rope_theta is null, but the model has {kind} layers"
+            )
         thetas.append(params[kind].get("rope_theta") if params[kind].get("rope_theta") is not None else default)
     return thetas[0], thetas[1]
 
 
 def _gemma3_config(hf: dict, name: str) -> ModelConfig:
     """Gemma 3 text checkpoints, with transformers' ``Gemma3TextConfig`` defaults for absent keys."""
-    act = _get(hf, "hidden_activation", "gelu_pytorch_tanh", name)
+    act = _needed(hf, "hidden_activation", "gelu_pytorch_tanh", name)
     if act not in ("gelu_pytorch_tanh", "gelu_new"):
         raise ModelLoadError(f"{name}: Gemma 3 activation {act!r} is not supported (kvsim uses tanh GELU)")
     if _flag(hf, "use_bidirectional_attention", False, name):
         raise ModelLoadError(f"{name}: bidirectional Gemma 3 attention (an encoder) is not a model kvsim runs")
     if hf.get("attn_logit_softcapping") is not None:
         raise ModelLoadError(f"{name}: attention logit soft-capping (Gemma 2's) is not supported")
-    global_theta, local_theta = _gemma3_rope_thetas(hf, name)
     n_layers = _get(hf, "num_hidden_layers", name=name)
+    layer_windows = _gemma3_layer_windows(hf, n_layers, name)
+    kinds = {"sliding_attention" if w is not None else "full_attention" for w in layer_windows}
+    global_theta, local_theta = _gemma3_rope_thetas(hf, name, kinds)
     bias = _flag(hf, "attention_bias", False, name)
     return ModelConfig(
         family="gemma3",
@@ -123,15 +144,15 @@ def _gemma3_config(hf: dict, name: str) -> ModelConfig:
         n_heads=_get(hf, "num_attention_heads", name=name),
         n_kv_heads=_get(hf, "num_key_value_heads", name=name),
         dim=_get(hf, "hidden_size", name=name),
-        head_dim=_get(hf, "head_dim", 256, name),
+        head_dim=_needed(hf, "head_dim", 256, name),
         hidden_dim=_get(hf, "intermediate_size", name=name),
-        max_seq_len=_get(hf, "max_position_embeddings", 131_072, name),
-        norm_eps=_get(hf, "rms_norm_eps", 1e-6, name),
+        max_seq_len=_needed(hf, "max_position_embeddings", 131_072, name),
+        norm_eps=_needed(hf, "rms_norm_eps", 1e-6, name),
         rope_theta=global_theta,
         rope_theta_local=local_theta,
-        layer_windows=_gemma3_layer_windows(hf, n_layers, name),
+        layer_windows=layer_windows,
         qk_norm=True,
-        query_pre_attn_scalar=_get(hf, "query_pre_attn_scalar", 256, name),
+        query_pre_attn_scalar=_needed(hf, "query_pre_attn_scalar", 256, name),
         final_logit_softcap=hf.get("final_logit_softcapping"),
         tie_embeddings=_flag(hf, "tie_word_embeddings", True, name),
         qkv_bias=bias,
@@ -215,7 +236,7 @@ def config_from_hf(hf: dict, name: str) -> ModelConfig:
                 head_dim=hf.get("head_dim") or 0,  # transformers: head_dim or hidden_size // heads
                 hidden_dim=_get(hf, "intermediate_size", name=name),
                 max_seq_len=_get(hf, "max_position_embeddings", 2048, name),
-                norm_eps=_get(hf, "rms_norm_eps", 1e-6, name),
+                norm_eps=_needed(hf, "rms_norm_eps", 1e-6, name),
                 rope_theta=theta,
                 tie_embeddings=_flag(hf, "tie_word_embeddings", False, name),
                 qkv_bias=qkv_bias,

@@ -115,6 +115,19 @@ def _load_on_cpu(spec: str) -> LoadedModel:
     path = Path(spec).expanduser()
     if _exists(path):
         return _load_path(path, spec)
+    from . import hub  # the Hub: a named model's published weights in its cache, or a repository id
+
+    if spec in hub.HUB_MODELS:
+        named = hub.HUB_MODELS[spec]
+        cached = hub.cached_repo(named.repo_id, named.revision)
+        if cached is not None:
+            loaded = load_hf_dir(cached, spec)
+            loaded.info.update({"source": "hub", "repo": f"{named.repo_id}@{named.revision}"})
+            return loaded
+    elif hub.is_repo_id(spec):
+        loaded = load_hf_dir(hub.fetch_repo(spec), spec)
+        loaded.info.update({"source": "hub", "repo": spec})
+        return loaded
     if spec in FETCHABLE:
         raise ModelLoadError(
             f"model {spec!r} is not fetched yet: run `kvsim models get {spec}` once (it downloads "
@@ -122,7 +135,7 @@ def _load_on_cpu(spec: str) -> LoadedModel:
         )
     raise ModelLoadError(
         f"unknown model {spec!r}: give a bundled or fetched name (see `kvsim models list`), "
-        "random:key=value,..., a Hugging Face checkpoint directory, or a .gguf file"
+        "random:key=value,..., a Hugging Face repository ORG/NAME[@REVISION] or checkpoint directory, or a .gguf file"
     )
 
 

@@ -57,7 +57,7 @@ def check_prompts(prompts: list, where: str) -> tuple[str, ...]:
 
 def parse_requests(text: str, where: str = "requests") -> RequestList:
     """A request list from a file's text: JSON (a list, or an object with "prompts") or one prompt a line."""
-    body = text.strip()
+    body = text.removeprefix("\ufeff").strip()  # a byte-order mark is not part of the JSON or the first prompt
     if not body:
         raise SimulationError(f"{where} is empty: write one prompt per line, or a JSON list of strings")
     if body[0] in "[{":
@@ -98,7 +98,7 @@ def load_requests(path: str | Path) -> RequestList:
             raise SimulationError(f"{path}: no such file (or not a regular file)")
         if p.stat().st_size > MAX_FILE_BYTES:
             raise SimulationError(f"{path} is {p.stat().st_size:,} bytes: too large for a request list")
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows editors write one) is not text
     except UnicodeDecodeError:
         raise SimulationError(f"{path} is not UTF-8 text") from None
     except OSError as exc:

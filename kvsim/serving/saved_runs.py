@@ -14,14 +14,16 @@ Version 2 (written when a run used continuous batching, ``kvsim.serving.batching
 and each request its arrival, token steps and clock, preemptions and recomputed rows. Version 1 files
 read as before.
 
-Written atomically; read with ``allow_pickle=False`` and checked (shapes, ranges, lengths) into the
-same frozen records the engine returns; a bad file is one ``TraceError`` line.
+Written atomically (``kvsim.core.atomic``); read with ``allow_pickle=False``, sizes checked before
+anything is read, then every figure checked (types, finiteness, ranges, and the counts that must agree
+with each other) into the same frozen records the engine returns; a bad file is one ``TraceError`` line.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import zipfile
 import zlib
@@ -31,9 +33,11 @@ from typing import Any
 
 import numpy as np
 
+from ..caches.blocks import MAX_BLOCK_SIZE, MAX_POOL_BLOCKS
 from ..engine.trace import write_archive
 from ..engine.trace_checks import TraceError
 from .records import BatchEntry, BatchStep, PoolSnapshot, RequestResult, RequestsRun, TableState
+from .request_lists import MAX_REQUESTS
 from .waste import allocation_waste
 
 SCHEMA = "kvsim-requests"
@@ -108,150 +112,437 @@ def is_requests_file(manifest: object) -> bool:
 
 
 def load_runs(path: str | os.PathLike[str]) -> tuple[RequestsRun, ...]:
-    """Read and check a saved requests run; every failure is one ``TraceError`` line."""
+    """Read and check a saved requests run; every failure is one ``TraceError`` line.
+
+    Sizes are checked before anything is read (the file, each member, the snapshot count and the arrays
+    the manifest implies); then every figure: types, finiteness, ranges, and the counts that must agree
+    (a request's rows and blocks, each snapshot's reference counts with its block tables, the free
+    blocks with the reference counts, the steps with the snapshots)."""
     path = Path(path)
     try:
         if not path.is_file():
             raise TraceError(f"{path}: no such file (or not a regular file)")
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise TraceError(f"{path}: {path.stat().st_size:,} bytes, more than a requests file kvsim opens ({MAX_FILE_BYTES:,})")
         with zipfile.ZipFile(path) as zf:
             infos = {i.filename: i for i in zf.infolist()}
-            if set(infos) < {"manifest.json", "arrays.npz"} or any(i.file_size > MAX_BYTES for i in infos.values()):
-                raise TraceError(f"{path}: not a kvsim requests file (members missing or too large)")
-            manifest = json.loads(zf.read("manifest.json"))
+            if set(infos) != {"manifest.json", "arrays.npz"}:
+                raise TraceError(f"{path}: not a kvsim requests file (members {sorted(infos)[:4]})")
+            if infos["manifest.json"].file_size > MAX_MANIFEST_BYTES or infos["arrays.npz"].file_size > MAX_BYTES:
+                raise TraceError(f"{path}: a member unpacks to more than kvsim opens")
+            manifest = json.loads(zf.read("manifest.json"), parse_constant=_no_constant)
+            if not is_requests_file(manifest):
+                raise TraceError(f"{path}: not a kvsim requests file")
+            version = manifest.get("version")
+            if type(version) is not int or version not in VERSIONS:
+                raise TraceError(
+                    f"{path}: requests file version {_short(version)} is not supported (reads {', '.join(map(str, VERSIONS))})"
+                )
+            runs = manifest.get("runs")
+            if not isinstance(runs, list) or not 1 <= len(runs) <= 2:
+                raise TraceError(f"{path}: a requests file holds one or two runs")
+            shapes = [_sizes(i, r) for i, r in enumerate(runs)]  # before a byte of the arrays is read
             npz = np.load(io.BytesIO(zf.read("arrays.npz")), allow_pickle=False)
-            arrays = {k: npz[k] for k in npz.files}
-        if not is_requests_file(manifest):
-            raise TraceError(f"{path}: not a kvsim requests file")
-        if manifest.get("version") not in VERSIONS:
-            raise TraceError(
-                f"{path}: requests file version {manifest.get('version')!r} is not supported (reads "
-                f"{', '.join(map(str, VERSIONS))})"
-            )
-        runs = manifest.get("runs")
-        if not isinstance(runs, list) or not 1 <= len(runs) <= 2:
-            raise TraceError(f"{path}: a requests file holds one or two runs")
+            arrays = _arrays(npz, shapes)
+            if version == 2 and not any(isinstance(r, dict) and "batches" in r for r in runs):
+                raise TraceError("a version 2 file holds batch steps, this one none (version 1 is written without them)")
+            for i, r in enumerate(runs):
+                if "batches" in r and version < 2:
+                    raise TraceError(f"run {i}: batch steps in a version {version} file (they came with version 2)")
         return tuple(_run(i, r, arrays) for i, r in enumerate(runs))
-    except TraceError:
-        raise
+    except TraceError as exc:
+        text = str(exc)
+        raise TraceError(text if text.startswith(str(path)) else f"{path}: {text}") from None
+    except RecursionError:
+        raise TraceError(f"{path}: the manifest is nested too deeply to be a kvsim requests file") from None
+    except MemoryError:
+        raise TraceError(f"{path}: too large to open") from None
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
         raise TraceError(f"{path}: damaged or truncated file ({exc})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise TraceError(f"{path}: manifest.json is not valid JSON ({exc})") from None
     except Exception as exc:  # noqa: BLE001 - a damaged file may fail anywhere below
         raise TraceError(f"{path}: damaged or not a kvsim requests file ({type(exc).__name__}: {exc})") from None
 
 
+MAX_FILE_BYTES = MAX_BYTES
+MAX_MANIFEST_BYTES = 32 * 1024**2
+MAX_SNAPSHOTS = 10_000  # a run's steps (64 requests of ~150 steps); more is refused before the arrays are read
+MAX_CELLS = 16 * 1024**2  # snapshot × block × slot cells of a run's token array (128 MB of int64)
+MAX_IDS = 1 << 20  # token ids of one request
+MAX_REPEATS = 1000
+PHASES = ("prefill", "decode", "finish", "batch")  # "batch": a step of continuous batching
+EVENTS = ("", "allocated", "written", "freed", "cached", "hit", "evicted", "copied")
+SCHEDULES = ("sequential", "interleaved", "continuous")
+_BATCHING_FIELDS = ("arrival_step", "arrival_ms", "token_steps", "token_ms", "preemptions", "recomputed_rows")
+_REQUEST_FIELDS = tuple(f.name for f in fields(RequestResult) if f.name not in _BATCHING_FIELDS)
+_BATCH_FIELDS = (
+    "step",
+    "ms",
+    "clock_ms",
+    "held_blocks",
+    "cached_free_blocks",
+    "free_blocks",
+    "arrived",
+    "preempted",
+    "finished",
+    "waiting",
+    "entries",
+)
+_TABLE_FIELDS = ("request", "blocks", "n_tokens", "hit_blocks", "finished")
+_SNAPSHOT_FIELDS = (
+    "step",
+    "request",
+    "phase",
+    "owners",
+    "hashes",
+    "events",
+    "tables",
+    "free_blocks",
+    "cached_free_blocks",
+    "evictions",
+)
+
+
+def _no_constant(name: str) -> None:
+    raise TraceError(f"manifest.json holds {name}, which is not a number")
+
+
 def _int(value: object, what: str, lo: int = 0, hi: int = 2**62) -> int:
     if type(value) is not int or not lo <= value <= hi:
-        raise TraceError(f"{what} must be a whole number from {lo} to {hi}, got {value!r}")
+        raise TraceError(f"{what} must be a whole number from {lo:,} to {hi:,}, got {_short(value)}")
     return value
 
 
-def _run(i: int, data: Any, arrays: dict[str, np.ndarray]) -> RequestsRun:
-    size = _int(data["block_size"], "block_size", 1, 1 << 20)
-    n = _int(data["pool_blocks"], "pool_blocks", 1, 1 << 24)
-    snaps = data["snapshots"]
-    ref, filled, tokens = (arrays[f"r{i}_{k}"] for k in ("ref_counts", "filled", "tokens"))
-    if ref.shape != (len(snaps), n) or filled.shape != ref.shape or tokens.shape != (len(snaps), n, size):
-        raise TraceError(f"run {i}: snapshot arrays do not match {len(snaps)} steps × {n} blocks of {size}")
-    if ref.dtype != np.int32 or filled.dtype != np.int32 or tokens.dtype != np.int64:
-        raise TraceError(f"run {i}: snapshot arrays have the wrong dtypes")
-    if ref.size and (ref.min() < 0 or filled.min() < 0 or filled.max() > size):
-        raise TraceError(f"run {i}: reference counts or filled slots out of range")
-    requests = []
-    for r in data["requests"]:
-        kw = {f.name: r[f.name] if f.name in r else f.default for f in fields(RequestResult)}
-        kw["prompt_ids"], kw["output_ids"] = tuple(_int(t, "token id") for t in r["prompt_ids"]), tuple(r["output_ids"])
-        kw["token_steps"] = tuple(_int(t, "token step") for t in kw["token_steps"])
-        kw["token_ms"] = tuple(kw["token_ms"])
-        for name in ("ttft_ms", "ttft_ms_min", "ttft_ms_max", "arrival_ms") + (("itl_ms",) if r["itl_ms"] is not None else ()):
-            _time(kw[name], f"run {i}: request {r.get('index')}: {name}")
-        for t in kw["token_ms"]:
-            _time(t, f"run {i}: request {r.get('index')}: token_ms")
-        for name in ("arrival_step", "preemptions", "recomputed_rows"):
-            _int(kw[name], name)
-        if kw["token_ms"] and len(kw["token_ms"]) != len(kw["output_ids"]) or len(kw["token_steps"]) != len(kw["token_ms"]):
-            raise TraceError(f"run {i}: request {r.get('index')}: token times do not match its output")
-        requests.append(RequestResult(**kw))
-    n_req = len(requests)
-    batches = tuple(_batch(i, b, n_req) for b in data.get("batches", ()))
-    if batches and len(batches) != len(snaps):
-        raise TraceError(f"run {i}: {len(batches)} batch steps but {len(snaps)} snapshots")
-    snapshots = []
-    for s, snap in enumerate(snaps):
-        lists = [snap[k] for k in ("owners", "hashes", "events")]
-        if any(len(x) != n for x in lists):
-            raise TraceError(f"run {i}, step {s}: per-block lists are not {n} long")
-        tables = tuple(
-            TableState(**{**t, "blocks": tuple(_int(b, "block", 0, n - 1) for b in t["blocks"])}) for t in snap["tables"]
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _obj(value: object, what: str, keys: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict:
+    if not isinstance(value, dict):
+        raise TraceError(f"{what} is not an object")
+    if not set(keys) <= set(value) <= set(keys) | set(optional):
+        missing, extra = sorted(set(keys) - set(value)), sorted(set(value) - set(keys) - set(optional))
+        raise TraceError(
+            f"{what}: " + ("; ".join(x for x in (missing and f"lacks {missing}", extra and f"has unknown {extra}") if x))
         )
-        if any(not 0 <= t.request < n_req for t in tables):
-            raise TraceError(f"run {i}, step {s}: a table names a request that is not in the run")
-        snapshots.append(
-            PoolSnapshot(
-                step=_int(snap["step"], "step"),
-                request=_int(snap["request"], "request", 0, max(0, n_req - 1)),
-                phase=str(snap["phase"]),
-                block_size=size,
-                ref_counts=_readonly(ref[s]),
-                filled=_readonly(filled[s]),
-                owners=tuple(tuple(_int(o, "owner", 0, n_req - 1) for o in own) for own in snap["owners"]),
-                hashes=tuple(None if h is None else str(h) for h in snap["hashes"]),
-                token_ids=tuple(tuple(int(t) for t in row if t >= 0) for row in tokens[s]),
-                events=tuple(str(e) for e in snap["events"]),
-                tables=tables,
-                free_blocks=_int(snap["free_blocks"], "free_blocks", 0, n),
-                cached_free_blocks=_int(snap["cached_free_blocks"], "cached_free_blocks", 0, n),
-                evictions=_int(snap["evictions"], "evictions"),
-            )
-        )
-    waste = allocation_waste(
-        [r.rows_held for r in requests],
-        size,
-        _int(data["waste"]["max_len"], "max_len", 1),
-        _int(data["waste"]["bytes_per_slot"], "bytes_per_slot"),
-        prompts=[r.prompt_ids for r in requests] if data["prefix_caching"] else None,
-    )
-    scalars = {name: data[name] for name in _RUN_FIELDS}
-    return RequestsRun(
-        **scalars, requests=tuple(requests), snapshots=tuple(snapshots), waste=waste, meta=dict(data["meta"]), batches=batches
-    )
+    return value
+
+
+def _list(value: object, what: str, lo: int, hi: int) -> list:
+    if not isinstance(value, list) or not lo <= len(value) <= hi:
+        n = f"{len(value):,} entries" if isinstance(value, list) else type(value).__name__
+        raise TraceError(f"{what} must be a list of {lo:,} to {hi:,} entries, got {n}")
+    return value
+
+
+def _text(value: object, what: str, most: int = 1 << 20) -> str:
+    if not isinstance(value, str) or len(value) > most:
+        raise TraceError(f"{what} must be text of at most {most:,} characters")
+    return value
 
 
 def _time(value: object, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value) or value < 0:
-        raise TraceError(f"{what} is not a time")
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value) or not 0 <= value <= 1e9:
+        raise TraceError(f"{what} must be a time in ms from 0 to 1e9, got {_short(value)}")
     return float(value)
 
 
-def _batch(i: int, b: Any, n_req: int) -> BatchStep:
+def _sizes(i: int, data: object) -> tuple[int, int, int]:
+    """(snapshots, blocks, slots) of run ``i``, checked against the limits before the arrays are read."""
+    if not isinstance(data, dict):
+        raise TraceError(f"run {i} is not an object")
+    size = _int(data.get("block_size"), f"run {i}: block_size", 1, MAX_BLOCK_SIZE)
+    n = _int(data.get("pool_blocks"), f"run {i}: pool_blocks", 1, MAX_POOL_BLOCKS)
+    snaps = _list(data.get("snapshots"), f"run {i}: snapshots", 1, MAX_SNAPSHOTS)
+    if len(snaps) * n * size > MAX_CELLS:
+        raise TraceError(
+            f"run {i}: {len(snaps):,} snapshots × {n:,} blocks × {size:,} slots is more than kvsim opens ({MAX_CELLS:,} cells)"
+        )
+    return len(snaps), n, size
+
+
+def _arrays(npz: Any, shapes: list[tuple[int, int, int]]) -> dict[str, np.ndarray]:
+    out = {}
+    for i, (s, n, size) in enumerate(shapes):
+        for key, shape, dtype in (
+            ("ref_counts", (s, n), np.int32),
+            ("filled", (s, n), np.int32),
+            ("tokens", (s, n, size), np.int64),
+        ):
+            name = f"r{i}_{key}"
+            if name not in npz.files:
+                raise TraceError(f"run {i}: arrays.npz lacks {name}")
+            stored = npz.zip.getinfo(f"{name}.npy").file_size
+            if stored > int(np.prod(shape)) * np.dtype(dtype).itemsize + 4096:  # the header is < 4 KB
+                raise TraceError(f"run {i}: {name} holds more than {shape} {np.dtype(dtype).name}")
+            a = npz[name]
+            if a.shape != shape or a.dtype != dtype:
+                raise TraceError(f"run {i}: {name} is {a.shape} {a.dtype}, expected {shape} {np.dtype(dtype).name}")
+            out[name] = a
+    return out
+
+
+def _run(i: int, data: dict, arrays: dict[str, np.ndarray]) -> RequestsRun:
+    where = f"run {i}"
+    size, n = data["block_size"], data["pool_blocks"]
+    model_id = _text(data.get("model_id"), f"{where}: model_id", 4096)
+    block_bytes = _int(data.get("block_bytes"), f"{where}: block_bytes", 1)
+    if type(data.get("prefix_caching")) is not bool:
+        raise TraceError(f"{where}: prefix_caching must be true or false")
+    if data.get("schedule") not in SCHEDULES:
+        raise TraceError(f"{where}: schedule must be one of {', '.join(SCHEDULES)}, got {_short(data.get('schedule'))}")
+    repeats = _int(data.get("repeats"), f"{where}: repeats", 1, MAX_REPEATS)
+    evictions = _int(data.get("evictions"), f"{where}: evictions")
+    if not isinstance(data.get("meta"), dict):
+        raise TraceError(f"{where}: meta is not an object")
+    waste_in = _obj(data.get("waste"), f"{where}: waste", ("max_len", "bytes_per_slot"))
+    max_len = _int(waste_in["max_len"], f"{where}: waste max_len", 1, 1 << 24)
+    bytes_per_slot = _int(waste_in["bytes_per_slot"], f"{where}: waste bytes_per_slot", 1)
+    if bytes_per_slot * size != block_bytes:
+        raise TraceError(f"{where}: block_bytes {block_bytes:,} is not {size} slots × {bytes_per_slot:,} bytes")
+    snaps = data["snapshots"]
+    n_snaps = len(snaps)
+    batched = "batches" in data
+    requests = tuple(
+        _request(f"{where}, request {j}", j, r, size, n_snaps, batched)
+        for j, r in enumerate(_list(data.get("requests"), f"{where}: requests", 1, MAX_REQUESTS))
+    )
+    n_req = len(requests)
+    batches: tuple[BatchStep, ...] = ()
+    if batched:
+        batches = tuple(
+            _batch(f"{where}, batch step {k}", k, b, n_req)
+            for k, b in enumerate(_list(data["batches"], f"{where}: batches", n_snaps, n_snaps))
+        )
+    ref, filled, tokens = (arrays[f"r{i}_{k}"] for k in ("ref_counts", "filled", "tokens"))
+    if ref.min() < 0 or ref.max() > n_req or filled.min() < 0 or filled.max() > size or tokens.min() < -1:
+        raise TraceError(f"{where}: reference counts, filled slots or token ids out of range")
+    slots = np.arange(size)
+    if not np.array_equal(tokens >= 0, slots[None, None, :] < filled[:, :, None]):
+        raise TraceError(f"{where}: the blocks' token ids do not match their filled slots")
+    if not data["prefix_caching"] and any(r.reused_rows for r in requests):
+        raise TraceError(f"{where}: rows are reused although prefix caching is off")
+    snapshots, last_evictions = [], 0
+    for s, snap in enumerate(snaps):
+        snapshot = _snapshot(f"{where}, step {s}", s, snap, ref[s], filled[s], tokens[s], size, n, n_req)
+        full = [b for b in range(n) if filled[s][b] == size]
+        on = data["prefix_caching"]
+        if (on and any(snapshot.hashes[b] is None for b in full)) or (not on and any(h is not None for h in snapshot.hashes)):
+            # with prefix caching every full block is registered by its hash; without, none is
+            raise TraceError(f"{where}, step {s}: the blocks' hashes do not match prefix caching {'on' if on else 'off'}")
+        if snapshot.evictions < last_evictions:
+            raise TraceError(f"{where}, step {s}: evictions went down ({last_evictions} → {snapshot.evictions})")
+        last_evictions = snapshot.evictions
+        snapshots.append(snapshot)
+    if evictions != last_evictions:
+        raise TraceError(f"{where}: {evictions} evictions, but its last step counts {last_evictions}")
+    waste = allocation_waste(
+        [r.rows_held for r in requests],
+        size,
+        max_len,
+        bytes_per_slot,
+        prompts=[r.prompt_ids for r in requests] if data["prefix_caching"] else None,
+    )
+    return RequestsRun(
+        model_id=model_id,
+        block_size=size,
+        pool_blocks=n,
+        block_bytes=block_bytes,
+        prefix_caching=data["prefix_caching"],
+        schedule=data["schedule"],
+        repeats=repeats,
+        evictions=evictions,
+        requests=requests,
+        snapshots=tuple(snapshots),
+        waste=waste,
+        meta=dict(data["meta"]),
+        batches=batches,
+    )
+
+
+def _request(where: str, j: int, r: object, size: int, n_snaps: int, batched: bool) -> RequestResult:
+    r = _obj(r, where, _REQUEST_FIELDS, _BATCHING_FIELDS)
+    if _int(r["index"], f"{where}: index", 0, MAX_REQUESTS) != j:
+        raise TraceError(f"{where}: index {r['index']} is not its place {j}")
+    if r["prompt"] is not None:
+        _text(r["prompt"], f"{where}: prompt")
+    prompt = tuple(
+        _int(t, f"{where}: a prompt token id", 0, 2**31 - 1) for t in _list(r["prompt_ids"], f"{where}: prompt_ids", 1, MAX_IDS)
+    )
+    output = tuple(
+        _int(t, f"{where}: an output token id", 0, 2**31 - 1) for t in _list(r["output_ids"], f"{where}: output_ids", 1, MAX_IDS)
+    )
+    _text(r["output_text"], f"{where}: output_text")
+    counts = {
+        k: _int(r[k], f"{where}: {k}")
+        for k in ("prefill_rows", "reused_rows", "hit_blocks", "miss_blocks", "decode_steps", "blocks_held", "rows_held")
+    }
+    first, last = _int(r["first_step"], f"{where}: first_step"), _int(r["last_step"], f"{where}: last_step")
+    times = {k: _time(r[k], f"{where}: {k}") for k in ("ttft_ms", "ttft_ms_min", "ttft_ms_max")}
+    itl = None if r["itl_ms"] is None else _time(r["itl_ms"], f"{where}: itl_ms")
+    token_steps = tuple(
+        _int(t, f"{where}: a token step", 0, n_snaps - 1)
+        for t in _list(r.get("token_steps", []), f"{where}: token_steps", 0, MAX_IDS)
+    )
+    token_ms = tuple(_time(t, f"{where}: a token time") for t in _list(r.get("token_ms", []), f"{where}: token_ms", 0, MAX_IDS))
+    batching: dict[str, Any] = {
+        "arrival_step": _int(r.get("arrival_step", 0), f"{where}: arrival_step", 0, max(0, n_snaps - 1)),
+        "arrival_ms": _time(r.get("arrival_ms", 0.0), f"{where}: arrival_ms"),
+        "preemptions": _int(r.get("preemptions", 0), f"{where}: preemptions"),
+        "recomputed_rows": _int(r.get("recomputed_rows", 0), f"{where}: recomputed_rows"),
+    }
+    if len(token_steps) != len(token_ms) or (token_ms and len(token_ms) != len(output)):
+        raise TraceError(f"{where}: token steps and times do not match its output")
+    if list(token_steps) != sorted(token_steps) or list(token_ms) != sorted(token_ms):
+        raise TraceError(f"{where}: its tokens' steps or times go backwards")
+    if not batched and (token_ms or any(batching[k] for k in ("arrival_step", "preemptions", "recomputed_rows"))):
+        raise TraceError(f"{where}: batching figures in a run without batch steps")
+    checks = (
+        (counts["prefill_rows"] + counts["reused_rows"] == len(prompt), "prefill_rows + reused_rows is not the prompt's length"),
+        (counts["reused_rows"] == counts["hit_blocks"] * size, "reused_rows is not hit_blocks × the block size"),
+        (counts["hit_blocks"] + counts["miss_blocks"] == -(-len(prompt) // size), "hit + miss blocks do not cover the prompt"),
+        (counts["decode_steps"] == len(output) - 1, "decode_steps is not one less than the output tokens"),
+        (counts["rows_held"] == len(prompt) + len(output) - 1, "rows_held is not prompt + output − 1"),
+        (counts["blocks_held"] == -(-counts["rows_held"] // size), "blocks_held does not hold rows_held"),
+        (first <= last < n_snaps, f"steps {first}..{last} are not within the run's {n_snaps} steps"),
+        (times["ttft_ms_min"] <= times["ttft_ms"] <= times["ttft_ms_max"], "ttft_ms is not between its min and max"),
+        ((itl is None) == (counts["decode_steps"] == 0), "itl_ms must be given exactly when there are decode steps"),
+    )
+    for ok, message in checks:
+        if not ok:
+            raise TraceError(f"{where}: {message}")
+    return RequestResult(
+        index=j,
+        prompt=r["prompt"],
+        prompt_ids=prompt,
+        output_ids=output,
+        output_text=r["output_text"],
+        ttft_ms=times["ttft_ms"],
+        ttft_ms_min=times["ttft_ms_min"],
+        ttft_ms_max=times["ttft_ms_max"],
+        itl_ms=itl,
+        first_step=first,
+        last_step=last,
+        token_steps=token_steps,
+        token_ms=token_ms,
+        **batching,
+        **counts,
+    )
+
+
+def _snapshot(
+    where: str, s: int, snap: object, ref: np.ndarray, filled: np.ndarray, tokens: np.ndarray, size: int, n: int, n_req: int
+) -> PoolSnapshot:
+    snap = _obj(snap, where, _SNAPSHOT_FIELDS)
+    if _int(snap["step"], f"{where}: step") != s:
+        raise TraceError(f"{where}: step number {snap['step']} is not its place {s}")
+    request = _int(snap["request"], f"{where}: request", 0, n_req - 1)
+    if snap["phase"] not in PHASES:
+        raise TraceError(f"{where}: phase must be one of {', '.join(PHASES)}, got {_short(snap['phase'])}")
+    owners = tuple(
+        tuple(_int(o, f"{where}: an owner", 0, n_req - 1) for o in _list(own, f"{where}: owners of a block", 0, n_req))
+        for own in _list(snap["owners"], f"{where}: owners", n, n)
+    )
+    hashes = tuple(_hash(h, where) for h in _list(snap["hashes"], f"{where}: hashes", n, n))
+    events = tuple(e if e in EVENTS else _bad_event(e, where) for e in _list(snap["events"], f"{where}: events", n, n))
+    tables = []
+    for t in _list(snap["tables"], f"{where}: tables", 0, n_req):
+        t = _obj(t, f"{where}: a table", _TABLE_FIELDS)
+        n_tokens = _int(t["n_tokens"], f"{where}: a table's n_tokens", 0, n * size)
+        blocks = tuple(
+            _int(b, f"{where}: a table's block", 0, n - 1) for b in _list(t["blocks"], f"{where}: a table's blocks", 0, n)
+        )
+        if len(blocks) != -(-n_tokens // size) or len(set(blocks)) != len(blocks):
+            raise TraceError(f"{where}: a table's {len(blocks)} blocks do not hold its {n_tokens} rows")
+        if type(t["finished"]) is not bool:
+            raise TraceError(f"{where}: a table's finished must be true or false")
+        hit = _int(t["hit_blocks"], f"{where}: a table's hit_blocks", 0, len(blocks))
+        tables.append(
+            TableState(_int(t["request"], f"{where}: a table's request", 0, n_req - 1), blocks, n_tokens, hit, t["finished"])
+        )
+    if len({t.request for t in tables}) != len(tables):
+        raise TraceError(f"{where}: two tables name the same request")
+    live: list[set[int]] = [set() for _ in range(n)]
+    for t in tables:
+        if not t.finished:
+            for b in t.blocks:
+                live[b].add(t.request)
+    if any(set(owners[b]) != live[b] or len(owners[b]) != int(ref[b]) for b in range(n)):
+        raise TraceError(f"{where}: the blocks' owners and reference counts do not match the block tables")
+    free = _int(snap["free_blocks"], f"{where}: free_blocks", 0, n)
+    cached = _int(snap["cached_free_blocks"], f"{where}: cached_free_blocks", 0, free)
+    if free != int((ref == 0).sum()) or cached != sum(1 for b in range(n) if ref[b] == 0 and hashes[b] is not None):
+        raise TraceError(f"{where}: free_blocks / cached_free_blocks do not match the reference counts")
+    return PoolSnapshot(
+        step=s,
+        request=request,
+        phase=snap["phase"],
+        block_size=size,
+        ref_counts=_readonly(ref),
+        filled=_readonly(filled),
+        owners=owners,
+        hashes=hashes,
+        token_ids=tuple(tuple(int(x) for x in row[: int(k)]) for row, k in zip(tokens, filled, strict=True)),
+        events=events,
+        tables=tuple(tables),
+        free_blocks=free,
+        cached_free_blocks=cached,
+        evictions=_int(snap["evictions"], f"{where}: evictions"),
+    )
+
+
+def _batch(where: str, k: int, b: object, n_req: int) -> BatchStep:
+    """One step of a continuously batched run (version 2), every figure checked."""
+    b = _obj(b, where, _BATCH_FIELDS)
+    if _int(b["step"], f"{where}: step") != k:
+        raise TraceError(f"{where}: step number {b['step']} is not its place {k}")
+
     def requests(name: str) -> tuple[int, ...]:
-        return tuple(_int(r, f"run {i}: batch {name}", 0, n_req - 1) for r in b[name])
+        return tuple(_int(r, f"{where}: a request {name}", 0, n_req - 1) for r in _list(b[name], f"{where}: {name}", 0, n_req))
 
     entries = []
-    for request, kind, start, tokens, emits in b["entries"]:
-        if kind not in BATCH_KINDS or not isinstance(emits, bool):
-            raise TraceError(f"run {i}: a batch entry of kind {kind!r} is not one of {', '.join(BATCH_KINDS)}")
+    for e in _list(b["entries"], f"{where}: entries", 0, n_req):
+        if not isinstance(e, list) or len(e) != 5:
+            raise TraceError(f"{where}: an entry is not [request, kind, start, tokens, emits]")
+        request, kind, start, tokens, emits = e
+        if kind not in BATCH_KINDS or type(emits) is not bool:
+            raise TraceError(f"{where}: an entry of kind {_short(kind)} is not one of {', '.join(BATCH_KINDS)}")
         entries.append(
             BatchEntry(
-                _int(request, "batch request", 0, n_req - 1),
+                _int(request, f"{where}: an entry's request", 0, n_req - 1),
                 kind,
-                _int(start, "batch start"),
-                _int(tokens, "batch tokens", 1),
+                _int(start, f"{where}: an entry's start"),
+                _int(tokens, f"{where}: an entry's tokens", 1, MAX_IDS),
                 emits,
             )
         )
     return BatchStep(
-        step=_int(b["step"], "batch step"),
-        ms=_time(b["ms"], f"run {i}: batch ms"),
-        clock_ms=_time(b["clock_ms"], f"run {i}: batch clock_ms"),
+        step=k,
+        ms=_time(b["ms"], f"{where}: ms"),
+        clock_ms=_time(b["clock_ms"], f"{where}: clock_ms"),
         entries=tuple(entries),
         arrived=requests("arrived"),
         preempted=requests("preempted"),
         finished=requests("finished"),
         waiting=requests("waiting"),
-        held_blocks=_int(b["held_blocks"], "held_blocks"),
-        cached_free_blocks=_int(b["cached_free_blocks"], "cached_free_blocks"),
-        free_blocks=_int(b["free_blocks"], "free_blocks"),
+        held_blocks=_int(b["held_blocks"], f"{where}: held_blocks", 0, MAX_POOL_BLOCKS),
+        cached_free_blocks=_int(b["cached_free_blocks"], f"{where}: cached_free_blocks", 0, MAX_POOL_BLOCKS),
+        free_blocks=_int(b["free_blocks"], f"{where}: free_blocks", 0, MAX_POOL_BLOCKS),
     )
+
+
+def _hash(h: object, where: str) -> str | None:
+    if h is None:
+        return None
+    if not isinstance(h, str) or len(h) != 16 or any(c not in "0123456789abcdef" for c in h):
+        raise TraceError(f"{where}: a block hash must be 16 hex digits or null, got {_short(h)}")
+    return h
+
+
+def _bad_event(e: object, where: str) -> str:
+    raise TraceError(f"{where}: unknown block event {_short(e)} (known: {', '.join(repr(x) for x in EVENTS)})")
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:

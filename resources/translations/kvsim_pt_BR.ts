@@ -402,6 +402,10 @@
         <source>cannot write {path}: permission denied or not a file</source>
         <translation>não é possível gravar {path}: permissão negada ou não é um arquivo</translation>
     </message>
+    <message>
+        <source>{n} frames is more than an export makes ({most}): fewer steps, a faster speed or a lower frame rate</source>
+        <translation>{n} quadros é mais do que uma exportação faz ({most}): menos passos, uma velocidade maior ou uma taxa de quadros menor</translation>
+    </message>
 </context>
 <context>
     <name>language_menu</name>

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from ..animation import SPEEDS as SPEED_MS
-from .movie import ExportError, MovieSpec, check_output
+from .movie import ExportError, MovieSpec, check_length, check_output, frames_per_step
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -37,6 +37,9 @@ def layout_size(size: tuple[int, int], scale: float) -> tuple[int, int]:
     return round(w * f), round(h * f)
 
 
+STALL_S = 120  # a frame takes well under a second; two minutes without one is a hang, not a slow machine
+
+
 def _fail(message: str, code: int = 2) -> int:
     print(f"error: {message.splitlines()[0] if message else 'export failed'}", file=sys.stderr)
     return code
@@ -48,6 +51,7 @@ def main(args) -> int:
     try:
         size = parse_size(args.size)
         check_output(args.out, size, args.fps)
+        check_length(args.steps * frames_per_step(SPEED_MS[getattr(args, "speed", "normal")], args.fps), size)
         scale = check_scale(getattr(args, "scale", None))
         docks = check_docks(getattr(args, "show", None))
     except ValueError as exc:
@@ -69,8 +73,9 @@ def main(args) -> int:
     window.resize(*layout_size(size, scale))
     window.show()
     try:
-        if not window.controller.wait_ready(timeout_s=300):
-            return _fail(window.controller.last_error or "the model did not load in time")
+        ready = window.controller.wait_ready(timeout_s=300)
+        if not ready and not window.controller.run_failed:  # the window's own run failing does not matter:
+            return _fail(window.controller.last_error or "the model did not load in time")  # the computed run is opened
         with tempfile.TemporaryDirectory(prefix="kvsim-export-") as tmp:
             trace_path = Path(tmp) / "run.kvsim"
             Trace(meta=meta, records=records).save(trace_path)
@@ -99,12 +104,19 @@ def film(window, spec: MovieSpec, app) -> int:
     export = MovieExport(window, spec)
     t0 = time.perf_counter()
     export.start()
-    while not export.result:
+    last, last_change = -1, time.monotonic()
+    while not export.result:  # never waits on a person: a film that stops moving for STALL_S is given up
         app.processEvents()
         time.sleep(0.001)
-    export.encoder.join(timeout=60)
+        if export.done != last or export._closing:
+            last, last_change = export.done, time.monotonic()
+        elif time.monotonic() - last_change > STALL_S:
+            export.cancel()
+            return _fail(f"cannot write {spec.path}: no frame was drawn for {STALL_S} s")
+    export.encoder.join(timeout=600)
     if export.result.startswith("error: "):
-        return _fail(f"cannot write {spec.path}: {export.result[7:]}", 1)
+        error = export.result[7:]
+        return _fail(error if error.startswith("cannot write") else f"cannot write {spec.path}: {error}")
     mb = spec.path.stat().st_size / 1e6
     print(
         f"{spec.path}: {spec.format.upper()}, {spec.n_frames} frames ({spec.last - spec.first + 1} steps × "

@@ -18,6 +18,8 @@ from PySide6.QtCore import QPoint, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QPixmap
 from PySide6.QtWidgets import QWidget
 
+from kvsim.core.atomic import atomic_target, write_bytes
+
 from .. import theme
 from ..i18n import translate
 
@@ -37,13 +39,34 @@ def render(widget: QWidget, scale: float = 1.0) -> QImage:
 
 
 def save_png(widget: QWidget, path: str | os.PathLike[str], scale: float = 1.0) -> Path:
-    """Write the widget as PNG at ``scale`` (1 or 2 for slides); OSError when the file cannot be written."""
+    """Write the widget as PNG at ``scale`` (1 or 2 for slides), atomically (``kvsim.core.atomic``: the file
+    it replaces stays whole on any failure); OSError with one line when the file cannot be written."""
     path = Path(path)
     image = render(widget, scale)
     _check_folder(path)
-    if not image.save(str(path), "PNG"):
-        raise OSError(_could_not_write(path))
+    write_png(image, path)
     return path
+
+
+def write_png(image: QImage | QPixmap, path: Path) -> None:
+    """``image`` as a PNG at ``path``: encoded in memory (libpng never meets a failing disk), then written
+    through ``kvsim.core.atomic`` (a temporary file, read back and its size checked, then renamed)."""
+    from PySide6.QtCore import QBuffer, QByteArray, QIODevice
+
+    size = (image.width(), image.height())
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.WriteOnly)
+    if not image.save(buffer, "PNG"):
+        raise OSError(_could_not_write(path))
+    buffer.close()
+
+    def check(tmp: Path) -> None:
+        back = QImage(str(tmp), "PNG")
+        if back.isNull() or (back.width(), back.height()) != size:
+            raise ValueError("not a whole PNG")
+
+    write_bytes(path, bytes(data.data()), check)
 
 
 def _could_not_write(path: Path) -> str:
@@ -69,7 +92,8 @@ def save_svg(view, path: str | os.PathLike[str]) -> Path:
 
     svg_module.correctCoordinates = correct
     try:
-        svg_module.SVGExporter(view.scene()).export(fileName=str(path))
+        with atomic_target(path, _check_svg) as tmp:
+            svg_module.SVGExporter(view.scene()).export(fileName=str(tmp))
     except OSError:
         raise
     except Exception as exc:  # noqa: BLE001 - the exporter failing on an item is one message
@@ -77,9 +101,15 @@ def save_svg(view, path: str | os.PathLike[str]) -> Path:
         raise OSError(translate("export_images", "the SVG exporter failed: {error}").format(error=error)) from None
     finally:
         svg_module.correctCoordinates = original
-    if not path.is_file() or path.stat().st_size == 0:
-        raise OSError(_could_not_write(path))
     return path
+
+
+def _check_svg(tmp: Path) -> None:
+    from xml.etree import ElementTree
+
+    root = ElementTree.parse(tmp).getroot()  # a cut file is not well-formed XML
+    if not root.tag.endswith("svg"):
+        raise ValueError("not an SVG document")
 
 
 def _unclose(d: str) -> str:

@@ -20,7 +20,7 @@ from ..animation import SPEEDS
 from ..i18n import num, translate
 from .dialogs import MovieChoice, MovieDialog, PictureDialog, ask_save
 from .images import save_png, save_svg
-from .movie import ExportError, MovieExport, MovieSpec, check_output
+from .movie import ExportError, MovieExport, MovieSpec, check_length, check_output
 from .table import write_csv
 
 KEYS = {"window": "Ctrl+E", "picture": "Ctrl+Shift+E", "movie": "Ctrl+Shift+M", "csv": "Ctrl+Shift+C"}
@@ -119,6 +119,7 @@ def start_movie(window, choice: MovieChoice, path: str | Path, progress: bool = 
         )
     check_output(path, choice.size, choice.fps)
     spec = MovieSpec(Path(path), choice.first, choice.last, choice.size, choice.fps, SPEEDS[choice.speed])
+    check_length(spec.n_frames, spec.size)
     target = window.lanes if choice.target == "lanes" else window
     export = MovieExport(window, spec, target)
     if progress:

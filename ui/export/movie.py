@@ -5,9 +5,11 @@ QTimer: one tick moves the cursor / the animation's ``t`` (the window's views re
 loop lays out what changed), the next ticks paint the picture in horizontal bands (a band's
 views paint only what lies in it) — so the event loop runs between every piece and the window
 keeps answering. The grabbed RGB arrays go through a bounded queue to
-an encoder on a Python thread (Pillow, which imageio installs, for GIF; imageio with the ffmpeg
-binary that the imageio-ffmpeg wheel bundles for MP4 — nothing is downloaded). The file is written under a temporary name and
-renamed when complete, so a cancelled or failed export leaves nothing half-written.
+an encoder on a Python thread, which streams them into the file (``gif.GifStream`` over Pillow's LZW
+for GIF; imageio with the ffmpeg binary that the imageio-ffmpeg wheel bundles for MP4 — nothing is
+downloaded): memory stays flat whatever the length (up to ``MAX_FRAMES``). The file is written through
+``kvsim.core.atomic`` — a temporary file, read back (the GIF decoded, the MP4's frames counted), then
+renamed — so a cancelled or failed export leaves the file it would replace as it was, and nothing else.
 
 The animation is driven by a manual clock instead of the Animator's wall-clock timer: for each step
 of the range, ``frames_per_step`` frames at t = 1/k, 2/k, …, 1 (k = the step's animation duration ×
@@ -27,6 +29,8 @@ from PySide6.QtCore import QObject, QPoint, QRect, QTimer, Signal
 from PySide6.QtGui import QColor, QPixmap, QRegion
 from PySide6.QtWidgets import QWidget
 
+from kvsim.core.atomic import WriteError, atomic_target, check_target
+
 from .. import theme
 from ..i18n import local, translate
 from .images import fit, to_array
@@ -35,6 +39,7 @@ FORMATS = {".gif": "gif", ".mp4": "mp4"}
 MAX_FPS = {"gif": 50, "mp4": 60}  # a GIF's frame delay is counted in 1/100 s: beyond 50 fps it lies
 BANDS = 4  # pieces a frame is painted in (each one event-loop turn)
 MIN_SIZE, MAX_SIZE = (64, 64), (3840, 2160)
+MAX_FRAMES = 20_000  # frames in one export (about 22 min at 15 fps); see docs/export.md
 
 
 class ExportError(ValueError):
@@ -104,7 +109,24 @@ def check_output(path: str | os.PathLike[str], size: tuple[int, int], fps: float
         raise ExportError(translate("export_movie", "cannot write {path}: no such folder {folder}").format(path=p, folder=folder))
     if not os.access(folder, os.W_OK) or (p.exists() and (p.is_dir() or not os.access(p, os.W_OK))):
         raise ExportError(translate("export_movie", "cannot write {path}: permission denied or not a file").format(path=p))
+    try:
+        check_target(p)  # a FIFO or a device is never replaced
+    except WriteError as exc:
+        raise ExportError(str(exc)) from None
     return fmt
+
+
+def check_length(n_frames: int, size: tuple[int, int]) -> None:
+    """ExportError when a movie of ``n_frames`` frames of ``size`` is past the documented limit
+    (``MAX_FRAMES``; docs/export.md): memory does not grow with the length (frames stream to the
+    encoder), but such a file takes hours to make and gigabytes to hold."""
+    if n_frames > MAX_FRAMES:
+        raise ExportError(
+            translate(
+                "export_movie",
+                "{n} frames is more than an export makes ({most}): fewer steps, a faster speed or a lower frame rate",
+            ).format(n=n_frames, most=MAX_FRAMES)
+        )
 
 
 def theme_colors() -> list[tuple[int, int, int]]:
@@ -114,6 +136,10 @@ def theme_colors() -> list[tuple[int, int, int]]:
     for cmap in (theme.KV_CMAP, theme.ATTN_CMAP):
         colors += [tuple(int(v) for v in rgb) for rgb in theme.lut(cmap)[::11]]
     return list(dict.fromkeys(colors))[:96]
+
+
+class _Cancelled(Exception):
+    """The export was cancelled: the temporary file goes, the target stays as it was."""
 
 
 class Encoder(threading.Thread):
@@ -126,16 +152,17 @@ class Encoder(threading.Thread):
         self.cancelled = threading.Event()
         self.error = ""
         self.written = 0
-        self.tmp = spec.path.with_name(f".{spec.path.stem}.partial{spec.path.suffix}")
+        self.tmp: Path | None = None  # the temporary file while it is written (kvsim.core.atomic)
         self.fixed = theme_colors() if spec.format == "gif" else []  # read here, on the GUI thread
+        self._gif_frames = 0
 
-    def _writer(self):
+    def _writer(self, tmp: Path):
         if self.spec.format == "gif":
-            return self._gif_writer()
+            return self._gif_writer(tmp)
         import imageio.v2 as iio2
 
         writer = iio2.get_writer(
-            self.tmp,
+            tmp,
             format="FFMPEG",
             mode="I",
             fps=self.spec.fps,
@@ -144,57 +171,65 @@ class Encoder(threading.Thread):
             quality=8,
             macro_block_size=2,
             ffmpeg_log_level="error",
-            output_params=["-threads", "1"],  # one core: the window keeps the other
+            # one core (the window keeps the other); ultrafast: no look-ahead or B-frames to buffer, so the
+            # encoder holds ~110 MB at 1280x720 instead of ~250 MB (files are larger: docs/export.md)
+            output_params=["-threads", "1", "-preset", "ultrafast"],
         )
         return writer.append_data, writer.close
 
-    def _gif_writer(self):
-        """Each frame is reduced to 256 colours as it arrives (here, off the GUI thread), all with
-        the first frame's palette and no dithering: what did not change between two frames keeps
-        the same pixels, so Pillow stores only the changed rectangle of each (and merges identical
-        neighbours, their delays added up: the timing stays exact)."""
-        from PIL import Image
+    def _gif_writer(self, tmp: Path):
+        """Frames streamed into the file as they arrive (``gif.GifStream``: a palette from the first frame
+        and the theme's colours, only each frame's changed rectangle, identical neighbours merged)."""
+        from .gif import GifStream
 
-        frames: list[Image.Image] = []
-        ms = 1000.0 / self.spec.fps
-
-        def append(f: np.ndarray) -> None:
-            rgb = Image.fromarray(f, "RGB")
-            if not frames:  # the first frame's colours, and the theme's (a later DECODE badge keeps its green)
-                first = rgb.quantize(256 - len(self.fixed), method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
-                palette = (first.getpalette() or [])[: 3 * (256 - len(self.fixed))]
-                palette += [0, 0, 0] * (256 - len(self.fixed) - len(palette) // 3)
-                first.putpalette(palette + [v for c in self.fixed for v in c])
-                frames.append(first)
-            else:
-                frames.append(rgb.quantize(palette=frames[0], dither=Image.Dither.NONE))
+        stream = GifStream(tmp, self.spec.size, self.spec.fps, self.fixed)
 
         def close() -> None:
-            if frames and not self.cancelled.is_set():
-                frames[0].save(self.tmp, format="GIF", save_all=True, append_images=frames[1:], duration=ms, loop=0)
-            frames.clear()
+            stream.close()
+            self._gif_frames = stream.frames_written
 
-        return append, close
+        return stream.append, close
+
+    def check(self, tmp: Path) -> None:
+        """The written file read back: a GIF decodes to its last frame with every frame there; an MP4
+        holds as many frames as were handed over (ffmpeg counts them)."""
+        w, h = self.spec.size
+        if self.spec.format == "gif":
+            from PIL import Image
+
+            with Image.open(tmp) as im:
+                if im.format != "GIF" or im.size != (w, h) or im.n_frames != self._gif_frames:
+                    raise ValueError(f"the GIF holds {getattr(im, 'n_frames', 0)} frames, {self._gif_frames} were written")
+                im.seek(im.n_frames - 1)
+                im.load()
+            return
+        import imageio_ffmpeg
+
+        n, _ = imageio_ffmpeg.count_frames_and_secs(str(tmp))
+        if n != self.written:
+            raise ValueError(f"the MP4 holds {n} frames, {self.written} were encoded")
 
     def run(self) -> None:
         try:
-            append, close = self._writer()
-            try:
-                while True:
-                    f = self.frames.get()
-                    if f is None or self.cancelled.is_set():
-                        break
-                    append(f)
-                    self.written += 1
-            finally:
-                close()
-            if self.cancelled.is_set():
-                self.tmp.unlink(missing_ok=True)
-                return
-            os.replace(self.tmp, self.spec.path)
+            with atomic_target(self.spec.path, self.check) as tmp:
+                self.tmp = tmp
+                append, close = self._writer(tmp)
+                try:
+                    while True:
+                        f = self.frames.get()
+                        if f is None or self.cancelled.is_set():
+                            break
+                        append(f)
+                        self.written += 1
+                finally:
+                    close()
+                if self.cancelled.is_set():
+                    raise _Cancelled
+        except _Cancelled:
+            return
         except Exception as exc:  # noqa: BLE001 - reported to the GUI as one line
-            self.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-            self.tmp.unlink(missing_ok=True)
+            text = str(exc).splitlines()[0] if str(exc) else ""
+            self.error = text if isinstance(exc, OSError) and text.startswith("cannot write") else f"{type(exc).__name__}: {text}"
 
     def cancel(self) -> None:
         self.cancelled.set()

@@ -100,8 +100,9 @@ def render(window, size: tuple[int, int], path: Path, scale: float = 1.0) -> Pat
     settle(window)
     pix = window.grab()
     path.parent.mkdir(parents=True, exist_ok=True)
-    if not pix.save(str(path), "PNG"):
-        raise OSError(f"could not write {path}")
+    from .images import write_png
+
+    write_png(pix.toImage(), path)  # atomic: a failure keeps the file it would replace
     return path
 
 
@@ -167,7 +168,8 @@ def main(args) -> int:
             for w, h in ((1280, 720), (1920, 1080)):
                 written.append(render(window, (w, h), out / f"kvsim-{w}x{h}.png", scale))
         except OSError as exc:
-            print(f"error: cannot write the screenshots into {out}: {exc.strerror or exc}", file=sys.stderr)
+            detail = f"cannot write the screenshots into {out}: {exc.strerror}" if exc.strerror else str(exc).splitlines()[0]
+            print(f"error: {detail}", file=sys.stderr)  # a WriteError names the file; the one it would replace is kept
             return 2
         for p in written:
             print(p)

