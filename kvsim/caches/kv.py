@@ -12,7 +12,7 @@ row on every layer (and masks), to show what the per-layer windows save.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -30,7 +30,7 @@ class KVCache(Cache):
     live in a ``window:W`` strip of their own (``layer_windows``)."""
 
     terms = ("kv",)
-    aliases = ("cached", "kvcache")
+    aliases: ClassVar[tuple[str, ...]] = ("cached", "kvcache")
     grammar = "kv[:full]"
 
     @classmethod
@@ -192,8 +192,8 @@ class KVCache(Cache):
     def bytes_split(self) -> tuple[int, int]:
         total = sum(local.bytes_split()[0] for local in self._local.values())
         for layer, k in enumerate(self._k):
-            if k is not None:
-                v = self._v[layer]
+            v = self._v[layer]
+            if k is not None and v is not None:
                 row_bytes = k.shape[0] * k.shape[1] * (k.shape[3] + v.shape[3]) * k.element_size()  # a K and a V row
                 total += row_bytes * self._len[layer]
         return total, 0
@@ -201,5 +201,9 @@ class KVCache(Cache):
     @property
     def allocated_bytes(self) -> int:
         """Bytes reserved (capacity), which is what a contiguous allocator really holds."""
-        own = sum((k.numel() + v.numel()) * k.element_size() for k, v in zip(self._k, self._v, strict=True) if k is not None)
+        own = sum(
+            (k.numel() + v.numel()) * k.element_size()
+            for k, v in zip(self._k, self._v, strict=True)
+            if k is not None and v is not None
+        )
         return own + sum(local.allocated_bytes for local in self._local.values())

@@ -78,7 +78,7 @@ class LatentSVDCache(Cache):
         words = self.words({"rank": self.rank})
         return PolicyInfo.from_words(f"latent:{self.rank}", words, reuses_past=True, lossy=True, evicts=False)
 
-    def bind_model(self, model) -> None:
+    def bind_model(self, model: Any) -> None:  # a kvsim Transformer (models/ sits above caches/)
         """Factor each layer's [W_K; W_V] once (the model calls this before its layers run)."""
         if self._model_id == id(model):
             return
@@ -106,6 +106,8 @@ class LatentSVDCache(Cache):
 
     def _expand(self, layer: int, c: torch.Tensor, h: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Latents (B, 1, S, R) → unrotated keys and values (B, H_kv, S, d) each."""
+        if self._bases is None:
+            raise RuntimeError("latent:R needs the model's weights: the model binds them before its first update")
         u, bias = self._bases[layer]
         b, _, s, _ = c.shape
         kv = c[:, 0] @ u.T + bias  # (B, S, 2·H_kv·d)

@@ -147,10 +147,8 @@ class ScoredCache(Cache):
                 continue
             keep = torch.argsort((held.pos >= n_tokens).to(torch.int8), dim=1, stable=True)[:, :count]
             index = keep[None, :, :, None].expand(1, -1, -1, held.k.shape[3])
-            self._held[layer] = _Held(
-                held.k.gather(2, index), held.v.gather(2, index), held.pos.gather(1, keep), held.score.gather(1, keep)
-            )
-            self._read[layer] = self._held[layer].pos
+            kept = _Held(held.k.gather(2, index), held.v.gather(2, index), held.pos.gather(1, keep), held.score.gather(1, keep))
+            self._held[layer], self._read[layer] = kept, kept.pos
 
     @property
     def n_tokens(self) -> int:

@@ -62,12 +62,16 @@ class MLAAttention(nn.Module):
         w = self.wkv_b.weight.view(cfg.n_heads, 2 * cfg.head_dim, cfg.kv_lora_rank)
         return w[:, : cfg.head_dim], w[:, cfg.head_dim :]
 
-    def forward(self, x: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int, rope):
+    def forward(
+        self, x: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int, rope: tuple[torch.Tensor, torch.Tensor] | None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         from .transformer import apply_rope
 
         cfg = self.cfg
         b, t, _ = x.shape
         h, d, r, dr = cfg.n_heads, cfg.head_dim, cfg.kv_lora_rank, cfg.qk_rope_head_dim
+        if rope is None:
+            raise ValueError("an mla layer needs RoPE's tables (its decoupled keys are rotated)")
         q = self.wq(x).view(b, t, h, d + dr).transpose(1, 2)  # (B, H, T, d + d_R)
         q_c, q_r = q[..., :d], apply_rope(q[..., d:], *rope)
         kv = self.wkv_a(x)  # (B, T, r + d_R)
