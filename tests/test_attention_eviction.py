@@ -261,7 +261,7 @@ def test_lane_bills_equal_the_live_bytes_every_step() -> None:
     """The memory dock's formula for each policy (H2O's scores as overhead, SnapKV's prompt cut once)
     equals what the caches report, before and after the budgets fill."""
     from kvsim.costs.memory import lane_bill
-    from kvsim.ui.docks.memory.words import why
+    from kvsim.ui.lanes.policy_text import why
 
     lm = load_model(LLAMA)
     cfg = lm.model.cfg
@@ -274,6 +274,7 @@ def test_lane_bills_equal_the_live_bytes_every_step() -> None:
             assert bill.expected_bytes == done.cache_bytes, (step, lane["name"])
             assert (bill.expected_bytes > bill.formula_bytes) == (lane["policy"] == "h2o")
             if lane["policy"] == "h2o":
-                assert why(bill.why) == bill.why and "+" in bill.why  # the English words pass through unchanged
+                assert why(bill) == bill.why and "+" in bill.why  # the English words pass through unchanged
+                assert bill.why_values == {"overhead": 2 * 2 * min(len(prompt) + step, 9) * 4}  # L·H_kv·min(n, B+R)·4
     assert lane_bill(sim.trace.meta["lanes"][3], 2, 2, 8, 30, 1) is None  # snapkv needs the prompt's length
     assert cfg.n_kv_heads == 2
