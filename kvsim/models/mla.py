@@ -27,6 +27,7 @@ kvsim's MLA uses the same width d for the no-RoPE query/key part and the value.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -39,17 +40,23 @@ class MLAAttention(nn.Module):
     #: absorbed (True, the default) or expanded computation; tests flip it to hold the two equal
     absorbed = True
 
-    def __init__(self, cfg: ModelConfig, layer: int = 0) -> None:
+    def __init__(
+        self,
+        cfg: ModelConfig,
+        layer: int,
+        norm: Callable[[int, float], nn.Module],
+        rope: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
+    ) -> None:
+        """``norm`` and ``rope``: the transformer's own RMSNorm and apply_rope (handed in: no import back)."""
         super().__init__()
-        from .transformer import RMSNorm
-
         self.cfg = cfg
+        self._rope = rope
         self.window = None
         h, d, r, dr = cfg.n_heads, cfg.head_dim, cfg.kv_lora_rank, cfg.qk_rope_head_dim
         self.scale = 1.0 / math.sqrt(cfg.query_pre_attn_scalar or (d + dr))
         self.wq = nn.Linear(cfg.dim, h * (d + dr), bias=False)
         self.wkv_a = nn.Linear(cfg.dim, r + dr, bias=False)
-        self.kv_norm = RMSNorm(r, cfg.norm_eps)
+        self.kv_norm = norm(r, cfg.norm_eps)
         self.wkv_b = nn.Linear(r, h * 2 * d, bias=False)
         self.wo = nn.Linear(h * d, cfg.dim, bias=False)
 
@@ -65,8 +72,7 @@ class MLAAttention(nn.Module):
     def forward(
         self, x: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int, rope: tuple[torch.Tensor, torch.Tensor] | None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        from .transformer import apply_rope
-
+        apply_rope = self._rope
         cfg = self.cfg
         b, t, _ = x.shape
         h, d, r, dr = cfg.n_heads, cfg.head_dim, cfg.kv_lora_rank, cfg.qk_rope_head_dim

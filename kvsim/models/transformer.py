@@ -232,7 +232,8 @@ class Block(nn.Module):
     def __init__(self, cfg: ModelConfig, layer: int = 0) -> None:
         super().__init__()
         self.attn_norm = make_norm(cfg)
-        self.attn = MLAAttention(cfg, layer) if cfg.family == "mla" else Attention(cfg, layer)  # DeepSeek's latent
+        mla = cfg.family == "mla"  # DeepSeek's latent attention
+        self.attn = MLAAttention(cfg, layer, RMSNorm, apply_rope) if mla else Attention(cfg, layer)
         self.mlp_norm = make_norm(cfg)
         self.mlp = MLP(cfg)
         # Gemma 3 normalises each sub-layer's output too, before it joins the residual stream
