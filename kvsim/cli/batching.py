@@ -15,8 +15,7 @@ import argparse
 import sys
 
 from ..costs.memory import human_bytes
-from .args import UsageError, nonneg_int, positive_int
-from .reports import json_line
+from .args import UsageError, json_line, nonneg_int, positive_int
 
 KIND_LETTERS = {"prefill": "p", "decode": "d", "recompute": "r"}
 

@@ -50,10 +50,10 @@ COMMANDS = {
 _TOP_LEVEL_VALUES = ("--model", "--threads", "--lang", "--scale")  # kvsim's own options that take a value
 
 
-def examples(*lines: str, after: str = "") -> dict[str, object]:
-    """A subcommand's epilog: two or three example command lines, kept as written (and ``after`` them)."""
+def examples(*lines: str) -> dict[str, object]:
+    """A subcommand's epilog: two or three example command lines, kept as written."""
     return {
-        "epilog": "examples:\n" + "\n".join(f"  {line}" for line in lines) + (f"\n\n{after}" if after else ""),
+        "epilog": "examples:\n" + "\n".join(f"  {line}" for line in lines),
         "formatter_class": argparse.RawDescriptionHelpFormatter,
     }
 
@@ -66,12 +66,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = Parser(
         prog="kvsim",
         description="See the KV cache: a transformer run token by token,\n"
-        "without and with a cache, with real tensors, counts and times.",
+        "without and with a cache, with real tensors, counts and times.\n"
+        f"Warnings and errors (with tracebacks) are logged to {log_path()} (KVSIM_LOG_DIR moves it).",
         **examples(
             "kvsim",
             "kvsim run --prompt 'Once upon a time' --steps 8",
             "kvsim memory --preset llama-3-8b --context 8192",
-            after=f"Warnings and errors (with tracebacks) are logged to {log_path()} (KVSIM_LOG_DIR moves it).",
         ),
     )
     p.add_argument("--version", action="version", version=f"kvsim {__version__}")
