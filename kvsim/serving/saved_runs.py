@@ -158,7 +158,7 @@ def _run(i: int, data: Any, arrays: dict[str, np.ndarray]) -> RequestsRun:
         raise TraceError(f"run {i}: reference counts or filled slots out of range")
     requests = []
     for r in data["requests"]:
-        kw = {f.name: r[f.name] if f.name in r else f.default for f in fields(RequestResult)}
+        kw: dict[str, Any] = {f.name: r[f.name] if f.name in r else f.default for f in fields(RequestResult)}
         kw["prompt_ids"], kw["output_ids"] = tuple(_int(t, "token id") for t in r["prompt_ids"]), tuple(r["output_ids"])
         kw["token_steps"] = tuple(_int(t, "token step") for t in kw["token_steps"])
         kw["token_ms"] = tuple(kw["token_ms"])
