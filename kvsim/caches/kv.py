@@ -3,7 +3,7 @@ them and reads every stored row: the linear n rows of the seeds."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -19,7 +19,7 @@ class KVCache(Cache):
     never rewritten (its bytes stay bit-identical for the rest of the run)."""
 
     terms = ("kv",)
-    aliases = ("cached", "kvcache")
+    aliases: ClassVar[tuple[str, ...]] = ("cached", "kvcache")
     grammar = "kv"
 
     def __init__(self, n_layers: int, initial_capacity: int = 64) -> None:

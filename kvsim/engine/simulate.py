@@ -255,6 +255,7 @@ class Simulator:
                 key_pos = key_pos[key_pos < n]
             context = int(key_pos.size)
             cost = step_cost(cfg, new=t, context=context, out=1, dtype_bytes=elem) if spec is None else spec.cost
+            assert cost is not None, "a speculative lane's step always records its cost"
             cost = with_weight_bytes(cost, lane.model, elem)
             logits = out.logits[0, -1].float()
             logp = torch.log_softmax(logits, -1)
@@ -299,7 +300,7 @@ class Simulator:
                     ref_logprob=min(0.0, float(logp[token_id])),
                     rows=self._own_rows(i, lane, out, new_t, as_np),
                     **(
-                        {
+                        {  # type: ignore[arg-type]  # int and float fields: each key has its LaneStep field's type
                             "drafted": spec.drafted,
                             "accepted": spec.accepted,
                             "rolled_back": spec.rolled_back,
