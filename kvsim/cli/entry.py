@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from .. import __version__
 from .args import Parser, Subcommands, UsageError, nonneg_int, positive_int
@@ -50,7 +51,7 @@ COMMANDS = {
 _TOP_LEVEL_VALUES = ("--model", "--threads", "--lang", "--scale")  # kvsim's own options that take a value
 
 
-def examples(*lines: str) -> dict[str, object]:
+def examples(*lines: str) -> dict[str, Any]:
     """A subcommand's epilog: two or three example command lines, kept as written."""
     return {
         "epilog": "examples:\n" + "\n".join(f"  {line}" for line in lines),
