@@ -192,6 +192,17 @@ class RequestsView(QWidget):
         lay.addWidget(b)
         return b
 
+    PARTS = ("blocks", "numbers", "list")  # the tabs, by the names the stage and the registry use
+
+    def show_part(self, part: str) -> None:
+        """Show one of the dock's parts (the stage shows the blocks and the off-vs-on table as two views)."""
+        if part in self.PARTS:
+            self.tabs.setCurrentIndex(self.PARTS.index(part))
+
+    @property
+    def part(self) -> str:
+        return self.PARTS[max(self.tabs.currentIndex(), 0)]
+
     # ---------------------------------------------------------------- messages
     def say(self, text: str, error: bool = False) -> None:
         self.status.setText(text)
