@@ -40,8 +40,18 @@ def _box(window, w):
     return QRect(w.mapTo(window, w.rect().topLeft()), w.size())
 
 
+def _clip(window, w):
+    """The part of ``w`` its ancestors let through (a scroll area's viewport, the window), in window coordinates."""
+    r = _box(window, w)
+    a = w.parentWidget()
+    while a is not None and a is not window:
+        r = r.intersected(_box(window, a))
+        a = a.parentWidget()
+    return r.intersected(window.rect())
+
+
 def _shown(window, w) -> bool:
-    return w.isVisibleTo(window) and w.isVisible() and not w.visibleRegion().isEmpty()
+    return w.isVisibleTo(window) and w.isVisible() and not _clip(window, w).isEmpty()
 
 
 def _text_width(fm, text: str) -> int:
@@ -58,6 +68,20 @@ def _rich_width(label) -> float:
     return doc.idealWidth()
 
 
+def _wrapped_height(label, text: str, rich: bool, width: int) -> float:
+    from PySide6.QtCore import QRect, Qt
+    from PySide6.QtGui import QTextDocument
+
+    if not rich:
+        return label.fontMetrics().boundingRect(QRect(0, 0, width, 100_000), int(Qt.TextWordWrap), text).height()
+    doc = QTextDocument()
+    doc.setDefaultFont(label.font())
+    doc.setDocumentMargin(0)
+    doc.setHtml(text)
+    doc.setTextWidth(width)
+    return doc.size().height()
+
+
 def _elided(text: str) -> bool:
     t = text.rstrip()
     return t.endswith("…") and not t.endswith(" …") and len(t) > 1
@@ -71,6 +95,7 @@ def audit(window, min_px: float = 0.0) -> list[str]:
     from PySide6.QtWidgets import (
         QAbstractButton,
         QAbstractScrollArea,
+        QAbstractSpinBox,
         QCheckBox,
         QComboBox,
         QDockWidget,
@@ -80,7 +105,9 @@ def audit(window, min_px: float = 0.0) -> list[str]:
         QPushButton,
         QRadioButton,
         QScrollBar,
+        QStatusBar,
         QStyle,
+        QStyleOptionComboBox,
         QTabBar,
         QToolButton,
         QWidget,
@@ -134,12 +161,12 @@ def audit(window, min_px: float = 0.0) -> list[str]:
             cr = w.contentsRect()
             room = cr.width() - 2 * w.margin() - max(w.indent(), 0)
             rich = w.textFormat() == Qt.RichText or (w.textFormat() == Qt.AutoText and "<" in text and ">" in text)
-            if _elided(text if not rich else w.text()):
-                problems.append(f"elided '{text[-40:]}': {_name(w)}")
+            if _elided(_plain(text) if rich else text):
+                problems.append(f"elided '{_plain(text)[-40:]}': {_name(w)}")
             if w.wordWrap():
-                need = w.heightForWidth(cr.width())
-                if need > cr.height() + 2:
-                    problems.append(f"wrapped text {need} px tall in {cr.height()} px: {_name(w)} '{_plain(text)[:50]}'")
+                need = _wrapped_height(w, text, rich, cr.width() - 2 * w.margin())
+                if need > cr.height() - 2 * w.margin() + 2:
+                    problems.append(f"wrapped text {need:.0f} px tall in {cr.height()} px: {_name(w)} '{_plain(text)[:50]}'")
             else:
                 need = _rich_width(w) if rich else _text_width(fm, text)
                 if need > room + TOLERANCE:
@@ -165,7 +192,9 @@ def audit(window, min_px: float = 0.0) -> list[str]:
                 problems.append(f"elided button '{text}': {_name(w)}")
             small(w, f"'{text[:30]}'")
         elif isinstance(w, QComboBox):
-            room = w.width() - 28
+            opt = QStyleOptionComboBox()
+            w.initStyleOption(opt)
+            room = w.style().subControlRect(QStyle.CC_ComboBox, opt, QStyle.SC_ComboBoxEditField, w).width() - 2
             if not w.isEditable() and _text_width(fm, w.currentText()) > room + TOLERANCE:
                 need = _text_width(fm, w.currentText())
                 problems.append(f"combo text {need} px wide in {room} px: {_name(w)} '{w.currentText()[:40]}'")
@@ -188,12 +217,22 @@ def audit(window, min_px: float = 0.0) -> list[str]:
                     continue
                 text = str(model.headerData(i, w.orientation(), Qt.DisplayRole) or "")
                 need = _text_width(fm, text) + 8
-                if text and w.sectionSize(i) < need:
-                    problems.append(f"header '{text[:30]}' {w.sectionSize(i)} px for {need}: {_name(w)}")
+                room = w.sectionSize(i) if w.orientation() == Qt.Horizontal else w.width()
+                if text and room < need:
+                    problems.append(f"header '{text[:30]}' {room} px for {need}: {_name(w)}")
         elif isinstance(w, QDockWidget) and w.titleBarWidget() is None:
             need = _text_width(fm, w.windowTitle()) + 2 * 20 + 8
             if need > w.width():
                 problems.append(f"dock title {need} px wide in {w.width()} px: '{w.windowTitle()[:40]}'")
+        elif isinstance(w, QAbstractSpinBox) and w.text():
+            room = w.lineEdit().width() - 4
+            if _text_width(w.lineEdit().fontMetrics(), w.text()) > room + TOLERANCE:
+                problems.append(f"spin box text {_text_width(fm, w.text())} px wide in {room} px: {_name(w)} '{w.text()}'")
+            small(w, f"'{w.text()}'")
+        elif isinstance(w, QStatusBar) and w.currentMessage():
+            need = _text_width(fm, w.currentMessage()) + 8
+            if need > w.width() - 20:
+                problems.append(f"status message {need} px wide in {w.width() - 20} px: '{w.currentMessage()[:50]}'")
         elif isinstance(w, QScrollBar) and w.maximum() > w.minimum() and not _scrolls_by_design(w):
             problems.append(f"scrolls ({w.maximum() - w.minimum()} px hidden): {_name(w)}")
         elif isinstance(w, pg.GraphicsView):
@@ -244,7 +283,7 @@ def _plots(window, view) -> list[str]:
     import pyqtgraph as pg
 
     problems = []
-    visible = view.visibleRegion().boundingRect()
+    visible = _clip(window, view).translated(-_box(window, view).topLeft())  # in the view's coordinates
     for item in view.scene().items():
         if not isinstance(item, pg.PlotItem) or not item.isVisible():
             continue

@@ -85,6 +85,13 @@ def arrange_docks(window: QMainWindow, costs_dock, text_dock, compact: bool) -> 
         window.splitDockWidget(costs_dock, text_dock, Qt.Vertical)
 
 
+def fitting(bar: QWidget, texts: list[str]) -> str:
+    """The first of ``texts`` (longest first) that fits in ``bar``'s width, else the last: a status
+    message is never cut at the window's edge."""
+    room = bar.width() - 28
+    return next((t for t in texts if bar.fontMetrics().horizontalAdvance(t) <= room), texts[-1])
+
+
 def is_compact(height: int) -> bool:
     return height < COMPACT_HEIGHT
 
@@ -118,7 +125,8 @@ def fit_docks(window) -> None:
         window.resizeDocks([window.costs_dock], [int(h * 0.27)], Qt.Vertical)
         return
     text_h = max(window.text_dock.minimumSizeHint().height(), int(h * 0.075))  # else costs pays the difference
-    costs_h = max(int(h * 0.19), window.costs.minimumSizeHint().height() + 8)  # its table and check box uncut
+    title = window.costs_dock.fontMetrics().height() + 12  # the dock's title bar
+    costs_h = max(int(h * 0.19), window.costs.minimumSizeHint().height() + title + 8)  # its table and check box uncut
     window.resizeDocks([window.costs_dock, window.text_dock], [costs_h, text_h], Qt.Vertical)
 
 

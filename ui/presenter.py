@@ -95,12 +95,12 @@ class Presenter(QObject):
         self.leave_action.setEnabled(True)
         self._sync()
         w.centralWidget().setFocus()  # Space / → / ← at once, not into a text box
-        w.statusBar().showMessage(
-            translate(
-                "presenter",
-                "presenter mode: Space play · → step · ← back · Home reset · +/− speed · 1–9 layer · Esc leaves · ? keys",
-            )
+        from .layout import fitting
+
+        long = translate(
+            "presenter", "presenter mode: Space play · → step · ← back · Home reset · +/− speed · 1–9 layer · Esc leaves · ? keys"
         )
+        w.statusBar().showMessage(fitting(w.statusBar(), [long, translate("presenter", "presenter mode · Esc leaves · ? keys")]))
 
     def leave(self) -> None:
         if not self.active:

@@ -89,6 +89,8 @@ class Stage(QObject):
                 old = dock.widget()
                 dock.setWidget(holder)
                 holder.show()
+                if hasattr(dock.view, "set_staged"):
+                    dock.view.set_staged(False)
                 if old is not holder and old is not None:
                     old.deleteLater()
             dock.setProperty("staged", False)
@@ -110,6 +112,8 @@ class Stage(QObject):
             if dock.widget() is holder:
                 dock.setWidget(QLabel("…"))  # the dock keeps a placeholder while the stage holds its view
             self.stack.addWidget(holder)
+            if hasattr(dock.view, "set_staged"):
+                dock.view.set_staged(True)  # a view may arrange itself for the whole window
         return holder
 
     def show(self, name: str) -> None:
@@ -151,14 +155,20 @@ class Stage(QObject):
             self.show(name)
 
     def say(self) -> None:
+        from .layout import fitting
+
+        bar = self.window.statusBar()
         if self.active:
             entry, _dock = self.entries[self.current]
-            text = translate("stage", "stage: {view} · PgDn/PgUp or the view's key ({key}) · S: all docks").format(
-                view=self.words(entry), key=entry.key
-            )
+            texts = [
+                translate("stage", "stage: {view} · PgDn/PgUp or the view's key ({key}) · S: all docks"),
+                translate("stage", "{view} ({key}) · PgDn/PgUp: the other views"),
+                "{view} ({key})",
+            ]
+            text = fitting(bar, texts).format(view=self.words(entry), key=entry.key)
         else:
             text = translate("stage", "all docks (S: back to the stage, one view at a time)")
-        self.window.statusBar().showMessage(text, 6000)
+        bar.showMessage(text, 6000)
 
     @staticmethod
     def words(entry: StageEntry) -> str:

@@ -175,12 +175,12 @@ class MainWindow(QMainWindow):
         if self.toolbar.prompt_box.lineEdit().hasFocus() or self.focusWidget() is None:
             self.centralWidget().setFocus()  # so Space / → / ← / Home work at once
         if not self.controller.browsing:
-            self.statusBar().showMessage(
-                self.toolbar.model_hint()
-                or translate(
-                    "window", "prompt: {n} tokens · press Step (→) or Play (Space) · Back (←) · Reset (Home) · F: lanes only"
-                ).format(n=i18n.integer(len(run.prompt_ids)))
+            n = i18n.integer(len(run.prompt_ids))
+            hint = translate(
+                "window", "prompt: {n} tokens · press Step (→) or Play (Space) · Back (←) · Reset (Home) · F: lanes only"
             )
+            short = translate("window", "prompt: {n} tokens · → step · Space play · ← back · ? keys")
+            self.statusBar().showMessage(self.toolbar.model_hint() or layout.fitting(self.statusBar(), [hint, short]).format(n=n))
 
     def _on_selection(self, layer: int, head: int) -> None:
         if head < 0:

@@ -83,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--step", type=nonneg_int, help="show step K of the run (0 = the prefill; default: the last)")
     s.add_argument("--show", action="append", metavar="DOCK", help="open an extra dock: memory, roofline, requests (repeatable)")
     s.add_argument("--theme", choices=["dark", "light"], help="the colour theme (default: dark)")
+    s.add_argument("--lang", default=argparse.SUPPRESS, help="the pictures' language: pt_BR or en (default: English)")
     add_export_parser(sub)
     return p
 
@@ -115,6 +116,7 @@ def add_export_parser(sub) -> None:
         help="the app's size factor (0.5 to 4): frames keep --size, the type grows",
     )
     e.add_argument("--no-chat-template", action="store_true", help="feed the prompt as is")
+    e.add_argument("--lang", default=argparse.SUPPRESS, help="the frames' language: pt_BR or en (default: English)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

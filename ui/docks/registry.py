@@ -71,7 +71,16 @@ DOCKS = [
         scroll="y",
     ),
     DockSpec("heads", HEADS, "lanes.overview:HeadsOverview", shortcut="H", eager=True, args=("session", "derived")),
-    DockSpec("memory", QT_TRANSLATE_NOOP("docks", "Memory: the KV cache bill"), "docks.memory.dock:MemoryDock", shortcut="M"),
+    DockSpec(
+        "memory",
+        QT_TRANSLATE_NOOP("docks", "Memory: the KV cache bill"),
+        "docks.memory.dock:MemoryDock",
+        shortcut="M",
+        stage=(
+            StageEntry("memory", QT_TRANSLATE_NOOP("docks", "Memory: the KV cache bill"), "M", "bill"),
+            StageEntry("memory-growth", QT_TRANSLATE_NOOP("docks", "Memory: context 1k → 1M"), "G", "growth"),
+        ),
+    ),
     DockSpec(
         "roofline",
         QT_TRANSLATE_NOOP("docks", "Roofline: compute-bound or memory-bound"),

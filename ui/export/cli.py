@@ -43,20 +43,21 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 def main(args) -> int:
-    from .screenshot import check_docks, check_scale, prepare, settle, start_app
+    from .screenshot import check_docks, check_lang, check_scale, prepare, settle, start_app
 
     try:
         size = parse_size(args.size)
         check_output(args.out, size, args.fps)
         scale = check_scale(getattr(args, "scale", None))
         docks = check_docks(getattr(args, "show", None))
+        lang = check_lang(getattr(args, "lang", None))
     except ValueError as exc:
         return _fail(str(exc))
     speed = getattr(args, "speed", "normal")
     spec_ms = SPEED_MS[speed]
     records, meta = compute_run(args)  # engine errors propagate to the CLI's one-line handler
     out = Path(args.out)
-    app = start_app(scale, getattr(args, "theme", None))
+    app = start_app(scale, getattr(args, "theme", None), lang)
     from kvsim.engine.trace import Trace
 
     from ..window import MainWindow

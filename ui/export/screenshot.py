@@ -52,8 +52,19 @@ def offscreen_platform(width: int, height: int, folder: str | os.PathLike[str]) 
     return f"offscreen:configfile={config}"
 
 
-def start_app(scale: float, theme_name: str | None):
-    """The offscreen QApplication at ``scale``, in theme ``theme_name`` (None: the default)."""
+def check_lang(lang: str | None) -> str:
+    """The pictures' language ("en" when not given: a picture never depends on the machine's settings);
+    ValueError for one kvsim has no translation for."""
+    from .. import i18n
+
+    try:
+        return i18n.normalize(lang) or "en"
+    except i18n.LanguageError as exc:
+        raise ValueError(f"--lang: {exc}") from None
+
+
+def start_app(scale: float, theme_name: str | None, lang: str = "en"):
+    """The offscreen QApplication at ``scale``, in theme ``theme_name`` (None: the default), in ``lang``."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
@@ -62,7 +73,7 @@ def start_app(scale: float, theme_name: str | None):
     from .. import theme
     from ..app import make_app
 
-    app = make_app()
+    app = make_app(lang=lang)
     if theme_name and theme_name != theme.current():
         theme.set_theme(app, theme_name)
     return app
@@ -136,11 +147,12 @@ def main(args) -> int:
         if step is not None and not 0 <= step < args.steps:
             raise ValueError(f"--step must be between 0 (the prefill) and --steps - 1 = {args.steps - 1}, got {step}")
         docks = check_docks(getattr(args, "show", None))
+        lang = check_lang(getattr(args, "lang", None))
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = Path(args.out)
-    app = start_app(scale, theme_name)
+    app = start_app(scale, theme_name, lang)
     from ..window import MainWindow
 
     window = MainWindow(model=args.model, prompt=args.prompt, persist=False, fallback=args.model == "tiny")

@@ -13,6 +13,7 @@ costs almost nothing while a step animates:
 
 from __future__ import annotations
 
+import re
 from html import escape
 
 import numpy as np
@@ -195,14 +196,22 @@ class LanePanel(LaneHover, QWidget):
         return s.token_label(row, self.index)
 
     def _set_header(self) -> None:
-        """One line: the lane's label, then as much of its explanation as fits (all of it in the tooltip)."""
+        """One line: the lane's label, then its explanation — or, where the whole does not fit, a
+        deliberate short form (the explanation's first clause, then none, then the lane's spec for its
+        label); never text cut mid-word. The whole explanation is in the tooltip."""
         info = self.info
         label = policy_text.lane_label(self.session, self.index)
         explanation = policy_text.explanation(info.explanation)
         bold = QFont(self.header.font())
         bold.setBold(True)
-        room = self.header.width() - QFontMetrics(bold).horizontalAdvance(f"● {label}") - 12
-        what = self.header.fontMetrics().elidedText(f" — {explanation}", Qt.ElideRight, max(room, 0)) if explanation else ""
+        width = self.header.width() - 12
+        if QFontMetrics(bold).horizontalAdvance(f"● {label}") > width and getattr(info, "name", ""):
+            label = info.name  # the spec ("sink:4+window:16") is the short form of its label
+        room = width - QFontMetrics(bold).horizontalAdvance(f"● {label}")
+        first = re.split(r"[,;:(]", explanation or "")[0].strip()
+        fm = self.header.fontMetrics()
+        fits = [t for t in (f" — {explanation}", f" — {first}") if explanation and fm.horizontalAdvance(t) <= room]
+        what = fits[0] if fits else ""
         text = (
             f"<span style='color:{self.color}'>●</span> <b style='color:{self.color}'>{escape(label)}</b>"
             f"<span style='color:{theme.MUTED}'>{escape(what)}</span>"

@@ -366,14 +366,15 @@ class Lesson(QObject):
         """Show this step's one view (on the stage, it fills the window; on the desktop layout, its dock
         opens) and close the dock the previous step opened."""
         w = self.window
-        opened = getattr(self, "_opened", None)
-        if opened is not None and opened != step.dock and not w.stage.active:
-            self._dock(opened).setVisible(False)
-        self._opened = step.dock
+        dock = self._dock(step.dock) if step.dock is not None else None
+        before, was_shown = getattr(self, "_opened", (None, True))
+        if before is not None and before is not dock and not was_shown and not w.stage.active:
+            before.setVisible(False)  # a dock the lesson opened (not one the user had open)
+        if dock is not before:
+            self._opened = (dock, dock is None or dock.isVisible() or w.stage.active)
         w.stage.show(step.view)
-        if step.dock is None or step.call is None:
+        if dock is None or step.call is None:
             return
-        dock = self._dock(step.dock)
         view = dock.build() if hasattr(dock, "build") else dock.widget()
         method = getattr(view, step.call["method"], None)
         if method is None:
@@ -383,9 +384,8 @@ class Lesson(QObject):
         method(*step.call.get("args", []))
 
     def _dock(self, name: str):
-        w = self.window
-        fixed = {"costs": w.costs_dock, "text": w.text_dock, "heads": w.overview_dock}
-        return fixed[name] if name in fixed else w.extra_docks[name]
+        """The dock that holds view ``name`` (the stage knows each view's dock: "offon" is the requests dock)."""
+        return self.window.stage.entries[name][1]
 
     def _target(self, name: str | None) -> QWidget | None:
         """The widget a step highlights: the lanes, one lane, or a view (on the stage: the page that

@@ -15,6 +15,7 @@ from __future__ import annotations
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
+    QBoxLayout,
     QCheckBox,
     QComboBox,
     QFrame,
@@ -152,14 +153,28 @@ class MemoryDock(QWidget):
         plot_row2.addStretch(1)
         self.plot = MemoryPlot()
 
-        lay = QVBoxLayout(body)
+        lay = QBoxLayout(QBoxLayout.TopToBottom, body)  # side by side on a wide, short view (the stage)
         lay.setContentsMargins(8, 6, 8, 6)
-        lay.addLayout(top)
-        lay.addWidget(self.form)
-        lay.addWidget(self.warning)
-        lay.addWidget(self.live)
-        lay.addWidget(self.weights)
-        lay.addStretch(1)
+        self.bill_layout = lay
+        terms = QVBoxLayout()
+        terms.addLayout(top)
+        terms.addWidget(self.form)
+        terms.addWidget(self.warning)
+        terms.addStretch(1)
+        lay.addLayout(terms, 3)
+        run = QWidget()
+        rlay = QVBoxLayout(run)
+        rlay.setContentsMargins(0, 0, 0, 0)
+        rlay.addWidget(self.live)
+        rlay.addWidget(self.weights)
+        rlay.addStretch(1)
+        self.run_side = QScrollArea()  # side by side: the run's lines scroll on their own, the form never
+        self.run_side.setWidgetResizable(True)
+        self.run_side.setFrameShape(QFrame.NoFrame)
+        self.run_side.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.run_side.setProperty("scrolls", True)  # a run of many lanes has many lines: scrolling them is by design
+        self.run_side.setWidget(run)
+        lay.addWidget(self.run_side, 2)
         bill = QScrollArea()
         bill.setWidgetResizable(True)
         bill.setFrameShape(QFrame.NoFrame)
@@ -201,6 +216,33 @@ class MemoryDock(QWidget):
         self.session.cursor_moved.connect(self._on_step)
         theme.on_change(self._on_theme)
         self._on_model()
+
+    PARTS = ("bill", "growth")  # the tabs, by the names the stage and the registry use
+
+    def show_part(self, part: str) -> None:
+        if part in self.PARTS:
+            self.tabs.setCurrentIndex(self.PARTS.index(part))
+
+    @property
+    def part(self) -> str:
+        return self.PARTS[max(self.tabs.currentIndex(), 0)]
+
+    def set_staged(self, on: bool) -> None:
+        """On the stage the stage's keys choose the tab (M: the bill, G: the growth plot): no tab bar."""
+        self.tabs.tabBar().setVisible(not on)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        wide = self.width() >= 1.5 * self.height() and self.width() >= 700
+        lay = self.bill_layout
+        if wide != (lay.direction() == QBoxLayout.LeftToRight):
+            lay.setDirection(QBoxLayout.LeftToRight if wide else QBoxLayout.TopToBottom)
+        self._fit_run_side()
+
+    def _fit_run_side(self) -> None:
+        """Stacked: the run's lines take their whole height (the bill scrolls as one); side by side: the room there is."""
+        wide = self.bill_layout.direction() == QBoxLayout.LeftToRight
+        self.run_side.setMinimumHeight(0 if wide else self.run_side.widget().sizeHint().height())
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt API: the width the dock opens with
         window = self.host.window
@@ -263,6 +305,7 @@ class MemoryDock(QWidget):
     def _on_run(self) -> None:
         self._from_run()
         self.live.refresh()
+        self._fit_run_side()
 
     def _on_step(self, *_: object) -> None:
         if not self.isVisible():
@@ -270,11 +313,13 @@ class MemoryDock(QWidget):
         if self.follow.isChecked() and self.model.currentData() == ON_SCREEN:
             self.form.set_tokens(self.session.n_rows())
         self.live.refresh()
+        self._fit_run_side()
 
     def showEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().showEvent(event)
         self._from_run()
         self.live.refresh()
+        self._fit_run_side()
 
     # ------------------------------------------------------------------ the terms changed
     def _on_terms(self) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from PySide6.QtCore import QT_TRANSLATE_NOOP, QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QEvent, QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
@@ -111,6 +111,7 @@ class BlocksGrid(QWidget):
         self.last_owner: np.ndarray | None = None
         self.selected: int | None = None
         self.hover_block = -1
+        self.fit = False  # every block within the height its scroll area shows (the stage): smaller slots
         self._cells: list[BlockCell] = []
         self.setMouseTracking(True)
         self.setFocusPolicy(Qt.StrongFocus)  # so ← → reach the view when the grid was clicked
@@ -138,8 +139,27 @@ class BlocksGrid(QWidget):
         cell_w = width / n_cols
         cols, rows = slot_grid(size)
         slot = min(MAX_SLOT, (cell_w - 14) / cols)
+        room = self.parentWidget().height() if self.fit and self.parentWidget() is not None else 0
+        if room > 0 and self.snapshot is not None:
+            lines = -(-self.snapshot.n_blocks // n_cols)
+            slot = max(2.0, min(slot, (room / lines - 4 - 2 * fm.height() - 14) / rows))
         cell_h = 2 * fm.height() + rows * slot + 14
         return n_cols, int(cell_w), cell_h
+
+    def set_fit(self, on: bool) -> None:
+        """Fit every block in the height the scroll area shows (its viewport: the grid's parent)."""
+        if on == self.fit:
+            return
+        self.fit = on
+        viewport = self.parentWidget()
+        if viewport is not None:
+            (viewport.installEventFilter if on else viewport.removeEventFilter)(self)
+        self._relayout()
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Resize and watched is self.parentWidget():
+            self._relayout()
+        return False
 
     def small_font(self) -> QFont:
         """The font of a cell's footer (the event word, L j)."""

@@ -47,6 +47,7 @@ class RequestsView(QWidget):
         self.computed: Computed | None = None
         self.caching = True
         self.busy = False
+        self.staged = False  # on the stage (``set_staged``)
         self._auto_tried = False
         self._land_on = 0  # the request whose prefill the slider shows after a run
         self.setFocusPolicy(Qt.StrongFocus)
@@ -140,7 +141,9 @@ class RequestsView(QWidget):
         self.step_label = QLabel(translate("views.requests", "step {i} / {n}").format(i="–", n="–"))
         nav.addWidget(self.step_label)
         lay.addLayout(nav)
-        choose = QHBoxLayout()
+        self.choose_row = QWidget()  # which run, whose block table: the desktop's (the stage shows the defaults)
+        choose = QHBoxLayout(self.choose_row)
+        choose.setContentsMargins(0, 0, 0, 0)
         self.which_run = QComboBox()
         self.which_run.addItems(
             [translate("views.requests", "prefix caching on"), translate("views.requests", "prefix caching off")]
@@ -155,7 +158,7 @@ class RequestsView(QWidget):
         self.request_box.setToolTip(translate("views.requests", "whose block table is drawn below (and marked L j in the grid)"))
         self.request_box.currentIndexChanged.connect(lambda _i: self._draw())
         choose.addWidget(self.request_box, 1)
-        lay.addLayout(choose)
+        lay.addWidget(self.choose_row)
         self.summary = QLabel()
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.RichText)
@@ -203,10 +206,28 @@ class RequestsView(QWidget):
     def part(self) -> str:
         return self.PARTS[max(self.tabs.currentIndex(), 0)]
 
+    def set_staged(self, on: bool) -> None:
+        """On the stage the blocks (or the off-vs-on table) get the whole view: the settings, the tabs
+        (the stage's keys choose the part), the hover readout and the extra figures step aside."""
+        self.staged = on
+        self.bar.setVisible(not on)
+        self.tabs.tabBar().setVisible(not on)
+        for widget in (self.readout, self.choose_row, self.table):  # the grid marks L j itself: the table can step aside
+            widget.setVisible(not on)
+        self.grid.set_fit(on)
+        self.scroll.setMinimumHeight(60 if on else 150)
+        self.numbers.set_staged(on)
+        self._show_status()
+
+    def _show_status(self) -> None:
+        on = getattr(self, "staged", False)
+        self.status.setVisible(not on or self.busy or bool(self.status.styleSheet()))
+
     # ---------------------------------------------------------------- messages
     def say(self, text: str, error: bool = False) -> None:
         self.status.setText(text)
         self.status.setStyleSheet(f"color: {theme.ERROR};" if error else "")
+        self._show_status()
 
     # ---------------------------------------------------------------- running
     def _auto_run(self) -> None:
@@ -259,6 +280,7 @@ class RequestsView(QWidget):
         self.busy = busy
         self.bar.set_busy(busy)
         self.progress.setVisible(busy)
+        self._show_status()
 
     def _failed(self, message: str) -> None:
         self._set_busy(False)
