@@ -30,10 +30,10 @@ def parse_size(text: str) -> tuple[int, int]:
 
 
 def layout_size(size: tuple[int, int], scale: float) -> tuple[int, int]:
-    """The window's size for frames of ``size`` pixels: size / scale, grown (aspect kept) to at least
-    1280 wide or 720 high — a smaller window cannot lay the lanes out; its frames are scaled down."""
+    """The window's size for frames of ``size`` pixels: size / scale (a 1280×720 frame at 1.5 is the
+    853×480 stage a projector shows), at least the window's minimum (its frames are then scaled down)."""
     w, h = size[0] / scale, size[1] / scale
-    f = max(1.0, min(1280 / w, 720 / h))
+    f = max(1.0, 560 / w, 400 / h)
     return round(w * f), round(h * f)
 
 
@@ -57,7 +57,7 @@ def main(args) -> int:
     spec_ms = SPEED_MS[speed]
     records, meta = compute_run(args)  # engine errors propagate to the CLI's one-line handler
     out = Path(args.out)
-    app = start_app(scale, getattr(args, "theme", None), lang)
+    app = start_app(scale, getattr(args, "theme", None), lang, size)
     from kvsim.engine.trace import Trace
 
     from ..window import MainWindow

@@ -69,7 +69,9 @@ def save_svg(view, path: str | os.PathLike[str]) -> Path:
 
     svg_module.correctCoordinates = correct
     try:
-        svg_module.SVGExporter(view.scene()).export(fileName=str(path))
+        exporter = svg_module.SVGExporter(view.scene())
+        exporter.params["background"] = QColor(theme.BG)  # the theme's ground: grey labels stay readable on any page
+        exporter.export(fileName=str(path))
     except OSError:
         raise
     except Exception as exc:  # noqa: BLE001 - the exporter failing on an item is one message

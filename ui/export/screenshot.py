@@ -63,10 +63,21 @@ def check_lang(lang: str | None) -> str:
         raise ValueError(f"--lang: {exc}") from None
 
 
-def start_app(scale: float, theme_name: str | None, lang: str = "en"):
-    """The offscreen QApplication at ``scale``, in theme ``theme_name`` (None: the default), in ``lang``."""
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+def start_app(scale: float, theme_name: str | None, lang: str = "en", screen: tuple[int, int] = (1920, 1080)):
+    """The offscreen QApplication at ``scale``, in theme ``theme_name`` (None: the default), in ``lang``,
+    on an offscreen screen of at least ``screen`` pixels (the window never opens larger than its screen:
+    the default offscreen screen, 800×800, would cut a 1280×720 frame)."""
     from PySide6.QtWidgets import QApplication
+
+    if QApplication.instance() is None and os.environ.get("QT_QPA_PLATFORM", "offscreen") == "offscreen":
+        import atexit
+        import shutil
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="kvsim-screen-")
+        atexit.register(shutil.rmtree, folder, True)
+        width, height = max(screen[0], 1920), max(screen[1], 1080)
+        os.environ["QT_QPA_PLATFORM"] = offscreen_platform(width, height, folder)
 
     if QApplication.instance() is None:  # (an app made earlier, e.g. a test's, keeps its own factor)
         os.environ["QT_SCALE_FACTOR"] = f"{scale:g}"  # read when the QApplication starts
@@ -152,7 +163,7 @@ def main(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = Path(args.out)
-    app = start_app(scale, theme_name, lang)
+    app = start_app(scale, theme_name, lang, size)
     from ..window import MainWindow
 
     window = MainWindow(model=args.model, prompt=args.prompt, persist=False, fallback=args.model == "tiny")
