@@ -17,8 +17,9 @@ from kvsim.costs import roofline
 from kvsim.costs.memory import formula_rows_text, lane_bill
 from kvsim.costs.presets import PRESETS, context_warning
 from kvsim.ui import i18n
+from kvsim.ui.lanes import policy_text
 
-TS = Path(__file__).resolve().parents[1] / "resources" / "translations" / "pt_BR"
+TS = Path(__file__).resolve().parents[1] / "resources" / "translations" / "kvsim_pt_BR.ts"
 MODULES = (
     "export",
     "export_dialogs",
@@ -41,8 +42,10 @@ def english_left() -> set[str]:
     """The source strings of these modules whose Portuguese differs (placeholders cut out: a shown
     string is matched on its fixed words)."""
     out = set()
-    for name in MODULES:
-        for m in ET.parse(TS / f"{name}.ts").getroot().iter("message"):
+    contexts = [c for c in ET.parse(TS).getroot().iter("context") if c.findtext("name") in MODULES]
+    assert len(contexts) == len(MODULES), "a module of these docks has no strings in the .ts"
+    for context in contexts:
+        for m in context.iter("message"):
             source, tr = m.findtext("source") or "", m.findtext("translation") or ""
             if source != tr:
                 for piece in re.split(r"\{\w*\}", re.sub(r"<[^>]+>", "", source)):
@@ -91,10 +94,11 @@ def test_the_views_words_equal_the_engines_sentences_in_english(qapp) -> None:
         assert memory_words.rows_text(layers, window, windows) == formula_rows_text(layers, window, windows)
     lanes = [{"name": "uncached", "policy": "none", "reuses_past": False}, {"name": "int8", "policy": "int8"}]
     lanes += [{"name": "int4", "policy": "int4", "options": {"group": 4, "residual": 2}}]
+    lanes += [{"name": "paged:16", "policy": "paged", "options": {"block_size": 16}}]
     for lane in lanes:
         for tokens in (1, 40, 5000):
             bill = lane_bill(lane, 30, 3, 64, tokens, 1)
-            assert memory_words.why(bill.why) == bill.why
+            assert policy_text.why(bill) == bill.why
     for i, (flops, nbytes, seconds) in enumerate(((3, 7, 1e-7), (2_113_929_216, 1_234_567, 0.0042), (5e17, 3e15, 12.5))):
         for component in roofline.COMPONENTS:
             p = roofline.RooflinePoint(

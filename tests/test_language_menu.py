@@ -104,7 +104,7 @@ def test_the_window_in_portuguese(qtbot, qapp, portuguese, tmp_path) -> None:
 
     w = ready_window(qtbot, qapp, "tiny", "O cache de chaves e valores")
     try:
-        assert w.windowTitle() == "kvsim — tiny — a cache KV"
+        assert w.windowTitle() == "kvsim — tiny — o cache KV"
         assert w.costs_dock.windowTitle() == "Custos até agora"
         assert [a.text() for a in _menu_of(w.toolbar.menu, "Tema").actions()] == ["escuro", "claro", "sistema (segue o SO)"]
         assert [a.text() for a in _menu_of(w.toolbar.menu, "Idioma").actions()] == ["English", "Português (Brasil)"]

@@ -1,8 +1,10 @@
-"""Portuguese: every message has a translation (placeholders kept), the shipped .qm is built from the
-.ts sources, numbers follow the locale, and the app started in pt_BR shows no English on any screen."""
+"""Portuguese: one .ts for the language, made by pyside6-lupdate from the project file that lists every
+source; every message translated (placeholders kept) in the glossary's words; the shipped .qm compiled
+from it; numbers follow the locale, and the app started in pt_BR shows no English on any screen."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -13,8 +15,11 @@ import pytest
 from helpers import ready_window
 
 ROOT = Path(__file__).resolve().parents[1]
-TS_DIR = ROOT / "resources" / "translations" / "pt_BR"
-QM = ROOT / "resources" / "translations" / "kvsim_pt_BR.qm"
+TRANSLATIONS = ROOT / "resources" / "translations"
+TS = TRANSLATIONS / "kvsim_pt_BR.ts"
+QM = TRANSLATIONS / "kvsim_pt_BR.qm"
+PROJECT = TRANSLATIONS / "kvsim.json"
+GLOSSARY = TRANSLATIONS / "glossary.json"
 PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*(?:[:!][^{}]*)?\}|%n|%\d")
 
 SPEC = r"\b(?:window|sink|int[48]|paged|kv|none|cached|uncached)(?::\w+)*(?:\+\w+(?::\w+)*)*"
@@ -32,41 +37,130 @@ ENGLISH = {
 }  # fmt: skip
 
 
-def _messages() -> list[tuple[str, str, str, ET.Element]]:
+def _messages() -> list[tuple[str, str, ET.Element | None]]:
+    """(context, source, translation) of every message of the one Portuguese .ts."""
     out = []
-    for ts in sorted(TS_DIR.glob("*.ts")):
-        for context in ET.parse(ts).getroot().iter("context"):
-            name = context.findtext("name") or ""
-            for message in context.iter("message"):
-                tr = message.find("translation")
-                out.append((ts.name, name, message.findtext("source") or "", tr))
+    for context in ET.parse(TS).getroot().iter("context"):
+        name = context.findtext("name") or ""
+        for message in context.iter("message"):
+            out.append((name, message.findtext("source") or "", message.find("translation")))
     return out
+
+
+def _text(tr: ET.Element | None) -> str:
+    return "".join(tr.itertext()) if tr is not None else ""
+
+
+def test_one_ts_per_language_and_no_other() -> None:
+    """Qt's convention: one .ts per language, opened whole in Qt Linguist (the per-module files are gone)."""
+    assert sorted(p.name for p in TRANSLATIONS.rglob("*.ts")) == ["kvsim_pt_BR.ts"]
+    assert ET.parse(TS).getroot().get("language") == "pt_BR"
+    project = json.loads(PROJECT.read_text(encoding="utf-8"))
+    assert project["translations"] == ["resources/translations/kvsim_pt_BR.ts"]
+    # the project lists every module of the engine and the app, each one there
+    listed = set(project["sources"])
+    on_disk = {p.relative_to(ROOT).as_posix() for part in ("kvsim", "ui") for p in (ROOT / part).rglob("*.py")}
+    on_disk = {p for p in on_disk if not p.startswith(("kvsim/ui/", "kvsim/resources/"))}  # a worktree's links to ui/, resources/
+    assert listed == on_disk
+    assert "ui/window.py" in listed and "kvsim/caches/kv.py" in listed
 
 
 def test_every_message_is_translated_and_keeps_its_placeholders() -> None:
     messages = _messages()
-    assert len(messages) >= 300, f"only {len(messages)} translatable strings: is the interface wrapped in translate()?"
-    for file, context, source, tr in messages:
-        text = "".join(tr.itertext()) if tr is not None else ""
-        assert tr is not None and tr.get("type") is None and text.strip(), f"{file} [{context}] untranslated: {source!r}"
-        assert sorted(PLACEHOLDER.findall(source)) == sorted(PLACEHOLDER.findall(text)), (file, source, text)
+    assert len(messages) >= 500, f"only {len(messages)} translatable strings: is the interface wrapped in translate()?"
+    assert len({c for c, _, _ in messages}) >= 40  # every module's context, in the one file
+    for context, source, tr in messages:
+        text = _text(tr)
+        assert tr is not None and tr.get("type") is None and text.strip(), f"[{context}] untranslated: {source!r}"
+        assert sorted(PLACEHOLDER.findall(source)) == sorted(PLACEHOLDER.findall(text)), (context, source, text)
 
 
-def test_the_shipped_qm_is_built_from_the_ts_sources(qapp) -> None:
+def _term(text: str) -> str:
+    return r"(?<![\w-])" + re.escape(text) + r"(?![\w-])"
+
+
+def test_every_message_uses_the_glossarys_words() -> None:
+    """Each concept one Portuguese word: a message whose English names a glossary term says it the glossary's
+    way (a longer term that holds a shorter one is checked as itself: "KV cache", not "cache"), and none uses
+    a form the glossary forbids ("a cache": o cache is masculine)."""
+    glossary = json.loads(GLOSSARY.read_text(encoding="utf-8"))
+    terms = glossary["terms"]
+    english = {t["en"].lower() for t in terms}
+    assert {"cache", "kv cache", "cached", "batch", "prefill", "decode", "attention sinks", "prefix caching", "lane"} <= english
+    assert next(t for t in terms if t["en"] == "cache")["gender"] == "masculine"
+    assert next(t for t in terms if t["en"] == "batch")["pt_BR"] == "lote"
+    messages = _messages()
+    checked = 0
+    for term in terms:
+        longer = [t["en"] for t in terms if t is not term and re.search(_term(term["en"]), t["en"], re.I)]
+        accepted = [term["pt_BR"], *term.get("forms", [])]
+        for context, source, tr in messages:
+            english_text = re.sub(r"`[^`]*`|\{[^}]*\}|<[^>]*>", "", source)  # code, placeholders and markup are not words
+            for other in longer:
+                english_text = re.sub(_term(other), "", english_text, flags=re.I)
+            if re.search(_term(term["en"]), english_text, re.I):
+                checked += 1
+                assert any(a.lower() in _text(tr).lower() for a in accepted), (
+                    f"[{context}] {source!r}: {term['en']!r} is {term['pt_BR']!r} (glossary.json), not in {_text(tr)!r}"
+                )
+    assert checked >= 300  # the glossary's terms are the interface's everyday words
+    for rule in glossary["forbidden"]:
+        for context, _source, tr in messages:
+            assert not re.search(rule["pattern"], _text(tr), re.I), f"[{context}] {_text(tr)!r}: {rule['why']}"
+
+
+def test_the_glossary_catches_a_feminine_cache() -> None:
+    """The forbidden patterns are not vacuous: the old translations' feminine forms would fail them."""
+    rules = [r["pattern"] for r in json.loads(GLOSSARY.read_text(encoding="utf-8"))["forbidden"]]
+    for wrong in ("lida da cache", "a cache KV", "cache KV paginada", "sua própria cache", "nada na cache"):
+        assert any(re.search(p, wrong, re.I) for p in rules), wrong
+    for right in ("lida do cache", "o cache KV", "cache KV paginado", "políticas de cache separadas", "nada em cache"):
+        assert not any(re.search(p, right, re.I) for p in rules), right
+
+
+def test_the_shipped_qm_is_built_from_the_ts(qapp, tmp_path) -> None:
+    """Rebuilding the .qm from the .ts gives the shipped file, and the shipped file answers every message."""
     from PySide6.QtCore import QTranslator
 
-    t = QTranslator()
-    assert t.load(str(QM)), f"{QM} is missing: run scripts/build_translations.py"
-    for file, context, source, tr in _messages():
-        assert t.translate(context, source) == "".join(tr.itertext()), f"{file}: the .qm is older than the .ts for {source!r}"
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import build_translations
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    rebuilt = tmp_path / "rebuilt.qm"
+    build_translations.release(TS, rebuilt)
+    shipped, fresh = QTranslator(), QTranslator()
+    assert shipped.load(str(QM)), f"{QM} is missing: run scripts/build_translations.py"
+    assert fresh.load(str(rebuilt))
+    for context, source, tr in _messages():
+        assert fresh.translate(context, source) == _text(tr)
+        assert shipped.translate(context, source) == _text(tr), f"the .qm is older than the .ts for {source!r}"
+    assert QM.read_bytes() == rebuilt.read_bytes()
 
 
-def test_the_ts_sources_hold_every_string_of_the_code() -> None:
-    """Run lupdate over the code into a copy: nothing new, nothing stale (the script's --check)."""
+def test_the_ts_holds_every_string_of_the_code() -> None:
+    """Run lupdate over every source into a copy: nothing new, nothing stale (the script's --check)."""
     proc = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "build_translations.py"), "--check"], capture_output=True, text=True, timeout=300
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
+def test_the_check_notices_a_new_string(tmp_path) -> None:
+    """The --check is not vacuous: lupdate over a source with a string the .ts lacks adds an unfinished message."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import build_translations
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    source = tmp_path / "extra.py"
+    source.write_text('translate("test.extra", "a string no translator has seen")\n', encoding="utf-8")
+    project = tmp_path / "project.json"
+    project.write_text(json.dumps({"projectFile": str(project), "sources": [str(source)]}), encoding="utf-8")
+    ts = tmp_path / "copy.ts"
+    ts.write_bytes(TS.read_bytes())
+    build_translations.update(project, ts, "pt_BR")
+    assert build_translations.unfinished(ts) == ["[test.extra] 'a string no translator has seen'"]
 
 
 def test_numbers_follow_the_locale(qapp) -> None:

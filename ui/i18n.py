@@ -1,9 +1,11 @@
 """Languages: every visible string goes through Qt's translators, every number through the locale.
 
-Strings are written in English in the code as ``translate("context", "text")`` (the context is the
-module's short name, so ``pyside6-lupdate`` files each one under it); ``scripts/build_translations.py``
-collects them into ``resources/translations/pt_BR/<context>.ts`` (one file a module, translated
-there) and compiles them into ``kvsim_pt_BR.qm``, which ships in the wheel and is loaded here.
+Strings are written in English in the code as ``translate("context", "text")`` (the context names
+the module, so ``pyside6-lupdate`` files each one under it; the engine marks its own words, e.g. the
+cache policies', with a Qt-free ``QT_TRANSLATE_NOOP``). ``scripts/build_translations.py`` runs
+``pyside6-lupdate`` over the project file ``resources/translations/kvsim.json`` (every source) into
+one file per language, ``kvsim_pt_BR.ts`` (translated there, in the words of ``glossary.json``
+beside it), and compiles it into ``kvsim_pt_BR.qm``, which ships in the wheel and is loaded here.
 
 Numbers: ``num(1.5, 1)`` is "1.5" in English and "1,5" in Portuguese; ``local(text)`` puts the
 engine's formatted figures ("1.23 M", "56.2 KB") in the locale's decimal separator.

@@ -41,6 +41,9 @@ class LaneInfo:
     evicts: bool = False
     window: int | None = None
     sinks: int = 0
+    policy: str = ""  # the policy's registered name ("kv", "sink+window"), as the run recorded it
+    options: dict[str, Any] = field(default_factory=dict)  # its parsed options
+    words: dict[str, Any] | None = None  # its PolicyWords (templates + values), when the run recorded them
 
     @classmethod
     def from_meta(cls, index: int, lane: dict[str, Any]) -> LaneInfo:
@@ -63,6 +66,9 @@ class LaneInfo:
             evicts=bool(lane.get("evicts", False)),
             window=lane.get("window"),
             sinks=int(lane.get("sinks", 0)),
+            policy=str(lane.get("policy", lane["name"])),
+            options=dict(lane.get("options") or {}),
+            words=lane.get("words") if isinstance(lane.get("words"), dict) else None,
         )
 
 

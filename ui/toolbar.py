@@ -254,7 +254,7 @@ class ControlsToolBar(QToolBar):
     # ------------------------------------------------------------------ reflecting state
     def fill_lanes(self) -> None:
         """Every registered policy in the lane chooser (after the engine import: the registry needs it)."""
-        from kvsim.caches import known_specs
+        from .lanes import policy_text
 
         current = self.lanes_box.currentData()
         self.lanes_box.blockSignals(True)
@@ -268,7 +268,7 @@ class ControlsToolBar(QToolBar):
                 "toolbar",
                 "the lanes, side by side: pick a set, or type cache policies separated by commas "
                 "(known: {known}; `uncached` = `none`, `cached` = `kv`) and press Enter",
-            ).format(known=", ".join(f"`{spec}`" for spec in known_specs()))
+            ).format(known=policy_text.known_policies())
         )
 
     def fill_models(self, rows: list) -> None:

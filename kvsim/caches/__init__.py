@@ -5,7 +5,7 @@ lanes = parse_lanes("none,kv")           # LaneSpec("none", ...), LaneSpec("kv",
 cache = make_cache(lanes[1], n_layers)   # a KVCache
 """
 
-from .base import Cache, PolicyInfo, SpecError, visibility
+from .base import Cache, PolicyInfo, PolicyWords, SpecError, visibility
 from .kv import KVCache
 from .none import NoCache
 from .paged import PagedCache  # noqa: F401 - registers paged:B
@@ -17,6 +17,7 @@ from .registry import (
     make_cache,
     parse_lanes,
     parse_spec,
+    policy_class,
     policy_examples,
     register_policy,
     unregister_policy,
@@ -26,6 +27,7 @@ from .window import SinkWindowCache, SlidingWindowCache  # noqa: F401 - register
 __all__ = [
     "Cache",
     "PolicyInfo",
+    "PolicyWords",
     "SpecError",
     "KVCache",
     "NoCache",
@@ -35,6 +37,7 @@ __all__ = [
     "make_cache",
     "parse_lanes",
     "parse_spec",
+    "policy_class",
     "policy_examples",
     "register_policy",
     "unregister_policy",

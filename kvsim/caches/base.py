@@ -10,21 +10,43 @@ A policy may drop rows (so ``key_positions`` is not always ``0..S-1``) or store 
 (quantized), but ``update`` always returns full-precision rows the attention can read. Each policy
 also describes itself (``PolicyInfo``): the app draws titles, explanations, dimming and eviction
 from that description and from what the records say the lane held, never from a policy's name.
+
+A technique carries everything about itself, in its one file: its behaviour (``update`` …), its
+bytes formula (``bill``: what the memory dock checks the live bytes against) and its words
+(``words``: title, explanation and parameter meanings as templates marked with ``QT_TRANSLATE_NOOP``
+in the "policies" context, which the app translates and fills; ``describe`` fills them in English).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 import torch
 
+from ..core.formulas import KVShape, LaneBill
 from ..core.masking import visibility  # noqa: F401 - part of the policy interface
 
 
 class SpecError(ValueError):
     """A lane spec that does not parse or names a policy that does not exist."""
+
+
+@dataclass(frozen=True)
+class PolicyWords:
+    """A policy's words as templates marked for translation (``QT_TRANSLATE_NOOP("policies", …)``) and the
+    values that fill their named placeholders. The engine shows them filled in English (``filled``); the
+    app translates each template, then fills it."""
+
+    title: str  # e.g. "sliding window"
+    explanation: str  # e.g. "keeps the last {window} rows; older ones are evicted"
+    values: dict[str, Any] = field(default_factory=dict)  # e.g. {"window": 64}
+    parameters: dict[str, str] = field(default_factory=dict)  # a spec letter → what it means: {"W": "the rows kept"}
+
+    def filled(self) -> tuple[str, str]:
+        """(title, explanation) in English, the values put in."""
+        return self.title.format(**self.values), self.explanation.format(**self.values)
 
 
 @dataclass(frozen=True)
@@ -39,9 +61,19 @@ class PolicyInfo:
     evicts: bool  # it may drop positions, so attention sees fewer keys than the sequence has
     window: int | None = None  # queries see at most this many most recent keys (its attention mask)…
     sinks: int = 0  # …besides the first `sinks` positions, which stay visible (StreamingLLM's attention sinks)
+    words: PolicyWords | None = None  # title and explanation as translatable templates (None: English only)
+
+    @classmethod
+    def from_words(cls, spec: str, words: PolicyWords, **flags: Any) -> PolicyInfo:
+        """The description whose title and explanation are ``words`` filled in English."""
+        title, explanation = words.filled()
+        return cls(spec=spec, title=title, explanation=explanation, words=words, **flags)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if self.words is None:
+            del out["words"]  # a plug-in's description stays as it was
+        return out
 
 
 class Cache(ABC):
@@ -69,6 +101,20 @@ class Cache(ABC):
         if any(args):
             raise SpecError(f"{'+'.join(cls.terms)} takes no parameters")
         return {}
+
+    @classmethod
+    def words(cls, options: dict[str, Any]) -> PolicyWords | None:
+        """The title and explanation of a lane with these ``options`` (``parse_options``' result), as
+        templates marked ``QT_TRANSLATE_NOOP("policies", …)`` and the values that fill them. None: the
+        policy writes English only (``describe``), which the app then shows as it is."""
+        return None
+
+    @classmethod
+    def bill(cls, options: dict[str, Any], shape: KVShape, tokens: int, new_tokens: int, elem_bits: int) -> LaneBill | None:
+        """What the closed form says a lane with these ``options`` holds (all layers, batch 1) after a step
+        that fed ``new_tokens`` and left ``tokens`` positions, its K/V elements ``elem_bits`` wide: the
+        memory dock's "formula = live" check. None: no closed form (the live bytes are the policy's own count)."""
+        return None
 
     @abstractmethod
     def describe(self) -> PolicyInfo:

@@ -3,9 +3,13 @@ them and reads every stored row: the linear n rows of the seeds."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from .base import Cache, PolicyInfo
+from ..core.formulas import KVShape, LaneBill, kv_cache_bytes
+from ..core.words import QT_TRANSLATE_NOOP
+from .base import Cache, PolicyInfo, PolicyWords
 from .registry import register_policy
 
 
@@ -23,15 +27,19 @@ class KVCache(Cache):
         self.initial_capacity = initial_capacity
         self.reset()
 
-    def describe(self) -> PolicyInfo:
-        return PolicyInfo(
-            spec="kv",
-            title="KV cache",
-            explanation="computes the new row, reads the rest",
-            reuses_past=True,
-            lossy=False,
-            evicts=False,
+    @classmethod
+    def words(cls, options: dict[str, Any]) -> PolicyWords:
+        return PolicyWords(
+            QT_TRANSLATE_NOOP("policies", "KV cache"), QT_TRANSLATE_NOOP("policies", "computes the new row, reads the rest")
         )
+
+    @classmethod
+    def bill(cls, options: dict[str, Any], shape: KVShape, tokens: int, new_tokens: int, elem_bits: int) -> LaneBill:
+        b = kv_cache_bytes(*shape, tokens, 1, elem_bits)  # every position's row, every layer
+        return LaneBill(b, b, elem_bits, None, "")
+
+    def describe(self) -> PolicyInfo:
+        return PolicyInfo.from_words("kv", self.words({}), reuses_past=True, lossy=False, evicts=False)
 
     def reset(self) -> None:
         self._k: list[torch.Tensor | None] = [None] * self.n_layers

@@ -3,11 +3,13 @@ nanoGPT's ``generate`` does: the quadratic Σt = n(n+1)/2 rows the seeds start f
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 
-from .base import Cache, PolicyInfo
+from ..core.formulas import KVShape, LaneBill, nothing_held
+from ..core.words import QT_TRANSLATE_NOOP
+from .base import Cache, PolicyInfo, PolicyWords
 from .registry import register_policy
 
 
@@ -21,15 +23,18 @@ class NoCache(Cache):
     def __init__(self, n_layers: int) -> None:
         self._positions: list[torch.Tensor | None] = [None] * n_layers
 
-    def describe(self) -> PolicyInfo:
-        return PolicyInfo(
-            spec="none",
-            title="no cache",
-            explanation="recomputes all rows, every step",
-            reuses_past=False,
-            lossy=False,
-            evicts=False,
+    @classmethod
+    def words(cls, options: dict[str, Any]) -> PolicyWords:
+        return PolicyWords(
+            QT_TRANSLATE_NOOP("policies", "no cache"), QT_TRANSLATE_NOOP("policies", "recomputes all rows, every step")
         )
+
+    @classmethod
+    def bill(cls, options: dict[str, Any], shape: KVShape, tokens: int, new_tokens: int, elem_bits: int) -> LaneBill:
+        return nothing_held(elem_bits)
+
+    def describe(self) -> PolicyInfo:
+        return PolicyInfo.from_words("none", self.words({}), reuses_past=False, lossy=False, evicts=False)
 
     def update(
         self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor, positions: torch.Tensor

@@ -27,8 +27,10 @@ from typing import Any
 
 import torch
 
+from ..core.formulas import KVShape, LaneBill, kv_cache_bytes
 from ..core.sampling import SimulationError
-from .base import Cache, PolicyInfo, SpecError
+from ..core.words import QT_TRANSLATE_NOOP
+from .base import Cache, PolicyInfo, PolicyWords, SpecError
 from .block_table import SequenceBlocks
 from .blocks import BlockPool, PoolFullError
 from .registry import register_policy
@@ -73,15 +75,50 @@ class PagedCache(Cache):
         self._feed: list[int] | None = None
         self._positions = torch.arange(0)
 
+    @classmethod
+    def words(cls, options: dict[str, Any]) -> PolicyWords:
+        parameters = {
+            "B": QT_TRANSLATE_NOOP("policies", "token slots per block"),
+            "N": QT_TRANSLATE_NOOP("policies", "blocks in the pool"),
+        }
+        return PolicyWords(
+            QT_TRANSLATE_NOOP("policies", "paged KV cache"),
+            QT_TRANSLATE_NOOP("policies", "rows in blocks of {block_size} slots, read through a block table"),
+            {"block_size": int(options["block_size"])},
+            parameters,
+        )
+
+    @classmethod
+    def bill(cls, options: dict[str, Any], shape: KVShape, tokens: int, new_tokens: int, elem_bits: int) -> LaneBill:
+        """The seed formula for the rows written; the lane holds whole blocks (the last one's empty slots
+        are reserved) and its block table, one int64 per block (``bytes_split``)."""
+        size = int(options["block_size"])
+        blocks = -(-tokens // size)
+        formula = kv_cache_bytes(*shape, tokens, 1, elem_bits)
+        payload = kv_cache_bytes(*shape, blocks * size, 1, elem_bits)
+        table = blocks * TABLE_ENTRY_BYTES
+        if not blocks:
+            return LaneBill(formula, formula, elem_bits, None, "")
+        why = QT_TRANSLATE_NOOP(
+            "policies",
+            "whole blocks of {block_size}: the last one's {empty} empty slots are reserved (+{tail:,} B), "
+            "and the block table holds {blocks} entries (+{table:,} B)",
+        )
+        tail = payload - formula
+        return LaneBill.explained(
+            formula,
+            payload + table,
+            elem_bits,
+            None,
+            why,
+            {"block_size": size, "empty": blocks * size - tokens, "tail": tail, "blocks": blocks, "table": table},
+        )
+
     def describe(self) -> PolicyInfo:
         b, n = self.block_size, self.pool_blocks
-        return PolicyInfo(
-            spec=f"paged:{b}" + (f":{n}" if n is not None else ""),
-            title="paged KV cache",
-            explanation=f"rows in blocks of {b} slots, read through a block table",
-            reuses_past=True,
-            lossy=False,
-            evicts=False,
+        words = self.words({"block_size": b})
+        return PolicyInfo.from_words(
+            f"paged:{b}" + (f":{n}" if n is not None else ""), words, reuses_past=True, lossy=False, evicts=False
         )
 
     def feed(self, token_ids: Sequence[int]) -> None:

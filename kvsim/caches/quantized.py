@@ -42,7 +42,9 @@ from typing import Any
 
 import torch
 
-from .base import Cache, PolicyInfo, SpecError
+from ..core.formulas import KVShape, LaneBill, kv_cache_bytes, quantized_kv_cache_bytes, quantized_rows
+from ..core.words import QT_TRANSLATE_NOOP
+from .base import Cache, PolicyInfo, PolicyWords, SpecError
 from .registry import register_policy
 
 _MAX_GROUP = 4096
@@ -156,17 +158,59 @@ class QuantizedCache(Cache):
             raise SpecError(f"residual must be at most {_MAX_RESIDUAL}")
         return options
 
-    def describe(self) -> PolicyInfo:
-        b, g, r = self.bits, self.group, self.residual
-        recent = f"the last {r} tokens in full precision" if r else "only an unfinished group in full precision"
-        return PolicyInfo(
-            spec=f"int{b}:g{g}:r{r}",
-            title=f"INT{b} cache (g{g}, r{r})",
-            explanation=f"keys per channel, values per token, {b}-bit codes in groups of {g}; {recent}",
-            reuses_past=True,
-            lossy=True,
-            evicts=False,
+    @classmethod
+    def words(cls, options: dict[str, Any]) -> PolicyWords:
+        values = {"bits": cls.bits, "group": int(options.get("group", 32)), "residual": int(options.get("residual", 32))}
+        explanation = (
+            QT_TRANSLATE_NOOP(
+                "policies",
+                "keys per channel, values per token, {bits}-bit codes in groups of {group}; "
+                "the last {residual} tokens in full precision",
+            )
+            if values["residual"]
+            else QT_TRANSLATE_NOOP(
+                "policies",
+                "keys per channel, values per token, {bits}-bit codes in groups of {group}; "
+                "only an unfinished group in full precision",
+            )
         )
+        parameters = {
+            "G": QT_TRANSLATE_NOOP("policies", "tokens per quantization group"),
+            "R": QT_TRANSLATE_NOOP("policies", "newest tokens kept in full precision"),
+        }
+        return PolicyWords(
+            QT_TRANSLATE_NOOP("policies", "INT{bits} cache (g{group}, r{residual})"), explanation, values, parameters
+        )
+
+    @classmethod
+    def bill(cls, options: dict[str, Any], shape: KVShape, tokens: int, new_tokens: int, elem_bits: int) -> LaneBill:
+        """The seed formula at ``bits`` per value; the lane holds more: its residual in full precision and the
+        quantized groups' scales and zero points (``quantized_kv_cache_bytes``, which ``bytes_split`` equals)."""
+        bits = cls.bits
+        group = int(options.get("group", 32))
+        residual = int(options.get("residual", 32))
+        q = min(tokens, quantized_rows(tokens - new_tokens, group, residual))
+        payload, overhead = quantized_kv_cache_bytes(*shape, tokens, q, bits, group, elem_bits // 8)
+        formula = kv_cache_bytes(*shape, tokens, 1, bits)
+        residual_bytes = kv_cache_bytes(*shape, tokens - q, 1, elem_bits - bits) if tokens > q else 0
+        why = QT_TRANSLATE_NOOP(
+            "policies",
+            "{newest} newest tokens are still in full precision ({bits} bits: +{residual:,} B) and the "
+            "{quantized} quantized ones carry scales and zero points (+{overhead:,} B)",
+        )
+        return LaneBill.explained(
+            formula,
+            payload + overhead,
+            bits,
+            None,
+            why,
+            {"newest": tokens - q, "bits": elem_bits, "residual": residual_bytes, "quantized": q, "overhead": overhead},
+        )
+
+    def describe(self) -> PolicyInfo:
+        g, r = self.group, self.residual
+        words = self.words({"group": g, "residual": r})
+        return PolicyInfo.from_words(f"int{self.bits}:g{g}:r{r}", words, reuses_past=True, lossy=True, evicts=False)
 
     # ------------------------------------------------------------------ the interface
     def reset(self) -> None:

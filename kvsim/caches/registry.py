@@ -129,6 +129,14 @@ def make_cache(spec: LaneSpec | str, n_layers: int) -> Cache:
     return cls(n_layers, **spec.options)
 
 
+def policy_class(policy: str) -> type[Cache] | None:
+    """The registered class of a lane's recorded policy (``LaneSpec.policy``, e.g. "sink+window"; an alias
+    such as "cached" too); None when no installed policy has that name."""
+    _load_entry_points()
+    key = tuple(t.strip().lower() for t in policy.split("+"))
+    return _POLICIES.get(key) or _ALIASES.get(policy.strip().lower())
+
+
 def describe_spec(spec: LaneSpec | str, n_layers: int = 1) -> PolicyInfo:
     """The description of the policy a spec names (a throwaway instance describes itself)."""
     return make_cache(spec, n_layers).describe()

@@ -29,7 +29,9 @@ from typing import Any
 
 import torch
 
-from .base import Cache, PolicyInfo, SpecError
+from ..core.formulas import KVShape, LaneBill, kv_cache_bytes
+from ..core.words import QT_TRANSLATE_NOOP
+from .base import Cache, PolicyInfo, PolicyWords, SpecError
 from .registry import register_policy
 
 
@@ -214,6 +216,13 @@ class _WindowCache(Cache):
         s = self._layers[0]
         return s.end - s.start
 
+    @classmethod
+    def bill(cls, options: dict[str, Any], shape: KVShape, tokens: int, new_tokens: int, elem_bits: int) -> LaneBill:
+        """Each layer holds min(n, S + W) rows: the sinks and the window (as ``kvsim memory --window S+W``)."""
+        window = int(options["window"]) + int(options.get("sinks", 0))
+        b = kv_cache_bytes(*shape, tokens, 1, elem_bits, window)
+        return LaneBill(b, b, elem_bits, window, "")
+
     def bytes_split(self) -> tuple[int, int]:
         total = 0
         for s in self._layers:
@@ -247,22 +256,23 @@ class SlidingWindowCache(_WindowCache):
     def parse_options(cls, args: list[list[str]]) -> dict[str, Any]:
         return {"window": _parse_int("window", args[0], "W", "the rows kept", 1)}
 
+    @classmethod
+    def words(cls, options: dict[str, Any]) -> PolicyWords:
+        # the sizes are in the spec, which the app shows next to the title: "sliding window (window:64)"
+        return PolicyWords(
+            QT_TRANSLATE_NOOP("policies", "sliding window"),
+            QT_TRANSLATE_NOOP("policies", "keeps the last {window} rows; older ones are evicted"),
+            {"window": int(options["window"])},
+            {"W": QT_TRANSLATE_NOOP("policies", "the rows kept")},
+        )
+
     def __init__(self, n_layers: int, window: int) -> None:
         super().__init__(n_layers, window, 0)
 
     def describe(self) -> PolicyInfo:
-        # the sizes are in the spec, which the app shows next to the title: "sliding window (window:64)"
         w = self.window
-        return PolicyInfo(
-            spec=f"window:{w}",
-            title="sliding window",
-            explanation=f"keeps the last {w} rows; older ones are evicted",
-            reuses_past=True,
-            lossy=False,
-            evicts=True,
-            window=w,
-            sinks=0,
-        )
+        words = self.words({"window": w})
+        return PolicyInfo.from_words(f"window:{w}", words, reuses_past=True, lossy=False, evicts=True, window=w, sinks=0)
 
 
 @register_policy
@@ -282,15 +292,21 @@ class SinkWindowCache(_WindowCache):
     def __init__(self, n_layers: int, sinks: int, window: int) -> None:
         super().__init__(n_layers, window, sinks)
 
+    @classmethod
+    def words(cls, options: dict[str, Any]) -> PolicyWords:
+        return PolicyWords(
+            QT_TRANSLATE_NOOP("policies", "attention sinks + window"),
+            QT_TRANSLATE_NOOP(
+                "policies", "keeps the first {sinks} rows forever and the last {window}; the rows between are evicted"
+            ),
+            {"sinks": int(options["sinks"]), "window": int(options["window"])},
+            {
+                "S": QT_TRANSLATE_NOOP("policies", "the first positions kept"),
+                "W": QT_TRANSLATE_NOOP("policies", "the last rows kept"),
+            },
+        )
+
     def describe(self) -> PolicyInfo:
         s, w = self.sinks, self.window
-        return PolicyInfo(
-            spec=f"sink:{s}+window:{w}",
-            title="attention sinks + window",
-            explanation=f"keeps the first {s} rows forever and the last {w}; the rows between are evicted",
-            reuses_past=True,
-            lossy=False,
-            evicts=True,
-            window=w,
-            sinks=s,
-        )
+        words = self.words({"sinks": s, "window": w})
+        return PolicyInfo.from_words(f"sink:{s}+window:{w}", words, reuses_past=True, lossy=False, evicts=True, window=w, sinks=s)

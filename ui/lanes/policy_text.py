@@ -1,82 +1,107 @@
-"""The cache policies' titles and explanations in the app's language.
+"""A cache policy's words in the app's language, the same way for every policy, built-in or plug-in.
 
-The engine describes each policy in English (``PolicyInfo.title`` / ``.explanation``, written in
-``kvsim/caches/*.py``, with their parameters filled in: "keeps the last 64 rows; …"). The views show
-them through here: every registered policy's text is a template below (marked for ``pyside6-lupdate``
-with ``QT_TRANSLATE_NOOP``); the engine's text is matched against the English template, its numbers
-taken out and put into the translated one. A text no template matches (a plug-in policy kvsim does
-not know) is shown as the engine wrote it.
+Each policy marks its words in its own file (``kvsim/caches/*.py``) as templates with named
+placeholders, ``QT_TRANSLATE_NOOP("policies", "keeps the last {window} rows; …")``, and a run records
+them with their values in the lane's meta (``PolicyWords``). Here a template is translated, then
+filled, its numbers written in the locale's way. A policy that marks no words is shown as the engine
+wrote it (its English title and explanation).
 """
 
 from __future__ import annotations
 
-import re
+import json
+import string
+from collections.abc import Mapping
+from dataclasses import asdict
 from functools import cache
+from typing import Any
 
-from PySide6.QtCore import QT_TRANSLATE_NOOP
+from ..i18n import local, translate
 
-from ..i18n import translate
+CONTEXT = "policies"  # kvsim.core.words.POLICIES: the context every policy marks its words in
 
-CONTEXT = "views.policy_text"
 
-# the titles (kvsim/caches/*.py describe()); {b}, {g}, {r}: the quantized cache's bits, group, residual
-TITLES = (
-    QT_TRANSLATE_NOOP("views.policy_text", "no cache"),
-    QT_TRANSLATE_NOOP("views.policy_text", "KV cache"),
-    QT_TRANSLATE_NOOP("views.policy_text", "paged KV cache"),
-    QT_TRANSLATE_NOOP("views.policy_text", "sliding window"),
-    QT_TRANSLATE_NOOP("views.policy_text", "attention sinks + window"),
-    QT_TRANSLATE_NOOP("views.policy_text", "INT{b} cache (g{g}, r{r})"),
-)
+class _LocalFormatter(string.Formatter):
+    def format_field(self, value: Any, format_spec: str) -> str:
+        return local(super().format_field(value, format_spec))
 
-# the one-line explanations, with their parameters as named placeholders
-EXPLANATIONS = (
-    QT_TRANSLATE_NOOP("views.policy_text", "recomputes all rows, every step"),
-    QT_TRANSLATE_NOOP("views.policy_text", "computes the new row, reads the rest"),
-    QT_TRANSLATE_NOOP("views.policy_text", "rows in blocks of {b} slots, read through a block table"),
-    QT_TRANSLATE_NOOP("views.policy_text", "keeps the last {w} rows; older ones are evicted"),
-    QT_TRANSLATE_NOOP("views.policy_text", "keeps the first {s} rows forever and the last {w}; the rows between are evicted"),
-    QT_TRANSLATE_NOOP(
-        "views.policy_text",
-        "keys per channel, values per token, {b}-bit codes in groups of {g}; the last {r} tokens in full precision",
-    ),
-    QT_TRANSLATE_NOOP(
-        "views.policy_text",
-        "keys per channel, values per token, {b}-bit codes in groups of {g}; only an unfinished group in full precision",
-    ),
-)
+
+_FORMATTER = _LocalFormatter()
+
+
+def fill(template: str, values: Mapping[str, Any]) -> str:
+    """``template`` translated (context "policies") and filled with ``values``."""
+    try:
+        return _FORMATTER.format(translate(CONTEXT, template), **values)
+    except (KeyError, IndexError, ValueError):  # a translation that lost or misspelt a placeholder: the English
+        return template.format(**values)
 
 
 @cache
-def _pattern(template: str) -> re.Pattern[str]:
-    """The English ``template`` as a regular expression: each ``{name}`` a run of digits."""
-    parts = re.split(r"\{(\w+)\}", template)
-    regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>[0-9]+)" for i, p in enumerate(parts))
-    return re.compile(regex + r"\Z")
+def _registered_words(policy: str, options: str) -> dict[str, Any] | None:
+    """The words of a registered policy (for a run saved before runs recorded them)."""
+    from kvsim.caches import policy_class  # the engine's registry imports torch: only for such a run
+
+    cls = policy_class(policy)
+    try:
+        words = cls.words(json.loads(options)) if cls is not None else None
+    except (KeyError, TypeError, ValueError):
+        words = None
+    return asdict(words) if words is not None else None
 
 
-def _translated(text: str, templates: tuple[str, ...]) -> str:
-    for template in templates:
-        m = _pattern(template).match(text)
-        if m is not None:
-            return translate(CONTEXT, template).format(**m.groupdict())
-    return text
+def words_of(lane) -> dict[str, Any] | None:
+    """A lane's recorded ``PolicyWords`` (as a dict), else its registered policy's, else None."""
+    if lane.words is not None:
+        return lane.words
+    if not lane.policy:
+        return None
+    return _registered_words(lane.policy, json.dumps(lane.options, sort_keys=True))
 
 
-def title(text: str) -> str:
-    """A policy's title (``PolicyInfo.title``) in the app's language; an unknown one as it is."""
-    return _translated(text, TITLES)
+def title(lane) -> str:
+    """A lane's policy title (``LaneInfo``) in the app's language."""
+    words = words_of(lane)
+    return fill(words["title"], words.get("values", {})) if words and words.get("title") else lane.title
 
 
-def explanation(text: str) -> str:
-    """A policy's one-line explanation in the app's language; an unknown one as it is."""
-    return _translated(text, EXPLANATIONS)
+def explanation(lane) -> str:
+    """A lane's one-line explanation in the app's language."""
+    words = words_of(lane)
+    return fill(words["explanation"], words.get("values", {})) if words and words.get("explanation") else lane.explanation
+
+
+def parameters(lane) -> dict[str, str]:
+    """What each of the lane's spec letters means ("W" → "the rows kept"), in the app's language."""
+    words = words_of(lane) or {}
+    return {letter: translate(CONTEXT, text) for letter, text in (words.get("parameters") or {}).items()}
+
+
+def why(bill) -> str:
+    """A ``LaneBill``'s why (what the lane holds besides the seed formula) in the app's language."""
+    return fill(bill.why_template, bill.why_values) if bill.why_template else bill.why
+
+
+def known_policies() -> str:
+    """Every registered policy's grammar with what its letters mean ("`window:W` (W: the rows kept)"), for
+    the lane chooser. It reads the engine's registry, which imports torch: once the engine is loaded."""
+    from kvsim.caches import parse_spec, policy_class, policy_examples
+
+    out = []
+    for example, grammar in policy_examples():
+        lane = parse_spec(example)
+        cls = policy_class(lane.policy)
+        words = cls.words(lane.options) if cls is not None else None
+        letters = words.parameters if words is not None else {}
+        meanings = "; ".join(f"{letter}: {translate(CONTEXT, text)}" for letter, text in letters.items())
+        out.append(f"`{grammar}`" + (f" ({meanings})" if meanings else ""))
+    return ", ".join(out)
 
 
 def lane_label(session, index: int) -> str:
     """``session.lane_label(index)`` (the title, with the spec where it says more) with the title translated."""
     label = session.lane_label(index)
-    english = session.lanes[index].title
-    if english and label.startswith(english):
-        return title(english) + label[len(english) :]
+    lane = session.lanes[index]
+    if lane.title and label.startswith(lane.title):
+        return title(lane) + label[len(lane.title) :]
     return label

@@ -201,7 +201,7 @@ class LanePanel(LaneHover, QWidget):
         label); never text cut mid-word. The whole explanation is in the tooltip."""
         info = self.info
         label = policy_text.lane_label(self.session, self.index)
-        explanation = policy_text.explanation(info.explanation)
+        explanation = policy_text.explanation(info)
         bold = QFont(self.header.font())
         bold.setBold(True)
         width = self.header.width() - 12

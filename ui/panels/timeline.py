@@ -106,7 +106,7 @@ class Timeline(QWidget):
         self.progress.setRange(0, total)
         self.progress.setValue(done)
         index = self.session.lane_index(lane)
-        title = policy_text.title(self.session.lanes[index].title) if index is not None else lane
+        title = policy_text.title(self.session.lanes[index]) if index is not None else lane
         text = translate("views.timeline", "{title}: layer {done}/{total}").format(title=title, done=done, total=total)
         self.progress.setFormat(text)
 

@@ -17,7 +17,6 @@ from kvsim.costs.memory import LaneBill, human_bytes, lane_bill
 from ... import theme
 from ...i18n import integer, local, translate
 from ...lanes import policy_text
-from .words import why as why_words
 
 
 def lane_bills(session, step: int | None = None) -> list[tuple[int, int, LaneBill | None]]:
@@ -58,7 +57,7 @@ def verdict(live: int, bill: LaneBill | None) -> tuple[str, bool | None]:
         return agreed(), True
     extra = live - bill.formula_bytes
     return translate("views.memory_live", "live = formula {extra} B ✓ — {why}").format(
-        extra=_signed(extra), why=why_words(bill.why)
+        extra=_signed(extra), why=policy_text.why(bill)
     ), True
 
 
@@ -161,7 +160,7 @@ class LiveBill(QWidget):
                 f"<span style='color:{color}'>■</span> {escape(label)}",
                 row,
                 0,
-                policy_text.explanation(s.lanes[index].explanation),
+                policy_text.explanation(s.lanes[index]),
             )
             holds = translate("views.memory_live", "{size}: what {lane} holds after step {step}").format(
                 size=local(human_bytes(live)), lane=label, step=s.cursor

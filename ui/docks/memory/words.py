@@ -9,43 +9,16 @@ from __future__ import annotations
 
 import re
 
-from PySide6.QtCore import QT_TRANSLATE_NOOP
-
 from kvsim.costs.memory import formula_rows_text
 from kvsim.costs.presets import PRESETS, Preset
 
 from ...i18n import integer, translate
-
-NOTHING_HELD = QT_TRANSLATE_NOOP("views.memory_words", "recomputes the whole prefix every step: holds nothing between steps")
-_QUANTIZED = re.compile(
-    r"(\d+) newest tokens are still in full precision \((\d+) bits: \+([\d,]+) B\) and the "
-    r"(\d+) quantized ones carry scales and zero points \(\+([\d,]+) B\)"
-)
-
-
-def _int(text: str) -> str:
-    return integer(int(text.replace(",", "")))
 
 
 def rows_text(layers: int, window: int | None, layer_windows: tuple[int | None, ...] | None) -> str:
     """``formula_rows_text`` ("15 layers × min(n, 512) + 3 layers × n") with "layers" in the app's language."""
     text = formula_rows_text(layers, window, layer_windows)
     return re.sub(r"(\d+) layers × ", lambda m: translate("views.memory_words", "{n} layers × ").format(n=m.group(1)), text)
-
-
-def why(text: str) -> str:
-    """A ``LaneBill.why`` (why a lane holds more than the seed formula) in the app's language."""
-    if text == NOTHING_HELD:
-        return translate("views.memory_words", NOTHING_HELD)
-    m = _QUANTIZED.fullmatch(text)
-    if m is None:
-        return text
-    newest, bits, residual, quantized, overhead = m.groups()
-    return translate(
-        "views.memory_words",
-        "{newest} newest tokens are still in full precision ({bits} bits: +{residual} B) and the "
-        "{quantized} quantized ones carry scales and zero points (+{overhead} B)",
-    ).format(newest=newest, bits=bits, residual=_int(residual), quantized=quantized, overhead=_int(overhead))
 
 
 def context_warning(p: Preset, tokens: int) -> str | None:
