@@ -183,8 +183,10 @@ class MemoryDock(QWidget):
         growth = QWidget()
         glay = QVBoxLayout(growth)
         glay.setContentsMargins(8, 6, 8, 6)
-        glay.addLayout(plot_row)
-        glay.addLayout(plot_row2)
+        self.controls_box = QBoxLayout(QBoxLayout.TopToBottom)  # one row on a wide, short view (the stage)
+        self.controls_box.addLayout(plot_row, 1)
+        self.controls_box.addLayout(plot_row2)
+        glay.addLayout(self.controls_box)
         glay.addWidget(self.plot, 1)
         growth_scroll = QScrollArea()  # a short dock scrolls rather than squeezing the plot under its legend
         growth_scroll.setWidgetResizable(True)
@@ -234,9 +236,12 @@ class MemoryDock(QWidget):
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
         wide = self.width() >= 1.5 * self.height() and self.width() >= 700
-        lay = self.bill_layout
-        if wide != (lay.direction() == QBoxLayout.LeftToRight):
-            lay.setDirection(QBoxLayout.LeftToRight if wide else QBoxLayout.TopToBottom)
+        for lay in (self.bill_layout, self.controls_box, self.plot.box):
+            if wide != (lay.direction() == QBoxLayout.LeftToRight):
+                lay.setDirection(QBoxLayout.LeftToRight if wide else QBoxLayout.TopToBottom)
+        self.plot.plot.setMinimumHeight(150 if wide else 240)
+        self.plot.box.setStretch(0, 3 if wide else 1)
+        self.plot.box.setStretch(1, 2 if wide else 0)
         self._fit_run_side()
 
     def _fit_run_side(self) -> None:

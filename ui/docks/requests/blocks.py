@@ -112,6 +112,8 @@ class BlocksGrid(QWidget):
         self.selected: int | None = None
         self.hover_block = -1
         self.fit = False  # every block within the height its scroll area shows (the stage): smaller slots
+        self.one_line = False  # the cell's text on one line (set by _metrics when fitted)
+        self.slot = float(MAX_SLOT)
         self._cells: list[BlockCell] = []
         self.setMouseTracking(True)
         self.setFocusPolicy(Qt.StrongFocus)  # so ← → reach the view when the grid was clicked
@@ -133,17 +135,20 @@ class BlocksGrid(QWidget):
         """(columns of cells, cell width, cell height) for the current width."""
         fm = self.fontMetrics()
         size = self.snapshot.block_size if self.snapshot is not None else 16
+        room = self.parentWidget().height() if self.fit and self.parentWidget() is not None else 0
+        self.one_line = room > 0  # fitted (the stage): the event word and L j beside the id, one text line
         least = self.cell_width()
         width = max(self.width(), least)
         n_cols = max(1, width // least)
         cell_w = width / n_cols
         cols, rows = slot_grid(size)
         slot = min(MAX_SLOT, (cell_w - 14) / cols)
-        room = self.parentWidget().height() if self.fit and self.parentWidget() is not None else 0
+        text_h = fm.height() + 9 if self.one_line else 2 * fm.height() + 14
         if room > 0 and self.snapshot is not None:
             lines = -(-self.snapshot.n_blocks // n_cols)
-            slot = max(2.0, min(slot, (room / lines - 4 - 2 * fm.height() - 14) / rows))
-        cell_h = 2 * fm.height() + rows * slot + 14
+            slot = max(2.0, min(slot, (room / lines - 4 - text_h) / rows))
+        self.slot = slot
+        cell_h = text_h + rows * slot
         return n_cols, int(cell_w), cell_h
 
     def set_fit(self, on: bool) -> None:
@@ -175,7 +180,8 @@ class BlocksGrid(QWidget):
         logical = fm.horizontalAdvance(f"L{max(0, n - 1)}") + 3
         beside = max(fm.horizontalAdvance(event_label(w)) for w in WITH_LOGICAL) + logical
         alone = max(fm.horizontalAdvance(event_label(w)) for w in EVENT_LABELS)
-        return max(MIN_CELL_W, 14 + max(beside, alone))  # the footer is the cell less 14 px
+        ident = self.fontMetrics().horizontalAdvance(f"#{max(0, n - 1)}×9") + 8 if getattr(self, "one_line", False) else 0
+        return max(MIN_CELL_W, 14 + ident + max(beside, alone))  # the footer is the cell less 14 px (and the id, on one line)
 
     def needed_height(self) -> int:
         """The height that shows every block at the current width."""
@@ -293,9 +299,10 @@ class BlocksGrid(QWidget):
             bold.setBold(True)
             p.setFont(bold)
             p.setPen(QColor(theme.ACCENT))
-            p.drawText(head, Qt.AlignRight | Qt.AlignVCenter, f"×{cell.refs}")
+            where = head.adjusted(QFontMetrics(self.font()).horizontalAdvance(f"#{cell.block}") + 2, 0, 0, 0)
+            p.drawText(where, (Qt.AlignLeft if self.one_line else Qt.AlignRight) | Qt.AlignVCenter, f"×{cell.refs}")
         # the slots
-        slot = min(MAX_SLOT, (rect.width() - 10) / cols)
+        slot = min(MAX_SLOT, (rect.width() - 10) / cols, self.slot)
         x0, y0 = rect.left() + 7, rect.top() + line_h + 3
         fill = QColor(cell.color) if cell.color else None
         if fill is not None and cell.cached:
@@ -316,6 +323,10 @@ class BlocksGrid(QWidget):
         # footer: the step's event, and the logical index in the selected request's table
         p.setFont(small)
         foot = QRectF(rect.left() + 7, rect.bottom() - small_h - 2, rect.width() - 10, small_h)
+        if self.one_line:  # beside the id (and the ×refs), on the header's line
+            refs = f"×{cell.refs}" if cell.refs >= 2 else ""
+            ident = QFontMetrics(self.font()).horizontalAdvance(f"#{cell.block}{refs}") + 8
+            foot = QRectF(rect.left() + 7 + ident, rect.top() + 1, rect.width() - 10 - ident, line_h)
         word = cell.event or ("cached" if cell.cached else "")
         logical = f"L{cell.logical}" if cell.logical is not None else ""
         if word:  # elided before the logical index, so a long word never runs under it
