@@ -399,6 +399,15 @@ def _one(app, mode: str, lang: str, shots: str | None, min_px: float, sizes: dic
             w.stage.show(name)
             _settled_view(app, w, name)
             look(f"stage-{name}")
+        from kvsim.ui.recent import demos
+
+        w.stage.show("lanes")
+        for _title, path in demos():  # the bundled demos (Alt+1 …): three lanes side by side on the stage
+            if not w.open_run(str(path)):
+                found[f"demo-{path.stem}"] = [f"the demo did not open: {w.controller.last_error}"]
+                continue
+            _settle(app, w, 1.0)
+            look(f"demo-{path.stem}")
     elif mode == "lesson":
         if not w.stage.active:
             w.stage.toggle_forced()
