@@ -408,6 +408,16 @@ def _one(app, mode: str, lang: str, shots: str | None, min_px: float, sizes: dic
                 continue
             _settle(app, w, 1.0)
             look(f"demo-{path.stem}")
+    elif mode == "desktop":  # the docks forced on this screen (the stage's threshold is measured with it)
+        w.stage.forced = False
+        w.stage.update()
+        look("desktop")
+        for name in ("memory", "roofline", "requests"):
+            dock = w.extra_docks[name]
+            dock.setVisible(True)
+            dock.raise_()
+            _settled_view(app, w, name)
+            look(f"desktop-{name}")
     elif mode == "lesson":
         if not w.stage.active:
             w.stage.toggle_forced()

@@ -12,7 +12,7 @@ its dtype's bits, and n = the tokens held at the cursor's step. Editing a term t
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QBoxLayout,
@@ -193,6 +193,9 @@ class MemoryDock(QWidget):
         growth_scroll.setFrameShape(QFrame.NoFrame)
         growth_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         growth_scroll.setWidget(growth)
+        self.scrolls = (bill, growth_scroll)  # side by side (the stage), each holds its page to the height shown
+        for area in self.scrolls:
+            area.viewport().installEventFilter(self)
         self.tabs.addTab(bill, translate("views.memory_dock", "The bill: formula and run"))
         self.tabs.addTab(growth_scroll, translate("views.memory_dock", "Context 1k → 1M"))
         self.tabs.setTabToolTip(
@@ -242,7 +245,22 @@ class MemoryDock(QWidget):
         self.plot.plot.setMinimumHeight(150 if wide else 240)
         self.plot.box.setStretch(0, 3 if wide else 1)
         self.plot.box.setStretch(1, 2 if wide else 0)
+        self._hold_pages()
         self._fit_run_side()
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Resize and any(watched is a.viewport() for a in self.scrolls):
+            self._hold_pages()
+        return False
+
+    def _hold_pages(self) -> None:
+        """Side by side, a page is as tall as its view and no taller: it never scrolls (what does not fit
+        is squeezed, and the layout tests see it); stacked, it scrolls as before."""
+        wide = self.bill_layout.direction() == QBoxLayout.LeftToRight
+        for area in self.scrolls:
+            height = area.viewport().height() if wide else 16_777_215  # QWIDGETSIZE_MAX
+            if area.widget().maximumHeight() != height:
+                area.widget().setMaximumHeight(height)
 
     def _fit_run_side(self) -> None:
         """Stacked: the run's lines take their whole height (the bill scrolls as one); side by side: the room there is."""

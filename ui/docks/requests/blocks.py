@@ -180,8 +180,9 @@ class BlocksGrid(QWidget):
         logical = fm.horizontalAdvance(f"L{max(0, n - 1)}") + 3
         beside = max(fm.horizontalAdvance(event_label(w)) for w in WITH_LOGICAL) + logical
         alone = max(fm.horizontalAdvance(event_label(w)) for w in EVENT_LABELS)
-        ident = self.fontMetrics().horizontalAdvance(f"#{max(0, n - 1)}×9") + 8 if getattr(self, "one_line", False) else 0
-        return max(MIN_CELL_W, 14 + ident + max(beside, alone))  # the footer is the cell less 14 px (and the id, on one line)
+        if getattr(self, "one_line", False):  # fitted: the id and L j on one line; the border says the event (the legend)
+            return max(48, 14 + self.fontMetrics().horizontalAdvance(f"#{max(0, n - 1)}×9") + 8 + logical)
+        return max(MIN_CELL_W, 14 + max(beside, alone))  # the footer is the cell less 14 px
 
     def needed_height(self) -> int:
         """The height that shows every block at the current width."""
@@ -327,7 +328,7 @@ class BlocksGrid(QWidget):
             refs = f"×{cell.refs}" if cell.refs >= 2 else ""
             ident = QFontMetrics(self.font()).horizontalAdvance(f"#{cell.block}{refs}") + 8
             foot = QRectF(rect.left() + 7 + ident, rect.top() + 1, rect.width() - 10 - ident, line_h)
-        word = cell.event or ("cached" if cell.cached else "")
+        word = (cell.event or ("cached" if cell.cached else "")) if not self.one_line else ""
         logical = f"L{cell.logical}" if cell.logical is not None else ""
         if word:  # elided before the logical index, so a long word never runs under it
             room = foot.width() - (QFontMetrics(small).horizontalAdvance(logical) + 3 if logical else 0)
