@@ -126,7 +126,9 @@ def fit_docks(window) -> None:
         return
     text_h = max(window.text_dock.minimumSizeHint().height(), int(h * 0.075))  # else costs pays the difference
     title = window.costs_dock.fontMetrics().height() + 12  # the dock's title bar
-    costs_h = max(int(h * 0.19), window.costs.minimumSizeHint().height() + title + 8)  # its table and check box uncut
+    costs = window.costs
+    need = max(costs.minimumSizeHint().height(), costs.heightForWidth(window.width() - 16) if costs.hasHeightForWidth() else 0)
+    costs_h = max(int(h * 0.19), need + title + 8)  # its table and check box uncut (its scroll area asks the same)
     window.resizeDocks([window.costs_dock, window.text_dock], [costs_h, text_h], Qt.Vertical)
 
 

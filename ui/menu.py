@@ -29,6 +29,7 @@ def build(w) -> None:
     w.stage.install_keys(w, menu)  # ☰ → Views: one key per view
     w.focus_action = w.stage.actions["lanes"]
     menu.addAction(w.lesson_action)
+    w.lesson_action.toggled.connect(w.stage.set_lesson)
     free = menu.addAction(translate("window", "Free-running lanes (each continues on its own choice)"))
     free.setCheckable(True)
     free.toggled.connect(w.controller.set_free_running)

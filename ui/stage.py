@@ -19,9 +19,10 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QStackedWidget, QWidget
 from .docks.registry import LazyDock, StageEntry
 from .i18n import translate
 
-# below this size the docks no longer fit beside the lanes without cutting text (measured with
-# tests/test_layout.py's checks: 1366×768 cuts the costs and memory docks, 1440×900 does not)
-STAGE_BELOW = QSize(1280, 800)
+# below this size (logical pixels) the window is a stage: measured with tests/stage_probe.py's
+# "desktop" mode (the docks forced), the default layout and the memory dock show without a cut at
+# 1366×768 and 1440×900; at 1280×720 ×1.5 (853×480) and 1024×768 the docks cut the lanes and each other
+STAGE_BELOW = QSize(1280, 760)
 LANES = StageEntry("lanes", QT_TRANSLATE_NOOP("window", "Lanes only"), "F")
 
 
@@ -50,6 +51,7 @@ class Stage(QObject):
         self.active = False
         self.forced: bool | None = None  # None: automatic (the window's size decides)
         self.presenting = False
+        self.lesson_on = False  # the lesson's band is shown: on the stage the toolbars step aside for it
         self.current = LANES.name
         self._visible_before: dict[str, bool] = {}
         self.actions: dict[str, QAction] = {}
@@ -67,6 +69,20 @@ class Stage(QObject):
         self.presenting = on
         self.update()
 
+    def set_lesson(self, on: bool) -> None:
+        self.lesson_on = on
+        self._bars()
+
+    def _bars(self) -> None:
+        """On the stage with the lesson shown, the lesson drives the state (its keys still work): the two
+        toolbars make room for its band. Presenter mode keeps its own say over them."""
+        if self.presenting:
+            return
+        tb = getattr(self.window, "toolbar", None)
+        if tb is not None:
+            for bar in (tb, tb.more):
+                bar.setVisible(not (self.active and self.lesson_on))
+
     def toggle_forced(self) -> None:
         self.forced = not self.active
         self.update()
@@ -78,6 +94,7 @@ class Stage(QObject):
         for d in self.docks.values():
             d.setVisible(False)
         self.show(self.current)
+        self._bars()
         self.changed.emit(True)
 
     def leave(self) -> None:
@@ -97,6 +114,7 @@ class Stage(QObject):
         self.stack.setCurrentWidget(self.lanes_page)
         for name, shown in self._visible_before.items():
             self.docks[name].setVisible(shown)
+        self._bars()
         self.changed.emit(False)
 
     # ------------------------------------------------------------------ which view

@@ -223,7 +223,8 @@ class LessonPanel(QFrame):
 
     def hideEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().hideEvent(event)
-        self.lesson.shown_changed(False)
+        if self.isHidden():  # the band itself hidden (not the window around it)
+            self.lesson.shown_changed(False)
 
 
 def _lines(fm: QFontMetrics, text: str, width: int) -> int:
@@ -432,9 +433,7 @@ def install(window) -> LessonPanel:
 def _synced(react, action: QAction):
     def shown_changed(shown: bool) -> None:
         if action.isChecked() != shown:
-            action.blockSignals(True)
-            action.setChecked(shown)
-            action.blockSignals(False)
+            action.setChecked(shown)  # its toggled reaches the band (already so) and whoever listens (the stage)
         react(shown)
 
     return shown_changed
