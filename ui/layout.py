@@ -92,6 +92,14 @@ def fitting(bar: QWidget, texts: list[str]) -> str:
     return next((t for t in texts if bar.fontMetrics().horizontalAdvance(t) <= room), texts[-1])
 
 
+def clauses(text: str) -> list[str]:
+    """``text``, then its shorter forms that end at a clause (" — ", "; ", " · "), longest first."""
+    import re
+
+    cuts = [m.start() for m in re.finditer(r" — |; | · ", text)]
+    return [text, *(text[:i] for i in reversed(cuts))]
+
+
 def is_compact(height: int) -> bool:
     return height < COMPACT_HEIGHT
 

@@ -231,7 +231,8 @@ class MainWindow(QMainWindow):
         if error:
             self.banner.setText(f"⚠  {text}")
         self.banner.setVisible(error)
-        self.statusBar().showMessage(text)
+        bar = self.statusBar()
+        bar.showMessage(layout.fitting(bar, layout.clauses(text)))  # whole clauses: never cut at the edge
 
     # ================================================================== settings, lifetime
     def default_layout(self) -> None:

@@ -158,7 +158,18 @@ class LanePanel(LaneHover, QWidget):
         """Every lane of a run the same readout height (so their rows line up): a third line when some
         lane of the run is compared with the reference (lossy, evicting or windowed)."""
         compared = any(lane.lossy or lane.evicts or lane.window for lane in self.session.lanes)
-        self.readout.setFixedHeight(int(self.readout.fontMetrics().lineSpacing() * (3 if compared else 2) + 8))
+        self._readout_lines = 3 if compared else 2
+        self.readout.setFixedHeight(int(self.readout.fontMetrics().lineSpacing() * self._readout_lines + 8))
+        self._grow_readout()
+
+    def _grow_readout(self) -> None:
+        """Taller than its lines when a narrow lane wraps them: its words are never cut off at the bottom."""
+        base = int(self.readout.fontMetrics().lineSpacing() * getattr(self, "_readout_lines", 2) + 8)
+        width = self.readout.width()
+        need = self.readout.heightForWidth(width) + 4 if width > 0 and self.readout.text() else 0
+        height = max(base, need)
+        if height != self.readout.height() or self.readout.minimumHeight() != height:
+            self.readout.setFixedHeight(height)
 
     def detach(self) -> None:
         """Stop listening to the session (before the panel is removed: a new run may have other lanes)."""
@@ -181,9 +192,14 @@ class LanePanel(LaneHover, QWidget):
         return False
 
     def _fit_columns(self, width: int) -> None:
-        """K and V columns equally wide (the token axis is extra), q half as wide, attention the rest."""
+        """K and V columns equally wide (the token axis is extra), q half as wide, attention the rest; a
+        narrow lane (three lanes on a projector) gets a narrower token axis (its tokens shortened)."""
         lay = self.glw.ci.layout
-        rest = max(width - self.axis.width() - 3 * 6 - 4, 80)
+        axis = 118 if width >= 520 else max(44, int(width * 0.2))
+        if self.axis.width() != axis:
+            self.axis.setWidth(axis)
+            self.axis.max_chars = 12 if axis >= 118 else max(2, (axis - 20) // max(self.axis.line_px * 0.5, 1))
+        rest = max(width - axis - 3 * 6 - 4, 80)
         kv, q = rest * 0.23, rest * 0.11
         self._col_widths = (kv + self.axis.width(), q, kv, rest - 2 * kv - q)
         for col, w in enumerate(self._col_widths):
@@ -223,6 +239,7 @@ class LanePanel(LaneHover, QWidget):
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
         self._set_header()
+        self._grow_readout()
 
     def set_selection(self, layer: int, head: int) -> None:
         if (layer, head) != (self.layer, self.head):
@@ -369,3 +386,4 @@ class LanePanel(LaneHover, QWidget):
         text = readout_html(lane, self.info, self.color, pr, narrow, bool(compared), lane.token_id != r.token_id)
         if text != self.readout.text():  # rich text is re-laid out on every set: skip unchanged frames
             self.readout.setText(text)
+            self._grow_readout()
