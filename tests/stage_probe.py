@@ -194,7 +194,7 @@ def audit(window, min_px: float = 0.0) -> list[str]:
         elif isinstance(w, QComboBox):
             opt = QStyleOptionComboBox()
             w.initStyleOption(opt)
-            room = w.style().subControlRect(QStyle.CC_ComboBox, opt, QStyle.SC_ComboBoxEditField, w).width() - 2
+            room = w.style().subControlRect(QStyle.CC_ComboBox, opt, QStyle.SC_ComboBoxEditField, w).width()
             if not w.isEditable() and _text_width(fm, w.currentText()) > room + TOLERANCE:
                 need = _text_width(fm, w.currentText())
                 problems.append(f"combo text {need} px wide in {room} px: {_name(w)} '{w.currentText()[:40]}'")

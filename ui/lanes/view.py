@@ -19,7 +19,7 @@ from html import escape
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetrics
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QTextDocument
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from .. import theme
@@ -165,8 +165,16 @@ class LanePanel(LaneHover, QWidget):
     def _grow_readout(self) -> None:
         """Taller than its lines when a narrow lane wraps them: its words are never cut off at the bottom."""
         base = int(self.readout.fontMetrics().lineSpacing() * getattr(self, "_readout_lines", 2) + 8)
-        width = self.readout.width()
-        need = self.readout.heightForWidth(width) + 4 if width > 0 and self.readout.text() else 0
+        m = self.layout().contentsMargins() if self.layout() is not None else None
+        width = self.width() - (m.left() + m.right() if m is not None else 0)  # the readout's width once laid out
+        need = 0
+        if width > 0 and self.readout.text():  # (QLabel.heightForWidth never answers less than its fixed height)
+            doc = QTextDocument()
+            doc.setDefaultFont(self.readout.font())
+            doc.setDocumentMargin(0)
+            doc.setHtml(self.readout.text())
+            doc.setTextWidth(width)
+            need = int(doc.size().height()) + 8
         height = max(base, need)
         if height != self.readout.height() or self.readout.minimumHeight() != height:
             self.readout.setFixedHeight(height)

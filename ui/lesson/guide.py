@@ -23,7 +23,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePol
 from ..i18n import translate
 
 LANGUAGES = ("en", "pt")
-STEP_TIMEOUT_S = 90.0  # a state not reached by then is reported, not waited for
+STEP_TIMEOUT_S = 90.0  # a state not reached by then (since its last progress) is reported, not waited for
 
 
 class LessonError(ValueError):
@@ -148,9 +148,8 @@ class LessonPanel(QFrame):
         self.title.setStyleSheet("font-weight: 700;")
         self.title.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)  # a long title: the band's fit() shortens it
         row.addWidget(self.title, 1)
-        self.status = QLabel()
+        self.status = QLabel()  # "computing step 12/40": its own line under the text while there is one
         self.status.setObjectName("lessonStatus")
-        row.addWidget(self.status)
         self.counter = QLabel()
         self.counter.setAlignment(Qt.AlignCenter)
         row.addWidget(self.counter)
@@ -171,6 +170,7 @@ class LessonPanel(QFrame):
         self.page.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.page.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
         lay.addWidget(self.page)
+        lay.addWidget(self.status)
         self.pages: list[str] = [""]
         self.at = 0
         self._full_title = ""
@@ -354,6 +354,7 @@ class Lesson(QObject):
                 if step.step - s.cursor > 1:
                     w.animator.stop()  # catching up: only the last step animates
                 self._say(translate("lesson", "computing step {i}/{n}").format(i=s.cursor + 1, n=step.step))
+                self._started = time.monotonic()  # progress: the time allowed counts from the last step
             return None
         self._timer.stop()
         self._open_dock(step)

@@ -235,6 +235,8 @@ class MemoryDock(QWidget):
     def set_staged(self, on: bool) -> None:
         """On the stage the stage's keys choose the tab (M: the bill, G: the growth plot): no tab bar."""
         self.tabs.tabBar().setVisible(not on)
+        for box in (self.model, self.focus):  # the whole window wide: the chosen model's name whole
+            box.setSizeAdjustPolicy(QComboBox.AdjustToContents if on else QComboBox.AdjustToMinimumContentsLengthWithIcon)
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
