@@ -238,7 +238,7 @@ class MainWindow(QMainWindow):
     def default_layout(self) -> None:
         """Every dock back where a fresh window puts it (the state captured before settings were read)."""
         if self.stage.active:
-            self.stage.forced = None if not self.stage.presenting else True
+            self.stage.forced = None
             self.stage.leave()
         self.restoreState(self._default_state)
         self.stage.update()
