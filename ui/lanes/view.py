@@ -173,8 +173,8 @@ class LanePanel(LaneHover, QWidget):
             doc.setDefaultFont(self.readout.font())
             doc.setDocumentMargin(0)
             doc.setHtml(self.readout.text())
-            doc.setTextWidth(width)
-            need = int(doc.size().height()) + 8
+            doc.setTextWidth(max(width - 12, 1))  # the label's own margins and frame
+            need = int(doc.size().height()) + 12
         height = max(base, need)
         if height != self.readout.height() or self.readout.minimumHeight() != height:
             self.readout.setFixedHeight(height)
@@ -203,7 +203,7 @@ class LanePanel(LaneHover, QWidget):
         """K and V columns equally wide (the token axis is extra), q half as wide, attention the rest; a
         narrow lane (three lanes on a projector) gets a narrower token axis (its tokens shortened)."""
         lay = self.glw.ci.layout
-        axis = 118 if width >= 520 else max(44, int(width * 0.2))
+        axis = 118 if width >= 360 else max(44, int(width * 0.2))  # measured: 2 lanes at 853 px fit with 118
         if self.axis.width() != axis:
             self.axis.setWidth(axis)
             self.axis.max_chars = 12 if axis >= 118 else max(2, (axis - 20) // max(self.axis.line_px * 0.5, 1))
