@@ -146,7 +146,7 @@ class BlocksGrid(QWidget):
         text_h = fm.height() + 9 if self.one_line else 2 * fm.height() + 14
         if room > 0 and self.snapshot is not None:
             lines = -(-self.snapshot.n_blocks // n_cols)
-            slot = max(2.0, min(slot, (room / lines - 4 - text_h) / rows))
+            slot = max(2.0, min(slot, ((room - 6) / lines - 4 - text_h) / rows))  # whole pixels: a little to spare
         self.slot = slot
         cell_h = text_h + rows * slot
         return n_cols, int(cell_w), cell_h
