@@ -137,6 +137,7 @@ def fit_docks(window) -> None:
     costs = window.costs
     need = max(costs.minimumSizeHint().height(), costs.heightForWidth(window.width() - 16) if costs.hasHeightForWidth() else 0)
     costs_h = max(int(h * 0.19), need + title + 8)  # its table and check box uncut (its scroll area asks the same)
+    window.costs_dock.widget().setMinimumHeight(need)  # and the dock is never made shorter than that (it would scroll)
     window.resizeDocks([window.costs_dock, window.text_dock], [costs_h, text_h], Qt.Vertical)
 
 
