@@ -196,13 +196,6 @@ class Encoder(threading.Thread):
             self.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             self.tmp.unlink(missing_ok=True)
 
-    def _no_hover(self) -> None:
-        """No hovered token or row in the frames (unless the film is of a hover): cleared everywhere."""
-        w = self.window
-        if getattr(w.tokens, "hover", -1) != -1 or getattr(w.lanes, "_hover", -1) != -1:
-            w.lanes.set_hovered(-1)
-            w.tokens.set_hover(-1)
-
     def cancel(self) -> None:
         self.cancelled.set()
         try:  # wake it if it waits for a frame
@@ -243,6 +236,13 @@ class MovieExport(QObject):
         self._no_hover()
         self.encoder.start()
         self.timer.start()
+
+    def _no_hover(self) -> None:
+        """No hovered token or row in the frames (unless the film is of a hover): cleared everywhere."""
+        w = self.window
+        if getattr(w.tokens, "hover", -1) != -1 or getattr(w.lanes, "_hover", -1) != -1:
+            w.lanes.set_hovered(-1)
+            w.tokens.set_hover(-1)
 
     def cancel(self) -> None:
         if not self.result:
