@@ -58,7 +58,7 @@ TEXT = QT_TRANSLATE_NOOP("docks", "Text (prompt = prefill, then one token per de
 HEADS = QT_TRANSLATE_NOOP("docks", "All heads (selected layer)")
 # every dock of the window: its view, its key, its stage views (the window's order)
 DOCKS = [
-    DockSpec("costs", COSTS, "panels.costs:CostsPanel", Qt.BottomDockWidgetArea, "C", eager=True, args=("session",), scroll="xy"),
+    DockSpec("costs", COSTS, "panels.costs:CostsPanel", Qt.BottomDockWidgetArea, "C", eager=True, args=("session",), scroll="y"),
     DockSpec(
         "text",
         TEXT,

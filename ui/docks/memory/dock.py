@@ -237,6 +237,7 @@ class MemoryDock(QWidget):
         self.tabs.tabBar().setVisible(not on)
         for box in (self.model, self.focus):  # the whole window wide: the chosen model's name whole
             box.setSizeAdjustPolicy(QComboBox.AdjustToContents if on else QComboBox.AdjustToMinimumContentsLengthWithIcon)
+            box.setMinimumWidth(box.sizeHint().width() if on else 0)
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
