@@ -21,8 +21,9 @@ from .i18n import translate
 
 # below this size (logical pixels) the window is a stage: measured with tests/stage_probe.py's
 # "desktop" mode (the docks forced), the default layout and the memory dock show without a cut at
-# 1366×768 and 1440×900; at 1280×720 ×1.5 (853×480) and 1024×768 the docks cut the lanes and each other
-STAGE_BELOW = QSize(1280, 760)
+# 1366×768 and 1440×900; at 1280×720 ×1.5 (853×480) and 1024×768 the docks cut the lanes and each
+# other; 1280×720 at ×1 keeps the desktop's compact layout (costs and text tabbed), as before
+STAGE_BELOW = QSize(1100, 720)
 LANES = StageEntry("lanes", QT_TRANSLATE_NOOP("window", "Lanes only"), "F")
 
 
