@@ -145,8 +145,15 @@ class BlocksGrid(QWidget):
         slot = min(MAX_SLOT, (cell_w - 14) / cols)
         text_h = fm.height() + 9 if self.one_line else 2 * fm.height() + 14
         if room > 0 and self.snapshot is not None:
-            lines = -(-self.snapshot.n_blocks // n_cols)
-            slot = max(2.0, min(slot, ((room - 6) / lines - 4 - text_h) / rows))  # whole pixels: a little to spare
+            nb = self.snapshot.n_blocks
+            tight = 14 + fm.horizontalAdvance(f"#{nb - 1}") + 6 + QFontMetrics(self.small_font()).horizontalAdvance(f"L{nb - 1}")
+            for n in range(n_cols, max(n_cols, width // max(tight, 1)) + 1):  # more, narrower cells while slots are small
+                cw = width / n
+                lines = -(-nb // n)
+                s = max(2.0, min(MAX_SLOT, (cw - 14) / cols, ((room - 6) / lines - 4 - text_h) / rows))
+                n_cols, cell_w, slot = n, cw, s
+                if s >= 5:
+                    break
         self.slot = slot
         cell_h = text_h + rows * slot
         return n_cols, int(cell_w), cell_h
