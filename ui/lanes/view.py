@@ -20,7 +20,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QTextDocument
-from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QSizePolicy, QSplitter, QVBoxLayout, QWidget
 
 from .. import theme
 from ..i18n import translate
@@ -175,9 +175,14 @@ class LanePanel(LaneHover, QWidget):
             doc.setHtml(self.readout.text())
             doc.setTextWidth(max(width - 12, 1))  # the label's own margins and frame
             need = int(doc.size().height()) + 12
-        height = max(base, need)
-        if height != self.readout.height() or self.readout.minimumHeight() != height:
-            self.readout.setFixedHeight(height)
+        self._readout_need = max(base, need)
+        area = self.parentWidget()  # the lane area (a splitter): every lane one readout height, so rows line up
+        lanes = [area.widget(i) for i in range(area.count())] if isinstance(area, QSplitter) else [self]
+        lanes = [p for p in lanes if isinstance(p, LanePanel) and p.isVisibleTo(area)] or [self]
+        height = max(getattr(p, "_readout_need", 0) for p in lanes)
+        for p in lanes:
+            if p.readout.minimumHeight() != height or p.readout.maximumHeight() != height:
+                p.readout.setFixedHeight(height)
 
     def detach(self) -> None:
         """Stop listening to the session (before the panel is removed: a new run may have other lanes)."""
