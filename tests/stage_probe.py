@@ -360,7 +360,8 @@ def probe(mode: str, langs: list[str], shots: str | None) -> dict:
     app = make_app(handlers=False)
     screen = app.primaryScreen()
     room = screen.availableGeometry()
-    min_px = MIN_PX if round(screen.devicePixelRatio() * room.width()) <= 1280 else 0.0
+    # the projector case (a scaled screen 1280 pixels wide or less): body text at least MIN_PX there
+    min_px = MIN_PX if screen.devicePixelRatio() > 1 and round(screen.devicePixelRatio() * room.width()) <= 1280 else 0.0
     out: dict = {"screen": [room.width(), room.height()], "dpr": screen.devicePixelRatio(), "window": {}}
     for lang in langs:
         i18n.install(app, lang)

@@ -328,7 +328,7 @@ class CostsPanel(QWidget):
         that does not fit its share goes on two lines, so the four plots and the table fit side by side."""
         viewport = getattr(self, "_watching", None)
         width = viewport.width() if viewport is not None else self.width()
-        share = (width - self.stats.width() - 24) / len(self.plots) - 60  # less the left axis ("100 k")
+        share = (width - self.stats.width() - 24) / len(self.plots) - 72  # less the left axis ("100 k") and its gap
         fm = QFontMetrics(self.title_font)
         lines_most = 1
         texts = []
