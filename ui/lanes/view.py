@@ -214,7 +214,7 @@ class LanePanel(LaneHover, QWidget):
             self.axis.max_chars = 12 if axis >= 118 else max(2, (axis - 20) // max(self.axis.line_px * 0.5, 1))
         rest = max(width - axis - 3 * 6 - 4, 80)
         kv, q = rest * 0.23, rest * 0.11
-        self._col_widths = (kv + self.axis.width(), q, kv, rest - 2 * kv - q)
+        self._col_widths = (kv + axis, q, kv, rest - 2 * kv - q)
         for col, w in enumerate(self._col_widths):
             lay.setColumnFixedWidth(col, w)
         self._titles(self.layer, self.head)
