@@ -337,7 +337,10 @@ def _settle(app, w, seconds: float = 0.3) -> None:
     for p in w.lanes.shown():
         p.redraw()
     w.costs.redraw()
-    app.processEvents()
+    end = time.monotonic() + 0.3  # the redraws' relayouts (an axis grown by its new labels) come a frame later
+    while time.monotonic() < end:
+        app.processEvents()
+        time.sleep(0.01)
 
 
 def _settled_view(app, w, name: str) -> None:
