@@ -174,6 +174,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             "--show", action="append", metavar="DOCK", help="open an extra dock: memory, roofline, requests (repeatable)"
         )
         s.add_argument("--theme", choices=["dark", "light"], help="the colour theme (default: dark)")
+        s.add_argument("--lang", default=argparse.SUPPRESS, help="the pictures' language: pt_BR or en (default: English)")
     if full("export"):
         add_export_parser(sub)
     return p
@@ -211,6 +212,7 @@ def add_export_parser(sub: Subcommands) -> None:
         help="the app's size factor (0.5 to 4): frames keep --size, the type grows",
     )
     e.add_argument("--no-chat-template", action="store_true", help="feed the prompt as is")
+    e.add_argument("--lang", default=argparse.SUPPRESS, help="the frames' language: pt_BR or en (default: English)")
 
 
 def _command_in(argv: Sequence[str]) -> str:
