@@ -596,6 +596,31 @@
         <extracomment>the defaults of kvsim&apos;s int8/int4 caches (kvsim/caches/quantized.py; a test holds them equal)</extracomment>
         <translation>recalcula o prefixo inteiro a cada passo: não guarda nada entre os passos</translation>
     </message>
+    <message>
+        <source>Speculative (k={k}, {draft})</source>
+        <translation>Especulativo (k={k}, {draft})</translation>
+    </message>
+    <message>
+        <source>drafts {k} tokens, checks them in one forward, rolls back the rejected rows</source>
+        <translation>rascunha {k} tokens, confere-os num único forward, desfaz as linhas rejeitadas</translation>
+    </message>
+    <message>
+        <source>the drafted tokens per check</source>
+        <translation>os tokens rascunhados por conferência</translation>
+    </message>
+    <message>
+        <source>where drafts come from</source>
+        <translation>de onde vêm os rascunhos</translation>
+    </message>
+    <message>
+        <source>{n} drafted tokens the model accepted ahead of the text are held too (+{extra:,} B)</source>
+        <extracomment>the largest figures a memory report computes (far past any real model: the largest have ~10^2 layers, ~10^2 K/V heads, head dims of ~10^3 and contexts of ~10^7). A per-layer table is built for the layers, so an absurd count would cost minutes and gigabytes before it answered.</extracomment>
+        <translation>{n} tokens rascunhados que o modelo aceitou à frente do texto também são guardados (+{extra:,} B)</translation>
+    </message>
+    <message>
+        <source> · weights {weights}</source>
+        <translation> · pesos {weights}</translation>
+    </message>
 </context>
 <context>
     <name>presenter</name>
@@ -711,6 +736,17 @@
     <message>
         <source>Keys (shortcut sheet)</source>
         <translation>Teclas (folha de atalhos)</translation>
+    </message>
+</context>
+<context>
+    <name>splash</name>
+    <message>
+        <source>See the KV cache: a transformer run token by token, without and with a cache.</source>
+        <translation>Veja o cache KV: um transformer executado token a token, sem e com o cache.</translation>
+    </message>
+    <message>
+        <source>loading the engine …</source>
+        <translation>carregando o motor …</translation>
     </message>
 </context>
 <context>
@@ -1439,6 +1475,10 @@ linhas esmaecidas: lidas do cache (não calculadas neste passo)</translation>
         <source>weights of {n} parameters: {sizes}</source>
         <translation>pesos de {n} parâmetros: {sizes}</translation>
     </message>
+    <message>
+        <source>this run&apos;s lanes hold: {sizes}</source>
+        <translation>as lanes desta execução guardam: {sizes}</translation>
+    </message>
 </context>
 <context>
     <name>views.memory_form</name>
@@ -1746,6 +1786,14 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
         <translation>passe o mouse sobre um bloco: seus tokens, hash, contagem de referências e donos</translation>
     </message>
     <message>
+        <source>Cancel</source>
+        <translation>Cancelar</translation>
+    </message>
+    <message>
+        <source>stop the requests run (nothing of it is kept)</source>
+        <translation>parar a execução das requisições (nada dela é guardado)</translation>
+    </message>
+    <message>
         <source>Run: the request list goes through one paged pool, prefix caching off and then on</source>
         <translation>Executar: a lista de requisições passa por um pool paginado, sem e depois com cache de prefixos</translation>
     </message>
@@ -1768,6 +1816,34 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     <message>
         <source>edit the requests (one prompt per line) and the system prompt they share</source>
         <translation>edite as requisições (um prompt por linha) e o prompt de sistema que elas compartilham</translation>
+    </message>
+    <message>
+        <source>Timeline</source>
+        <translation>Linha do tempo</translation>
+    </message>
+    <message>
+        <source>continuous batching: each request over the steps (waiting, prefill chunk, decode, recompute, preempted) and the pool&apos;s occupancy; the outlined column is the shown step</source>
+        <translation>batching contínuo: cada requisição ao longo dos passos (esperando, pedaço de prefill, decode, recálculo, preemptada) e a ocupação do pool; a coluna contornada é o passo mostrado</translation>
+    </message>
+    <message>
+        <source>tokens on the edge</source>
+        <translation>tokens na aresta</translation>
+    </message>
+    <message>
+        <source>count</source>
+        <translation>contagem</translation>
+    </message>
+    <message>
+        <source>requests through it</source>
+        <translation>requisições que passam por ele</translation>
+    </message>
+    <message>
+        <source>Prefix tree</source>
+        <translation>Árvore de prefixos</translation>
+    </message>
+    <message>
+        <source>a radix tree of what the requests computed (SGLang&apos;s structure): a node shared by several requests is a prefix they could all reuse, token by token, not only in whole blocks</source>
+        <translation>uma árvore radix do que as requisições calcularam (a estrutura do SGLang): um nó compartilhado por várias requisições é um prefixo que todas poderiam reutilizar, token a token, não só em blocos inteiros</translation>
     </message>
     <message>
         <source>the demo request lists could not be read: {error}</source>
@@ -1830,12 +1906,20 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
         <translation>{n} requisições</translation>
     </message>
     <message>
+        <source>cancelling…</source>
+        <translation>cancelando…</translation>
+    </message>
+    <message>
         <source>running {what} twice through one paged pool (prefix caching off, then on), timing each prefill…</source>
         <translation>executando {what} duas vezes por um pool paginado (sem e depois com cache de prefixos), cronometrando cada prefill…</translation>
     </message>
     <message>
         <source>the requests could not run: {error}</source>
         <translation>não foi possível executar as requisições: {error}</translation>
+    </message>
+    <message>
+        <source>the requests run was cancelled: nothing of it was kept</source>
+        <translation>a execução das requisições foi cancelada: nada dela foi guardado</translation>
     </message>
     <message>
         <source>no model is loaded yet: press Run when it is</source>
@@ -1869,6 +1953,14 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
         <translation>sequencial: uma requisição depois da outra · intercalado: todas fazem o prefill em sequência e depois o decode em rodízio, então seus blocos estão vivos ao mesmo tempo e os blocos compartilhados contam vários donos</translation>
     </message>
     <message>
+        <source>continuous batching: request i arrives at step 2i; every step runs ONE forward over all running requests (decodes and prompt chunks, within the budget); a full pool preempts the latest request</source>
+        <translation>batching contínuo: a requisição i chega no passo 2i; cada passo executa UM forward sobre todas as requisições em andamento (decodes e pedaços de prompt, dentro do orçamento); um pool cheio preempta a requisição mais recente</translation>
+    </message>
+    <message>
+        <source>continuous batching: positions one batched forward computes at most; a longer prompt is split into chunks over several steps (chunked prefill)</source>
+        <translation>batching contínuo: posições que um forward em lote calcula no máximo; um prompt mais longo é dividido em pedaços ao longo de vários passos (prefill em pedaços)</translation>
+    </message>
+    <message>
         <source>run the request list twice through one paged pool — prefix caching off, then on — and measure each request&apos;s TTFT (on the worker thread)</source>
         <translation>executar a lista de requisições duas vezes por um pool paginado — sem e depois com cache de prefixos — e medir o TTFT de cada requisição (na thread de trabalho)</translation>
     </message>
@@ -1887,6 +1979,10 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     <message>
         <source>tokens each request generates (its first comes from the prefill)</source>
         <translation>tokens que cada requisição gera (o primeiro vem do prefill)</translation>
+    </message>
+    <message>
+        <source>budget</source>
+        <translation>orçamento</translation>
     </message>
     <message>
         <source>Run</source>
@@ -1936,9 +2032,17 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
         <translation>intercalado</translation>
     </message>
     <message>
+        <source>continuous batching</source>
+        <translation>batching contínuo</translation>
+    </message>
+    <message>
         <source>no demo request lists found in resources/requests</source>
-        <extracomment>the demo list run by default: one whose requests share a prefix for this kind of model the same in a Portuguese app: Portuguese questions behind a Portuguese system prompt, a Portuguese opening the block sizes the paged-waste trade-off line is computed for (the chosen one is added)</extracomment>
+        <extracomment>the demo list run by default: one whose requests share a prefix for this kind of model the same in a Portuguese app: Portuguese questions behind a Portuguese system prompt, a Portuguese opening the block sizes the paged-waste trade-off line is computed for (the chosen one is added) one worker job runs the requests for about this long, then hands the worker back (main Steps go between)</extracomment>
         <translation>nenhuma lista de requisições de demonstração encontrada em resources/requests</translation>
+    </message>
+    <message>
+        <source>the model changed while the requests ran: run them again</source>
+        <translation>o modelo mudou enquanto as requisições rodavam: execute-as de novo</translation>
     </message>
     <message>
         <source>no model is loaded yet</source>
@@ -2183,6 +2287,34 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
         <translation> · neste passo: {events}</translation>
     </message>
     <message>
+        <source>prefill chunk of {n}</source>
+        <translation>pedaço de prefill de {n}</translation>
+    </message>
+    <message>
+        <source>decode</source>
+        <translation>decode</translation>
+    </message>
+    <message>
+        <source>recompute of {n}</source>
+        <translation>recálculo de {n}</translation>
+    </message>
+    <message>
+        <source>&lt;b style=&apos;color:{color}&apos;&gt;request {n}&lt;/b&gt;</source>
+        <translation>&lt;b style=&apos;color:{color}&apos;&gt;requisição {n}&lt;/b&gt;</translation>
+    </message>
+    <message>
+        <source>Step {s}: one forward over {k} request(s), {t} positions ({ms}): {parts}.</source>
+        <translation>Passo {s}: um forward sobre {k} requisição(ões), {t} posições ({ms}): {parts}.</translation>
+    </message>
+    <message>
+        <source>&lt;span style=&apos;color:{error}&apos;&gt;Preempted: request {names}&lt;/span&gt; (its blocks freed; recomputed later).</source>
+        <translation>&lt;span style=&apos;color:{error}&apos;&gt;Preemptada: requisição {names}&lt;/span&gt; (seus blocos liberados; recalculada depois).</translation>
+    </message>
+    <message>
+        <source>Finished: request {names}.</source>
+        <translation>Concluída: requisição {names}.</translation>
+    </message>
+    <message>
         <source>press Run: each request&apos;s numbers, prefix caching off and on, appear here</source>
         <translation>aperte Executar: os números de cada requisição, sem e com cache de prefixos, aparecem aqui</translation>
     </message>
@@ -2205,6 +2337,73 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     <message>
         <source>answers (with caching on): {answers}</source>
         <translation>respostas (com o cache ligado): {answers}</translation>
+    </message>
+</context>
+<context>
+    <name>views.requests_timeline</name>
+    <message>
+        <source>waiting</source>
+        <translation>esperando</translation>
+    </message>
+    <message>
+        <source>prefill chunk</source>
+        <translation>pedaço de prefill</translation>
+    </message>
+    <message>
+        <source>decode</source>
+        <translation>decode</translation>
+    </message>
+    <message>
+        <source>recompute</source>
+        <translation>recálculo</translation>
+    </message>
+    <message>
+        <source>preempted</source>
+        <translation>preemptada</translation>
+    </message>
+    <message>
+        <source>r{n}: arrives at step {a}, TTFT {ttft:.1f} ms</source>
+        <translation>r{n}: chega no passo {a}, TTFT {ttft:.1f} ms</translation>
+    </message>
+    <message>
+        <source>, ITL median {med:.1f} ms, worst {worst:.1f} ms (step {s})</source>
+        <translation>, ITL mediano {med:.1f} ms, pior {worst:.1f} ms (passo {s})</translation>
+    </message>
+    <message>
+        <source>, preempted {k}× ({rows} rows recomputed)</source>
+        <translation>, preemptada {k}× ({rows} linhas recalculadas)</translation>
+    </message>
+    <message>
+        <source>prefix reuse of these requests: blocks of {b} reuse {blocks} of {total} prompt tokens; a radix tree (token-level, as SGLang) would reuse {radix}</source>
+        <translation>reúso de prefixos destas requisições: blocos de {b} reutilizam {blocks} de {total} tokens do prompt; uma árvore radix (por token, como o SGLang) reutilizaria {radix}</translation>
+    </message>
+    <message>
+        <source>request {n}, step {s}</source>
+        <translation>requisição {n}, passo {s}</translation>
+    </message>
+    <message>
+        <source>{what}, positions {a}–{b}</source>
+        <translation>{what}, posições {a}–{b}</translation>
+    </message>
+    <message>
+        <source>, gives a token</source>
+        <translation>, dá um token</translation>
+    </message>
+    <message>
+        <source> · batch of {k}, {t} positions, {ms:.1f} ms</source>
+        <translation> · lote de {k}, {t} posições, {ms:.1f} ms</translation>
+    </message>
+    <message>
+        <source>the timeline shows a continuous-batching run (schedule: continuous)</source>
+        <translation>a linha do tempo mostra uma execução de batching contínuo (schedule: continuous)</translation>
+    </message>
+    <message>
+        <source>pool: {held} of {n} blocks held, {cached} free but cached (dashed)</source>
+        <translation>pool: {held} de {n} blocos ocupados, {cached} livres mas em cache (tracejados)</translation>
+    </message>
+    <message>
+        <source>positions {a}–{b}; requests through this node: {n}</source>
+        <translation>posições {a}–{b}; requisições que passam por este nó: {n}</translation>
     </message>
 </context>
 <context>
