@@ -40,4 +40,6 @@ cp "$TMP/projector/kvsim.png" "$OUT/lanes-only-1280x720-scale1.5.png"
 python scripts/layout_shots.py --out "$OUT"
 python scripts/contrast_shots.py --out "$OUT"
 python scripts/dock_shots.py --out "$OUT" --model "$MODEL"
+# the stage: every view at 853×480 (a 1280×720 projector at ×1.5) and in presenter mode, every lesson step
+python scripts/stage_shots.py --out "$OUT"
 ls -l "$OUT"

@@ -248,3 +248,59 @@ def test_screenshot_errors_are_one_line(extra, fragment, tmp_path, capsys):
     assert cli_main(["screenshot", "--model", MODEL, "--steps", "4", "--out", str(tmp_path), *extra]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "\n" not in err and fragment in err, err
+
+
+def test_export_at_a_scale_fills_the_frame_in_portuguese(tmp_path, qapp, monkeypatch):
+    """`kvsim export --scale 1.5 --lang pt_BR`: the 853×480 stage drawn over the whole 1280×720 frame (not in
+    its corner), and the window filmed speaks Portuguese."""
+    out = tmp_path / "pt.gif"
+    proc = subprocess.run(
+        [sys.executable, "-m", "kvsim", "export", "--model", MODEL, "--prompt-ids", "5,6,7,8", "--steps", "2",
+         "--out", str(out), "--size", "1280x720", "--fps", "4", "--speed", "instant", "--scale", "1.5", "--lang", "pt_BR"],
+        capture_output=True, text=True, timeout=300, env=dict(os.environ, QT_QPA_PLATFORM="offscreen"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    frames = iio.imread(out, index=None)
+    assert frames.shape[1:3] == (720, 1280)
+    last = frames[-1][..., :3].astype(int)
+    for part in (last[:, 900:], last[500:, :]):  # beyond 853×480: drawn, not blank
+        assert len(np.unique(part.reshape(-1, 3), axis=0)) > 20
+    # the language: the same command in process, the window it films looked at
+    from kvsim.ui import i18n
+    from kvsim.ui.export import cli
+
+    seen = {}
+    real = cli.film
+
+    def film(window, spec, app):
+        seen["step"] = window.toolbar.step_action.text()
+        seen["title"] = window.costs_dock.windowTitle()
+        return real(window, spec, app)
+
+    monkeypatch.setattr(cli, "film", film)
+    try:
+        args = ["export", "--model", MODEL, "--prompt-ids", "5,6,7", "--steps", "1", "--out", str(tmp_path / "b.gif"),
+                "--size", "320x180", "--speed", "instant", "--lang", "pt_BR"]  # fmt: skip
+        assert cli_main(args) == 0
+    finally:
+        i18n.install(qapp, "en")
+    assert seen["step"].startswith("Avançar") and seen["title"] == "Custos até agora", seen
+
+
+def test_qt_own_dialogs_speak_portuguese(qapp):
+    """The file dialogs are Qt's own: qtbase's translations are loaded beside kvsim's."""
+    from PySide6.QtWidgets import QFileDialog, QLabel
+
+    from kvsim.ui import i18n
+
+    i18n.install(qapp, "pt_BR")
+    try:
+        d = QFileDialog(None, "x")
+        d.setOption(QFileDialog.DontUseNativeDialog)
+        d.setAcceptMode(QFileDialog.AcceptSave)
+        texts = {label.text() for label in d.findChildren(QLabel)}
+        plain = {t.replace("&", "") for t in texts}
+        assert "Procurar em:" in plain and "Arquivos do tipo:" in plain and "Nome do arquivo:" in plain, texts
+        assert not any("Look in" in t or "Files of" in t for t in plain), texts
+    finally:
+        i18n.install(qapp, "en")

@@ -125,3 +125,92 @@ def test_presenter_mode_fills_the_screen_and_fits(tmp_path):
     assert m["full"] and not m["toolbar_visible"]
     assert m["frame"][2:] == m["screen"][2:]
     check_fits(m)
+
+
+# ---------------------------------------------------------------------- what the audience sees
+# tests/stage_probe.py runs in one process per screen, both languages, every stage view (and, on the
+# projector, every lesson step), and lists what is wrong on screen: overlapping widgets, text wider
+# than its room (elided counts), plotted points off their plot, a view that scrolls, type under 18 px
+SCREENS = {  # name: (width, height, QT_SCALE_FACTOR, probe mode)
+    "1280x720@1.5": (1280, 720, 1.5, "normal"),
+    "1024x768": (1024, 768, 1.0, "normal"),
+    "1920x1080": (1920, 1080, 1.0, "normal"),
+    "presenter@1280x720@1.5": (1280, 720, 1.5, "presenter"),
+    "lesson@1280x720@1.5": (1280, 720, 1.5, "lesson"),
+}
+PROBE = ROOT / "tests" / "stage_probe.py"
+
+
+def probe(tmp_path: Path, width: int, height: int, scale: float, mode: str, langs: str = "en,pt_BR") -> dict:
+    env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(width, height, tmp_path), QT_SCALE_FACTOR=f"{scale:g}")
+    proc = subprocess.run(
+        [sys.executable, str(PROBE), mode, langs], env=env, cwd=ROOT, capture_output=True, text=True, timeout=1800
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, f"no result (rc {proc.returncode}): {proc.stderr[-3000:]}"
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+@pytest.mark.parametrize("screen", list(SCREENS))
+def test_every_view_is_readable_in_both_languages(tmp_path, screen):
+    width, height, scale, mode = SCREENS[screen]
+    m = probe(tmp_path, width, height, scale, mode)
+    assert m["screen"] == [round(width / scale), round(height / scale)]
+    for lang in ("en", "pt_BR"):
+        seen = m[lang]
+        if mode == "lesson":
+            assert len(seen) >= 15, sorted(seen)  # every step was reached and looked at
+        else:
+            assert {
+                "stage-lanes",
+                "stage-costs",
+                "stage-memory",
+                "stage-roofline",
+                "stage-requests",
+                "stage-offon",
+                "stage-heads",
+            } <= set(seen), sorted(seen)
+        if width >= 1920 and mode == "normal":
+            assert "desktop" in seen and not m["window"][lang]["stage"], "a large screen opens with the docks"
+        elif mode != "lesson":
+            assert m["window"][lang]["stage"] or mode == "presenter", "a small screen opens on the stage"
+        wrong = {view: problems for view, problems in seen.items() if problems}
+        assert not wrong, f"{screen} {lang}:\n" + "\n".join(f"  {v}: {p}" for v, ps in wrong.items() for p in ps)
+
+
+def test_the_audit_sees_cut_text_overlaps_elision_and_points_off_their_plot(qtbot):
+    """The checker itself: each fault it is meant to see, it reports (and a clean window gives nothing)."""
+    import pyqtgraph as pg
+    from PySide6.QtWidgets import QLabel, QMainWindow, QVBoxLayout, QWidget
+    from stage_probe import audit
+
+    w = QMainWindow()
+    qtbot.addWidget(w)
+    body = QWidget()
+    QVBoxLayout(body)
+    w.setCentralWidget(body)
+    w.resize(600, 400)
+    fine = QLabel("fits", body)
+    fine.setGeometry(5, 5, 200, 30)
+    w.show()
+    qtbot.waitExposed(w)
+    assert audit(w) == []
+    cut = QLabel("a sentence far too long for its little room", body)
+    cut.setGeometry(5, 40, 40, 30)
+    other = QLabel("x", body)
+    other.setGeometry(20, 50, 60, 30)  # over the cut label
+    elided = QLabel("ellipsis at the en…", body)
+    elided.setGeometry(5, 90, 500, 30)
+    plot = pg.PlotWidget(body)
+    plot.setGeometry(5, 130, 300, 200)
+    plot.plot([0, 1, 2], [0, 1, 50])
+    plot.setXRange(0, 2, padding=0)
+    plot.setYRange(0, 2, padding=0)
+    for widget in (cut, other, elided, plot):
+        widget.show()
+    qtbot.wait(50)
+    found = "\n".join(audit(w))
+    assert "text " in found and "'a sentence far too long" in found
+    assert "overlap" in found
+    assert "elided 'ellipsis at the en…'" in found
+    assert "point (2, 50) outside the plot" in found

@@ -23,12 +23,15 @@ SEED_IDEAS = {
     "window-sinks",
     "paged",
     "prefix-caching",
+    "input-output-price",  # prefill parallel and compute-bound, decode serial and memory-bound
+    "per-step-cost",  # O(d²) projections, O(t·d) attention
+    "append-only",
 }
 
 
 def test_lesson_file_covers_the_articles_in_both_languages() -> None:
     steps = load_lesson()
-    assert 12 <= len(steps) <= 18
+    assert 12 <= len(steps) <= 24
     assert SEED_IDEAS <= {s.id for s in steps}
     assert len({s.id for s in steps}) == len(steps)
     for s in steps:
@@ -55,10 +58,14 @@ def test_walking_the_lesson_reaches_every_state(qtbot, qapp, lang) -> None:
         assert [lane.name for lane in s.run.lanes] == step.lanes.split(",")
         assert w.toolbar.prompt_text() == step.prompt[lang]
         assert w.controller.loaded_info["model_id"] == step.model
-        assert lesson.panel.title.text() == step.title[lang]
+        assert lesson.panel.title.toolTip() == step.title[lang]
         assert lesson.panel.text.text() == step.text[lang]
+        assert " ".join(lesson.panel.pages) == " ".join(step.text[lang].split())  # the pages say it all, in order
         if step.dock is not None:
             assert lesson._dock(step.dock).isVisible(), step.id
+        # one view at a time: the docks earlier steps opened are closed again
+        opened = [d for d in (w.overview_dock, *w.extra_docks.values()) if d.isVisible()]
+        assert opened == ([lesson._dock(step.dock)] if step.dock not in (None, "costs") else []), (step.id, opened)
         if step.highlight is not None:
             target = lesson._target(step.highlight)
             assert target is not None and target.isVisible(), step.id

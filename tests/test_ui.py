@@ -478,7 +478,8 @@ def test_a_closed_dock_comes_back_from_the_view_menu(window, qtbot):
     actions["Default layout"].trigger()
     assert window.text_dock.isVisible()
     window.costs_dock.close()
-    next(a for a in window.toolbar.view_button.menu().actions() if a.text() == window.costs_dock.windowTitle()).trigger()
+    views = next(a.menu() for a in window.toolbar.view_button.menu().actions() if a.menu() and a.menu().title() == "Views")
+    next(a for a in views.actions() if a.text() == window.costs_dock.windowTitle()).trigger()  # ☰ → Views → its dock
     assert window.costs_dock.isVisible()
 
 

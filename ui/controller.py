@@ -10,6 +10,7 @@ to draw it, and a record reaches the session only if it belongs to the run being
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QTimer, Signal
 
@@ -236,7 +237,7 @@ class Controller(QObject):
             translate(
                 "controller",
                 "opened {path}: {n} steps of {model} — browse with ← →; Reset (Home) starts a live run on the loaded model",
-            ).format(path=path, n=i18n.integer(len(trace.records)), model=run.model_id)
+            ).format(path=Path(path).name, n=i18n.integer(len(trace.records)), model=run.model_id)
         )
         return True
 

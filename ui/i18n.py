@@ -33,6 +33,30 @@ _state: dict[str, Any] = {"lang": DEFAULT, "translators": []}
 QLocale.setDefault(QLocale(QLocale.Language.English, QLocale.Country.UnitedStates))
 
 
+# Qt 6 renamed a few of its own strings and its shipped Portuguese catalogue (qtbase_pt_BR.qm) has only
+# the old forms: the file dialogs said "Look in:" and "Files of type:" in a Portuguese app
+QT_GAPS = {
+    "pt_BR": {
+        ("QFileDialog", "&Look in:"): "&Procurar em:",
+        ("QFileDialog", "Files of &type:"): "Arquivos do &tipo:",
+    }
+}
+
+
+class GapTranslator(QTranslator):
+    """Answers only the (context, text) pairs it is given; every other string goes on to Qt's catalogue."""
+
+    def __init__(self, table: dict[tuple[str, str], str], parent=None) -> None:
+        super().__init__(parent)
+        self.table = table
+
+    def translate(self, context, source_text, disambiguation=None, n=-1):  # noqa: D102 - Qt API
+        return self.table.get((context, source_text))  # None: a null string, so Qt asks the next translator
+
+    def isEmpty(self) -> bool:  # noqa: N802 - Qt API
+        return False
+
+
 class LanguageError(ValueError):
     """A language kvsim has no translation for."""
 
@@ -80,6 +104,10 @@ def install(app: QCoreApplication, lang: str) -> str:
         if qt.load(f"qtbase_{lang}", QLibraryInfo.path(QLibraryInfo.LibraryPath.TranslationsPath)):
             app.installTranslator(qt)
             loaded.append(qt)
+        if lang in QT_GAPS:
+            gaps = GapTranslator(QT_GAPS[lang], app)  # what Qt's own catalogue lacks (asked first, answers only these)
+            app.installTranslator(gaps)
+            loaded.append(gaps)
     _state["translators"] = loaded
     _state["lang"] = lang
     english = QLocale(QLocale.Language.English, QLocale.Country.UnitedStates)

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QFrame, QMainWindow, QScrollArea, QWidget
+from PySide6.QtWidgets import QFrame, QLabel, QMainWindow, QScrollArea, QToolBar, QVBoxLayout, QWidget
 
-from .lanes.area import LANES_MIN_HEIGHT  # noqa: F401 - the lanes never shrink below it (tests read it here)
+from .i18n import translate
+from .lanes.area import LANES_MIN_HEIGHT, LaneArea  # noqa: F401 - the lanes never shrink below it (tests read it here)
+from .lanes.legend import Legend
+from .panels.timeline import Timeline
 
 DEFAULT_SIZE = QSize(1600, 900)  # on a large screen
 COMPACT_HEIGHT = 640  # below this window height the text dock shares the costs dock's place (tabs)
@@ -82,6 +85,21 @@ def arrange_docks(window: QMainWindow, costs_dock, text_dock, compact: bool) -> 
         window.splitDockWidget(costs_dock, text_dock, Qt.Orientation.Vertical)
 
 
+def fitting(bar: QWidget, texts: list[str]) -> str:
+    """The first of ``texts`` (longest first) that fits in ``bar``'s width, else the last: a status
+    message is never cut at the window's edge."""
+    room = bar.width() - 28
+    return next((t for t in texts if bar.fontMetrics().horizontalAdvance(t) <= room), texts[-1])
+
+
+def clauses(text: str) -> list[str]:
+    """``text``, then its shorter forms that end at a clause (" — ", "; ", " · "), longest first."""
+    import re
+
+    cuts = [m.start() for m in re.finditer(r" — |; | · ", text)]
+    return [text, *(text[:i] for i in reversed(cuts))]
+
+
 def is_compact(height: int) -> bool:
     return height < COMPACT_HEIGHT
 
@@ -94,3 +112,64 @@ def scrollable(widget: QWidget) -> QScrollArea:
     area.setFrameShape(QFrame.Shape.NoFrame)
     area.setWidget(widget)
     return area
+
+
+def fit_layout(window) -> None:
+    """The toolbar's second row below the first when they do not fit side by side; docks tabbed on a
+    short window (and split again when it grows)."""
+    wrap_toolbars(window, window.toolbar, window.toolbar.more)
+    compact = is_compact(window.height())
+    if compact != window._compact:
+        window._compact = compact
+        arrange_docks(window, window.costs_dock, window.text_dock, compact)
+
+
+def fit_docks(window) -> None:
+    """Give the lanes most of the height: the costs dock what its plots and table need (≥ 19 %), text ≈
+    7.5 % of the window (compact: the two share one place as tabs, ≈ 27 %)."""
+    fit_layout(window)
+    h = max(window.height(), 400)
+    if window._compact:
+        window.resizeDocks([window.costs_dock], [int(h * 0.27)], Qt.Orientation.Vertical)
+        return
+    text_h = max(window.text_dock.minimumSizeHint().height(), int(h * 0.075))  # else costs pays the difference
+    title = window.costs_dock.fontMetrics().height() + 12  # the dock's title bar
+    costs = window.costs
+    need = max(costs.minimumSizeHint().height(), costs.heightForWidth(window.width() - 16) if costs.hasHeightForWidth() else 0)
+    costs_h = max(int(h * 0.19), need + title + 8)  # its table and check box uncut (its scroll area asks the same)
+    window.costs_dock.widget().setMinimumHeight(need)  # and the dock is never made shorter than that (it would scroll)
+    window.resizeDocks([window.costs_dock, window.text_dock], [costs_h, text_h], Qt.Orientation.Vertical)
+
+
+def build_central(window) -> None:
+    """The central widget: the error banner, then the stage (``_build_docks``) whose first page holds the
+    lanes and their legend; the timeline as a bottom toolbar."""
+    central = QWidget()
+    lay = QVBoxLayout(central)
+    lay.setContentsMargins(4, 4, 4, 0)
+    lay.setSpacing(2)
+    window.banner = QLabel()
+    window.banner.setObjectName("banner")
+    window.banner.setWordWrap(True)
+    window.banner.setVisible(False)
+    window.banner.setCursor(Qt.CursorShape.PointingHandCursor)
+    window.banner.setToolTip(translate("window", "click to dismiss"))
+    window.banner.mousePressEvent = lambda _e: window.banner.setVisible(False)
+    lay.addWidget(window.banner)
+    window.lanes_page = QWidget()  # the lanes and their legend: the desktop's centre, the stage's first view
+    page = QVBoxLayout(window.lanes_page)
+    page.setContentsMargins(0, 0, 0, 0)
+    page.setSpacing(2)
+    window.lanes = LaneArea(window.session, window.derived)
+    page.addWidget(window.lanes, 1)
+    window.legend = Legend()
+    page.addWidget(window.legend)
+    window.central_layout = lay
+    central.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # arrows/Space drive the simulator, not a text box
+    window.setCentralWidget(central)
+    window.timeline = Timeline(window.session)
+    bar = QToolBar(translate("window", "Timeline"))
+    bar.setObjectName("timeline")
+    bar.setMovable(False)
+    bar.addWidget(window.timeline)
+    window.addToolBar(Qt.ToolBarArea.BottomToolBarArea, bar)

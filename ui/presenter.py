@@ -17,7 +17,7 @@ from . import theme
 from .i18n import translate
 
 PRESENTER_THEME = "light"
-PRESENTER_TYPE = 1.4  # × the theme's base point size
+PRESENTER_TYPE = 1.4  # × the theme's base point size on an unscaled screen (divided by the screen's scale)
 
 
 def _action(window: QMainWindow, text: str, keys: list[str], slot, enabled: bool = True) -> QAction:
@@ -86,7 +86,9 @@ class Presenter(QObject):
         self.active = True
         theme.set_theme(app, PRESENTER_THEME)
         font = QFont(app.font())
-        font.setPointSizeF(theme.BASE_POINT_SIZE * PRESENTER_TYPE)
+        # large type for the back row — but a screen already scaled up (kvsim --scale 1.5 on a projector)
+        # has it: the factor is what the scale leaves to do, so the stage's views keep their room
+        font.setPointSizeF(theme.BASE_POINT_SIZE * max(1.0, PRESENTER_TYPE / max(w.devicePixelRatioF(), 1.0)))
         app.setFont(font)
         for b in bars:
             b.setVisible(False)
@@ -95,12 +97,12 @@ class Presenter(QObject):
         self.leave_action.setEnabled(True)
         self._sync()
         w.centralWidget().setFocus()  # Space / → / ← at once, not into a text box
-        w.statusBar().showMessage(
-            translate(
-                "presenter",
-                "presenter mode: Space play · → step · ← back · Home reset · +/− speed · 1–9 layer · Esc leaves · ? keys",
-            )
+        from .layout import fitting
+
+        long = translate(
+            "presenter", "presenter mode: Space play · → step · ← back · Home reset · +/− speed · 1–9 layer · Esc leaves · ? keys"
         )
+        w.statusBar().showMessage(fitting(w.statusBar(), [long, translate("presenter", "presenter mode · Esc leaves · ? keys")]))
 
     def leave(self) -> None:
         if not self.active:

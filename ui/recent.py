@@ -12,8 +12,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QT_TRANSLATE_NOOP, QObject, QSettings
-from PySide6.QtWidgets import QMenu
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QObject, QSettings, Qt
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QMenu, QWidget
 
 from .i18n import translate
 
@@ -110,9 +111,14 @@ class RecentRuns(QObject):
     def _fill_demos(self) -> None:
         self.demos_menu.clear()
         found = demos()
-        for title, path in found:
+        window = self.parent() if isinstance(self.parent(), QWidget) else None
+        for i, (title, path) in enumerate(found):
             shown = translate("recent", title) if title in DEMO_TITLES else title  # a demo added later: as written
-            self.demos_menu.addAction(shown, lambda p=str(path): self.open_path(p))
+            action = self.demos_menu.addAction(shown, lambda p=str(path): self.open_path(p))
+            if i < 9 and window is not None:  # Alt+1 … Alt+9: a demo in one key, the menu closed (the stage's ideas)
+                action.setShortcut(QKeySequence(f"Alt+{i + 1}"))
+                action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+                window.addAction(action)
         if not found:
             self.demos_menu.addAction(translate("recent", "(no demos bundled: scripts/make_demos.py makes them)")).setEnabled(
                 False

@@ -11,7 +11,12 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QMainWindow, QS
 
 from .i18n import translate
 
-FIRST = ["Space", "Right", "Left", "Home", "+ / =", "-", "1 … 9", "L", "F", "F5", "Esc", "F11", "? / F1"]  # the sheet's order
+FIRST = [  # the sheet's order: stepping, then the stage's views, the lesson, the demos, presenting
+    *("Space", "Right", "Left", "Home", "+ / =", "-", "1 … 9", "L"),
+    *("F", "C", "T", "H", "M", "G", "R", "B", "O", "PgDown", "PgUp", "S", "F2"),
+    *(f"Alt+{i}" for i in range(1, 10)),
+    *("F5", "Esc", "F11", "? / F1"),
+]
 
 
 def key_rows(window: QMainWindow) -> list[tuple[str, str]]:

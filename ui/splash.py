@@ -30,18 +30,20 @@ def splash_pixmap(ratio: float = 1.0) -> QPixmap:
         title.setBold(True)
         p.setFont(title)
         p.setPen(QColor(theme.ACCENT))
-        p.drawText(QRect(24, 24, WIDTH - 48, 56), Qt.AlignLeft | Qt.AlignVCenter, "kvsim")
+        p.drawText(QRect(24, 24, WIDTH - 48, 56), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, "kvsim")
         body = QFont()
         body.setPointSize(11)
         p.setFont(body)
         p.setPen(QColor(theme.TEXT))
         p.drawText(
             QRect(24, 84, WIDTH - 48, 48),
-            Qt.AlignLeft | Qt.TextWordWrap,
+            Qt.AlignmentFlag.AlignLeft | Qt.TextFlag.TextWordWrap,
             translate("splash", "See the KV cache: a transformer run token by token, without and with a cache."),
         )
         p.setPen(QColor(theme.MUTED))
-        p.drawText(QRect(24, HEIGHT - 48, WIDTH - 48, 24), Qt.AlignLeft, translate("splash", "loading the engine …"))
+        p.drawText(
+            QRect(24, HEIGHT - 48, WIDTH - 48, 24), Qt.AlignmentFlag.AlignLeft, translate("splash", "loading the engine …")
+        )
     finally:
         p.end()
     return pixmap
@@ -53,7 +55,7 @@ class Splash(QLabel):
     def __init__(self, pixmap: QPixmap) -> None:
         super().__init__()
         self.setObjectName("kvsim-splash")
-        self.setWindowFlags(Qt.SplashScreen | Qt.FramelessWindowHint | Qt.WindowStaysOnTopHint)
+        self.setWindowFlags(Qt.WindowType.SplashScreen | Qt.WindowType.FramelessWindowHint | Qt.WindowType.WindowStaysOnTopHint)
         self.setPixmap(pixmap)
         self.setFixedSize(WIDTH, HEIGHT)
         self.painted = False

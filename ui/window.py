@@ -12,30 +12,19 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QToolBar, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QMainWindow
 
-from . import dialogs, i18n, layout, shortcuts
+from . import dialogs, i18n, layout, menu
 from .animation import SPEEDS, Animator
-from .appearance import ThemeSetting
 from .controller import Controller
 from .docks import registry as docks
-from .export import menu as export
 from .i18n import translate
-from .lanes.area import LaneArea
 from .lanes.derived import DerivedImages
-from .lanes.legend import Legend
-from .lanes.overview import HeadsOverview
 from .lanes.view import LanePanel
-from .language_menu import LanguageSetting
 from .launch import launch_mark
 from .lesson import guide as lesson
-from .panels.costs import CostsPanel
-from .panels.timeline import Timeline
-from .panels.tokens import token_area
-from .presenter import Presenter, install_keys
-from .recent import RecentRuns
 from .session import Session
+from .stage import Stage
 from .toolbar import DEFAULT_MODEL, OPEN_ITEM, ControlsToolBar
 
 
@@ -65,7 +54,7 @@ class MainWindow(QMainWindow):
         self._first_paint = None
         self._docks_fitted = False
         self._stagger = 0
-        self._build_central()
+        layout.build_central(self)  # banner, the lanes page (lanes + legend), the timeline
         self._build_docks()
         self._connect()
         self.setMinimumSize(layout.WINDOW_MIN)  # below any supported screen: the layout's own minimum may not be
@@ -96,96 +85,25 @@ class MainWindow(QMainWindow):
         self.controller.load_model(self.model_spec, fallback=self.fallback)
 
     # ================================================================== building
-    def _build_central(self) -> None:
-        central = QWidget()
-        lay = QVBoxLayout(central)
-        lay.setContentsMargins(4, 4, 4, 0)
-        lay.setSpacing(2)
-        self.banner = QLabel()
-        self.banner.setObjectName("banner")
-        self.banner.setWordWrap(True)
-        self.banner.setVisible(False)
-        self.banner.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.banner.setToolTip(translate("window", "click to dismiss"))
-        self.banner.mousePressEvent = lambda _e: self.banner.setVisible(False)
-        lay.addWidget(self.banner)
-        self.lanes = LaneArea(self.session, self.derived)
-        lay.addWidget(self.lanes, 1)
-        self.legend = Legend()
-        lay.addWidget(self.legend)
-        central.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # arrows/Space drive the simulator, not a text box
-        self.setCentralWidget(central)
-        self.timeline = Timeline(self.session)
-        bar = QToolBar(translate("window", "Timeline"))
-        bar.setObjectName("timeline")
-        bar.setMovable(False)
-        bar.addWidget(self.timeline)
-        self.addToolBar(Qt.ToolBarArea.BottomToolBarArea, bar)
-
     def _build_docks(self) -> None:
-        self.costs = CostsPanel(self.session)
-        costs_title = translate("window", "Costs so far")
-        self.costs_dock = self._dock(costs_title, "costs", layout.scrollable(self.costs), Qt.DockWidgetArea.BottomDockWidgetArea)
-        area, self.tokens = token_area(self.session)
-        text_title = translate("window", "Text (prompt = prefill, then one token per decode step)")
-        self.text_dock = self._dock(text_title, "text", area, Qt.DockWidgetArea.BottomDockWidgetArea)
-        self.overview = HeadsOverview(self.session, self.derived)
-        heads_title = translate("window", "All heads (selected layer)")
-        self.overview_dock = self._dock(heads_title, "heads", self.overview, Qt.DockWidgetArea.RightDockWidgetArea)
+        """Every dock from the registry (one place), the stage that can hold their views, the lesson's
+        caption band under it, and the ☰ menu."""
+        self.jobs = docks.Jobs(self)  # the extra docks' computations, on the worker thread
+        host = docks.DockHost(self.session, self.jobs, self.show_message, self.settings, self, self.derived)
+        made = docks.install(self, host, None)
+        self.costs_dock, self.text_dock, self.overview_dock = made.pop("costs"), made.pop("text"), made.pop("heads")
+        self.costs, self.tokens, self.overview = self.costs_dock.view, self.text_dock.view, self.overview_dock.view
+        self.extra_docks = made
         self.overview_dock.setVisible(False)
         self.splitDockWidget(self.costs_dock, self.text_dock, Qt.Orientation.Vertical)
         self.resizeDocks([self.costs_dock, self.text_dock], [230, 80], Qt.Orientation.Vertical)
         self.resizeDocks([self.overview_dock], [520], Qt.Orientation.Horizontal)
-        menu = self.toolbar.menu  # docks and lanes can be hidden, so the ☰ menu brings them back
-        save = menu.addAction(
-            translate("window", "Save run…"), lambda: (path := dialogs.ask_save_run(self)) and self.save_run(path)
-        )
-        save.setShortcut(QKeySequence.StandardKey.Save)
-        opened = menu.addAction(
-            translate("window", "Open run…"), lambda: (path := dialogs.ask_open_run(self)) and self.open_run(path)
-        )
-        opened.setShortcut(QKeySequence.StandardKey.Open)
-        self.recent = RecentRuns(self.settings, menu, self.open_run, self.show_message, self)
-        self.focus_action = QAction(translate("window", "Lanes only"), self)
-        self.focus_action.setShortcut(QKeySequence("F"))
-        self.focus_action.triggered.connect(self.toggle_lanes_only)
-        self.addActions([save, opened, self.focus_action])  # shortcuts work with the menu closed
-        menu.addSeparator()
-        menu.addMenu(self.lanes.menu)
-        for d in (self.costs_dock, self.text_dock, self.overview_dock):
-            menu.addAction(d.toggleViewAction())
-        self.jobs = docks.Jobs(self)  # the extra docks' computations, on the worker thread
-        host = docks.DockHost(self.session, self.jobs, self.show_message, self.settings, self)
-        self.extra_docks = docks.install(self, host, menu)
-        lesson.install(self)  # ☰ → Lesson (F2): the guided lesson, hidden until asked for
-        menu.addAction(self.focus_action)
-        free = menu.addAction(translate("window", "Free-running lanes (each continues on its own choice)"))
-        free.setCheckable(True)
-        free.toggled.connect(self.controller.set_free_running)
-        errors = menu.addAction(translate("window", "K/V error vs exact (lossy lanes)"))
-        errors.setCheckable(True)
-        errors.toggled.connect(lambda on: (self.derived.set_show_error(on), [p.redraw() for p in self.lanes.shown()]))
-        menu.addSeparator()
-        self.presenter = Presenter(self)
-        self.theme_setting = ThemeSetting(self.settings, menu, self)
-        self.language_setting = LanguageSetting(self.settings, menu, lambda text: self.statusBar().showMessage(text, 8000), self)
-        self.presenter.changed.connect(self._on_presenting)
-        menu.addActions([self.presenter.present_action, self.presenter.fullscreen_action, shortcuts.install(self)])
-        self.keys = install_keys(self)
-        export.install(self)  # ☰ → Export for slides, and its keys
-        menu.addAction(translate("window", "Default layout"), self.default_layout)
-
-    def _dock(self, title: str, name: str, widget: QWidget, area) -> QDockWidget:
-        d = QDockWidget(title, self)
-        d.setObjectName(name)
-        d.setWidget(widget)
-        d.setFeatures(
-            QDockWidget.DockWidgetFeature.DockWidgetMovable
-            | QDockWidget.DockWidgetFeature.DockWidgetFloatable
-            | QDockWidget.DockWidgetFeature.DockWidgetClosable
-        )
-        self.addDockWidget(area, d)
-        return d
+        fixed = {"costs": self.costs_dock, "text": self.text_dock, "heads": self.overview_dock}
+        self.stage = Stage(self, self.lanes_page, {**fixed, **made})
+        self.central_layout.addWidget(self.stage.stack, 1)
+        lesson.install(self)  # F2: the guided lesson, a caption band under the stage
+        self.central_layout.addWidget(self.lesson_dock)
+        menu.build(self)
 
     def _connect(self) -> None:
         tb, c = self.toolbar, self.controller
@@ -257,17 +175,16 @@ class MainWindow(QMainWindow):
         if self.toolbar.prompt_box.lineEdit().hasFocus() or self.focusWidget() is None:
             self.centralWidget().setFocus()  # so Space / → / ← / Home work at once
         if not self.controller.browsing:
-            self.statusBar().showMessage(
-                self.toolbar.model_hint()
-                or translate(
-                    "window", "prompt: {n} tokens · press Step (→) or Play (Space) · Back (←) · Reset (Home) · F: lanes only"
-                ).format(n=i18n.integer(len(run.prompt_ids)))
+            n = i18n.integer(len(run.prompt_ids))
+            hint = translate(
+                "window", "prompt: {n} tokens · press Step (→) or Play (Space) · Back (←) · Reset (Home) · F: lanes only"
             )
+            short = translate("window", "prompt: {n} tokens · → step · Space play · ← back · ? keys")
+            self.statusBar().showMessage(self.toolbar.model_hint() or layout.fitting(self.statusBar(), [hint, short]).format(n=n))
 
     def _on_selection(self, layer: int, head: int) -> None:
         if head < 0:
-            self.overview_dock.setVisible(True)
-            self.overview_dock.raise_()
+            self.stage.show("heads")
             head = getattr(self, "_last_head", 0)
         else:
             self._last_head = head
@@ -297,24 +214,34 @@ class MainWindow(QMainWindow):
         self.theme_setting.suspended = active
         if not active:
             self.theme_setting.apply()  # the setting may have changed meanwhile (an OS switch)
+        self.stage.set_presenting(active)  # presenter mode is always on the stage
         QTimer.singleShot(0, self.flush_views)
 
     def toggle_lanes_only(self) -> None:
-        """Hide the costs and text docks (or bring them back): the lanes get the whole height."""
+        """Hide the costs and text docks (or bring them back): the lanes get the whole height (on the
+        stage: the lanes view)."""
+        if self.stage.active:
+            return self.stage.show("lanes")
         show = not (self.costs_dock.isVisible() or self.text_dock.isVisible())
         for widget in (self.costs_dock, self.text_dock, self.legend):
             widget.setVisible(show)
+        return None
 
     def show_message(self, text: str, error: bool = False) -> None:
         if error:
             self.banner.setText(f"⚠  {text}")
         self.banner.setVisible(error)
-        self.statusBar().showMessage(text)
+        bar = self.statusBar()
+        bar.showMessage(layout.fitting(bar, layout.clauses(text)))  # whole clauses: never cut at the edge
 
     # ================================================================== settings, lifetime
     def default_layout(self) -> None:
         """Every dock back where a fresh window puts it (the state captured before settings were read)."""
+        if self.stage.active:
+            self.stage.forced = None
+            self.stage.leave()
         self.restoreState(self._default_state)
+        self.stage.update()
 
     def _restore(self) -> None:
         s = self.settings
@@ -326,7 +253,7 @@ class MainWindow(QMainWindow):
             self.toolbar.show_speed(s.value("speed"))
 
     def closeEvent(self, event) -> None:  # noqa: N802
-        if self.settings is not None and not self.presenter.active:  # presenter mode's full screen is not a layout
+        if self.settings is not None and not self.stage.active:  # the stage (and presenter mode) is not a dock layout
             self.settings.setValue("geometry", self.saveGeometry())
             self.settings.setValue("state", self.saveState())
             self.settings.setValue("speed", self.toolbar.speed_box.currentData())
@@ -340,32 +267,17 @@ class MainWindow(QMainWindow):
         return self.worker is None or self.worker.stop()
 
     def fit_docks(self) -> None:
-        """Give the lanes most of the height: costs ≈ 19 %, text ≈ 7.5 % of the window (compact: the two
-        share one place as tabs, ≈ 27 %)."""
-        self._fit_layout()
-        h = max(self.height(), 400)
-        if self._compact:
-            self.resizeDocks([self.costs_dock], [int(h * 0.27)], Qt.Orientation.Vertical)
-            return
-        text_h = max(self.text_dock.minimumSizeHint().height(), int(h * 0.075))  # else costs pays the difference
-        self.resizeDocks([self.costs_dock, self.text_dock], [int(h * 0.19), text_h], Qt.Orientation.Vertical)
-
-    def _fit_layout(self) -> None:
-        """The toolbar's second row below the first when they do not fit side by side; docks tabbed on a
-        short window (and split again when it grows)."""
-        layout.wrap_toolbars(self, self.toolbar, self.toolbar.more)
-        compact = layout.is_compact(self.height())
-        if compact != self._compact:
-            self._compact = compact
-            layout.arrange_docks(self, self.costs_dock, self.text_dock, compact)
+        layout.fit_docks(self)
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
-        self._fit_layout()
+        layout.fit_layout(self)
+        self.stage.update()
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
         layout.clamp_to_screen(self)
+        self.stage.update()
         if not self._docks_fitted:
             self._docks_fitted = True
             if self.settings is None or self.settings.value("state") is None:

@@ -4,6 +4,8 @@ and the checked argument types."""
 from __future__ import annotations
 
 import argparse
+import json
+import math
 from typing import NoReturn, TypeAlias
 
 
@@ -45,3 +47,19 @@ def seed_int(text: str) -> int:
     if value >= 2**63:
         raise argparse.ArgumentTypeError(f"must be below 2^63, got {text}")
     return value
+
+
+def _finite(value: object) -> object:
+    """``value`` with every float that is not a number (NaN, ±inf) replaced by null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def json_line(obj: object) -> str:
+    """Strict JSON (never a bare NaN or Infinity): a number that is not one is written as null."""
+    return json.dumps(_finite(obj), allow_nan=False)

@@ -13,10 +13,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING, TextIO
 
 from ..costs.memory import human_bytes
-from .args import UsageError, nonneg_int, positive_int
-from .reports import json_line
+from .args import UsageError, json_line, nonneg_int, positive_int
+
+if TYPE_CHECKING:
+    from ..core.sampling import Sampling
+    from ..models.base import LoadedModel
+    from ..serving.records import BatchStep, RequestsRun
+    from ..serving.request_lists import RequestInput, RequestList
 
 KIND_LETTERS = {"prefill": "p", "decode": "d", "recompute": "r"}
 
@@ -78,7 +84,7 @@ def check_batching_flags(args: argparse.Namespace) -> None:
             raise UsageError(f"{flag} applies to --batching continuous")
 
 
-def _arrivals(args: argparse.Namespace, requests, n: int) -> list[int]:
+def _arrivals(args: argparse.Namespace, requests: RequestList, n: int) -> list[int]:
     from ..serving.batching import poisson_arrivals
 
     if args.arrivals is not None:
@@ -94,7 +100,9 @@ def _arrivals(args: argparse.Namespace, requests, n: int) -> list[int]:
     return list(requests.arrivals) if requests.arrivals is not None else [0] * n
 
 
-def cmd_batching(args: argparse.Namespace, loaded, requests, inputs, sampling) -> int:
+def cmd_batching(
+    args: argparse.Namespace, loaded: LoadedModel, requests: RequestList, inputs: list[RequestInput], sampling: Sampling
+) -> int:
     from ..serving.batching import DEFAULT_MAX_BATCHED_TOKENS, run_batched
 
     run = run_batched(
@@ -158,7 +166,7 @@ def cmd_batching(args: argparse.Namespace, loaded, requests, inputs, sampling) -
     return 0
 
 
-def step_line(step, pool_blocks: int) -> str:
+def step_line(step: BatchStep, pool_blocks: int) -> str:
     """``step 3  r1:d1 r2:p7  | preempted r3 · arrived r4 · finished r1 · pool 11/12`` (requests from 1)."""
     batch = " ".join(f"r{e.request + 1}:{KIND_LETTERS.get(e.kind, '?')}{e.tokens}" for e in step.entries)
     notes = [
@@ -172,7 +180,7 @@ def step_line(step, pool_blocks: int) -> str:
     return f"step {step.step:>4} {step.ms:8.2f} ms  {batch:<40} | {' · '.join(notes)}"
 
 
-def write_steps(run, out, limit: int | None = None) -> None:
+def write_steps(run: RequestsRun, out: TextIO, limit: int | None = None) -> None:
     steps = run.batches if limit is None else run.batches[:limit]
     for step in steps:
         out.write(step_line(step, run.pool_blocks) + "\n")

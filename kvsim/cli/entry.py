@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from .. import __version__
 from .args import Parser, Subcommands, UsageError, nonneg_int, positive_int
@@ -50,10 +51,10 @@ COMMANDS = {
 _TOP_LEVEL_VALUES = ("--model", "--threads", "--lang", "--scale")  # kvsim's own options that take a value
 
 
-def examples(*lines: str, after: str = "") -> dict[str, object]:
-    """A subcommand's epilog: two or three example command lines, kept as written (and ``after`` them)."""
+def examples(*lines: str) -> dict[str, Any]:
+    """A subcommand's epilog: two or three example command lines, kept as written."""
     return {
-        "epilog": "examples:\n" + "\n".join(f"  {line}" for line in lines) + (f"\n\n{after}" if after else ""),
+        "epilog": "examples:\n" + "\n".join(f"  {line}" for line in lines),
         "formatter_class": argparse.RawDescriptionHelpFormatter,
     }
 
@@ -66,12 +67,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = Parser(
         prog="kvsim",
         description="See the KV cache: a transformer run token by token,\n"
-        "without and with a cache, with real tensors, counts and times.",
+        "without and with a cache, with real tensors, counts and times.\n"
+        f"Warnings and errors (with tracebacks) are logged to {log_path()} (KVSIM_LOG_DIR moves it).",
         **examples(
             "kvsim",
             "kvsim run --prompt 'Once upon a time' --steps 8",
             "kvsim memory --preset llama-3-8b --context 8192",
-            after=f"Warnings and errors (with tracebacks) are logged to {log_path()} (KVSIM_LOG_DIR moves it).",
         ),
     )
     p.add_argument("--version", action="version", version=f"kvsim {__version__}")
@@ -174,6 +175,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             "--show", action="append", metavar="DOCK", help="open an extra dock: memory, roofline, requests (repeatable)"
         )
         s.add_argument("--theme", choices=["dark", "light"], help="the colour theme (default: dark)")
+        s.add_argument("--lang", default=argparse.SUPPRESS, help="the pictures' language: pt_BR or en (default: English)")
     if full("export"):
         add_export_parser(sub)
     return p
@@ -211,6 +213,7 @@ def add_export_parser(sub: Subcommands) -> None:
         help="the app's size factor (0.5 to 4): frames keep --size, the type grows",
     )
     e.add_argument("--no-chat-template", action="store_true", help="feed the prompt as is")
+    e.add_argument("--lang", default=argparse.SUPPRESS, help="the frames' language: pt_BR or en (default: English)")
 
 
 def _command_in(argv: Sequence[str]) -> str:

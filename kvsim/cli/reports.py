@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -23,26 +22,10 @@ from ..costs.memory import (
     weight_bytes,
 )
 from ..costs.presets import BUNDLED, PRESETS, context_warning, get_preset, preset_from_hf_config
-from .args import Subcommands, UsageError, positive_int
+from .args import Subcommands, UsageError, json_line, positive_int  # noqa: F401 - json_line re-exported
 
 if TYPE_CHECKING:
     from ..serving.records import RequestsRun
-
-
-def _finite(value: object) -> object:
-    """``value`` with every float that is not a number (NaN, ±inf) replaced by null."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
-
-
-def json_line(obj: object) -> str:
-    """Strict JSON (never a bare NaN or Infinity): a number that is not one is written as null."""
-    return json.dumps(_finite(obj), allow_nan=False)
 
 
 # --------------------------------------------------------------------------------------- memory

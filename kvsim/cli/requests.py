@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, TextIO
 from ..core.sampling import Sampling
 from ..costs.memory import human_bytes
 from ..serving.request_lists import RequestList, check_prompts, encode_requests, load_requests
-from .args import positive_int
+from .args import UsageError, json_line, positive_int
 from .batching import add_batching_arguments, batching_flags_given, check_batching_flags
-from .reports import UsageError, json_line
 
 if TYPE_CHECKING:
     from ..serving.records import RequestsRun

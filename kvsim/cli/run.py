@@ -12,8 +12,7 @@ from ..caches.weights import weights_label
 from ..core.sampling import Sampling, SimulationError
 from ..core.units import si
 from ..costs.memory import human_bytes
-from .args import Subcommands, positive_int, seed_int
-from .reports import UsageError, json_line
+from .args import Subcommands, UsageError, json_line, positive_int, seed_int
 from .requests import add_requests_arguments, check_single_prompt_flags, cmd_requests
 
 if TYPE_CHECKING:

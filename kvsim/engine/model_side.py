@@ -4,6 +4,7 @@ The simulator calls ``attach`` once per run; lanes with the same weight format s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..caches.speculative import SpeculativeCache
@@ -11,14 +12,15 @@ from ..caches.weights import weights_label
 from ..core.sampling import Sampling, SimulationError
 from ..models.gguf_blocks import GGUFBlockLinear, keep_gguf_blocks
 from ..models.quantized_weights import QuantizedLinear, quantize_model, weight_bytes
+from ..models.tokenizer import Tokenizer
 from ..models.transformer import Transformer
 from .counting import StepCost
 from .lane_rows import Lane
 from .speculative import SpeculativeLane, make_drafter
 
 
-def _load_draft(target: Transformer):
-    def load(name: str):
+def _load_draft(target: Transformer) -> Callable[[str], tuple[Transformer, Tokenizer]]:
+    def load(name: str) -> tuple[Transformer, Tokenizer]:
         from ..models.loading import ModelLoadError, load_model
 
         try:
@@ -43,7 +45,7 @@ def _weights_model(model: Transformer, weights: dict[str, Any]) -> Transformer:
     return quantize_model(model, weights["bits"], weights.get("group"))
 
 
-def attach(lanes: list[Lane], model: Transformer, tokenizer, sampling: Sampling) -> None:
+def attach(lanes: list[Lane], model: Transformer, tokenizer: Tokenizer, sampling: Sampling) -> None:
     """Give each lane its model (quantized where its spec says) and, for a speculative lane, its driver."""
     shared: dict[str, Transformer] = {}
     for lane in lanes:

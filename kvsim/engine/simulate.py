@@ -263,6 +263,7 @@ class Simulator:
             if key_pos.ndim == 2:  # heads hold different rows (eviction by attention): spans of their union
                 key_pos = np.unique(key_pos)
             cost = step_cost(cfg, new=t, context=context, out=1, dtype_bytes=elem) if spec is None else spec.cost
+            assert cost is not None, "a speculative lane's step always records its cost"
             cost = with_weight_bytes(cost, lane.model, elem)
             logits = out.logits[0, -1].float()
             logp = torch.log_softmax(logits, -1)
@@ -307,7 +308,7 @@ class Simulator:
                     ref_logprob=min(0.0, float(logp[token_id])),
                     rows=self._own_rows(i, lane, out, new_t, as_np),
                     **(
-                        {
+                        {  # type: ignore[arg-type]  # int and float fields: each key has its LaneStep field's type
                             "drafted": spec.drafted,
                             "accepted": spec.accepted,
                             "rolled_back": spec.rolled_back,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,8 +29,11 @@ import torch
 from torch import nn
 
 from ..caches import KVCache
+from ..caches.speculative import SpeculativeCache
 from ..core.sampling import Sampling, SimulationError, draw, probabilities
-from ..models.transformer import ForwardOutput, Transformer
+from ..models.config import ModelConfig
+from ..models.tokenizer import Tokenizer
+from ..models.transformer import ForwardOutput, LayerHook, Transformer
 from .counting import StepCost, step_cost
 
 
@@ -128,7 +131,7 @@ class SpecStep:
     cost: StepCost | None = None
 
 
-def _zero_cost(cfg, elem: int) -> StepCost:
+def _zero_cost(cfg: ModelConfig, elem: int) -> StepCost:
     cost = step_cost(cfg, new=0, context=0, out=0, dtype_bytes=elem)
     return StepCost(flops={k: 0 for k in cost.flops}, bytes={k: 0 for k in cost.bytes})
 
@@ -137,7 +140,9 @@ class SpeculativeLane:
     """Drives one ``spec:K:DRAFT`` lane: its cache (a ``SpeculativeCache``), its drafter, the logits
     and rows verified ahead of the run."""
 
-    def __init__(self, target: Transformer, cache: KVCache, k: int, drafter, sampling: Sampling) -> None:
+    def __init__(
+        self, target: Transformer, cache: KVCache, k: int, drafter: LookupDraft | ModelDraft, sampling: Sampling
+    ) -> None:
         self.target, self.cache, self.k, self.drafter, self.sampling = target, cache, k, drafter, sampling
         self.gen = torch.Generator().manual_seed(sampling.seed + 7919)  # the lane's own acceptance draws
         self.fed: list[int] = []  # tokens whose K/V rows the cache holds, in position order
@@ -160,7 +165,13 @@ class SpeculativeLane:
         return max(0, removed)
 
     def step(
-        self, tokens: list[int], n: int, done: int, repeats: int = 1, hook=None, in_hook: list[float] | None = None
+        self,
+        tokens: list[int],
+        n: int,
+        done: int,
+        repeats: int = 1,
+        hook: LayerHook | None = None,
+        in_hook: list[float] | None = None,
     ) -> tuple[ForwardOutput, tuple]:
         """The target's logits after ``tokens[:n]`` and the rows of positions ``done..n-1``; the time
         (median, min, max ms). A check forward runs only when no verified logits are left. ``in_hook[0]``:
@@ -247,13 +258,20 @@ class SpeculativeLane:
         return ForwardOutput(logits, q, k, v)
 
 
-def make_drafter(cache, target: Transformer, tokenizer, load_draft=None):
+def make_drafter(
+    cache: SpeculativeCache,
+    target: Transformer,
+    tokenizer: Tokenizer,
+    load_draft: Callable[[str], tuple[Transformer, Tokenizer]] | None = None,
+) -> LookupDraft | ModelDraft:
     """The drafter a ``SpeculativeCache`` names. ``load_draft(name)`` loads a second model (for ``model:NAME``)."""
     if cache.draft == "lookup":
         return LookupDraft()
     if cache.draft == "early":
+        assert cache.draft_layers is not None, "an early:N draft always names its layer count"
         return ModelDraft(early_exit(target, cache.draft_layers), f"early:{cache.draft_layers}")
     if cache.draft == "model":
+        assert cache.draft_model is not None, "a model:NAME draft always names its model"
         if load_draft is None:
             raise SimulationError(f"model:{cache.draft_model}: no way to load a draft model here")
         draft_model, draft_tok = load_draft(cache.draft_model)
@@ -262,7 +280,7 @@ def make_drafter(cache, target: Transformer, tokenizer, load_draft=None):
     raise SimulationError(f"unknown draft source {cache.draft!r}")
 
 
-def check_same_tokenizer(target_tok, draft_tok, target_vocab: int, draft_vocab: int, name: str) -> None:
+def check_same_tokenizer(target_tok: Tokenizer, draft_tok: Tokenizer, target_vocab: int, draft_vocab: int, name: str) -> None:
     """A draft model must speak the target's tokens: the same vocabulary, token for token."""
     if draft_vocab != target_vocab:
         raise SimulationError(

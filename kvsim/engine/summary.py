@@ -27,6 +27,12 @@ class LaneFigures(TypedDict):
     flops_total: int
     cache_bytes: int
     max_recompute_diff: float | None
+    target_forwards: int  # target forwards (a speculative check covers several tokens; else one a step)
+    tokens_per_forward: float | None
+    drafted_total: int
+    accepted_total: int
+    rolled_back_total: int
+    acceptance_rate: float | None
 
 
 class RunSummary:

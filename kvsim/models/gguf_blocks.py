@@ -14,12 +14,14 @@ reference the tests hold these against.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+M = TypeVar("M", bound=nn.Module)
 
 BLOCK = 32
 BLOCK_BYTES = {"Q8_0": 34, "Q4_0": 18, "Q4_1": 20}
@@ -78,7 +80,7 @@ class GGUFBlockLinear(nn.Module):
         return self.raw.numel()
 
 
-def keep_gguf_blocks(model: nn.Module, path: str | Path) -> tuple[nn.Module, list[str]]:
+def keep_gguf_blocks(model: M, path: str | Path) -> tuple[M, list[str]]:
     """A copy of ``model`` (loaded from the ``.gguf`` at ``path``) whose block projections hold the file's
     own Q8_0/Q4_0/Q4_1 blocks; every other tensor is shared. Returns the copy and the types kept."""
     import copy

@@ -19,8 +19,10 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .base import ModelLoadError, user_models_dir
 
@@ -90,7 +92,7 @@ def _accepted() -> dict[str, str]:
     return data if isinstance(data, dict) else {}
 
 
-def licence_accepted(name: str, terms: str, accept: bool = False, ask=None) -> None:
+def licence_accepted(name: str, terms: str, accept: bool = False, ask: Callable[[str], str] | None = None) -> None:
     """Terms that must be accepted before ``name`` is downloaded: shown, and asked once (``accept``: the
     ``--accept-license`` flag of scripts). The answer is remembered in the user's models folder. Without
     a terminal to ask on and without the flag: one clear error line."""
@@ -165,15 +167,15 @@ def cached_repo(repo_id: str, revision: str | None = None) -> Path | None:
     return path if (path / "config.json").is_file() else None
 
 
-def _byte_bars():
+def _byte_bars() -> type | None:
     """A tqdm class whose bars always show (huggingface_hub's own hide themselves when stderr is not a
     terminal): byte progress on every download, in a log too. None when HF_HUB_DISABLE_PROGRESS_BARS is set."""
     if os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS", "").strip().lower() in ("1", "true", "yes", "on"):
         return None
-    from tqdm import tqdm
+    from tqdm import tqdm  # type: ignore[import-untyped]  # no stubs installed; a plain subclass below
 
     class Bytes(tqdm):
-        def __init__(self, *args, **kwargs) -> None:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
             kwargs.pop("name", None)
             kwargs.setdefault("mininterval", 0.2 if sys.stderr.isatty() else 2.0)
             super().__init__(*args, **kwargs)
@@ -194,7 +196,7 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
 
 
-def fetch_repo(spec: str, progress=None) -> Path:
+def fetch_repo(spec: str, progress: Callable[[str], None] | None = None) -> Path:
     """``ORG/NAME[@REVISION]`` downloaded (or found in the cache) with huggingface_hub: the snapshot folder."""
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     repo_id, revision = split_revision(spec)

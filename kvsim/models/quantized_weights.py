@@ -141,7 +141,8 @@ def quantize_model(model: M, bits: int, group: int | None = None) -> M:
 def weight_bytes(model: nn.Module) -> dict[str, int]:
     """The bytes a model's weights really occupy: ``quantized`` (codes + scales + their biases),
     ``full`` (every other parameter, tied ones once) and their ``total``."""
-    stored = [m for m in model.modules() if isinstance(m, QuantizedLinear) or hasattr(m, "raw")]  # or GGUF blocks
+    # QuantizedLinear or GGUF blocks (GGUFBlockLinear): both say their own stored_bytes (an int)
+    stored: list[Any] = [m for m in model.modules() if isinstance(m, QuantizedLinear) or hasattr(m, "raw")]
     quantized = sum(m.stored_bytes for m in stored)
     inside = {id(p) for m in stored for p in m.parameters()}
     full = sum(p.numel() * p.element_size() for p in model.parameters() if id(p) not in inside)

@@ -252,6 +252,8 @@ class Block(nn.Module):
 
 
 class Transformer(nn.Module):
+    gguf_path: str | None = None  # the .gguf file it was loaded from (set by kvsim.models.gguf_file), else None
+
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cfg = cfg

@@ -53,6 +53,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
+from typing import Any
 
 import numpy as np
 import torch
@@ -62,7 +63,8 @@ from ..caches.block_table import SequenceBlocks
 from ..caches.blocks import BlockPool, block_hash
 from ..caches.paged import PagedCache
 from ..core.sampling import Sampling, SimulationError, choose
-from ..models.transformer import Transformer
+from ..models.tokenizer import Tokenizer
+from ..models.transformer import Attention, Transformer
 from .records import BatchEntry, BatchStep, PoolSnapshot, RequestResult, RequestsRun, take_snapshot
 from .request_lists import MAX_ARRIVAL_STEP, RequestInput
 from .requests import blocks_needed
@@ -96,13 +98,15 @@ class _SequenceView(Cache):
     def describe(self) -> PolicyInfo:
         return PolicyInfo("paged", "paged KV cache", "one request of a batch", True, False, False)
 
-    def update(self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor, positions: torch.Tensor):
+    def update(
+        self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor, positions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         self.seq.write(layer, self.blocks, self.slots, k_new, v_new)
         return self.seq.gather(layer)
 
     def key_positions(self, layer: int) -> torch.Tensor:
         if self._positions is None:
-            self._positions = torch.arange(self.seq.n_tokens, device=self.seq.pool.k.device)
+            self._positions = torch.arange(self.seq.n_tokens, device=self.seq.pool.rows()[0].device)
         return self._positions
 
     def reset(self) -> None:
@@ -126,7 +130,9 @@ class _PackedBatch(Cache):
     def __init__(self, views: list[_SequenceView], bounds: list[tuple[int, int]]) -> None:
         self.views, self.bounds = views, bounds
 
-    def attend_packed(self, attention, layer: int, q, k, v, positions) -> torch.Tensor:
+    def attend_packed(
+        self, attention: Attention, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor
+    ) -> torch.Tensor:
         out = [
             attention.attend(q[:, :, s:e], k[:, :, s:e], v[:, :, s:e], positions[s:e], view, layer)
             for view, (s, e) in zip(self.views, self.bounds, strict=True)
@@ -136,7 +142,9 @@ class _PackedBatch(Cache):
     def describe(self) -> PolicyInfo:
         return PolicyInfo("paged", "paged KV cache", "a batch of requests", True, False, False)
 
-    def update(self, layer, k_new, v_new, positions):
+    def update(
+        self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor, positions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         raise RuntimeError("a packed batch attends per request (attend_packed), never as one sequence")
 
     def key_positions(self, layer: int) -> torch.Tensor:
@@ -188,7 +196,7 @@ class BatchingEngine:
     def __init__(
         self,
         model: Transformer,
-        tokenizer,
+        tokenizer: Tokenizer,
         requests: Sequence[RequestInput | Sequence[int]],
         *,
         arrivals: Sequence[int] | None = None,
@@ -216,9 +224,9 @@ class BatchingEngine:
         for name, value in (("block size", block_size), ("steps", steps), ("max batched tokens", max_batched_tokens)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise SimulationError(f"{name} must be a whole number ≥ 1, got {value!r}")
-        for name, value in (("chunk size", chunk_size), ("max running requests", max_running)):
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-                raise SimulationError(f"{name} must be a whole number ≥ 1, got {value!r}")
+        for name, option in (("chunk size", chunk_size), ("max running requests", max_running)):
+            if option is not None and (not isinstance(option, int) or isinstance(option, bool) or option < 1):
+                raise SimulationError(f"{name} must be a whole number ≥ 1, got {option!r}")
         if arrivals is None:
             arrivals = [0] * len(given)
         arrivals = list(arrivals)
@@ -407,11 +415,11 @@ class BatchingEngine:
         self.running.remove(r)
         self.waiting.appendleft(r)
 
-    def _reserve(self, r: _Live, start: int, n: int):
+    def _reserve(self, r: _Live, start: int, n: int) -> tuple[_Live, int, int, torch.Tensor, torch.Tensor]:
         blocks, slots = r.seq.reserve(start, n, r.tokens[start : start + n])
         return r, start, n, blocks, slots
 
-    def _forward(self, plan) -> list[int]:
+    def _forward(self, plan: list[tuple[_Live, int, int, torch.Tensor, torch.Tensor]]) -> list[int]:
         """One forward over the packed batch; the next token of each request whose rows reached its last token."""
         if not plan:
             return []
@@ -448,7 +456,9 @@ class BatchingEngine:
                 r.logits.append(row.cpu().numpy().copy())
         return emitted
 
-    def _after(self, plan, emitted: list[int]) -> tuple[tuple[BatchEntry, ...], tuple[int, ...]]:
+    def _after(
+        self, plan: list[tuple[_Live, int, int, torch.Tensor, torch.Tensor]], emitted: list[int]
+    ) -> tuple[tuple[BatchEntry, ...], tuple[int, ...]]:
         """Register full blocks, append the new tokens, release the blocks of finished requests; what
         each request did in the step, and which finished."""
         eos = getattr(self.tokenizer, "eos_id", None)
@@ -475,7 +485,14 @@ class BatchingEngine:
                 finished.append(r.index)
         return tuple(entries), tuple(finished)
 
-    def _record(self, ms: float, entries: tuple[BatchEntry, ...], arrived, preempted, finished) -> None:
+    def _record(
+        self,
+        ms: float,
+        entries: tuple[BatchEntry, ...],
+        arrived: tuple[int, ...],
+        preempted: tuple[int, ...],
+        finished: tuple[int, ...],
+    ) -> None:
         pool = self.pool
         step = BatchStep(
             step=self.step,
@@ -591,7 +608,9 @@ class BatchingEngine:
         )
 
 
-def run_batched(model: Transformer, tokenizer, requests: Sequence[RequestInput | Sequence[int]], **options) -> RequestsRun:
+def run_batched(
+    model: Transformer, tokenizer: Tokenizer, requests: Sequence[RequestInput | Sequence[int]], **options: Any
+) -> RequestsRun:
     """Run ``requests`` with continuous batching (options: see ``BatchingEngine``)."""
     return BatchingEngine(model, tokenizer, requests, **options).run()
 

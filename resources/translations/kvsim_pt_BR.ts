@@ -139,8 +139,28 @@
 <context>
     <name>docks</name>
     <message>
+        <source>Costs so far</source>
+        <translation>Custos até agora</translation>
+    </message>
+    <message>
+        <source>Text (prompt = prefill, then one token per decode step)</source>
+        <translation>Texto (prompt = prefill, depois um token por passo de decode)</translation>
+    </message>
+    <message>
+        <source>All heads (selected layer)</source>
+        <translation>Todas as cabeças (camada selecionada)</translation>
+    </message>
+    <message>
+        <source>Text</source>
+        <translation>Texto</translation>
+    </message>
+    <message>
         <source>Memory: the KV cache bill</source>
         <translation>Memória: a conta do cache KV</translation>
+    </message>
+    <message>
+        <source>Memory: context 1k → 1M</source>
+        <translation>Memória: contexto de 1k a 1M</translation>
     </message>
     <message>
         <source>Roofline: compute-bound or memory-bound</source>
@@ -149,6 +169,14 @@
     <message>
         <source>Requests: paged blocks and prefix caching</source>
         <translation>Requisições: blocos paginados e cache de prefixos</translation>
+    </message>
+    <message>
+        <source>Requests: paged blocks</source>
+        <translation>Requisições: blocos paginados</translation>
+    </message>
+    <message>
+        <source>Requests: prefix caching off vs on</source>
+        <translation>Requisições: cache de prefixos desligado e ligado</translation>
     </message>
     <message>
         <source>the engine is still starting</source>
@@ -453,6 +481,18 @@
         <translation>este passo precisa do modelo {model}: baixe-o com `{command}`</translation>
     </message>
     <message>
+        <source>loading the model {model} …</source>
+        <translation>carregando o modelo {model} …</translation>
+    </message>
+    <message>
+        <source>starting the run (prefill) …</source>
+        <translation>começando a execução (prefill) …</translation>
+    </message>
+    <message>
+        <source>computing step {i}/{n}</source>
+        <translation>calculando o passo {i}/{n}</translation>
+    </message>
+    <message>
         <source>the {dock} dock cannot {method} (a lesson written for a newer app?)</source>
         <translation>o painel {dock} não sabe {method} (uma lição escrita para um app mais novo?)</translation>
     </message>
@@ -578,6 +618,31 @@
         <translation>recalcula o prefixo inteiro a cada passo: não guarda nada entre os passos</translation>
     </message>
     <message>
+        <source>Speculative (k={k}, {draft})</source>
+        <translation>Especulativo (k={k}, {draft})</translation>
+    </message>
+    <message>
+        <source>drafts {k} tokens, checks them in one forward, rolls back the rejected rows</source>
+        <translation>rascunha {k} tokens, confere-os num único forward, desfaz as linhas rejeitadas</translation>
+    </message>
+    <message>
+        <source>the drafted tokens per check</source>
+        <translation>os tokens rascunhados por conferência</translation>
+    </message>
+    <message>
+        <source>where drafts come from</source>
+        <translation>de onde vêm os rascunhos</translation>
+    </message>
+    <message>
+        <source>{n} drafted tokens the model accepted ahead of the text are held too (+{extra:,} B)</source>
+        <extracomment>the largest figures a memory report computes (far past any real model: the largest have ~10^2 layers, ~10^2 K/V heads, head dims of ~10^3 and contexts of ~10^7). A per-layer table is built for the layers, so an absurd count would cost minutes and gigabytes before it answered.</extracomment>
+        <translation>{n} tokens rascunhados que o modelo aceitou à frente do texto também são guardados (+{extra:,} B)</translation>
+    </message>
+    <message>
+        <source> · weights {weights}</source>
+        <translation> · pesos {weights}</translation>
+    </message>
+    <message>
         <source>it also holds the attention score it ranks each row by (float32, per row and KV head: +{overhead:,} B)</source>
         <translation>também guarda a pontuação de atenção pela qual ordena cada linha (float32, por linha e cabeça KV: +{overhead:,} B)</translation>
     </message>
@@ -627,22 +692,6 @@
         <translation>janela de observação</translation>
     </message>
     <message>
-        <source>Speculative (k={k}, {draft})</source>
-        <translation>Especulativo (k={k}, {draft})</translation>
-    </message>
-    <message>
-        <source>drafts {k} tokens, checks them in one forward, rolls back the rejected rows</source>
-        <translation>rascunha {k} tokens, confere-os num único forward, desfaz as linhas rejeitadas</translation>
-    </message>
-    <message>
-        <source>the drafted tokens per check</source>
-        <translation>os tokens rascunhados por conferência</translation>
-    </message>
-    <message>
-        <source>where drafts come from</source>
-        <translation>de onde vêm os rascunhos</translation>
-    </message>
-    <message>
         <source>TOVA: drop the least attended</source>
         <translation>TOVA: descarta a menos atendida</translation>
     </message>
@@ -653,15 +702,6 @@
     <message>
         <source>rows kept</source>
         <translation>linhas guardadas</translation>
-    </message>
-    <message>
-        <source>{n} drafted tokens the model accepted ahead of the text are held too (+{extra:,} B)</source>
-        <extracomment>the largest figures a memory report computes (far past any real model: the largest have ~10^2 layers, ~10^2 K/V heads, head dims of ~10^3 and contexts of ~10^7). A per-layer table is built for the layers, so an absurd count would cost minutes and gigabytes before it answered.</extracomment>
-        <translation>{n} tokens rascunhados que o modelo aceitou à frente do texto também são guardados (+{extra:,} B)</translation>
-    </message>
-    <message>
-        <source> · weights {weights}</source>
-        <translation> · pesos {weights}</translation>
     </message>
 </context>
 <context>
@@ -697,6 +737,10 @@
     <message>
         <source>presenter mode: Space play · → step · ← back · Home reset · +/− speed · 1–9 layer · Esc leaves · ? keys</source>
         <translation>modo apresentação: Espaço reproduz · → avança · ← volta · Home recomeça · +/− velocidade · 1–9 camada · Esc sai · ? teclas</translation>
+    </message>
+    <message>
+        <source>presenter mode · Esc leaves · ? keys</source>
+        <translation>modo apresentação · Esc sai · ? teclas</translation>
     </message>
     <message>
         <source>presenter mode left (F5 enters again)</source>
@@ -785,6 +829,37 @@
     <message>
         <source>loading the engine …</source>
         <translation>carregando o motor …</translation>
+    </message>
+</context>
+<context>
+    <name>stage</name>
+    <message>
+        <source>stage: {view} · PgDn/PgUp or the view&apos;s key ({key}) · S: all docks</source>
+        <translation>palco: {view} · PgDn/PgUp ou a tecla da vista ({key}) · S: todos os painéis</translation>
+    </message>
+    <message>
+        <source>{view} ({key}) · PgDn/PgUp: the other views</source>
+        <translation>{view} ({key}) · PgDn/PgUp: as outras vistas</translation>
+    </message>
+    <message>
+        <source>all docks (S: back to the stage, one view at a time)</source>
+        <translation>todos os painéis (S: de volta ao palco, uma vista por vez)</translation>
+    </message>
+    <message>
+        <source>Next lesson step, or the next view on the stage</source>
+        <translation>Próximo passo da lição, ou a próxima vista no palco</translation>
+    </message>
+    <message>
+        <source>Previous lesson step, or the previous view on the stage</source>
+        <translation>Passo anterior da lição, ou a vista anterior no palco</translation>
+    </message>
+    <message>
+        <source>Stage: one view at a time (on / off)</source>
+        <translation>Palco: uma vista por vez (liga / desliga)</translation>
+    </message>
+    <message>
+        <source>Views</source>
+        <translation>Vistas</translation>
     </message>
 </context>
 <context>
@@ -2750,18 +2825,6 @@ não tem nenhuma até o próximo passo processá-lo) · tokens: o texto até ago
         <translation>Linha do tempo</translation>
     </message>
     <message>
-        <source>Costs so far</source>
-        <translation>Custos até agora</translation>
-    </message>
-    <message>
-        <source>Text (prompt = prefill, then one token per decode step)</source>
-        <translation>Texto (prompt = prefill, depois um token por passo de decode)</translation>
-    </message>
-    <message>
-        <source>All heads (selected layer)</source>
-        <translation>Todas as cabeças (camada selecionada)</translation>
-    </message>
-    <message>
         <source>Save run…</source>
         <translation>Salvar execução…</translation>
     </message>
@@ -2796,6 +2859,10 @@ não tem nenhuma até o próximo passo processá-lo) · tokens: o texto até ago
     <message>
         <source>prompt: {n} tokens · press Step (→) or Play (Space) · Back (←) · Reset (Home) · F: lanes only</source>
         <translation>prompt: {n} tokens · aperte Avançar (→) ou Reproduzir (Espaço) · Voltar (←) · Recomeçar (Home) · F: só as lanes</translation>
+    </message>
+    <message>
+        <source>prompt: {n} tokens · → step · Space play · ← back · ? keys</source>
+        <translation>prompt: {n} tokens · → avança · Espaço reproduz · ← volta · ? teclas</translation>
     </message>
 </context>
 <context>

@@ -1,5 +1,8 @@
-"""The optional docks (memory bill, roofline, requests through a paged pool): declared in one list,
-built the first time they are shown, so a window that never opens them never pays for them.
+"""Every dock of the window, declared in one list (``DOCKS``) with its view, its key and its stage
+views: costs, text and all heads are built with the window; the optional ones (memory bill, roofline,
+requests through a paged pool) the first time they are shown, so a window that never opens them never
+pays for them. A new dock is one entry here: the menu, its key, the shortcut sheet and the stage
+(``ui/stage.py``) read this list.
 
 Each dock's widget is made by ``factory(host)``: the ``DockHost`` gives it the session (what the
 runs recorded), the settings, a way to show a message, and ``submit`` — a computation run on the
@@ -14,36 +17,97 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QObject, QSettings, Qt
-from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QWidget
+from PySide6.QtWidgets import QDockWidget, QFrame, QLabel, QMainWindow, QScrollArea, QWidget
 
 from ..i18n import translate
 from ..session import Session
+
+UI_PACKAGE = __package__.rsplit(".", 1)[0]  # kvsim.ui: the factories' modules are named from there
+
+
+@dataclass(frozen=True)
+class StageEntry:
+    """One view of the stage (small screens, presenter mode): the dock's widget fills the window."""
+
+    name: str  # unique among the stage's views
+    words: str  # in English (marked for translation): the menu's and the shortcut sheet's words
+    key: str  # shows this view on the stage; toggles the dock on the desktop layout
+    part: str = ""  # passed to the view's ``show_part`` (one widget, several views: the requests dock)
 
 
 @dataclass(frozen=True)
 class DockSpec:
     name: str  # objectName: the saved layout remembers it
     title: str  # in English (marked for translation): translated when the dock is made
-    factory: str  # "module:Class" inside kvsim.ui.docks, called with the DockHost
+    # "module:Class" inside kvsim.ui (named, not imported: the registry imports no view), or a callable;
+    # called with the DockHost, or with the host's fields named in ``args``
+    factory: str | Callable[..., QWidget]
     area: Qt.DockWidgetArea = Qt.DockWidgetArea.RightDockWidgetArea
-    shortcut: str = ""
+    shortcut: str = ""  # the key of its first stage view
+    stage: tuple[StageEntry, ...] = ()  # its stage views (none given: one, named as the dock, with its title and key)
+    eager: bool = False  # built with the window (the views every run shows), not on first show
+    args: tuple[str, ...] = ()  # the DockHost's fields the factory takes (none: the host itself)
+    scroll: str = ""  # "xy" / "y": the view in a scroll area (both ways / up and down): a short dock scrolls
+
+    def entries(self) -> tuple[StageEntry, ...]:
+        return self.stage or (StageEntry(self.name, self.title, self.shortcut),)
 
 
-EXTRA_DOCKS = [
-    DockSpec("memory", QT_TRANSLATE_NOOP("docks", "Memory: the KV cache bill"), "memory.dock:MemoryDock", shortcut="M"),
+COSTS = QT_TRANSLATE_NOOP("docks", "Costs so far")
+TEXT = QT_TRANSLATE_NOOP("docks", "Text (prompt = prefill, then one token per decode step)")
+HEADS = QT_TRANSLATE_NOOP("docks", "All heads (selected layer)")
+# every dock of the window: its view, its key, its stage views (the window's order)
+DOCKS = [
+    DockSpec(
+        "costs",
+        COSTS,
+        "panels.costs:CostsPanel",
+        Qt.DockWidgetArea.BottomDockWidgetArea,
+        "C",
+        eager=True,
+        args=("session",),
+        scroll="y",
+    ),
+    DockSpec(
+        "text",
+        TEXT,
+        "panels.tokens:TokenStrip",
+        Qt.DockWidgetArea.BottomDockWidgetArea,
+        "T",
+        (StageEntry("text", QT_TRANSLATE_NOOP("docks", "Text"), "T"),),
+        eager=True,
+        args=("session",),
+        scroll="y",
+    ),
+    DockSpec("heads", HEADS, "lanes.overview:HeadsOverview", shortcut="H", eager=True, args=("session", "derived")),
+    DockSpec(
+        "memory",
+        QT_TRANSLATE_NOOP("docks", "Memory: the KV cache bill"),
+        "docks.memory.dock:MemoryDock",
+        shortcut="M",
+        stage=(
+            StageEntry("memory", QT_TRANSLATE_NOOP("docks", "Memory: the KV cache bill"), "M", "bill"),
+            StageEntry("memory-growth", QT_TRANSLATE_NOOP("docks", "Memory: context 1k → 1M"), "G", "growth"),
+        ),
+    ),
     DockSpec(
         "roofline",
         QT_TRANSLATE_NOOP("docks", "Roofline: compute-bound or memory-bound"),
-        "roofline.dock:RooflineView",
+        "docks.roofline.dock:RooflineView",
         shortcut="R",
     ),
     DockSpec(
         "requests",
         QT_TRANSLATE_NOOP("docks", "Requests: paged blocks and prefix caching"),
-        "requests.dock:RequestsView",
+        "docks.requests.dock:RequestsView",
         shortcut="B",
+        stage=(
+            StageEntry("requests", QT_TRANSLATE_NOOP("docks", "Requests: paged blocks"), "B", "blocks"),
+            StageEntry("offon", QT_TRANSLATE_NOOP("docks", "Requests: prefix caching off vs on"), "O", "numbers"),
+        ),
     ),
 ]
+EXTRA_DOCKS = [spec for spec in DOCKS if not spec.eager]  # built the first time they are shown
 
 
 class Jobs(QObject):
@@ -86,6 +150,7 @@ class DockHost:
     say: Callable[..., None]  # say(text, error=False): the status bar, or the banner for errors
     settings: QSettings | None = None
     window: QMainWindow | None = None  # a parent for dialogs only
+    derived: Any = None  # the lanes' derived images (the all-heads view reads them)
     extras: dict[str, Any] = field(default_factory=dict)
 
     def submit(self, fn: Callable[[Any], Any], done: Callable[[Any], None], failed: Callable[[str], None] | None = None) -> bool:
@@ -93,11 +158,12 @@ class DockHost:
 
 
 class LazyDock(QDockWidget):
-    """A dock whose widget is built on first show."""
+    """A dock whose widget is built on first show (or with the window: ``spec.eager``)."""
 
     def __init__(self, spec: DockSpec, host: DockHost, parent: QWidget | None = None) -> None:
         super().__init__(translate("docks", spec.title), parent)
         self.spec, self.host, self.view = spec, host, None
+        self.holder: QWidget | None = None  # the view, or the scroll area around it: what the dock (or the stage) holds
         self.setObjectName(spec.name)
         self.setFeatures(
             QDockWidget.DockWidgetFeature.DockWidgetMovable
@@ -106,6 +172,8 @@ class LazyDock(QDockWidget):
         )
         self.setWidget(QLabel("…"))
         self.visibilityChanged.connect(self._on_visible)
+        if spec.eager:
+            self.build()
 
     def _on_visible(self, visible: bool) -> None:
         if visible and self.view is None:
@@ -113,28 +181,44 @@ class LazyDock(QDockWidget):
 
     def build(self) -> QWidget:
         if self.view is None:
-            module, cls = self.spec.factory.split(":")
-            factory = getattr(importlib.import_module(f".{module}", __package__), cls)
-            self.view = factory(self.host)
-            self.setWidget(self.view)
+            spec = self.spec
+            factory = spec.factory
+            if isinstance(factory, str):
+                module, cls = factory.split(":")
+                factory = getattr(importlib.import_module(f".{module}", UI_PACKAGE), cls)
+            self.view = factory(*[getattr(self.host, a) for a in spec.args]) if spec.args else factory(self.host)
+            self.holder = self.view if not spec.scroll else _scrolled(self.view, spec.scroll)
+            if not self.property("staged"):  # on the stage, the stage holds it
+                self.setWidget(self.holder)
         return self.view
 
 
+def _scrolled(view: QWidget, how: str) -> QScrollArea:
+    """``view`` in a scroll area that fills the space it gets and scrolls only below the view's own minimum."""
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    if how == "y":
+        area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    area.setWidget(view)
+    return area
+
+
 def install(window: QMainWindow, host: DockHost, menu) -> dict[str, LazyDock]:
-    """Add every extra dock (hidden, tabbed together on the right) and a menu entry to show each."""
+    """Add every dock: the eager ones where a fresh window shows them (costs above text at the bottom,
+    all heads on the right, hidden), the lazy ones hidden and tabbed together on the right; a menu
+    entry shows each (``menu`` None: the window's ☰ → Views lists their keys instead, ``stage.install_keys``)."""
     made: dict[str, LazyDock] = {}
     first = None
-    for spec in EXTRA_DOCKS:
+    for spec in DOCKS:
         dock = LazyDock(spec, host, window)
         window.addDockWidget(spec.area, dock)
-        if first is not None:
-            window.tabifyDockWidget(first, dock)
-        first = first or dock
-        dock.setVisible(False)
-        action = dock.toggleViewAction()
-        if spec.shortcut:
-            action.setShortcut(spec.shortcut)
-            window.addAction(action)  # the shortcut works with the menu closed
-        menu.addAction(action)
+        if not spec.eager:
+            if first is not None:
+                window.tabifyDockWidget(first, dock)
+            first = first or dock
+            dock.setVisible(False)
+        if menu is not None:
+            menu.addAction(dock.toggleViewAction())
         made[spec.name] = dock
     return made

@@ -30,10 +30,10 @@ def parse_size(text: str) -> tuple[int, int]:
 
 
 def layout_size(size: tuple[int, int], scale: float) -> tuple[int, int]:
-    """The window's size for frames of ``size`` pixels: size / scale, grown (aspect kept) to at least
-    1280 wide or 720 high — a smaller window cannot lay the lanes out; its frames are scaled down."""
+    """The window's size for frames of ``size`` pixels: size / scale (a 1280×720 frame at 1.5 is the
+    853×480 stage a projector shows), at least the window's minimum (its frames are then scaled down)."""
     w, h = size[0] / scale, size[1] / scale
-    f = max(1.0, min(1280 / w, 720 / h))
+    f = max(1.0, 560 / w, 400 / h)
     return round(w * f), round(h * f)
 
 
@@ -46,7 +46,7 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 def main(args) -> int:
-    from .screenshot import check_docks, check_scale, prepare, settle, start_app
+    from .screenshot import check_docks, check_lang, check_scale, prepare, settle, start_app
 
     try:
         size = parse_size(args.size)
@@ -54,13 +54,14 @@ def main(args) -> int:
         check_length(args.steps * frames_per_step(SPEED_MS[getattr(args, "speed", "normal")], args.fps), size)
         scale = check_scale(getattr(args, "scale", None))
         docks = check_docks(getattr(args, "show", None))
+        lang = check_lang(getattr(args, "lang", None))
     except ValueError as exc:
         return _fail(str(exc))
     speed = getattr(args, "speed", "normal")
     spec_ms = SPEED_MS[speed]
     records, meta = compute_run(args)  # engine errors propagate to the CLI's one-line handler
     out = Path(args.out)
-    app = start_app(scale, getattr(args, "theme", None))
+    app = start_app(scale, getattr(args, "theme", None), lang, size)
     from kvsim.engine.trace import Trace
 
     from ..window import MainWindow

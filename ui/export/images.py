@@ -56,7 +56,7 @@ def write_png(image: QImage | QPixmap, path: Path) -> None:
     size = (image.width(), image.height())
     data = QByteArray()
     buffer = QBuffer(data)
-    buffer.open(QIODevice.WriteOnly)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
     if not image.save(buffer, "PNG"):
         raise OSError(_could_not_write(path))
     buffer.close()
@@ -93,7 +93,9 @@ def save_svg(view, path: str | os.PathLike[str]) -> Path:
     svg_module.correctCoordinates = correct
     try:
         with atomic_target(path, _check_svg) as tmp:
-            svg_module.SVGExporter(view.scene()).export(fileName=str(tmp))
+            exporter = svg_module.SVGExporter(view.scene())
+            exporter.params["background"] = QColor(theme.BG)  # the theme's ground: grey labels stay readable on any page
+            exporter.export(fileName=str(tmp))
     except OSError:
         raise
     except Exception as exc:  # noqa: BLE001 - the exporter failing on an item is one message

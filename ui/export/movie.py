@@ -268,8 +268,16 @@ class MovieExport(QObject):
     def start(self) -> None:
         self.window.controller.stop_play()
         self.window.animator.stop()
+        self._no_hover()
         self.encoder.start()
         self.timer.start()
+
+    def _no_hover(self) -> None:
+        """No hovered token or row in the frames (unless the film is of a hover): cleared everywhere."""
+        w = self.window
+        if getattr(w.tokens, "hover", -1) != -1 or getattr(w.lanes, "_hover", -1) != -1:
+            w.lanes.set_hovered(-1)
+            w.tokens.set_hover(-1)
 
     def cancel(self) -> None:
         if not self.result:
@@ -301,6 +309,7 @@ class MovieExport(QObject):
             return
         if self._prepared < self.done:  # set up frame `done`: its step and its point in the animation
             step, t = self.plan[self.done]
+            self._no_hover()  # a pointer resting on the window is not filmed
             show_frame(self.window, step, t)
             self._prepared = self.done
             return

@@ -52,17 +52,39 @@ def offscreen_platform(width: int, height: int, folder: str | os.PathLike[str]) 
     return f"offscreen:configfile={config}"
 
 
-def start_app(scale: float, theme_name: str | None):
-    """The offscreen QApplication at ``scale``, in theme ``theme_name`` (None: the default)."""
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+def check_lang(lang: str | None) -> str:
+    """The pictures' language ("en" when not given: a picture never depends on the machine's settings);
+    ValueError for one kvsim has no translation for."""
+    from .. import i18n
+
+    try:
+        return i18n.normalize(lang) or "en"
+    except i18n.LanguageError as exc:
+        raise ValueError(f"--lang: {exc}") from None
+
+
+def start_app(scale: float, theme_name: str | None, lang: str = "en", screen: tuple[int, int] = (1920, 1080)):
+    """The offscreen QApplication at ``scale``, in theme ``theme_name`` (None: the default), in ``lang``,
+    on an offscreen screen of at least ``screen`` pixels (the window never opens larger than its screen:
+    the default offscreen screen, 800×800, would cut a 1280×720 frame)."""
     from PySide6.QtWidgets import QApplication
+
+    if QApplication.instance() is None and os.environ.get("QT_QPA_PLATFORM", "offscreen") == "offscreen":
+        import atexit
+        import shutil
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="kvsim-screen-")
+        atexit.register(shutil.rmtree, folder, True)
+        width, height = max(screen[0], 1920), max(screen[1], 1080)
+        os.environ["QT_QPA_PLATFORM"] = offscreen_platform(width, height, folder)
 
     if QApplication.instance() is None:  # (an app made earlier, e.g. a test's, keeps its own factor)
         os.environ["QT_SCALE_FACTOR"] = f"{scale:g}"  # read when the QApplication starts
     from .. import theme
     from ..app import make_app
 
-    app = make_app()
+    app = make_app(lang=lang)
     if theme_name and theme_name != theme.current():
         theme.set_theme(app, theme_name)
     return app
@@ -137,11 +159,12 @@ def main(args) -> int:
         if step is not None and not 0 <= step < args.steps:
             raise ValueError(f"--step must be between 0 (the prefill) and --steps - 1 = {args.steps - 1}, got {step}")
         docks = check_docks(getattr(args, "show", None))
+        lang = check_lang(getattr(args, "lang", None))
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = Path(args.out)
-    app = start_app(scale, theme_name)
+    app = start_app(scale, theme_name, lang, size)
     from ..window import MainWindow
 
     window = MainWindow(model=args.model, prompt=args.prompt, persist=False, fallback=args.model == "tiny")

@@ -27,6 +27,7 @@ class TokenAxis(pg.AxisItem):
         self.hover = -1
         self.line_px = 17.0
         self.numbered = False  # True when the rows are too thin for their tokens (tests, tooltips)
+        self.max_chars = 12  # a token's characters shown (fewer on a narrow lane's narrower axis)
         self.setWidth(118)
         self.setStyle(tickLength=0, tickTextOffset=6, autoExpandTextSpace=False, hideOverlappingLabels=False)
 
@@ -63,7 +64,8 @@ class TokenAxis(pg.AxisItem):
                 out.append(f"{row}")
                 continue
             text = theme.show_token(self.label_of(row))
-            text = text if len(text) <= 12 else text[:11] + "…"
+            n = int(self.max_chars)
+            text = text if len(text) <= n else text[: n - 1] + "…"
             out.append(f"▸ {text}" if self.numbered else text)
         return out
 

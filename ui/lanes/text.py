@@ -191,6 +191,7 @@ def title_options(cfg, layer: int, head: int, kv_head: int, error: float | None 
             translate("views.lane_text", "attention of head {head} over keys").format(head=head),
             translate("views.lane_text", "attention · head {head}").format(head=head),
             translate("views.lane_text", "attention"),
+            "p",  # the shortest: the attention weights p (the legend's "p 0 … 1")
         ],
     ]
     if error is not None:

@@ -13,13 +13,14 @@ costs almost nothing while a step animates:
 
 from __future__ import annotations
 
+import re
 from html import escape
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetrics
-from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QTextDocument
+from PySide6.QtWidgets import QLabel, QSizePolicy, QSplitter, QVBoxLayout, QWidget
 
 from .. import theme
 from ..i18n import translate
@@ -159,7 +160,31 @@ class LanePanel(LaneHover, QWidget):
         """Every lane of a run the same readout height (so their rows line up): a third line when some
         lane of the run is compared with the reference (lossy, evicting or windowed)."""
         compared = any(lane.lossy or lane.evicts or lane.window for lane in self.session.lanes)
-        self.readout.setFixedHeight(int(self.readout.fontMetrics().lineSpacing() * (3 if compared else 2) + 8))
+        self._readout_lines = 3 if compared else 2
+        self.readout.setFixedHeight(int(self.readout.fontMetrics().lineSpacing() * self._readout_lines + 8))
+        self._grow_readout()
+
+    def _grow_readout(self) -> None:
+        """Taller than its lines when a narrow lane wraps them: its words are never cut off at the bottom."""
+        base = int(self.readout.fontMetrics().lineSpacing() * getattr(self, "_readout_lines", 2) + 8)
+        m = self.layout().contentsMargins() if self.layout() is not None else None
+        width = self.width() - (m.left() + m.right() if m is not None else 0)  # the readout's width once laid out
+        need = 0
+        if width > 0 and self.readout.text():  # (QLabel.heightForWidth never answers less than its fixed height)
+            doc = QTextDocument()
+            doc.setDefaultFont(self.readout.font())
+            doc.setDocumentMargin(0)
+            doc.setHtml(self.readout.text())
+            doc.setTextWidth(max(width - 12, 1))  # the label's own margins and frame
+            need = int(doc.size().height()) + 12
+        self._readout_need = max(base, need)
+        area = self.parentWidget()  # the lane area (a splitter): every lane one readout height, so rows line up
+        lanes = [area.widget(i) for i in range(area.count())] if isinstance(area, QSplitter) else [self]
+        lanes = [p for p in lanes if isinstance(p, LanePanel) and p.isVisibleTo(area)] or [self]
+        height = max(getattr(p, "_readout_need", 0) for p in lanes)
+        for p in lanes:
+            if p.readout.minimumHeight() != height or p.readout.maximumHeight() != height:
+                p.readout.setFixedHeight(height)
 
     def detach(self) -> None:
         """Stop listening to the session (before the panel is removed: a new run may have other lanes)."""
@@ -182,11 +207,16 @@ class LanePanel(LaneHover, QWidget):
         return False
 
     def _fit_columns(self, width: int) -> None:
-        """K and V columns equally wide (the token axis is extra), q half as wide, attention the rest."""
+        """K and V columns equally wide (the token axis is extra), q half as wide, attention the rest; a
+        narrow lane (three lanes on a projector) gets a narrower token axis (its tokens shortened)."""
         lay = self.glw.ci.layout
-        rest = max(width - self.axis.width() - 3 * 6 - 4, 80)
+        axis = 118 if width >= 360 else max(44, int(width * 0.2))  # measured: 2 lanes at 853 px fit with 118
+        if self.axis.width() != axis:
+            self.axis.setWidth(axis)
+            self.axis.max_chars = 12 if axis >= 118 else max(2, (axis - 20) // max(self.axis.line_px * 0.5, 1))
+        rest = max(width - axis - 3 * 6 - 4, 80)
         kv, q = rest * 0.23, rest * 0.11
-        self._col_widths = (kv + self.axis.width(), q, kv, rest - 2 * kv - q)
+        self._col_widths = (kv + axis, q, kv, rest - 2 * kv - q)
         for col, w in enumerate(self._col_widths):
             lay.setColumnFixedWidth(col, w)
         self._titles(self.layer, self.head)
@@ -197,18 +227,22 @@ class LanePanel(LaneHover, QWidget):
         return s.token_label(row, self.index)
 
     def _set_header(self) -> None:
-        """One line: the lane's label, then as much of its explanation as fits (all of it in the tooltip)."""
+        """One line: the lane's label, then its explanation — or, where the whole does not fit, a
+        deliberate short form (the explanation's first clause, then none, then the lane's spec for its
+        label); never text cut mid-word. The whole explanation is in the tooltip."""
         info = self.info
         label = policy_text.lane_label(self.session, self.index)
         explanation = policy_text.explanation(info)
         bold = QFont(self.header.font())
         bold.setBold(True)
-        room = self.header.width() - QFontMetrics(bold).horizontalAdvance(f"● {label}") - 12
-        what = (
-            self.header.fontMetrics().elidedText(f" — {explanation}", Qt.TextElideMode.ElideRight, max(room, 0))
-            if explanation
-            else ""
-        )
+        width = self.header.width() - 12
+        if QFontMetrics(bold).horizontalAdvance(f"● {label}") > width and getattr(info, "name", ""):
+            label = info.name  # the spec ("sink:4+window:16") is the short form of its label
+        room = width - QFontMetrics(bold).horizontalAdvance(f"● {label}")
+        first = re.split(r"[,;:(]", explanation or "")[0].strip()
+        fm = self.header.fontMetrics()
+        fits = [t for t in (f" — {explanation}", f" — {first}") if explanation and fm.horizontalAdvance(t) <= room]
+        what = fits[0] if fits else ""
         text = (
             f"<span style='color:{self.color}'>●</span> <b style='color:{self.color}'>{escape(label)}</b>"
             f"<span style='color:{theme.MUTED}'>{escape(what)}</span>"
@@ -220,6 +254,7 @@ class LanePanel(LaneHover, QWidget):
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
         self._set_header()
+        self._grow_readout()
 
     def set_selection(self, layer: int, head: int) -> None:
         if (layer, head) != (self.layer, self.head):
@@ -366,3 +401,4 @@ class LanePanel(LaneHover, QWidget):
         text = readout_html(lane, self.info, self.color, pr, narrow, bool(compared), lane.token_id != r.token_id)
         if text != self.readout.text():  # rich text is re-laid out on every set: skip unchanged frames
             self.readout.setText(text)
+            self._grow_readout()

@@ -10,19 +10,20 @@ freezes and the lesson can be left, or moved on, at any moment.
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
 from PySide6.QtCore import QObject, QRect, Qt, QTimer
-from PySide6.QtGui import QColor, QPainter, QPen
-from PySide6.QtWidgets import QDockWidget, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtGui import QAction, QColor, QFontMetrics, QPainter, QPen
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from ..i18n import translate
 
 LANGUAGES = ("en", "pt")
-STEP_TIMEOUT_S = 90.0  # a state not reached by then is reported, not waited for
+STEP_TIMEOUT_S = 90.0  # a state not reached by then (since its last progress) is reported, not waited for
 
 
 class LessonError(ValueError):
@@ -38,9 +39,14 @@ class LessonStep:
     lanes: str
     prompt: dict[str, str]
     step: int
-    dock: str | None = None
+    dock: str | None = None  # the view this step shows (a dock on the desktop layout); None: the lanes
     highlight: str | None = None
     call: dict[str, Any] | None = None
+
+    @property
+    def view(self) -> str:
+        """The one stage view this step selects."""
+        return self.dock or "lanes"
 
 
 def load_lesson() -> list[LessonStep]:
@@ -85,6 +91,7 @@ class Highlight(QWidget):
 
     def __init__(self, window: QWidget) -> None:
         super().__init__(window)
+        self.setProperty("overlay", True)  # deliberately over what it frames
         self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
         self.setAttribute(Qt.WidgetAttribute.WA_NoSystemBackground)
         self.target: QWidget | None = None
@@ -119,49 +126,125 @@ class Highlight(QWidget):
         p.drawRoundedRect(self.rect().adjusted(2, 2, -2, -2), 6, 6)
 
 
-class LessonPanel(QWidget):
-    """Title, paragraph, where we are, and Back / Next."""
+class LessonPanel(QFrame):
+    """The caption band under the stage: title, where we are (k / N), Back / Next, and at most three
+    lines of the step's paragraph (a longer paragraph is shown a page of three lines at a time: Next
+    turns the page before it moves on). It takes its own place in the window: it never covers a view."""
+
+    LINES = 3
 
     def __init__(self, lesson: Lesson) -> None:
         super().__init__()
         self.lesson = lesson
-        lay = QHBoxLayout(self)
-        lay.setContentsMargins(10, 6, 10, 6)
-        words = QVBoxLayout()
+        self.setObjectName("lessonBand")
+        self.setWindowTitle(translate("lesson", "Lesson"))
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(8, 4, 8, 4)
+        lay.setSpacing(2)
+        row = QHBoxLayout()
         self.title = QLabel()
         self.title.setObjectName("lessonTitle")
-        self.title.setStyleSheet("font-size: 125%; font-weight: 700;")
-        self.text = QLabel()
-        self.text.setWordWrap(True)
-        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.status = QLabel()
+        self.title.setStyleSheet("font-weight: 700;")
+        self.title.setSizePolicy(
+            QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred
+        )  # a long title: the band's fit() shortens it
+        row.addWidget(self.title, 1)
+        self.status = QLabel()  # "computing step 12/40": its own line under the text while there is one
         self.status.setObjectName("lessonStatus")
-        for w in (self.title, self.text, self.status):
-            words.addWidget(w)
-        lay.addLayout(words, 1)
-        buttons = QVBoxLayout()
         self.counter = QLabel()
         self.counter.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        row.addWidget(self.counter)
         self.back = QPushButton(translate("lesson", "◀ Back"))
         self.back.setToolTip(translate("lesson", "previous lesson step (Page Up)"))
         self.next = QPushButton(translate("lesson", "Next ▶"))
         self.next.setToolTip(translate("lesson", "next lesson step (Page Down)"))
-        self.back.clicked.connect(lesson.back)
-        self.next.clicked.connect(lesson.next)
-        for w in (self.counter, self.back, self.next):
-            buttons.addWidget(w)
-        lay.addLayout(buttons)
+        self.back.clicked.connect(lesson.retreat)
+        self.next.clicked.connect(lesson.advance)
+        row.addWidget(self.back)
+        row.addWidget(self.next)
+        lay.addLayout(row)
+        self.text = QLabel()  # the whole paragraph (what the step says; tests read it)
+        self.page = QLabel()  # the three lines of it on screen
+        self.page.setObjectName("lessonText")
+        self.page.setWordWrap(True)
+        self.page.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.page.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.page.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        lay.addWidget(self.page)
+        lay.addWidget(self.status)
+        self.pages: list[str] = [""]
+        self.at = 0
+        self._full_title = ""
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
 
-    def fit_text(self) -> None:
-        """Keep the whole paragraph visible: the dock grows to the wrapped text's height at this width
-        (a word-wrapped label alone does not ask for it once the dock is laid out)."""
-        height = self.text.heightForWidth(self.text.width()) if self.text.width() > 0 else -1
-        if height > 0:
-            self.text.setMinimumHeight(height)
+    def set_step(self, title: str, text: str) -> None:
+        self._full_title = title
+        self.text.setText(text)
+        self.at = 0
+        self.fit()
+
+    def fit(self) -> None:
+        """Split the paragraph into pages of at most three lines at the band's width (whole sentences
+        where they fit, else whole words), and show the current one."""
+        fm = self.page.fontMetrics()
+        self.page.setFixedHeight(fm.lineSpacing() * self.LINES + 2)
+        width = max(self.page.width(), self.width() - 20, 100)
+        self.pages = paginate(self.text.text(), lambda t: _lines(fm, t, width) <= self.LINES)
+        self.at = min(self.at, len(self.pages) - 1)
+        self.page.setText(self.pages[self.at])
+        room = max(self.title.width(), 60)
+        self.title.setText(self.title.fontMetrics().elidedText(self._full_title, Qt.TextElideMode.ElideRight, room))
+        self.title.setToolTip(self._full_title)
+        self.show_counter()
+
+    def show_counter(self) -> None:
+        lesson = self.lesson
+        text = f"{lesson.index + 1} / {len(lesson.steps)}"
+        if len(self.pages) > 1:
+            text += f" · {self.at + 1}/{len(self.pages)}"
+        self.counter.setText(text)
+
+    def turn(self, direction: int) -> bool:
+        """The next (or previous) page of this step's paragraph; False when there is none."""
+        at = self.at + direction
+        if not 0 <= at < len(self.pages):
+            return False
+        self.at = at
+        self.page.setText(self.pages[at])
+        self.show_counter()
+        return True
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
-        self.fit_text()
+        self.fit()
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().showEvent(event)
+        self.lesson.shown_changed(True)
+
+    def hideEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().hideEvent(event)
+        if self.isHidden():  # the band itself hidden (not the window around it)
+            self.lesson.shown_changed(False)
+
+
+def _lines(fm: QFontMetrics, text: str, width: int) -> int:
+    return fm.boundingRect(QRect(0, 0, width, 100_000), int(Qt.TextFlag.TextWordWrap), text).height() // max(fm.lineSpacing(), 1)
+
+
+def paginate(text: str, fits) -> list[str]:
+    """``text`` cut into pages that each ``fits``: sentences kept whole where they fit, else words."""
+    pieces = re.split(r"(?<=[.!?:;])\s+", text.strip())
+    pages: list[str] = []
+    for piece in pieces:
+        for word in piece.split(" ") if not fits(piece) else [piece]:
+            joined = f"{pages[-1]} {word}" if pages else word
+            if pages and fits(joined):
+                pages[-1] = joined
+            else:
+                pages.append(word)
+    return pages or [""]
 
 
 class Lesson(QObject):
@@ -193,6 +276,24 @@ class Lesson(QObject):
     def back(self) -> None:
         self.go(max(self.index - 1, 0))
 
+    def advance(self) -> None:
+        """Next (the button, Page Down): the paragraph's next page, else the next step."""
+        if not self.panel.turn(+1) and self.index < len(self.steps) - 1:
+            self.next()
+
+    def retreat(self) -> None:
+        if not self.panel.turn(-1) and self.index > 0:
+            self.back()
+
+    def shown(self) -> bool:
+        return self.panel.isVisible()
+
+    def shown_changed(self, shown: bool) -> None:
+        if shown and self.index < 0:
+            self.start()
+        elif not shown:
+            self.highlight.show_on(None)
+
     def set_language(self, lang: str) -> None:
         if lang in LANGUAGES and lang != self.lang:
             self.lang = lang
@@ -206,10 +307,7 @@ class Lesson(QObject):
         self._asked.clear()
         self._started = time.monotonic()
         p = self.panel
-        p.title.setText(step.title[self.lang])
-        p.text.setText(step.text[self.lang])
-        p.fit_text()
-        p.counter.setText(f"{index + 1} / {len(self.steps)}")
+        p.set_step(step.title[self.lang], step.text[self.lang])
         p.back.setEnabled(index > 0)
         p.next.setEnabled(index < len(self.steps) - 1)
         self._say(translate("lesson", "getting there …"))
@@ -237,6 +335,7 @@ class Lesson(QObject):
             if "model" not in self._asked:
                 self._asked.add("model")
                 c.load_model(step.model)
+                self._say(translate("lesson", "loading the model {model} …").format(model=step.model))
             return None
         prompt = step.prompt[self.lang]
         run = s.run
@@ -247,6 +346,7 @@ class Lesson(QObject):
                 w.toolbar.prompt_box.setEditText(prompt)
                 w.toolbar.show_lanes(step.lanes)
                 c.set_lanes(step.lanes)
+                self._say(translate("lesson", "starting the run (prefill) …"))
             return None
         if s.cursor != step.step:
             if s.cursor > step.step or s.cursor < s.n_steps - 1:
@@ -255,6 +355,8 @@ class Lesson(QObject):
                 c.step_forward()
                 if step.step - s.cursor > 1:
                     w.animator.stop()  # catching up: only the last step animates
+                self._say(translate("lesson", "computing step {i}/{n}").format(i=s.cursor + 1, n=step.step))
+                self._started = time.monotonic()  # progress: the time allowed counts from the last step
             return None
         self._timer.stop()
         self._open_dock(step)
@@ -265,26 +367,33 @@ class Lesson(QObject):
         return None
 
     def _open_dock(self, step: LessonStep) -> None:
-        if step.dock is None:
-            return
-        dock = self._dock(step.dock)
-        dock.setVisible(True)
-        dock.raise_()
-        if step.call is not None:
-            view = dock.build() if hasattr(dock, "build") else dock.widget()
-            method = getattr(view, step.call["method"], None)
-            if method is None:
-                cannot = translate("lesson", "the {dock} dock cannot {method} (a lesson written for a newer app?)")
-                self._fail(cannot.format(dock=step.dock, method=step.call["method"]))
-                return
-            method(*step.call.get("args", []))
-
-    def _dock(self, name: str) -> QDockWidget:
+        """Show this step's one view (on the stage, it fills the window; on the desktop layout, its dock
+        opens) and close the dock the previous step opened."""
         w = self.window
-        fixed = {"costs": w.costs_dock, "text": w.text_dock, "heads": w.overview_dock}
-        return fixed[name] if name in fixed else w.extra_docks[name]
+        dock = self._dock(step.dock) if step.dock is not None else None
+        before, was_shown = getattr(self, "_opened", (None, True))
+        if before is not None and before is not dock and not was_shown and not w.stage.active:
+            before.setVisible(False)  # a dock the lesson opened (not one the user had open)
+        if dock is not before:
+            self._opened = (dock, dock is None or dock.isVisible() or w.stage.active)
+        w.stage.show(step.view)
+        if dock is None or step.call is None:
+            return
+        view = dock.build() if hasattr(dock, "build") else dock.widget()
+        method = getattr(view, step.call["method"], None)
+        if method is None:
+            cannot = translate("lesson", "the {dock} dock cannot {method} (a lesson written for a newer app?)")
+            self._fail(cannot.format(dock=step.dock, method=step.call["method"]))
+            return
+        method(*step.call.get("args", []))
+
+    def _dock(self, name: str):
+        """The dock that holds view ``name`` (the stage knows each view's dock: "offon" is the requests dock)."""
+        return self.window.stage.entries[name][1]
 
     def _target(self, name: str | None) -> QWidget | None:
+        """The widget a step highlights: the lanes, one lane, or a view (on the stage: the page that
+        holds it; on the desktop layout: its dock)."""
         w = self.window
         if name is None:
             return None
@@ -294,9 +403,8 @@ class Lesson(QObject):
             panels = w.lane_panels
             i = int(name.split(":")[1])
             return panels[i] if i < len(panels) else None
-        if name.startswith("dock:"):
-            return self._dock(name.split(":", 1)[1])
-        return self._dock(name)
+        view = name.split(":", 1)[1] if name.startswith("dock:") else name
+        return w.stage.page(view) if w.stage.active else self._dock(view)
 
     def _fail(self, message: str) -> None:
         self._timer.stop()
@@ -308,30 +416,27 @@ class Lesson(QObject):
         self.panel.status.setVisible(bool(text))
 
 
-def install(window) -> QDockWidget:
-    """A "Lesson" dock at the top (hidden until asked for: F2 or ☰ → Lesson); Page Down / Page Up
-    (what presentation clickers send) move through it while it is shown."""
+def install(window) -> LessonPanel:
+    """The lesson's caption band (hidden until asked for: F2 or ☰ → Lesson; the window puts it under
+    the stage) and its action; Page Down / Page Up (what presentation clickers send) move through it
+    while it is shown (``ui/stage.py`` owns those two keys)."""
     lesson = Lesson(window)
-    dock = QDockWidget(translate("lesson", "Lesson"), window)
-    dock.setObjectName("lesson")
-    dock.setWidget(lesson.panel)
-    dock.setFeatures(
-        QDockWidget.DockWidgetFeature.DockWidgetMovable
-        | QDockWidget.DockWidgetFeature.DockWidgetFloatable
-        | QDockWidget.DockWidgetFeature.DockWidgetClosable
-    )
-    window.addDockWidget(Qt.DockWidgetArea.TopDockWidgetArea, dock)
-    dock.setVisible(False)
-    dock.visibilityChanged.connect(lambda shown: lesson.start() if shown and lesson.index < 0 else None)
-    dock.visibilityChanged.connect(lambda shown: None if shown else lesson.highlight.show_on(None))
-    action = dock.toggleViewAction()
-    action.setText(translate("lesson", "Lesson"))
+    band = lesson.panel
+    band.setVisible(False)
+    action = QAction(translate("lesson", "Lesson"), window)
+    action.setCheckable(True)
     action.setShortcut("F2")
+    action.toggled.connect(band.setVisible)
+    lesson.shown_changed = _synced(lesson.shown_changed, action)
     window.addAction(action)
-    window.toolbar.menu.addAction(action)
-    for key, move in (("PgDown", lesson.next), ("PgUp", lesson.back)):
-        step_action = window.addAction(key)
-        step_action.setShortcut(key)
-        step_action.triggered.connect(lambda _=False, move=move: move() if dock.isVisible() else None)
-    window.lesson, window.lesson_dock = lesson, dock
-    return dock
+    window.lesson, window.lesson_dock, window.lesson_action = lesson, band, action
+    return band
+
+
+def _synced(react, action: QAction):
+    def shown_changed(shown: bool) -> None:
+        if action.isChecked() != shown:
+            action.setChecked(shown)  # its toggled reaches the band (already so) and whoever listens (the stage)
+        react(shown)
+
+    return shown_changed

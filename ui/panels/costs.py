@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
@@ -28,6 +28,17 @@ from .costs_text import (
     stats_tip,
     stats_width,
 )
+
+
+def _wrap(text: str, fm: QFontMetrics, width: float) -> list[str]:
+    """``text`` on as few lines of at most ``width`` pixels as its words allow."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and fm.horizontalAdvance(f"{lines[-1]} {word}") <= width:
+            lines[-1] = f"{lines[-1]} {word}"
+        else:
+            lines.append(word)
+    return lines
 
 
 def _nice(x: float) -> float:
@@ -64,6 +75,8 @@ class CostsPanel(QWidget):
         self.glw = pg.GraphicsLayoutWidget()
         self.glw.ci.setContentsMargins(0, 0, 0, 0)
         font = QFont(self.font())
+        self.title_font = QFont(self.font())
+        self.title_font.setPointSize(12)  # the titles' size="12pt"
         self.plots, self.curves, self.bands = [], {}, {}
         for col, title in enumerate(plot_titles()):
             p = self.glw.addPlot(row=0, col=col, axisItems={"left": SIAxis("left")})
@@ -151,6 +164,11 @@ class CostsPanel(QWidget):
     def stages(self) -> list:
         """One redraw stage per plot; the stats table follows with ``flush``."""
         return [lambda i=i: self.flush_part(i) for i in range(len(SERIES))]
+
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange and self.session.lanes:  # presenter mode's larger type
+            self.stats.setFixedWidth(stats_width(self.session, self.font()))
 
     def _rebuild(self) -> None:
         """Curves for the run's lanes: kept where a lane index stays (a new run costs no new items),
@@ -290,6 +308,41 @@ class CostsPanel(QWidget):
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
         QTimer.singleShot(0, self._fit_legend)
+        self._fit_titles()
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        viewport = self.parentWidget()  # in a scroll area: its viewport, which may be narrower than the panel
+        if viewport is not None and getattr(self, "_watching", None) is not viewport:
+            viewport.installEventFilter(self)
+            self._watching = viewport
+        self._fit_titles()
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Type.Resize and watched is getattr(self, "_watching", None):
+            self._fit_titles()
+        return False
+
+    def _fit_titles(self) -> None:
+        """A plot's title sets its plot's least width: on a narrow window (the stage at 853 px) a title
+        that does not fit its share goes on two lines, so the four plots and the table fit side by side."""
+        viewport = getattr(self, "_watching", None)
+        width = viewport.width() if viewport is not None else self.width()
+        share = (width - self.stats.width() - 24) / len(self.plots) - 72  # less the left axis ("100 k") and its gap
+        fm = QFontMetrics(self.title_font)
+        lines_most = 1
+        texts = []
+        for title in plot_titles():
+            lines = _wrap(title, fm, share)
+            lines_most = max(lines_most, len(lines))
+            texts.append("<br>".join(lines))
+        for p, text in zip(self.plots, texts, strict=True):
+            if text != p.titleLabel.text:
+                p.titleLabel.setText(text, color=theme.MUTED, size="12pt")
+            height = 8 + fm.lineSpacing() * lines_most
+            if p.titleLabel.maximumHeight() != height:
+                p.titleLabel.setMaximumHeight(height)
+                p.layout.setRowFixedHeight(0, height)
 
     def _fit_legend(self) -> None:
         """The lanes' legend only where it leaves the curves room (the table beside names them too);

@@ -12,9 +12,10 @@ its dtype's bits, and n = the tokens held at the cursor's step. Editing a term t
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
+    QBoxLayout,
     QCheckBox,
     QComboBox,
     QFrame,
@@ -152,14 +153,28 @@ class MemoryDock(QWidget):
         plot_row2.addStretch(1)
         self.plot = MemoryPlot()
 
-        lay = QVBoxLayout(body)
+        lay = QBoxLayout(QBoxLayout.Direction.TopToBottom, body)  # side by side on a wide, short view (the stage)
         lay.setContentsMargins(8, 6, 8, 6)
-        lay.addLayout(top)
-        lay.addWidget(self.form)
-        lay.addWidget(self.warning)
-        lay.addWidget(self.live)
-        lay.addWidget(self.weights)
-        lay.addStretch(1)
+        self.bill_layout = lay
+        terms = QVBoxLayout()
+        terms.addLayout(top)
+        terms.addWidget(self.form)
+        terms.addWidget(self.warning)
+        terms.addStretch(1)
+        lay.addLayout(terms, 3)
+        run = QWidget()
+        rlay = QVBoxLayout(run)
+        rlay.setContentsMargins(0, 0, 0, 0)
+        rlay.addWidget(self.live)
+        rlay.addWidget(self.weights)
+        rlay.addStretch(1)
+        self.run_side = QScrollArea()  # side by side: the run's lines scroll on their own, the form never
+        self.run_side.setWidgetResizable(True)
+        self.run_side.setFrameShape(QFrame.Shape.NoFrame)
+        self.run_side.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.run_side.setProperty("scrolls", True)  # a run of many lanes has many lines: scrolling them is by design
+        self.run_side.setWidget(run)
+        lay.addWidget(self.run_side, 2)
         bill = QScrollArea()
         bill.setWidgetResizable(True)
         bill.setFrameShape(QFrame.Shape.NoFrame)
@@ -168,14 +183,19 @@ class MemoryDock(QWidget):
         growth = QWidget()
         glay = QVBoxLayout(growth)
         glay.setContentsMargins(8, 6, 8, 6)
-        glay.addLayout(plot_row)
-        glay.addLayout(plot_row2)
+        self.controls_box = QBoxLayout(QBoxLayout.Direction.TopToBottom)  # one row on a wide, short view (the stage)
+        self.controls_box.addLayout(plot_row, 1)
+        self.controls_box.addLayout(plot_row2)
+        glay.addLayout(self.controls_box)
         glay.addWidget(self.plot, 1)
         growth_scroll = QScrollArea()  # a short dock scrolls rather than squeezing the plot under its legend
         growth_scroll.setWidgetResizable(True)
         growth_scroll.setFrameShape(QFrame.Shape.NoFrame)
         growth_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         growth_scroll.setWidget(growth)
+        self.scrolls = (bill, growth_scroll)  # side by side (the stage), each holds its page to the height shown
+        for area in self.scrolls:
+            area.viewport().installEventFilter(self)
         self.tabs.addTab(bill, translate("views.memory_dock", "The bill: formula and run"))
         self.tabs.addTab(growth_scroll, translate("views.memory_dock", "Context 1k → 1M"))
         self.tabs.setTabToolTip(
@@ -201,6 +221,58 @@ class MemoryDock(QWidget):
         self.session.cursor_moved.connect(self._on_step)
         theme.on_change(self._on_theme)
         self._on_model()
+
+    PARTS = ("bill", "growth")  # the tabs, by the names the stage and the registry use
+
+    def show_part(self, part: str) -> None:
+        if part in self.PARTS:
+            self.tabs.setCurrentIndex(self.PARTS.index(part))
+
+    @property
+    def part(self) -> str:
+        return self.PARTS[max(self.tabs.currentIndex(), 0)]
+
+    def set_staged(self, on: bool) -> None:
+        """On the stage the stage's keys choose the tab (M: the bill, G: the growth plot): no tab bar."""
+        self.tabs.tabBar().setVisible(not on)
+        for box in (self.model, self.focus):  # the whole window wide: the chosen model's name whole
+            box.setSizeAdjustPolicy(
+                QComboBox.SizeAdjustPolicy.AdjustToContents
+                if on
+                else QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+            )
+            box.setMinimumWidth(box.sizeHint().width() if on else 0)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        wide = self.width() >= 1.5 * self.height() and self.width() >= 700
+        for lay in (self.bill_layout, self.controls_box, self.plot.box):
+            if wide != (lay.direction() == QBoxLayout.Direction.LeftToRight):
+                lay.setDirection(QBoxLayout.Direction.LeftToRight if wide else QBoxLayout.Direction.TopToBottom)
+        self.plot.plot.setMinimumHeight(150 if wide else 240)
+        self.plot.box.setStretch(0, 3 if wide else 1)
+        self.plot.box.setStretch(1, 2 if wide else 0)
+        self._hold_pages()
+        self._fit_run_side()
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Type.Resize and any(watched is a.viewport() for a in self.scrolls):
+            self._hold_pages()
+        return False
+
+    def _hold_pages(self) -> None:
+        """Side by side, a page is as tall as its view and no taller: it never scrolls (what does not fit
+        is squeezed, and the layout tests see it); stacked, it scrolls as before."""
+        wide = self.bill_layout.direction() == QBoxLayout.Direction.LeftToRight
+        for area in self.scrolls:
+            height = area.viewport().height() if wide else 16_777_215  # QWIDGETSIZE_MAX
+            if area.widget().maximumHeight() != height:
+                area.widget().setMaximumHeight(height)
+
+    def _fit_run_side(self) -> None:
+        """Stacked: the run's lines take their whole height (the bill scrolls as one); side by side: the room there is."""
+        wide = self.bill_layout.direction() == QBoxLayout.Direction.LeftToRight
+        self.run_side.setMinimumHeight(0 if wide else self.run_side.widget().sizeHint().height())
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt API: the width the dock opens with
         window = self.host.window
@@ -264,6 +336,7 @@ class MemoryDock(QWidget):
         self._from_run()
         self._on_terms()  # the lanes' own weight bytes belong to the new run
         self.live.refresh()
+        self._fit_run_side()
 
     def _on_step(self, *_: object) -> None:
         if not self.isVisible():
@@ -271,11 +344,13 @@ class MemoryDock(QWidget):
         if self.follow.isChecked() and self.model.currentData() == ON_SCREEN:
             self.form.set_tokens(self.session.n_rows())
         self.live.refresh()
+        self._fit_run_side()
 
     def showEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().showEvent(event)
         self._from_run()
         self.live.refresh()
+        self._fit_run_side()
 
     # ------------------------------------------------------------------ the terms changed
     def _on_terms(self) -> None:

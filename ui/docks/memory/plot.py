@@ -11,7 +11,7 @@ from html import escape
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from kvsim.costs.memory import WEIGHT_DTYPE_BYTES, human_bytes, weight_bytes
 from kvsim.costs.presets import Preset, kind_of, kv_variants, outgrows_weights_at
@@ -84,11 +84,14 @@ class MemoryPlot(QWidget):
                 "Where the chosen model's cache becomes as large as its FP16 weights (batch and bits as above).",
             )
         )
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(self.plot, 1)
-        lay.addWidget(self.legend)
-        lay.addWidget(self.caption)
+        self.box = QBoxLayout(QBoxLayout.Direction.TopToBottom, self)  # the words beside the plot on a wide, short view
+        self.box.setContentsMargins(0, 0, 0, 0)
+        self.box.addWidget(self.plot, 1)
+        words = QVBoxLayout()
+        words.addWidget(self.legend)
+        words.addWidget(self.caption)
+        words.addStretch(1)
+        self.box.addLayout(words, 0)  # side by side: 2 (the plot 3), set by the dock
         self.curves: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.lines: dict[str, float] = {}  # horizontal lines drawn: English label → bytes (the plot shows it translated)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from PySide6.QtCore import QT_TRANSLATE_NOOP, QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QEvent, QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
@@ -111,6 +111,9 @@ class BlocksGrid(QWidget):
         self.last_owner: np.ndarray | None = None
         self.selected: int | None = None
         self.hover_block = -1
+        self.fit = False  # every block within the height its scroll area shows (the stage): smaller slots
+        self.one_line = False  # the cell's text on one line (set by _metrics when fitted)
+        self.slot = float(MAX_SLOT)
         self._cells: list[BlockCell] = []
         self.setMouseTracking(True)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # so ← → reach the view when the grid was clicked
@@ -132,14 +135,43 @@ class BlocksGrid(QWidget):
         """(columns of cells, cell width, cell height) for the current width."""
         fm = self.fontMetrics()
         size = self.snapshot.block_size if self.snapshot is not None else 16
+        room = self.parentWidget().height() if self.fit and self.parentWidget() is not None else 0
+        self.one_line = room > 0  # fitted (the stage): the event word and L j beside the id, one text line
         least = self.cell_width()
         width = max(self.width(), least)
         n_cols = max(1, width // least)
         cell_w = width / n_cols
         cols, rows = slot_grid(size)
         slot = min(MAX_SLOT, (cell_w - 14) / cols)
-        cell_h = 2 * fm.height() + rows * slot + 14
+        text_h = fm.height() + 9 if self.one_line else 2 * fm.height() + 14
+        if room > 0 and self.snapshot is not None:
+            nb = self.snapshot.n_blocks
+            tight = 14 + fm.horizontalAdvance(f"#{nb - 1}") + 6 + QFontMetrics(self.small_font()).horizontalAdvance(f"L{nb - 1}")
+            for n in range(n_cols, max(n_cols, width // max(tight, 1)) + 1):  # more, narrower cells while slots are small
+                cw = width / n
+                lines = -(-nb // n)
+                s = max(2.0, min(MAX_SLOT, (cw - 14) / cols, ((room - 6) / lines - 4 - text_h) / rows))
+                n_cols, cell_w, slot = n, cw, s
+                if s >= 5:
+                    break
+        self.slot = slot
+        cell_h = text_h + rows * slot
         return n_cols, int(cell_w), cell_h
+
+    def set_fit(self, on: bool) -> None:
+        """Fit every block in the height the scroll area shows (its viewport: the grid's parent)."""
+        if on == self.fit:
+            return
+        self.fit = on
+        viewport = self.parentWidget()
+        if viewport is not None:
+            (viewport.installEventFilter if on else viewport.removeEventFilter)(self)
+        self._relayout()
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Type.Resize and watched is self.parentWidget():
+            self._relayout()
+        return False
 
     def small_font(self) -> QFont:
         """The font of a cell's footer (the event word, L j)."""
@@ -155,6 +187,8 @@ class BlocksGrid(QWidget):
         logical = fm.horizontalAdvance(f"L{max(0, n - 1)}") + 3
         beside = max(fm.horizontalAdvance(event_label(w)) for w in WITH_LOGICAL) + logical
         alone = max(fm.horizontalAdvance(event_label(w)) for w in EVENT_LABELS)
+        if getattr(self, "one_line", False):  # fitted: the id and L j on one line; the border says the event (the legend)
+            return max(48, 14 + self.fontMetrics().horizontalAdvance(f"#{max(0, n - 1)}×9") + 8 + logical)
         return max(MIN_CELL_W, 14 + max(beside, alone))  # the footer is the cell less 14 px
 
     def needed_height(self) -> int:
@@ -273,9 +307,14 @@ class BlocksGrid(QWidget):
             bold.setBold(True)
             p.setFont(bold)
             p.setPen(QColor(theme.ACCENT))
-            p.drawText(head, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, f"×{cell.refs}")
+            where = head.adjusted(QFontMetrics(self.font()).horizontalAdvance(f"#{cell.block}") + 2, 0, 0, 0)
+            p.drawText(
+                where,
+                (Qt.AlignmentFlag.AlignLeft if self.one_line else Qt.AlignmentFlag.AlignRight) | Qt.AlignmentFlag.AlignVCenter,
+                f"×{cell.refs}",
+            )
         # the slots
-        slot = min(MAX_SLOT, (rect.width() - 10) / cols)
+        slot = min(MAX_SLOT, (rect.width() - 10) / cols, self.slot)
         x0, y0 = rect.left() + 7, rect.top() + line_h + 3
         fill = QColor(cell.color) if cell.color else None
         if fill is not None and cell.cached:
@@ -296,7 +335,11 @@ class BlocksGrid(QWidget):
         # footer: the step's event, and the logical index in the selected request's table
         p.setFont(small)
         foot = QRectF(rect.left() + 7, rect.bottom() - small_h - 2, rect.width() - 10, small_h)
-        word = cell.event or ("cached" if cell.cached else "")
+        if self.one_line:  # beside the id (and the ×refs), on the header's line
+            refs = f"×{cell.refs}" if cell.refs >= 2 else ""
+            ident = QFontMetrics(self.font()).horizontalAdvance(f"#{cell.block}{refs}") + 8
+            foot = QRectF(rect.left() + 7 + ident, rect.top() + 1, rect.width() - 10 - ident, line_h)
+        word = (cell.event or ("cached" if cell.cached else "")) if not self.one_line else ""
         logical = f"L{cell.logical}" if cell.logical is not None else ""
         if word:  # elided before the logical index, so a long word never runs under it
             room = foot.width() - (QFontMetrics(small).horizontalAdvance(logical) + 3 if logical else 0)

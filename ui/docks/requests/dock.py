@@ -49,6 +49,7 @@ class RequestsView(QWidget):
         self.computed: Computed | None = None
         self.caching = True
         self.busy = False
+        self.staged = False  # on the stage (``set_staged``)
         self._auto_tried = False
         self._land_on = 0  # the request whose prefill the slider shows after a run
         self._cancel_asked = False
@@ -188,7 +189,9 @@ class RequestsView(QWidget):
         self.step_label = QLabel(translate("views.requests", "step {i} / {n}").format(i="–", n="–"))
         nav.addWidget(self.step_label)
         lay.addLayout(nav)
-        choose = QHBoxLayout()
+        self.choose_row = QWidget()  # which run, whose block table: the desktop's (the stage shows the defaults)
+        choose = QHBoxLayout(self.choose_row)
+        choose.setContentsMargins(0, 0, 0, 0)
         self.which_run = QComboBox()
         self.which_run.addItems(
             [translate("views.requests", "prefix caching on"), translate("views.requests", "prefix caching off")]
@@ -203,7 +206,7 @@ class RequestsView(QWidget):
         self.request_box.setToolTip(translate("views.requests", "whose block table is drawn below (and marked L j in the grid)"))
         self.request_box.currentIndexChanged.connect(lambda _i: self._draw())
         choose.addWidget(self.request_box, 1)
-        lay.addLayout(choose)
+        lay.addWidget(self.choose_row)
         self.summary = QLabel()
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.TextFormat.RichText)
@@ -240,10 +243,39 @@ class RequestsView(QWidget):
         lay.addWidget(b)
         return b
 
+    PARTS = ("blocks", "numbers", "list")  # the tabs, by the names the stage and the registry use
+
+    def show_part(self, part: str) -> None:
+        """Show one of the dock's parts (the stage shows the blocks and the off-vs-on table as two views)."""
+        if part in self.PARTS:
+            self.tabs.setCurrentIndex(self.PARTS.index(part))
+
+    @property
+    def part(self) -> str:
+        return self.PARTS[max(self.tabs.currentIndex(), 0)]
+
+    def set_staged(self, on: bool) -> None:
+        """On the stage the blocks (or the off-vs-on table) get the whole view: the settings, the tabs
+        (the stage's keys choose the part), the hover readout and the extra figures step aside."""
+        self.staged = on
+        self.bar.setVisible(not on)
+        self.tabs.tabBar().setVisible(not on)
+        for widget in (self.readout, self.choose_row, self.table):  # the grid marks L j itself: the table can step aside
+            widget.setVisible(not on)
+        self.grid.set_fit(on)
+        self.scroll.setMinimumHeight(60 if on else 150)
+        self.numbers.set_staged(on)
+        self._show_status()
+
+    def _show_status(self) -> None:
+        on = getattr(self, "staged", False)
+        self.status.setVisible(not on or self.busy or bool(self.status.styleSheet()))
+
     # ---------------------------------------------------------------- messages
     def say(self, text: str, error: bool = False) -> None:
         self.status.setText(text)
         self.status.setStyleSheet(f"color: {theme.ERROR};" if error else "")
+        self._show_status()
 
     # ---------------------------------------------------------------- running
     def _auto_run(self) -> None:
@@ -311,6 +343,7 @@ class RequestsView(QWidget):
         self.progress.setRange(0, 0)  # indeterminate until the first slice reports
         self.cancel_button.setVisible(busy)
         self.cancel_button.setEnabled(busy)
+        self._show_status()
 
     def _submit_next(self, pending: Pending) -> None:
         """Submit the run's next slice as its own worker job. A host that runs jobs at once calls

@@ -12,7 +12,7 @@ from ... import theme
 from ...i18n import integer, local, num, translate
 from .blocks import EVENT_MEANING, EVENT_WORDS, event_label, event_meaning, request_color
 from .job import schedule_label
-from .numbers import SideBySideTable, WasteBars
+from .numbers import ROW_KEYS, SideBySideTable, WasteBars
 
 MAX_HOVER_CHARS = 240
 
@@ -241,6 +241,15 @@ class NumbersPanel(QScrollArea):
         lay.addStretch(1)
         self.setWidget(body)
         self._computed = None
+        self.extras = (self.waste_caption, self.bars, self.trade_off, self.outputs)
+
+    def set_staged(self, on: bool) -> None:
+        """On the stage: the side-by-side table alone (no spread rows, no allocation schemes)."""
+        for w in self.extras:
+            w.setVisible(not on)
+        for key in ("spread_off", "spread_on"):
+            self.table.setRowHidden(ROW_KEYS.index(key), on)
+        self.table.updateGeometry()
         theme.on_change(self._on_theme)
 
     def _on_theme(self, _name: str) -> None:

@@ -1,0 +1,474 @@
+"""What the audience sees, measured: run in its own process (the screen size and the scale are fixed
+when Qt starts) by tests/test_layout.py and scripts/stage_shots.py.
+
+    QT_QPA_PLATFORM=offscreen:configfile=… QT_SCALE_FACTOR=1.5 python tests/stage_probe.py MODE LANGS [SHOTS_DIR]
+
+MODE: ``normal`` (the window as it opens on this screen, and every stage view), ``presenter`` (presenter
+mode: every stage view) or ``lesson`` (every lesson step). LANGS: ``en,pt_BR``. For each language a
+fresh window runs the bundled model, then every view (or lesson step) is shown and ``audit`` lists what
+is wrong on screen: visible sibling widgets that overlap (a deliberate overlay sets the property
+``overlay``), text wider than its room (labels, buttons, check boxes, tabs, combo boxes and their
+items, table headers, dock titles, plot titles; elided text counts as cut), a plotted point outside
+its plot, a view that scrolls, text smaller than ``MIN_PX`` physical pixels. Prints one line
+``RESULT {json}``: {lang: {view: [problems]}} and the sizes it measured.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+
+MIN_PX = 18  # physical pixels of body text on a 1280×720 projector
+RUN_STEPS = 24
+TOLERANCE = 1  # px
+
+
+def _name(w) -> str:
+    parts = []
+    while w is not None and len(parts) < 4:
+        n = w.objectName() or type(w).__name__
+        parts.append(n)
+        w = w.parentWidget()
+    return "/".join(reversed(parts))
+
+
+def _box(window, w):
+    from PySide6.QtCore import QRect
+
+    return QRect(w.mapTo(window, w.rect().topLeft()), w.size())
+
+
+def _clip(window, w):
+    """The part of ``w`` its ancestors let through (a scroll area's viewport, the window), in window coordinates."""
+    r = _box(window, w)
+    a = w.parentWidget()
+    while a is not None and a is not window:
+        r = r.intersected(_box(window, a))
+        a = a.parentWidget()
+    return r.intersected(window.rect())
+
+
+def _shown(window, w) -> bool:
+    return w.isVisibleTo(window) and w.isVisible() and not _clip(window, w).isEmpty()
+
+
+def _text_width(fm, text: str) -> int:
+    return max((fm.horizontalAdvance(line) for line in text.split("\n")), default=0)
+
+
+def _rich_width(label) -> float:
+    from PySide6.QtGui import QTextDocument
+
+    doc = QTextDocument()
+    doc.setDefaultFont(label.font())
+    doc.setDocumentMargin(0)
+    doc.setHtml(label.text())
+    return doc.idealWidth()
+
+
+def _wrapped_height(label, text: str, rich: bool, width: int) -> float:
+    from PySide6.QtCore import QRect, Qt
+    from PySide6.QtGui import QTextDocument
+
+    if not rich:
+        return label.fontMetrics().boundingRect(QRect(0, 0, width, 100_000), int(Qt.TextWordWrap), text).height()
+    doc = QTextDocument()
+    doc.setDefaultFont(label.font())
+    doc.setDocumentMargin(0)
+    doc.setHtml(text)
+    doc.setTextWidth(width)
+    return doc.size().height()
+
+
+def _elided(text: str) -> bool:
+    t = text.rstrip()
+    return t.endswith("…") and not t.endswith(" …") and len(t) > 1
+
+
+def audit(window, min_px: float = 0.0) -> list[str]:
+    """What is wrong on screen in ``window`` now (empty: nothing)."""
+    import pyqtgraph as pg
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QFontInfo
+    from PySide6.QtWidgets import (
+        QAbstractButton,
+        QAbstractScrollArea,
+        QAbstractSpinBox,
+        QCheckBox,
+        QComboBox,
+        QDockWidget,
+        QHeaderView,
+        QLabel,
+        QMainWindow,
+        QPushButton,
+        QRadioButton,
+        QScrollBar,
+        QStatusBar,
+        QStyle,
+        QStyleOptionComboBox,
+        QTabBar,
+        QToolButton,
+        QWidget,
+    )
+
+    problems: list[str] = []
+    dpr = window.devicePixelRatioF()
+    widgets = [w for w in window.findChildren(QWidget) if not w.isWindow() and _shown(window, w)]
+
+    def small(w, what: str) -> None:
+        if min_px and QFontInfo(w.font()).pixelSize() * dpr < min_px - 0.5:
+            problems.append(f"small text ({QFontInfo(w.font()).pixelSize() * dpr:.0f} px) {what}: {_name(w)}")
+
+    # --- overlaps between visible siblings
+    parents = {window, *widgets}
+    for parent in parents:
+        if isinstance(parent, QAbstractScrollArea | QComboBox | QTabBar):
+            continue  # their own parts (viewport, bars, scroll buttons) are laid out by Qt
+        kids = [
+            c
+            for c in parent.children()
+            if isinstance(c, QWidget)
+            and not c.isWindow()
+            and c.isVisible()
+            and not c.objectName().startswith("qt_")
+            and not c.property("overlay")
+            and type(c).__name__ not in ("QRubberBand", "QSizeGrip", "QMainWindowLayoutSeparatorHelper", "QWidgetResizeHandler")
+        ]
+        if isinstance(parent, QMainWindow):
+            kids = [
+                c
+                for c in kids
+                if isinstance(c, QWidget)
+                and (
+                    c is parent.centralWidget() or c.inherits("QToolBar") or c.inherits("QDockWidget") or c.inherits("QStatusBar")
+                )
+            ]
+        for i, a in enumerate(kids):
+            for b in kids[i + 1 :]:
+                r = a.geometry().intersected(b.geometry())
+                if r.width() > TOLERANCE and r.height() > TOLERANCE:
+                    problems.append(f"overlap {r.width()}×{r.height()}: {_name(a)} / {_name(b)}")
+
+    # --- text in its room
+    for w in widgets:
+        fm = w.fontMetrics()
+        if isinstance(w, QLabel):
+            text = w.text()
+            if not text or w.pixmap() is not None and not w.pixmap().isNull():
+                continue
+            cr = w.contentsRect()
+            room = cr.width() - 2 * w.margin() - max(w.indent(), 0)
+            rich = w.textFormat() == Qt.RichText or (w.textFormat() == Qt.AutoText and "<" in text and ">" in text)
+            if _elided(_plain(text) if rich else text):
+                problems.append(f"elided '{_plain(text)[-40:]}': {_name(w)}")
+            if w.wordWrap():
+                need = _wrapped_height(w, text, rich, cr.width() - 2 * w.margin())
+                if need > cr.height() - 2 * w.margin() + 2:
+                    problems.append(f"wrapped text {need:.0f} px tall in {cr.height()} px: {_name(w)} '{_plain(text)[:50]}'")
+            else:
+                need = _rich_width(w) if rich else _text_width(fm, text)
+                if need > room + TOLERANCE:
+                    problems.append(f"text {need:.0f} px wide in {room} px: {_name(w)} '{_plain(text)[:50]}'")
+            small(w, f"'{_plain(text)[:30]}'")
+        elif isinstance(w, QAbstractButton) and w.text():
+            text = w.text().replace("&", "")
+            need = _text_width(fm, text)
+            if not w.icon().isNull():
+                need += w.iconSize().width() + 4
+            if isinstance(w, QCheckBox | QRadioButton):
+                need += w.style().pixelMetric(QStyle.PM_IndicatorWidth) + w.style().pixelMetric(QStyle.PM_CheckBoxLabelSpacing)
+                room = w.width()
+            elif isinstance(w, QPushButton):
+                room = w.width() - 8
+            elif isinstance(w, QToolButton):
+                room = w.width() - 4 - (12 if w.menu() is not None or w.popupMode() == QToolButton.MenuButtonPopup else 0)
+            else:
+                room = w.width()
+            if need > room + TOLERANCE:
+                problems.append(f"button text {need} px wide in {room} px: {_name(w)} '{text[:40]}'")
+            if _elided(text):
+                problems.append(f"elided button '{text}': {_name(w)}")
+            small(w, f"'{text[:30]}'")
+        elif isinstance(w, QComboBox):
+            opt = QStyleOptionComboBox()
+            w.initStyleOption(opt)
+            room = w.style().subControlRect(QStyle.CC_ComboBox, opt, QStyle.SC_ComboBoxEditField, w).width()
+            if not w.isEditable() and _text_width(fm, w.currentText()) > room + TOLERANCE:
+                need = _text_width(fm, w.currentText())
+                problems.append(f"combo text {need} px wide in {room} px: {_name(w)} '{w.currentText()[:40]}'")
+            problems += _combo_items(w)
+            small(w, f"'{w.currentText()[:30]}'")
+        elif isinstance(w, QTabBar):
+            for i in range(w.count()):
+                r = w.tabRect(i)
+                need = _text_width(fm, w.tabText(i)) + 8
+                if r.width() < need or r.right() > w.width() + TOLERANCE:
+                    problems.append(f"tab '{w.tabText(i)}' {r.width()} px for {need}: {_name(w)}")
+            small(w, "tabs")
+        elif isinstance(w, QHeaderView):
+            model = w.model()
+            if model is None:
+                continue
+            n = model.columnCount() if w.orientation() == Qt.Horizontal else model.rowCount()
+            for i in range(n):
+                if w.isSectionHidden(i):
+                    continue
+                text = str(model.headerData(i, w.orientation(), Qt.DisplayRole) or "")
+                need = _text_width(fm, text) + 8
+                room = w.sectionSize(i) if w.orientation() == Qt.Horizontal else w.width()
+                if text and room < need:
+                    problems.append(f"header '{text[:30]}' {room} px for {need}: {_name(w)}")
+        elif isinstance(w, QDockWidget) and w.titleBarWidget() is None:
+            need = _text_width(fm, w.windowTitle()) + 2 * 20 + 8
+            if need > w.width():
+                problems.append(f"dock title {need} px wide in {w.width()} px: '{w.windowTitle()[:40]}'")
+        elif isinstance(w, QAbstractSpinBox) and w.text():
+            room = w.lineEdit().width() - 4
+            if _text_width(w.lineEdit().fontMetrics(), w.text()) > room + TOLERANCE:
+                problems.append(f"spin box text {_text_width(fm, w.text())} px wide in {room} px: {_name(w)} '{w.text()}'")
+            small(w, f"'{w.text()}'")
+        elif isinstance(w, QStatusBar) and w.currentMessage():
+            need = _text_width(fm, w.currentMessage()) + 8
+            if need > w.width() - 20:
+                problems.append(f"status message {need} px wide in {w.width() - 20} px: '{w.currentMessage()[:50]}'")
+        elif isinstance(w, QScrollBar) and w.maximum() > w.minimum() and not _scrolls_by_design(w):
+            problems.append(f"scrolls ({w.maximum() - w.minimum()} px hidden): {_name(w)}")
+        elif isinstance(w, pg.GraphicsView):
+            problems += _plots(window, w)
+    return problems
+
+
+def _combo_items(combo) -> list[str]:
+    """Open the popup and measure each item's room there (what the audience sees when it opens)."""
+    from PySide6.QtWidgets import QApplication
+
+    if combo.count() == 0:
+        return []
+    combo.showPopup()
+    QApplication.processEvents()
+    view, fm = combo.view(), combo.view().fontMetrics()
+    problems = []
+    for i in range(combo.count()):
+        room = view.visualRect(combo.model().index(i, combo.modelColumn())).width()
+        need = _text_width(fm, combo.itemText(i)) + 6 + (view.iconSize().width() + 4 if not combo.itemIcon(i).isNull() else 0)
+        if room and need > room + TOLERANCE:
+            problems.append(f"combo item {need} px wide in {room} px: {_name(combo)} '{combo.itemText(i)[:40]}'")
+    combo.hidePopup()
+    QApplication.processEvents()
+    return problems
+
+
+def _scrolls_by_design(bar) -> bool:
+    """The text strip (a long text wraps and scrolls), the request list and block grid of a long run,
+    a combo box's popup: scrolling is their nature, not a cut."""
+    w = bar
+    while w is not None:
+        if w.property("scrolls"):
+            return True
+        w = w.parentWidget()
+    return False
+
+
+def _plain(text: str) -> str:
+    import re
+
+    return re.sub(r"<[^>]+>", "", text).replace("&nbsp;", " ")
+
+
+def _plots(window, view) -> list[str]:
+    """Plotted points inside their plots, plots and their titles inside the view."""
+    import numpy as np
+    import pyqtgraph as pg
+
+    problems = []
+    visible = _clip(window, view).translated(-_box(window, view).topLeft())  # in the view's coordinates
+    for item in view.scene().items():
+        if not isinstance(item, pg.PlotItem) or not item.isVisible():
+            continue
+        vb = item.getViewBox()
+        box = view.mapFromScene(vb.sceneBoundingRect()).boundingRect()
+        if box.height() < 2 or box.width() < 2:
+            continue
+        if not visible.adjusted(-2, -2, 2, 2).contains(box):
+            problems.append(f"plot outside its view ({box.getRect()} in {visible.getRect()}): {_name(view)}")
+        title = item.titleLabel
+        if title.isVisible() and title.text:
+            need = title.item.boundingRect().width()
+            if need > item.width() + TOLERANCE:
+                problems.append(f"plot title {need:.0f} px wide in {item.width():.0f} px: '{_plain(title.text)[:40]}'")
+        (x0, x1), (y0, y1) = vb.viewRange()
+        for data in item.listDataItems():
+            if not data.isVisible():
+                continue
+            xs, ys = data.getData()
+            if xs is None or len(xs) == 0:
+                continue
+            xs, ys = np.asarray(xs, float), np.asarray(ys, float)
+            ok = np.isfinite(xs) & np.isfinite(ys)
+            dx, dy = (x1 - x0) * 1e-3, (y1 - y0) * 1e-3
+            out = ok & ((xs < x0 - dx) | (xs > x1 + dx) | (ys < y0 - dy) | (ys > y1 + dy))
+            if out.any():
+                i = int(np.argmax(out))
+                problems.append(
+                    f"point ({xs[i]:.3g}, {ys[i]:.3g}) outside the plot x {x0:.3g}…{x1:.3g} y {y0:.3g}…{y1:.3g}: "
+                    f"{_plain(title.text or '')[:30]} {data.name() or ''}"
+                )
+    return problems
+
+
+def _wait(app, until, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        app.processEvents()
+        if until():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def _settle(app, w, seconds: float = 0.3) -> None:
+    _wait(app, lambda: not w.jobs._waiting and not w.lanes.pending, 120)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        app.processEvents()
+        time.sleep(0.01)
+    for p in w.lanes.shown():
+        p.redraw()
+    w.costs.redraw()
+    end = time.monotonic() + 0.3  # the redraws' relayouts (an axis grown by its new labels) come a frame later
+    while time.monotonic() < end:
+        app.processEvents()
+        time.sleep(0.01)
+
+
+def _settled_view(app, w, name: str) -> None:
+    view = w.stage.entries[name][1]
+    view = view.view if view is not None else None
+    _settle(app, w)
+    busy = getattr(view, "busy", False)
+    if busy:
+        _wait(app, lambda: not getattr(view, "busy", False), 180)
+        _settle(app, w)
+
+
+PROMPT = "It is a truth universally acknowledged, that a single man in possession of a good fortune"
+
+
+def probe(mode: str, langs: list[str], shots: str | None) -> dict:
+    from kvsim.ui import i18n
+    from kvsim.ui.app import make_app
+
+    app = make_app(handlers=False)
+    screen = app.primaryScreen()
+    room = screen.availableGeometry()
+    # the projector case (a scaled screen 1280 pixels wide or less): body text at least MIN_PX there
+    min_px = MIN_PX if screen.devicePixelRatio() > 1 and round(screen.devicePixelRatio() * room.width()) <= 1280 else 0.0
+    out: dict = {"screen": [room.width(), room.height()], "dpr": screen.devicePixelRatio(), "window": {}}
+    for lang in langs:
+        i18n.install(app, lang)
+        out[lang] = _one(app, mode, lang, shots, min_px, out["window"])
+    return out
+
+
+def _one(app, mode: str, lang: str, shots: str | None, min_px: float, sizes: dict) -> dict[str, list[str]]:
+    from pathlib import Path
+
+    from kvsim.ui.window import MainWindow
+
+    w = MainWindow(persist=False, prompt=PROMPT)
+    w.animator.set_speed("instant")
+    w.show()
+    if not w.controller.wait_ready(300) or not w.controller.run_steps(RUN_STEPS, timeout_s=600):
+        raise SystemExit("the run did not complete: " + w.controller.last_error)
+    found: dict[str, list[str]] = {}
+
+    def look(name: str) -> None:
+        _settle(app, w)
+        found[name] = audit(w, min_px)
+        if shots:
+            Path(shots).mkdir(parents=True, exist_ok=True)
+            w.grab().save(str(Path(shots) / f"{name}-{lang}.png"), "PNG")
+
+    sizes[lang] = {"size": [w.width(), w.height()], "stage": w.stage.active, "full": w.isFullScreen()}
+    if mode == "presenter":
+        w.presenter.enter()
+        _settle(app, w)
+    if mode in ("normal", "presenter"):
+        if mode == "normal" and not w.stage.active:
+            look("desktop")
+            w.stage.toggle_forced()  # a large screen: the stage on request (S)
+        for name in w.stage.entries:
+            w.stage.show(name)
+            _settled_view(app, w, name)
+            look(f"stage-{name}")
+        from kvsim.ui.recent import demos
+
+        w.stage.show("lanes")
+        for _title, path in demos():  # the bundled demos (Alt+1 …): three lanes side by side on the stage
+            if not w.open_run(str(path)):
+                found[f"demo-{path.stem}"] = [f"the demo did not open: {w.controller.last_error}"]
+                continue
+            _settle(app, w, 1.0)
+            look(f"demo-{path.stem}")
+    elif mode == "desktop":  # the docks forced on this screen (the stage's threshold is measured with it)
+        w.stage.forced = False
+        w.stage.update()
+        look("desktop")
+        for name in ("memory", "roofline", "requests"):
+            dock = w.extra_docks[name]
+            dock.setVisible(True)
+            dock.raise_()
+            _settled_view(app, w, name)
+            look(f"desktop-{name}")
+    elif mode == "lesson":
+        if not w.stage.active:
+            w.stage.toggle_forced()
+        lesson = w.lesson
+        lesson.set_language("pt" if lang == "pt_BR" else "en")
+        w.lesson_action.setChecked(True)
+        for i, step in enumerate(lesson.steps):
+            lesson.go(i)
+            if not _wait(app, lambda: lesson.done or bool(lesson.problem), 300):
+                found[f"lesson-{step.id}"] = ["the step's state was not reached"]
+                continue
+            _settled_view(app, w, step.view)
+            look(f"lesson-{step.id}")
+            found[f"lesson-{step.id}"] += _lesson_problems(w, lesson, step)
+    w.shutdown()
+    w.close()
+    w.deleteLater()
+    app.processEvents()
+    return found
+
+
+def _lesson_problems(w, lesson, step) -> list[str]:
+    problems = []
+    if lesson.problem:
+        problems.append(f"lesson problem: {lesson.problem}")
+    if w.stage.current != step.view:
+        problems.append(f"the stage shows {w.stage.current}, not {step.view}")
+    if _box(w, lesson.panel).intersects(_box(w, w.stage.current_page())):
+        problems.append("the lesson band covers the view")
+    if lesson.highlight.target is not None:
+        want = _box(w, lesson.highlight.target).adjusted(-3, -3, 3, 3)
+        if not lesson.highlight.isVisible() or lesson.highlight.geometry() != want:
+            problems.append(f"highlight at {lesson.highlight.geometry().getRect()}, its target at {want.getRect()}")
+    page = lesson.panel.page
+    lines = page.heightForWidth(page.width()) / page.fontMetrics().lineSpacing()
+    if math.floor(lines) > lesson.panel.LINES:
+        problems.append(f"lesson text on {lines:.1f} lines")
+    return problems
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's kvsim (and its ui), not an installed one
+    result = probe(sys.argv[1], sys.argv[2].split(","), sys.argv[3] if len(sys.argv) > 3 else None)
+    print("RESULT " + json.dumps(result))
+    sys.stdout.flush()
+    import os
+
+    os._exit(0)  # the worker threads of two windows: no slow teardown

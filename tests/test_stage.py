@@ -1,0 +1,124 @@
+"""The stage (one view fills the window: small screens, presenter mode, S): its views come from the
+dock registry — a dock declared there (here, a test-only one) is in the menu, on the shortcut sheet,
+behind its key and on the stage with no other file touched; the docks' own widgets move to the stage
+and back (no second copies); PgDown / PgUp walk the views; presenter mode is always on the stage."""
+
+from __future__ import annotations
+
+from helpers import ready_window
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QLabel
+
+from kvsim.ui import shortcuts
+from kvsim.ui import stage as stage_module
+from kvsim.ui.docks import registry
+
+PROMPT = "It is a truth universally acknowledged"
+
+
+class ProbeView(QLabel):
+    """A test-only dock's view: made by the registry with the DockHost, like every dock."""
+
+    def __init__(self, host) -> None:
+        super().__init__("the test-only view")
+        self.host = host
+        self.parts: list[str] = []
+
+    def show_part(self, part: str) -> None:
+        self.parts.append(part)
+
+
+def press(qtbot, w, key) -> None:
+    qtbot.keyClick(w.focusWidget() or w, key)
+    QApplication.processEvents()
+
+
+def test_a_dock_declared_once_is_in_the_menu_the_sheet_its_key_and_the_stage(qtbot, qapp, monkeypatch):
+    spec = registry.DockSpec(
+        "probe",
+        "Test-only dock",
+        ProbeView,
+        shortcut="Y",
+        stage=(
+            registry.StageEntry("probe", "Test-only view", "Y", "first"),
+            registry.StageEntry("probe-b", "Test-only view, second part", "U", "second"),
+        ),
+    )
+    monkeypatch.setattr(registry, "DOCKS", [*registry.DOCKS, spec])
+    w = ready_window(qtbot, qapp, "tiny", PROMPT, size=(1600, 900))
+    try:
+        dock = w.extra_docks["probe"]
+        assert dock.windowTitle() == "Test-only dock" and dock.view is None  # lazy: built when first shown
+        views = next(a.menu() for a in w.toolbar.menu.actions() if a.menu() is not None and a.menu().title() == "Views")
+        assert {"Test-only view", "Test-only view, second part"} <= {a.text() for a in views.actions()}
+        rows = dict(shortcuts.key_rows(w))
+        assert rows["Y"] == "Test-only view" and rows["U"] == "Test-only view, second part"
+        assert not w.stage.active  # 1600×900: the docks
+        press(qtbot, w, Qt.Key_Y)
+        assert dock.isVisible() and isinstance(dock.view, ProbeView) and dock.widget() is dock.view
+        assert dock.view.parts == ["first"]
+        press(qtbot, w, Qt.Key_S)  # the stage on request
+        assert w.stage.active and not dock.isVisible()
+        press(qtbot, w, Qt.Key_U)
+        assert w.stage.current == "probe-b" and w.stage.current_page() is dock.view  # the same widget, moved
+        assert dock.view.parent() is w.stage.stack and dock.view.isVisible() and dock.view.parts[-1] == "second"
+        press(qtbot, w, Qt.Key_S)  # back to the docks: the view goes home, the dock as it was
+        assert not w.stage.active and dock.widget() is dock.view and dock.isVisible()
+    finally:
+        w.shutdown()
+
+
+def test_stage_views_keys_and_page_down_walk(qtbot, qapp):
+    w = ready_window(qtbot, qapp, "tiny", PROMPT, size=(1600, 900))
+    try:
+        costs_holder = w.costs_dock.widget()
+        w.stage.toggle_forced()
+        assert w.stage.active and w.stage.current == "lanes" and w.stage.current_page() is w.lanes_page
+        press(qtbot, w, Qt.Key_C)
+        assert w.stage.current_page() is costs_holder and w.costs.isVisible() and not w.costs_dock.isVisible()
+        assert w.stage.stack.geometry().height() > 0.6 * w.centralWidget().height()  # the view fills the window
+        order = list(w.stage.entries)
+        press(qtbot, w, Qt.Key_PageDown)
+        assert w.stage.current == order[order.index("costs") + 1]
+        press(qtbot, w, Qt.Key_PageUp)
+        press(qtbot, w, Qt.Key_PageUp)
+        assert w.stage.current == "lanes"
+        press(qtbot, w, Qt.Key_PageUp)
+        assert w.stage.current == order[-1]  # round the views
+        press(qtbot, w, Qt.Key_B)
+        requests = w.extra_docks["requests"].view
+        assert w.stage.current == "requests" and requests.part == "blocks" and not requests.bar.isVisible()
+        press(qtbot, w, Qt.Key_O)
+        assert w.stage.current == "offon" and requests.part == "numbers"
+        press(qtbot, w, Qt.Key_F)
+        assert w.stage.current == "lanes" and w.lanes.isVisible()
+        w._on_selection(0, -1)  # "all heads" from the toolbar: on the stage, its view
+        qtbot.waitUntil(lambda: w.stage.current == "heads", timeout=5_000)
+        w.stage.toggle_forced()
+        assert not w.stage.active and w.costs_dock.widget() is costs_holder and w.costs_dock.isVisible()
+        assert not requests.staged and not requests.bar.isHidden() and w.extra_docks["requests"].widget() is requests
+    finally:
+        w.shutdown()
+
+
+def test_small_windows_and_presenter_mode_are_on_the_stage(qtbot, qapp):
+    assert stage_module.wanted(stage_module.QSize(853, 480)) and stage_module.wanted(stage_module.QSize(1024, 768))
+    assert not stage_module.wanted(stage_module.QSize(1600, 900))
+    w = ready_window(qtbot, qapp, "tiny", PROMPT, size=(1600, 900))
+    try:
+        assert not w.stage.active
+        w.resize(1000, 700)
+        qtbot.waitUntil(lambda: w.stage.active, timeout=5_000)
+        w.resize(1600, 900)
+        qtbot.waitUntil(lambda: not w.stage.active, timeout=5_000)
+        w.presenter.enter()
+        assert w.stage.active
+        w.presenter.leave()
+        qtbot.waitUntil(lambda: not w.stage.active, timeout=5_000)
+    finally:
+        if w.presenter.active:
+            w.presenter.leave()
+        from kvsim.ui import theme
+
+        theme.set_theme(qapp, "dark")
+        w.shutdown()
