@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QT_TRANSLATE_NOOP, QObject, QTimer, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 
 from .i18n import translate
 

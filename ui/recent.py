@@ -12,9 +12,11 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QT_TRANSLATE_NOOP, QObject, QSettings, Qt
+from PySide6.QtCore import QObject, QSettings, Qt
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QMenu, QWidget
+
+from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 
 from .i18n import translate
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from PySide6.QtCore import QT_TRANSLATE_NOOP, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QFont, QKeySequence
 from PySide6.QtWidgets import QComboBox, QMenu, QSizePolicy, QToolBar, QToolButton, QWidget
 
+from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 from kvsim.models.config import ModelConfig
 
 from . import i18n

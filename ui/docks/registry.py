@@ -16,8 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtCore import QT_TRANSLATE_NOOP, QObject, QSettings, Qt
+from PySide6.QtCore import QObject, QSettings, Qt
 from PySide6.QtWidgets import QDockWidget, QFrame, QLabel, QMainWindow, QScrollArea, QWidget
+
+from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 
 from ..i18n import translate
 from ..session import Session

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QT_TRANSLATE_NOOP
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -18,6 +17,8 @@ from PySide6.QtWidgets import (
     QSpinBox,
     QWidget,
 )
+
+from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 
 from ..animation import SPEEDS as SPEED_MS
 from ..i18n import local, num, translate

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from html import escape
 
-from PySide6.QtCore import QT_TRANSLATE_NOOP
 from PySide6.QtGui import QFont, QFontMetrics
 
 from kvsim.core.units import si
+from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 
 from .. import theme
 from ..i18n import local, num, translate

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QT_TRANSLATE_NOOP, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget
+
+from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 
 from ... import theme
 from ...i18n import integer, local, num, translate

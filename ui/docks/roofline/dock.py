@@ -8,10 +8,10 @@ come from ``kvsim.costs.roofline.points_from_records`` — this view only draws 
 
 from __future__ import annotations
 
-from PySide6.QtCore import QT_TRANSLATE_NOOP
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QTabWidget, QVBoxLayout, QWidget
 
 from kvsim.core.units import si
+from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 from kvsim.costs.roofline import COMPONENTS, RooflinePoint, points_from_records
 
 from ... import theme

@@ -5,8 +5,7 @@ English); these are built from the same figures, and in English they are the eng
 
 from __future__ import annotations
 
-from PySide6.QtCore import QT_TRANSLATE_NOOP
-
+from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 from kvsim.costs.roofline import COMPONENT_WORDS, RooflinePoint, num
 
 from ...i18n import local, translate
