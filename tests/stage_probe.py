@@ -337,10 +337,32 @@ def _settle(app, w, seconds: float = 0.3) -> None:
     for p in w.lanes.shown():
         p.redraw()
     w.costs.redraw()
-    end = time.monotonic() + 0.3  # the redraws' relayouts (an axis grown by its new labels) come a frame later
-    while time.monotonic() < end:
+    _until_still(app, w)  # the redraws' relayouts (an axis grown by its new labels) come a frame or more later
+
+
+def _layout_now(w) -> tuple:
+    """Where every plot and widget of the window is now (what the audit measures)."""
+    import pyqtgraph as pg
+    from PySide6.QtWidgets import QWidget
+
+    plots = []
+    for view in w.findChildren(pg.GraphicsView):
+        plots += [item.sceneBoundingRect().getRect() for item in view.scene().items() if isinstance(item, pg.PlotItem)]
+    return tuple(plots) + tuple(c.geometry().getRect() for c in w.findChildren(QWidget) if c.isVisible())
+
+
+def _until_still(app, w, still: int = 8, most: int = 400) -> None:
+    """Process events until the layout has not moved for ``still`` rounds in a row (at most ``most`` rounds of
+    ~20 ms): on a busy machine a relayout can come later than any fixed wait (bounded by rounds, not by a clock)."""
+    last, calm = None, 0
+    for _ in range(most):
         app.processEvents()
-        time.sleep(0.01)
+        time.sleep(0.02)
+        now = _layout_now(w)
+        calm = calm + 1 if now == last else 0
+        if calm >= still:
+            return
+        last = now
 
 
 def _settled_view(app, w, name: str) -> None:
