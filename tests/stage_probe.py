@@ -408,10 +408,14 @@ def _one(app, mode: str, lang: str, shots: str | None, min_px: float, sizes: dic
 
     def look(name: str) -> None:
         _settle(app, w)
+        # what the audience sees is what is painted: an offscreen window that is never exposed is never painted,
+        # and pyqtgraph lays its plots out when it paints (a page shown but unpainted measures its old layout)
+        picture = w.grab()
+        _until_still(app, w)
         found[name] = audit(w, min_px)
         if shots:
             Path(shots).mkdir(parents=True, exist_ok=True)
-            w.grab().save(str(Path(shots) / f"{name}-{lang}.png"), "PNG")
+            picture.save(str(Path(shots) / f"{name}-{lang}.png"), "PNG")
 
     sizes[lang] = {"size": [w.width(), w.height()], "stage": w.stage.active, "full": w.isFullScreen()}
     if mode == "presenter":
