@@ -67,8 +67,7 @@ from ..models.tokenizer import Tokenizer
 from ..models.transformer import Attention, Transformer
 from .records import BatchEntry, BatchStep, PoolSnapshot, RequestResult, RequestsRun, take_snapshot
 from .request_lists import MAX_ARRIVAL_STEP, RequestInput
-from .requests import blocks_needed
-from .waste import allocation_waste
+from .requests import blocks_needed, run_waste
 
 DEFAULT_MAX_BATCHED_TOKENS = 256
 
@@ -572,15 +571,7 @@ class BatchingEngine:
                     recomputed_rows=r.recomputed,
                 )
             )
-        cfg = self.model.cfg
-        bytes_per_slot = 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * self.model.dtype.itemsize
-        waste = allocation_waste(
-            [r.rows_held for r in results],
-            size,
-            cfg.max_seq_len,
-            bytes_per_slot,
-            prompts=[r.prompt_ids for r in results] if self.pool.prefix_caching else None,
-        )
+        waste = run_waste(self.model, self.pool, results, size)
         return RequestsRun(
             model_id=self.model_id,
             block_size=size,
@@ -598,7 +589,7 @@ class BatchingEngine:
                 "sampling": asdict(self.sampling),
                 "device": str(self.model.device),
                 "dtype": str(self.model.dtype).replace("torch.", ""),
-                "max_len": cfg.max_seq_len,
+                "max_len": self.model.cfg.max_seq_len,
                 "max_batched_tokens": self.max_batched_tokens,
                 "chunked_prefill": self.chunked_prefill,
                 "chunk_size": self.chunk_size,

@@ -40,7 +40,7 @@ from ..models.tokenizer import Tokenizer
 from ..models.transformer import Transformer
 from .records import PoolSnapshot, RequestResult, RequestsRun, SideBySide, take_snapshot
 from .request_lists import RequestInput, RequestList, encode_requests, load_requests  # noqa: F401 - the API
-from .waste import allocation_waste
+from .waste import WasteReport, allocation_waste
 
 SCHEDULES = ("sequential", "interleaved")
 
@@ -48,6 +48,19 @@ SCHEDULES = ("sequential", "interleaved")
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def run_waste(model: Transformer, pool: BlockPool, results: Sequence[RequestResult], size: int) -> WasteReport:
+    """A finished run's three allocation figures (preallocated, exact, paged) for the rows its requests held."""
+    cfg = model.cfg
+    bytes_per_slot = 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * model.dtype.itemsize  # one token's K and V
+    return allocation_waste(
+        [r.rows_held for r in results],
+        size,
+        cfg.max_seq_len,
+        bytes_per_slot,
+        prompts=[r.prompt_ids for r in results] if pool.prefix_caching else None,
+    )
 
 
 def blocks_needed(prompt_len: int, steps: int, block_size: int) -> int:
@@ -294,15 +307,7 @@ class RequestsEngine:
                     last_step=r.last_step,
                 )
             )
-        cfg = self.model.cfg
-        bytes_per_slot = 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * self.model.dtype.itemsize
-        waste = allocation_waste(
-            [r.rows_held for r in results],
-            size,
-            cfg.max_seq_len,
-            bytes_per_slot,
-            prompts=[r.prompt_ids for r in results] if self.pool.prefix_caching else None,
-        )
+        waste = run_waste(self.model, self.pool, results, size)
         return RequestsRun(
             model_id=self.model_id,
             block_size=size,
@@ -320,7 +325,7 @@ class RequestsEngine:
                 "sampling": asdict(self.sampling),
                 "device": str(self.model.device),
                 "dtype": str(self.model.dtype).replace("torch.", ""),
-                "max_len": cfg.max_seq_len,
+                "max_len": self.model.cfg.max_seq_len,
             },
         )
 
