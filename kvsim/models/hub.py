@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.atomic import write_bytes
 from .base import ModelLoadError, user_models_dir
 
 # what a checkpoint directory needs (see checkpoints.load_hf_dir) and the licence files beside it
@@ -111,9 +112,7 @@ def licence_accepted(name: str, terms: str, accept: bool = False, ask: Callable[
     target = _accepted_file()
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".partial")
-        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-        os.replace(tmp, target)
+        write_bytes(target, json.dumps(data, indent=1).encode("utf-8"), check=lambda tmp: json.loads(tmp.read_text("utf-8")))
     except OSError as exc:
         raise ModelLoadError(f"cannot record the accepted terms in {target}: {exc.strerror or exc}") from exc
     print(f"{name}: terms accepted (remembered in {target})", file=sys.stderr, flush=True)
