@@ -33,7 +33,7 @@ from .counting import step_cost
 from .lane_rows import Lane, lane_spans
 from .model_side import attach, lane_meta, with_weight_bytes
 from .summary import RunSummary, summarize  # noqa: F401 - part of the simulator's API
-from .trace import LaneRows, LaneStep, StepRecord, Trace
+from .trace import HeadRows, LaneRows, LaneStep, StepRecord, Trace
 
 __all__ = ["DEFAULT_LANES", "LaneSpec", "Sampling", "SimulationError", "Simulator", "parse_lanes", "summarize"]
 
@@ -282,6 +282,7 @@ class Simulator:
             first_key = int(seen[0]) if seen.size else n - 1  # the lowest position the newest query sees
             payload, overhead = lane.cache.bytes_split()
             kl = float((ref_p * (ref_logp - logp)).sum().clamp_min(0.0))  # KL(ref ‖ lane), nats
+            held, reason = _head_rows(lane)
             lane_steps.append(
                 LaneStep(
                     name=lane.name,
@@ -307,6 +308,8 @@ class Simulator:
                     kl_div=kl,
                     ref_logprob=min(0.0, float(logp[token_id])),
                     rows=self._own_rows(i, lane, out, new_t, as_np),
+                    held=held,
+                    evict_reason=reason,
                     **(
                         {  # type: ignore[arg-type]  # int and float fields: each key has its LaneStep field's type
                             "drafted": spec.drafted,
@@ -445,3 +448,19 @@ class Simulator:
                 float((v_out[layer, :, :, :old] - v_first).abs().max()),
             )
         return diff
+
+
+def _head_rows(lane: Lane) -> tuple[HeadRows | None, str]:
+    """A lane that evicts by attention: the rows each layer's KV heads hold, their scores, what it dropped and why."""
+    head_rows = getattr(lane.cache, "head_rows", None)
+    got = head_rows() if head_rows is not None else None
+    if got is None:
+        return None, ""
+    positions, scores, evicted, reason = got
+    as_np = lambda x: x.detach().cpu().numpy()  # noqa: E731
+    held = HeadRows(
+        positions=as_np(positions).astype(np.int64),
+        scores=as_np(scores).astype(np.float32),
+        evicted=as_np(evicted).astype(np.int64),
+    )
+    return held, reason
