@@ -103,3 +103,57 @@ def test_h2o_heads_hold_different_rows_in_the_records() -> None:
     assert any(held.positions[layer, 0].tolist() != held.positions[layer, 1].tolist() for layer in range(2))
     tova = _run("tova:12")[2][-1].lane("tova:12").held  # TOVA: one ranking per layer, every head the same rows
     assert all(tova.positions[layer, 0].tolist() == tova.positions[layer, 1].tolist() for layer in range(2))
+
+
+def test_the_app_draws_the_scores_the_dropped_rows_and_each_heads_rows(qtbot, qapp) -> None:
+    """Lane h2o: the bars beside K are the reference's accumulated scores (recomputed from its own attention
+    over the run's tokens) for the drawn layer and head's KV head; the struck rows are the ones its cache
+    dropped; the all-heads view's strip holds each KV head's rows, which differ between heads."""
+    from helpers import ready_window
+
+    from kvsim.ui.lanes.attention import kv_head_of
+    from kvsim.ui.lanes.scores import reason_text
+
+    spec = "h2o:3:r2"
+    w = ready_window(qtbot, qapp, LLAMA, "Once upon a time there was a tiny fox", lanes=f"kv,{spec}", size=(1600, 900))
+    assert w.controller.run_steps(6)
+    s = w.session
+    panel = w.lane_panels[1]
+    ref = Watched(load_model(LLAMA).model, SPECS["h2o:6:r4"] | {"heavy": 3, "recent": 2})
+    tokens = list(s.run.prompt_ids) + [r.token_id for r in s.records]
+    done = 0
+    for step, r in enumerate(s.records):
+        n = r.n_tokens
+        ref.forward(tokens[done:n], list(range(done, n)))
+        done = n
+        s.set_cursor(step)
+        for layer, head in ((0, 0), (1, 3)):
+            panel.set_selection(layer, head)
+            panel.redraw()
+            g = kv_head_of(head, s.config.n_heads, s.config.n_kv_heads)
+            kept = ref.kept[layer][g]
+            drawn = panel.scores.values
+            assert sorted(drawn) == kept, f"step {step}, layer {layer}, head {head}"
+            np.testing.assert_allclose([drawn[p] for p in kept], [ref.score[layer][g][p] for p in kept], rtol=0, atol=1e-5)
+            gone = sorted(set(ref.read[layer][g]) - set(kept))
+            assert panel.scores.evicted.tolist() == gone
+            assert panel.scores.reason == (reason_text("lowest_accumulated_score") if gone else "")
+            assert panel.scores.bars.isVisible() and panel.scores.struck.isVisible() == bool(gone)
+    assert panel.scores.reason == "lowest accumulated score"  # English words, from translate()
+    w.lane_panels[0].redraw()
+    assert w.lane_panels[0].scores.values == {} and not w.lane_panels[0].scores.bars.isVisible()  # kv: no bars
+    # the all-heads view: one row per KV head, as the cache holds them
+    w.toolbar.head_box.setCurrentIndex(w.toolbar.head_box.findData(-1))
+    qtbot.waitUntil(lambda: w.overview_dock.isVisible() and w.overview.held_strip is not None, timeout=5_000)
+    for layer in (0, 1):
+        w.overview.set_layer(layer)
+        strip = w.overview.held_strip
+        assert strip.lane == 1 and strip.rows == ref.kept[layer]
+        assert strip.dropped == [sorted(set(ref.read[layer][g]) - set(ref.kept[layer][g])) for g in range(2)]
+    assert any(ref.kept[layer][0] != ref.kept[layer][1] for layer in (0, 1))  # the heads differ, and so do the drawn rows
+    w.controller.set_lanes("kv,window:4")
+    qtbot.waitUntil(lambda: [lane.name for lane in s.lanes] == ["kv", "window:4"], timeout=20_000)
+    assert w.controller.run_steps(1)
+    w.overview.redraw()
+    assert w.overview.held_strip.lane == -1 and not w.overview.held_strip.plot.isVisible()
+    w.shutdown()
