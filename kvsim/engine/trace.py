@@ -265,7 +265,8 @@ def _record_from_json(i: int, step: object, arrays: dict[str, np.ndarray], meta:
     if k.shape != v.shape or q.shape[0] != k.shape[0] or q.shape[3] != k.shape[3]:
         raise TraceError(f"step {i}: q {q.shape}, k {k.shape}, v {v.shape} do not fit together")
     cfg = meta["config"]
-    expected = (cfg["n_layers"], cfg["n_heads"], cfg["n_kv_heads"], cfg["head_dim"])
+    width = cfg["head_dim"] if cfg.get("family") != "mla" else cfg.get("kv_lora_rank", 0) + cfg.get("qk_rope_head_dim", 0)
+    expected = (cfg["n_layers"], cfg["n_heads"], cfg["n_kv_heads"], width)  # mla: rows are latents, r + d_R wide
     if (q.shape[0], q.shape[1], k.shape[1], q.shape[3]) != expected:
         raise TraceError(f"step {i}: rows of shape {q.shape}/{k.shape} do not match the model config {expected}")
     vocab = cfg.get("vocab_size")

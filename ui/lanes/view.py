@@ -291,7 +291,7 @@ class LanePanel(LaneHover, QWidget):
         self.axis.newest = n - 1
         k_img, v_img = self.derived.kv(self.index, layer, head, lo, n)
         a_img, a_width = self.derived.attention(self.index, layer, head, lo, n)
-        d = cfg.head_dim
+        d = cfg.row_width  # MLA: the latent [c | k_R], one row per token for every head
         lane = r.lanes[self.index]
         new_lo, _ = s.new_rows()
         comp_lo = n - lane.kv_positions
