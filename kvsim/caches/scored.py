@@ -145,7 +145,9 @@ class ScoredCache(Cache):
         for layer, h in enumerate(held):
             read = self._read[layer]
             assert h is not None and read is not None  # read is set by the update that made h
-            gone = ~(read[:, :, None] == h.pos[:, None, :]).any(-1)  # (H_kv, S_read): read, not held
+            # (H_kv, S_read): read, not held — each head's positions offset apart, then one sorted membership test
+            offset = torch.arange(read.shape[0], device=read.device)[:, None] * (int(read.max()) + 1 if read.numel() else 1)
+            gone = ~torch.isin(read + offset, h.pos + offset)
             dropped.append(torch.sort(read[gone].view(read.shape[0], -1), dim=1).values)
         if len({d.shape[1] for d in dropped}) != 1:
             return None

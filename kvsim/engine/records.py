@@ -47,9 +47,9 @@ class HeadRows:
     head — heads may hold different rows — with the score the policy ranks each by, and the rows it
     read this step and then dropped. Every head of every layer holds the same number of rows."""
 
-    positions: np.ndarray  # (L, H_kv, S) int64: the positions each head holds, in position order
+    positions: np.ndarray  # (L, H_kv, S) int32: the positions each head holds, in position order
     scores: np.ndarray  # (L, H_kv, S) float32: each held row's score (the policy's ``score_meaning``)
-    evicted: np.ndarray  # (L, H_kv, E) int64: positions read this step and dropped after it, sorted
+    evicted: np.ndarray  # (L, H_kv, E) int32: positions read this step and dropped after it, sorted
 
     def __post_init__(self) -> None:
         _freeze(self, ("positions", "scores", "evicted"))

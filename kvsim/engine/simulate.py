@@ -462,8 +462,8 @@ def _head_rows(lane: Lane) -> tuple[HeadRows | None, str]:
     positions, scores, evicted, reason = got
     as_np = lambda x: x.detach().cpu().numpy()  # noqa: E731
     held = HeadRows(
-        positions=as_np(positions).astype(np.int64),
+        positions=as_np(positions).astype(np.int32),  # int32: a step's rows of every layer and head, kept per step
         scores=as_np(scores).astype(np.float32),
-        evicted=as_np(evicted).astype(np.int64),
+        evicted=as_np(evicted).astype(np.int32),
     )
     return held, reason

@@ -240,7 +240,7 @@ def _held_from_arrays(i: int, j: int, arrays: dict[str, np.ndarray]) -> HeadRows
         raise TraceError(f"step {i}: lane {j}'s rows per head have the wrong dtypes")
     if not np.isfinite(scores).all():
         raise TraceError(f"step {i}: lane {j}'s row scores hold values that are not numbers")
-    return HeadRows(positions=positions.astype(np.int64), scores=scores, evicted=evicted.astype(np.int64))
+    return HeadRows(positions=positions.astype(np.int32), scores=scores, evicted=evicted.astype(np.int32))
 
 
 def _record_from_json(i: int, step: object, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> StepRecord:
