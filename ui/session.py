@@ -159,7 +159,7 @@ class _OwnRows:
     """A lossy lane's rows: its own queries, and its stored rows as changes step by step."""
 
     def __init__(self, cfg: ModelConfig) -> None:
-        self.q = _Grow(cfg.n_layers, cfg.n_heads, cfg.head_dim)
+        self.q = _Grow(cfg.n_layers, cfg.n_heads, cfg.row_width)
         self.changes: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []  # (step, positions, k, v)
 
     def table(self, shared: _Grow, which: int, layer: int, kv_head: int, lo: int, hi: int, step: int) -> np.ndarray:
@@ -193,7 +193,7 @@ class Session(QObject):
         self.records = []
         self.cursor = -1
         cfg = run.config
-        L, H, Hkv, D = cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+        L, H, Hkv, D = cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.row_width  # MLA: the latent's width
         self._q = _Grow(L, H, D)
         self._k = _Grow(L, Hkv, D)
         self._v = _Grow(L, Hkv, D)

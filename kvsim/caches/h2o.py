@@ -93,6 +93,10 @@ class H2OCache(ScoredCache):
         words = self.words({"heavy": b, "recent": r})
         return PolicyInfo.from_words(f"h2o:{b}:r{r}", words, reuses_past=True, lossy=False, evicts=True)
 
+    def evict_reason(self, layer: int) -> str:
+        """No heavy hitters (B = 0): a row leaves when it falls out of the recent R; else the lowest score goes."""
+        return "outside_recent_window" if self.heavy == 0 else "lowest_accumulated_score"
+
     def _keep(self, layer: int, held: _Held, probs: torch.Tensor, new: int) -> torch.Tensor | None:
         held.score += probs.sum(dim=(1, 2))  # (H_kv, S): over the group's query heads and this step's queries
         s = held.pos.shape[1]

@@ -32,6 +32,7 @@ class KVCache(Cache):
     terms = ("kv",)
     aliases: ClassVar[tuple[str, ...]] = ("cached", "kvcache")
     grammar = "kv[:full]"
+    holds_latent: ClassVar[bool] = True  # stores rows of any width: an mla model's latents (values 0 wide)
 
     @classmethod
     def parse_options(cls, args: list[list[str]]) -> dict[str, Any]:
@@ -89,6 +90,11 @@ class KVCache(Cache):
     ) -> LaneBill:
         """Every position's row on every layer, except that a local layer of the model (``context``'s
         ``layer_windows``, Gemma 3) holds only its window; ``kv:full`` holds every row everywhere."""
+        latent = (context or {}).get("latent")
+        if latent is not None:  # an mla model: one latent of r values and one RoPE key of d_R per token and layer
+            r, dr = latent
+            b = shape.layers * (int(r) + int(dr)) * tokens * elem_bits // 8
+            return LaneBill(b, b, elem_bits, None, "")
         lw = (context or {}).get("layer_windows")
         windows = None if options.get("full") or not lw or all(w is None for w in lw) else tuple(lw)
         b = kv_cache_bytes(*shape, tokens, 1, elem_bits, layer_windows=windows)

@@ -19,6 +19,7 @@ class NoCache(Cache):
     aliases = ("uncached", "nocache")
     grammar = "none"
     reuses_past: ClassVar[bool] = False
+    holds_latent: ClassVar[bool] = True  # recomputes an mla model's latents like any rows
 
     def __init__(self, n_layers: int) -> None:
         self._positions: list[torch.Tensor | None] = [None] * n_layers

@@ -128,6 +128,33 @@ class ScoredCache(Cache):
             raise RuntimeError("row_scores before update")
         return held.score
 
+    def evict_reason(self, layer: int) -> str:
+        """Why this step's rows were dropped (a key of ``kvsim.engine.records.EVICT_REASONS``)."""
+        return "lowest_accumulated_score"
+
+    def head_rows(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, str] | None:
+        """After a step: (positions, scores) (L, H_kv, S) each head holds, ``evicted`` (L, H_kv, E) the positions
+        each head read in the step and dropped after it (sorted), and why (``evict_reason``, "" when none was
+        dropped). None before the first step or when the layers hold different counts (they never do here)."""
+        held = [self._held[layer] for layer in range(self.n_layers)]
+        if any(h is None for h in held) or len({h.pos.shape[1] for h in held if h is not None}) != 1:
+            return None
+        positions = torch.stack([h.pos for h in held if h is not None])
+        scores = torch.stack([h.score for h in held if h is not None]).float()
+        dropped = []
+        for layer, h in enumerate(held):
+            read = self._read[layer]
+            assert h is not None and read is not None  # read is set by the update that made h
+            # (H_kv, S_read): read, not held — each head's positions offset apart, then one sorted membership test
+            offset = torch.arange(read.shape[0], device=read.device)[:, None] * (int(read.max()) + 1 if read.numel() else 1)
+            gone = ~torch.isin(read + offset, h.pos + offset)
+            dropped.append(torch.sort(read[gone].view(read.shape[0], -1), dim=1).values)
+        if len({d.shape[1] for d in dropped}) != 1:
+            return None
+        evicted = torch.stack(dropped)
+        reason = self.evict_reason(0) if evicted.shape[2] else ""
+        return positions, scores, evicted, reason
+
     def truncate(self, n_tokens: int) -> None:
         """Undo the last update of every layer that stored positions ≥ ``n_tokens``; then drop any held
         row at or past ``n_tokens`` (rows evicted by earlier steps are gone, as in a window)."""

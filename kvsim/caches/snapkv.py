@@ -107,6 +107,9 @@ class SnapKVCache(ScoredCache):
         words = self.words({"budget": b, "window": w})
         return PolicyInfo.from_words(f"snapkv:{b}:w{w}", words, reuses_past=True, lossy=False, evicts=True)
 
+    def evict_reason(self, layer: int) -> str:
+        return "compressed_at_prefill"  # decode only appends: rows are dropped at the prefill alone
+
     def _keep(self, layer: int, held: _Held, probs: torch.Tensor, new: int) -> torch.Tensor | None:
         s = held.pos.shape[1]
         if self._before[layer] is not None or s <= self.budget:  # decode appends; a short prompt stays whole

@@ -66,6 +66,9 @@ class TOVACache(ScoredCache):
         words = self.words({"budget": self.budget})
         return PolicyInfo.from_words(f"tova:{self.budget}", words, reuses_past=True, lossy=False, evicts=True)
 
+    def evict_reason(self, layer: int) -> str:
+        return "lowest_current_attention"
+
     def _keep(self, layer: int, held: _Held, probs: torch.Tensor, new: int) -> torch.Tensor | None:
         score = probs[:, :, -1, :].mean(dim=(0, 1))  # (S,): the last query, averaged over all query heads
         held.score = score.expand_as(held.score).clone()

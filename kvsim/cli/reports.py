@@ -21,7 +21,7 @@ from ..costs.memory import (
     repeat_pattern,
     weight_bytes,
 )
-from ..costs.presets import BUNDLED, PRESETS, context_warning, get_preset, preset_from_hf_config
+from ..costs.presets import BUNDLED, LATENT_PRESETS, PRESETS, context_warning, get_preset, preset_from_hf_config
 from .args import Subcommands, UsageError, json_line, positive_int  # noqa: F401 - json_line re-exported
 
 if TYPE_CHECKING:
@@ -45,16 +45,20 @@ def cmd_memory(args: argparse.Namespace) -> int:
                 "head_dim": p.head_dim,
                 "context": p.context,
                 "params": p.n_params,
+                "latent": list(p.latent) if p.latent is not None else None,  # MLA: (d_c, d_R), the cache's per-layer width
             }
-            for p in [*PRESETS.values(), *(get_preset(name) for name in BUNDLED)]
+            for p in [*PRESETS.values(), *LATENT_PRESETS.values(), *(get_preset(name) for name in BUNDLED)]
         ]
         if args.json:
             print(json.dumps({"presets": rows}))
         else:
             for r in rows:
+                kv = f"{r['kv_heads']:>3} kv d_head {r['head_dim']:>3}"
+                if r["latent"] is not None:  # one latent + one RoPE key a token and layer, not K/V heads
+                    kv = f"latent {r['latent'][0]}+{r['latent'][1]:<5}"
                 print(
-                    f"{r['name']:<14} {r['layers']:>3} layers {r['heads']:>3} heads {r['kv_heads']:>3} kv "
-                    f"d_head {r['head_dim']:>3}  ctx {r['context']:>6}  {_params(r['params']):>7} params  ({r['source']})"
+                    f"{r['name']:<14} {r['layers']:>3} layers {r['heads']:>3} heads {kv}  "
+                    f"ctx {r['context']:>6}  {_params(r['params']):>7} params  ({r['source']})"
                 )
         return 0
     if args.context is None:
@@ -88,6 +92,8 @@ def cmd_memory(args: argparse.Namespace) -> int:
         warning = context_warning(preset, args.context)
         if warning:
             warnings.append(warning)
+        if preset.latent is not None:  # MLA (DeepSeek-V3): one latent and one RoPE key a token and layer
+            return _latent_memory(args, preset, layers, warnings)
     else:
         missing = [
             f for f, v in (("--layers", args.layers), ("--kv-heads", args.kv_heads), ("--head-dim", args.head_dim)) if v is None
@@ -163,6 +169,72 @@ def cmd_memory(args: argparse.Namespace) -> int:
             f"weights ({_params(preset.n_params)} params): "
             + ", ".join(f"{k.upper()} {human_bytes(v)}" for k, v in report["weights_bytes"].items())
         )
+    return 0
+
+
+def _latent_memory(args: argparse.Namespace, preset: Any, layers: int, warnings: list[str]) -> int:
+    """``kvsim memory`` for a latent-attention preset: L × (d_c + d_R) × n × batch × bytes (no K/V heads, no 2)."""
+    from ..costs.memory import mla_cache_bytes
+
+    if args.kv_heads or args.head_dim or args.layer_windows:
+        raise UsageError(f"{preset.name} caches a latent, not K/V heads: --kv-heads, --head-dim and --layer-windows do not apply")
+    r, dr = preset.latent
+    held = args.context if args.window is None else min(args.context, args.window)
+    total = mla_cache_bytes(layers, r, dr, held, args.batch, args.kv_bits)
+    per_token = mla_cache_bytes(layers, r, dr, 1, 1, args.kv_bits)
+    held_next = args.context + 1 if args.window is None else min(args.context + 1, args.window)
+    growth = mla_cache_bytes(layers, r, dr, held_next, args.batch, args.kv_bits) - total
+    as_mha = kv_cache_bytes(layers, preset.heads, preset.head_dim, held, args.batch, args.kv_bits)
+    notes = [f"window: --window {args.window} applied: at most {args.window:,} tokens kept"] if args.window else []
+    report: dict[str, Any] = {
+        "bytes": total,
+        "bytes_per_token": per_token,
+        "bytes_per_new_token": growth,
+        "human": human_bytes(total),
+        "layers": layers,
+        "latent": r,
+        "rope_dim": dr,
+        "kv_heads": None,
+        "head_dim": None,
+        "context": args.context,
+        "batch": args.batch,
+        "kv_bits": args.kv_bits,
+        "window": args.window,
+        "layer_windows": None,
+        "as_mha_bytes": as_mha,
+        "notes": notes,
+        "warnings": warnings,
+        "preset": preset.name,
+        "source": preset.source,
+        "heads": preset.heads,
+        "params": preset.n_params,
+        "weights_bytes": {k: int(weight_bytes(preset.n_params, k)) for k in WEIGHT_DTYPE_BYTES},
+    }
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report))
+        return 0
+    n = "min(n, W)" if args.window else "n"
+    print(f"{preset.name}: latent KV cache (MLA) for {args.context:,} tokens × batch {args.batch} at {args.kv_bits} bits")
+    print(
+        f"  = {layers} layers × ({r} latent d_c + {dr} RoPE key d_R) × {n} × batch {args.batch} × {args.kv_bits / 8:g} B"
+        f"   (n = {args.context:,}; one latent per token and layer for all {preset.heads} heads, no factor 2)"
+    )
+    print(
+        f"  = {total:,} bytes ({human_bytes(total)}); {per_token:,} bytes per token kept in every layer, "
+        f"{growth:,} bytes for the next token now"
+    )
+    print(
+        f"  as MHA (2 × {layers} × {preset.heads} kv heads × {preset.head_dim} × {n}) it would hold {as_mha:,} bytes "
+        f"({human_bytes(as_mha)}): {as_mha / max(total, 1):.1f}× the latent's"
+    )
+    for line in notes:
+        print(line)
+    print(
+        f"weights ({_params(preset.n_params)} params): "
+        + ", ".join(f"{k.upper()} {human_bytes(v)}" for k, v in report["weights_bytes"].items())
+    )
     return 0
 
 

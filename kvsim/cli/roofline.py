@@ -15,7 +15,7 @@ import math
 
 from ..core.units import human_bytes
 from ..costs.hardware import GPUS, gpu, measure_peaks
-from ..costs.presets import PRESETS
+from ..costs.presets import LATENT_PRESETS, PRESETS
 from ..costs.roofline import Bound, num, preset_bound, ratio
 from .args import Subcommands, UsageError, positive_int
 
@@ -92,6 +92,11 @@ def cmd_roofline(args: argparse.Namespace) -> int:
         raise UsageError(f"--gpu: {exc}") from None
     if args.preset is not None:
         p = PRESETS.get(args.preset)
+        if p is None and args.preset.lower() in LATENT_PRESETS:
+            raise UsageError(
+                f"{args.preset} is a memory preset only (`kvsim memory --preset {args.preset}`): its latent attention and "
+                "mixture of experts are not in the roofline's formulas"
+            )
         if p is None:
             raise UsageError(f"unknown preset {args.preset!r} (known: {', '.join(PRESETS)})")
         n = args.context or p.context

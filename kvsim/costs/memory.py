@@ -168,6 +168,7 @@ def lane_bill(
     *,
     prompt_tokens: int | None = None,
     layer_windows: tuple[int | None, ...] | None = None,
+    latent: tuple[int, int] | None = None,
 ) -> LaneBill | None:
     """The formula for one lane of a kvsim run (``lane``: its entry in a trace's ``meta["lanes"]``) after a
     step that fed ``new_tokens`` and left ``tokens`` positions in the sequence: the lane's policy, found in
@@ -184,7 +185,8 @@ def lane_bill(
     cls = policy_class(str(lane.get("policy", lane.get("name", ""))))
     options = dict(lane.get("options") or {})
     shape = KVShape(layers, kv_heads, head_dim)
-    facts = {"prompt_tokens": prompt_tokens, "layer_windows": layer_windows}
+    # latent: an mla model's (kv_lora_rank, qk_rope_head_dim): kv holds L · (r + d_R) values a token
+    facts = {"prompt_tokens": prompt_tokens, "layer_windows": layer_windows, "latent": latent}
     context = {k: v for k, v in facts.items() if v is not None}
     bill = _bill(cls, options, shape, tokens, new_tokens, elem_bits, context) if cls is not None else None
     if bill is None and not lane.get("reuses_past", True):

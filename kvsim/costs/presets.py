@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from .memory import MemoryError_, kv_cache_bytes
+from .memory import MemoryError_, kv_cache_bytes, mla_cache_bytes
 
 if TYPE_CHECKING:
     from ..models.config import ModelConfig
@@ -31,16 +31,34 @@ class Preset:
     qkv_bias: bool = False
     layer_windows: tuple[int | None, ...] | None = None
     published_params: int | None = None
+    # latent attention (MLA, arch deepseek3): the cache holds per token and layer one latent of kv_lora_rank
+    # values and one RoPE key of qk_rope_head_dim — L · (d_c + d_R) · n values, no factor 2, no K/V heads
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    q_lora_rank: int = 0  # the query's own compression (DeepSeek-V2/V3): counted in the parameters only
+    v_head_dim: int = 0
+    #: mixture of experts: (routed experts, shared experts, an expert's MLP width, leading dense layers)
+    experts: tuple[int, int, int, int] | None = None
 
     @property
     def n_params(self) -> int:
         return count_params(self)
 
+    @property
+    def latent(self) -> tuple[int, int] | None:
+        """(d_c, d_R) of a latent-attention cache; None for K/V heads."""
+        return (self.kv_lora_rank, self.qk_rope_head_dim) if self.kv_lora_rank else None
+
     def kv_bytes(self, tokens: int, batch: int = 1, bits: float = 16, window: int | None = None) -> int:
+        if self.kv_lora_rank:  # one latent + one RoPE key a token and layer (a window caps the tokens held)
+            held = tokens if window is None else min(tokens, window)
+            return mla_cache_bytes(self.layers, self.kv_lora_rank, self.qk_rope_head_dim, held, batch, bits)
         return kv_cache_bytes(self.layers, self.kv_heads, self.head_dim, tokens, batch, bits, window, self.layer_windows)
 
 
 def count_params(p: Preset) -> int:
+    if p.arch == "deepseek3":
+        return _count_deepseek3(p)
     d, hd, v = p.hidden, p.head_dim, p.vocab
     q_out, kv_out = p.heads * hd, p.kv_heads * hd
     emb = v * d * (1 if p.tied else 2)
@@ -55,6 +73,22 @@ def count_params(p: Preset) -> int:
     bias = (q_out + 2 * kv_out) if p.qkv_bias else 0
     per_layer = d * (q_out + 2 * kv_out) + bias + q_out * d + 3 * d * p.intermediate + norms
     return emb + p.layers * per_layer + d
+
+
+def _count_deepseek3(p: Preset) -> int:
+    """DeepSeek-V3's modeling code, module by module: MLA (q_a, q_a_layernorm, q_b, kv_a_proj_with_mqa,
+    kv_a_layernorm, kv_b, o), two RMSNorms a layer, dense MLPs on the first layers, then MoE layers (routed and
+    shared experts, the router's weight and its score-correction bias); untied embeddings. The multi-token
+    prediction module (the extra 61st layer of the published checkpoint, 14B) is not part of the 671B."""
+    d, h, nope, rope = p.hidden, p.heads, p.head_dim, p.qk_rope_head_dim
+    r, ql, vd = p.kv_lora_rank, p.q_lora_rank, p.v_head_dim
+    assert p.experts is not None
+    routed, shared, moe_width, dense = p.experts
+    attn = d * ql + ql + ql * h * (nope + rope) + d * (r + rope) + r + r * h * (nope + vd) + h * vd * d
+    mlp_dense = 3 * d * p.intermediate
+    mlp_moe = (routed + shared) * 3 * d * moe_width + routed * d + routed
+    layers = p.layers * (attn + 2 * d) + dense * mlp_dense + (p.layers - dense) * mlp_moe
+    return 2 * p.vocab * d + d + layers
 
 
 def _alternating(layers: int, window: int) -> tuple[int | None, ...]:
@@ -100,8 +134,16 @@ _TABLE = (
     Preset("falcon-7b", "tiiuae/falcon-7b", "falcon", 32, 71, 1, 64, 4544, 18176, 65024, 2048,
         tied=True, published_params=6_921_720_704),
 )
+# latent attention (MLA) and a mixture of experts: the memory arithmetic only (`kvsim memory`, the memory dock);
+# the roofline's formulas are for K/V heads and dense MLPs, so these are not in PRESETS (the roofline's list).
+# head_dim = qk_nope_head_dim; published: 671B total parameters (DeepSeek-V3 technical report), main model
+_LATENT_TABLE = (
+    Preset("deepseek-v3", "deepseek-ai/DeepSeek-V3", "deepseek3", 61, 128, 128, 128, 7168, 18432, 129280, 163840,
+        kv_lora_rank=512, qk_rope_head_dim=64, q_lora_rank=1536, v_head_dim=128, experts=(256, 1, 2048, 3)),
+)
 # fmt: on
 PRESETS: dict[str, Preset] = {p.name: p for p in _TABLE}
+LATENT_PRESETS: dict[str, Preset] = {p.name: p for p in _LATENT_TABLE}
 
 
 BUNDLED = ("tiny",)  # bundled models (resources/models) that are presets too, read from their config.json
@@ -111,6 +153,8 @@ def get_preset(name: str) -> Preset:
     key = name.lower()
     if key in BUNDLED:
         return bundled_preset(key)
+    if key in LATENT_PRESETS:
+        return LATENT_PRESETS[key]
     if key not in PRESETS:
         raise MemoryError_(f"unknown preset {name!r} (see `kvsim memory --list`)")
     return PRESETS[key]
@@ -145,11 +189,17 @@ def preset_from_model_config(cfg: ModelConfig, name: str | None = None) -> Prese
         tied=cfg.tie_embeddings,
         qkv_bias=cfg.qkv_bias,
         layer_windows=tuple(windows) if windows else None,
+        kv_lora_rank=cfg.kv_lora_rank if cfg.family == "mla" else 0,  # a latent cache: L · (r + d_R) a token
+        qk_rope_head_dim=cfg.qk_rope_head_dim if cfg.family == "mla" else 0,
     )
 
 
 def kv_variants(p: Preset) -> list[Preset]:
-    """The same model with MHA (H_kv = H), its own grouping and MQA (H_kv = 1): what GQA/MQA save."""
+    """The same model with MHA (H_kv = H), its own grouping and MQA (H_kv = 1): what GQA/MQA save. A latent
+    cache (MLA): the same model as MHA — 2 · n_h · d_h · L a token, DeepSeek-V2's own comparison (its Table 1) — then its own."""
+    if p.latent is not None:
+        as_mha = replace(p, name=f"{p.name} as MHA", kv_lora_rank=0, qk_rope_head_dim=0)
+        return [as_mha, p]
     out = [replace(p, name=f"{p.name} as MHA", kv_heads=p.heads)] if p.kv_heads != p.heads else []
     out.append(p)
     if p.kv_heads != 1:
@@ -159,6 +209,8 @@ def kv_variants(p: Preset) -> list[Preset]:
 
 def kind_of(p: Preset) -> str:
     """MHA (one K/V head per query head), MQA (one K/V head) or GQA (groups of query heads share one)."""
+    if p.latent is not None:
+        return "MLA"
     return "MHA" if p.kv_heads == p.heads else "MQA" if p.kv_heads == 1 else "GQA"
 
 

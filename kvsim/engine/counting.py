@@ -49,6 +49,8 @@ def step_cost(
     """FLOPs and bytes of one forward over ``new`` positions attending to ``context`` rows."""
     if new < 0 or context < new or out < 0:
         raise ValueError(f"bad step shape: new={new}, context={context}, out={out}")
+    if cfg.family == "mla":
+        return _mla_step_cost(cfg, new, context, out, dtype_bytes, kv_dtype_bytes)
     L, H, Hkv, D = cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
     dim, hidden, vocab = cfg.dim, cfg.hidden_dim, cfg.vocab_size
     T, S = new, context
@@ -72,6 +74,39 @@ def step_cost(
         "weights": weights * dtype_bytes,
         "kv_read": int(L * 2 * Hkv * D * S * kv_b),
         "kv_write": int(L * 2 * Hkv * D * T * kv_b),
+    }
+    return StepCost(flops=flops, bytes=nbytes)
+
+
+def _mla_step_cost(
+    cfg: ModelConfig, new: int, context: int, out: int, dtype_bytes: int, kv_dtype_bytes: float | None
+) -> StepCost:
+    """Latent attention (``kvsim.models.mla``), absorbed as kvsim runs it: the query is projected into the
+    latent's space (W_UKᵀ q^C) and scores every cached latent [c | k_R] (r + d_R wide, one for all heads),
+    the weighted latents are projected up per head (W_UV) before W_O. ``wkv_b`` is read, never applied to
+    the cache. The cache moves L · (r + d_R) values per token, not 2 · L · H_kv · d."""
+    L, H, d = cfg.n_layers, cfg.n_heads, cfg.head_dim
+    r, dr = cfg.kv_lora_rank, cfg.qk_rope_head_dim
+    dim, hidden, vocab = cfg.dim, cfg.hidden_dim, cfg.vocab_size
+    T, S = new, context
+    softcap = 3 * out * vocab if cfg.final_logit_softcap is not None else 0
+    flops = {
+        # wq (d + d_R per head), wkv_a (the latent and the RoPE key), and the query absorbed into the latent's space
+        "qkv_proj": L * (2 * T * dim * H * (d + dr) + 2 * T * dim * (r + dr) + 2 * H * T * d * r),
+        "attn_scores": L * 2 * H * T * S * (r + dr),
+        "attn_values": L * 2 * H * T * S * r,
+        # each head's weighted latent up to its value (W_UV), then W_O
+        "out_proj": L * (2 * H * T * r * d + 2 * T * H * d * dim),
+        "mlp": L * 3 * 2 * T * dim * hidden,
+        "lm_head": 2 * out * dim * vocab,
+        "elementwise": L * (5 * H * T * S + 2 * 5 * T * dim + 5 * T * r + T * hidden) + 5 * out * dim + softcap,
+    }
+    kv_b = dtype_bytes if kv_dtype_bytes is None else kv_dtype_bytes
+    weights = L * (dim * H * (d + dr) + dim * (r + dr) + r * H * 2 * d + H * d * dim + 3 * dim * hidden) + dim * vocab
+    nbytes = {
+        "weights": weights * dtype_bytes,
+        "kv_read": int(L * (r + dr) * S * kv_b),
+        "kv_write": int(L * (r + dr) * T * kv_b),
     }
     return StepCost(flops=flops, bytes=nbytes)
 

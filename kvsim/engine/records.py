@@ -37,6 +37,24 @@ class LaneRows:
         _freeze(self, ("positions", "k", "v", "q"))
 
 
+#: why a lane that evicts by attention dropped rows at a step (``LaneStep.evict_reason``); the app says it in words
+EVICT_REASONS = ("lowest_accumulated_score", "lowest_current_attention", "outside_recent_window", "compressed_at_prefill")
+
+
+@dataclass(frozen=True)
+class HeadRows:
+    """The rows of a lane that evicts by attention (h2o, tova, snapkv) after its step, per layer and KV
+    head — heads may hold different rows — with the score the policy ranks each by, and the rows it
+    read this step and then dropped. Every head of every layer holds the same number of rows."""
+
+    positions: np.ndarray  # (L, H_kv, S) int32: the positions each head holds, in position order
+    scores: np.ndarray  # (L, H_kv, S) float32: each held row's score (the policy's ``score_meaning``)
+    evicted: np.ndarray  # (L, H_kv, E) int32: positions read this step and dropped after it, sorted
+
+    def __post_init__(self) -> None:
+        _freeze(self, ("positions", "scores", "evicted"))
+
+
 @dataclass(frozen=True)
 class LaneStep:
     """What one lane did in one step."""
@@ -71,6 +89,9 @@ class LaneStep:
     rolled_back: int = 0  # K/V rows removed from the cache this step (the rejected drafts')
     forwards: int = 1  # target forwards this step: 0 when the token came verified with an earlier check
     draft_ms: float = 0.0  # of wall_ms, the time spent drafting
+    # a lane that evicts by attention: its rows per layer and KV head, their scores, what it dropped (None: any other)
+    held: HeadRows | None = None
+    evict_reason: str = ""  # one of EVICT_REASONS when this step dropped rows, else ""
 
     def read_positions(self, n: int) -> np.ndarray:
         """The key positions this step read, for a sequence of ``n`` positions."""

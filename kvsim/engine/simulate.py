@@ -33,7 +33,7 @@ from .counting import step_cost
 from .lane_rows import Lane, lane_spans
 from .model_side import attach, lane_meta, with_weight_bytes
 from .summary import RunSummary, summarize  # noqa: F401 - part of the simulator's API
-from .trace import LaneRows, LaneStep, StepRecord, Trace
+from .trace import HeadRows, LaneRows, LaneStep, StepRecord, Trace
 
 __all__ = ["DEFAULT_LANES", "LaneSpec", "Sampling", "SimulationError", "Simulator", "parse_lanes", "summarize"]
 
@@ -85,10 +85,6 @@ class Simulator:
             raise SimulationError(f"token id {bad[0]} is outside the model's vocabulary (0..{cfg.vocab_size - 1})")
         if not lanes:
             raise SimulationError("at least one lane is needed")
-        if cfg.family == "mla":
-            raise SimulationError(
-                "a latent-attention (mla) model is not drawn in lanes yet: its cache is measured by `kvsim gqa` and the tests"
-            )
         if not isinstance(repeats, int) or not 1 <= repeats <= 100:
             raise SimulationError(f"repeats must be a whole number from 1 to 100, got {repeats!r}")
         names = [spec.name for spec in lanes]
@@ -102,6 +98,13 @@ class Simulator:
         # the model's own window of each layer: the kv cache keeps only that many rows there (Gemma 3's local layers)
         self._layer_windows = tuple(cfg.window_of(i) for i in range(cfg.n_layers))
         self.lanes = [Lane(spec, make_cache(spec, cfg.n_layers, self._layer_windows)) for spec in lanes]
+        if cfg.family == "mla":  # a latent cache: the policies that store K and V per head do not apply (yet)
+            for lane in self.lanes:
+                if not getattr(type(lane.cache), "holds_latent", False) or lane.spec.weights:
+                    raise SimulationError(
+                        f"lane {lane.name!r}: a latent-attention (mla) model caches one latent per token and layer; "
+                        "only the lanes none and kv run on it (this one keeps K and V per head)"
+                    )
         attach(self.lanes, model, tokenizer, sampling)  # quantized weights (@w8, @w4), speculative drivers (spec:K:DRAFT)
         self.reference = names.index(reference) if reference is not None else 0
         self.progress = progress
@@ -282,6 +285,7 @@ class Simulator:
             first_key = int(seen[0]) if seen.size else n - 1  # the lowest position the newest query sees
             payload, overhead = lane.cache.bytes_split()
             kl = float((ref_p * (ref_logp - logp)).sum().clamp_min(0.0))  # KL(ref ‖ lane), nats
+            held, reason = _head_rows(lane)
             lane_steps.append(
                 LaneStep(
                     name=lane.name,
@@ -307,6 +311,8 @@ class Simulator:
                     kl_div=kl,
                     ref_logprob=min(0.0, float(logp[token_id])),
                     rows=self._own_rows(i, lane, out, new_t, as_np),
+                    held=held,
+                    evict_reason=reason,
                     **(
                         {  # type: ignore[arg-type]  # int and float fields: each key has its LaneStep field's type
                             "drafted": spec.drafted,
@@ -445,3 +451,19 @@ class Simulator:
                 float((v_out[layer, :, :, :old] - v_first).abs().max()),
             )
         return diff
+
+
+def _head_rows(lane: Lane) -> tuple[HeadRows | None, str]:
+    """A lane that evicts by attention: the rows each layer's KV heads hold, their scores, what it dropped and why."""
+    head_rows = getattr(lane.cache, "head_rows", None)
+    got = head_rows() if head_rows is not None else None
+    if got is None:
+        return None, ""
+    positions, scores, evicted, reason = got
+    as_np = lambda x: x.detach().cpu().numpy()  # noqa: E731
+    held = HeadRows(
+        positions=as_np(positions).astype(np.int32),  # int32: a step's rows of every layer and head, kept per step
+        scores=as_np(scores).astype(np.float32),
+        evicted=as_np(evicted).astype(np.int32),
+    )
+    return held, reason

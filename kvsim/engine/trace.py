@@ -16,14 +16,14 @@ import json
 import os
 import zipfile
 import zlib
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..core.atomic import atomic_target
-from .records import LaneRows, LaneStep, StepRecord  # noqa: F401 - re-exported: kvsim.engine.trace.StepRecord
+from .records import EVICT_REASONS, HeadRows, LaneRows, LaneStep, StepRecord  # noqa: F401 - re-exported: kvsim.engine.trace.StepRecord
 from .trace_checks import TraceError, check_meta, check_sequence, is_int
 
 SCHEMA = "kvsim-trace"
@@ -87,6 +87,9 @@ class Trace:
                 if lane.rows is not None:
                     for name in ("positions", "k", "v", "q"):
                         arrays[f"s{i}_l{j}_{name}"] = getattr(lane.rows, name)
+                if lane.held is not None:
+                    for name in ("positions", "scores", "evicted"):
+                        arrays[f"s{i}_l{j}_held_{name}"] = getattr(lane.held, name)
         manifest = {"schema": SCHEMA, "version": SCHEMA_VERSION, "meta": self.meta, "steps": steps}
         return write_archive(path, manifest, arrays)
 
@@ -166,15 +169,16 @@ class Trace:
 
 
 def _lane_to_json(lane: LaneStep) -> dict[str, Any]:
-    data = asdict(lane)
+    data = asdict(replace(lane, rows=None, held=None))  # their arrays go to arrays.npz
     data.pop("rows")
+    data.pop("held")
     data["top_ids"] = list(lane.top_ids)
     data["top_probs"] = list(lane.top_probs)
     data["spans"] = None if lane.spans is None else [list(s) for s in lane.spans]
     return data
 
 
-_LANE_FIELDS = {f.name for f in fields(LaneStep)} - {"rows"}
+_LANE_FIELDS = {f.name for f in fields(LaneStep)} - {"rows", "held"}
 
 
 def _lane_from_json(i: int, j: int, data: object, arrays: dict[str, np.ndarray]) -> LaneStep:
@@ -205,9 +209,38 @@ def _lane_from_json(i: int, j: int, data: object, arrays: dict[str, np.ndarray])
         if parts["positions"].dtype.kind != "i" or any(parts[n].dtype not in (np.float16, np.float32) for n in ("k", "v", "q")):
             raise TraceError(f"step {i}: lane {j}'s rows have the wrong dtypes")
         rows = LaneRows(**parts)
+    reason = data.get("evict_reason", "")
+    if reason not in ("", *EVICT_REASONS):
+        raise TraceError(f"step {i}: lane {j}'s evict_reason {reason!r} is not one kvsim knows")
+    held = _held_from_arrays(i, j, arrays)
     return LaneStep(
-        **{**data, "top_ids": tuple(data["top_ids"]), "top_probs": tuple(data["top_probs"]), "spans": spans, "rows": rows}
+        **{
+            **data,
+            "top_ids": tuple(data["top_ids"]),
+            "top_probs": tuple(data["top_probs"]),
+            "spans": spans,
+            "rows": rows,
+            "held": held,
+        }
     )
+
+
+def _held_from_arrays(i: int, j: int, arrays: dict[str, np.ndarray]) -> HeadRows | None:
+    """A lane's rows per layer and KV head (eviction by attention), checked: shapes agree, dtypes are right."""
+    keys = [f"s{i}_l{j}_held_{name}" for name in ("positions", "scores", "evicted")]
+    present = [k in arrays for k in keys]
+    if not any(present):
+        return None
+    if not all(present):
+        raise TraceError(f"step {i}: lane {j} lacks part of its rows per head")
+    positions, scores, evicted = (arrays[k] for k in keys)
+    if positions.ndim != 3 or scores.shape != positions.shape or evicted.ndim != 3 or evicted.shape[:2] != positions.shape[:2]:
+        raise TraceError(f"step {i}: lane {j}'s rows per head have shapes that do not fit together")
+    if positions.dtype.kind != "i" or evicted.dtype.kind != "i" or scores.dtype not in (np.float16, np.float32):
+        raise TraceError(f"step {i}: lane {j}'s rows per head have the wrong dtypes")
+    if not np.isfinite(scores).all():
+        raise TraceError(f"step {i}: lane {j}'s row scores hold values that are not numbers")
+    return HeadRows(positions=positions.astype(np.int32), scores=scores, evicted=evicted.astype(np.int32))
 
 
 def _record_from_json(i: int, step: object, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> StepRecord:
@@ -232,7 +265,8 @@ def _record_from_json(i: int, step: object, arrays: dict[str, np.ndarray], meta:
     if k.shape != v.shape or q.shape[0] != k.shape[0] or q.shape[3] != k.shape[3]:
         raise TraceError(f"step {i}: q {q.shape}, k {k.shape}, v {v.shape} do not fit together")
     cfg = meta["config"]
-    expected = (cfg["n_layers"], cfg["n_heads"], cfg["n_kv_heads"], cfg["head_dim"])
+    width = cfg["head_dim"] if cfg.get("family") != "mla" else cfg.get("kv_lora_rank", 0) + cfg.get("qk_rope_head_dim", 0)
+    expected = (cfg["n_layers"], cfg["n_heads"], cfg["n_kv_heads"], width)  # mla: rows are latents, r + d_R wide
     if (q.shape[0], q.shape[1], k.shape[1], q.shape[3]) != expected:
         raise TraceError(f"step {i}: rows of shape {q.shape}/{k.shape} do not match the model config {expected}")
     vocab = cfg.get("vocab_size")

@@ -171,6 +171,12 @@ class ModelConfig:
         """The dimensions RoPE rotates in a query or key: the whole head, or MLA's decoupled RoPE part."""
         return self.qk_rope_head_dim if self.family == "mla" else self.head_dim
 
+    @property
+    def row_width(self) -> int:
+        """Values in one recorded K, V or Q row: ``head_dim``; on mla the cached latent and its RoPE key,
+        r + d_R (one row per token and layer, shared by every head; the queries recorded in that space)."""
+        return self.kv_lora_rank + self.qk_rope_head_dim if self.family == "mla" else self.head_dim
+
     def window_of(self, layer: int) -> int | None:
         """The attention window of ``layer`` (None: it sees every earlier position)."""
         return self.layer_windows[layer] if self.layer_windows is not None else self.sliding_window

@@ -38,13 +38,16 @@ def attention_rows(
     window: int | None = None,
     lane_window: int | None = None,
     sinks: int = 0,
+    scale_dim: float | None = None,
 ) -> np.ndarray:
-    """Attention probabilities (T, S) of queries ``q`` (T, D) over keys ``k`` (S, D); NaN where masked."""
+    """Attention probabilities (T, S) of queries ``q`` (T, D) over keys ``k`` (S, D); NaN where masked.
+    Scores are divided by √``scale_dim`` (the model's ``query_pre_attn_scalar``; default D — MLA's latent
+    rows are r + d_R wide but scaled by its heads' d + d_R)."""
     q = np.asarray(q, dtype=np.float64)
     k = np.asarray(k, dtype=np.float64)
     if q.ndim != 2 or k.ndim != 2 or q.shape[1] != k.shape[1]:
         raise ValueError(f"q {q.shape} and k {k.shape} must be (T, D) and (S, D)")
-    scores = (q @ k.T) / np.sqrt(q.shape[1])  # (T, S)
+    scores = (q @ k.T) / np.sqrt(scale_dim or q.shape[1])  # (T, S)
     visible = visible_mask(q_pos, k_pos, window, lane_window, sinks)
     scores = np.where(visible, scores, -np.inf)
     top = scores.max(axis=1, keepdims=True)
@@ -62,8 +65,9 @@ class AttentionRows:
     kept and only missing ones are computed (stepping back and forth costs nothing).
     """
 
-    def __init__(self, window: int | None = None) -> None:
+    def __init__(self, window: int | None = None, scale_dim: float | None = None) -> None:
         self.window = window
+        self.scale_dim = scale_dim
         self._rows: dict[int, np.ndarray] = {}
 
     def clear(self) -> None:
@@ -75,7 +79,7 @@ class AttentionRows:
         missing = [p for p in range(lo, hi) if p not in self._rows]
         if missing:
             a, b = missing[0], missing[-1] + 1
-            block = attention_rows(q_all[a:b], k_all[:b], np.arange(a, b), np.arange(b), self.window)
+            block = attention_rows(q_all[a:b], k_all[:b], np.arange(a, b), np.arange(b), self.window, scale_dim=self.scale_dim)
             for i, p in enumerate(range(a, b)):
                 self._rows[p] = block[i, : p + 1]
         for i, p in enumerate(range(lo, hi)):

@@ -155,7 +155,8 @@ class DerivedImages:
         cfg = s.config
         g = kv_head_of(head, cfg.n_heads, cfg.n_kv_heads)
         if not self._own_view(lane):
-            rows = self._rows.setdefault(("shared", layer, head), AttentionRows(cfg.window_of(layer)))
+            scale_dim = getattr(cfg, "query_pre_attn_scalar", None)  # the model's own score scale (MLA: d + d_R)
+            rows = self._rows.setdefault(("shared", layer, head), AttentionRows(cfg.window_of(layer), scale_dim))
             return rows.rows(s.q_rows(lane, layer, head, 0, b), s.shared_rows(layer, g, b)[0], a, b, b)
         done = self._rows.setdefault((lane, layer, head), {})
         out = np.full((b - a, b), np.nan, dtype=np.float32)
@@ -177,6 +178,7 @@ class DerivedImages:
                     cfg.window_of(layer),
                     info.window,
                     info.sinks,
+                    scale_dim=getattr(cfg, "query_pre_attn_scalar", None),
                 )
                 for i, q in enumerate(range(p, end)):
                     full = np.full(q + 1, np.nan, dtype=np.float32)

@@ -11,6 +11,7 @@ from PySide6.QtGui import QFont
 from .. import theme
 from ..i18n import translate
 from .attention import kv_head_of
+from .scores import HeldRowsStrip
 
 OVERVIEW_ROWS = 48  # newest query rows shown per head
 # K/V-head groups: theme.group_color — greys, greens, purples, pinks: never orange or blue, the two
@@ -26,6 +27,7 @@ class HeadsOverview(pg.GraphicsLayoutWidget):
         self.items: list[tuple[pg.PlotItem, pg.ImageItem]] = []
         self.frames: list[str] = []  # each head's group colour (its K/V head's)
         self._shape = None
+        self.held_strip: HeldRowsStrip | None = None  # which rows each K/V head holds (eviction by attention)
         session.run_started.connect(self._build)
         session.cursor_moved.connect(lambda _s: self.redraw())
         self.setToolTip(
@@ -69,6 +71,8 @@ class HeadsOverview(pg.GraphicsLayoutWidget):
         kind = "MHA" if group == 1 else "MQA"
         if group > 1 and hkv > 1:
             kind = translate("views.overview", "GQA: {group} share each").format(group=group)
+        if getattr(cfg, "family", "") == "mla":  # one latent a token, shared by every head (not one K/V head)
+            kind = translate("views.overview", "MLA: one latent shared by all")
         self.addLabel(
             translate("views.overview", "{h} heads, {hkv} K/V · {kind}").format(h=h, hkv=hkv, kind=kind),
             row=0,
@@ -101,6 +105,7 @@ class HeadsOverview(pg.GraphicsLayoutWidget):
             img = pg.ImageItem(axisOrder="row-major")
             p.addItem(img)
             self.items.append((p, img))
+        self.held_strip = HeldRowsStrip(self, ((h - 1) // cols) * 2 + 3, cols)
         self.redraw()
 
     def set_layer(self, layer: int) -> None:
@@ -125,6 +130,8 @@ class HeadsOverview(pg.GraphicsLayoutWidget):
             img.setRect(QRectF(0, lo, width, n - lo))
             img.setVisible(True)
             p.setRange(xRange=(0, width), yRange=(lo, n), padding=0)
+        if self.held_strip is not None:
+            self.held_strip.redraw(s, layer)
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)

@@ -11,6 +11,7 @@ from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lu
 
 from .. import theme
 from ..i18n import local, num, translate
+from . import latent
 
 SWEEP_END = 0.7  # the recompute sweep runs over t in [0, 0.7]; the new rows fade in over [0.7, 1]
 
@@ -207,6 +208,8 @@ def title_options(cfg, layer: int, head: int, kv_head: int, error: float | None 
             translate("views.lane_text", "V − exact"),
             "V",
         ]
+    if latent.is_latent(cfg):  # MLA: the cache is one latent a token and layer, not K and V per head
+        columns[:3] = latent.title_columns(cfg, layer, head)
     return columns
 
 
@@ -237,6 +240,8 @@ def title_tips(cfg, head: int, kv_head: int) -> list[str]:
             "q: the query rows of head {head} this lane computed this step. Q is never cached: the new token's"
             " query (bright) is what reads the cache — it meets every stored key in q·Kᵀ.",
         )
+    if latent.is_latent(cfg):  # MLA: the cache is one latent a token and layer, not K and V per head
+        return [*latent.title_tips(cfg, head), _attention_tip()]
     return [
         k.format(d=d, kv_head=kv_head),
         q.format(head=head),
@@ -244,9 +249,13 @@ def title_tips(cfg, head: int, kv_head: int) -> list[str]:
             "views.lane_text",
             "V: the values of kv head {kv_head}; the attention row weights them and the sum is this head's output.",
         ).format(kv_head=kv_head),
-        translate(
-            "views.lane_text",
-            "attention: softmax(q·Kᵀ/√d) of each query row over the keys it could see (colour ∝ √p)."
-            " Hatched: masked, a future position. Cross-hatched: not seen by this lane (outside its window, or evicted).",
-        ),
+        _attention_tip(),
     ]
+
+
+def _attention_tip() -> str:
+    return translate(
+        "views.lane_text",
+        "attention: softmax(q·Kᵀ/√d) of each query row over the keys it could see (colour ∝ √p)."
+        " Hatched: masked, a future position. Cross-hatched: not seen by this lane (outside its window, or evicted).",
+    )

@@ -29,6 +29,7 @@ from .attention import kv_head_of
 from .derived import DerivedImages
 from .hover import LaneHover
 from .plots import DIM, ImagePlot, TokenAxis, dim_rows  # noqa: F401 - DIM, dim_rows: the dimming tests check
+from .scores import ScoreBars
 from .text import (
     cached_forms,
     not_recomputed_forms,
@@ -85,6 +86,7 @@ class LanePanel(LaneHover, QWidget):
         self.v = ImagePlot(self.glw, 1, 2, None, self.color)
         self.a = ImagePlot(self.glw, 1, 3, None, self.color, masked=True)
         self.plots = (self.k, self.q, self.v, self.a)
+        self.scores = ScoreBars(self.k)  # eviction by attention: each row's score beside K, the rows dropped
         for p in (self.q, self.v, self.a):
             p.vb.setYLink(self.k.vb)
         self.glw.installEventFilter(self)
@@ -274,6 +276,7 @@ class LanePanel(LaneHover, QWidget):
                     item.setVisible(False)
             for item in (self.cache_text, self.kv_text, self.q_text):
                 item.setVisible(False)
+            self.scores.clear()
             self._labels_state = None
             self.axis.newest = -1  # no rows yet: no row labels
             hint = translate("views.lanes", "press Step (→) to run the prefill")
@@ -288,7 +291,7 @@ class LanePanel(LaneHover, QWidget):
         self.axis.newest = n - 1
         k_img, v_img = self.derived.kv(self.index, layer, head, lo, n)
         a_img, a_width = self.derived.attention(self.index, layer, head, lo, n)
-        d = cfg.head_dim
+        d = cfg.row_width  # MLA: the latent [c | k_R], one row per token for every head
         lane = r.lanes[self.index]
         new_lo, _ = s.new_rows()
         comp_lo = n - lane.kv_positions
@@ -297,6 +300,7 @@ class LanePanel(LaneHover, QWidget):
         if comp_lo > lo:  # rows read from the cache are dimmed in the pixels (cheaper than an overlay)
             k_img, v_img, a_img = (dim_rows(img, comp_lo - lo) for img in (k_img, v_img, a_img))
         self.k.set_rows(k_img, lo, n, d)
+        self.scores.show(lane, cfg, layer, head, lo, n, d)
         self.q.set_rows(q_img, lo, n, d)
         self.v.set_rows(v_img, lo, n, d)
         self.a.set_rows(a_img, lo, n, a_width, keys_per_col=a_width / max(a_img.shape[1], 1))

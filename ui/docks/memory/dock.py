@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from kvsim.costs.memory import DTYPE_BITS, MemoryError_, human_bytes, weight_bytes
-from kvsim.costs.presets import PRESETS, Preset, get_preset, preset_from_model_config
+from kvsim.costs.presets import LATENT_PRESETS, PRESETS, Preset, get_preset, preset_from_model_config
 
 from ... import theme
 from ...i18n import integer, local, num, translate
@@ -74,7 +74,7 @@ class MemoryDock(QWidget):
         )
         self.model.addItem(translate("views.memory_dock", "the model on screen"), ON_SCREEN)
         self.model.addItem(translate("views.memory_dock", "tiny (bundled)"), "tiny")
-        for name, p in PRESETS.items():
+        for name, p in {**PRESETS, **LATENT_PRESETS}.items():  # DeepSeek-V3: a latent cache (MLA)
             self.model.addItem(f"{name}  ({num(p.n_params / 1e9, 2)}B, ctx {integer(p.context)})", name)
         self.follow = QCheckBox(translate("views.memory_dock", "follow the run"))
         self.follow.setChecked(True)
@@ -108,7 +108,7 @@ class MemoryDock(QWidget):
         self.focus.setToolTip(
             translate("views.memory_dock", "The plot's model: its weights and its MHA / GQA / MQA curves are drawn.")
         )
-        for name in PRESETS:
+        for name in (*PRESETS, *LATENT_PRESETS):
             self.focus.addItem(name, name)
         self.focus.addItem("tiny", "tiny")
         self.others_button = QToolButton()
@@ -305,8 +305,10 @@ class MemoryDock(QWidget):
             return
         self.follow.setChecked(False)
         p = get_preset(key)
-        self.form.set_terms(Terms(p.layers, p.kv_heads, p.head_dim, p.context, 1, 16, None, p.layer_windows), heads=p.heads)
-        if key in PRESETS or key == "tiny":
+        self.form.set_terms(
+            Terms(p.layers, p.kv_heads, p.head_dim, p.context, 1, 16, None, p.layer_windows, p.latent), heads=p.heads
+        )
+        if key in PRESETS or key in LATENT_PRESETS or key == "tiny":
             self.focus.setCurrentIndex(max(0, self.focus.findData(key)))
 
     def _on_follow(self, on: bool) -> None:
@@ -328,7 +330,7 @@ class MemoryDock(QWidget):
         p = preset_from_model_config(cfg)
         n = self.session.n_rows()
         self.form.set_terms(
-            Terms(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, n, 1, bits, None, p.layer_windows), heads=cfg.n_heads
+            Terms(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, n, 1, bits, None, p.layer_windows, p.latent), heads=cfg.n_heads
         )
 
     # ------------------------------------------------------------------ the session

@@ -19,6 +19,7 @@ from kvsim.costs.memory import (
     formula_rows_text,
     human_bytes,
     kv_cache_bytes,
+    mla_cache_bytes,
     parse_layer_windows,
     repeat_pattern,
 )
@@ -52,9 +53,13 @@ class Terms:
     bits: int = 16
     window: int | None = None
     layer_windows: tuple[int | None, ...] | None = None
+    latent: tuple[int, int] | None = None  # MLA (DeepSeek-V3): (d_c, d_R): L · (d_c + d_R) a token, no K/V heads
 
     def bytes(self, tokens: int | None = None) -> int:
         n = self.tokens if tokens is None else tokens
+        if self.latent is not None:  # one latent and one RoPE key a token and layer (a window caps the tokens)
+            held = n if self.window is None else min(n, self.window)
+            return mla_cache_bytes(self.layers, self.latent[0], self.latent[1], held, self.batch, self.bits)
         return kv_cache_bytes(
             self.layers, self.kv_heads, self.head_dim, n, self.batch, self.bits, self.window, self.layer_windows
         )
@@ -62,6 +67,8 @@ class Terms:
     @property
     def bytes_per_token(self) -> int:
         """One token in every layer, batch 1: what ``kvsim memory`` calls bytes_per_token."""
+        if self.latent is not None:
+            return mla_cache_bytes(self.layers, self.latent[0], self.latent[1], 1, 1, self.bits)
         return kv_cache_bytes(self.layers, self.kv_heads, self.head_dim, 1, 1, self.bits)
 
     @property
@@ -210,6 +217,7 @@ class FormulaForm(QWidget):
         self._setting = True
         try:
             self._heads = heads or terms.kv_heads
+            self._latent = terms.latent  # kept while the user edits the other terms
             self.layers.setValue(terms.layers)
             self.kv_heads.setValue(terms.kv_heads)
             self.head_dim.setValue(terms.head_dim)
@@ -251,6 +259,7 @@ class FormulaForm(QWidget):
             bits=int(self.bits.currentData()),
             window=self.window.value() or None,
             layer_windows=windows,
+            latent=getattr(self, "_latent", None),
         )
 
     def _recompute(self) -> None:
@@ -271,6 +280,9 @@ class FormulaForm(QWidget):
         plain = formula_rows_text(t.layers, t.window, t.layer_windows) == f"{t.layers} layers × n"
         rows = f"L {t.layers}" if plain else f"({rows_text(t.layers, t.window, t.layer_windows)})"
         size = {4: "½ B", 2: "¼ B"}.get(t.bits, f"{local(f'{t.bits / 8:g}')} B")
+        if t.latent is not None:
+            self._show_latent(t, total, size)
+            return
         self.formula.setText(
             f"<span style='font-size:14pt'>2 × {rows} × H_kv {t.kv_heads} × d {t.head_dim} × n {integer(t.tokens)} × "
             f"b {t.batch} × {size}<br>= <b>{integer(total)} B</b> ({local(human_bytes(total))})</span>"
@@ -285,6 +297,29 @@ class FormulaForm(QWidget):
                 n=t.kv_heads, group=heads // t.kv_heads, heads=heads
             )
         self.kind.setText(kind)
+        self.detail.setText(
+            translate(
+                "views.memory_form", "{bytes} B per token in every layer ({size}) · the next token adds {new} B now"
+            ).format(
+                bytes=integer(t.bytes_per_token), size=local(human_bytes(t.bytes_per_token)), new=integer(t.bytes_per_new_token)
+            )
+        )
+
+    def _show_latent(self, t: Terms, total: int, size: str) -> None:
+        """A latent cache (MLA): L × (d_c + d_R) × n × b × bytes — one latent and one RoPE key a token and layer."""
+        r, dr = t.latent or (0, 0)
+        n = f"min(n {integer(t.tokens)}, W {integer(t.window)})" if t.window else f"n {integer(t.tokens)}"
+        self.formula.setText(
+            f"<span style='font-size:14pt'>L {t.layers} × (d_c {r} + d_R {dr}) × {n} × "
+            f"b {t.batch} × {size}<br>= <b>{integer(total)} B</b> ({local(human_bytes(total))})</span>"
+        )
+        self.kind.setText(
+            translate(
+                "views.memory_form",
+                "MLA: one latent of {r} and one RoPE key of {dr} a token and layer, shared by all {heads} heads"
+                " (each head's K and V are rebuilt from it); no K/V heads, no factor 2",
+            ).format(r=r, dr=dr, heads=self._heads)
+        )
         self.detail.setText(
             translate(
                 "views.memory_form", "{bytes} B per token in every layer ({size}) · the next token adds {new} B now"

@@ -43,6 +43,7 @@ def lane_bills(session, step: int | None = None) -> list[tuple[int, int, LaneBil
             held_tokens=int(ls.cache_tokens),
             prompt_tokens=len(meta.get("prompt_ids") or ()) or None,
             layer_windows=tuple(cfg.window_of(i) for i in range(cfg.n_layers)),
+            latent=(cfg.kv_lora_rank, cfg.qk_rope_head_dim) if cfg.family == "mla" else None,
         )
         out.append((lane.index, int(ls.cache_bytes), bill))
     return out
@@ -122,12 +123,23 @@ class LiveBill(QWidget):
         cfg = s.config
         dtype = str(s.run.meta.get("dtype", "float32"))
         n = s.n_rows()
+        mla = cfg.family == "mla"  # a latent cache: one latent and one RoPE key a token and layer, not K/V heads
         self.title.setText(
-            translate(
-                "views.memory_live",
-                "<b>The run on screen</b>, step {step}: n = {n} tokens, {dtype} "
-                "({layers} layers × {kv_heads} K/V heads × d {head_dim})",
+            (
+                translate(
+                    "views.memory_live",
+                    "<b>The run on screen</b>, step {step}: n = {n} tokens, {dtype} "
+                    "({layers} layers × one latent of {latent} + a RoPE key of {rope}, shared by every head)",
+                )
+                if mla
+                else translate(
+                    "views.memory_live",
+                    "<b>The run on screen</b>, step {step}: n = {n} tokens, {dtype} "
+                    "({layers} layers × {kv_heads} K/V heads × d {head_dim})",
+                )
             ).format(
+                latent=cfg.kv_lora_rank,
+                rope=cfg.qk_rope_head_dim,
                 step=s.cursor,
                 n=integer(n),
                 dtype=escape(dtype),
@@ -179,6 +191,8 @@ class LiveBill(QWidget):
             if bill is not None:
                 w = f"min(n, {bill.window})" if bill.window else "n"
                 product = f"2 × {cfg.n_layers} × {cfg.n_kv_heads} × {cfg.head_dim} × {w} × 1 × {bill.bits}/8"
+                if cfg.family == "mla":  # one latent (r) and one RoPE key (d_R) a token and layer, no factor 2
+                    product = f"{cfg.n_layers} × ({cfg.kv_lora_rank} + {cfg.qk_rope_head_dim}) × {w} × {bill.bits}/8"
                 ftip = translate("views.memory_live", "{product} = {bytes} B ({size}) at {bits} bits").format(
                     product=product,
                     bytes=integer(bill.formula_bytes),
