@@ -6,7 +6,8 @@ every layer and head held the same positions and failed (a shape error, or torch
 
 Checked against the caches themselves: replaying every step's recorded rows by position gives, for every
 layer, KV head and position the cache holds, exactly the row the cache holds (K and V), at every step; the
-trace saves and loads with them and passes the trace checks.
+trace saves and loads with them and passes the trace checks. And ``latent:R@w8`` (the SVD latent of the
+projections the lane runs) at full rank gives the ``kv@w8`` lane's logits.
 """
 
 from __future__ import annotations
@@ -66,3 +67,19 @@ def test_attention_evicting_lane_with_quantized_weights_records_its_own_rows(lan
 def test_kv_with_quantized_weights_on_a_model_with_local_layers(tmp_path) -> None:
     # window 8, prompt 6, 8 steps: the local layers start dropping rows while the global one keeps them all
     _replay_matches_cache(GEMMA3_SMALL, "kv,kv@w8", 6, 8, tmp_path)
+
+
+def test_latent_lane_with_quantized_weights_factors_the_dequantized_projections() -> None:
+    """``latent:R@w8`` factors the K/V projections the lane really runs (the INT8 codes dequantized; it
+    failed: a quantized projection has no ``weight``). At full rank it is exact, so it must give the
+    ``kv@w8`` lane's logits; below full rank it must not."""
+    lm = load_model(LLAMA_GQA)  # 2 KV heads × d = 8: [W_K; W_V] is 32 × 32, full rank 32
+    prompt = torch.randint(1, 300, (9,), generator=torch.Generator().manual_seed(2)).tolist()
+    sim = Simulator(lm.model, lm.tokenizer, prompt, parse_lanes("kv@w8,latent:32@w8,latent:8@w8,kv"), warmup=False)
+    worst_full = worst_low = worst_fp32 = 0.0
+    for r in sim.run(6, stop_at_eos=False):  # logit_diff: against the first lane, kv@w8
+        worst_full = max(worst_full, r.lane("latent:32@w8").logit_diff)
+        worst_low = max(worst_low, r.lane("latent:8@w8").logit_diff)
+        worst_fp32 = max(worst_fp32, r.lane("kv").logit_diff)
+    assert worst_full < 1e-4, worst_full
+    assert worst_low > 1e-3 and worst_fp32 > 1e-3  # the check can tell lanes apart
