@@ -7,7 +7,8 @@ every layer and head held the same positions and failed (a shape error, or torch
 Checked against the caches themselves: replaying every step's recorded rows by position gives, for every
 layer, KV head and position the cache holds, exactly the row the cache holds (K and V), at every step; the
 trace saves and loads with them and passes the trace checks. And ``latent:R@w8`` (the SVD latent of the
-projections the lane runs) at full rank gives the ``kv@w8`` lane's logits.
+projections the lane runs) at full rank gives the ``kv@w8`` lane's logits; ``none@w8`` (no cache) records
+the rows it recomputed, equal to those ``kv@w8`` caches.
 """
 
 from __future__ import annotations
@@ -83,3 +84,28 @@ def test_latent_lane_with_quantized_weights_factors_the_dequantized_projections(
         worst_fp32 = max(worst_fp32, r.lane("kv").logit_diff)
     assert worst_full < 1e-4, worst_full
     assert worst_low > 1e-3 and worst_fp32 > 1e-3  # the check can tell lanes apart
+
+
+def test_no_cache_lane_with_quantized_weights_records_the_rows_it_recomputed(tmp_path) -> None:
+    """``none@w8`` holds no cache, so its rows are the ones it recomputes each step (it failed: NoCache
+    does not expose held rows). Replayed by position they equal the rows ``kv@w8`` caches — the same
+    quantized model, computed once per position instead of every step — and the trace saves and loads."""
+    lm = load_model(LLAMA_GQA)
+    prompt = torch.randint(1, 300, (7,), generator=torch.Generator().manual_seed(5)).tolist()
+    sim = Simulator(lm.model, lm.tokenizer, prompt, parse_lanes("kv@w8,none@w8"), warmup=False)
+    seen: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for r in sim.run(6, stop_at_eos=False):
+        rows = r.lane("none@w8").rows
+        assert rows is not None
+        for j, pos in enumerate(rows.positions.tolist()):
+            seen[pos] = (rows.k[:, :, j], rows.v[:, :, j])
+        cache = sim.lanes[0].cache
+        for layer in range(lm.model.cfg.n_layers):
+            k, v, pos = cache.held_rows(layer)
+            assert sorted(seen) == pos.tolist()  # every position the sequence has, and no other
+            for s, p in enumerate(pos.tolist()):
+                np.testing.assert_allclose(seen[p][0][layer], k[0, :, s].numpy(), atol=1e-5)
+                np.testing.assert_allclose(seen[p][1][layer], v[0, :, s].numpy(), atol=1e-5)
+        assert r.lane("none@w8").logit_diff < 1e-4  # the same function as kv@w8
+    loaded = Trace.load(sim.trace.save(tmp_path / "none.kvsim"))
+    check_sequence(loaded.records, loaded.meta)
