@@ -15,6 +15,7 @@ tokens per target forward, and time per produced token against the plain lane's.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -37,32 +38,45 @@ def _run(loaded, ids, lanes: str, steps: int, repeats: int = 1):
     return sim, records, summarize(sim.trace)
 
 
-def weights_table(loaded, ids, steps: int, formats: list[str]) -> None:
+def load_line() -> str:
+    load = os.getloadavg()
+    return f"load average {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f} on {os.cpu_count()} CPUs ({time.strftime('%H:%M:%S')})"
+
+
+def weights_table(loaded, ids, steps: int, formats: list[str], kernels: list[str]) -> None:
+    """*predicted* = the fp32 lane's measured median step × this lane's read/step ÷ fp32's: the time a
+    memory-bound step would take for these bytes (the roofline's slope, calibrated on the fp32 lane)."""
     from kvsim.models import quantized_weights as qw
 
     print(f"\n## weights ({loaded.model_id}, prompt {len(ids)} tokens, {steps} steps, lockstep on the kv lane's tokens)")
+    print(load_line())
     print(
         f"{'lane':<14} {'kernel':<9} {'weight bytes':>13} {'read/step':>11} {'max|Δlogit|':>12} {'mean|Δlogit|':>12} "
-        f"{'mean KL':>9} {'1st diff':>8} {'ppl(ref)':>9} {'ms/step':>8}"
+        f"{'mean KL':>9} {'1st diff':>8} {'ppl(ref)':>9} {'ms/step':>8} {'predicted':>9}"
     )
-    for kernel in ("dequant", "int8pack"):
+    base: tuple[float, int] | None = None  # the fp32 lane's median ms and read/step
+    for kernel in kernels:
         qw.INT8_KERNEL["cpu"] = kernel
         lanes = ",".join(["kv"] + [f"kv@{f}" for f in formats if kernel == "dequant" or f == "w8"])
         sim, records, summary = _run(loaded, ids, lanes, steps)
         for lane in sim.lanes:
-            if kernel == "int8pack" and lane.name == "kv":
-                continue
             s = summary["lanes"][lane.name]
             decode = [r.lane(lane.name) for r in records[1:]]
             ms = statistics.median(d.wall_ms for d in decode)
             kl = statistics.fmean(r.lane(lane.name).kl_div for r in records)
             read = decode[-1].bytes_by_component["weights"]
             first = s["first_divergent_step"]
+            if not lane.spec.weights and base is None:
+                base = (ms, read)
+            elif kernel != kernels[0] and lane.name == "kv":
+                continue  # the fp32 lane is the same in each run: printed (and the base taken) once
+            predicted = base[0] * read / base[1] if base else float("nan")
             print(
                 f"{lane.name:<14} {kernel if lane.spec.weights else 'fp32':<9} {lane.weight_bytes['total']:>13,} {read:>11,} "
                 f"{s['max_abs_logit_diff']:>12.4f} {s['mean_abs_logit_diff']:>12.4f} {kl:>9.5f} "
-                f"{'-' if first is None else first:>8} {s['perplexity_of_reference']:>9.3f} {ms:>8.2f}"
+                f"{'-' if first is None else first:>8} {s['perplexity_of_reference']:>9.3f} {ms:>8.2f} {predicted:>9.2f}"
             )
+        print(load_line(), flush=True)
     qw.INT8_KERNEL["cpu"] = "dequant"
 
 
@@ -73,6 +87,7 @@ def spec_table(loaded, prompts: dict[str, list[int]], steps: int, k: int, source
         f"{'ms/token':>9} {'vs kv':>6} {'same tokens':>11}"
     )
     lanes = ",".join(["kv"] + [f"spec:{k}:{src}" for src in sources])
+    print(load_line())
     for kind, ids in prompts.items():
         sim, records, summary = _run(loaded, ids, lanes, steps)
         decode = records[1:]
@@ -87,6 +102,7 @@ def spec_table(loaded, prompts: dict[str, list[int]], steps: int, k: int, source
                 f"{kind:<8} {lane.name:<26} {ratio:>17} {rate:>6} {s['tokens_per_forward']:>8.2f} {s['target_forwards']:>5} "
                 f"{per_token:>9.2f} {per_token / base:>6.2f} {str(s['tokens_identical']):>11}"
             )
+        print(load_line(), flush=True)
 
 
 def main() -> None:
@@ -98,6 +114,7 @@ def main() -> None:
     ap.add_argument("--draft-model", default=None, help="a smaller model with the same tokenizer (spec:K:model:NAME)")
     ap.add_argument("--formats", default="w8,w8:g64,w4:g32,w4:g64")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--kernels", default="dequant,int8pack", help="INT8 matmul paths to time (int8pack: w8 lanes only)")
     ap.add_argument("--skip", choices=["weights", "spec"], default=None)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -109,7 +126,7 @@ def main() -> None:
     print(f"torch {torch.__version__}, {args.threads} thread(s); model {args.model}: {loaded.model.n_params():,} parameters")
     prompts = {"copies": tok.encode(COPY_TEXT), "free": tok.encode(FREE_TEXT)}
     if args.skip != "weights":
-        weights_table(loaded, prompts["free"], args.steps, args.formats.split(","))
+        weights_table(loaded, prompts["free"], args.steps, args.formats.split(","), args.kernels.split(","))
     if args.skip != "spec":
         sources = ["lookup", f"early:{args.early}"] + ([f"model:{args.draft_model}"] if args.draft_model else [])
         spec_table(loaded, prompts, args.steps, args.k, sources)

@@ -99,3 +99,56 @@ def test_kv_bytes_equal_transformers_cache_but_for_its_one_row_convention(tmp_pa
         assert ours_bytes - hf_bytes == (local * row if n >= WINDOW else 0), n
         assert r.token_id == int(logits[0, -1].argmax())  # the same model: the same greedy token
         logits, past = hf_step(hf, torch.tensor([[r.token_id]]), past)
+
+
+# ------------------------------------------------------------------------------- the real model (opt-in)
+@pytest.mark.slow
+def test_gemma3_270m_kv_bytes_equal_transformers_cache_past_the_window() -> None:
+    """Gemma 3 270M (``KVSIM_GEMMA3=1``): a 600-token prompt then decode steps, past the 512 window: the
+    ``kv`` lane holds (15 × min(n, 512) + 3 × n) × 2 × H_kv × d × 4 bytes, transformers' own cache for the
+    same GGUF holds exactly 15 rows less (its W − 1 convention, one row per local layer), and the two
+    models choose the same greedy tokens (their local layers really read only the window)."""
+    pytest.importorskip("accelerate")
+    from test_gemma3 import ATOL, _gemma3_file
+    from test_parity_hf import hf_step
+
+    from kvsim.caches.kv import KVCache
+
+    path = _gemma3_file()
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # a small shared machine: one thread a process is faster than two fighting
+    try:
+        loaded = load_model(str(path))
+        model, cfg = loaded.model, loaded.model.cfg
+        windows = tuple(cfg.window_of(i) for i in range(cfg.n_layers))
+        assert windows.count(512) == 15 and windows.count(None) == 3
+        hf = transformers.AutoModelForCausalLM.from_pretrained(
+            path.parent, gguf_file=path.name, attn_implementation="eager", dtype=torch.float32
+        ).eval()
+        text = " ".join(f"Item {i}: the key-value cache keeps row {i} of the sequence." for i in range(60))
+        ids = loaded.tokenizer.encode(text)[:600]
+        assert len(ids) == 600
+        row = 2 * cfg.n_kv_heads * cfg.head_dim * 4  # K and V of one position in one layer, fp32
+        cache = make_cache("kv", cfg.n_layers, windows)
+        assert isinstance(cache, KVCache)
+        got = model(torch.tensor([ids]), torch.arange(600), cache, last_only=True).logits
+        ref, past = hf_step(hf, torch.tensor([ids]), None)
+        n, worst, figures = 600, 0.0, []
+        for _ in range(4):  # n = 600 … 603
+            hf_bytes = sum(layer.keys.numel() * 4 + layer.values.numel() * 4 for layer in past.layers)
+            figures.append((n, cache.nbytes, hf_bytes))
+            assert cache.nbytes == (15 * min(n, 512) + 3 * n) * row
+            assert cache.nbytes == kv_cache_bytes(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, n, bits=32, layer_windows=windows)
+            assert cache.nbytes - hf_bytes == 15 * row, (n, cache.nbytes, hf_bytes)
+            worst = max(worst, float((got[0, -1] - ref[0, -1]).abs().max()))
+            token = int(ref[0, -1].argmax())
+            assert int(got[0, -1].argmax()) == token
+            got = model(torch.tensor([[token]]), torch.tensor([n]), cache, last_only=True).logits
+            ref, past = hf_step(hf, torch.tensor([[token]]), past)
+            n += 1
+        for n, ours, theirs in figures:
+            print(f"\n  n = {n}: kv {ours:,} B, transformers {theirs:,} B, difference {ours - theirs:,} B = 15 rows of {row:,} B")
+        print(f"  max |Δlogit| {worst:.2e}")
+        assert worst < ATOL, f"max |Δlogit| {worst:.2e}"  # measured 4.3e-5
+    finally:
+        torch.set_num_threads(before)

@@ -34,6 +34,13 @@ from .stream import _rotate
 from .window import _parse_int
 
 
+def _dense(linear: Any) -> torch.Tensor:
+    """A projection's weight as the model multiplies by it: an ``nn.Linear``'s ``weight``, or a
+    weight-quantized projection's codes dequantized (``@w8``, ``@w4``, ``@gguf`` lanes: ``dequantized()``)."""
+    dequantized = getattr(linear, "dequantized", None)
+    return dequantized() if dequantized is not None else linear.weight
+
+
 @register_policy
 class LatentSVDCache(Cache):
     terms = ("latent",)
@@ -87,14 +94,15 @@ class LatentSVDCache(Cache):
             attn = block.attn
             if not hasattr(attn, "wk"):
                 raise SpecError("latent:R converts K/V projections; this model has none (it is latent already)")
-            w = torch.cat([attn.wk.weight, attn.wv.weight]).detach().double()
+            wk, wv = _dense(attn.wk), _dense(attn.wv)
+            w = torch.cat([wk, wv]).detach().double()
             u = torch.linalg.svd(w, full_matrices=False).U  # (2·H_kv·d, min(2·H_kv·d, dim))
             full = u.shape[1]
             if attn.wk.bias is not None:
                 bias = torch.cat([attn.wk.bias, attn.wv.bias]).detach()
             else:
-                bias = torch.zeros(w.shape[0], dtype=attn.wk.weight.dtype, device=w.device)
-            bases.append((u[:, : self.rank].to(attn.wk.weight.dtype).contiguous(), bias))
+                bias = torch.zeros(w.shape[0], dtype=wk.dtype, device=w.device)
+            bases.append((u[:, : self.rank].to(wk.dtype).contiguous(), bias))
         if full is not None and self.rank > full:
             raise SpecError(f"latent:{self.rank} is more than this model's full rank, {full} (2·H_kv·d or dim)")
         self._bases, self._model_id, self.full_rank = bases, id(model), full

@@ -36,31 +36,63 @@ class RowMirror:
     def __init__(self) -> None:
         self.k: torch.Tensor | None = None  # (L, H_kv, N, D)
         self.v: torch.Tensor | None = None
-        self.known: torch.Tensor | None = None  # (N,) bool
+        self.known: torch.Tensor | None = None  # (L, H_kv, N) bool: that layer's head has recorded that row
+
+    def _reserve(self, k: torch.Tensor, v: torch.Tensor, layers: int, need: int) -> None:
+        """Room for positions below ``need`` (k, v: one layer's rows, for the heads, widths and dtype)."""
+        if self.k is not None and self.k.shape[2] >= need:
+            return
+        cap = max(64, need, 2 * (self.k.shape[2] if self.k is not None else 0))
+        heads = k.shape[-3]
+        new_k = k.new_zeros((layers, heads, cap, k.shape[-1]))
+        new_v = v.new_zeros((layers, heads, cap, v.shape[-1]))
+        known = torch.zeros((layers, heads, cap), dtype=torch.bool, device=k.device)
+        if self.k is not None and self.v is not None and self.known is not None:  # allocated together
+            n = self.k.shape[2]
+            new_k[:, :, :n], new_v[:, :, :n], known[:, :, :n] = self.k, self.v, self.known
+        self.k, self.v, self.known = new_k, new_v, known
 
     def changed(self, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """Positions (sorted) whose rows are new or differ from the recorded ones; updates the mirror."""
-        need = int(positions.max()) + 1 if positions.numel() else 0
-        if self.k is None or self.k.shape[2] < need:
-            cap = max(64, need, 2 * (self.k.shape[2] if self.k is not None else 0))
-            shape = (k.shape[0], k.shape[1], cap, k.shape[3])
-            new_k, new_v = k.new_zeros(shape), v.new_zeros(shape)
-            known = torch.zeros(cap, dtype=torch.bool, device=k.device)
-            if self.k is not None and self.v is not None and self.known is not None:  # allocated together
-                n = self.k.shape[2]
-                new_k[:, :, :n], new_v[:, :, :n], known[:n] = self.k, self.v, self.known
-            self.k, self.v, self.known = new_k, new_v, known
-        assert self.v is not None and self.known is not None  # allocated with self.k
+        self._reserve(k[0], v[0], k.shape[0], int(positions.max()) + 1 if positions.numel() else 0)
+        assert self.k is not None and self.v is not None and self.known is not None  # allocated together
         old_k, old_v = self.k[:, :, positions], self.v[:, :, positions]
         differs = (old_k != k).flatten(0, 1).any(-1).any(0) | (old_v != v).flatten(0, 1).any(-1).any(0)
-        mask = differs | ~self.known[positions]
+        mask = differs | ~self.known[:, :, positions].flatten(0, 1).all(0)
         self.k[:, :, positions], self.v[:, :, positions] = k, v
-        self.known[positions] = True
+        self.known[:, :, positions] = True
         return positions[mask]
+
+    def changed_held(self, held: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+        """As ``changed`` for layers or heads that hold different rows — ``held`` is each layer's
+        ``Cache.held_rows``: (1, H_kv, S, D) twice and positions (S,) or, one set per head, (H_kv, S)
+        (eviction by attention; ``kv`` on Gemma 3, whose local layers keep only their window). Each
+        layer's head is compared at its own positions; the union of the changed ones is returned. A head
+        that does not hold a returned position keeps in the mirror what it last held there (zeros if never)."""
+        need = max((int(pos.max()) + 1 for _, _, pos in held if pos.numel()), default=0)
+        self._reserve(held[0][0][0], held[0][1][0], len(held), need)
+        assert self.k is not None and self.v is not None and self.known is not None  # allocated together
+        hit = torch.zeros(self.k.shape[2], dtype=torch.bool, device=self.k.device)
+        for layer, (k, v, pos) in enumerate(held):
+            heads = k.shape[1]
+            per_head = pos if pos.ndim == 2 else pos.expand(heads, -1)
+            for h in range(heads):
+                p = per_head[h]
+                old_k, old_v = self.k[layer, h, p], self.v[layer, h, p]
+                differs = (old_k != k[0, h]).any(-1) | (old_v != v[0, h]).any(-1) | ~self.known[layer, h, p]
+                hit[p[differs]] = True
+                self.k[layer, h, p], self.v[layer, h, p] = k[0, h], v[0, h]
+                self.known[layer, h, p] = True
+        return torch.nonzero(hit).flatten()
+
+    def rows(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The recorded rows at ``positions``: (L, H_kv, R, D) twice."""
+        assert self.k is not None and self.v is not None
+        return self.k[:, :, positions], self.v[:, :, positions]
 
     def truncate(self, n_tokens: int) -> None:
         if self.known is not None:
-            self.known[n_tokens:] = False
+            self.known[:, :, n_tokens:] = False
 
 
 class Lane:

@@ -363,11 +363,31 @@ class Simulator:
 
     def _lane_rows(self, lane: Lane, out: ForwardOutput, new_t: int, as_np: AsNumpy) -> LaneRows:
         """A lossy lane's own rows: its new queries, and every stored row that changed this step."""
+        assert lane.mirror is not None  # a lossy lane keeps a mirror of its rows
+        if not lane.cache.reuses_past:  # `none@w8`: it holds nothing; its rows are the ones it recomputed this step
+            q_all, k_all, v_all = out.rows()  # (L, B, H_kv, n, D): every position, fed again
+            k, v = k_all[:, 0], v_all[:, 0]
+            changed = lane.mirror.changed(k, v, torch.arange(k.shape[2], device=k.device))
+            return LaneRows(
+                positions=changed.cpu().numpy().astype(np.int64),
+                k=as_np(k[:, :, changed]),
+                v=as_np(v[:, :, changed]),
+                q=as_np(q_all[:, 0, :, -new_t:]),
+            )
         held = [lane.cache.held_rows(layer) for layer in range(self.model.cfg.n_layers)]
         positions = held[0][2]
+        if not all(h[2].ndim == 1 and torch.equal(h[2], positions) for h in held):
+            # layers or heads hold different rows (h2o/tova/snapkv, kv on Gemma 3's local layers) with quantized weights
+            changed = lane.mirror.changed_held(held)
+            k, v = lane.mirror.rows(changed)
+            return LaneRows(
+                positions=changed.cpu().numpy().astype(np.int64),
+                k=as_np(k),
+                v=as_np(v),
+                q=as_np(out.rows()[0][:, 0, :, -new_t:]),
+            )
         k = torch.stack([h[0][0] for h in held])  # (L, H_kv, S, D)
         v = torch.stack([h[1][0] for h in held])
-        assert lane.mirror is not None  # a lossy lane keeps a mirror of its rows
         changed = lane.mirror.changed(k, v, positions)
         index = torch.searchsorted(positions, changed)
         return LaneRows(
