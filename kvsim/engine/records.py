@@ -38,6 +38,22 @@ class LaneRows:
 
 
 @dataclass(frozen=True)
+class DraftRows:
+    """A speculative lane's drafted tokens checked by this step's target forward: at ``positions`` (the
+    positions after the text, n .. n+d-1), their token ids, and the Q/K/V rows the check computed for
+    them. The lane's ``accepted`` first ones stay in its cache; the rest were rolled back this step."""
+
+    positions: np.ndarray  # (d,) int64, consecutive from the step's n_tokens
+    token_ids: np.ndarray  # (d,) int64
+    k: np.ndarray  # (L, H_kv, d, D)
+    v: np.ndarray  # (L, H_kv, d, D)
+    q: np.ndarray  # (L, H, d, D)
+
+    def __post_init__(self) -> None:
+        _freeze(self, ("positions", "token_ids", "k", "v", "q"))
+
+
+@dataclass(frozen=True)
 class LaneStep:
     """What one lane did in one step."""
 
@@ -71,6 +87,7 @@ class LaneStep:
     rolled_back: int = 0  # K/V rows removed from the cache this step (the rejected drafts')
     forwards: int = 1  # target forwards this step: 0 when the token came verified with an earlier check
     draft_ms: float = 0.0  # of wall_ms, the time spent drafting
+    drafts: DraftRows | None = None  # the drafted rows this step checked (None: no check, or nothing drafted)
 
     def read_positions(self, n: int) -> np.ndarray:
         """The key positions this step read, for a sequence of ``n`` positions."""

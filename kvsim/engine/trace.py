@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..core.atomic import atomic_target
-from .records import LaneRows, LaneStep, StepRecord  # noqa: F401 - re-exported: kvsim.engine.trace.StepRecord
+from .records import DraftRows, LaneRows, LaneStep, StepRecord  # noqa: F401 - re-exported: kvsim.engine.trace.StepRecord
 from .trace_checks import TraceError, check_meta, check_sequence, is_int
 
 SCHEMA = "kvsim-trace"
@@ -87,6 +87,9 @@ class Trace:
                 if lane.rows is not None:
                     for name in ("positions", "k", "v", "q"):
                         arrays[f"s{i}_l{j}_{name}"] = getattr(lane.rows, name)
+                if lane.drafts is not None:
+                    for name in DRAFT_ARRAYS:
+                        arrays[f"s{i}_l{j}_draft_{name}"] = getattr(lane.drafts, name)
         manifest = {"schema": SCHEMA, "version": SCHEMA_VERSION, "meta": self.meta, "steps": steps}
         return write_archive(path, manifest, arrays)
 
@@ -168,13 +171,15 @@ class Trace:
 def _lane_to_json(lane: LaneStep) -> dict[str, Any]:
     data = asdict(lane)
     data.pop("rows")
+    data.pop("drafts")
     data["top_ids"] = list(lane.top_ids)
     data["top_probs"] = list(lane.top_probs)
     data["spans"] = None if lane.spans is None else [list(s) for s in lane.spans]
     return data
 
 
-_LANE_FIELDS = {f.name for f in fields(LaneStep)} - {"rows"}
+_LANE_FIELDS = {f.name for f in fields(LaneStep)} - {"rows", "drafts"}
+DRAFT_ARRAYS = ("positions", "token_ids", "k", "v", "q")  # a speculative check's drafted rows, saved as arrays
 
 
 def _lane_from_json(i: int, j: int, data: object, arrays: dict[str, np.ndarray]) -> LaneStep:
@@ -205,8 +210,28 @@ def _lane_from_json(i: int, j: int, data: object, arrays: dict[str, np.ndarray])
         if parts["positions"].dtype.kind != "i" or any(parts[n].dtype not in (np.float16, np.float32) for n in ("k", "v", "q")):
             raise TraceError(f"step {i}: lane {j}'s rows have the wrong dtypes")
         rows = LaneRows(**parts)
+    drafts = None
+    if f"s{i}_l{j}_draft_positions" in arrays:
+        found = {}
+        for name in DRAFT_ARRAYS:
+            key = f"s{i}_l{j}_draft_{name}"
+            if key not in arrays:
+                raise TraceError(f"step {i}: lane {j} lacks its drafted {name}")
+            found[name] = arrays[key]
+        if any(found[n].dtype.kind != "i" for n in ("positions", "token_ids")) or any(
+            found[n].dtype not in (np.float16, np.float32) for n in ("k", "v", "q")
+        ):
+            raise TraceError(f"step {i}: lane {j}'s drafted rows have the wrong dtypes")
+        drafts = DraftRows(**found)
     return LaneStep(
-        **{**data, "top_ids": tuple(data["top_ids"]), "top_probs": tuple(data["top_probs"]), "spans": spans, "rows": rows}
+        **{
+            **data,
+            "top_ids": tuple(data["top_ids"]),
+            "top_probs": tuple(data["top_probs"]),
+            "spans": spans,
+            "rows": rows,
+            "drafts": drafts,
+        }
     )
 
 
