@@ -79,3 +79,17 @@ def test_bad_model_side_lanes_are_one_line_exit_2(lanes, fragment, capsys) -> No
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1, err
     assert fragment in err
+
+
+def test_a_run_without_a_prompt_says_so_before_loading_the_model(capsys, monkeypatch) -> None:
+    """`kvsim run --model M --lanes …` with no prompt: one `error:` line at once (a 270M model took 35 s to
+    load before it said so); the model is never loaded."""
+    import kvsim.models.loading as loading
+
+    def never(*a, **k):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(loading, "load_model", never)
+    assert main(["run", "--model", "tiny", "--lanes", "kv,kv@w8", "--steps", "2", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == ["error: the prompt is empty: give --prompt TEXT or --prompt-ids 1,2,3"]

@@ -119,7 +119,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.reference is not None and args.reference not in [lane.name for lane in lanes]:
         raise UsageError(f"--reference {args.reference!r} is not one of the lanes ({args.lanes})")
     sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
-    if args.prompt is not None and not args.prompt.strip():
+    if args.prompt_ids is None and (args.prompt is None or not args.prompt.strip()):  # before the model loads
         raise SimulationError("the prompt is empty: give --prompt TEXT or --prompt-ids 1,2,3")
     if args.save is not None:
         from ..core.atomic import WriteError, check_target
