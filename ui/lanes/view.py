@@ -318,7 +318,7 @@ class LanePanel(LaneHover, QWidget):
             self.axis.newest = n - 1 + extra
             self.k.vb.setRange(yRange=(lo, n + extra), padding=0)  # the other plots follow (Y-linked)
             for p in self.plots:
-                p._range = None  # the next set_rows sets its own range again
+                p.__dict__.pop("_range", None)  # forgotten: the next set_rows sets its own range again
 
     def _titles(self, layer: int = 0, head: int = 0) -> None:
         """Column titles, each the longest form that fits its column; a tooltip says what it shows."""
