@@ -93,3 +93,22 @@ def test_a_run_without_a_prompt_says_so_before_loading_the_model(capsys, monkeyp
     assert main(["run", "--model", "tiny", "--lanes", "kv,kv@w8", "--steps", "2", "--json"]) == 2
     err = capsys.readouterr().err
     assert err.strip().splitlines() == ["error: the prompt is empty: give --prompt TEXT or --prompt-ids 1,2,3"]
+
+
+@pytest.mark.slow
+def test_gemma3_weight_lanes_from_the_command_line(capsys) -> None:
+    """Opt-in (KVSIM_GEMMA3=1): `kvsim run` on Gemma 3 270M (its tied 262k-vocabulary head) with the plain,
+    the file's-own-blocks and the INT8/INT4 lanes: exit 0, one JSON object per step and a summary; the
+    @gguf lane chooses kv's tokens from fewer bytes, the INT4 lane holds the fewest."""
+    from helpers import opt_in_model_file
+
+    path = opt_in_model_file("KVSIM_GEMMA3", "gemma3-270m", "run Gemma 3's weight lanes from the command line")
+    lanes = "kv,kv@gguf,kv@w8,kv@w4:g64"
+    args = ["run", "--model", str(path), "--prompt", "The key-value cache is a technique that", "--lanes", lanes]
+    assert main([*args, "--steps", "3", "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(lines) == 4 and all(line["step"] == i for i, line in enumerate(lines[:3]))
+    summary = lines[-1]["summary"]["lanes"]
+    assert summary["kv@gguf"]["tokens_identical"] and summary["kv@gguf"]["max_abs_logit_diff"] < 1e-3
+    sizes = {name: summary[name]["weight_bytes"] for name in lanes.split(",")}
+    assert sizes["kv@w4:g64"] < sizes["kv@gguf"] < sizes["kv@w8"] < sizes["kv"]
