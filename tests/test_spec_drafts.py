@@ -104,3 +104,39 @@ def test_a_trace_whose_drafts_do_not_fit_is_refused(run, tmp_path) -> None:
         zf.writestr("arrays.npz", buf.getvalue())
     with pytest.raises(TraceError, match="drafted rows do not fit"):
         Trace.load(bad)
+
+
+class _Records:
+    """The one thing ``draft_table`` reads of a session: its records."""
+
+    def __init__(self, records) -> None:
+        self.records = records
+
+    def record(self, step):
+        return self.records[step] if 0 <= step < len(self.records) else None
+
+
+def test_the_rows_drawn_after_the_text_are_the_caches_and_old_traces_draw_none(run) -> None:
+    from dataclasses import replace
+
+    from kvsim.ui.lanes.drafts import HELD, REJECTED, draft_table
+
+    _, records = run
+    session = _Records(records)
+    held_seen = 0
+    for r in records:
+        lane = r.lanes[1]
+        table = draft_table(session, 1, r.step)
+        n = r.n_tokens
+        if table is None:
+            assert lane.cache_tokens == n and not lane.drafted
+            continue
+        # kept rows after the text = the cache's rows beyond it; rejected ones only at the check itself
+        assert table.kept().tolist() == list(range(n, lane.cache_tokens))
+        assert table.checked == bool(lane.drafted) and (REJECTED not in table.states or lane.drafted)
+        held_seen += table.states.count(HELD)
+    assert held_seen, "the run never held accepted rows ahead of the text"
+    assert draft_table(session, 0, records[-1].step) is None  # the kv lane
+    # a trace without drafted rows (written before they were recorded): nothing drawn, no guess
+    stripped = [replace(r, lanes=(r.lanes[0], replace(r.lanes[1], drafts=None))) for r in records]
+    assert all(draft_table(_Records(stripped), 1, r.step) is None for r in stripped)

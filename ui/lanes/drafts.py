@@ -67,19 +67,19 @@ def draft_table(session, lane: int, step: int | None = None) -> DraftTable | Non
     ahead = ls.cache_tokens - n
     if ahead <= 0:
         return None
-    # rows accepted at an earlier check, still ahead of the text: that check recorded them
+    # rows accepted at an earlier check, still ahead of the text: the latest step with a forward checked them
     s = r.step - 1
     while s >= 0:
         earlier = session.record(s).lanes[lane]
-        ed = getattr(earlier, "drafts", None)
-        if ed is not None and len(ed.positions):
-            at = np.searchsorted(ed.positions, n)
-            if at + ahead > min(earlier.accepted, len(ed.positions)) or at >= len(ed.positions) or ed.positions[at] != n:
-                return None  # not the rows it accepted (a trace from elsewhere): draw nothing rather than a guess
-            sl = slice(int(at), int(at) + ahead)
+        if earlier.forwards:
+            ed = getattr(earlier, "drafts", None)
+            if ed is None or not len(ed.positions):
+                return None  # (a trace without drafted rows) nothing to draw rather than a guess
+            at = int(np.searchsorted(ed.positions, n))
+            if at + ahead > min(earlier.accepted, len(ed.positions)) or ed.positions[at] != n:
+                return None
+            sl = slice(at, at + ahead)
             return DraftTable(n, ed.positions[sl], ed.token_ids[sl], (HELD,) * ahead, ed.k[:, :, sl], ed.v[:, :, sl], None, False)
-        if earlier.forwards and not earlier.drafted:
-            return None
         s -= 1
     return None
 
