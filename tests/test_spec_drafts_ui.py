@@ -85,6 +85,18 @@ def test_ghost_rows_are_the_recorded_drafts_and_rejected_ones_go(window) -> None
         assert lo <= n and hi >= n + lane.drafted
         for i, tok in enumerate(lane.drafts.token_ids):
             assert panel._label_of(n + i) == s.id_label(int(tok))
+        # the attention column: each drafted row's query over the text's keys and the drafts before it
+        att = panel.drafts.attention
+        assert att is not None and att.shape == (lane.drafted, n + lane.drafted)
+        k_text = s.shared_rows(panel.layer, 0, n)[0]
+        for i in range(lane.drafted):
+            q = lane.drafts.q[panel.layer, panel.head, i].astype(np.float64)
+            keys = np.concatenate([k_text, lane.drafts.k[panel.layer, 0, : i + 1]]).astype(np.float64)
+            z = keys @ q / np.sqrt(q.shape[0])
+            want = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+            np.testing.assert_allclose(att[i, : n + i + 1], want, rtol=1e-5, atol=1e-7)
+            assert np.isnan(att[i, n + i + 1 :]).all()  # a draft does not see the drafts after it
+        assert panel.a.vb.viewRange()[0][1] >= n + lane.drafted
         # the accepted drafts are the run's next tokens (what the target chose), the first rejected one is not
         run = s.tokens
         assert [int(t) for t in lane.drafts.token_ids[: lane.accepted]] == run[n : n + lane.accepted]

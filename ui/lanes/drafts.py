@@ -11,6 +11,7 @@ drawn solid after it (they are in the cache). ``drawn()`` says what is drawn (te
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +22,8 @@ from PySide6.QtWidgets import QGraphicsPathItem
 
 from .. import theme
 from ..i18n import local, num, translate
-from .attention import kv_head_of
+from .attention import attention_rows, kv_head_of
+from .derived import MAX_COLS, _pool_cols
 
 VERDICT_AT = 0.6  # the check's verdict shows from this frame of the step's animation on (t in [0, 1])
 GHOST_ALPHA = 80  # a drafted row's cells before the verdict, and a rejected row's after it (of 255)
@@ -123,6 +125,9 @@ class DraftOverlay:
         self.lo = 0
         self.verdict = True
         self._rgba: list[np.ndarray | None] = [None] * len(self.parts)
+        self._widths: list[float | None] = [None] * len(self.parts)  # an image's width in x units (None: the plot's)
+        self.attention: np.ndarray | None = None  # (e, n+e) the checked drafts' attention rows (NaN: masked)
+        self.attention_width = 0.0  # in key positions (the attention plot's x units)
 
     # ------------------------------------------------------------------ reading (tests, labels)
     @property
@@ -176,7 +181,22 @@ class DraftOverlay:
         if table.q is not None:
             qm = panel.derived.q_levels.get((layer, head)) or float(np.percentile(np.abs(table.q[layer, head]), 99)) or 1.0
             q = theme.colorize(table.q[layer, head].astype(np.float32), -qm, qm, theme.KV_CMAP)
-        self._rgba = [k, q, v, None]  # the plots' order: K, q, V, attention (a draft row has no attention drawn)
+        self.attention, self.attention_width = None, 0.0
+        att = None
+        if table.q is not None:  # the check's queries over the text's keys and the drafts before them
+            s = panel.session
+            info = s.lanes[panel.index]
+            keys = np.concatenate([s.kv_rows(panel.index, layer, g, 0, n)[0], table.k[layer, g].astype(np.float32)])
+            e = len(table.positions)
+            rows = attention_rows(
+                table.q[layer, head], keys, table.positions, np.arange(n + e), cfg.window_of(layer), info.window, info.sinks
+            )
+            f = max(1, math.ceil(n / MAX_COLS))  # the text's attention image is pooled by f keys a column
+            pooled = _pool_cols(rows, f)
+            att = theme.colorize(np.sqrt(pooled), 0.0, 1.0, theme.ATTN_CMAP)
+            self.attention, self.attention_width = rows, float(pooled.shape[1] * f)
+        self._rgba = [k, q, v, att]  # the plots' order: K, q, V, attention
+        self._widths = [None, None, None, self.attention_width or None]
         self.verdict = None  # type: ignore[assignment]  # forces the first progress() to draw
         self.progress(t)
         return len(table.positions)
@@ -196,8 +216,8 @@ class DraftOverlay:
         rejected = [verdict and s == REJECTED for s in table.states]
         kept = [s == HELD or (verdict and s == ACCEPTED) for s in table.states]
         color = QColor(self.panel.color)
-        for part, rgba in zip(self.parts, self._rgba, strict=True):
-            width = part.plot.width
+        for part, rgba, own in zip(self.parts, self._rgba, self._widths, strict=True):
+            width = max(part.plot.width, own or 0.0)
             if rgba is not None:
                 img = rgba.copy()
                 img[np.array(ghost, dtype=bool), :, 3] = np.minimum(img[np.array(ghost, dtype=bool), :, 3], GHOST_ALPHA)

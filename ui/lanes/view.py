@@ -317,6 +317,8 @@ class LanePanel(LaneHover, QWidget):
         if extra:
             self.axis.newest = n - 1 + extra
             self.k.vb.setRange(yRange=(lo, n + extra), padding=0)  # the other plots follow (Y-linked)
+            if self.drafts.attention_width > self.a.width:  # the drafts also attend to the drafts before them
+                self.a.vb.setRange(xRange=(0, self.drafts.attention_width), padding=0)
             for p in self.plots:
                 p.__dict__.pop("_range", None)  # forgotten: the next set_rows sets its own range again
 
