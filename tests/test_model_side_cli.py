@@ -38,6 +38,15 @@ def test_json_carries_the_model_side_fields(capsys, tmp_path) -> None:
         assert {"forwards", "drafted", "accepted", "rolled_back", "draft_ms"} <= set(spec)
         assert spec["accepted"] + spec["rolled_back"] == spec["drafted"]
         assert "drafted" not in step["kv"]  # the other lanes' records are as before
+        # a check's drafted tokens, right after the step's positions; the accepted ones are the run's next tokens
+        assert ("draft_ids" in spec) == bool(spec["drafted"])
+        if spec["drafted"]:
+            assert spec["draft_from"] == step["positions"][1] + 1 and len(spec["draft_ids"]) == spec["drafted"]
+            ahead = [s["token_id"] for s in steps[step["step"] :]]
+            assert spec["draft_ids"][: spec["accepted"]] == ahead[: spec["accepted"]]
+            if spec["accepted"] < spec["drafted"] and spec["accepted"] < len(ahead):
+                assert spec["draft_ids"][spec["accepted"]] != ahead[spec["accepted"]]  # the first rejected one
+    assert any(s["spec:4:lookup"]["drafted"] for s in steps)
     lanes_sum = summary["lanes"]
     spec = lanes_sum["spec:4:lookup"]
     assert spec["drafted_total"] == sum(s["spec:4:lookup"]["drafted"] for s in steps)

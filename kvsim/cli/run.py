@@ -245,6 +245,10 @@ def step_json(record: StepRecord) -> dict[str, object]:
                 rolled_back=lane.rolled_back,
                 draft_ms=round(lane.draft_ms, 4),
             )
+            if lane.drafts is not None:  # the drafted tokens the check saw, at positions draft_from, draft_from + 1, …
+                lanes[lane.name].update(
+                    draft_from=int(lane.drafts.positions[0]), draft_ids=[int(i) for i in lane.drafts.token_ids]
+                )
     return {
         "step": record.step,
         "phase": record.phase,
