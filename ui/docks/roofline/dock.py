@@ -228,6 +228,7 @@ class RooflineView(QWidget):
             if item is None:
                 lane, phase, comp = key
                 fill, size = COMPONENT_STYLE[comp]
+                size += 8 if phase == CHECK else 0  # a star reads smaller than a disc of the same size
                 item = scatter(theme.lane_color(lane), PHASE_SYMBOL.get(phase, "o"), fill == "filled", size)
                 item.sigHovered.connect(self._hovered)
                 self.plot.addItem(item)
