@@ -119,7 +119,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.reference is not None and args.reference not in [lane.name for lane in lanes]:
         raise UsageError(f"--reference {args.reference!r} is not one of the lanes ({args.lanes})")
     sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
-    if args.prompt is not None and not args.prompt.strip():
+    if args.prompt_ids is None and (args.prompt is None or not args.prompt.strip()):  # before the model loads
         raise SimulationError("the prompt is empty: give --prompt TEXT or --prompt-ids 1,2,3")
     if args.save is not None:
         from ..core.atomic import WriteError, check_target
@@ -245,6 +245,10 @@ def step_json(record: StepRecord) -> dict[str, object]:
                 rolled_back=lane.rolled_back,
                 draft_ms=round(lane.draft_ms, 4),
             )
+            if lane.drafts is not None:  # the drafted tokens the check saw, at positions draft_from, draft_from + 1, …
+                lanes[lane.name].update(
+                    draft_from=int(lane.drafts.positions[0]), draft_ids=[int(i) for i in lane.drafts.token_ids]
+                )
     return {
         "step": record.step,
         "phase": record.phase,

@@ -10,7 +10,7 @@ from typing import Any
 from ..caches.speculative import SpeculativeCache
 from ..caches.weights import weights_label
 from ..core.sampling import Sampling, SimulationError
-from ..models.gguf_blocks import GGUFBlockLinear, keep_gguf_blocks
+from ..models.gguf_blocks import BLOCK_BYTES, GGUFBlockLinear, keep_gguf_blocks
 from ..models.quantized_weights import QuantizedLinear, quantize_model, weight_bytes
 from ..models.tokenizer import Tokenizer
 from ..models.transformer import Transformer
@@ -40,7 +40,7 @@ def _weights_model(model: Transformer, weights: dict[str, Any]) -> Transformer:
             raise ValueError("@gguf keeps a .gguf file's own blocks, and this model was not loaded from one")
         kept, kinds = keep_gguf_blocks(model, path)
         if not kinds:
-            raise ValueError(f"{path} has no Q8_0/Q4_0/Q4_1 projections to keep as they are")
+            raise ValueError(f"{path} has no projections in a block format kept as it is ({', '.join(BLOCK_BYTES)})")
         return kept
     return quantize_model(model, weights["bits"], weights.get("group"))
 

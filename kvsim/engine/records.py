@@ -56,6 +56,22 @@ class HeadRows:
 
 
 @dataclass(frozen=True)
+class DraftRows:
+    """A speculative lane's drafted tokens checked by this step's target forward: at ``positions`` (the
+    positions after the text, n .. n+d-1), their token ids, and the Q/K/V rows the check computed for
+    them. The lane's ``accepted`` first ones stay in its cache; the rest were rolled back this step."""
+
+    positions: np.ndarray  # (d,) int64, consecutive from the step's n_tokens
+    token_ids: np.ndarray  # (d,) int64
+    k: np.ndarray  # (L, H_kv, d, D)
+    v: np.ndarray  # (L, H_kv, d, D)
+    q: np.ndarray  # (L, H, d, D)
+
+    def __post_init__(self) -> None:
+        _freeze(self, ("positions", "token_ids", "k", "v", "q"))
+
+
+@dataclass(frozen=True)
 class LaneStep:
     """What one lane did in one step."""
 
@@ -92,6 +108,7 @@ class LaneStep:
     # a lane that evicts by attention: its rows per layer and KV head, their scores, what it dropped (None: any other)
     held: HeadRows | None = None
     evict_reason: str = ""  # one of EVICT_REASONS when this step dropped rows, else ""
+    drafts: DraftRows | None = None  # the drafted rows this step checked (None: no check, or nothing drafted)
 
     def read_positions(self, n: int) -> np.ndarray:
         """The key positions this step read, for a sequence of ``n`` positions."""

@@ -32,8 +32,9 @@ from ..models.transformer import ForwardOutput, Transformer
 from .counting import step_cost
 from .lane_rows import Lane, lane_spans
 from .model_side import attach, lane_meta, with_weight_bytes
+from .speculative import SpecStep
 from .summary import RunSummary, summarize  # noqa: F401 - part of the simulator's API
-from .trace import HeadRows, LaneRows, LaneStep, StepRecord, Trace
+from .trace import DraftRows, HeadRows, LaneRows, LaneStep, StepRecord, Trace
 
 __all__ = ["DEFAULT_LANES", "LaneSpec", "Sampling", "SimulationError", "Simulator", "parse_lanes", "summarize"]
 
@@ -41,6 +42,21 @@ Progress = Callable[[str, int, int], None]  # (lane name, layers done, layers to
 AsNumpy = Callable[[torch.Tensor], np.ndarray]  # a step's tensor as the record stores it
 
 DEFAULT_LANES = parse_lanes("uncached,cached")
+
+
+def _draft_rows(spec: SpecStep | None, as_np: AsNumpy) -> DraftRows | None:
+    """The drafted rows a speculative lane's check computed this step (None: no check, or no draft)."""
+    if spec is None or spec.draft_rows is None or not spec.draft_ids:
+        return None
+    q, k, v = (as_np(x[:, 0]) for x in spec.draft_rows)
+    d = len(spec.draft_ids)
+    return DraftRows(
+        positions=np.arange(spec.draft_from, spec.draft_from + d, dtype=np.int64),
+        token_ids=np.asarray(spec.draft_ids, dtype=np.int64),
+        k=k,
+        v=v,
+        q=q,
+    )
 
 
 def _sync(device: torch.device) -> None:
@@ -313,6 +329,7 @@ class Simulator:
                     rows=self._own_rows(i, lane, out, new_t, as_np),
                     held=held,
                     evict_reason=reason,
+                    drafts=_draft_rows(spec, as_np),
                     **(
                         {  # type: ignore[arg-type]  # int and float fields: each key has its LaneStep field's type
                             "drafted": spec.drafted,

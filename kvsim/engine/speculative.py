@@ -129,6 +129,9 @@ class SpecStep:
     draft_ms: float = 0.0  # time spent drafting (part of the step's time)
     context: int = 0  # key rows the check's last query read
     cost: StepCost | None = None
+    draft_ids: tuple[int, ...] = ()  # the drafted tokens this step's check fed, at positions n, n+1, ...
+    draft_from: int = 0  # the position of the first of them (n: the text's length)
+    draft_rows: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None  # their (q, k, v), (L, B, H, d, D)
 
 
 def _zero_cost(cfg: ModelConfig, elem: int) -> StepCost:
@@ -239,6 +242,9 @@ class SpeculativeLane:
             self.rows[pos] = (out.q[:, :, :, i : i + 1], out.k[:, :, :, i : i + 1], out.v[:, :, :, i : i + 1])
         stat.kv_positions = n - c
         stat.drafted, stat.accepted, stat.forwards = len(drafts), accepted, 1
+        if drafts:  # the drafted rows as the check computed them (the rejected ones are gone from the cache)
+            stat.draft_ids, stat.draft_from = tuple(int(d) for d in drafts), n
+            stat.draft_rows = (out.q[:, :, :, n - c :], out.k[:, :, :, n - c :], out.v[:, :, :, n - c :])
         stat.rolled_back += len(drafts) - accepted
         stat.context = n + len(drafts)
         stat.cost = step_cost(cfg, new=len(ids[0]), context=n + len(drafts), out=len(drafts) + 1, dtype_bytes=elem)

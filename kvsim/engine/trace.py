@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..core.atomic import atomic_target
-from .records import EVICT_REASONS, HeadRows, LaneRows, LaneStep, StepRecord  # noqa: F401 - re-exported: kvsim.engine.trace.StepRecord
+from .records import EVICT_REASONS, DraftRows, HeadRows, LaneRows, LaneStep, StepRecord  # noqa: F401 - re-exported: kvsim.engine.trace.StepRecord
 from .trace_checks import TraceError, check_meta, check_sequence, is_int
 
 SCHEMA = "kvsim-trace"
@@ -90,6 +90,9 @@ class Trace:
                 if lane.held is not None:
                     for name in ("positions", "scores", "evicted"):
                         arrays[f"s{i}_l{j}_held_{name}"] = getattr(lane.held, name)
+                if lane.drafts is not None:
+                    for name in DRAFT_ARRAYS:
+                        arrays[f"s{i}_l{j}_draft_{name}"] = getattr(lane.drafts, name)
         manifest = {"schema": SCHEMA, "version": SCHEMA_VERSION, "meta": self.meta, "steps": steps}
         return write_archive(path, manifest, arrays)
 
@@ -169,16 +172,18 @@ class Trace:
 
 
 def _lane_to_json(lane: LaneStep) -> dict[str, Any]:
-    data = asdict(replace(lane, rows=None, held=None))  # their arrays go to arrays.npz
+    data = asdict(replace(lane, rows=None, held=None, drafts=None))  # their arrays go to arrays.npz
     data.pop("rows")
     data.pop("held")
+    data.pop("drafts")
     data["top_ids"] = list(lane.top_ids)
     data["top_probs"] = list(lane.top_probs)
     data["spans"] = None if lane.spans is None else [list(s) for s in lane.spans]
     return data
 
 
-_LANE_FIELDS = {f.name for f in fields(LaneStep)} - {"rows", "held"}
+_LANE_FIELDS = {f.name for f in fields(LaneStep)} - {"rows", "held", "drafts"}
+DRAFT_ARRAYS = ("positions", "token_ids", "k", "v", "q")  # a speculative check's drafted rows, saved as arrays
 
 
 def _lane_from_json(i: int, j: int, data: object, arrays: dict[str, np.ndarray]) -> LaneStep:
@@ -213,6 +218,19 @@ def _lane_from_json(i: int, j: int, data: object, arrays: dict[str, np.ndarray])
     if reason not in ("", *EVICT_REASONS):
         raise TraceError(f"step {i}: lane {j}'s evict_reason {reason!r} is not one kvsim knows")
     held = _held_from_arrays(i, j, arrays)
+    drafts = None
+    if f"s{i}_l{j}_draft_positions" in arrays:
+        found = {}
+        for name in DRAFT_ARRAYS:
+            key = f"s{i}_l{j}_draft_{name}"
+            if key not in arrays:
+                raise TraceError(f"step {i}: lane {j} lacks its drafted {name}")
+            found[name] = arrays[key]
+        if any(found[n].dtype.kind != "i" for n in ("positions", "token_ids")) or any(
+            found[n].dtype not in (np.float16, np.float32) for n in ("k", "v", "q")
+        ):
+            raise TraceError(f"step {i}: lane {j}'s drafted rows have the wrong dtypes")
+        drafts = DraftRows(**found)
     return LaneStep(
         **{
             **data,
@@ -221,6 +239,7 @@ def _lane_from_json(i: int, j: int, data: object, arrays: dict[str, np.ndarray])
             "spans": spans,
             "rows": rows,
             "held": held,
+            "drafts": drafts,
         }
     )
 

@@ -174,3 +174,18 @@ def _check_lane(i: int, lane: LaneStep, r: StepRecord, n: int) -> None:
             raise TraceError(f"{where}: its own rows do not fit the step's shapes and positions")
         if not all(np.isfinite(a).all() for a in (rows.k, rows.v, rows.q)):
             raise TraceError(f"{where}: its own rows hold values that are not numbers")
+    drafts = lane.drafts
+    if drafts is not None:  # a speculative check's drafted rows: at n, n+1, ..., as many as it drafted
+        L, Hkv, _, D = r.k.shape
+        d = lane.drafted
+        if (
+            drafts.positions.shape != (d,)
+            or drafts.token_ids.shape != (d,)
+            or not np.array_equal(drafts.positions, np.arange(n, n + d))
+            or drafts.k.shape != (L, Hkv, d, D)
+            or drafts.v.shape != drafts.k.shape
+            or drafts.q.shape != (L, r.q.shape[1], d, D)
+        ):
+            raise TraceError(f"{where}: its drafted rows do not fit the step ({d} drafted after {n} positions)")
+        if not all(np.isfinite(a).all() for a in (drafts.k, drafts.v, drafts.q)):
+            raise TraceError(f"{where}: its drafted rows hold values that are not numbers")

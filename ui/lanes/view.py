@@ -27,6 +27,7 @@ from ..i18n import translate
 from . import policy_text
 from .attention import kv_head_of
 from .derived import DerivedImages
+from .drafts import DraftOverlay, spec_line
 from .hover import LaneHover
 from .plots import DIM, ImagePlot, TokenAxis, dim_rows  # noqa: F401 - DIM, dim_rows: the dimming tests check
 from .scores import ScoreBars
@@ -89,6 +90,8 @@ class LanePanel(LaneHover, QWidget):
         self.scores = ScoreBars(self.k)  # eviction by attention: each row's score beside K, the rows dropped
         for p in (self.q, self.v, self.a):
             p.vb.setYLink(self.k.vb)
+        self.drafts = DraftOverlay(self)  # a spec lane's drafted rows after the text (ghost, accepted, rejected)
+        self._spec_line = ""
         self.glw.installEventFilter(self)
         self.glw.scene().sigMouseMoved.connect(self._mouse_moved)
         self.cache_text = pg.TextItem("", color=theme.TEXT, anchor=(0.5, 0.5), fill=QColor(18, 20, 24, 200))
@@ -161,7 +164,7 @@ class LanePanel(LaneHover, QWidget):
     def _fit_readout(self) -> None:
         """Every lane of a run the same readout height (so their rows line up): a third line when some
         lane of the run is compared with the reference (lossy, evicting or windowed)."""
-        compared = any(lane.lossy or lane.evicts or lane.window for lane in self.session.lanes)
+        compared = any(lane.lossy or lane.evicts or lane.window or lane.policy == "spec" for lane in self.session.lanes)
         self._readout_lines = 3 if compared else 2
         self.readout.setFixedHeight(int(self.readout.fontMetrics().lineSpacing() * self._readout_lines + 8))
         self._grow_readout()
@@ -226,7 +229,8 @@ class LanePanel(LaneHover, QWidget):
     # ------------------------------------------------------------------ drawing
     def _label_of(self, row: int) -> str:
         s = self.session
-        return s.token_label(row, self.index)
+        draft = self.drafts.label_of(row)
+        return draft if draft is not None else s.token_label(row, self.index)
 
     def _set_header(self) -> None:
         """One line: the lane's label, then its explanation — or, where the whole does not fit, a
@@ -277,6 +281,7 @@ class LanePanel(LaneHover, QWidget):
             for item in (self.cache_text, self.kv_text, self.q_text):
                 item.setVisible(False)
             self.scores.clear()
+            self.drafts.update(0, -1, 0, 0)  # nothing to draw: hides the draft rows
             self._labels_state = None
             self.axis.newest = -1  # no rows yet: no row labels
             hint = translate("views.lanes", "press Step (→) to run the prefill")
@@ -304,9 +309,22 @@ class LanePanel(LaneHover, QWidget):
         self.q.set_rows(q_img, lo, n, d)
         self.v.set_rows(v_img, lo, n, d)
         self.a.set_rows(a_img, lo, n, a_width, keys_per_col=a_width / max(a_img.shape[1], 1))
+        self._show_drafts(lo, n, layer, head, t)
         self._titles(layer, head)
         self.set_progress(t)
         self._hover_items()
+
+    def _show_drafts(self, lo: int, n: int, layer: int, head: int, t: float) -> None:
+        """A spec lane's draft rows after the text's ``n`` (the rows and the token axis grow by them)."""
+        extra = self.drafts.update(lo, n, layer, head, t)
+        self._spec_line = spec_line(self.session, self.index)
+        if extra:
+            self.axis.newest = n - 1 + extra
+            self.k.vb.setRange(yRange=(lo, n + extra), padding=0)  # the other plots follow (Y-linked)
+            if self.drafts.attention_width > self.a.width:  # the drafts also attend to the drafts before them
+                self.a.vb.setRange(xRange=(0, self.drafts.attention_width), padding=0)
+            for p in self.plots:
+                p.__dict__.pop("_range", None)  # forgotten: the next set_rows sets its own range again
 
     def _titles(self, layer: int = 0, head: int = 0) -> None:
         """Column titles, each the longest form that fits its column; a tooltip says what it shows."""
@@ -347,6 +365,7 @@ class LanePanel(LaneHover, QWidget):
             p.band(p.fade, max(lo, new_lo), n, alpha=0.95 * pr.fade_alpha) if pr.fade_alpha > 0.01 else p.fade.setVisible(False)
             p.band(p.outline, max(lo, new_lo), n)
         self._cache_label(lo, comp_lo, new_lo, n, pr)
+        self.drafts.progress(t)
         self._readout(pr)
 
     def _cache_label(self, lo: int, comp_lo: int, new_lo: int, n: int, pr) -> None:
@@ -403,6 +422,8 @@ class LanePanel(LaneHover, QWidget):
         # a narrow lane (three lanes on a projector) says the same in fewer words, so no line wraps
         narrow = self.readout.width() < self.readout.fontMetrics().horizontalAdvance("M") * 40
         text = readout_html(lane, self.info, self.color, pr, narrow, bool(compared), lane.token_id != r.token_id)
+        if self._spec_line:  # a spec lane: its check, acceptance, tokens per forward, time vs the kv lane
+            text += f"<br><span style='color:{theme.MUTED}'>{escape(self._spec_line)}</span>"
         if text != self.readout.text():  # rich text is re-laid out on every set: skip unchanged frames
             self.readout.setText(text)
             self._grow_readout()

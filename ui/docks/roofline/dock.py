@@ -17,6 +17,7 @@ from kvsim.costs.roofline import COMPONENTS, RooflinePoint, points_from_records
 from ... import theme
 from ...i18n import local, num, translate
 from ...lanes import policy_text
+from .checks import CHECK, CHECK_SYMBOL, CheckLabels, group_phase, label_text
 from .plot import CURSOR_PEN, RoofPlot, log10, scatter
 from .preset import PresetPanel
 from .words import brief, describe, g3
@@ -27,7 +28,7 @@ SHOW = {  # the "show" menu: which components are drawn (keys in English, shown 
     QT_TRANSLATE_NOOP("views.roofline", "attention"): ("attention",),
     QT_TRANSLATE_NOOP("views.roofline", "all three"): COMPONENTS,
 }
-PHASE_SYMBOL = {"prefill": "s", "decode": "o"}
+PHASE_SYMBOL = {"prefill": "s", "decode": "o", CHECK: CHECK_SYMBOL}  # check: a spec lane's verification step
 COMPONENT_STYLE = {"total": ("filled", 11), "linear": ("hollow", 11), "attention": ("filled", 7)}
 
 
@@ -87,6 +88,7 @@ class RooflineView(QWidget):
         self.cursor_dots.setPen(CURSOR_PEN)
         self.cursor_dots.opts["hoverable"] = False
         self.plot.addItem(self.cursor_dots)
+        self.check_labels = CheckLabels(self.plot)  # a spec lane's latest verification step, labelled
         tl.addWidget(self.plot, 1)
         self.key = QLabel()
         self.key.setWordWrap(True)
@@ -218,7 +220,7 @@ class RooflineView(QWidget):
         shown = self.shown()
         by_group: dict[tuple[int, str, str], list] = {}
         for p in shown:
-            by_group.setdefault((p.lane, p.phase, p.component), []).append(p)
+            by_group.setdefault((p.lane, group_phase(self.session, p), p.component), []).append(p)
         for key in set(self.groups) - set(by_group):
             self.groups[key].setData([], [])
         for key, pts in by_group.items():
@@ -226,6 +228,7 @@ class RooflineView(QWidget):
             if item is None:
                 lane, phase, comp = key
                 fill, size = COMPONENT_STYLE[comp]
+                size += 8 if phase == CHECK else 0  # a star reads smaller than a disc of the same size
                 item = scatter(theme.lane_color(lane), PHASE_SYMBOL.get(phase, "o"), fill == "filled", size)
                 item.sigHovered.connect(self._hovered)
                 self.plot.addItem(item)
@@ -242,8 +245,10 @@ class RooflineView(QWidget):
 
     def _draw_cursor(self) -> None:
         step = self.session.cursor
-        pts = [p for p in self.shown() if p.step == step]
+        shown = self.shown()
+        pts = [p for p in shown if p.step == step]
         self.cursor_dots.setData(x=log10([p.intensity for p in pts]), y=log10([p.achieved for p in pts]))
+        self.check_labels.update(self.session, shown)
 
     def _write_key(self) -> None:
         lanes = " · ".join(
@@ -257,6 +262,8 @@ class RooflineView(QWidget):
             else ""
         )
         cursor = translate("views.roofline", "cursor")
+        if any(lane.policy == "spec" for lane in self.session.lanes):  # a spec lane's verification steps
+            style = " · ★ " + translate("views.roofline", "check (drafts verified in one forward)") + style
         self.key.setText(f'{lanes} &nbsp; ■ prefill · ● decode · <span style="color:{theme.ACCENT}">◯</span> {cursor}{style}')
 
     def _hovered(self, item, points, _ev) -> None:
@@ -266,3 +273,5 @@ class RooflineView(QWidget):
         self.hover.setText(
             describe(p, policy_text.lane_label(self.session, p.lane)) if p.lane < len(self.session.lanes) else describe(p)
         )
+        if group_phase(self.session, p) == CHECK:  # a verification step: the rows its one forward computed
+            self.hover.setText(f"{self.hover.text()} — {label_text(self.session, p)}")
