@@ -75,7 +75,7 @@ def test_the_toolbar_in_portuguese(qtbot, portuguese) -> None:
     assert tb.play_action.text() == "▶▶ Reproduzir" and tb.step_action.text() == "Avançar ▶"
     tb.show_playing(True)
     assert tb.play_action.text() == "❚❚ Pausar"
-    assert lanes_label("uncached,cached,window:8") == "sem cache | cache KV | window:8"  # specs stay specs
+    assert lanes_label("uncached,cached,window:8") == "sem cache | KV cache | window:8"  # specs stay specs
     tb.fill_models([{"name": "smollm2-135m", "kind": "fetchable"}])
     labels = [tb.model_box.itemText(i) for i in range(tb.model_box.count())]
     assert labels[0] == "tiny (embutido)" and "smollm2-135m (não baixado: kvsim models get smollm2-135m)" in labels
@@ -104,7 +104,7 @@ def test_the_window_in_portuguese(qtbot, qapp, portuguese, tmp_path) -> None:
 
     w = ready_window(qtbot, qapp, "tiny", "O cache de chaves e valores")
     try:
-        assert w.windowTitle() == "kvsim — tiny — o cache KV"
+        assert w.windowTitle() == "kvsim — tiny — o KV cache"
         assert w.costs_dock.windowTitle() == "Custos até agora"
         assert [a.text() for a in _menu_of(w.toolbar.menu, "Tema").actions()] == ["escuro", "claro", "sistema (segue o SO)"]
         assert [a.text() for a in _menu_of(w.toolbar.menu, "Idioma").actions()] == ["English", "Português (Brasil)"]

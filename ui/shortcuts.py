@@ -13,7 +13,7 @@ from .i18n import translate
 
 FIRST = [  # the sheet's order: stepping, then the stage's views, the lesson, the demos, presenting
     *("Space", "Right", "Left", "Home", "+ / =", "-", "1 … 9", "L"),
-    *("F", "C", "T", "H", "M", "G", "R", "B", "O", "PgDown", "PgUp", "S", "F2"),
+    *("F", "C", "T", "H", "M", "G", "R", "B", "O", "Q", "PgDown", "PgUp", "S", "F2"),
     *(f"Alt+{i}" for i in range(1, 10)),
     *("F5", "Esc", "F11", "? / F1"),
 ]

@@ -243,7 +243,7 @@ class RequestsView(QWidget):
         lay.addWidget(b)
         return b
 
-    PARTS = ("blocks", "numbers", "list")  # the tabs, by the names the stage and the registry use
+    PARTS = ("blocks", "numbers", "list", "timeline")  # the tabs, by the names the stage and the registry use
 
     def show_part(self, part: str) -> None:
         """Show one of the dock's parts (the stage shows the blocks and the off-vs-on table as two views)."""
@@ -295,6 +295,17 @@ class RequestsView(QWidget):
         settings = self.bar.settings()
         what = translate("views.requests", "the default demo list")
         return self._submit(lambda loaded: self._first_slice(loaded, start_demo(loaded, settings)), what, show_request)
+
+    def run_batching_demo(self, tries: int = 40) -> bool:
+        """The default demo list with continuous batching, shown on the Timeline (the lesson's step on it).
+        While another run is under way, asked again when it is done (at most ``tries`` times, 0.25 s apart)."""
+        self.bar.schedule.setCurrentIndex(self.bar.schedule.findData("continuous"))
+        self.show_part("timeline")
+        if self.busy:
+            if tries > 0:
+                QTimer.singleShot(250, lambda: self.run_batching_demo(tries - 1))
+            return False
+        return self.run_demo(show_request=0)
 
     def run(self) -> bool:
         """Run the list in the editor with the current settings (False while busy)."""
