@@ -99,3 +99,32 @@ def test_a_fetched_models_examples_make_it_write(model) -> None:
         assert lang in ("en", "pt") and prompts
         for prompt in prompts:
             check(loaded, prompt)
+
+
+def test_the_prompt_box_offers_the_loaded_models_own_examples(qtbot, qapp) -> None:
+    """Loading SmolLM2 turns an untouched example into SmolLM2's first (an instruction for its chat
+    template); a prompt the user typed stays; back on tiny, tiny's examples return."""
+    from PySide6.QtWidgets import QMainWindow
+
+    from kvsim.ui import i18n
+    from kvsim.ui.toolbar import ControlsToolBar, example_prompts
+
+    host = QMainWindow()
+    qtbot.addWidget(host)
+    tb = ControlsToolBar(host)
+    box = tb.prompt_box
+    assert tb.prompt_text() == PROMPTS["en"][0] and example_prompts("tiny") == example_prompts()
+    tb.show_examples("smollm2-135m")
+    assert tb.prompt_text() == PROMPTS["models"]["smollm2-135m"]["en"][0]
+    assert [box.itemText(i) for i in range(box.count())] == PROMPTS["models"]["smollm2-135m"]["en"]
+    tb.show_examples("tiny")
+    assert tb.prompt_text() == PROMPTS["en"][0] and box.count() == len(PROMPTS["en"]) + len(PROMPTS["pt"])
+    box.setEditText("My own prompt")
+    tb.show_examples("smollm2-135m")
+    assert tb.prompt_text() == "My own prompt"  # typed: kept
+    try:
+        i18n.install(qapp, "pt_BR")  # Portuguese first where the model has Portuguese examples
+        assert example_prompts("gemma3-270m")[0] == ("pt", PROMPTS["models"]["gemma3-270m"]["pt"][0])
+        assert example_prompts("smollm2-135m")[0][0] == "en"  # SmolLM2 writes English only
+    finally:
+        i18n.install(qapp, "en")

@@ -177,6 +177,52 @@ def test_numbers_follow_the_locale(qapp) -> None:
         i18n.install(qapp, "en")
 
 
+def test_powers_of_ten_and_formatted_fields_follow_the_locale(qapp) -> None:
+    """One place writes every number the app shows (ui/i18n.py): in Portuguese the decimal comma, the
+    thousands dot and powers of ten as a lecturer writes them — "|Δ| ≤ 6e-06" was shown as the engine's
+    notation — and the views' readouts use it; in English nothing changes."""
+    from types import SimpleNamespace
+
+    from kvsim.ui import i18n
+    from kvsim.ui.docks.requests.timeline import latency_lines
+    from kvsim.ui.lanes.text import Progress, readout_html
+
+    lane = SimpleNamespace(
+        recompute_diff=6.2e-06, logit_diff=0.0123, kl_div=4.5e-05, cache_tokens=12, cache_bytes=56_200, context=12,
+        flops=1.23e9, wall_ms=3.456,
+    )  # fmt: skip
+    request = SimpleNamespace(
+        index=0, arrival_step=2, ttft_ms=12.25, itl_gaps_ms=[3.5, 7.25], token_steps=[2, 3, 5], preemptions=0
+    )
+    readout = [lambda: readout_html(lane, {}, "#fff", Progress(12.0, 1.0, 12, 12), False, False, False)]
+    compared = SimpleNamespace(**{**vars(lane), "recompute_diff": None})  # a lane that keeps its past: compared instead
+    readout.append(lambda: readout_html(compared, {}, "#fff", Progress(12.0, 1.0, 12, 12), False, True, False))
+    try:
+        i18n.install(qapp, "pt_BR")
+        assert i18n.local("|Δ| ≤ 6e-06") == "|Δ| ≤ 6×10⁻⁶" and i18n.fmt(2.346e-7, ".2e") == "2,35×10⁻⁷"
+        assert i18n.fmt(1000.0, ".0e") == "1×10³" and i18n.fmt(12345.678, ",.1f") == "12.345,7" and i18n.fmt(3, ".0e") == "3"
+        assert (
+            i18n.fill("TTFT {ms:.1f} ms, {n} tokens, ±{e:.1g}", ms=12.25, n=1234, e=3e-05) == "TTFT 12,2 ms, 1234 tokens, ±3×10⁻⁵"
+        )
+        for name in ("gemma3-270m", "hash 3e4a1f", "int4:g8:r8", "x1e-5"):  # names and hashes are not numbers
+            assert i18n.local(name) == name
+        with pytest.raises(KeyError):
+            i18n.fill("{x.__class__}", x=1)  # a translation cannot reach into a value
+        assert "recálculo vs original |Δ| ≤ <b>6×10⁻⁶</b>" in readout[0]() and "56,20 KB" in readout[0]()
+        assert "|Δlogit| <b>0,012</b> · KL <b>4,5×10⁻⁵</b>" in readout[1]()
+        assert latency_lines(SimpleNamespace(requests=[request])) == [
+            "r1: chega no passo 2, TTFT 12,2 ms, ITL mediana 5,4 ms, pior 7,2 ms (passo 5)"
+        ]
+        i18n.install(qapp, "en")
+        assert i18n.local("|Δ| ≤ 6e-06") == "|Δ| ≤ 6e-06" and i18n.fmt(2.346e-7, ".2e") == "2.35e-07"
+        assert "recomputed vs first |Δ| ≤ <b>6e-06</b>" in readout[0]() and "KL <b>4.5e-05</b>" in readout[1]()
+        assert latency_lines(SimpleNamespace(requests=[request]))[0].startswith(
+            "r1: arrives at step 2, TTFT 12.2 ms, ITL median 5.4 ms"
+        )
+    finally:
+        i18n.install(qapp, "en")
+
+
 @pytest.mark.parametrize("text", ["pt", "pt-BR", "pt_BR.UTF-8", "PT_br"])
 def test_language_names_are_understood(text) -> None:
     from kvsim.ui import i18n

@@ -147,7 +147,8 @@ def _power_of_ten(m: re.Match) -> str:
     exponent = int(m.group(3))
     if exponent == 0:
         return m.group(1)
-    return f"{m.group(1)}×10{('-' if m.group(2) == '-' else '') + str(exponent)}".translate(_SUPERSCRIPT)
+    power = (("-" if m.group(2) == "-" else "") + str(exponent)).translate(_SUPERSCRIPT)
+    return f"{m.group(1)}×10{power}"
 
 
 def local(text: str) -> str:

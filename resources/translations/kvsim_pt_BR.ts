@@ -816,6 +816,10 @@
         <translation>o mesmo token destacado em todas as vistas</translation>
     </message>
     <message>
+        <source>in the requests view: one step · the previous / next request&apos;s prefill · the first / last step</source>
+        <translation>na vista de requisições: um passo · o prefill da requisição anterior / seguinte · o primeiro / último passo</translation>
+    </message>
+    <message>
         <source>kvsim — keys</source>
         <translation>kvsim — teclas</translation>
     </message>
