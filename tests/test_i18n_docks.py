@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from glossary_check import problems
 from helpers import ready_window
 from PySide6.QtWidgets import QAbstractButton, QComboBox, QLabel, QTabWidget, QWidget
 
@@ -139,6 +140,7 @@ def test_the_docks_and_the_lesson_have_no_english_left_in_portuguese(qtbot, port
     left = sorted({piece for t in texts for piece in english if piece in t})
     assert not left, left
     assert not [t for t in texts if ENGLISH_WORDS.search(t)]  # nor an English sentence that never went through translate
+    assert not [(t, p) for t in texts for p in problems(t)]  # and every word is the glossary's (faixa, o cache, lote)
     assert w.lesson_dock.windowTitle() == "Lição" and w.lesson.panel.next.text() == "Próximo ▶"
     w.shutdown()
 

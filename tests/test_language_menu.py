@@ -75,7 +75,7 @@ def test_the_toolbar_in_portuguese(qtbot, portuguese) -> None:
     assert tb.play_action.text() == "▶▶ Reproduzir" and tb.step_action.text() == "Avançar ▶"
     tb.show_playing(True)
     assert tb.play_action.text() == "❚❚ Pausar"
-    assert lanes_label("uncached,cached,window:8") == "sem cache | cache KV | window:8"  # specs stay specs
+    assert lanes_label("uncached,cached,window:8") == "sem cache | KV cache | window:8"  # specs stay specs
     tb.fill_models([{"name": "smollm2-135m", "kind": "fetchable"}])
     labels = [tb.model_box.itemText(i) for i in range(tb.model_box.count())]
     assert labels[0] == "tiny (embutido)" and "smollm2-135m (não baixado: kvsim models get smollm2-135m)" in labels
@@ -104,7 +104,7 @@ def test_the_window_in_portuguese(qtbot, qapp, portuguese, tmp_path) -> None:
 
     w = ready_window(qtbot, qapp, "tiny", "O cache de chaves e valores")
     try:
-        assert w.windowTitle() == "kvsim — tiny — o cache KV"
+        assert w.windowTitle() == "kvsim — tiny — o KV cache"
         assert w.costs_dock.windowTitle() == "Custos até agora"
         assert [a.text() for a in _menu_of(w.toolbar.menu, "Tema").actions()] == ["escuro", "claro", "sistema (segue o SO)"]
         assert [a.text() for a in _menu_of(w.toolbar.menu, "Idioma").actions()] == ["English", "Português (Brasil)"]
@@ -119,6 +119,13 @@ def test_the_window_in_portuguese(qtbot, qapp, portuguese, tmp_path) -> None:
         assert "Camada 0 … 8" in whats and "Modo apresentação" in whats
         # the sheet keeps its order in Portuguese: play, step, back, reset first (ordered by the keys' English names)
         assert whats[:4] == ["▶▶ Reproduzir", "Avançar ▶", "◀ Voltar", "↺ Recomeçar"]
+        # every key is described, in Portuguese: the stage's PgDn / PgUp, the views' letters, the requests view's own keys
+        assert all(what.strip() for _, what in rows), rows
+        described = dict(rows)
+        assert described["PgDown"] == "Próximo passo da lição, ou a próxima vista no palco"
+        assert described["PgUp"] == "Passo anterior da lição, ou a vista anterior no palco"
+        assert described["Q"] == "Requisições: lotes contínuos" and described["F"] == "Só as faixas"
+        assert described["← → · Shift+← → · Home / End"].startswith("na vista de requisições:")
     finally:
         w.shutdown()
 

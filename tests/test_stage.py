@@ -90,6 +90,10 @@ def test_stage_views_keys_and_page_down_walk(qtbot, qapp):
         assert w.stage.current == "requests" and requests.part == "blocks" and not requests.bar.isVisible()
         press(qtbot, w, Qt.Key_O)
         assert w.stage.current == "offon" and requests.part == "numbers"
+        press(qtbot, w, Qt.Key_Q)  # the timeline: the demo list through continuous batching, run for it
+        assert w.stage.current == "batching" and requests.part == "timeline"
+        qtbot.waitUntil(lambda: requests.computed is not None and not requests.busy, timeout=300_000)
+        assert requests.computed.settings.schedule == "continuous" and requests.current_run().batches
         press(qtbot, w, Qt.Key_F)
         assert w.stage.current == "lanes" and w.lanes.isVisible()
         w._on_selection(0, -1)  # "all heads" from the toolbar: on the stage, its view

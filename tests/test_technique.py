@@ -265,7 +265,7 @@ def test_the_app_shows_the_test_policy_fully_in_english_and_portuguese(keep_last
         assert formula == 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * 4 * 3
         assert "✓" in words and f"um contador de linhas de 8 bytes por camada (+{cfg.n_layers * COUNTER_BYTES} B)" in words
         summary = dock.live.summary.text()
-        assert "nas 2 lanes que a fórmula conhece" in summary and "sem fórmula" not in summary  # no lane left without one
+        assert "nas 2 faixas que a fórmula conhece" in summary and "sem fórmula" not in summary  # no lane left without one
         w.shutdown()
     finally:
         qapp.removeTranslator(translator)

@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from glossary_check import problems, words_only
 from helpers import ready_window
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,16 +106,16 @@ def test_every_message_uses_the_glossarys_words() -> None:
                 )
     assert checked >= 300  # the glossary's terms are the interface's everyday words
     for rule in glossary["forbidden"]:
-        for context, _source, tr in messages:
-            assert not re.search(rule["pattern"], _text(tr), re.I), f"[{context}] {_text(tr)!r}: {rule['why']}"
+        for context, _source, tr in messages:  # on the prose: {placeholders}, `code` and lane specs are names
+            assert not re.search(rule["pattern"], words_only(_text(tr)), re.I), f"[{context}] {_text(tr)!r}: {rule['why']}"
 
 
 def test_the_glossary_catches_a_feminine_cache() -> None:
     """The forbidden patterns are not vacuous: the old translations' feminine forms would fail them."""
     rules = [r["pattern"] for r in json.loads(GLOSSARY.read_text(encoding="utf-8"))["forbidden"]]
-    for wrong in ("lida da cache", "a cache KV", "cache KV paginada", "sua própria cache", "nada na cache"):
+    for wrong in ("lida da cache", "a KV cache", "KV cache paginada", "sua própria cache", "nada na cache", "o cache KV"):
         assert any(re.search(p, wrong, re.I) for p in rules), wrong
-    for right in ("lida do cache", "o cache KV", "cache KV paginado", "políticas de cache separadas", "nada em cache"):
+    for right in ("lida do cache", "o KV cache", "KV cache paginado", "políticas de cache separadas", "nada em cache"):
         assert not any(re.search(p, right, re.I) for p in rules), right
 
 
@@ -172,6 +173,52 @@ def test_numbers_follow_the_locale(qapp) -> None:
         assert i18n.local("1.23 M FLOP · 12,345 rows · 56.2 KB") == "1,23 M FLOP · 12.345 rows · 56,2 KB"
         i18n.install(qapp, "en")
         assert i18n.num(1.5, 1) == "1.5" and i18n.local("1.23 M") == "1.23 M"
+    finally:
+        i18n.install(qapp, "en")
+
+
+def test_powers_of_ten_and_formatted_fields_follow_the_locale(qapp) -> None:
+    """One place writes every number the app shows (ui/i18n.py): in Portuguese the decimal comma, the
+    thousands dot and powers of ten as a lecturer writes them — "|Δ| ≤ 6e-06" was shown as the engine's
+    notation — and the views' readouts use it; in English nothing changes."""
+    from types import SimpleNamespace
+
+    from kvsim.ui import i18n
+    from kvsim.ui.docks.requests.timeline import latency_lines
+    from kvsim.ui.lanes.text import Progress, readout_html
+
+    lane = SimpleNamespace(
+        recompute_diff=6.2e-06, logit_diff=0.0123, kl_div=4.5e-05, cache_tokens=12, cache_bytes=56_200, context=12,
+        flops=1.23e9, wall_ms=3.456,
+    )  # fmt: skip
+    request = SimpleNamespace(
+        index=0, arrival_step=2, ttft_ms=12.25, itl_gaps_ms=[3.5, 7.25], token_steps=[2, 3, 5], preemptions=0
+    )
+    readout = [lambda: readout_html(lane, {}, "#fff", Progress(12.0, 1.0, 12, 12), False, False, False)]
+    compared = SimpleNamespace(**{**vars(lane), "recompute_diff": None})  # a lane that keeps its past: compared instead
+    readout.append(lambda: readout_html(compared, {}, "#fff", Progress(12.0, 1.0, 12, 12), False, True, False))
+    try:
+        i18n.install(qapp, "pt_BR")
+        assert i18n.local("|Δ| ≤ 6e-06") == "|Δ| ≤ 6×10⁻⁶" and i18n.fmt(2.346e-7, ".2e") == "2,35×10⁻⁷"
+        assert i18n.fmt(1000.0, ".0e") == "1×10³" and i18n.fmt(12345.678, ",.1f") == "12.345,7" and i18n.fmt(3, ".0e") == "3"
+        assert (
+            i18n.fill("TTFT {ms:.1f} ms, {n} tokens, ±{e:.1g}", ms=12.25, n=1234, e=3e-05) == "TTFT 12,2 ms, 1234 tokens, ±3×10⁻⁵"
+        )
+        for name in ("gemma3-270m", "hash 3e4a1f", "int4:g8:r8", "x1e-5"):  # names and hashes are not numbers
+            assert i18n.local(name) == name
+        with pytest.raises(KeyError):
+            i18n.fill("{x.__class__}", x=1)  # a translation cannot reach into a value
+        assert "recálculo vs original |Δ| ≤ <b>6×10⁻⁶</b>" in readout[0]() and "56,20 KB" in readout[0]()
+        assert "|Δlogit| <b>0,012</b> · KL <b>4,5×10⁻⁵</b>" in readout[1]()
+        assert latency_lines(SimpleNamespace(requests=[request])) == [
+            "r1: chega no passo 2, TTFT 12,2 ms, ITL mediana 5,4 ms, pior 7,2 ms (passo 5)"
+        ]
+        i18n.install(qapp, "en")
+        assert i18n.local("|Δ| ≤ 6e-06") == "|Δ| ≤ 6e-06" and i18n.fmt(2.346e-7, ".2e") == "2.35e-07"
+        assert "recomputed vs first |Δ| ≤ <b>6e-06</b>" in readout[0]() and "KL <b>4.5e-05</b>" in readout[1]()
+        assert latency_lines(SimpleNamespace(requests=[request]))[0].startswith(
+            "r1: arrives at step 2, TTFT 12.2 ms, ITL median 5.4 ms"
+        )
     finally:
         i18n.install(qapp, "en")
 
@@ -277,8 +324,13 @@ def test_the_app_in_portuguese_has_no_english_left(qtbot, qapp) -> None:
                 dock.build()
         qtbot.waitUntil(lambda: w.lesson.done or bool(w.lesson.problem), timeout=120_000)
         qapp.processEvents()
-        english = [(where, text) for where, text in _visible_strings(w) if _english_words(text)]
+        visible = _visible_strings(w)
+        english = [(where, text) for where, text in visible if _english_words(text)]
         assert not english, "English left in pt_BR:\n" + "\n".join(f"  {where}: {text!r}" for where, text in english[:60])
+        # and in the glossary's words: no "lanes", no "a cache", no English term it translates, no calque it lists
+        wrong = [(where, text, p) for where, text in visible for p in problems(text)]
+        assert not wrong, "against glossary.json:\n" + "\n".join(f"  {w_}: {t!r}: {p}" for w_, t, p in wrong[:40])
+        assert len(visible) >= 150  # the walk saw the window: menus, docks, plots, the lesson
         w.shutdown()
     finally:
         i18n.install(qapp, "en")

@@ -7,8 +7,9 @@ cache policies', with a Qt-free ``QT_TRANSLATE_NOOP``). ``scripts/build_translat
 one file per language, ``kvsim_pt_BR.ts`` (translated there, in the words of ``glossary.json``
 beside it), and compiles it into ``kvsim_pt_BR.qm``, which ships in the wheel and is loaded here.
 
-Numbers: ``num(1.5, 1)`` is "1.5" in English and "1,5" in Portuguese; ``local(text)`` puts the
-engine's formatted figures ("1.23 M", "56.2 KB") in the locale's decimal separator.
+Numbers, all in one place here: ``num(1.5, 1)`` is "1.5" in English and "1,5" in Portuguese;
+``local(text)`` writes the engine's formatted figures ("1.23 M", "56.2 KB", "6e-06") the locale's way
+("1,23 M", "56,2 KB", "6×10⁻⁶"); ``fmt(value, spec)`` and ``fill(template, **values)`` format through it.
 
 The language: ``--lang`` on the command line, else the choice remembered in the settings (☰ →
 Language), else the system's locale (Portuguese → pt_BR), else English.
@@ -17,6 +18,7 @@ Language), else the system's locale (Portuguese → pt_BR), else English.
 from __future__ import annotations
 
 import re
+import string
 from importlib import resources
 from typing import Any
 
@@ -135,10 +137,53 @@ def integer(value: int) -> str:
 
 
 _NUMBER = re.compile(r"\d[\d,]*\.\d+|\d{1,3}(?:,\d{3})+")
+# a number in e-notation after the separators were localized ("6e-06", "2,3e-07"); not inside a word or a hash
+_EXPONENT = re.compile(r"(?<![\w.,])(\d+(?:,\d+)?)e([+-]?)(\d+)(?![\w])")
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def _power_of_ten(m: re.Match) -> str:
+    """``6e-06`` → ``6×10⁻⁶`` (a zero exponent: the mantissa alone)."""
+    exponent = int(m.group(3))
+    if exponent == 0:
+        return m.group(1)
+    power = (("-" if m.group(2) == "-" else "") + str(exponent)).translate(_SUPERSCRIPT)
+    return f"{m.group(1)}×10{power}"
 
 
 def local(text: str) -> str:
-    """``text`` with its numbers written in the locale's separators ("1.23 M" → "1,23 M" in Portuguese)."""
+    """``text`` with its numbers written the locale's way: in Portuguese the decimal comma and the
+    thousands dot ("1.23 M" → "1,23 M", "12,345" → "12.345") and powers of ten as one writes them
+    ("|Δ| ≤ 6e-06" → "|Δ| ≤ 6×10⁻⁶"); in English, ``text`` as it is. Every number the app shows goes
+    through here (``fmt``, ``fill``, ``num``, ``integer``); the engine's JSON and command-line output does not."""
     if not is_portuguese():
         return text
-    return _NUMBER.sub(lambda m: m.group(0).replace(",", "\0").replace(".", ",").replace("\0", "."), text)
+    text = _NUMBER.sub(lambda m: m.group(0).replace(",", "\0").replace(".", ",").replace("\0", "."), text)
+    return _EXPONENT.sub(_power_of_ten, text)
+
+
+def fmt(value: Any, spec: str = "") -> str:
+    """``value`` formatted with the Python format ``spec`` (".1f", ".0e", ",", ".3g"), in the locale's way."""
+    return local(format(value, spec))
+
+
+class LocalFormatter(string.Formatter):
+    """``str.format`` with each field written in the locale's way; named placeholders only (a template
+    read from a file or a translation cannot reach into a value's attributes)."""
+
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
+        if not field_name.isidentifier():
+            raise KeyError(field_name)
+        return super().get_field(field_name, args, kwargs)
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        return local(super().format_field(value, format_spec))
+
+
+_FORMATTER = LocalFormatter()
+
+
+def fill(template: str, **values: Any) -> str:
+    """``template.format(**values)`` with the numbers in the locale's way: ``fill(translate(c, "TTFT {ms:.1f} ms"), ms=12.25)``
+    is "TTFT 12.2 ms" in English and "TTFT 12,2 ms" in Portuguese."""
+    return _FORMATTER.format(template, **values)

@@ -13,7 +13,7 @@ from .i18n import translate
 
 FIRST = [  # the sheet's order: stepping, then the stage's views, the lesson, the demos, presenting
     *("Space", "Right", "Left", "Home", "+ / =", "-", "1 … 9", "L"),
-    *("F", "C", "T", "H", "M", "G", "R", "B", "O", "PgDown", "PgUp", "S", "F2"),
+    *("F", "C", "T", "H", "M", "G", "R", "B", "O", "Q", "PgDown", "PgUp", "S", "F2"),
     *(f"Alt+{i}" for i in range(1, 10)),
     *("F5", "Esc", "F11", "? / F1"),
 ]
@@ -41,6 +41,11 @@ def key_rows(window: QMainWindow) -> list[tuple[str, str]]:
         rows.append(("1 … 9", translate("shortcuts", "Layer 0 … 8"), "1 … 9"))
     hover = translate("shortcuts", "hover a token or row")
     rows.append((hover, translate("shortcuts", "the same token highlighted in every view"), hover))
+    inside = "← → · Shift+← → · Home / End"  # the requests view's own keys (while it has the focus)
+    what = translate(
+        "shortcuts", "in the requests view: one step · the previous / next request's prefill · the first / last step"
+    )
+    rows.append((inside, what, inside))
     rows.sort(key=lambda r: (FIRST.index(r[2]) if r[2] in FIRST else len(FIRST), r[0].lower()))
     return [(keys, what) for keys, what, _ in rows]
 

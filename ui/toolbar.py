@@ -57,11 +57,13 @@ def model_label(name: str, kind: str) -> str:
     return f"{name} ({kind})"
 
 
-def example_prompts() -> list[tuple[str, str]]:
-    """(language, text) of the example prompts: the app's own language first (the first one is the default)."""
+def example_prompts(model: str | None = None) -> list[tuple[str, str]]:
+    """(language, text) of the example prompts of ``model`` (its own in prompts.json's "models", else the
+    defaults, written for the bundled model): the app's own language first (the first one is the default)."""
     data = json.loads((Path(__file__).with_name("prompts.json")).read_text(encoding="utf-8"))
+    lists = data.get("models", {}).get(model, data) if model else data
     order = ("pt", "en") if i18n.is_portuguese() else ("en", "pt")
-    return [(lang, text) for lang in order for text in data.get(lang, [])]
+    return [(lang, text) for lang in order for text in lists.get(lang, [])]
 
 
 def lanes_label(specs: str) -> str:
@@ -117,10 +119,8 @@ class ControlsToolBar(QToolBar):
         self.prompt_box.setMinimumContentsLength(7)  # room for the longer Portuguese buttons at 853 px (1280x720 at 1.5)
         self.prompt_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.prompt_box.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-        for lang, text in example_prompts():
-            self.prompt_box.addItem(text, lang)
-            tip = translate("toolbar", "example ({language})").format(language=lang.upper())
-            self.prompt_box.setItemData(self.prompt_box.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
+        self.examples_of = DEFAULT_MODEL  # the model whose example prompts the box offers
+        self.fill_examples(example_prompts())
         self.prompt_box.setCurrentIndex(0)
         if prompt:
             self.prompt_box.setEditText(prompt)
@@ -310,6 +310,7 @@ class ControlsToolBar(QToolBar):
             params=i18n.integer(info["params"]),
         )
         self.show_model(info["model_id"], text)
+        self.show_examples(info["model_id"])
         return text
 
     def model_hint(self) -> str:
@@ -327,6 +328,33 @@ class ControlsToolBar(QToolBar):
         return translate(
             "toolbar", "a Portuguese prompt: `kvsim models get {model}` fetches a model that writes Portuguese"
         ).format(model=PORTUGUESE_MODEL)
+
+    def fill_examples(self, examples: list[tuple[str, str]]) -> None:
+        """The prompt box's items: ``examples`` ((language, text), the default first); the text typed stays."""
+        box = self.prompt_box
+        text = box.currentText()
+        box.blockSignals(True)
+        box.clear()
+        for lang, example in examples:
+            box.addItem(example, lang)
+            tip = translate("toolbar", "example ({language})").format(language=lang.upper())
+            box.setItemData(box.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
+        box.setEditText(text)
+        box.blockSignals(False)
+
+    def show_examples(self, model_id: str) -> None:
+        """Offer ``model_id``'s own example prompts (an instruction for a chat model); when the prompt
+        is still one of the previous model's examples, it becomes the new model's first."""
+        if model_id == self.examples_of:
+            return
+        before = {text for _lang, text in example_prompts(self.examples_of)}
+        examples = example_prompts(model_id)
+        self.examples_of = model_id
+        untouched = self.prompt_text() in before and self.prompt_text() not in {t for _l, t in examples}
+        self.fill_examples(examples)
+        if untouched and examples:
+            self.prompt_box.setCurrentIndex(0)
+            self.prompt_box.lineEdit().setCursorPosition(0)
 
     def show_model(self, model_id: str, tooltip: str) -> None:
         idx = self.model_box.findData(model_id)

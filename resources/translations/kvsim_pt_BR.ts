@@ -54,11 +54,11 @@
     </message>
     <message>
         <source>free-running lanes: each continues on its own choice — a new live run</source>
-        <translation>lanes livres: cada uma segue a própria escolha — uma nova execução ao vivo</translation>
+        <translation>faixas livres: cada uma segue a própria escolha — uma nova execução ao vivo</translation>
     </message>
     <message>
         <source>lockstep lanes: every lane continues on the reference&apos;s token — a new live run</source>
-        <translation>lanes em sincronia: todas seguem o token da referência — uma nova execução ao vivo</translation>
+        <translation>faixas em sincronia: todas seguem o token da referência — uma nova execução ao vivo</translation>
     </message>
     <message>
         <source>an opened run is for browsing: press Reset (Home) to start a live run</source>
@@ -156,7 +156,7 @@
     </message>
     <message>
         <source>Memory: the KV cache bill</source>
-        <translation>Memória: a conta do cache KV</translation>
+        <translation>Memória: a conta do KV cache</translation>
     </message>
     <message>
         <source>Memory: context 1k → 1M</source>
@@ -168,7 +168,7 @@
     </message>
     <message>
         <source>Requests: paged blocks and prefix caching</source>
-        <translation>Requisições: blocos paginados e cache de prefixos</translation>
+        <translation>Requisições: blocos paginados e prefix caching</translation>
     </message>
     <message>
         <source>Requests: paged blocks</source>
@@ -176,7 +176,11 @@
     </message>
     <message>
         <source>Requests: prefix caching off vs on</source>
-        <translation>Requisições: cache de prefixos desligado e ligado</translation>
+        <translation>Requisições: prefix caching desligado e ligado</translation>
+    </message>
+    <message>
+        <source>Requests: continuous batching</source>
+        <translation>Requisições: lotes contínuos</translation>
     </message>
     <message>
         <source>the engine is still starting</source>
@@ -211,11 +215,11 @@
     </message>
     <message>
         <source>the lanes</source>
-        <translation>as lanes</translation>
+        <translation>as faixas</translation>
     </message>
     <message>
         <source>lane {name}</source>
-        <translation>lane {name}</translation>
+        <translation>faixa {name}</translation>
     </message>
     <message>
         <source>no view named {name} (there are: {there})</source>
@@ -374,7 +378,7 @@
     </message>
     <message>
         <source>the lanes only</source>
-        <translation>só as lanes</translation>
+        <translation>só as faixas</translation>
     </message>
     <message>
         <source>film</source>
@@ -505,7 +509,7 @@
     <name>policies</name>
     <message>
         <source>KV cache, every row</source>
-        <translation>cache KV, todas as linhas</translation>
+        <translation>KV cache, todas as linhas</translation>
     </message>
     <message>
         <source>computes the new row, reads the rest; keeps every row on every layer, local ones too</source>
@@ -513,7 +517,7 @@
     </message>
     <message>
         <source>KV cache</source>
-        <translation>cache KV</translation>
+        <translation>KV cache</translation>
     </message>
     <message>
         <source>computes the new row, reads the rest; a local layer keeps only its window</source>
@@ -541,7 +545,7 @@
     </message>
     <message>
         <source>paged KV cache</source>
-        <translation>cache KV paginado</translation>
+        <translation>KV cache paginado</translation>
     </message>
     <message>
         <source>rows in blocks of {block_size} slots, read through a block table</source>
@@ -589,7 +593,7 @@
     </message>
     <message>
         <source>attention sinks + window</source>
-        <translation>sinks de atenção + janela</translation>
+        <translation>attention sinks + janela</translation>
     </message>
     <message>
         <source>keeps the first {sinks} rows forever and the last {window}, at their original positions; the rows between are evicted</source>
@@ -693,7 +697,7 @@
     </message>
     <message>
         <source>TOVA: drop the least attended</source>
-        <translation>TOVA: descarta a menos atendida</translation>
+        <translation>TOVA: descarta a menos lida</translation>
     </message>
     <message>
         <source>keeps {budget} rows; each step drops the row the newest query reads least</source>
@@ -716,7 +720,7 @@
     </message>
     <message>
         <source>Next set of lanes</source>
-        <translation>Próximo conjunto de lanes</translation>
+        <translation>Próximo conjunto de faixas</translation>
     </message>
     <message>
         <source>Layer {n}</source>
@@ -751,15 +755,15 @@
     <name>recent</name>
     <message>
         <source>No cache vs KV cache (the default pair) — tiny</source>
-        <translation>Sem cache vs cache KV (o par padrão) — tiny</translation>
+        <translation>Sem cache vs KV cache (o par padrão) — tiny</translation>
     </message>
     <message>
         <source>KV cache vs a sliding window vs sinks + window — tiny</source>
-        <translation>Cache KV vs janela deslizante vs sinks + janela — tiny</translation>
+        <translation>KV cache vs janela deslizante vs sinks + janela — tiny</translation>
     </message>
     <message>
         <source>KV cache vs int8 and int4 caches — tiny</source>
-        <translation>Cache KV vs caches int8 e int4 — tiny</translation>
+        <translation>KV cache vs caches int8 e int4 — tiny</translation>
     </message>
     <message>
         <source>Recent runs</source>
@@ -812,6 +816,10 @@
         <translation>o mesmo token destacado em todas as vistas</translation>
     </message>
     <message>
+        <source>in the requests view: one step · the previous / next request&apos;s prefill · the first / last step</source>
+        <translation>na vista de requisições: um passo · o prefill da requisição anterior / seguinte · o primeiro / último passo</translation>
+    </message>
+    <message>
         <source>kvsim — keys</source>
         <translation>kvsim — teclas</translation>
     </message>
@@ -824,7 +832,7 @@
     <name>splash</name>
     <message>
         <source>See the KV cache: a transformer run token by token, without and with a cache.</source>
-        <translation>Veja o cache KV: um transformer executado token a token, sem e com o cache.</translation>
+        <translation>Veja o KV cache: um transformer executado token a token, sem e com o cache.</translation>
     </message>
     <message>
         <source>loading the engine …</source>
@@ -898,7 +906,7 @@
     </message>
     <message>
         <source>KV cache</source>
-        <translation>cache KV</translation>
+        <translation>KV cache</translation>
     </message>
     <message>
         <source>Controls</source>
@@ -970,11 +978,11 @@
     </message>
     <message>
         <source>save or open a run (.kvsim); show or hide lanes and panels; the default layout; the language</source>
-        <translation>salvar ou abrir uma execução (.kvsim); mostrar ou ocultar lanes e painéis; a disposição padrão; o idioma</translation>
+        <translation>salvar ou abrir uma execução (.kvsim); mostrar ou ocultar faixas e painéis; a disposição padrão; o idioma</translation>
     </message>
     <message>
         <source>the lanes, side by side: pick a set, or type cache policies separated by commas (known: {known}; `uncached` = `none`, `cached` = `kv`) and press Enter</source>
-        <translation>as lanes, lado a lado: escolha um conjunto ou digite políticas de cache separadas por vírgulas (conhecidas: {known}; `uncached` = `none`, `cached` = `kv`) e aperte Enter</translation>
+        <translation>as faixas, lado a lado: escolha um conjunto ou digite políticas de cache separadas por vírgulas (conhecidas: {known}; `uncached` = `none`, `cached` = `kv`) e aperte Enter</translation>
     </message>
     <message>
         <source>Open checkpoint directory or .gguf…</source>
@@ -1096,7 +1104,7 @@
     </message>
     <message>
         <source>how many of the block&apos;s B slots hold this request&apos;s rows (&apos;hit&apos;: reused from the prefix cache)</source>
-        <translation>quantos dos B slots do bloco guardam linhas desta requisição (“acerto”: reutilizado do cache de prefixos)</translation>
+        <translation>quantos dos B slots do bloco guardam linhas desta requisição (“acerto”: reutilizado pelo prefix caching)</translation>
     </message>
     <message>
         <source>{held}/{size} hit</source>
@@ -1135,7 +1143,7 @@ com cache, cada passo calcula uma linha nova: n linhas ao todo.</translation>
     </message>
     <message>
         <source>bytes of K and V each lane holds after each step (all layers): a window lane&apos;s curve flattens</source>
-        <translation>bytes de K e V que cada lane guarda após cada passo (todas as camadas): a curva de uma lane com janela se achata</translation>
+        <translation>bytes de K e V que cada faixa guarda após cada passo (todas as camadas): a curva de uma faixa com janela se achata</translation>
     </message>
     <message>
         <source>TTFT: time to first token — the measured time of the prefill step (prompt → first token)
@@ -1146,8 +1154,8 @@ cache: bytes of K and V the lane holds now (all layers)
         <translation>TTFT: tempo até o primeiro token — o tempo medido do passo de prefill (prompt → primeiro token)
 ITL: latência entre tokens — o tempo por token gerado depois do primeiro (média dos passos de decode até agora)
 linhas K/V: linhas de K e V calculadas até agora, somadas ao longo dos passos
-cache: bytes de K e V que a lane guarda agora (todas as camadas)
-× as linhas K/V: quantas vezes mais linhas uma lane calculou que a outra</translation>
+cache: bytes de K e V que a faixa guarda agora (todas as camadas)
+× as linhas K/V: quantas vezes mais linhas uma faixa calculou que a outra</translation>
     </message>
     <message>
         <source>log scale</source>
@@ -1170,7 +1178,7 @@ cache: bytes de K e V que a lane guarda agora (todas as camadas)
     <name>views.lane_area</name>
     <message>
         <source>Lanes</source>
-        <translation>Lanes</translation>
+        <translation>Faixas</translation>
     </message>
     <message>
         <source>loading the model …</source>
@@ -1193,7 +1201,7 @@ cache: bytes de K e V que a lane guarda agora (todas as camadas)
     </message>
     <message>
         <source>attention of {q} (position {row}) to {k} (position {col}): not seen by this lane (outside its window, or evicted)</source>
-        <translation>atenção de {q} (posição {row}) a {k} (posição {col}): não vista por esta lane (fora da janela dela, ou descartada)</translation>
+        <translation>atenção de {q} (posição {row}) a {k} (posição {col}): não vista por esta faixa (fora da janela dela, ou descartada)</translation>
     </message>
     <message>
         <source>attention of {q} (position {row}) to {k} (position {col}): p = {p}</source>
@@ -1212,15 +1220,15 @@ cache: bytes de K e V que a lane guarda agora (todas as camadas)
 • recomputed vs first |Δ|: how far recomputed rows are from their first computation (0: the past never changes)
 • |Δlogit|: the largest difference between this lane&apos;s next-token scores and the reference lane&apos;s
 • KL: how far this lane&apos;s next-token distribution is from the reference&apos;s (Kullback–Leibler; 0 = identical)</source>
-        <translation>este passo — o que o forward desta lane fez para produzir um token:
-• linhas K/V calculadas: linhas de K e V calculadas neste passo (sem cache: todas de novo; com cache KV: só a do token novo)
+        <translation>este passo — o que o forward desta faixa fez para produzir um token:
+• linhas K/V calculadas: linhas de K e V calculadas neste passo (sem cache: todas de novo; com KV cache: só a do token novo)
 • FLOP: operações de ponto flutuante do forward deste passo (contadas a partir das formas do modelo: projeções, q·Kᵀ, ·V, MLP, camada de saída)
 • ms: tempo de relógio medido do forward deste passo (a mediana, quando medido mais de uma vez)
-• chaves lidas: posições de chave que a query do token novo atendeu
-• cache, linhas e bytes: o K e o V que esta lane guarda após o passo (todas as camadas)
+• chaves lidas: posições de chave que a query do token novo leu
+• cache, linhas e bytes: o K e o V que esta faixa guarda após o passo (todas as camadas)
 • recálculo vs original |Δ|: o quanto as linhas recalculadas se afastam do primeiro cálculo (0: o passado nunca muda)
-• |Δlogit|: a maior diferença entre as pontuações do próximo token desta lane e as da lane de referência
-• KL: o quanto a distribuição do próximo token desta lane se afasta da de referência (Kullback–Leibler; 0 = idênticas)</translation>
+• |Δlogit|: a maior diferença entre as pontuações do próximo token desta faixa e as da faixa de referência
+• KL: o quanto a distribuição do próximo token desta faixa se afasta da de referência (Kullback–Leibler; 0 = idênticas)</translation>
     </message>
     <message>
         <source>{count} row</source>
@@ -1384,19 +1392,19 @@ cache: bytes de K e V que a lane guarda agora (todas as camadas)
     </message>
     <message>
         <source>K: the keys this lane holds, one row per token, the {d} dimensions of kv head {kv_head}. Stored after RoPE: each key is already rotated by its position, so a cached key is used as it is. Dim rows were read from the cache, bright rows computed this step.</source>
-        <translation>K: as chaves que esta lane guarda, uma linha por token, as {d} dimensões da cabeça kv {kv_head}. Guardadas após RoPE: cada chave já está girada pela sua posição, então uma chave em cache é usada como está. Linhas esmaecidas foram lidas do cache; linhas vivas, calculadas neste passo.</translation>
+        <translation>K: as chaves que esta faixa guarda, uma linha por token, as {d} dimensões da cabeça kv {kv_head}. Guardadas após RoPE: cada chave já está girada pela sua posição, então uma chave em cache é usada como está. Linhas esmaecidas foram lidas do cache; linhas vivas, calculadas neste passo.</translation>
     </message>
     <message>
         <source>q: the query rows of head {head} this lane computed this step. Q is never cached: the new token&apos;s query (bright) is what reads the cache — it meets every stored key in q·Kᵀ. Also after RoPE.</source>
-        <translation>q: as linhas de query da cabeça {head} que esta lane calculou neste passo. Q nunca fica em cache: a query do token novo (viva) é o que lê o cache — ela encontra cada chave guardada em q·Kᵀ. Também após RoPE.</translation>
+        <translation>q: as linhas de query da cabeça {head} que esta faixa calculou neste passo. Q nunca fica em cache: a query do token novo (viva) é o que lê o cache — ela encontra cada chave guardada em q·Kᵀ. Também após RoPE.</translation>
     </message>
     <message>
         <source>K: the keys this lane holds, one row per token, the {d} dimensions of kv head {kv_head}. GPT-2 has no RoPE: positions were added to the input as learned embeddings. Dim rows were read from the cache, bright rows computed this step.</source>
-        <translation>K: as chaves que esta lane guarda, uma linha por token, as {d} dimensões da cabeça kv {kv_head}. O GPT-2 não tem RoPE: as posições foram somadas à entrada como embeddings aprendidos. Linhas esmaecidas foram lidas do cache; linhas vivas, calculadas neste passo.</translation>
+        <translation>K: as chaves que esta faixa guarda, uma linha por token, as {d} dimensões da cabeça kv {kv_head}. O GPT-2 não tem RoPE: as posições foram somadas à entrada como embeddings aprendidos. Linhas esmaecidas foram lidas do cache; linhas vivas, calculadas neste passo.</translation>
     </message>
     <message>
         <source>q: the query rows of head {head} this lane computed this step. Q is never cached: the new token&apos;s query (bright) is what reads the cache — it meets every stored key in q·Kᵀ.</source>
-        <translation>q: as linhas de query da cabeça {head} que esta lane calculou neste passo. Q nunca fica em cache: a query do token novo (viva) é o que lê o cache — ela encontra cada chave guardada em q·Kᵀ.</translation>
+        <translation>q: as linhas de query da cabeça {head} que esta faixa calculou neste passo. Q nunca fica em cache: a query do token novo (viva) é o que lê o cache — ela encontra cada chave guardada em q·Kᵀ.</translation>
     </message>
     <message>
         <source>V: the values of kv head {kv_head}; the attention row weights them and the sum is this head&apos;s output.</source>
@@ -1404,14 +1412,14 @@ cache: bytes de K e V que a lane guarda agora (todas as camadas)
     </message>
     <message>
         <source>attention: softmax(q·Kᵀ/√d) of each query row over the keys it could see (colour ∝ √p). Hatched: masked, a future position. Cross-hatched: not seen by this lane (outside its window, or evicted).</source>
-        <translation>atenção: softmax(q·Kᵀ/√d) de cada linha de query sobre as chaves que ela podia ver (cor ∝ √p). Hachurado: mascarado, uma posição futura. Quadriculado: não visto por esta lane (fora da janela dela, ou descartado).</translation>
+        <translation>atenção: softmax(q·Kᵀ/√d) de cada linha de query sobre as chaves que ela podia ver (cor ∝ √p). Hachurado: mascarado, uma posição futura. Quadriculado: não visto por esta faixa (fora da janela dela, ou descartado).</translation>
     </message>
 </context>
 <context>
     <name>views.lanes</name>
     <message>
         <source>press Step (→) to run the prefill</source>
-        <translation>pressione Avançar (→) para rodar o prefill</translation>
+        <translation>aperte Avançar (→) para rodar o prefill</translation>
     </message>
     <message>
         <source>recomputed</source>
@@ -1427,11 +1435,11 @@ attention p: the probability a query gives a key (colour ∝ √p, so small weig
 hatched: masked — a future position, no query may see it
 cross-hatched: not seen by this lane — outside its window, or evicted
 dim rows: read from the cache (not computed this step)</source>
-        <translation>K, V, q: uma escala divergente, a mesma para todas as lanes (0 no meio)
+        <translation>K, V, q: uma escala divergente, a mesma para todas as faixas (0 no meio)
 K é guardado após RoPE (girado pela sua posição) nos modelos com RoPE
 atenção p: a probabilidade que uma query dá a uma chave (cor ∝ √p, para que pesos pequenos apareçam)
 hachurado: mascarado — uma posição futura, nenhuma query pode vê-la
-quadriculado: não visto por esta lane — fora da janela dela, ou descartado
+quadriculado: não visto por esta faixa — fora da janela dela, ou descartado
 linhas esmaecidas: lidas do cache (não calculadas neste passo)</translation>
     </message>
     <message>
@@ -1559,7 +1567,7 @@ linhas esmaecidas: lidas do cache (não calculadas neste passo)</translation>
     </message>
     <message>
         <source>this run&apos;s lanes hold: {sizes}</source>
-        <translation>as lanes desta execução guardam: {sizes}</translation>
+        <translation>as faixas desta execução guardam: {sizes}</translation>
     </message>
 </context>
 <context>
@@ -1648,7 +1656,7 @@ de crescer em W. &apos;nenhuma&apos; guarda todos os tokens.</translation>
     </message>
     <message>
         <source>kv bytes = 2 (a key and a value) × Σ over layers of the tokens each layer keeps × H_kv × d × b × bits/8</source>
-        <translation>bytes kv = 2 (uma chave e um valor) × Σ sobre as camadas dos tokens que cada camada guarda × H_kv × d × b × bits/8</translation>
+        <translation>bytes kv = 2 (uma chave e um valor) × Σ, em todas as camadas, dos tokens que cada camada guarda × H_kv × d × b × bits/8</translation>
     </message>
     <message>
         <source>Per token: what one more token costs in every layer (batch 1). Next token: what it adds now
@@ -1694,8 +1702,8 @@ de crescer em W. &apos;nenhuma&apos; guarda todos os tokens.</translation>
     <message>
         <source>What each lane of the run on screen really holds after the step under the cursor, next to what
 the formula says it should hold with that lane&apos;s own settings (window, bits) and the model&apos;s shape.</source>
-        <translation>O que cada lane da execução na tela realmente guarda depois do passo sob o cursor, ao lado do que
-a fórmula diz que ela deveria guardar com os ajustes da própria lane (janela, bits) e a forma do modelo.</translation>
+        <translation>O que cada faixa da execução na tela realmente guarda depois do passo sob o cursor, ao lado do que
+a fórmula diz que ela deveria guardar com os ajustes da própria faixa (janela, bits) e a forma do modelo.</translation>
     </message>
     <message>
         <source>&lt;b&gt;This run&lt;/b&gt;: no step yet — step once to compare the formula with the real cache.</source>
@@ -1707,7 +1715,7 @@ a fórmula diz que ela deveria guardar com os ajustes da própria lane (janela, 
     </message>
     <message>
         <source>lane</source>
-        <translation>lane</translation>
+        <translation>faixa</translation>
     </message>
     <message>
         <source>live</source>
@@ -1719,19 +1727,19 @@ a fórmula diz que ela deveria guardar com os ajustes da própria lane (janela, 
     </message>
     <message>
         <source>The lane (a cache policy) of the run on screen.</source>
-        <translation>A lane (uma política de cache) da execução na tela.</translation>
+        <translation>A faixa (uma política de cache) da execução na tela.</translation>
     </message>
     <message>
         <source>Bytes the lane&apos;s cache really holds after this step, as it reported them (K/V values, and any scales).</source>
-        <translation>Bytes que o cache da lane realmente guarda depois deste passo, como ele os informou (valores K/V e eventuais escalas).</translation>
+        <translation>Bytes que o cache da faixa realmente guarda depois deste passo, como ele os informou (valores K/V e eventuais escalas).</translation>
     </message>
     <message>
         <source>2 · L · H_kv · d · min(n, W) · b · bits/8 with this lane&apos;s window W and bits (b = 1).</source>
-        <translation>2 · L · H_kv · d · min(n, W) · b · bits/8 com a janela W e os bits desta lane (b = 1).</translation>
+        <translation>2 · L · H_kv · d · min(n, W) · b · bits/8 com a janela W e os bits desta faixa (b = 1).</translation>
     </message>
     <message>
         <source>✓: the formula accounts for every byte the lane holds.</source>
-        <translation>✓: a fórmula explica cada byte que a lane guarda.</translation>
+        <translation>✓: a fórmula explica cada byte que a faixa guarda.</translation>
     </message>
     <message>
         <source>{size}: what {lane} holds after step {step}</source>
@@ -1747,23 +1755,23 @@ a fórmula diz que ela deveria guardar com os ajustes da própria lane (janela, 
     </message>
     <message>
         <source>&lt;b&gt;formula = live ✓&lt;/b&gt; for the one lane the formula knows</source>
-        <translation>&lt;b&gt;fórmula = real ✓&lt;/b&gt; na única lane que a fórmula conhece</translation>
+        <translation>&lt;b&gt;fórmula = real ✓&lt;/b&gt; na única faixa que a fórmula conhece</translation>
     </message>
     <message>
         <source>&lt;b&gt;formula = live ✓&lt;/b&gt; for all {n} lanes the formula knows</source>
-        <translation>&lt;b&gt;fórmula = real ✓&lt;/b&gt; nas {n} lanes que a fórmula conhece</translation>
+        <translation>&lt;b&gt;fórmula = real ✓&lt;/b&gt; nas {n} faixas que a fórmula conhece</translation>
     </message>
     <message>
         <source> (1 plug-in lane without one)</source>
-        <translation> (1 lane de plug-in sem fórmula)</translation>
+        <translation> (1 faixa de plug-in sem fórmula)</translation>
     </message>
     <message>
         <source> ({n} plug-in lanes without one)</source>
-        <translation> ({n} lanes de plug-in sem fórmula)</translation>
+        <translation> ({n} faixas de plug-in sem fórmula)</translation>
     </message>
     <message>
         <source>✗ {n} lane(s) hold other bytes than the formula</source>
-        <translation>✗ {n} lane(s) guardam bytes diferentes da fórmula</translation>
+        <translation>✗ {n} faixa(s) guardam bytes diferentes da fórmula</translation>
     </message>
 </context>
 <context>
@@ -1776,13 +1784,13 @@ a fórmula diz que ela deveria guardar com os ajustes da própria lane (janela, 
         <source>KV-cache bytes as the context grows (both axes logarithmic). Solid: the chosen model; dashed: the same
 model as MHA; dotted: as MQA. Grey lines: the chosen model&apos;s weights at each precision; coloured dashed
 lines: GPU memories. Where a curve crosses a weights line, the cache outgrows the model.</source>
-        <translation>Bytes do cache KV conforme o contexto cresce (os dois eixos logarítmicos). Contínua: o modelo escolhido; tracejada: o mesmo
+        <translation>Bytes do KV cache conforme o contexto cresce (os dois eixos logarítmicos). Contínua: o modelo escolhido; tracejada: o mesmo
 modelo como MHA; pontilhada: como MQA. Linhas cinza: os pesos do modelo escolhido em cada precisão; linhas
 tracejadas coloridas: memórias de GPU. Onde uma curva cruza uma linha de pesos, o cache fica maior que o modelo.</translation>
     </message>
     <message>
         <source>The curves: each model&apos;s KV cache as the context grows.</source>
-        <translation>As curvas: o cache KV de cada modelo conforme o contexto cresce.</translation>
+        <translation>As curvas: o KV cache de cada modelo conforme o contexto cresce.</translation>
     </message>
     <message>
         <source>Where the chosen model&apos;s cache becomes as large as its FP16 weights (batch and bits as above).</source>
@@ -1790,7 +1798,7 @@ tracejadas coloridas: memórias de GPU. Onde uma curva cruza uma linha de pesos,
     </message>
     <message>
         <source>KV cache at {bits} bits, batch {batch}</source>
-        <translation>Cache KV com {bits} bits, lote {batch}</translation>
+        <translation>KV cache com {bits} bits, lote {batch}</translation>
     </message>
     <message>
         <source>{kind} (1 K/V head)</source>
@@ -1822,7 +1830,7 @@ tracejadas coloridas: memórias de GPU. Onde uma curva cruza uma linha de pesos,
     </message>
     <message>
         <source>&lt;b&gt;{model}&lt;/b&gt;: the KV cache outgrows its FP16 weights ({size}) — {where}.</source>
-        <translation>&lt;b&gt;{model}&lt;/b&gt;: o cache KV fica maior que seus pesos FP16 ({size}) — {where}.</translation>
+        <translation>&lt;b&gt;{model}&lt;/b&gt;: o KV cache fica maior que seus pesos FP16 ({size}) — {where}.</translation>
     </message>
 </context>
 <context>
@@ -1877,7 +1885,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>Run: the request list goes through one paged pool, prefix caching off and then on</source>
-        <translation>Executar: a lista de requisições passa por um pool paginado, sem e depois com cache de prefixos</translation>
+        <translation>Executar: a lista de requisições passa por um pool paginado, sem e depois com prefix caching</translation>
     </message>
     <message>
         <source>Blocks</source>
@@ -1889,7 +1897,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>per request: prefill rows, hits, measured TTFT without and with prefix caching; memory of 3 allocation schemes</source>
-        <translation>por requisição: linhas do prefill, acertos, TTFT medido sem e com cache de prefixos; memória de 3 esquemas de alocação</translation>
+        <translation>por requisição: linhas do prefill, acertos, TTFT medido sem e com prefix caching; memória de 3 esquemas de alocação</translation>
     </message>
     <message>
         <source>Request list</source>
@@ -1905,7 +1913,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>continuous batching: each request over the steps (waiting, prefill chunk, decode, recompute, preempted) and the pool&apos;s occupancy; the outlined column is the shown step</source>
-        <translation>batching contínuo: cada requisição ao longo dos passos (esperando, pedaço de prefill, decode, recálculo, preemptada) e a ocupação do pool; a coluna contornada é o passo mostrado</translation>
+        <translation>lotes contínuos: cada requisição ao longo dos passos (esperando, pedaço de prefill, decode, recálculo, preemptada) e a ocupação do pool; a coluna contornada é o passo mostrado</translation>
     </message>
     <message>
         <source>tokens on the edge</source>
@@ -1957,15 +1965,15 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>prefix caching on</source>
-        <translation>com cache de prefixos</translation>
+        <translation>com prefix caching</translation>
     </message>
     <message>
         <source>prefix caching off</source>
-        <translation>sem cache de prefixos</translation>
+        <translation>sem prefix caching</translation>
     </message>
     <message>
         <source>which of the two runs the blocks show: the same requests with prefix caching on or off</source>
-        <translation>qual das duas execuções os blocos mostram: as mesmas requisições com ou sem cache de prefixos</translation>
+        <translation>qual das duas execuções os blocos mostram: as mesmas requisições com ou sem prefix caching</translation>
     </message>
     <message>
         <source>block table of:</source>
@@ -1993,7 +2001,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>running {what} twice through one paged pool (prefix caching off, then on), timing each prefill…</source>
-        <translation>executando {what} duas vezes por um pool paginado (sem e depois com cache de prefixos), cronometrando cada prefill…</translation>
+        <translation>executando {what} duas vezes por um pool paginado (sem e depois com prefix caching), cronometrando cada prefill…</translation>
     </message>
     <message>
         <source>the requests could not run: {error}</source>
@@ -2036,15 +2044,15 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>continuous batching: request i arrives at step 2i; every step runs ONE forward over all running requests (decodes and prompt chunks, within the budget); a full pool preempts the latest request</source>
-        <translation>batching contínuo: a requisição i chega no passo 2i; cada passo executa UM forward sobre todas as requisições em andamento (decodes e pedaços de prompt, dentro do orçamento); um pool cheio preempta a requisição mais recente</translation>
+        <translation>lotes contínuos: a requisição i chega no passo 2i; cada passo executa UM forward com todas as requisições em andamento (decodes e pedaços de prompt, dentro do orçamento); um pool cheio preempta a requisição mais recente</translation>
     </message>
     <message>
         <source>continuous batching: positions one batched forward computes at most; a longer prompt is split into chunks over several steps (chunked prefill)</source>
-        <translation>batching contínuo: posições que um forward em lote calcula no máximo; um prompt mais longo é dividido em pedaços ao longo de vários passos (prefill em pedaços)</translation>
+        <translation>lotes contínuos: posições que um forward em lote calcula no máximo; um prompt mais longo é dividido em pedaços ao longo de vários passos (prefill em pedaços)</translation>
     </message>
     <message>
         <source>run the request list twice through one paged pool — prefix caching off, then on — and measure each request&apos;s TTFT (on the worker thread)</source>
-        <translation>executar a lista de requisições duas vezes por um pool paginado — sem e depois com cache de prefixos — e medir o TTFT de cada requisição (na thread de trabalho)</translation>
+        <translation>executar a lista de requisições duas vezes por um pool paginado — sem e depois com prefix caching — e medir o TTFT de cada requisição (na thread de trabalho)</translation>
     </message>
     <message>
         <source>pool</source>
@@ -2092,7 +2100,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>every request starts with this text: its full blocks are what prefix caching reuses</source>
-        <translation>toda requisição começa com este texto: seus blocos cheios são o que o cache de prefixos reutiliza</translation>
+        <translation>toda requisição começa com este texto: seus blocos cheios são o que o prefix caching reutiliza</translation>
     </message>
     <message>
         <source>requests, one prompt per line:</source>
@@ -2115,7 +2123,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>continuous batching</source>
-        <translation>batching contínuo</translation>
+        <translation>lotes contínuos</translation>
     </message>
     <message>
         <source>no demo request lists found in resources/requests</source>
@@ -2151,7 +2159,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>prefill rows: K/V rows its prefill computed without prefix caching (all of them)</source>
-        <translation>linhas do prefill: linhas K/V que o prefill calculou sem cache de prefixos (todas)</translation>
+        <translation>linhas do prefill: linhas K/V que o prefill calculou sem prefix caching (todas)</translation>
     </message>
     <message>
         <source>computed · on</source>
@@ -2159,7 +2167,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>prefill rows: K/V rows its prefill computed with prefix caching: only what was not found</source>
-        <translation>linhas do prefill: linhas K/V que o prefill calculou com cache de prefixos: só o que não foi achado</translation>
+        <translation>linhas do prefill: linhas K/V que o prefill calculou com prefix caching: só o que não foi achado</translation>
     </message>
     <message>
         <source>reused · on</source>
@@ -2183,7 +2191,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>time to first token without prefix caching: the median of the timed prefills</source>
-        <translation>tempo até o primeiro token sem cache de prefixos: a mediana dos prefills cronometrados</translation>
+        <translation>tempo até o primeiro token sem prefix caching: a mediana dos prefills cronometrados</translation>
     </message>
     <message>
         <source>min–max</source>
@@ -2199,7 +2207,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>time to first token with prefix caching: lookup + the rest of the prefill + first token</source>
-        <translation>tempo até o primeiro token com cache de prefixos: busca + o resto do prefill + primeiro token</translation>
+        <translation>tempo até o primeiro token com prefix caching: busca + o resto do prefill + primeiro token</translation>
     </message>
     <message>
         <source>the spread: the fastest and slowest of the timed prefills (on)</source>
@@ -2231,7 +2239,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>sums over the requests (the ratio: total TTFT on ÷ total TTFT off)</source>
-        <translation>somas sobre as requisições (a razão: TTFT total com ÷ TTFT total sem)</translation>
+        <translation>somas de todas as requisições (a razão: TTFT total com ÷ TTFT total sem)</translation>
     </message>
     <message>
         <source>memory for these requests&apos; rows held at once: the bar is what each scheme reserves, the solid part the rows really held, the hatched part reserved but empty</source>
@@ -2302,7 +2310,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>×N: N requests hold it (shared by prefix caching); the stripes on its left edge are its holders</source>
-        <translation>×N: N requisições o ocupam (compartilhado pelo cache de prefixos); as faixas na borda esquerda são seus donos</translation>
+        <translation>×N: N requisições o ocupam (compartilhado pelo prefix caching); as listras na borda esquerda são seus donos</translation>
     </message>
     <message>
         <source>dashed and dimmed: free, but its rows are kept and can still be found by hash (cached)</source>
@@ -2386,7 +2394,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>Step {s}: one forward over {k} request(s), {t} positions ({ms}): {parts}.</source>
-        <translation>Passo {s}: um forward sobre {k} requisição(ões), {t} posições ({ms}): {parts}.</translation>
+        <translation>Passo {s}: um forward com {k} requisição(ões), {t} posições ({ms}): {parts}.</translation>
     </message>
     <message>
         <source>&lt;span style=&apos;color:{error}&apos;&gt;Preempted: request {names}&lt;/span&gt; (its blocks freed; recomputed later).</source>
@@ -2398,7 +2406,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>press Run: each request&apos;s numbers, prefix caching off and on, appear here</source>
-        <translation>aperte Executar: os números de cada requisição, sem e com cache de prefixos, aparecem aqui</translation>
+        <translation>aperte Executar: os números de cada requisição, sem e com prefix caching, aparecem aqui</translation>
     </message>
     <message>
         <source>the paged figure recomputed for the same rows with other block sizes: small blocks waste less of the last block, but a block is only shared once it is full, and the table has more entries</source>
@@ -2406,7 +2414,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>The same {n} requests, blocks of {b}, run with prefix caching off and on ({schedule}); TTFT is the median of {repeats} timed prefills, measured on this machine.</source>
-        <translation>As mesmas {n} requisições, blocos de {b}, executadas sem e com cache de prefixos ({schedule}); o TTFT é a mediana de {repeats} prefills cronometrados, medidos nesta máquina.</translation>
+        <translation>As mesmas {n} requisições, blocos de {b}, executadas sem e com prefix caching ({schedule}); o TTFT é a mediana de {repeats} prefills cronometrados, medidos nesta máquina.</translation>
     </message>
     <message>
         <source>Memory for these requests&apos; {rows} rows held at once (one slot = one token&apos;s K and V in every layer, {size}):</source>
@@ -2449,7 +2457,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>, ITL median {med:.1f} ms, worst {worst:.1f} ms (step {s})</source>
-        <translation>, ITL mediano {med:.1f} ms, pior {worst:.1f} ms (passo {s})</translation>
+        <translation>, ITL mediana {med:.1f} ms, pior {worst:.1f} ms (passo {s})</translation>
     </message>
     <message>
         <source>, preempted {k}× ({rows} rows recomputed)</source>
@@ -2477,7 +2485,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>the timeline shows a continuous-batching run (schedule: continuous)</source>
-        <translation>a linha do tempo mostra uma execução de batching contínuo (schedule: continuous)</translation>
+        <translation>a linha do tempo mostra uma execução com lotes contínuos (ordem: lotes contínuos)</translation>
     </message>
     <message>
         <source>pool: {held} of {n} blocks held, {cached} free but cached (dashed)</source>
@@ -2508,7 +2516,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>hover a point: its step, lane, component, intensity and FLOP/s</source>
-        <translation>passe o mouse sobre um ponto: seu passo, lane, componente, intensidade e FLOP/s</translation>
+        <translation>passe o mouse sobre um ponto: seu passo, faixa, componente, intensidade e FLOP/s</translation>
     </message>
     <message>
         <source>this machine: measuring its peaks…</source>
@@ -2654,7 +2662,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>the two steps under the chip&apos;s roof (dense BF16)</source>
-        <translation>os dois passos sob o teto do chip (BF16 denso)</translation>
+        <translation>os dois passos abaixo do teto do chip (BF16 denso)</translation>
     </message>
     <message>
         <source>n = {n} is past {model}&apos;s own context ({context}).</source>
@@ -2674,7 +2682,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>On one &lt;b&gt;{chip}&lt;/b&gt;, a &lt;b&gt;{model}&lt;/b&gt; decode step at {at} moves {bytes} ({weights} weights + {kv} K/V) for {flops}FLOP: {intensity} FLOP/byte against a ridge of {ridge} — at least &lt;b&gt;{time}&lt;/b&gt;, {limit}.</source>
-        <translation>Em uma &lt;b&gt;{chip}&lt;/b&gt;, um passo de decode do &lt;b&gt;{model}&lt;/b&gt; com {at} move {bytes} ({weights} de pesos + {kv} de K/V) para {flops}FLOP: {intensity} FLOP/byte contra uma crista de {ridge} — pelo menos &lt;b&gt;{time}&lt;/b&gt;, {limit}.</translation>
+        <translation>Em uma &lt;b&gt;{chip}&lt;/b&gt;, um passo de decode do &lt;b&gt;{model}&lt;/b&gt; com {at} move {bytes} ({weights} de pesos + {kv} de K/V) para {flops}FLOP: {intensity} FLOP/byte diante de uma crista de {ridge} — pelo menos &lt;b&gt;{time}&lt;/b&gt;, {limit}.</translation>
     </message>
     <message>
         <source>bytes</source>
@@ -2745,7 +2753,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>step {step} ({phase}, {new} new of {context} rows) · lane {lane} · {component}: {flops}FLOP over {bytes}B moved = {intensity} FLOP/byte · {achieved}FLOP/s achieved in {ms} ms</source>
-        <translation>passo {step} ({phase}, {new} de {context} linhas novas) · lane {lane} · {component}: {flops}FLOP sobre {bytes}B movidos = {intensity} FLOP/byte · {achieved}FLOP/s alcançados em {ms} ms</translation>
+        <translation>passo {step} ({phase}, {new} de {context} linhas novas) · faixa {lane} · {component}: {flops}FLOP para {bytes}B movidos = {intensity} FLOP/byte · {achieved}FLOP/s alcançados em {ms} ms</translation>
     </message>
 </context>
 <context>
@@ -2810,7 +2818,7 @@ não tem nenhuma até o próximo passo processá-lo) · tokens: o texto até ago
     <name>window</name>
     <message>
         <source>kvsim — the KV cache, step by step</source>
-        <translation>kvsim — o cache KV, passo a passo</translation>
+        <translation>kvsim — o KV cache, passo a passo</translation>
     </message>
     <message>
         <source>starting the engine …</source>
@@ -2834,15 +2842,15 @@ não tem nenhuma até o próximo passo processá-lo) · tokens: o texto até ago
     </message>
     <message>
         <source>Lanes only</source>
-        <translation>Só as lanes</translation>
+        <translation>Só as faixas</translation>
     </message>
     <message>
         <source>Free-running lanes (each continues on its own choice)</source>
-        <translation>Lanes livres (cada uma segue a própria escolha)</translation>
+        <translation>Faixas livres (cada uma segue a própria escolha)</translation>
     </message>
     <message>
         <source>K/V error vs exact (lossy lanes)</source>
-        <translation>Erro de K/V vs exato (lanes com perda)</translation>
+        <translation>Erro de K/V vs exato (faixas com perda)</translation>
     </message>
     <message>
         <source>Default layout</source>
@@ -2850,7 +2858,7 @@ não tem nenhuma até o próximo passo processá-lo) · tokens: o texto até ago
     </message>
     <message>
         <source>the KV cache</source>
-        <translation>o cache KV</translation>
+        <translation>o KV cache</translation>
     </message>
     <message>
         <source>kvsim — {model} — {what}</source>
@@ -2858,7 +2866,7 @@ não tem nenhuma até o próximo passo processá-lo) · tokens: o texto até ago
     </message>
     <message>
         <source>prompt: {n} tokens · press Step (→) or Play (Space) · Back (←) · Reset (Home) · F: lanes only</source>
-        <translation>prompt: {n} tokens · aperte Avançar (→) ou Reproduzir (Espaço) · Voltar (←) · Recomeçar (Home) · F: só as lanes</translation>
+        <translation>prompt: {n} tokens · aperte Avançar (→) ou Reproduzir (Espaço) · Voltar (←) · Recomeçar (Home) · F: só as faixas</translation>
     </message>
     <message>
         <source>prompt: {n} tokens · → step · Space play · ← back · ? keys</source>

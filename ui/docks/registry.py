@@ -106,6 +106,7 @@ DOCKS = [
         stage=(
             StageEntry("requests", QT_TRANSLATE_NOOP("docks", "Requests: paged blocks"), "B", "blocks"),
             StageEntry("offon", QT_TRANSLATE_NOOP("docks", "Requests: prefix caching off vs on"), "O", "numbers"),
+            StageEntry("batching", QT_TRANSLATE_NOOP("docks", "Requests: continuous batching"), "Q", "timeline"),
         ),
     ),
 ]

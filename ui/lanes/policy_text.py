@@ -10,7 +10,6 @@ wrote it (its English title and explanation).
 from __future__ import annotations
 
 import json
-import string
 from collections.abc import Mapping
 from dataclasses import asdict
 from functools import cache
@@ -18,26 +17,13 @@ from typing import Any
 
 from kvsim.core.words import QT_TRANSLATE_NOOP
 
-from ..i18n import local, translate
+from ..i18n import LocalFormatter, translate
 
 CONTEXT = "policies"  # kvsim.core.words.POLICIES: the context every policy marks its words in
 WEIGHTS = QT_TRANSLATE_NOOP("policies", " · weights {weights}")
 
 
-class _LocalFormatter(string.Formatter):
-    """Named placeholders only (a template read from a file cannot reach into a value's attributes),
-    each value written in the locale's way."""
-
-    def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
-        if not field_name.isidentifier():
-            raise KeyError(field_name)
-        return super().get_field(field_name, args, kwargs)
-
-    def format_field(self, value: Any, format_spec: str) -> str:
-        return local(super().format_field(value, format_spec))
-
-
-_FORMATTER = _LocalFormatter()
+_FORMATTER = LocalFormatter()  # named placeholders only, numbers in the locale's way
 
 
 def fill(template: str, values: Mapping[str, Any]) -> str:

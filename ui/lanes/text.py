@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 
 from .. import theme
-from ..i18n import local, num, translate
+from ..i18n import fmt, local, num, translate
 from . import latent
 
 SWEEP_END = 0.7  # the recompute sweep runs over t in [0, 0.7]; the new rows fade in over [0.7, 1]
@@ -92,7 +92,7 @@ def readout_html(lane, info, color: str, progress: Progress, narrow: bool, compa
         first = translate("views.lane_text", "this step: {count} K/V rows computed so far").format(count=bold(of))
     diff = ""
     if lane.recompute_diff is not None:
-        value = f"<b>{local(f'{lane.recompute_diff:.0e}')}</b>"
+        value = f"<b>{fmt(lane.recompute_diff, '.0e')}</b>"
         said = (
             translate("views.lane_text", "recomputed |Δ| ≤ {diff}")
             if narrow
@@ -100,7 +100,7 @@ def readout_html(lane, info, color: str, progress: Progress, narrow: bool, compa
         )
         diff = " · " + said.format(diff=value)
     elif compared:
-        logit, kl = f"<b>{local(f'{lane.logit_diff:.2g}')}</b>", f"<b>{local(f'{lane.kl_div:.2g}')}</b>"
+        logit, kl = f"<b>{fmt(lane.logit_diff, '.2g')}</b>", f"<b>{fmt(lane.kl_div, '.2g')}</b>"
         said = (
             "|Δlogit| {logit} · KL {kl}" if narrow else translate("views.lane_text", "vs reference: |Δlogit| {logit} · KL {kl}")
         )
@@ -196,7 +196,7 @@ def title_options(cfg, layer: int, head: int, kv_head: int, error: float | None 
         ],
     ]
     if error is not None:
-        e = local(f"{error:.1g}")
+        e = fmt(error, ".1g")
         columns[0] = [
             translate("views.lane_text", "K − exact · kv head {kv_head} · ±{error}").format(kv_head=kv_head, error=e),
             translate("views.lane_text", "K − exact · ±{error}").format(error=e),

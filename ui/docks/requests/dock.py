@@ -9,7 +9,7 @@ the snapshots: "request 1's prefill fills its blocks → request 2's prefill hit
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QMargins, Qt, QTimer
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import (
     QComboBox,
@@ -55,6 +55,7 @@ class RequestsView(QWidget):
         self._cancel_asked = False
         self._next: Pending | None = None  # the run's next slice, waiting to be submitted
         self._submitting = False
+        self._job_schedule = ""  # the schedule of the run under way
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
@@ -110,6 +111,8 @@ class RequestsView(QWidget):
         self.latency.setTextFormat(Qt.TextFormat.PlainText)
         timeline_tab = QWidget()
         timeline_lay = QVBoxLayout(timeline_tab)
+        self._timeline_lay = timeline_lay  # on the stage its margins go (the lesson's band leaves it little room)
+        self._timeline_margins = timeline_lay.contentsMargins()
         timeline_lay.addWidget(self.timeline)
         timeline_lay.addWidget(self.latency)
         timeline_lay.addStretch(1)
@@ -243,12 +246,16 @@ class RequestsView(QWidget):
         lay.addWidget(b)
         return b
 
-    PARTS = ("blocks", "numbers", "list")  # the tabs, by the names the stage and the registry use
+    PARTS = ("blocks", "numbers", "list", "timeline")  # the tabs, by the names the stage and the registry use
 
     def show_part(self, part: str) -> None:
-        """Show one of the dock's parts (the stage shows the blocks and the off-vs-on table as two views)."""
+        """Show one of the dock's parts (the stage shows the blocks, the off-vs-on table and the timeline as
+        three views); the timeline, shown with no continuous-batching run yet, runs the demo list that way."""
         if part in self.PARTS:
             self.tabs.setCurrentIndex(self.PARTS.index(part))
+        session = getattr(self.host, "session", None)
+        if part == "timeline" and session is not None and session.run is not None:
+            self.run_batching_demo()
 
     @property
     def part(self) -> str:
@@ -265,6 +272,7 @@ class RequestsView(QWidget):
         self.grid.set_fit(on)
         self.scroll.setMinimumHeight(60 if on else 150)
         self.numbers.set_staged(on)
+        self._timeline_lay.setContentsMargins(QMargins() if on else self._timeline_margins)
         self._show_status()
 
     def _show_status(self) -> None:
@@ -296,6 +304,22 @@ class RequestsView(QWidget):
         what = translate("views.requests", "the default demo list")
         return self._submit(lambda loaded: self._first_slice(loaded, start_demo(loaded, settings)), what, show_request)
 
+    def run_batching_demo(self, tries: int = 40) -> bool:
+        """The default demo list with continuous batching, shown on the Timeline (the lesson's step on it,
+        the stage's view Q); nothing new when a continuous-batching run is shown or under way. While another
+        run is under way, asked again when it is done (at most ``tries`` times, 0.25 s apart)."""
+        self.bar.schedule.setCurrentIndex(self.bar.schedule.findData("continuous"))
+        self.tabs.setCurrentIndex(self.PARTS.index("timeline"))
+        if self.busy:
+            if self._job_schedule == "continuous":
+                return True
+            if tries > 0:
+                QTimer.singleShot(250, lambda: self.run_batching_demo(tries - 1))
+            return False
+        if self.computed is not None and self.computed.settings.schedule == "continuous":
+            return True
+        return self.run_demo(show_request=0)
+
     def run(self) -> bool:
         """Run the list in the editor with the current settings (False while busy)."""
         given, settings = self.editor.given(), self.bar.settings()
@@ -323,6 +347,7 @@ class RequestsView(QWidget):
         if self.busy:
             return False
         self._land_on = land_on
+        self._job_schedule = self.bar.settings().schedule  # what the run under way does (run/run_demo read the same)
         self._cancel_asked = False
         self._set_busy(True)
         self.say(

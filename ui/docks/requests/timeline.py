@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 
 from ... import theme
-from ...i18n import translate
+from ...i18n import fill, translate
 from .blocks import request_color
 
 NONE, WAITING, PREFILL, DECODE, RECOMPUTE, PREEMPTED = range(6)
@@ -74,13 +74,19 @@ def latency_lines(run) -> list[str]:
     out = []
     for r in run.requests:
         gaps = r.itl_gaps_ms
-        line = translate("views.requests_timeline", "r{n}: arrives at step {a}, TTFT {ttft:.1f} ms").format(
-            n=r.index + 1, a=r.arrival_step, ttft=r.ttft_ms
+        line = fill(
+            translate("views.requests_timeline", "r{n}: arrives at step {a}, TTFT {ttft:.1f} ms"),
+            n=r.index + 1,
+            a=r.arrival_step,
+            ttft=r.ttft_ms,
         )
         if gaps:
             worst = int(np.argmax(gaps))
-            line += translate("views.requests_timeline", ", ITL median {med:.1f} ms, worst {worst:.1f} ms (step {s})").format(
-                med=float(np.median(gaps)), worst=gaps[worst], s=r.token_steps[worst + 1]
+            line += fill(
+                translate("views.requests_timeline", ", ITL median {med:.1f} ms, worst {worst:.1f} ms (step {s})"),
+                med=float(np.median(gaps)),
+                worst=gaps[worst],
+                s=r.token_steps[worst + 1],
             )
         if r.preemptions:
             line += translate("views.requests_timeline", ", preempted {k}× ({rows} rows recomputed)").format(
@@ -177,8 +183,11 @@ class TimelineView(QWidget):
                 text += translate("views.requests_timeline", ", gives a token")
         elif state:
             text += ": " + state_word(state)
-        return text + translate("views.requests_timeline", " · batch of {k}, {t} positions, {ms:.1f} ms").format(
-            k=len(batch.entries), t=batch.tokens, ms=batch.ms
+        return text + fill(
+            translate("views.requests_timeline", " · batch of {k}, {t} positions, {ms:.1f} ms"),
+            k=len(batch.entries),
+            t=batch.tokens,
+            ms=batch.ms,
         )
 
     def mouseMoveEvent(self, event) -> None:  # noqa: N802 - Qt
