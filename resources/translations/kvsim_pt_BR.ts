@@ -1186,6 +1186,33 @@ cache: bytes de K e V que a faixa guarda agora (todas as camadas)
     </message>
 </context>
 <context>
+    <name>views.lane_drafts</name>
+    <message>
+        <source>no forward: this token came verified with an earlier check</source>
+        <translation>nenhum forward: este token já veio conferido por uma conferência anterior</translation>
+    </message>
+    <message>
+        <source>checked {drafted} drafts: {accepted} accepted, {rejected} rolled back</source>
+        <translation>conferiu {drafted} rascunhos: {accepted} aceitos, {rejected} desfeitos</translation>
+    </message>
+    <message>
+        <source>nothing to draft: one plain forward</source>
+        <translation>nada a rascunhar: um forward comum</translation>
+    </message>
+    <message>
+        <source>{rate} % accepted</source>
+        <translation>{rate} % aceitos</translation>
+    </message>
+    <message>
+        <source>{n} tokens per forward</source>
+        <translation>{n} tokens por forward</translation>
+    </message>
+    <message>
+        <source>{ms} ms per token, kv {kv} ms ({x}×)</source>
+        <translation>{ms} ms por token, kv {kv} ms ({x}×)</translation>
+    </message>
+</context>
+<context>
     <name>views.lane_hover</name>
     <message>
         <source>row {row}: {token} · computed this step</source>
@@ -1424,6 +1451,45 @@ cache: bytes de K e V que a faixa guarda agora (todas as camadas)
     <message>
         <source>recomputed</source>
         <translation>recalculadas</translation>
+    </message>
+</context>
+<context>
+    <name>views.latent</name>
+    <message>
+        <source>latent c | RoPE key · {r} + {dr} dims · all heads</source>
+        <translation>latente c | chave RoPE · {r} + {dr} dims · todas as cabeças</translation>
+    </message>
+    <message>
+        <source>latent c | k_R · {r}+{dr}</source>
+        <translation>latente c | k_R · {r}+{dr}</translation>
+    </message>
+    <message>
+        <source>latent</source>
+        <translation>latente</translation>
+    </message>
+    <message>
+        <source>q in latent space · head {head}</source>
+        <translation>q no espaço do latente · cabeça {head}</translation>
+    </message>
+    <message>
+        <source>V = W_UV · c · layer {layer}</source>
+        <translation>V = W_UV · c · camada {layer}</translation>
+    </message>
+    <message>
+        <source>V from c · L{layer}</source>
+        <translation>V a partir de c · C{layer}</translation>
+    </message>
+    <message>
+        <source>The cache of latent attention (MLA): one row per token and layer for all {h} heads — a latent c of {r} values and a RoPE key k_R of {dr}, {w} in all — instead of K and V of d = {d} per head. Each head&apos;s key is [W_UK · c | k_R] and its value W_UV · c, rebuilt when read (absorbed into the query here).</source>
+        <translation>O cache da atenção latente (MLA): uma linha por token e camada para todas as {h} cabeças — um latente c de {r} valores e uma chave RoPE k_R de {dr}, {w} ao todo — em vez de K e V de d = {d} por cabeça. A chave de cada cabeça é [W_UK · c | k_R] e o seu valor W_UV · c, refeitos na leitura (aqui absorvidos na query).</translation>
+    </message>
+    <message>
+        <source>q: head {head}&apos;s query moved into the latent&apos;s space, [W_UKᵀ · q^C | q^R], so that it reads the cached latents directly. Q is never cached.</source>
+        <translation>q: a query da cabeça {head} levada ao espaço do latente, [W_UKᵀ · q^C | q^R], para ler diretamente os latentes em cache. Q nunca fica em cache.</translation>
+    </message>
+    <message>
+        <source>V: nothing more is cached for the values — each head&apos;s value is W_UV · c from the same latent; the table shows the latent again.</source>
+        <translation>V: nada mais fica em cache para os valores — o valor de cada cabeça é W_UV · c do mesmo latente; a tabela mostra o latente de novo.</translation>
     </message>
 </context>
 <context>
@@ -1680,6 +1746,10 @@ de crescer em W. &apos;nenhuma&apos; guarda todos os tokens.</translation>
         <source>{bytes} B per token in every layer ({size}) · the next token adds {new} B now</source>
         <translation>{bytes} B por token em todas as camadas ({size}) · o próximo token soma {new} B agora</translation>
     </message>
+    <message>
+        <source>MLA: one latent of {r} and one RoPE key of {dr} a token and layer, shared by all {heads} heads (each head&apos;s K and V are rebuilt from it); no K/V heads, no factor 2</source>
+        <translation>MLA: um latente de {r} e uma chave RoPE de {dr} por token e camada, compartilhados pelas {heads} cabeças (o K e o V de cada cabeça são refeitos a partir dele); sem cabeças de K/V, sem o fator 2</translation>
+    </message>
 </context>
 <context>
     <name>views.memory_live</name>
@@ -1708,6 +1778,10 @@ a fórmula diz que ela deveria guardar com os ajustes da própria faixa (janela,
     <message>
         <source>&lt;b&gt;This run&lt;/b&gt;: no step yet — step once to compare the formula with the real cache.</source>
         <translation>&lt;b&gt;Esta execução&lt;/b&gt;: nenhum passo ainda — avance um passo para comparar a fórmula com o cache real.</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;The run on screen&lt;/b&gt;, step {step}: n = {n} tokens, {dtype} ({layers} layers × one latent of {latent} + a RoPE key of {rope}, shared by every head)</source>
+        <translation>&lt;b&gt;A execução na tela&lt;/b&gt;, passo {step}: n = {n} tokens, {dtype} ({layers} camadas × um latente de {latent} + uma chave RoPE de {rope}, compartilhados por todas as cabeças)</translation>
     </message>
     <message>
         <source>&lt;b&gt;The run on screen&lt;/b&gt;, step {step}: n = {n} tokens, {dtype} ({layers} layers × {kv_heads} K/V heads × d {head_dim})</source>
@@ -1859,6 +1933,10 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     <message>
         <source>GQA: {group} share each</source>
         <translation>GQA: {group} compartilham cada</translation>
+    </message>
+    <message>
+        <source>MLA: one latent shared by all</source>
+        <translation>MLA: um latente compartilhado por todas</translation>
     </message>
     <message>
         <source>{h} heads, {hkv} K/V · {kind}</source>
@@ -2586,6 +2664,14 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
         <source>cursor</source>
         <translation>cursor</translation>
     </message>
+    <message>
+        <source>check (drafts verified in one forward)</source>
+        <translation>conferência (rascunhos conferidos num único forward)</translation>
+    </message>
+    <message>
+        <source>check: {rows} rows ({k} drafts), one weight read</source>
+        <translation>conferência: {rows} linhas ({k} rascunhos), uma leitura dos pesos</translation>
+    </message>
 </context>
 <context>
     <name>views.roofline_plot</name>
@@ -2754,6 +2840,47 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     <message>
         <source>step {step} ({phase}, {new} new of {context} rows) · lane {lane} · {component}: {flops}FLOP over {bytes}B moved = {intensity} FLOP/byte · {achieved}FLOP/s achieved in {ms} ms</source>
         <translation>passo {step} ({phase}, {new} de {context} linhas novas) · faixa {lane} · {component}: {flops}FLOP para {bytes}B movidos = {intensity} FLOP/byte · {achieved}FLOP/s alcançados em {ms} ms</translation>
+    </message>
+</context>
+<context>
+    <name>views.scores</name>
+    <message>
+        <source>lowest accumulated score</source>
+        <translation>menor pontuação acumulada</translation>
+    </message>
+    <message>
+        <source>read least by the newest query</source>
+        <translation>a menos lida pela query mais nova</translation>
+    </message>
+    <message>
+        <source>outside the recent window</source>
+        <translation>fora da janela recente</translation>
+    </message>
+    <message>
+        <source>compressed at prefill</source>
+        <translation>comprimida no prefill</translation>
+    </message>
+    <message>
+        <source>{count} dropped</source>
+        <translation>{count} descartadas</translation>
+    </message>
+    <message>
+        <source>{count} dropped: {why}</source>
+        <translation>{count} descartadas: {why}</translation>
+    </message>
+    <message>
+        <source>bars: each held row&apos;s score, the attention the policy ranks it by; struck rows: dropped after this step</source>
+        <translation>barras: a pontuação de cada linha guardada, a atenção pela qual a política a ordena; linhas riscadas: descartadas após este passo</translation>
+    </message>
+    <message>
+        <source>rows each K/V head holds · {lane} · layer {layer}</source>
+        <translation>linhas que cada cabeça de K/V guarda · {lane} · camada {layer}</translation>
+    </message>
+    <message>
+        <source>one row per K/V head, top to bottom; a cell per position:
+filled where that head holds the row, red where it dropped it this step</source>
+        <translation>uma linha por cabeça de K/V, de cima para baixo; uma célula por posição:
+preenchida onde essa cabeça guarda a linha, vermelha onde a descartou neste passo</translation>
     </message>
 </context>
 <context>
