@@ -58,7 +58,8 @@ def error() -> BaseException | None:
 
 def running() -> bool:
     """True while the import thread is alive."""
-    return _state.thread is not None and _state.thread.is_alive()
+    thread = _state.thread
+    return thread is not None and thread is not threading.current_thread() and thread.is_alive()
 
 
 def ready() -> bool:
@@ -67,17 +68,24 @@ def ready() -> bool:
 
 
 def start(work: Callable[[], None], plain: Callable | None, after: Callable[[], None] | None = None) -> None:
-    """Run ``work`` (imports) on a Python thread with ``plain`` (Python's own ``__import__``; None: leave
-    ``builtins.__import__`` as it is) in ``builtins`` meanwhile; then, on the GUI thread, put the hook back,
-    call ``after`` and every ``when_ready`` callback. Call it on the GUI thread, once."""
+    """Run ``work`` (imports) on a Python thread with ``plain`` (Python's own ``__import__``) in ``builtins``
+    meanwhile; then, on the GUI thread, put the hook back, call ``after`` and every ``when_ready`` callback.
+    ``plain`` None (unknown: Qt came first): ``work`` runs here, on the GUI thread. Call it on the GUI thread, once."""
     if _state.thread is not None:
         raise RuntimeError("the engine import was started already")
     relay = _Relay()
     relay.done.connect(_finish, Qt.ConnectionType.QueuedConnection)
     _state.relay, _state.after = relay, after
     _state.hook = builtins.__import__
-    if plain is not None:
-        builtins.__import__ = plain
+    if plain is None:  # Qt was imported before the app module: no hook-free import to give a thread
+        _state.thread = threading.current_thread()
+        try:  # so the import runs here, on the GUI thread (the window is painted already)
+            work()
+        except BaseException as exc:  # noqa: BLE001 - reported by the window's boot, as below
+            _state.error = exc
+        _finish()
+        return
+    builtins.__import__ = plain
 
     def run() -> None:
         try:
@@ -114,5 +122,5 @@ def when_ready(callback: Callable[[], None]) -> bool:
 
 def wait(timeout: float | None = None) -> None:
     """Block until the background import has ended (the app's exit: no thread left inside an import)."""
-    if _state.thread is not None:
-        _state.thread.join(timeout)
+    if running():
+        _state.thread.join(timeout)  # type: ignore[union-attr]
