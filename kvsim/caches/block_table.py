@@ -175,8 +175,13 @@ class SequenceBlocks:
 
     def write(self, layer: int, blocks: torch.Tensor, slots: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor) -> None:
         """Store (1, H_kv, T, D) rows into their slots of ``layer``."""
-        blocks, slots = blocks.to(k_new.device), slots.to(k_new.device)
         pool_k, pool_v = self.pool.rows()
+        if k_new.shape[2] == 1 and blocks.device.type == "cpu":  # a decode step's row: plain indexing, no index_put
+            b, slot = int(blocks[0]), int(slots[0])
+            pool_k[layer, b, slot] = k_new[0, :, 0]
+            pool_v[layer, b, slot] = v_new[0, :, 0]
+            return
+        blocks, slots = blocks.to(k_new.device), slots.to(k_new.device)
         pool_k[layer, blocks, slots] = k_new[0].transpose(0, 1)  # (T, H_kv, D)
         pool_v[layer, blocks, slots] = v_new[0].transpose(0, 1)
 
