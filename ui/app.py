@@ -227,15 +227,7 @@ def preload_engine(model: str | None = None) -> None:
     thread runs is not safe, and importing them on the GUI thread after the first paint froze the window.
     Here neither happens: no other thread runs Python yet, and ``plain_import`` bypasses the hook."""
     with plain_import():
-        _preload()
-        if model:
-            from kvsim.models import hub
-
-            if hub.is_repo_id(model.strip()) or model.strip() in hub.HUB_MODELS:
-                try:  # a model from the Hub: its client too (~0.25 s, so only then)
-                    import huggingface_hub._snapshot_download  # noqa: F401
-                except ImportError:
-                    pass
+        _preload_model_libraries(model)
 
 
 def _preload() -> None:
@@ -252,26 +244,38 @@ def _preload() -> None:
 
 
 def main(model: str | None = None, lang: str | None = None, threads: int | None = None) -> int:
-    """The app: Qt and a splash first (on screen before torch is imported), then the engine, then the window."""
+    """The app: Qt and a splash first, then the main window (painted before torch is imported), then the
+    engine, imported on a Python thread while the window is on screen (``engine_import``)."""
     launch_mark("main")
     app = make_app(lang=lang, styled=False)
     launch_mark("qapplication")
-    from . import theme
+    from . import engine_import, theme
     from .splash import show_splash
 
     splash = show_splash(app)
     launch_mark("splash-shown")
     theme.apply(app)  # pyqtgraph's import and the style sheet, behind the splash
-    preload_engine(model)
-    from kvsim.models.loading import set_threads
-
-    set_threads(threads)
-    launch_mark("engine-preloaded")
     from .window import MainWindow
 
-    window = MainWindow(model=model)
+    engine_import.expect()
+    window = MainWindow(model=model)  # the engine is not imported: the window's boot waits for it
     launch_mark("window-built")
-    if os.environ.get("KVSIM_EXIT_AFTER_FIRST_PAINT"):  # benchmarks: launch-to-first-paint
+
+    def engine_done() -> None:
+        if engine_import.error() is None:
+            from kvsim.models.loading import set_threads
+
+            set_threads(threads)
+        launch_mark("engine-preloaded")
+
+    exit_at_first_paint = bool(os.environ.get("KVSIM_EXIT_AFTER_FIRST_PAINT"))
+
+    def first_painted(_at: float) -> None:
+        if not engine_import.started() and not exit_at_first_paint:
+            engine_import.start(lambda: _preload_model_libraries(model), _PLAIN_IMPORT, engine_done)
+
+    window.first_painted.connect(first_painted)
+    if exit_at_first_paint:  # benchmarks: launch-to-first-paint (the engine is never imported)
 
         def done(at: float) -> None:
             print(f"first-paint-ms {(at - _T0) * 1000:.1f}", flush=True)
@@ -283,13 +287,27 @@ def main(model: str | None = None, lang: str | None = None, threads: int | None 
     window.show()
     splash.finish(window)
     code = app.exec()
-    if not window.shutdown():
+    engine_import.wait(120)  # never leave with a thread inside an import (closed while torch was imported)
+    if engine_import.running() or not window.shutdown():
         # the worker is inside a model load that cannot be interrupted; destroying its running QThread
         # would abort the process, so leave at once (nothing of the user's is unsaved in a load)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(int(code))
     return int(code)
+
+
+def _preload_model_libraries(model: str | None) -> None:
+    """What ``preload_engine`` imports, for the engine-import thread (Python's own import is in place)."""
+    _preload()
+    if model:
+        from kvsim.models import hub
+
+        if hub.is_repo_id(model.strip()) or model.strip() in hub.HUB_MODELS:
+            try:  # a model from the Hub: its client too (~0.25 s, so only then)
+                import huggingface_hub._snapshot_download  # noqa: F401
+            except ImportError:
+                pass
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ when this module loads, which ``app`` makes the first thing it does.
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 T0 = time.perf_counter()
@@ -21,7 +22,9 @@ def launch_mark(stage: str) -> None:
     mode = os.environ.get(LAUNCH_TRACE)
     if not mode:
         return
-    print(f"kvsim-launch {stage} {(time.perf_counter() - T0) * 1000:.1f} {time.process_time() * 1000:.1f}", flush=True)
+    line = f"kvsim-launch {stage} {(time.perf_counter() - T0) * 1000:.1f} {time.process_time() * 1000:.1f}\n"
+    sys.stdout.write(line)  # one write: a line of another thread (the engine import) never splits it
+    sys.stdout.flush()
     if stage == "ready" and mode == "exit":
         from PySide6.QtWidgets import QApplication
 

@@ -70,7 +70,9 @@ class MainWindow(QMainWindow):
 
     def _boot(self) -> None:
         """Import the engine and start the worker thread, then load the model on it."""
-        if self._booted:
+        from . import engine_import
+
+        if self._booted or not engine_import.when_ready(self._boot):  # imported on a thread: boot when it is done
             return
         self._booted = True
         self.statusBar().showMessage(translate("window", "starting the engine …"))

@@ -4,11 +4,22 @@
     reused = seq.match_prefix(prompt_ids)            # rows taken from registered blocks (prefix hits)
     blk, slot = seq.reserve(reused, len(prompt_ids) - reused, prompt_ids[reused:])
     seq.write(layer, blk, slot, k_new, v_new)        # (1, H_kv, T, D) rows into their slots
-    k_all, v_all = seq.gather(layer)                 # (1, H_kv, n, D) in position order
+    k_all, v_all = seq.gather(layer)                 # (1, H_kv, n, D) in position order (a persistent buffer)
     seq.commit()                                     # register the blocks that became full
     seq.free()                                       # the request finished: every block released
 
 Position ``p`` lives in logical block ``p // B``, slot ``p % B``; ``blocks`` maps logical to physical.
+
+Reading without copying every row every step: ``gather`` keeps, per layer, a contiguous read buffer
+(capacity doubling, as the ``kv`` lane's) holding the rows of positions ``0 … valid-1`` as read through
+the table; a step copies from the pool, through the table, only the rows past ``valid`` (the step's new
+ones). The buffer stays exact because the rows of a position this sequence holds never change while it
+holds them — a block it holds is written only by itself (a shared or registered block is copied first),
+a copy-on-write copies the rows unchanged — and every place the table can change the rows of a held
+position moves ``valid`` back: ``truncate`` (to the new length), ``free``, ``match_prefix`` and
+``restore_state`` (to 0). ``gather_through_table`` is the full read, kept as the reference tests compare
+against. The buffer is the simulator's read path (vLLM's kernels read the blocks in place); the lane's
+bytes (``PagedCache.bytes_split``) stay those of its blocks and table.
 """
 
 from __future__ import annotations
@@ -33,6 +44,10 @@ class SequenceBlocks:
         self.hashes: list[int] = []  # chained hashes of this sequence's full blocks, in order
         self.hit_blocks = 0  # leading blocks reused from the prefix cache
         self._table: torch.Tensor | None = None
+        self._read: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # layer → (K, V) read buffers (1, H_kv, cap, D)
+        self._valid: dict[int, int] = {}  # layer → leading positions the read buffer holds, as read through the table
+        self.rows_copied = 0  # rows read from the pool through the table into the read buffers (all layers; tests count them)
+        self.rows_regrown = 0  # rows moved when a read buffer doubled its capacity (amortised, as kv's appends)
 
     # ------------------------------------------------------------------ the table
     def match_prefix(self, prompt: Sequence[int]) -> int:
@@ -57,6 +72,7 @@ class SequenceBlocks:
         self.n_tokens = self.hit_blocks * size
         self.token_ids = [int(t) for t in prompt[: self.n_tokens]]
         self._table = None
+        self._valid.clear()  # the hit blocks' rows are read from the pool on the next gather
         return self.n_tokens
 
     def reserve(self, start: int, count: int, token_ids: Sequence[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -120,6 +136,7 @@ class SequenceBlocks:
         del self.hashes[n_tokens // size :]
         self.hit_blocks = min(self.hit_blocks, n_tokens // size)
         self._table = None
+        self._valid = {layer: min(valid, n_tokens) for layer, valid in self._valid.items()}
 
     def free(self) -> None:
         """Release every block, tail first (so the tail is evicted before a shared prefix)."""
@@ -128,6 +145,7 @@ class SequenceBlocks:
         self.blocks, self.token_ids, self.hashes = [], [], []
         self.n_tokens = self.hit_blocks = 0
         self._table = None
+        self._valid.clear()  # the buffers are kept (reused by the next rows), their contents forgotten
 
     def fork(self, owner: int) -> SequenceBlocks:
         """A second sequence sharing every block of this one (parallel samples of one prompt); the
@@ -146,6 +164,7 @@ class SequenceBlocks:
         blocks, self.n_tokens, token_ids, hashes, self.hit_blocks = state
         self.blocks, self.token_ids, self.hashes = list(blocks), list(token_ids), list(hashes)
         self._table = None
+        self._valid.clear()  # another table: every row is read again through it
 
     # ------------------------------------------------------------------ the rows
     def table(self, device: torch.device) -> torch.Tensor:
@@ -156,16 +175,75 @@ class SequenceBlocks:
 
     def write(self, layer: int, blocks: torch.Tensor, slots: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor) -> None:
         """Store (1, H_kv, T, D) rows into their slots of ``layer``."""
-        blocks, slots = blocks.to(k_new.device), slots.to(k_new.device)
         pool_k, pool_v = self.pool.rows()
+        if k_new.shape[2] == 1 and blocks.device.type == "cpu":  # a decode step's row: plain indexing, no index_put
+            b, slot = int(blocks[0]), int(slots[0])
+            pool_k[layer, b, slot] = k_new[0, :, 0]
+            pool_v[layer, b, slot] = v_new[0, :, 0]
+            return
+        blocks, slots = blocks.to(k_new.device), slots.to(k_new.device)
         pool_k[layer, blocks, slots] = k_new[0].transpose(0, 1)  # (T, H_kv, D)
         pool_v[layer, blocks, slots] = v_new[0].transpose(0, 1)
 
     def gather(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Every held row of ``layer`` in position order, read through the block table: (1, H_kv, n, D)."""
+        """Every held row of ``layer`` in position order, read through the block table: (1, H_kv, n, D),
+        views of the layer's read buffer. Only the rows the buffer does not hold yet are copied from the
+        pool (one per layer on a decode step)."""
+        (pool_k, pool_v), n = self.pool.rows(), self.n_tokens
+        _, _, size, heads, dim = pool_k.shape
+        held = self._read.get(layer)
+        valid = self._valid.get(layer, 0) if held is not None else 0
+        if held is None or held[0].shape[2] < n or held[0].dtype != pool_k.dtype or held[0].device != pool_k.device:
+            held = self._grow(layer, held, valid, n, pool_k)
+            valid = self._valid[layer]
+        buf_k, buf_v = held
+        if valid < n:
+            first, last = valid // size, (n - 1) // size
+            if last - first <= 1:  # a step's rows: at most two blocks, read as slices
+                for j in range(first, last + 1):
+                    lo, hi, b = max(valid, j * size), min(n, (j + 1) * size), self.blocks[j]
+                    buf_k[0, :, lo:hi] = pool_k[layer, b, lo - j * size : hi - j * size].transpose(0, 1)
+                    buf_v[0, :, lo:hi] = pool_v[layer, b, lo - j * size : hi - j * size].transpose(0, 1)
+            else:  # a prefill, a prefix hit, a restored table: one indexed read of the missing rows
+                positions = torch.arange(valid, n, device=pool_k.device)
+                table = self.table(pool_k.device)
+                blocks, slots = table[positions // size], positions % size
+                buf_k[0, :, valid:n] = pool_k[layer, blocks, slots].transpose(0, 1)
+                buf_v[0, :, valid:n] = pool_v[layer, blocks, slots].transpose(0, 1)
+            self.rows_copied += n - valid
+            self._valid[layer] = n
+        return buf_k[:, :, :n], buf_v[:, :, :n]
+
+    def _grow(
+        self, layer: int, held: tuple[torch.Tensor, torch.Tensor] | None, valid: int, n: int, like: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """A read buffer for ``layer`` with room for ``n`` rows (capacity doubling); keeps its valid rows."""
+        _, _, _, heads, dim = like.shape
+        old = held[0].shape[2] if held is not None else 0
+        capacity = max(n, 2 * old, 64)
+        k = like.new_empty((1, heads, capacity, dim))
+        v = like.new_empty((1, heads, capacity, dim))
+        if held is not None and valid and held[0].dtype == like.dtype and held[0].device == like.device:
+            k[:, :, :valid] = held[0][:, :, :valid]
+            v[:, :, :valid] = held[1][:, :, :valid]
+            self.rows_regrown += valid
+        else:
+            valid = 0
+        self._valid[layer] = valid
+        self._read[layer] = (k, v)
+        return k, v
+
+    def gather_through_table(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every held row of ``layer`` copied from the pool through the whole block table (no read buffer):
+        the reference ``gather`` must equal."""
         (pool_k, pool_v), n = self.pool.rows(), self.n_tokens
         table = self.table(pool_k.device)
         _, _, size, heads, dim = pool_k.shape
         k = pool_k[layer].index_select(0, table).reshape(-1, heads, dim)[:n]  # (n, H_kv, D)
         v = pool_v[layer].index_select(0, table).reshape(-1, heads, dim)[:n]
         return k.permute(1, 0, 2).unsqueeze(0), v.permute(1, 0, 2).unsqueeze(0)
+
+    @property
+    def read_buffer_bytes(self) -> int:
+        """Bytes the read buffers reserve (every layer, K and V): the simulator's read path, not the lane's."""
+        return sum((k.numel() + v.numel()) * k.element_size() for k, v in self._read.values())

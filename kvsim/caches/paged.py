@@ -2,11 +2,13 @@
 
 The lane's rows live in blocks of ``B`` token slots (every layer, K and V) taken from a pool one
 block at a time as the sequence grows; a block table maps each logical block (positions
-``j·B … j·B+B-1``) to its physical block. Attention reads the rows *through the table* (a gather of
-the table's blocks, in order), so the logits are the contiguous ``kv`` lane's — only where the
-rows sit differs. ``N`` fixes the pool's size (a clear error when the sequence outgrows it); without
-it the pool grows as needed. Prefix sharing between requests is the requests engine's
-(``kvsim.serving.requests``): there several ``PagedCache`` objects read one shared ``BlockPool``.
+``j·B … j·B+B-1``) to its physical block. Attention reads the rows *through the table*, so the
+logits are the contiguous ``kv`` lane's (exactly) — only where the rows sit differs. The read does
+not copy every row every step: the sequence keeps a contiguous read buffer per layer and a step
+copies into it, through the table, only the rows it wrote (``SequenceBlocks.gather``). ``N`` fixes
+the pool's size (a clear error when the sequence outgrows it); without it the pool grows as needed.
+Prefix sharing between requests is the requests engine's (``kvsim.serving.requests``): there
+several ``PagedCache`` objects read one shared ``BlockPool``.
 
 Bytes (``bytes_split``), all layers:
 

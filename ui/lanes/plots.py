@@ -111,14 +111,31 @@ def unseen_cells(rgba: np.ndarray, lo: int, keys_per_col: float | None) -> np.nd
 
 
 def cells_path(mask: np.ndarray, lo: int, col_w: float) -> QPainterPath:
-    """One path of rectangles over the True cells, run by run along each row."""
+    """One path of rectangles over the True cells: the runs of each row, found for the whole mask at once,
+    and a run that continues the same columns as the row above extends that row's rectangle (an evicted
+    K/V block is one rectangle, not one a row). The union — what is filled — is the same as a rectangle
+    per run per row."""
     path = QPainterPath()
+    if mask.size == 0:
+        return path
     padded = np.zeros((mask.shape[0], mask.shape[1] + 2), dtype=np.int8)
     padded[:, 1:-1] = mask
     edges = np.diff(padded, axis=1)
-    for i, (starts, ends) in enumerate(zip((edges == 1), (edges == -1), strict=True)):
-        for a, b in zip(np.flatnonzero(starts), np.flatnonzero(ends), strict=True):
-            path.addRect(QRectF(a * col_w, lo + i, (b - a) * col_w, 1))
+    rows, starts = np.nonzero(edges == 1)  # row-major: runs in row order, left to right
+    ends = np.nonzero(edges == -1)[1]
+    open_runs: dict[tuple[int, int], list[int]] = {}  # (first col, end col) → [first row, last row]
+    rects: list[tuple[int, int, int, int]] = []
+    for r, a, b in zip(rows.tolist(), starts.tolist(), ends.tolist(), strict=True):
+        run = open_runs.get((a, b))
+        if run is not None and run[1] == r - 1:
+            run[1] = r
+            continue
+        if run is not None:
+            rects.append((run[0], run[1], a, b))
+        open_runs[(a, b)] = [r, r]
+    rects += [(first, last, a, b) for (a, b), (first, last) in open_runs.items()]
+    for first, last, a, b in rects:
+        path.addRect(QRectF(a * col_w, lo + first, (b - a) * col_w, last - first + 1))
     return path
 
 
