@@ -53,7 +53,26 @@ def _nice(x: float) -> float:
 
 
 class SIAxis(pg.AxisItem):
-    """Left axis with k / M / G / T tick labels (FLOPs reach 1e12 quickly)."""
+    """Left axis with k / M / G / T tick labels (FLOPs reach 1e12 quickly), of a fixed width: room for the
+    widest label its 1-2-5 ticks get ("800 k", "2.5 M", "0.15"). pyqtgraph's default widens an axis when a
+    new tick label is longer ("500 k" after "50 k"), after the plots were laid out: the row of plots then
+    ran past its view (the fourth plot cut by 16 px at 1024×768)."""
+
+    WIDEST = (888e3, 8.8e6, 0.125)  # the widest labels of ticks at 1, 2, 5 × 10^k and their halves
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.setStyle(autoExpandTextSpace=False)
+        self._fit_text_width()
+
+    def setTickFont(self, font) -> None:  # noqa: N802 - pyqtgraph API
+        super().setTickFont(font)
+        self._fit_text_width()
+
+    def _fit_text_width(self) -> None:
+        font = self.style.get("tickFont") or QFont()
+        fm = QFontMetrics(font)
+        self.setStyle(tickTextWidth=max(fm.horizontalAdvance(si_text(v)) for v in self.WIDEST) + 2)
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph API
         return [si_text(10**v if self.logMode else v) for v in values]
@@ -336,13 +355,25 @@ class CostsPanel(QWidget):
             lines = _wrap(title, fm, share)
             lines_most = max(lines_most, len(lines))
             texts.append("<br>".join(lines))
+        changed = False
         for p, text in zip(self.plots, texts, strict=True):
             if text != p.titleLabel.text:
                 p.titleLabel.setText(text, color=theme.MUTED, size="12pt")
+                changed = True
             height = 8 + fm.lineSpacing() * lines_most
             if p.titleLabel.maximumHeight() != height:
                 p.titleLabel.setMaximumHeight(height)
                 p.layout.setRowFixedHeight(0, height)
+                changed = True
+        if changed:
+            self._fit_plots()
+            QTimer.singleShot(0, self._fit_plots)  # once more after the titles' own relayout
+
+    def _fit_plots(self) -> None:
+        """The row of plots as wide as its view again. The view sizes it only when the view itself is resized,
+        and a plot item never gets narrower than its least width: resized while the titles were still on one
+        line, the row stayed that wide after they wrapped, and its last plot ran past the view's edge."""
+        self.glw.ci.setGeometry(self.glw.range)
 
     def _fit_legend(self) -> None:
         """The lanes' legend only where it leaves the curves room (the table beside names them too);
