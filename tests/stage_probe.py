@@ -136,7 +136,10 @@ def _cells(view) -> list[str]:
     model = view.model()
     if model is None:
         return []
+    from PySide6.QtWidgets import QStyle
+
     fm, problems = view.fontMetrics(), []
+    margin = 2 * (view.style().pixelMetric(QStyle.PM_FocusFrameHMargin, None, view) + 1)  # Qt's item text margins
     viewport = view.viewport().rect()
     root = view.rootIndex()
     for row in range(min(model.rowCount(root), 500)):
@@ -148,7 +151,7 @@ def _cells(view) -> list[str]:
             text = str(model.data(index, Qt.DisplayRole) or "")
             if not text:
                 continue
-            need = _text_width(fm, text) + 8
+            need = _text_width(fm, text) + margin
             if model.data(index, Qt.DecorationRole) is not None:
                 need += view.iconSize().width() + 4
             if _elided(text):
