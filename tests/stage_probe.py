@@ -554,7 +554,8 @@ def _one(app, mode: str, lang: str, shots: str | None, min_px: float, sizes: dic
         w.lesson_action.setChecked(True)
         for i, step in enumerate(lesson.steps):
             lesson.go(i)
-            if not _wait(app, lambda: lesson.done or bool(lesson.problem), 300):
+            # 4 lanes × 40 steps take ~60 s on a quiet machine and past 300 s on a busy one (load 20 on 2 cores)
+            if not _wait(app, lambda: lesson.done or bool(lesson.problem), 1200):
                 found[f"lesson-{step.id}"] = ["the step's state was not reached"]
                 continue
             _settled_view(app, w, step.view)

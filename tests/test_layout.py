@@ -144,7 +144,7 @@ PROBE = ROOT / "tests" / "stage_probe.py"
 def probe(tmp_path: Path, width: int, height: int, scale: float, mode: str, langs: str = "en,pt_BR") -> dict:
     env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(width, height, tmp_path), QT_SCALE_FACTOR=f"{scale:g}")
     proc = subprocess.run(
-        [sys.executable, str(PROBE), mode, langs], env=env, cwd=ROOT, capture_output=True, text=True, timeout=1800
+        [sys.executable, str(PROBE), mode, langs], env=env, cwd=ROOT, capture_output=True, text=True, timeout=3600
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert lines, f"no result (rc {proc.returncode}): {proc.stderr[-3000:]}"
