@@ -288,6 +288,8 @@ class MemoryDock(QWidget):
         a scroll area asks for no width of its own, and its page, wider than its view, was cut on the right."""
         wide = self.bill_layout.direction() == QBoxLayout.Direction.LeftToRight
         page = self.run_side.widget()
+        if page is None:
+            return
         self.run_side.setMinimumHeight(0 if wide else page.sizeHint().height())
         least = 0
         if wide:
