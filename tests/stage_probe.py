@@ -58,42 +58,119 @@ def _text_width(fm, text: str) -> int:
     return max((fm.horizontalAdvance(line) for line in text.split("\n")), default=0)
 
 
-def _rich_width(label) -> float:
-    from PySide6.QtGui import QTextDocument
-
-    doc = QTextDocument()
-    doc.setDefaultFont(label.font())
-    doc.setDocumentMargin(0)
-    doc.setHtml(label.text())
-    return doc.idealWidth()
-
-
-def _wrapped_height(label, text: str, rich: bool, width: int) -> float:
-    from PySide6.QtCore import QRect, Qt
-    from PySide6.QtGui import QTextDocument
-
-    if not rich:
-        return label.fontMetrics().boundingRect(QRect(0, 0, width, 100_000), int(Qt.TextWordWrap), text).height()
-    doc = QTextDocument()
-    doc.setDefaultFont(label.font())
-    doc.setDocumentMargin(0)
-    doc.setHtml(text)
-    doc.setTextWidth(width)
-    return doc.size().height()
-
-
 def _elided(text: str) -> bool:
     t = text.rstrip()
     return t.endswith("…") and not t.endswith(" …") and len(t) > 1
 
 
+def _text_size(label, text: str, rich: bool, width: int | None) -> tuple[float, float]:
+    """(width, height) the label's text takes, laid out with its own font: on one line per paragraph, or
+    wrapped at ``width`` (a word longer than ``width`` makes it wider than ``width``)."""
+    from PySide6.QtCore import QRect, Qt
+    from PySide6.QtGui import QTextDocument
+
+    if rich:
+        doc = QTextDocument()
+        doc.setDefaultFont(label.font())
+        doc.setDocumentMargin(0)
+        doc.setHtml(text)
+        if width is not None:
+            doc.setTextWidth(width)
+        return doc.idealWidth(), doc.size().height()
+    fm = label.fontMetrics()
+    if width is None:
+        return _text_width(fm, text), fm.lineSpacing() * (text.count("\n") + 1)
+    r = fm.boundingRect(QRect(0, 0, width, 100_000), int(Qt.TextWordWrap), text)
+    return r.width(), r.height()
+
+
+def _aligned(room, width: float, height: float, align):
+    """Where a text of ``width`` × ``height`` aligned by ``align`` lies in the rectangle ``room``."""
+    from PySide6.QtCore import QRect, Qt
+
+    w, h = math.ceil(width), math.ceil(height)
+    if align & Qt.AlignRight:
+        x = room.right() + 1 - w
+    elif align & Qt.AlignHCenter:
+        x = room.left() + (room.width() - w) // 2
+    else:
+        x = room.left()
+    if align & Qt.AlignBottom:
+        y = room.bottom() + 1 - h
+    elif align & Qt.AlignTop:
+        y = room.top()
+    else:
+        y = room.top() + (room.height() - h) // 2
+    return QRect(x, y, w, h)
+
+
+def _cut_by(window, w, extent) -> str | None:
+    """What hides part of ``extent`` (a rectangle in ``w``'s coordinates: where its text is drawn): an ancestor
+    (a scroll area's viewport, a splitter, a page) or the window's edge; None when all of it shows. A list
+    that scrolls by design (the ``scrolls`` property) may hide what lies below or above its view, never
+    what lies beside it."""
+    from PySide6.QtCore import QRect
+    from PySide6.QtWidgets import QAbstractScrollArea
+
+    r = QRect(w.mapTo(window, extent.topLeft()), extent.size())
+    t = TOLERANCE
+    a = w.parentWidget()
+    while a is not None and a is not window:
+        box = _box(window, a)
+        if not box.adjusted(-t, -t, t, t).contains(r):
+            beside = r.left() < box.left() - t or r.right() > box.right() + t
+            area = a.parentWidget()
+            by_design = isinstance(area, QAbstractScrollArea) and a is area.viewport() and _scrolls_by_design(area)
+            if beside or not by_design:
+                return _name(a)
+        a = a.parentWidget()
+    if not window.rect().adjusted(-t, -t, t, t).contains(r):
+        return "the window's edge"
+    return None
+
+
+def _cells(view) -> list[str]:
+    """A table's or tree's visible cells: each text whole in its column (measured with the view's font)."""
+    from PySide6.QtCore import Qt
+
+    model = view.model()
+    if model is None:
+        return []
+    from PySide6.QtWidgets import QStyle
+
+    fm, problems = view.fontMetrics(), []
+    margin = 2 * (view.style().pixelMetric(QStyle.PM_FocusFrameHMargin, None, view) + 1)  # Qt's item text margins
+    viewport = view.viewport().rect()
+    root = view.rootIndex()
+    for row in range(min(model.rowCount(root), 500)):
+        for col in range(model.columnCount(root)):
+            index = model.index(row, col, root)
+            r = view.visualRect(index)
+            if r.isEmpty() or not r.intersects(viewport):
+                continue
+            text = str(model.data(index, Qt.DisplayRole) or "")
+            if not text:
+                continue
+            need = _text_width(fm, text) + margin
+            if model.data(index, Qt.DecorationRole) is not None:
+                need += view.iconSize().width() + 4
+            if _elided(text):
+                problems.append(f"elided cell '{text[-30:]}': {_name(view)}")
+            elif need > r.width() + TOLERANCE:
+                problems.append(f"cell text {need} px wide in {r.width()} px: {_name(view)} '{text[:30]}'")
+            elif r.left() < viewport.left() - TOLERANCE or r.left() + need > viewport.right() + 1 + TOLERANCE:
+                problems.append(f"cell '{text[:30]}' cut by the view's edge: {_name(view)}")
+    return problems
+
+
 def audit(window, min_px: float = 0.0) -> list[str]:
     """What is wrong on screen in ``window`` now (empty: nothing)."""
     import pyqtgraph as pg
-    from PySide6.QtCore import Qt
+    from PySide6.QtCore import QRect, Qt
     from PySide6.QtGui import QFontInfo
     from PySide6.QtWidgets import (
         QAbstractButton,
+        QAbstractItemView,
         QAbstractScrollArea,
         QAbstractSpinBox,
         QCheckBox,
@@ -163,14 +240,23 @@ def audit(window, min_px: float = 0.0) -> list[str]:
             rich = w.textFormat() == Qt.RichText or (w.textFormat() == Qt.AutoText and "<" in text and ">" in text)
             if _elided(_plain(text) if rich else text):
                 problems.append(f"elided '{_plain(text)[-40:]}': {_name(w)}")
+            inner = cr.adjusted(w.margin(), w.margin(), -w.margin(), -w.margin())
             if w.wordWrap():
-                need = _wrapped_height(w, text, rich, cr.width() - 2 * w.margin())
-                if need > cr.height() - 2 * w.margin() + 2:
+                need_w, need = _text_size(w, text, rich, inner.width())
+                if need > inner.height() + 2:
                     problems.append(f"wrapped text {need:.0f} px tall in {cr.height()} px: {_name(w)} '{_plain(text)[:50]}'")
+                if need_w > inner.width() + TOLERANCE:
+                    problems.append(f"wrapped text {need_w:.0f} px wide in {inner.width()} px: {_name(w)} '{_plain(text)[:50]}'")
             else:
-                need = _rich_width(w) if rich else _text_width(fm, text)
-                if need > room + TOLERANCE:
-                    problems.append(f"text {need:.0f} px wide in {room} px: {_name(w)} '{_plain(text)[:50]}'")
+                need_w, need = _text_size(w, text, rich, None)
+                if need_w > room + TOLERANCE:
+                    problems.append(f"text {need_w:.0f} px wide in {room} px: {_name(w)} '{_plain(text)[:50]}'")
+            if w.indent() > 0 and not w.alignment() & (Qt.AlignRight | Qt.AlignHCenter):
+                inner.setLeft(inner.left() + w.indent())
+            extent = _aligned(inner, min(need_w, max(inner.width(), 1)), min(need, max(inner.height(), 1)), w.alignment())
+            hidden_by = _cut_by(window, w, extent)
+            if hidden_by:
+                problems.append(f"text cut by {hidden_by}: {_name(w)} '{_plain(text)[:50]}'")
             small(w, f"'{_plain(text)[:30]}'")
         elif isinstance(w, QAbstractButton) and w.text():
             text = w.text().replace("&", "")
@@ -188,6 +274,10 @@ def audit(window, min_px: float = 0.0) -> list[str]:
                 room = w.width()
             if need > room + TOLERANCE:
                 problems.append(f"button text {need} px wide in {room} px: {_name(w)} '{text[:40]}'")
+            extent = QRect(0, 0, min(need, w.width()), w.height()) if isinstance(w, QCheckBox | QRadioButton) else w.rect()
+            hidden_by = _cut_by(window, w, extent)
+            if hidden_by:
+                problems.append(f"button cut by {hidden_by}: {_name(w)} '{text[:40]}'")
             if _elided(text):
                 problems.append(f"elided button '{text}': {_name(w)}")
             small(w, f"'{text[:30]}'")
@@ -199,6 +289,9 @@ def audit(window, min_px: float = 0.0) -> list[str]:
                 need = _text_width(fm, w.currentText())
                 problems.append(f"combo text {need} px wide in {room} px: {_name(w)} '{w.currentText()[:40]}'")
             problems += _combo_items(w)
+            hidden_by = _cut_by(window, w, w.rect())
+            if hidden_by:
+                problems.append(f"combo box cut by {hidden_by}: {_name(w)} '{w.currentText()[:40]}'")
             small(w, f"'{w.currentText()[:30]}'")
         elif isinstance(w, QTabBar):
             for i in range(w.count()):
@@ -228,6 +321,9 @@ def audit(window, min_px: float = 0.0) -> list[str]:
             room = w.lineEdit().width() - 4
             if _text_width(w.lineEdit().fontMetrics(), w.text()) > room + TOLERANCE:
                 problems.append(f"spin box text {_text_width(fm, w.text())} px wide in {room} px: {_name(w)} '{w.text()}'")
+            hidden_by = _cut_by(window, w, w.rect())
+            if hidden_by:
+                problems.append(f"spin box cut by {hidden_by}: {_name(w)} '{w.text()}'")
             small(w, f"'{w.text()}'")
         elif isinstance(w, QStatusBar) and w.currentMessage():
             need = _text_width(fm, w.currentMessage()) + 8
@@ -237,6 +333,8 @@ def audit(window, min_px: float = 0.0) -> list[str]:
             problems.append(f"scrolls ({w.maximum() - w.minimum()} px hidden): {_name(w)}")
         elif isinstance(w, pg.GraphicsView):
             problems += _plots(window, w)
+        if isinstance(w, QAbstractItemView) and not isinstance(w, QHeaderView) and not w.inherits("QComboBoxListView"):
+            problems += _cells(w)
     return problems
 
 
@@ -456,7 +554,8 @@ def _one(app, mode: str, lang: str, shots: str | None, min_px: float, sizes: dic
         w.lesson_action.setChecked(True)
         for i, step in enumerate(lesson.steps):
             lesson.go(i)
-            if not _wait(app, lambda: lesson.done or bool(lesson.problem), 300):
+            # 4 lanes × 40 steps take ~60 s on a quiet machine and past 300 s on a busy one (load 20 on 2 cores)
+            if not _wait(app, lambda: lesson.done or bool(lesson.problem), 1200):
                 found[f"lesson-{step.id}"] = ["the step's state was not reached"]
                 continue
             _settled_view(app, w, step.view)

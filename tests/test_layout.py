@@ -144,7 +144,7 @@ PROBE = ROOT / "tests" / "stage_probe.py"
 def probe(tmp_path: Path, width: int, height: int, scale: float, mode: str, langs: str = "en,pt_BR") -> dict:
     env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(width, height, tmp_path), QT_SCALE_FACTOR=f"{scale:g}")
     proc = subprocess.run(
-        [sys.executable, str(PROBE), mode, langs], env=env, cwd=ROOT, capture_output=True, text=True, timeout=1800
+        [sys.executable, str(PROBE), mode, langs], env=env, cwd=ROOT, capture_output=True, text=True, timeout=3600
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert lines, f"no result (rc {proc.returncode}): {proc.stderr[-3000:]}"
@@ -214,3 +214,54 @@ def test_the_audit_sees_cut_text_overlaps_elision_and_points_off_their_plot(qtbo
     assert "overlap" in found
     assert "elided 'ellipsis at the en…'" in found
     assert "point (2, 50) outside the plot" in found
+
+
+def test_the_audit_sees_text_its_parents_cut_and_narrow_table_columns(qtbot):
+    """Text that fits its own label but not what shows of it: a scroll area's viewport narrower than its page,
+    a word-wrapped rich-text label wider than the window, a table column narrower than its cells."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QLabel, QMainWindow, QScrollArea, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
+    from stage_probe import audit
+
+    w = QMainWindow()
+    qtbot.addWidget(w)
+    body = QWidget()
+    w.setCentralWidget(body)
+    w.resize(600, 400)
+    area = QScrollArea(body)
+    area.setGeometry(5, 5, 200, 100)
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    area.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    area.setWidgetResizable(True)
+    page = QWidget()
+    page.setMinimumWidth(450)  # a page wider than its view: what lies right of 200 px is never seen
+    QVBoxLayout(page).addWidget(QLabel("a line that fits its label but not the viewport"))
+    area.setWidget(page)
+    w.show()
+    qtbot.waitExposed(w)
+    qtbot.wait(50)
+    assert audit(w) == [] or all("cut by" in p for p in audit(w))
+    found = "\n".join(audit(w))
+    assert "text cut by" in found and "'a line that fits its label but not the viewport'" in found
+    area.hide()
+
+    wrapped = QLabel("<b>rich text</b> wrapped in a label that runs past the window's right edge", body)
+    wrapped.setTextFormat(Qt.TextFormat.RichText)
+    wrapped.setWordWrap(True)
+    wrapped.setGeometry(300, 150, 500, 60)
+    wrapped.show()
+    table = QTableWidget(2, 2, body)
+    table.setGeometry(5, 220, 500, 150)
+    table.setItem(0, 0, QTableWidgetItem("a cell far wider than its column"))
+    table.setItem(0, 1, QTableWidgetItem("ok"))
+    table.setColumnWidth(0, 60)
+    table.verticalHeader().hide()
+    table.show()
+    qtbot.wait(50)
+    found = "\n".join(audit(w))
+    assert "text cut by QMainWindow/QWidget: QMainWindow/QWidget/QLabel 'rich text wrapped" in found
+    assert "cell text" in found and "'a cell far wider than its col" in found
+    wrapped.setGeometry(300, 150, 280, 60)  # the same text wrapped inside the window: no cut
+    table.setColumnWidth(0, 280)
+    qtbot.wait(50)
+    assert audit(w) == []

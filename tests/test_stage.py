@@ -5,6 +5,7 @@ and back (no second copies); PgDown / PgUp walk the views; presenter mode is alw
 
 from __future__ import annotations
 
+import pytest
 from helpers import ready_window
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QLabel
@@ -125,4 +126,106 @@ def test_small_windows_and_presenter_mode_are_on_the_stage(qtbot, qapp):
         from kvsim.ui import theme
 
         theme.set_theme(qapp, "dark")
+        w.shutdown()
+
+
+# ---------------------------------------------------------------------- the ten ideas, two keys each
+# docs/stage.md lists, for each idea of the articles, the keys that put it on the stage from a fresh start
+# at 1280×720 ×1.5 (853×480 logical): each row is checked here on a fresh window of that size, by pressing
+# exactly those keys, then asking the view that is current whether it shows what the idea needs.
+ALT = Qt.KeyboardModifier.AltModifier
+
+
+def _sum_and_n(w) -> bool:
+    """Idea 1: the costs view, both curves with their formulas (Σt = n(n+1)/2 and n) written beside them."""
+    return w.stage.current == "costs" and w.costs.isVisible() and {"sum", "n"} <= set(w.costs.shown_formulas)
+
+
+def _table_grows(w) -> bool:
+    """Idea 2: the lanes view, and the cached lane's K/V table one row longer per step."""
+    return (
+        w.stage.current == "lanes" and w.lanes.isVisible() and w.session.cursor >= 2 and w.session.n_rows() > w.session.prompt_len
+    )
+
+
+def _prefill_and_decode(w) -> bool:
+    view = w.extra_docks["roofline"].view
+    phases = {p.phase for p in view.shown()}
+    return w.stage.current == "roofline" and view.plot.isVisible() and {"prefill", "decode"} <= phases
+
+
+def _bill(w) -> bool:
+    view = w.extra_docks["memory"].view
+    return (
+        w.stage.current == "memory"
+        and view.form.isVisible()
+        and view.live.isVisible()
+        and len(view.live.rows) == len(w.session.lanes)
+        and all("✓" in words for _lane, _live, _formula, words in view.live.rows)  # the bill accounts for every real byte
+    )
+
+
+def _weights(w) -> bool:
+    view = w.extra_docks["memory"].view
+    return (
+        w.stage.current == "memory-growth"
+        and view.plot.isVisible()
+        and {"FP32", "INT4"} <= {k.split()[0] for k in view.plot.lines}
+    )
+
+
+def _lanes(*names: str):
+    def shown(w) -> bool:
+        return w.stage.current == "lanes" and w.lanes.isVisible() and [lane.name for lane in w.session.lanes] == list(names)
+
+    return shown
+
+
+def _heads(w) -> bool:
+    """Idea 7: every query head of the layer, each framed in the colour of the K/V head its group shares."""
+    cfg = w.session.config
+    return (
+        w.stage.current == "heads"
+        and w.overview.isVisible()
+        and len(w.overview.items) == cfg.n_heads
+        and len(set(w.overview.frames)) == cfg.n_kv_heads < cfg.n_heads
+    )
+
+
+def _blocks(w) -> bool:
+    view = w.extra_docks["requests"].view
+    return w.stage.current == "requests" and view.part == "blocks" and view.computed is not None and view.grid.isVisible()
+
+
+def _off_on(w) -> bool:
+    view = w.extra_docks["requests"].view
+    return w.stage.current == "offon" and view.part == "numbers" and view.computed is not None and view.numbers.table.isVisible()
+
+
+IDEAS = {  # idea: (the keys of docs/stage.md, what the stage must then show)
+    "sum-vs-n": (((Qt.Key_1, ALT), (Qt.Key_C, None)), _sum_and_n),
+    "table-grows": (((Qt.Key_Space, None),), _table_grows),
+    "prefill-vs-decode": (((Qt.Key_1, ALT), (Qt.Key_R, None)), _prefill_and_decode),
+    "memory-bill": (((Qt.Key_Right, None), (Qt.Key_M, None)), _bill),  # a fresh start has no step yet: one, then the bill
+    "weight-quantization": (((Qt.Key_G, None),), _weights),
+    "kv-quantization": (((Qt.Key_3, ALT),), _lanes("kv", "int8", "int4:g8:r8")),
+    "mqa-gqa": (((Qt.Key_H, None),), _heads),
+    "window-and-sinks": (((Qt.Key_2, ALT),), _lanes("kv", "window:16", "sink:4+window:12")),
+    "paged-blocks": (((Qt.Key_B, None),), _blocks),
+    "prefix-caching": (((Qt.Key_O, None),), _off_on),
+}
+
+
+@pytest.mark.parametrize("idea", list(IDEAS))
+def test_each_idea_of_the_articles_is_on_the_stage_two_keys_from_a_fresh_start(qtbot, qapp, idea):
+    keys, shows = IDEAS[idea]
+    assert len(keys) <= 2
+    w = ready_window(qtbot, qapp, "tiny", PROMPT, size=(853, 480))
+    try:
+        qtbot.waitUntil(lambda: w.stage.active and w.stage.current == "lanes", timeout=5_000)  # a fresh start: the lanes
+        for key, modifier in keys:
+            qtbot.keyClick(w.focusWidget() or w, key, modifier or Qt.KeyboardModifier.NoModifier)
+            QApplication.processEvents()
+        qtbot.waitUntil(lambda: shows(w), timeout=120_000)
+    finally:
         w.shutdown()

@@ -53,7 +53,23 @@ def _nice(x: float) -> float:
 
 
 class SIAxis(pg.AxisItem):
-    """Left axis with k / M / G / T tick labels (FLOPs reach 1e12 quickly)."""
+    """Left axis with k / M / G / T tick labels (FLOPs reach 1e12 quickly). pyqtgraph sizes an axis to the
+    labels it paints, so it widens when a longer label comes ("500 k" after "50 k") — after the plots were
+    laid out: the row of plots then ran past its view (the fourth plot 16 px past it at 1024×768). Here a
+    change of width calls ``on_width`` (the panel fits the row to its view again), and the axis narrows too
+    when its labels do."""
+
+    def __init__(self, *args, on_width=None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.on_width = on_width
+        self.setStyle(autoReduceTextSpace=True)
+
+    def _updateWidth(self) -> None:  # noqa: N802 - pyqtgraph API
+        before = self.maximumWidth()
+        super()._updateWidth()
+        on_width = getattr(self, "on_width", None)  # None while pyqtgraph's __init__ lays the axis out
+        if on_width is not None and self.maximumWidth() != before:
+            on_width()
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph API
         return [si_text(10**v if self.logMode else v) for v in values]
@@ -79,7 +95,7 @@ class CostsPanel(QWidget):
         self.title_font.setPointSize(12)  # the titles' size="12pt"
         self.plots, self.curves, self.bands = [], {}, {}
         for col, title in enumerate(plot_titles()):
-            p = self.glw.addPlot(row=0, col=col, axisItems={"left": SIAxis("left")})
+            p = self.glw.addPlot(row=0, col=col, axisItems={"left": SIAxis("left", on_width=self._axis_resized)})
             p.setTitle(title, color=theme.MUTED, size="12pt")
             p.setToolTip(plot_tip(col))
             p.setMenuEnabled(False)
@@ -336,13 +352,32 @@ class CostsPanel(QWidget):
             lines = _wrap(title, fm, share)
             lines_most = max(lines_most, len(lines))
             texts.append("<br>".join(lines))
+        changed = False
         for p, text in zip(self.plots, texts, strict=True):
             if text != p.titleLabel.text:
                 p.titleLabel.setText(text, color=theme.MUTED, size="12pt")
+                changed = True
             height = 8 + fm.lineSpacing() * lines_most
             if p.titleLabel.maximumHeight() != height:
                 p.titleLabel.setMaximumHeight(height)
                 p.layout.setRowFixedHeight(0, height)
+                changed = True
+        if changed:
+            self._fit_plots()
+            QTimer.singleShot(0, self._fit_plots)  # once more after the titles' own relayout
+
+    def _axis_resized(self) -> None:
+        """An axis took the width of its new labels (while painting): the row is fitted again once, after it."""
+        if not getattr(self, "_refit_queued", False):
+            self._refit_queued = True
+            QTimer.singleShot(0, self._fit_plots)
+
+    def _fit_plots(self) -> None:
+        """The row of plots as wide as its view again. The view sizes it only when the view itself is resized,
+        and a plot item never gets narrower than its least width: resized while the titles were still on one
+        line, the row stayed that wide after they wrapped, and its last plot ran past the view's edge."""
+        self._refit_queued = False
+        self.glw.ci.setGeometry(self.glw.range)
 
     def _fit_legend(self) -> None:
         """The lanes' legend only where it leaves the curves room (the table beside names them too);

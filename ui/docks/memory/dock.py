@@ -24,6 +24,8 @@ from PySide6.QtWidgets import (
     QMenu,
     QScrollArea,
     QSpinBox,
+    QStyle,
+    QStyleOptionComboBox,
     QTabWidget,
     QToolButton,
     QVBoxLayout,
@@ -210,6 +212,8 @@ class MemoryDock(QWidget):
 
         self._restore()
         self.model.currentIndexChanged.connect(self._on_model)
+        self.model.currentIndexChanged.connect(self._fit_boxes)
+        self.focus.currentIndexChanged.connect(self._fit_boxes)
         self.follow.toggled.connect(self._on_follow)
         self.form.edited.connect(lambda: self.follow.setChecked(False))
         self.form.changed.connect(self._on_terms)
@@ -235,13 +239,22 @@ class MemoryDock(QWidget):
     def set_staged(self, on: bool) -> None:
         """On the stage the stage's keys choose the tab (M: the bill, G: the growth plot): no tab bar."""
         self.tabs.tabBar().setVisible(not on)
-        for box in (self.model, self.focus):  # the whole window wide: the chosen model's name whole
-            box.setSizeAdjustPolicy(
-                QComboBox.SizeAdjustPolicy.AdjustToContents
-                if on
-                else QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
-            )
-            box.setMinimumWidth(box.sizeHint().width() if on else 0)
+        self._staged = on
+        self._fit_boxes()
+
+    def _fit_boxes(self) -> None:
+        """On the stage the chosen model's name shows whole: a combo box as wide as its current text (not its
+        longest item: "llama-3.1-70b (70.55B, ctx 131,072)" would take the room of the run's column)."""
+        on = getattr(self, "_staged", False)
+        for box in (self.model, self.focus):
+            least = 0
+            if on:
+                opt = QStyleOptionComboBox()
+                box.initStyleOption(opt)
+                text = QSize(box.fontMetrics().horizontalAdvance(box.currentText()) + 6, box.fontMetrics().height())
+                least = box.style().sizeFromContents(QStyle.ContentsType.CT_ComboBox, opt, text, box).width()
+            if box.minimumWidth() != least:
+                box.setMinimumWidth(least)
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
@@ -270,9 +283,20 @@ class MemoryDock(QWidget):
                 area.widget().setMaximumHeight(height)
 
     def _fit_run_side(self) -> None:
-        """Stacked: the run's lines take their whole height (the bill scrolls as one); side by side: the room there is."""
+        """Stacked: the run's lines take their whole height (the bill scrolls as one); side by side: the room there
+        is, and at least the width of the run's table (the form gives way; the lines above and below it wrap):
+        a scroll area asks for no width of its own, and its page, wider than its view, was cut on the right."""
         wide = self.bill_layout.direction() == QBoxLayout.Direction.LeftToRight
-        self.run_side.setMinimumHeight(0 if wide else self.run_side.widget().sizeHint().height())
+        page = self.run_side.widget()
+        if page is None:
+            return
+        self.run_side.setMinimumHeight(0 if wide else page.sizeHint().height())
+        least = 0
+        if wide:
+            bar = self.run_side.verticalScrollBar()
+            least = page.minimumSizeHint().width() + (bar.sizeHint().width() if bar.maximum() > 0 else 0)
+        if self.run_side.minimumWidth() != least:
+            self.run_side.setMinimumWidth(least)
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt API: the width the dock opens with
         window = self.host.window

@@ -177,11 +177,12 @@ class LiveBill(QWidget):
             agree += ok is True
             formula = bill.formula_bytes if bill is not None else None
             self.rows.append((s.lanes[index].name, live, formula, words))
-            self._cell(
+            self._cell(  # wraps: a long lane name ("sinks de atenção + janela") never widens the table past its room
                 f"<span style='color:{color}'>■</span> {escape(label)}",
                 row,
                 0,
                 policy_text.explanation(s.lanes[index]),
+                wrap=True,
             )
             holds = translate("views.memory_live", "{size}: what {lane} holds after step {step}").format(
                 size=local(human_bytes(live)), lane=label, step=s.cursor
