@@ -11,6 +11,7 @@ from ..caches.speculative import SpeculativeCache
 from ..caches.weights import weights_label
 from ..core.sampling import Sampling, SimulationError
 from ..models.gguf_blocks import GGUFBlockLinear, keep_gguf_blocks
+from ..models.precision import bf16_model
 from ..models.quantized_weights import QuantizedLinear, quantize_model, weight_bytes
 from ..models.tokenizer import Tokenizer
 from ..models.transformer import Transformer
@@ -42,6 +43,8 @@ def _weights_model(model: Transformer, weights: dict[str, Any]) -> Transformer:
         if not kinds:
             raise ValueError(f"{path} has no Q8_0/Q4_0/Q4_1 projections to keep as they are")
         return kept
+    if weights.get("format") == "bf16":
+        return bf16_model(model)
     return quantize_model(model, weights["bits"], weights.get("group"))
 
 

@@ -293,6 +293,7 @@ class Block(nn.Module):
 
 class Transformer(nn.Module):
     gguf_path: str | None = None  # the .gguf file it was loaded from (set by kvsim.models.gguf_file), else None
+    compiled: bool = False  # its cache-free parts wrapped by torch.compile (kvsim.models.compiled, --compile)
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
