@@ -323,6 +323,12 @@ def _print_summary(sim: Simulator, summary: dict[str, Any], out: TextIO) -> None
         extra = []
         if s.get("weights"):
             extra.append(f"weights {s['weights']}: {human_bytes(s['weight_bytes'])}")
+        if s.get("weights") == "bf16":  # a reduced-precision lane says how far it strays from the reference
+            first = s.get("first_divergent_step")
+            extra.append(
+                f"max |Δlogit| from the reference {s['max_abs_logit_diff']:.2e}, own greedy choice "
+                + ("the reference's at every step" if first is None else f"first differs at step {first}")
+            )
         if s.get("acceptance_rate") is not None or s["target_forwards"] < summary["steps"]:
             rate = s["acceptance_rate"]
             extra.append(
