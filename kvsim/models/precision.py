@@ -29,10 +29,10 @@ def bf16_model(model: Transformer) -> Transformer:
     if not bf16_supported(model.device):
         raise ValueError("@bf16 needs a CPU with bfloat16 instructions (AVX512_BF16 or AMX), which this one lacks")
     copied = copy.deepcopy(model)
-    fused = any(isinstance(b.attn, Attention) and b.attn.fused_qkv is not None for b in copied.layers)  # type: ignore[union-attr]
-    for block in copied.layers:
-        if isinstance(block.attn, Attention):  # type: ignore[union-attr]
-            block.attn.fused_qkv = None  # type: ignore[union-attr]  # rebuilt below from the converted weights
+    attns = [m for m in copied.modules() if isinstance(m, Attention)]
+    fused = any(a.fused_qkv is not None for a in attns)
+    for attn in attns:
+        attn.fused_qkv = None  # rebuilt below from the converted weights
     copied = copied.to(dtype=torch.bfloat16)
     if fused:
         copied.use_decode_friendly_layout()
