@@ -11,7 +11,6 @@ from ..caches.speculative import SpeculativeCache
 from ..caches.weights import weights_label
 from ..core.sampling import Sampling, SimulationError
 from ..models.gguf_blocks import GGUFBlockLinear, keep_gguf_blocks
-from ..models.precision import bf16_model
 from ..models.quantized_weights import QuantizedLinear, quantize_model, weight_bytes
 from ..models.tokenizer import Tokenizer
 from ..models.transformer import Transformer
@@ -35,6 +34,10 @@ def _load_draft(target: Transformer) -> Callable[[str], tuple[Transformer, Token
 
 
 def _weights_model(model: Transformer, weights: dict[str, Any]) -> Transformer:
+    if weights.get("format") == "bf16":  # every weight in bfloat16 (kvsim.models.precision)
+        from ..models.precision import bf16_model
+
+        return bf16_model(model)
     if weights.get("format") == "gguf":
         path = getattr(model, "gguf_path", None)
         if path is None:
@@ -43,8 +46,6 @@ def _weights_model(model: Transformer, weights: dict[str, Any]) -> Transformer:
         if not kinds:
             raise ValueError(f"{path} has no Q8_0/Q4_0/Q4_1 projections to keep as they are")
         return kept
-    if weights.get("format") == "bf16":
-        return bf16_model(model)
     return quantize_model(model, weights["bits"], weights.get("group"))
 
 
