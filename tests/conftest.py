@@ -86,6 +86,7 @@ def isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
 SLOW_FILES = frozenset(
     {
         "test_boundaries.py",
+        "test_compiled.py",
         "test_controller.py",
         "test_export.py",
         "test_gemma3.py",

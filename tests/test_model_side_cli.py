@@ -77,7 +77,7 @@ def test_text_output_names_acceptance_and_weights(capsys) -> None:
     [
         ("kv,spec:4", "draft source"),
         ("kv,spec:99:lookup", "1 to 16"),
-        ("kv@w5", "is not w8, w4 or gguf"),
+        ("kv@w5", "is not w8, w4, gguf or bf16"),
         ("kv,spec:2:early:9", "early:9"),
         ("kv,spec:2:model:nope", "nope"),
         ("kv@w4:g6", "groups of 6"),

@@ -6,6 +6,7 @@ lives here, so any cache policy can carry a weight format.
     w8:gG       INT8, one scale per G consecutive inputs of each row
     w4[:gG]     INT4, one scale per G consecutive inputs of each row (G = 32 unless given)
     gguf        the .gguf file's own Q8_0 / Q4_0 / Q4_1 blocks, kept as they are (kvsim.models.gguf_blocks)
+    bf16        every weight rounded to bfloat16, the lane computing in it (kvsim.models.precision)
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ def parse_weights(text: str) -> dict[str, Any]:
     head = parts[0]
     if parts == ["gguf"]:
         return {"format": "gguf"}
+    if parts == ["bf16"]:
+        return {"format": "bf16"}
     if head not in ("w8", "w4"):
-        raise SpecError(f"weights suffix @{text} is not w8, w4 or gguf (e.g. kv@w8, kv@w4:g64, kv@gguf)")
+        raise SpecError(f"weights suffix @{text} is not w8, w4, gguf or bf16 (e.g. kv@w8, kv@w4:g64, kv@gguf, kv@bf16)")
     bits = int(head[1:])
     group: int | None = DEFAULT_W4_GROUP if bits == 4 else None
     for part in parts[1:]:
@@ -42,6 +45,6 @@ def weights_label(weights: dict[str, Any] | None) -> str:
     """``w8``, ``w4:g32``: the canonical suffix (empty for full precision)."""
     if not weights:
         return ""
-    if weights.get("format") == "gguf":
-        return "gguf"
+    if weights.get("format") in ("gguf", "bf16"):
+        return str(weights["format"])
     return f"w{weights['bits']}" + (f":g{weights['group']}" if weights.get("group") else "")

@@ -80,6 +80,12 @@ def add_run_parser(sub: Subcommands) -> None:
         "--threads", type=positive_int, default=argparse.SUPPRESS, help="torch compute threads (default: half the cores, ≤ 4)"
     )
     r.add_argument("--dtype", default=None, choices=["fp32", "fp16", "bf16"], help="GPU only: fp16/bf16")
+    r.add_argument(
+        "--compile",
+        action="store_true",
+        help="compile the model's cache-free parts with torch.compile before the run (its time is shown; "
+        "kernels are cached, so a second run compiles little)",
+    )
     r.add_argument("--no-chat-template", action="store_true", help="feed the prompt as is")
     r.add_argument("--ignore-eos", action="store_true", help="keep generating after the end-of-sequence token")
     r.add_argument("--save", help="write the trace to this .kvsim file")
@@ -154,10 +160,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         prompt_text=text,
     )
     sim.trace.meta["model_info"] = loaded.info
+    compile_s = _compile_lanes(sim, len(ids)) if getattr(args, "compile", False) else None
     sim.keep_records = bool(args.save)  # without --save, a step's record is printed and dropped
     out = sys.stdout
     if not args.json:
         _print_header(sim, loaded, out)
+        if compile_s is not None:
+            out.write(f"compiled (torch.compile) in {compile_s:.1f} s before the first step\n\n")
     running = RunSummary()
     for record in sim.run(args.steps, stop_at_eos=not args.ignore_eos):
         running.add(record)
@@ -171,6 +180,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         summary["lanes"][lane.name]["weight_bytes"] = lane.weight_bytes["total"]
         if lane.spec.weights:
             summary["lanes"][lane.name]["weights"] = weights_label(lane.spec.weights)
+    if compile_s is not None:
+        summary["compile_s"] = round(compile_s, 3)  # compiling + the warm-up forwards, outside every timed step
     if args.free_running:
         summary["free_running"] = True
         _teacher_forced(summary, loaded, ids, lanes, sampling, args, steps=running.steps)
@@ -184,6 +195,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         _print_summary(sim, summary, out)
     return 0
+
+
+def _compile_lanes(sim: Simulator, prompt_len: int) -> float:
+    """``--compile``: compile each distinct model the lanes run and warm it up on the run's shapes;
+    returns the seconds it took (compile + warm-up)."""
+    from ..caches import KVCache
+    from ..models.compiled import compile_decode, warm_up
+
+    total = 0.0
+    models = {id(lane.model): lane.model for lane in sim.lanes if lane.model is not None}
+    for model in models.values():
+        try:
+            compile_decode(model)
+            total += warm_up(model, prompt_len, lambda m=model: KVCache(m.cfg.n_layers))
+        except Exception as exc:  # no C++ compiler, an unsupported op: one clear line, not a traceback
+            first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+            raise SimulationError(f"--compile failed ({type(exc).__name__}: {first}); run without --compile") from None
+    return total
 
 
 def _teacher_forced(
@@ -298,6 +327,12 @@ def _print_summary(sim: Simulator, summary: dict[str, Any], out: TextIO) -> None
         extra = []
         if s.get("weights"):
             extra.append(f"weights {s['weights']}: {human_bytes(s['weight_bytes'])}")
+        if s.get("weights") == "bf16":  # a reduced-precision lane says how far it strays from the reference
+            first = s.get("first_divergent_step")
+            extra.append(
+                f"max |Δlogit| from the reference {s['max_abs_logit_diff']:.2e}, own greedy choice "
+                + ("the reference's at every step" if first is None else f"first differs at step {first}")
+            )
         if s.get("acceptance_rate") is not None or s["target_forwards"] < summary["steps"]:
             rate = s["acceptance_rate"]
             extra.append(

@@ -34,6 +34,10 @@ def _load_draft(target: Transformer) -> Callable[[str], tuple[Transformer, Token
 
 
 def _weights_model(model: Transformer, weights: dict[str, Any]) -> Transformer:
+    if weights.get("format") == "bf16":  # every weight in bfloat16 (kvsim.models.precision)
+        from ..models.precision import bf16_model
+
+        return bf16_model(model)
     if weights.get("format") == "gguf":
         path = getattr(model, "gguf_path", None)
         if path is None:

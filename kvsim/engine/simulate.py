@@ -272,8 +272,8 @@ class Simulator:
         # 4. per-lane accounting, and the rows/positions of lanes that differ from the shared ones
         as_np = lambda x: x.detach().float().cpu().numpy().astype(self.record_dtype)  # noqa: E731
         lane_steps = []
-        elem = self.model.dtype.itemsize
         for i, (lane, out, ms, t, rdiff) in enumerate(zip(self.lanes, outputs, timings, fed, recompute_diffs, strict=True)):
+            elem = lane.model.dtype.itemsize  # a @bf16 lane reads 2-byte weights and rows
             key_pos = lane.cache.key_positions(getattr(lane.cache, "record_layer", 0)).detach().cpu().numpy()
             spec = lane.driver.last if lane.driver is not None else None
             if spec is not None:  # rows it accepted ahead of the run are not the sequence's yet

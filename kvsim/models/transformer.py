@@ -59,10 +59,11 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # float32 statistics, as the reference implementations do, so fp16/bf16 stay stable
-        x32 = x.float()
-        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * x32.to(x.dtype)
+        # float32 statistics, as the reference implementations do, so fp16/bf16 stay stable; torch's
+        # fused kernel computes x * rsqrt(mean(x²) + eps) in one op (the written-out form: rms_norm_reference)
+        if x.dtype == torch.float32 and self.weight.dtype == torch.float32:
+            return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
+        return self.weight * F.rms_norm(x.float(), self.weight.shape, None, self.eps).to(x.dtype)
 
 
 class GemmaRMSNorm(nn.Module):
@@ -75,9 +76,13 @@ class GemmaRMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.zeros(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x32 = x.float()
-        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
-        return (x32 * (1.0 + self.weight.float())).to(x.dtype)
+        return F.rms_norm(x.float(), self.weight.shape, 1.0 + self.weight.float(), self.eps).to(x.dtype)
+
+
+def rms_norm_reference(x: torch.Tensor, eps: float) -> torch.Tensor:
+    """RMSNorm written out, in float32 (what ``F.rms_norm`` fuses; the tests compare the two)."""
+    x32 = x.float()
+    return x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)
 
 
 def make_norm(cfg: ModelConfig, dim: int | None = None) -> nn.Module:
@@ -93,6 +98,30 @@ def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float, dtype: to
     freqs = positions.float()[:, None] * inv_freq[None, :]  # (T, D/2)
     emb = torch.cat((freqs, freqs), dim=-1)  # (T, D)
     return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+class RopeTables:
+    """cos/sin of every position up to a capacity that doubles when a step needs more, one table per
+    (base, dtype): a step indexes its rows instead of recomputing them. The rows are computed by
+    ``rope_cos_sin`` itself, so they are the same values as computing each step's positions afresh."""
+
+    def __init__(self) -> None:
+        self._tables: dict[tuple[float, int, torch.dtype, torch.device], tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def __call__(
+        self, positions: torch.Tensor, head_dim: int, theta: float, dtype: torch.dtype
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        key = (theta, head_dim, dtype, positions.device)
+        table = self._tables.get(key)
+        one = int(positions[0]) if positions.dim() == 1 and positions.numel() == 1 else None  # a decode step
+        needed = one + 1 if one is not None else int(positions.max()) + 1 if positions.numel() else 0
+        if table is None or table[0].shape[0] < needed:
+            size = max(64, needed, 2 * (table[0].shape[0] if table is not None else 0))
+            table = rope_cos_sin(torch.arange(size, device=positions.device), head_dim, theta, dtype)
+            self._tables[key] = table
+        if one is not None:  # a view of one row, no gather
+            return table[0][one : one + 1], table[1][one : one + 1]
+        return table[0][positions], table[1][positions]
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -137,6 +166,23 @@ class Attention(nn.Module):
     def forward(
         self, x: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int, rope: tuple[torch.Tensor, torch.Tensor] | None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        at_read = rope is not None and getattr(cache, "rope_at_read", False)  # StreamingLLM: rotated when read, by slot
+        q, k, v = self.project(x, None if at_read else rope)
+        packed = getattr(cache, "attend_packed", None)  # several sequences in one row (kvsim.serving.batching)
+        y = (
+            packed(self, layer, q, k, v, positions)
+            if packed is not None
+            else self.attend(q, k, v, positions, cache, layer, at_read)
+        )
+        if at_read and rope is not None:  # the record gets the rows rotated at their positions, as every lane's
+            q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        return self.wo(y), q, k, v
+
+    def project(
+        self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """This step's q (B, H, T, D), k and v (B, H_kv, T, D), rotated when ``rope`` is given. No cache is
+        touched: ``--compile`` compiles this part (``Transformer.compile_decode``)."""
         cfg = self.cfg
         b, t, _ = x.shape
         h, hkv, d = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
@@ -149,18 +195,9 @@ class Attention(nn.Module):
         v = v.view(b, t, hkv, d).transpose(1, 2)  # (B, H_kv, T, D)
         if self.q_norm is not None and self.k_norm is not None:  # before RoPE, as Gemma 3 does
             q, k = self.q_norm(q), self.k_norm(k)
-        at_read = rope is not None and getattr(cache, "rope_at_read", False)  # StreamingLLM: rotated when read, by slot
-        if rope is not None and not at_read:
+        if rope is not None:
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
-        packed = getattr(cache, "attend_packed", None)  # several sequences in one row (kvsim.serving.batching)
-        y = (
-            packed(self, layer, q, k, v, positions)
-            if packed is not None
-            else self.attend(q, k, v, positions, cache, layer, at_read)
-        )
-        if at_read and rope is not None:  # the record gets the rows rotated at their positions, as every lane's
-            q, k = apply_rope(q, *rope), apply_rope(k, *rope)
-        return self.wo(y), q, k, v
+        return q, k, v
 
     def attend(
         self,
@@ -245,14 +282,18 @@ class Block(nn.Module):
         self, x: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int, rope: tuple[torch.Tensor, torch.Tensor] | None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         a, q, k, v = self.attn(self.attn_norm(x), positions, cache, layer, rope)
+        return self.finish(x, a), q, k, v
+
+    def finish(self, x: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+        """The residual stream after the attention's output ``a``, then the MLP sub-layer (no cache: compilable)."""
         x = x + (self.post_attn_norm(a) if self.post_attn_norm is not None else a)
         m = self.mlp(self.mlp_norm(x))
-        x = x + (self.post_mlp_norm(m) if self.post_mlp_norm is not None else m)
-        return x, q, k, v
+        return x + (self.post_mlp_norm(m) if self.post_mlp_norm is not None else m)
 
 
 class Transformer(nn.Module):
     gguf_path: str | None = None  # the .gguf file it was loaded from (set by kvsim.models.gguf_file), else None
+    compiled: bool = False  # its cache-free parts wrapped by torch.compile (kvsim.models.compiled, --compile)
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -264,6 +305,7 @@ class Transformer(nn.Module):
         self.lm_head = nn.Linear(cfg.dim, cfg.vocab_size, bias=False)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.tok_embeddings.weight
+        self.rope_tables = RopeTables()  # cos/sin rows by position, computed once
 
     @property
     def device(self) -> torch.device:
@@ -287,6 +329,13 @@ class Transformer(nn.Module):
             if isinstance(module, nn.Linear) and module.weight is not tied and module.weight.is_contiguous():
                 module.weight = nn.Parameter(module.weight.detach().t().contiguous().t(), requires_grad=False)
         return self
+
+    def head(self, x: torch.Tensor) -> torch.Tensor:
+        """The final norm and the LM head: (B, T, dim) -> (B, T, vocab) logits."""
+        logits = self.lm_head(self.norm(x))
+        if self.cfg.final_logit_softcap is not None:  # squashes logits into (-c, c)
+            logits = torch.tanh(logits / self.cfg.final_logit_softcap) * self.cfg.final_logit_softcap
+        return logits
 
     def n_params(self) -> int:
         return sum(p.numel() for p in self.parameters())  # tied weights counted once
@@ -318,7 +367,7 @@ class Transformer(nn.Module):
             x = x + self.pos_embeddings(positions)
         else:
             for theta in {cfg.rope_theta_of(i) for i in range(cfg.n_layers)}:
-                ropes[theta] = rope_cos_sin(positions, cfg.rope_head_dim, theta, x.dtype)
+                ropes[theta] = self.rope_tables(positions, cfg.rope_head_dim, theta, x.dtype)
         qs, ks, vs = [], [], []
         for i, block in enumerate(self.layers):
             rope = ropes.get(cfg.rope_theta_of(i)) if ropes else None
@@ -333,9 +382,7 @@ class Transformer(nn.Module):
             x = x[:, -int(last_only) :, :]
         elif rows is not None:  # the logits of these positions only (the last row of each packed sequence)
             x = x[:, rows, :]
-        logits = self.lm_head(self.norm(x))
-        if cfg.final_logit_softcap is not None:  # squashes logits into (-c, c)
-            logits = torch.tanh(logits / cfg.final_logit_softcap) * cfg.final_logit_softcap
+        logits = self.head(x)
         if not record:
             return ForwardOutput(logits)
         return ForwardOutput(logits, torch.stack(qs), torch.stack(ks), torch.stack(vs))

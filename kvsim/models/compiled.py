@@ -1,0 +1,73 @@
+"""``--compile``: the cache-free parts of a step compiled with ``torch.compile`` (inductor).
+
+What is compiled: each block's projection (QKV matmul, QK-norm, RoPE: ``Attention.project``), each
+block's finish (residuals, norms, MLP: ``Block.finish``) and the final norm + LM head
+(``Transformer.head``). What stays eager: the cache (``Cache.update``, the lanes' own policies) and the
+attention over the rows it holds — so every lane keeps its own cache and its exact row counts. The
+values are those of the eager model within float rounding (inductor fuses the elementwise work and may
+reorder a reduction); tests/test_compiled.py checks logits and greedy tokens against the eager path.
+
+Compiling takes seconds to a minute; the compiled kernels are kept in inductor's cache under the user
+cache folder (``compile_cache_dir``), so a second run with the same model and shapes reads them back.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import torch
+
+from .transformer import Attention, Block, Transformer
+
+#: torch.compile's cap on recompilations of one function: a step of one token is one graph, longer
+#: steps (a prefill, the uncached lane) share one graph with a symbolic length
+RECOMPILE_LIMIT = 64
+
+
+def compile_cache_dir() -> Path:
+    """Where inductor keeps compiled kernels: ``KVSIM_CACHE_DIR`` or the user cache folder, ``torch-inductor``."""
+    override = os.environ.get("KVSIM_CACHE_DIR")
+    if override:
+        return Path(override) / "torch-inductor"
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("kvsim", appauthor=False)) / "torch-inductor"
+
+
+def compile_decode(model: Transformer, cache_dir: Path | None = None) -> Transformer:
+    """Wrap ``model``'s cache-free parts with ``torch.compile`` (in place; returns ``model``). Compilation
+    itself happens on the first forward of each shape: ``warm_up`` runs those and times them."""
+    if model.compiled:
+        return model
+    folder = compile_cache_dir() if cache_dir is None else Path(cache_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder)  # read by inductor when it first writes a kernel
+    import torch._dynamo
+
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
+    for block in model.layers:
+        if isinstance(block, Block) and isinstance(block.attn, Attention):
+            block.attn.project = torch.compile(block.attn.project)  # type: ignore[method-assign]
+        if isinstance(block, Block):
+            block.finish = torch.compile(block.finish)  # type: ignore[method-assign]
+    model.head = torch.compile(model.head)  # type: ignore[method-assign]
+    model.compiled = True
+    return model
+
+
+def warm_up(model: Transformer, prompt_len: int, make_cache: object) -> float:
+    """Run the shapes a run meets — a prefill of ``prompt_len`` tokens, one of ``prompt_len + 1`` (the
+    uncached lane's next step: the graph with a symbolic length) and two one-token steps — on throwaway
+    caches (``make_cache()``), so compiling happens here and not inside a timed step; returns its seconds."""
+    start = time.perf_counter()
+    dev = model.device
+    ids = torch.zeros((1, prompt_len + 1), dtype=torch.long, device=dev)
+    with torch.no_grad():
+        for n in (prompt_len, prompt_len + 1) if prompt_len > 1 else (prompt_len,):
+            cache = make_cache()  # type: ignore[operator]
+            model(ids[:, :n], torch.arange(n, device=dev), cache, last_only=True)
+        for pos in (n, n + 1):
+            model(ids[:, :1], torch.tensor([pos], device=dev), cache, last_only=True)
+    return time.perf_counter() - start
