@@ -208,7 +208,7 @@ def test_powers_of_ten_and_formatted_fields_follow_the_locale(qapp) -> None:
             assert i18n.local(name) == name
         with pytest.raises(KeyError):
             i18n.fill("{x.__class__}", x=1)  # a translation cannot reach into a value
-        assert "recálculo vs original |Δ| ≤ <b>6×10⁻⁶</b>" in readout[0]() and "56,20 KB" in readout[0]()
+        assert "recálculo vs original |Δ| ≤ <b>6×10⁻⁶</b>" in readout[0]() and "56,20&nbsp;KB" in readout[0]()
         assert "|Δlogit| <b>0,012</b> · KL <b>4,5×10⁻⁵</b>" in readout[1]()
         assert latency_lines(SimpleNamespace(requests=[request])) == [
             "r1: chega no passo 2, TTFT 12,2 ms, ITL mediana 5,4 ms, pior 7,2 ms (passo 5)"

@@ -114,7 +114,7 @@ def test_after_n_steps_every_view_shows_the_records(window):
         assert shown["attn_shape"] == (P + N - 1, P + N - 1)  # query rows × key positions
         lane = records[-1].lane(panel.name)
         assert f"<b style='color:{panel.color}'>{lane.kv_positions}</b>" in shown["readout"]
-        assert f"{lane.wall_ms:.2f} ms" in shown["readout"]
+        assert f"{lane.wall_ms:.2f}&nbsp;ms" in shown["readout"]
     # images are the records' rows through the colormap, with symmetric levels
     layer, head = window.lane_panels[0].layer, window.lane_panels[0].head
     g = kv_head_of(head, cfg.n_heads, cfg.n_kv_heads)
@@ -170,7 +170,7 @@ def test_scrubbing_back_shows_step_k_exactly(window):
                 expect = dim_rows(expect, P + k - 1)
             np.testing.assert_array_equal(panel.k.image.image, expect)
             lane = s.records[k].lane(panel.name)
-            assert f"{lane.wall_ms:.2f} ms" in panel.readout.text()
+            assert f"{lane.wall_ms:.2f}&nbsp;ms" in panel.readout.text()
         assert window.timeline.phase.text() == ("PREFILL" if k == 0 else "DECODE")
         assert len(window.costs.curves[1][0].yData) == k + 1
     # stepping forward from the middle replays the record, it does not compute

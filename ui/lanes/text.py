@@ -116,7 +116,8 @@ def readout_html(lane, info, color: str, progress: Progress, narrow: bool, compa
             if narrow
             else translate("views.lane_text", "cache {rows} rows, {bytes}")
         )
-        cache = said.format(rows=f"<b>{lane.cache_tokens}</b>", bytes=f"<b>{local(theme.human_bytes(lane.cache_bytes))}</b>")
+        size = nowrap(local(theme.human_bytes(lane.cache_bytes)))
+        cache = said.format(rows=f"<b>{lane.cache_tokens}</b>", bytes=f"<b>{size}</b>")
     keys = (translate("views.lane_text", "{n} keys") if narrow else translate("views.lane_text", "{n} keys read")).format(
         n=lane.context
     )
@@ -124,9 +125,14 @@ def readout_html(lane, info, color: str, progress: Progress, narrow: bool, compa
     if narrow and lane.recompute_diff is not None:
         second = f"{cache}{diff}"  # it read every key it computed (the first line's count): room for |Δ|
     return (
-        f"{first} · {bold(local(theme.human_count(lane.flops)) + 'FLOP')} · {bold(num(lane.wall_ms, 2) + ' ms')}"
+        f"{first} · {bold(nowrap(local(theme.human_count(lane.flops)) + 'FLOP'))} · {bold(nowrap(num(lane.wall_ms, 2) + ' ms'))}"
         f"<br><span style='color:{theme.MUTED}'>{second}</span>"
     )
+
+
+def nowrap(quantity: str) -> str:
+    """A number and its unit kept on one line of rich text (a narrow readout wrapped "1,320.29 / ms")."""
+    return quantity.replace(" ", "&nbsp;")
 
 
 def recompute_label(progress: Progress) -> str:
