@@ -1,0 +1,147 @@
+"""The comparison primitive (kvsim.core.compare), driven by a fake clock: no wall-clock time is asserted."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from kvsim.core.compare import (
+    FASTER,
+    SLOWER,
+    WITHIN_NOISE,
+    compare_paired,
+    compare_ranges,
+    interleave,
+    median_interval,
+)
+
+
+class FakeClock:
+    """A clock that only moves when a candidate runs: each candidate advances it by its scripted cost."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def task(self, cost):
+        def run() -> None:
+            self.now += cost()
+
+        return run
+
+
+def _noisy(mean: float, rng: random.Random, sd: float = 0.2):
+    return lambda: mean * math.exp(rng.gauss(0.0, sd))
+
+
+def test_the_median_interval_has_the_binomial_coverage():
+    # independent reference: coverage of [x_(k), x_(n+1-k)] is 1 - 2 P(Bin(n, 1/2) < k), from the pmf
+    for n in (6, 10, 25, 40):
+        low, high, cov = median_interval(list(range(n)))
+        k = int(low) + 1  # values are 0..n-1: x_(k) = k - 1
+        assert high == n - k
+        pmf = [math.comb(n, i) * 0.5**n for i in range(n + 1)]
+        assert cov == pytest.approx(1 - 2 * sum(pmf[:k]))
+        assert cov >= 0.95
+        assert 1 - 2 * sum(pmf[: k + 1]) < 0.95  # one step narrower would fall short: k is the largest
+    # 5 values cannot give 95%: min..max with 1 - 2/32
+    assert median_interval([3, 1, 2, 5, 4]) == (1, 5, pytest.approx(1 - 2 / 32))
+
+
+def test_a_clearly_faster_candidate_is_ordered_and_stops_early():
+    clock, rng = FakeClock(), random.Random(1)
+    got = interleave(
+        {"slow": clock.task(_noisy(2.0, rng)), "fast": clock.task(_noisy(1.0, rng)), "mid": clock.task(_noisy(1.5, rng))},
+        clock=clock,
+        precision=0.25,
+        max_rounds=200,
+    )
+    cmp = got.comparisons()
+    assert cmp["fast"].verdict == FASTER and cmp["fast"].high < 1
+    assert cmp["mid"].verdict == FASTER and cmp["fast"].ratio < cmp["mid"].ratio
+    assert cmp["fast"].low < 0.5 < cmp["fast"].high  # the true ratio is inside
+    assert got.stopped == "precise" and got.rounds < 200
+    assert all(c.relative_width <= 0.25 for c in cmp.values())
+    # against "fast", the others are slower
+    flipped = compare_paired(got.times["fast"], got.times["slow"], name="slow", baseline_name="fast")
+    assert flipped.verdict == SLOWER and flipped.low > 1
+
+
+def test_a_noisy_equal_pair_says_within_noise():
+    for seed in range(5):
+        clock, rng = FakeClock(), random.Random(seed)
+        got = interleave(
+            {"a": clock.task(_noisy(1.0, rng, 0.3)), "b": clock.task(_noisy(1.0, rng, 0.3))}, clock=clock, max_rounds=30
+        )
+        c = got.comparisons()["b"]
+        assert got.rounds == 30 and got.stopped == "rounds"  # ±30% noise: 30 pairs cannot pin it to 10%
+        assert c.low <= 1 <= c.high and c.verdict == WITHIN_NOISE
+
+
+def test_a_load_spike_that_hits_both_in_a_round_does_not_flip_the_order():
+    # every 3rd round the machine is 5× slower for both: the paired ratios stay ~0.8
+    clock = FakeClock()
+    calls = [0]
+
+    def load() -> float:
+        calls[0] += 1
+        return 5.0 if ((calls[0] - 1) // 2) % 3 == 0 else 1.0  # two calls a round
+
+    def a() -> None:
+        clock.now += 1.0 * load()
+
+    def b() -> None:
+        clock.now += 0.8 * load()
+
+    got = interleave({"a": a, "b": b}, clock=clock, max_rounds=20)
+    c = got.comparisons()["b"]
+    assert max(got.times["a"]) == 5.0 and min(got.times["a"]) == 1.0  # the spike is there
+    assert c.ratio == pytest.approx(0.8) and c.verdict == FASTER
+    assert got.stopped == "precise" and got.rounds == 8  # min_rounds: every ratio equal, width 0
+
+
+def test_the_order_rotates_and_each_candidate_runs_once_per_round():
+    clock, calls = FakeClock(), []
+    cands = {n: (lambda n=n: calls.append(n) or setattr(clock, "now", clock.now + 1)) for n in "ABC"}
+    got = interleave(cands, clock=clock, min_rounds=6, max_rounds=6)
+    assert got.orders[:3] == [("A", "B", "C"), ("B", "C", "A"), ("C", "A", "B")]
+    assert [tuple(calls[i : i + 3]) for i in range(0, 18, 3)] == got.orders
+    assert all(len(t) == 6 for t in got.times.values())
+    assert [calls[i] for i in range(0, 18, 3)].count("A") == 2  # each first equally often
+
+
+def test_the_budget_stops_new_rounds():
+    clock, rng = FakeClock(), random.Random(3)
+    got = interleave(
+        {"a": clock.task(_noisy(1.0, rng, 0.5)), "b": clock.task(_noisy(1.0, rng, 0.5))},
+        clock=clock,
+        min_rounds=4,
+        max_rounds=1000,
+        budget_s=40.0,
+    )
+    assert got.stopped == "budget" and 4 <= got.rounds < 30
+
+
+def test_too_few_pairs_are_within_noise_whatever_the_ratio():
+    c = compare_paired([1.0] * 5, [0.5] * 5)
+    assert c.ratio == 0.5 and c.coverage < 0.95 and c.verdict == WITHIN_NOISE
+    assert compare_paired([1.0] * 6, [0.5] * 6).verdict == FASTER
+
+
+def test_describe_and_json_say_the_same():
+    c = compare_paired([1.0, 1.1, 0.9, 1.0, 1.2, 1.0, 0.95, 1.05], [2.0, 2.3, 1.7, 2.1, 2.5, 1.9, 2.0, 2.2])
+    d = c.as_dict()
+    assert d["verdict"] == SLOWER == c.verdict and d["spread"][0] > 1
+    assert c.describe().endswith(": slower") and f"{d['spread'][0]:.3g}" in c.describe()
+
+
+def test_ranges_of_unpaired_repeats():
+    assert compare_ranges((10, 9, 11), (5, 4.5, 5.5), repeats=3).verdict == FASTER
+    assert compare_ranges((10, 8, 12), (11, 9, 13), repeats=3).verdict == WITHIN_NOISE
+    assert compare_ranges((10, 10, 10), (5, 5, 5), repeats=1).verdict == WITHIN_NOISE  # no spread known
+    with pytest.raises(ValueError):
+        interleave({"only": lambda: None})
