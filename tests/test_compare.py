@@ -145,3 +145,21 @@ def test_ranges_of_unpaired_repeats():
     assert compare_ranges((10, 10, 10), (5, 5, 5), repeats=1).verdict == WITHIN_NOISE  # no spread known
     with pytest.raises(ValueError):
         interleave({"only": lambda: None})
+
+
+def test_gqa_pairs_its_decode_steps_and_says_within_noise_when_times_are_equal():
+    """``compare_kv_heads`` through a fake clock on which every step takes the same time: every ratio is
+    exactly 1, the interval [1, 1] is as narrow as can be (it stops after the 8 rounds it must run), and
+    nothing is called faster or slower."""
+    from kvsim.costs.gqa import compare_kv_heads
+
+    ticks = iter(range(10**6))
+    rows = compare_kv_heads(layers=1, heads=4, dim=32, prompt_len=4, steps=40, clock=lambda: float(next(ticks)))
+    assert [r.kind for r in rows] == ["MHA", "GQA", "MQA", "MLA"]
+    assert all(r.pairs == 8 for r in rows)
+    for r in rows[1:]:
+        assert r.itl_ratio_vs_mha == 1.0 and r.itl_ratio_spread == (1.0, 1.0) and r.verdict == WITHIN_NOISE
+        assert r.itl_ratio_coverage is not None and r.itl_ratio_coverage >= 0.95
+    assert [r.vs_next for r in sorted(rows, key=lambda r: r.rank)] == [WITHIN_NOISE] * 3 + [None]
+    # 8 timed decodes after the prompt: the cache holds prompt + 8 rows
+    assert all(r.cache_bytes == r.bytes_per_token * (4 + 8) for r in rows)

@@ -252,22 +252,40 @@ def cmd_gqa(args: argparse.Namespace) -> int:
         args.family, args.layers, args.heads, args.dim, args.prompt_len, args.steps, latent=getattr(args, "latent", None)
     )
     if args.json:
-        print(json_line({"rows": [row.__dict__ for row in rows]}))
+        print(json_line({"rows": [row.__dict__ for row in rows], "order": _gqa_order(rows)}))
         return 0
+    pairs = rows[0].pairs
     print(
-        f"{args.layers} layers, {args.heads} query heads, dim {args.dim}; prompt {args.prompt_len} + "
-        f"{args.steps} steps, KV cache lane, fp32"
+        f"{args.layers} layers, {args.heads} query heads, dim {args.dim}; prompt {args.prompt_len}, up to "
+        f"{args.steps - 1} decode steps, KV cache, fp32; the models' steps interleaved ({pairs} rounds, order rotating)"
     )
-    print(f"{'kv heads':>8} {'group':>6} {'kind':>5} {'bytes/token':>12} {'cache':>10} {'ITL (median)':>13}")
+    print(
+        f"{'kv heads':>8} {'group':>6} {'kind':>5} {'bytes/token':>12} {'cache':>10} {'ITL (median)':>13}  "
+        "ITL / MHA's, paired (95% interval): verdict"
+    )
     for r in rows:
+        if r.itl_ratio_vs_mha is None or r.itl_ratio_spread is None:
+            vs = "the baseline" if r.kind == "MHA" else "-"
+        else:
+            lo, hi = r.itl_ratio_spread
+            vs = f"{r.itl_ratio_vs_mha:.3f}× ({lo:.3f}–{hi:.3f}, {100 * (r.itl_ratio_coverage or 0):.0f}%): {r.verdict}"
         print(
             f"{r.kv_heads:>8} {r.group_size:>6} {r.kind:>5} {human_bytes(r.bytes_per_token):>12} "
-            f"{human_bytes(r.cache_bytes):>10} {r.itl_ms_median:>10.2f} ms"
+            f"{human_bytes(r.cache_bytes):>10} {r.itl_ms_median:>10.3f} ms  {vs}"
         )
+    if pairs:
+        print(f"fastest first: {_gqa_order(rows)} ('<' faster than the next, paired; '≈' within noise of it)")
     mla = [r for r in rows if r.kind == "MLA"]
     if mla:
         print(f"MLA: one latent of {mla[0].latent} values (r + d_R) per token and layer, shared by all {args.heads} heads")
     return 0
+
+
+def _gqa_order(rows: list) -> str:
+    """``MQA < GQA ≈ MHA ≈ MLA``: the rows by rank, each joined to the next by its paired verdict."""
+    ranked = sorted(rows, key=lambda r: r.rank)
+    words = {"faster": " < ", "within noise": " ≈ ", "slower": " > "}
+    return "".join(r.kind + (f" ({r.kv_heads})" if r.kind == "GQA" else "") + words.get(r.vs_next or "", "") for r in ranked)
 
 
 def add_memory_parser(sub: Subcommands) -> None:
