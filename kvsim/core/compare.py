@@ -187,13 +187,15 @@ def interleave(
     confidence: float = CONFIDENCE,
     clock: Callable[[], float] = time.perf_counter,
     sync: Callable[[], object] | None = None,
+    self_timed: bool = False,
 ) -> Interleaved:
     """Time each candidate once per round, in an order that rotates each round, until every candidate's
     ratio to ``baseline`` (default: the first) has an interval narrower than ``precision`` (relative to
     the ratio) — at least ``min_rounds``, at most ``max_rounds`` rounds, and no new round once
     ``budget_s`` seconds of ``clock`` have passed (after ``min_rounds``). A candidate may be stateful (a
     decode step that advances its cache): it is called exactly once per round. ``sync`` (e.g. a CUDA
-    synchronize) runs before each clock reading."""
+    synchronize) runs before each clock reading. ``self_timed``: each candidate times itself and returns
+    its time (in seconds, as the clock counts), so what it does around the timed part is left out."""
     names = tuple(candidates)
     if len(names) < 2:
         raise ValueError("a comparison needs at least two candidates")
@@ -210,10 +212,10 @@ def interleave(
             if sync is not None:
                 sync()
             t0 = clock()
-            candidates[n]()
+            own = candidates[n]()
             if sync is not None:
                 sync()
-            result.times[n].append(clock() - t0)
+            result.times[n].append(float(own) if self_timed else clock() - t0)  # type: ignore[arg-type]
         result.orders.append(order)
         if r + 1 < min_rounds:
             continue
