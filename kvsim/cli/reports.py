@@ -207,6 +207,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         except TraceError:
             raise not_a_run from None
         return _inspect_requests(args, runs)
+    from ..engine.summary import compared_text
+
     meta, summary = trace.meta, summarize(trace)
     lanes = [lane["name"] for lane in meta["lanes"]]
     if args.json:
@@ -236,6 +238,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             f"{name:>{width}}: TTFT {s['ttft_ms']:.2f} ms, ITL {itl}, K/V rows {s['kv_positions_total']}, "
             f"cache {human_bytes(s['cache_bytes'])}"
         )
+        if compared := compared_text(s):
+            print(f"{'':>{width}}  {compared}")
     return 0
 
 

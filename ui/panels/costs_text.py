@@ -101,6 +101,11 @@ def rows_label() -> str:
     return translate("views.chart_text", "K/V rows")
 
 
+def itl_ratio_label() -> str:
+    """The table's ITL-ratio line (each lane's paired ITL over the first lane's)."""
+    return translate("views.chart_text", "ITL ratio")
+
+
 def stats_width(session, font: QFont) -> int:
     """A table width that fits its widest cells: a label, then per lane the wider of its (bold) header and a value."""
     fm = QFontMetrics(font)
@@ -110,7 +115,8 @@ def stats_width(session, font: QFont) -> int:
     columns = sum(
         max(value, QFontMetrics(bold).horizontalAdvance("\u00a0" + short_label(session, lane))) + 4 for lane in session.lanes
     )
-    width = fm.horizontalAdvance(rows_label() + "\u00a0") + columns + 16
+    label = max(fm.horizontalAdvance(rows_label()), fm.horizontalAdvance(itl_ratio_label()))
+    width = label + fm.horizontalAdvance("\u00a0") + columns + 16
     return min(width, 60 * fm.horizontalAdvance("M"))
 
 
@@ -135,6 +141,7 @@ def stats_html(session) -> str:
     lines = [
         ("TTFT", [_ms(ttft_itl[n][0]) for n in names]),
         ("ITL", [_ms(ttft_itl[n][1]) for n in names]),
+        *([(itl_ratio_label(), [itl_ratio_cell(s, lane) for lane in s.lanes])] if len(names) > 1 else []),
         (rows_label(), [grouped(rows[n]) for n in names]),
         ("cache", [local(theme.human_bytes(r.lanes[n].cache_bytes)) for n in names]),
     ]
@@ -147,4 +154,28 @@ def stats_html(session) -> str:
         times = num(max(rows.values()) / min(rows.values()), 1)
         said = translate("views.chart_text", "{ratio}× the K/V rows").format(ratio=times)
         ratio = f"<div style='color:{theme.ACCENT}'>{said}</div>"
-    return f"<table cellspacing=0 cellpadding=1><tr><th></th>{head}</tr>{body}</table>{ratio}"
+    return f"<table cellspacing=0 cellpadding=1><tr><th></th>{head}</tr>{body}</table>{ratio}{itl_note(s)}"
+
+
+def itl_ratio_cell(session, lane) -> str:
+    """A lane's ITL over the first lane's up to the cursor, paired step by step by the engine's comparison
+    (``Session.itl_compared``): "0.52×" in the accent colour when the 95% interval excludes 1, "≈1.02×"
+    muted when it includes it (within noise); "–" for the first lane and before a decode step."""
+    c = session.itl_compared(lane.index)
+    if c is None or not c.pairs:
+        return "–"
+    if c.verdict == "within noise":
+        return f"<span style='color:{theme.MUTED}'>≈{num(c.ratio, 2)}×</span>"
+    return f"<span style='color:{theme.ACCENT}'>{num(c.ratio, 2)}×</span>"
+
+
+def itl_note(session) -> str:
+    """What the ITL-ratio row means (shown whenever there are two lanes or more: the height stays put)."""
+    if len(session.lanes) < 2:
+        return ""
+    said = translate(
+        "views.chart_text",
+        "ITL ratio: each lane's decode steps ÷ the first lane's, paired step by step; ≈ within noise "
+        "(the 95% interval of the ratio includes 1)",
+    )
+    return f"<div style='color:{theme.MUTED}'>{said}</div>"
