@@ -203,3 +203,11 @@ def test_lanes_run_in_a_rotating_order_and_the_summary_pairs_their_steps():
             records[0].lanes[[x.name for x in records[0].lanes].index(name)].wall_ms / records[0].lanes[0].wall_ms
         )
         assert f["ttft_verdict"] == WITHIN_NOISE  # one prefill each (repeats=1): no spread known
+
+
+def test_the_load_note_warns_only_when_the_load_moved():
+    from kvsim.core.compare import LOAD_MOVED, load_note
+
+    assert load_note(1.0, 1.0 + LOAD_MOVED) == "machine load (1 min) 1.00 → 2.00"
+    assert "moved during the run" in load_note(1.0, 1.0 + LOAD_MOVED + 0.5)
+    assert load_note(None, 1.0) == "machine load: unknown"

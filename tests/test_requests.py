@@ -194,7 +194,7 @@ def test_cli_several_prompts(capsys, tmp_path) -> None:
     rows, summary = _cli_json(capsys, "--requests", str(path), "--compare-prefix-cache", "--interleave")
     assert [r["prefix_cache"] for r in rows] == [False, False, True, True]
     assert rows[1]["reused_rows"] == 0 and rows[3]["reused_rows"] > 0
-    assert set(summary) == {"off", "on", "ttft_ratio_on_off", "on_vs_off"}
+    assert set(summary) == {"off", "on", "ttft_ratio_on_off", "on_vs_off", "load"}
     for c in summary["on_vs_off"]:  # per request, paired: the ratio inside its interval, the verdict from it
         for what in ("ttft", "itl"):
             lo, hi = c[what]["spread"]

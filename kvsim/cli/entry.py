@@ -145,6 +145,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             help="at most this many tokens; the decode steps are interleaved until every ratio to MHA is known (default 64)",
         )
         q.add_argument("--latent", type=positive_int, help="the MLA row's latent width r (default 4 × head dim, as DeepSeek-V2)")
+        q.add_argument(
+            "--clock",
+            choices=("wall", "cpu"),
+            default="wall",
+            help="time the steps by the wall clock (default) or by this thread's CPU time (time.thread_time: "
+            "a step descheduled by other jobs is not charged for the wait; exact with --threads 1)",
+        )
         q.add_argument("--json", action="store_true", help="one JSON object with a row per K/V head count")
     if full("inspect"):
         i = sub.add_parser(

@@ -252,16 +252,32 @@ def cmd_gqa(args: argparse.Namespace) -> int:
         raise UsageError(f"--dim ({args.dim}) must be a multiple of --heads ({args.heads})")
     if args.layers * args.dim * args.dim > 2**31 or args.prompt_len + args.steps > 8192:
         raise UsageError("that shape is too large for a comparison on this machine (layers·dim² ≤ 2^31, prompt + steps ≤ 8192)")
+    import time
+
+    from ..core.compare import load_average, load_note
+
+    clock = time.thread_time if getattr(args, "clock", "wall") == "cpu" else time.perf_counter
+    load_start = load_average()
     rows = compare_kv_heads(
-        args.family, args.layers, args.heads, args.dim, args.prompt_len, args.steps, latent=getattr(args, "latent", None)
+        args.family,
+        args.layers,
+        args.heads,
+        args.dim,
+        args.prompt_len,
+        args.steps,
+        latent=getattr(args, "latent", None),
+        clock=clock,
     )
+    load_end = load_average()
     if args.json:
-        print(json_line({"rows": [row.__dict__ for row in rows], "order": _gqa_order(rows)}))
+        fields = {"order": _gqa_order(rows), "clock": args.clock, "threads": torch_threads(), "load": [load_start, load_end]}
+        print(json_line({"rows": [row.__dict__ for row in rows], **fields}))
         return 0
     pairs = rows[0].pairs
     print(
         f"{args.layers} layers, {args.heads} query heads, dim {args.dim}; prompt {args.prompt_len}, up to "
-        f"{args.steps - 1} decode steps, KV cache, fp32; the models' steps interleaved ({pairs} rounds, order rotating)"
+        f"{args.steps - 1} decode steps, KV cache, fp32; the models' steps interleaved ({pairs} rounds, order rotating); "
+        f"{'CPU time of this thread' if args.clock == 'cpu' else 'wall clock'}, {torch_threads()} thread(s)"
     )
     print(
         f"{'kv heads':>8} {'group':>6} {'kind':>5} {'bytes/token':>12} {'cache':>10} {'ITL (median)':>13}  "
@@ -279,10 +295,17 @@ def cmd_gqa(args: argparse.Namespace) -> int:
         )
     if pairs:
         print(f"fastest first: {_gqa_order(rows)} ('<' faster than the next, paired; '≈' within noise of it)")
+    print(load_note(load_start, load_end))
     mla = [r for r in rows if r.kind == "MLA"]
     if mla:
         print(f"MLA: one latent of {mla[0].latent} values (r + d_R) per token and layer, shared by all {args.heads} heads")
     return 0
+
+
+def torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
 
 
 def _gqa_order(rows: list) -> str:

@@ -121,6 +121,9 @@ def cmd_requests(args: argparse.Namespace) -> int:
         keep_snapshots=bool(args.save),  # the pool's step-by-step snapshots go into the saved file
     )
     both = None
+    from ..core.compare import load_average, load_note
+
+    load_start = load_average()
     if args.compare_prefix_cache:
         both = compare_prefix_caching(loaded.model, loaded.tokenizer, inputs, **options)
         runs = [both.off, both.on]
@@ -146,6 +149,7 @@ def cmd_requests(args: argparse.Namespace) -> int:
             ]
         if both is not None and both.ttft:  # per request, on against off, paired: ratio, interval, verdict
             summaries["on_vs_off"] = both.comparisons()
+            summaries["load"] = [load_start, load_average()]
         out.write(json_line({"summary": summaries}) + "\n")
         return 0
     cfg = loaded.model.cfg
@@ -167,6 +171,7 @@ def cmd_requests(args: argparse.Namespace) -> int:
             t = ttft.describe() if ttft is not None else "-"
             d = itl.describe() if itl is not None else "-"
             out.write(f"  request {i + 1}: TTFT {t}; ITL {d}\n")
+        out.write(f"  {load_note(load_start, load_average())}\n")
     _print_waste(runs[-1], out)
     return 0
 

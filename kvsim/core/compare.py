@@ -24,6 +24,7 @@ Stdlib only (no torch, no numpy): the clock is a parameter, so tests drive it wi
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -227,3 +228,27 @@ def interleave(
             return result
     result.stopped = "rounds"
     return result
+
+
+#: the 1-minute load average may move by at most this much during a comparison before its text warns
+LOAD_MOVED = 1.0
+
+
+def load_average() -> float | None:
+    """The machine's 1-minute load average (None where the platform has none)."""
+    try:
+        return os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return None
+
+
+def load_note(start: float | None, end: float | None) -> str:
+    """``machine load 1.02 → 1.10`` and, when it moved by more than ``LOAD_MOVED``, why the verdicts may
+    not hold: a load that changes during a run hits the rounds unevenly (pairing evens out only what hits
+    both sides of a pair alike)."""
+    if start is None or end is None:
+        return "machine load: unknown"
+    said = f"machine load (1 min) {start:.2f} → {end:.2f}"
+    if abs(end - start) > LOAD_MOVED:
+        said += " — it moved during the run: treat the verdicts with care, or measure again on a steadier machine"
+    return said
