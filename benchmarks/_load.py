@@ -55,10 +55,13 @@ class LoadWatch:
         self.now()
         return self.change <= self.max_change
 
-    def ratio(self, value: float, fmt: str = ".2f", suffix: str = "") -> str:
-        """``value`` formatted, or why it is withheld (the load moved by more than ``max_change``)."""
+    def ratio(self, value: float, fmt: str = ".2f", suffix: str = "", *, short: bool = False) -> str:
+        """``value`` formatted, or why it is withheld (the load moved by more than ``max_change``); ``short``:
+        just "withheld" (a table cell: the load line printed at exit says why)."""
         if self.steady:
             return f"{value:{fmt}}{suffix}"
+        if short:
+            return "withheld"
         return f"withheld: the load average moved {self.start[0]:.2f} → {self.end[0]:.2f} (> {self.max_change:g}) during the run"  # type: ignore[index]
 
     def line(self) -> str:

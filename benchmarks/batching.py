@@ -74,7 +74,7 @@ def throughput(loaded, args) -> None:
     for b in sizes:
         r = results[b]
         print(
-            f"{b:>5}  {spread(r['step']):>24}  {args.watch.ratio(statistics.median(r['step']) / base):>9}  "
+            f"{b:>5}  {spread(r['step']):>24}  {args.watch.ratio(statistics.median(r['step']) / base, short=True):>9}  "
             f"{spread(r['decode_tps'], '{:.1f}'):>24}  {spread(r['run_tps'], '{:.1f}'):>24}  {statistics.median(r['tpf']):.2f}"
         )
 

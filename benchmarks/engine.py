@@ -155,8 +155,8 @@ def main() -> None:
         h, b, r = (statistics.median(x) * 1e3 for x in (hf_t, bare_t, rec_t))
         paired = compare_paired(hf_t, bare_t, name="kvsim", baseline_name="transformers")  # token i with token i
         print(
-            f"{shape:<14} {h:>10.2f} ms {b:>8.2f} ms {r:>10.2f} ms {watch.ratio(b / h):>9} "
-            f"{watch.ratio(100 * (r / b - 1), '.1f', '%'):>16}"
+            f"{shape:<14} {h:>10.2f} ms {b:>8.2f} ms {r:>10.2f} ms {watch.ratio(b / h, short=True):>9} "
+            f"{watch.ratio(100 * (r / b - 1), '.1f', '%', short=True):>16}"
         )
         if watch.steady:
             print(f"{'':<14} kvsim / transformers per token, paired: {paired.describe()}")

@@ -76,7 +76,7 @@ def main() -> None:
         answer = repr(b.output_text)[1:-1][:36]
         print(
             f"{i + 1:>3} {len(a.prompt_ids):>6} {a.prefill_rows:>8} {b.prefill_rows:>7} {b.reused_rows:>6} "
-            f"{t_off:>9.2f} {t_on:>8.2f} {watch.ratio(t_on / t_off):>6}  {answer}"
+            f"{t_off:>9.2f} {t_on:>8.2f} {watch.ratio(t_on / t_off, short=True):>6}  {answer}"
         )
     same = all(a.output_ids == b.output_ids for a, b in zip(off.requests, on.requests, strict=True))
     rows_off = sum(r.prefill_rows for r in off.requests)
