@@ -173,9 +173,6 @@ def itl_note(session) -> str:
     """What the ITL-ratio row means (shown whenever there are two lanes or more: the height stays put)."""
     if len(session.lanes) < 2:
         return ""
-    said = translate(
-        "views.chart_text",
-        "ITL ratio: each lane's decode steps ÷ the first lane's, paired step by step; ≈ within noise "
-        "(the 95% interval of the ratio includes 1)",
-    )
+    # short: the table has a fixed width (a longer line would overflow it)
+    said = translate("views.chart_text", "≈ within noise")
     return f"<div style='color:{theme.MUTED}'>{said}</div>"
