@@ -101,11 +101,6 @@ def rows_label() -> str:
     return translate("views.chart_text", "K/V rows")
 
 
-def itl_ratio_label() -> str:
-    """The table's ITL-ratio line (each lane's paired ITL over the first lane's)."""
-    return translate("views.chart_text", "ITL ratio")
-
-
 def stats_width(session, font: QFont) -> int:
     """A table width that fits its widest cells: a label, then per lane the wider of its (bold) header and a value."""
     fm = QFontMetrics(font)
@@ -115,8 +110,7 @@ def stats_width(session, font: QFont) -> int:
     columns = sum(
         max(value, QFontMetrics(bold).horizontalAdvance("\u00a0" + short_label(session, lane))) + 4 for lane in session.lanes
     )
-    label = max(fm.horizontalAdvance(rows_label()), fm.horizontalAdvance(itl_ratio_label()))
-    width = label + fm.horizontalAdvance("\u00a0") + columns + 16
+    width = fm.horizontalAdvance(rows_label() + "\u00a0") + columns + 16
     return min(width, 60 * fm.horizontalAdvance("M"))
 
 
@@ -140,8 +134,7 @@ def stats_html(session) -> str:
     ttft_itl = {n: s.ttft_itl(n) for n in names}
     lines = [
         ("TTFT", [_ms(ttft_itl[n][0]) for n in names]),
-        ("ITL", [_ms(ttft_itl[n][1]) for n in names]),
-        *([(itl_ratio_label(), [itl_ratio_cell(s, lane) for lane in s.lanes])] if len(names) > 1 else []),
+        ("ITL", [itl_cell(s, lane, _ms(ttft_itl[lane.index][1])) for lane in s.lanes]),
         (rows_label(), [grouped(rows[n]) for n in names]),
         ("cache", [local(theme.human_bytes(r.lanes[n].cache_bytes)) for n in names]),
     ]
@@ -154,25 +147,17 @@ def stats_html(session) -> str:
         times = num(max(rows.values()) / min(rows.values()), 1)
         said = translate("views.chart_text", "{ratio}× the K/V rows").format(ratio=times)
         ratio = f"<div style='color:{theme.ACCENT}'>{said}</div>"
-    return f"<table cellspacing=0 cellpadding=1><tr><th></th>{head}</tr>{body}</table>{ratio}{itl_note(s)}"
+    return f"<table cellspacing=0 cellpadding=1><tr><th></th>{head}</tr>{body}</table>{ratio}"
 
 
-def itl_ratio_cell(session, lane) -> str:
-    """A lane's ITL over the first lane's up to the cursor, paired step by step by the engine's comparison
-    (``Session.itl_compared``): "0.52×" in the accent colour when the 95% interval excludes 1, "≈1.02×"
-    muted when it includes it (within noise); "–" for the first lane and before a decode step."""
+def itl_cell(session, lane, shown: str) -> str:
+    """A lane's ITL, marked by the engine's paired comparison with the first lane's up to the cursor
+    (``Session.itl_compared``): "≈" and muted when within noise of it (the 95% interval of the paired ratio
+    includes 1), the accent colour when the interval excludes 1; as it is for the first lane and before a
+    decode step. (No extra row or line: the costs dock has no height to spare at 1920×1080.)"""
     c = session.itl_compared(lane.index)
     if c is None or not c.pairs:
-        return "–"
+        return shown
     if c.verdict == "within noise":
-        return f"<span style='color:{theme.MUTED}'>≈{num(c.ratio, 2)}×</span>"
-    return f"<span style='color:{theme.ACCENT}'>{num(c.ratio, 2)}×</span>"
-
-
-def itl_note(session) -> str:
-    """What the ITL-ratio row means (shown whenever there are two lanes or more: the height stays put)."""
-    if len(session.lanes) < 2:
-        return ""
-    # short: the table has a fixed width (a longer line would overflow it)
-    said = translate("views.chart_text", "≈ within noise")
-    return f"<div style='color:{theme.MUTED}'>{said}</div>"
+        return f"<span style='color:{theme.MUTED}'>≈{shown}</span>"
+    return f"<span style='color:{theme.ACCENT}'>{shown}</span>"
