@@ -25,6 +25,7 @@ import statistics
 import time
 
 import numpy as np
+from _load import LoadWatch
 
 from kvsim.models.loading import load_model, set_threads
 from kvsim.serving.batching import run_batched
@@ -73,7 +74,7 @@ def throughput(loaded, args) -> None:
     for b in sizes:
         r = results[b]
         print(
-            f"{b:>5}  {spread(r['step']):>24}  {statistics.median(r['step']) / base:>9.2f}  "
+            f"{b:>5}  {spread(r['step']):>24}  {args.watch.ratio(statistics.median(r['step']) / base, short=True):>9}  "
             f"{spread(r['decode_tps'], '{:.1f}'):>24}  {spread(r['run_tps'], '{:.1f}'):>24}  {statistics.median(r['tpf']):.2f}"
         )
 
@@ -121,6 +122,7 @@ def latency(loaded, args) -> None:
 
 
 def main() -> None:
+    watch = LoadWatch()  # the machine's load at start and end, printed beside the figures (benchmarks/_load.py)
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="tiny")
     p.add_argument("--sizes", default="1,2,4,8,16")
@@ -133,6 +135,7 @@ def main() -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--only", choices=["throughput", "latency"])
     args = p.parse_args()
+    args.watch = watch  # a ratio is withheld when the load moved during the run
     set_threads(args.threads)
     loaded = load_model(args.model, device=args.device)
     cfg = loaded.model.cfg

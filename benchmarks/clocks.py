@@ -20,6 +20,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from _load import LoadWatch
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
@@ -84,6 +86,7 @@ def plot(before: dict, after: dict, title: str, path: Path) -> None:
 
 
 def main() -> int:
+    LoadWatch()  # the machine's load at start and end, printed beside the figures (benchmarks/_load.py)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="tiny")
     ap.add_argument("--prompt", default="It is a truth universally acknowledged, that")

@@ -16,6 +16,8 @@ import subprocess
 import sys
 import time
 
+from _load import LoadWatch
+
 COMMANDS = [
     ["--help"],
     ["--version"],
@@ -32,6 +34,7 @@ def once(argv: list[str]) -> float:
 
 
 def main() -> int:
+    LoadWatch()  # the machine's load at start and end, printed beside the figures (benchmarks/_load.py)
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=5)
     args = p.parse_args()

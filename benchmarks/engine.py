@@ -18,8 +18,10 @@ import statistics
 import time
 
 import torch
+from _load import LoadWatch
 
 from kvsim.caches import KVCache, parse_spec
+from kvsim.core.compare import compare_paired
 from kvsim.engine.simulate import Simulator
 from kvsim.models.checkpoints import _gpt2_state, _llama_state
 from kvsim.models.hf_config import config_from_hf
@@ -69,16 +71,25 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
+def _cache_keyword(hf) -> str:
+    """transformers' name for the cache, in and out: ``cache`` since 5.2x (5.24 warns that ``past_key_values``
+    is deprecated), ``past_key_values`` before."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(hf.forward).parameters else "past_key_values"
+
+
 @torch.no_grad()
 def time_hf(hf, prompt: torch.Tensor, new: int, device) -> list[float]:
+    key = _cache_keyword(hf)
     out = hf(input_ids=prompt, use_cache=True)
-    past, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+    past, token = out[key], out.logits[:, -1:].argmax(-1)
     times = []
     for _ in range(new):
         _sync(device)
         t0 = time.perf_counter()
-        out = hf(input_ids=token, past_key_values=past, use_cache=True)
-        past = out.past_key_values
+        out = hf(input_ids=token, use_cache=True, **{key: past})
+        past = out[key]
         token = out.logits[:, -1:].argmax(-1)
         _sync(device)
         times.append(time.perf_counter() - t0)
@@ -121,6 +132,7 @@ def main() -> None:
     ap.add_argument("--shapes", default="gpt2-small,smollm2-135m")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
     args = ap.parse_args()
+    watch = LoadWatch()  # the load beside the figures; no ratio when it moved during the run
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -141,7 +153,13 @@ def main() -> None:
             bare_t += time_kvsim_bare(ours, prompt, args.new_tokens, device)
             rec_t += time_kvsim_recorded(ours, prompt, args.new_tokens, device)
         h, b, r = (statistics.median(x) * 1e3 for x in (hf_t, bare_t, rec_t))
-        print(f"{shape:<14} {h:>10.2f} ms {b:>8.2f} ms {r:>10.2f} ms {b / h:>9.2f} {100 * (r / b - 1):>15.1f}%")
+        paired = compare_paired(hf_t, bare_t, name="kvsim", baseline_name="transformers")  # token i with token i
+        print(
+            f"{shape:<14} {h:>10.2f} ms {b:>8.2f} ms {r:>10.2f} ms {watch.ratio(b / h, short=True):>9} "
+            f"{watch.ratio(100 * (r / b - 1), '.1f', '%', short=True):>16}"
+        )
+        if watch.steady:
+            print(f"{'':<14} kvsim / transformers per token, paired: {paired.describe()}")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _load import LoadWatch
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -112,6 +114,7 @@ def run(args) -> None:
 
 
 def main() -> None:
+    LoadWatch()  # the machine's load at start and end, printed beside the figures (benchmarks/_load.py)
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="tiny")
     p.add_argument("--steps", type=int, default=20)

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import psutil
+from _load import LoadWatch
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "random:family=llama,layers=1,heads=2,kv_heads=1,dim=32,ctx=512,seed=1"
@@ -72,6 +73,7 @@ def measure(fmt: str, frames: int, size: str, folder: Path) -> dict:
 
 
 def main() -> int:
+    LoadWatch()  # the machine's load at start and end, printed beside the figures (benchmarks/_load.py)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", default="160,800,3000")
     ap.add_argument("--formats", default="gif,mp4")

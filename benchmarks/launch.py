@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 
+from _load import LoadWatch
+
 
 def one_launch(model: str | None, xvfb: bool, threads: int | None, extra_env: dict[str, str]) -> dict[str, float]:
     cmd = [sys.executable, "-m", "kvsim"]
@@ -56,6 +58,7 @@ def one_launch(model: str | None, xvfb: bool, threads: int | None, extra_env: di
 
 
 def main() -> int:
+    LoadWatch()  # the machine's load at start and end, printed beside the figures (benchmarks/_load.py)
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--model", default=None)

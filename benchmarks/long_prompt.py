@@ -35,6 +35,8 @@ import sys
 import time
 from pathlib import Path
 
+from _load import LoadWatch
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -150,6 +152,7 @@ def load_line() -> str:
 
 
 def main() -> int:
+    LoadWatch()  # the machine's load at start and end, printed beside the figures (benchmarks/_load.py)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--budgets", default="64,128")

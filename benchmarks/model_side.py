@@ -20,6 +20,7 @@ import statistics
 import time
 
 import torch
+from _load import LoadWatch
 
 COPY_TEXT = (
     "Elizabeth walked to the window. Mr. Darcy said nothing, and the room was quiet. "
@@ -106,6 +107,7 @@ def spec_table(loaded, prompts: dict[str, list[int]], steps: int, k: int, source
 
 
 def main() -> None:
+    LoadWatch()  # the machine's load at start and end, printed beside the figures (benchmarks/_load.py)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="tiny")
     ap.add_argument("--steps", type=int, default=48)

@@ -7,8 +7,10 @@ timed in interleaved blocks (kvsim, transformers, kvsim, …) so machine noise h
 the median time per decoded token of each is compared as a ratio measured in this one run.
 
 The memory-bandwidth floor: a decode step must read every weight once (fp32; the tied embedding
-matrix once, as the LM head) plus the K/V cache; divided by this machine's measured copy bandwidth
-(a large ``torch`` copy, read + write bytes) that is the fastest a token could be.
+matrix once, as the LM head) plus the K/V cache; divided by this machine's measured read bandwidth
+(``kvsim.costs.hardware.read_bandwidth``: a sum over a buffer the size of the weights, bytes read per
+second, with the same threads — the function ``kvsim roofline`` measures its slope with) that is the
+fastest a token could be.
 
     python benchmarks/models.py [--model smollm2-135m] [--new-tokens 64] [--rounds 3] [--threads 1,2]
                                 [--doc docs/benchmarks-models.md]
@@ -29,8 +31,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
+from _load import LoadWatch
 
 from kvsim.caches import KVCache, NoCache
+from kvsim.costs.hardware import read_bandwidth
 from kvsim.models.loading import ModelLoadError, load_model
 from kvsim.models.transformer import Transformer
 
@@ -133,19 +137,6 @@ def decode_hf(hf, prompt: list[int], new: int) -> tuple[list[float], list[int]]:
     return times, tokens
 
 
-def copy_bandwidth(mbytes: int = 256, repeats: int = 7) -> float:
-    """Bytes per second moved by ``dst.copy_(src)`` on a buffer far larger than any cache (read + write)."""
-    src = torch.ones(mbytes * (1 << 20) // 4, dtype=torch.float32)
-    dst = torch.empty_like(src)
-    dst.copy_(src)  # fault the pages in
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        dst.copy_(src)
-        best = min(best, time.perf_counter() - t0)
-    return 2 * src.numel() * 4 / best
-
-
 def bytes_per_token(model: Transformer, context: int) -> int:
     """What one decode step must read: every weight once (the tied matrix once, as the LM head; the
     embedding lookup reads one row) plus the K/V cache of ``context`` tokens."""
@@ -164,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hf-attn", default="sdpa", choices=["sdpa", "eager"], help="transformers attention kernel")
     ap.add_argument("--doc", help="also write the figures and this command to this Markdown file")
     args = ap.parse_args(argv)
+    watch = LoadWatch()  # the load beside the figures; no ratio when it moved during the run
     try:
         t0 = time.perf_counter()
         loaded = load_model(args.model)
@@ -212,21 +204,22 @@ def main(argv: list[str] | None = None) -> int:
             same &= ktok == htok
         k_ms, h_ms = statistics.median(k_times) * 1e3, statistics.median(h_times) * 1e3
         # 2. the memory-bandwidth floor, with the same threads
-        bw = copy_bandwidth()
         need = bytes_per_token(model, len(prompt) + args.new_tokens // 2)
+        bw = read_bandwidth(need)  # a read of a weight-sized buffer, as kvsim roofline measures it
         floor_ms = need / bw * 1e3
         t = f"[{n_threads} thread{'s' if n_threads > 1 else ''}]"
         rows += [
             (f"{t} same greedy tokens", f"{same}"),
             (f"{t} kvsim cached decode", f"{k_ms:.1f} ms/token = {1e3 / k_ms:.1f} tokens/s"),
             (f"{t} transformers cached decode ({args.hf_attn})", f"{h_ms:.1f} ms/token = {1e3 / h_ms:.1f} tokens/s"),
-            (f"{t} kvsim / transformers time per token", f"{k_ms / h_ms:.2f}"),
-            (f"{t} copy bandwidth (read + write)", f"{bw / 1e9:.1f} GB/s"),
+            (f"{t} kvsim / transformers time per token", watch.ratio(k_ms / h_ms)),
+            (f"{t} read bandwidth (a sum over {need / 1e6:.0f} MB)", f"{bw / 1e9:.1f} GB/s"),
             (f"{t} bytes read per token (weights + K/V)", f"{need / 1e6:.0f} MB"),
             (f"{t} bandwidth floor", f"{floor_ms:.1f} ms/token = {1e3 / floor_ms:.1f} tokens/s"),
-            (f"{t} kvsim at % of the bandwidth limit", f"{100 * floor_ms / k_ms:.0f} %"),
-            (f"{t} transformers at % of the bandwidth limit", f"{100 * floor_ms / h_ms:.0f} %"),
+            (f"{t} kvsim at % of the bandwidth limit", watch.ratio(100 * floor_ms / k_ms, ".0f", " %")),
+            (f"{t} transformers at % of the bandwidth limit", watch.ratio(100 * floor_ms / h_ms, ".0f", " %")),
         ]
+    rows.append(("machine load (1 min) at start → end", f"{watch.start[0]:.2f} → {watch.now()[0]:.2f}"))
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{width}}  {v}")

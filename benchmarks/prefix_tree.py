@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 
+from _load import LoadWatch
+
 from kvsim.models.loading import load_model
 from kvsim.serving.radix import compare_reuse
 from kvsim.serving.request_lists import encode_requests, load_requests
@@ -21,6 +23,7 @@ from kvsim.serving.requests import run_requests
 
 
 def main() -> None:
+    LoadWatch()  # the machine's load at start and end, printed beside the figures (benchmarks/_load.py)
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="smollm2-135m")
     p.add_argument("--requests", default="resources/requests/system-prompt.json")

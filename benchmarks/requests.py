@@ -17,6 +17,8 @@ import argparse
 import statistics
 import time
 
+from _load import LoadWatch
+
 from kvsim.models.loading import load_model, set_threads
 from kvsim.serving.request_lists import encode_requests, load_requests
 from kvsim.serving.requests import compare_prefix_caching
@@ -24,6 +26,7 @@ from kvsim.serving.waste import allocation_waste
 
 
 def main() -> None:
+    watch = LoadWatch()  # the machine's load at start and end, printed beside the figures (benchmarks/_load.py)
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="smollm2-135m")
     p.add_argument("--requests", default="resources/requests/system-prompt.json")
@@ -73,7 +76,7 @@ def main() -> None:
         answer = repr(b.output_text)[1:-1][:36]
         print(
             f"{i + 1:>3} {len(a.prompt_ids):>6} {a.prefill_rows:>8} {b.prefill_rows:>7} {b.reused_rows:>6} "
-            f"{t_off:>9.2f} {t_on:>8.2f} {t_on / t_off:>6.2f}  {answer}"
+            f"{t_off:>9.2f} {t_on:>8.2f} {watch.ratio(t_on / t_off, short=True):>6}  {answer}"
         )
     same = all(a.output_ids == b.output_ids for a, b in zip(off.requests, on.requests, strict=True))
     rows_off = sum(r.prefill_rows for r in off.requests)
@@ -81,7 +84,8 @@ def main() -> None:
     later_off, later_on = sum(ttft_off[1:]), sum(ttft_on[1:])
     print(
         f"\nprefill rows computed: {rows_off} off, {rows_on} on ({100 * (1 - rows_on / rows_off):.1f}% skipped); "
-        f"TTFT of requests 2..{len(inputs)}: {later_off:.1f} ms off, {later_on:.1f} ms on (ratio {later_on / later_off:.2f}); "
+        f"TTFT of requests 2..{len(inputs)}: {later_off:.1f} ms off, {later_on:.1f} ms on "
+        f"(ratio {watch.ratio(later_on / later_off)}); "
         f"answers identical: {same}"
     )
     rows = [r.rows_held for r in on.requests]

@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from _load import LoadWatch
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -57,6 +59,7 @@ def nll_per_position(model, ids: list[int], spec: str) -> list[float]:
 
 
 def main() -> int:
+    LoadWatch()  # the machine's load at start and end, printed beside the figures (benchmarks/_load.py)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="tiny")
     ap.add_argument("--tokens", type=int, default=1024, help="length of the text read (at most the model's context)")

@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _load import LoadWatch
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -27,6 +29,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 
 def main() -> int:
+    LoadWatch()  # the machine's load at start and end, printed beside the figures (benchmarks/_load.py)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=4)
     args = ap.parse_args()

@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from _load import LoadWatch
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -178,6 +180,7 @@ def first_paint(runs: int = 3) -> list[tuple[float, float]]:
 
 
 def main() -> int:
+    LoadWatch()  # the machine's load at start and end, printed beside the figures (benchmarks/_load.py)
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokens", default="256,1024,2048")
     ap.add_argument("--steps", type=int, default=24)

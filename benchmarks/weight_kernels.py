@@ -19,6 +19,7 @@ import time
 
 import torch
 import torch.nn.functional as F
+from _load import LoadWatch
 
 
 def timed(fn, repeats: int) -> float:
@@ -33,6 +34,7 @@ def timed(fn, repeats: int) -> float:
 
 
 def main() -> None:
+    LoadWatch()  # the machine's load at start and end, printed beside the figures (benchmarks/_load.py)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=50)

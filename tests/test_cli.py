@@ -247,6 +247,18 @@ def test_gqa_compares_kv_head_counts_with_the_memory_formula(capsys):
         assert r["bytes_per_token"] == 2 * 2 * r["kv_heads"] * head_dim * 4
         assert r["cache_bytes"] == r["bytes_per_token"] * (8 + 3 - 1)
         assert r["itl_ms_median"] > 0
+    # the steps are interleaved and paired with MHA's: 2 decode rounds are too few for a 95% interval
+    assert all(r["pairs"] == 2 for r in [*rows, mla])
+    for r in [*rows[1:], mla]:
+        lo, hi = r["itl_ratio_spread"]
+        assert lo <= r["itl_ratio_vs_mha"] <= hi and r["itl_ratio_coverage"] < 0.95 and r["verdict"] == "within noise"
+    assert rows[0]["itl_ratio_vs_mha"] is None and rows[0]["verdict"] is None
+    assert sorted(r["rank"] for r in [*rows, mla]) == [1, 2, 3, 4]
+    # timed by this thread's CPU time instead: the same rows, the clock named
+    small = "gqa --layers 1 --heads 2 --dim 32 --prompt-len 4 --steps 3 --clock cpu --json".split()
+    assert main(small) == 0
+    cpu = json.loads(capsys.readouterr().out)
+    assert cpu["clock"] == "cpu" and [r["kind"] for r in cpu["rows"]] == ["MHA", "MQA", "MLA"]
     assert main(["gqa", "--heads", "8", "--dim", "100"]) == 2
     assert "multiple of --heads" in capsys.readouterr().err
 

@@ -5,6 +5,7 @@ small pool, request files, and the CLI's several-requests mode and its errors.""
 from __future__ import annotations
 
 import json
+import types
 from collections import Counter
 
 import pytest
@@ -79,6 +80,32 @@ def test_prefix_hits_skip_shared_blocks_and_change_no_output(small, schedule: st
         assert [s.phase for s in on.snapshots[:4]] == ["prefill"] * 4
     assert on.waste.paged_shared_slots == on.waste.paged_slots - 4 * sum(expected)
     assert off.waste.paged_shared_slots == off.waste.paged_slots
+
+
+def test_compared_runs_pair_their_trials_on_a_clock_that_counts_rows(small, monkeypatch) -> None:
+    """A fake clock that moves by the rows each forward computes: a prefill with prefix hits takes
+    (prompt - reused) / prompt of the time without, exactly, every pair alike — so the ratio is that,
+    its interval has no width, and it is "faster" exactly for the requests with hits; a decode step
+    computes one row in both runs: "within noise"."""
+    import kvsim.serving.requests as engine_module
+
+    clock = types.SimpleNamespace(now=0.0)
+    monkeypatch.setattr(engine_module, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))
+    forward = RequestsEngine._forward
+
+    def counted(self, r, start):
+        clock.now += len(r.tokens) - start
+        return forward(self, r, start)
+
+    monkeypatch.setattr(RequestsEngine, "_forward", counted)
+    both = compare_prefix_caching(small.model, small.tokenizer, PROMPTS, block_size=4, steps=4, repeats=2)
+    expected = shared_prefix_blocks(PROMPTS, 4)
+    for p, hits, ttft, itl in zip(PROMPTS, expected, both.ttft, both.itl, strict=True):
+        assert ttft is not None and itl is not None
+        assert ttft.pairs == 8 and itl.pairs == 3  # the minimum: every pair alike, the interval is as narrow as can be
+        assert ttft.ratio == pytest.approx((len(p) - 4 * hits) / len(p)) and ttft.low == ttft.high == ttft.ratio
+        assert ttft.verdict == ("faster" if hits else "within noise")
+        assert itl.ratio == 1.0 and itl.verdict == "within noise"  # 3 pairs cannot reach 95% either
 
 
 def test_snapshots_are_frozen_plain_values(small) -> None:
@@ -167,7 +194,14 @@ def test_cli_several_prompts(capsys, tmp_path) -> None:
     rows, summary = _cli_json(capsys, "--requests", str(path), "--compare-prefix-cache", "--interleave")
     assert [r["prefix_cache"] for r in rows] == [False, False, True, True]
     assert rows[1]["reused_rows"] == 0 and rows[3]["reused_rows"] > 0
-    assert set(summary) == {"off", "on", "ttft_ratio_on_off"}
+    assert set(summary) == {"off", "on", "ttft_ratio_on_off", "on_vs_off", "load"}
+    for c in summary["on_vs_off"]:  # per request, paired: the ratio inside its interval, the verdict from it
+        for what in ("ttft", "itl"):
+            lo, hi = c[what]["spread"]
+            assert lo <= c[what]["ratio"] <= hi and c[what]["baseline"] == "off"
+            said = "within noise" if lo <= 1 <= hi or c[what]["coverage"] < 0.95 else "faster" if hi < 1 else "slower"
+            assert c[what]["verdict"] == said
+        assert c["ttft"]["pairs"] >= 8
     assert main(["run", "--model", SMALL, "--steps", "2", "--prompt", "ab", "--prompt", "ac", "--no-prefix-cache"]) == 0
     text = capsys.readouterr().out
     assert "prefix caching off" in text and "contiguous, preallocated" in text and "paged (last block" in text

@@ -161,6 +161,9 @@ def test_side_by_side_numbers_equal_the_request_results(view, computed):
         assert t.value("spread_on", i) == (b.ttft_ms_min, b.ttft_ms_max)
         assert t.value("ratio", i) == pytest.approx(b.ttft_ms / a.ttft_ms)
         assert t.text("ratio", i) == f"{b.ttft_ms / a.ttft_ms:.2f}×"
+        paired = computed.both.ttft[i]  # the engine's paired comparison, shown as it is (never recomputed)
+        assert t.value("verdict", i) is paired and t.text("verdict", i) == paired.verdict
+        assert paired.pairs >= 8 and paired.low <= paired.ratio <= paired.high
         assert t.value("held", i) == b.blocks_held == math.ceil(b.rows_held / BLOCK)
     n = len(on)
     assert t.value("reused", n) == sum(r.reused_rows for r in on)

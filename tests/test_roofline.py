@@ -190,11 +190,60 @@ def test_measured_peaks_cached_in_the_given_dir(tmp_path):
     assert again.cached and (again.flops, again.bandwidth) == (first.flops, first.bandwidth)
     fresh = measure_peaks(cache_dir=tmp_path, refresh=True, budget_s=0.2)
     assert not fresh.cached
+    # measured with the runs' thread count, the bandwidth a read of a weight-sized buffer
+    import torch
+
+    assert first.threads == torch.get_num_threads() and first.read_bytes >= 256 << 20
+    assert first.method == stored[key]["method"] and "read" in first.method
+    # an entry measured the old way (a copy, no method named) is measured again, never trusted
+    old = {k: v for k, v in stored[key].items() if k != "method"}
+    path.write_text(json.dumps({key: old}))
+    assert not measure_peaks(cache_dir=tmp_path, budget_s=0.2).cached
     # a damaged cache is measured over, never trusted
     path.write_text(json.dumps({key: {"flops": "nan", "bandwidth": -1}}))
     assert not measure_peaks(cache_dir=tmp_path, budget_s=0.2).cached
     path.write_text("{not json")
     assert not measure_peaks(cache_dir=tmp_path, budget_s=0.2).cached
+
+
+def test_the_roof_and_the_benchmarks_read_bandwidth_with_one_function(tmp_path, monkeypatch, capsys):
+    """``measure_peaks``'s bandwidth is ``read_bandwidth``'s figure (the function the benchmarks' floor
+    uses), and ``kvsim --threads N roofline`` measures with N threads and says so."""
+    import torch
+
+    import kvsim.costs.hardware as hardware
+    from kvsim.cli.entry import main
+
+    calls = []
+    monkeypatch.setattr(hardware, "read_bandwidth", lambda n, device="cpu", **k: calls.append((n, device)) or 123e9)
+    peaks = measure_peaks(cache_dir=tmp_path, refresh=True, budget_s=0.1)
+    assert peaks.bandwidth == 123e9 and calls == [(hardware.READ_BYTES["cpu"], "cpu")]
+    threads = torch.get_num_threads()
+    try:
+        assert main(["--threads", "1", "roofline", "--refresh", "--json"]) == 0
+        machine = json.loads(capsys.readouterr().out)["machine"]
+        assert machine["threads"] == 1 == torch.get_num_threads() and machine["bandwidth"] == 123e9
+        assert machine["read_bytes"] == hardware.READ_BYTES["cpu"] and "read" in machine["bandwidth_method"]
+        assert main(["--threads", "1", "roofline"]) == 0
+        assert "measured with 1 thread, as runs use" in capsys.readouterr().out
+    finally:
+        torch.set_num_threads(threads)
+    # every benchmark that speaks of bandwidth takes it from that same function, and none times a copy
+    import ast
+    from pathlib import Path
+
+    for path in sorted((Path(__file__).parent.parent / "benchmarks").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "bandwidth" not in text:
+            continue
+        imports = [
+            (node.module, alias.name)
+            for node in ast.walk(ast.parse(text))
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+        ]
+        assert ("kvsim.costs.hardware", "read_bandwidth") in imports, path.name
+        assert ".copy_(" not in text, path.name
 
 
 def test_default_cache_is_the_user_cache_dir_isolated_by_the_tests(isolated_user_dirs):

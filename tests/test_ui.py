@@ -672,6 +672,27 @@ def test_the_time_plot_shows_each_steps_spread(window):
     assert (lo <= y).all() and (y <= hi).all()
 
 
+def test_the_stats_table_shows_the_engines_paired_itl_ratio_and_says_within_noise(window):
+    """The ITL row marks each lane by the engine's paired comparison of the records' own step times with the
+    first lane's ("≈" when the interval includes 1) — recomputed here from the records with the engine's primitive."""
+    from kvsim.core.compare import compare_paired
+
+    assert window.controller.run_steps(8)
+    s = window.session
+    first = [r.lanes[0].wall_ms for r in s.records[1:]]
+    cached = [r.lanes[1].wall_ms for r in s.records[1:]]
+    expected = compare_paired(first, cached)
+    got = s.itl_compared(1)
+    assert got is not None and s.itl_compared(0) is None
+    assert (got.ratio, got.low, got.high, got.pairs) == (expected.ratio, expected.low, expected.high, 7)
+    text = window.costs.stats.text()
+    itl = s.ttft_itl(1)[1]
+    shown = f"{itl:.2f} ms" if itl < 10 else f"{itl:.1f} ms"
+    assert ("≈" + shown in text) == (got.verdict == "within noise")  # ≈: within noise of the first lane
+    assert shown in text
+    assert s.itl_compared(1, step=0) is None  # before a decode step: nothing to pair
+
+
 def test_lanes_keep_one_height_when_a_compared_lane_joins(window, qtbot):
     """Panels reused from the previous run and a new one get the same readout height, so rows line up."""
     two = {p.readout.height() for p in window.lane_panels}

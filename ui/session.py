@@ -205,6 +205,7 @@ class Session(QObject):
         self._bytes: list[list[int]] = [[] for _ in self.lanes]
         self._ms_lo: list[list[float]] = [[] for _ in self.lanes]  # the spread of repeated timings
         self._ms_hi: list[list[float]] = [[] for _ in self.lanes]
+        self._stepwise = [True for _ in self.lanes]  # one forward a step (a speculative lane's steps are not)
         self._token_labels = dict(run.token_texts)
         self.tokens: list[int] = list(run.prompt_ids)
         # free-running: each lane's own text (its own choices); lockstep: all read the reference's
@@ -228,6 +229,7 @@ class Session(QObject):
             rows.append((rows[-1] if rows else 0) + lane.kv_positions)
             flops.append((flops[-1] if flops else 0) + lane.flops)
             self._wall_ms[i].append(lane.wall_ms)
+            self._stepwise[i] = self._stepwise[i] and lane.forwards == 1 and not lane.drafted
             self._bytes[i].append(lane.cache_bytes)
             self._ms_lo[i].append(lane.wall_ms if lane.wall_ms_min is None else lane.wall_ms_min)
             self._ms_hi[i].append(lane.wall_ms if lane.wall_ms_max is None else lane.wall_ms_max)
@@ -385,6 +387,18 @@ class Session(QObject):
             "ms_max": self._ms_hi,
         }
         return series[which][lane]
+
+    def itl_compared(self, lane: int, step: int | None = None):
+        """Lane ``lane``'s decode steps against the first lane's up to ``step``, paired step by step as the
+        engine pairs them (``kvsim.core.compare.compare_paired``: ratio, 95% interval, verdict); None for
+        the first lane, before a decode step, or when either lane's steps are not one forward each."""
+        step = self.cursor if step is None else step
+        if lane == 0 or step < 1 or not (self._stepwise[0] and self._stepwise[lane]):
+            return None
+        from kvsim.core.compare import compare_paired
+
+        first, this = self._wall_ms[0][1 : step + 1], self._wall_ms[lane][1 : step + 1]
+        return compare_paired(first, this, name=self.lanes[lane].name, baseline_name=self.lanes[0].name)
 
     def ttft_itl(self, lane: int, step: int | None = None) -> tuple[float | None, float | None]:
         step = self.cursor if step is None else step

@@ -138,8 +138,20 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         q.add_argument("--heads", type=positive_int, default=8, help="query heads; K/V heads go H, H/2, …, 1 (default 8)")
         q.add_argument("--dim", type=positive_int, default=256, help="model width, a multiple of --heads (default 256)")
         q.add_argument("--prompt-len", type=positive_int, default=64, help="tokens in the prompt (default 64)")
-        q.add_argument("--steps", type=positive_int, default=32, help="decode steps timed (default 32)")
+        q.add_argument(
+            "--steps",
+            type=positive_int,
+            default=64,
+            help="at most this many tokens; the decode steps are interleaved until every ratio to MHA is known (default 64)",
+        )
         q.add_argument("--latent", type=positive_int, help="the MLA row's latent width r (default 4 × head dim, as DeepSeek-V2)")
+        q.add_argument(
+            "--clock",
+            choices=("wall", "cpu"),
+            default="wall",
+            help="time the steps by the wall clock (default) or by this thread's CPU time (time.thread_time: "
+            "a step descheduled by other jobs is not charged for the wait; exact with --threads 1)",
+        )
         q.add_argument("--json", action="store_true", help="one JSON object with a row per K/V head count")
     if full("inspect"):
         i = sub.add_parser(
@@ -253,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_log()  # warnings (e.g. a special token outside the vocabulary) and errors also go to the log file
     try:
         args = parse(argv)
-        if args.command in ("run", "screenshot", "export"):  # the app sets them once its splash is up
+        if args.command in ("run", "screenshot", "export", "gqa", "roofline"):  # the app sets them once its splash is up
             from ..models.loading import set_threads
 
             set_threads(getattr(args, "threads", None))

@@ -279,6 +279,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         except TraceError:
             raise not_a_run from None
         return _inspect_requests(args, runs)
+    from ..engine.summary import compared_text
+
     meta, summary = trace.meta, summarize(trace)
     lanes = [lane["name"] for lane in meta["lanes"]]
     if args.json:
@@ -308,6 +310,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             f"{name:>{width}}: TTFT {s['ttft_ms']:.2f} ms, ITL {itl}, K/V rows {s['kv_positions_total']}, "
             f"cache {human_bytes(s['cache_bytes'])}"
         )
+        if compared := compared_text(s):
+            print(f"{'':>{width}}  {compared}")
     return 0
 
 
@@ -320,26 +324,67 @@ def cmd_gqa(args: argparse.Namespace) -> int:
         raise UsageError(f"--dim ({args.dim}) must be a multiple of --heads ({args.heads})")
     if args.layers * args.dim * args.dim > 2**31 or args.prompt_len + args.steps > 8192:
         raise UsageError("that shape is too large for a comparison on this machine (layers·dim² ≤ 2^31, prompt + steps ≤ 8192)")
+    import time
+
+    from ..core.compare import load_average, load_note
+
+    clock = time.thread_time if getattr(args, "clock", "wall") == "cpu" else time.perf_counter
+    load_start = load_average()
     rows = compare_kv_heads(
-        args.family, args.layers, args.heads, args.dim, args.prompt_len, args.steps, latent=getattr(args, "latent", None)
+        args.family,
+        args.layers,
+        args.heads,
+        args.dim,
+        args.prompt_len,
+        args.steps,
+        latent=getattr(args, "latent", None),
+        clock=clock,
     )
+    load_end = load_average()
     if args.json:
-        print(json_line({"rows": [row.__dict__ for row in rows]}))
+        fields = {"order": _gqa_order(rows), "clock": args.clock, "threads": torch_threads(), "load": [load_start, load_end]}
+        print(json_line({"rows": [row.__dict__ for row in rows], **fields}))
         return 0
+    pairs = rows[0].pairs
     print(
-        f"{args.layers} layers, {args.heads} query heads, dim {args.dim}; prompt {args.prompt_len} + "
-        f"{args.steps} steps, KV cache lane, fp32"
+        f"{args.layers} layers, {args.heads} query heads, dim {args.dim}; prompt {args.prompt_len}, up to "
+        f"{args.steps - 1} decode steps, KV cache, fp32; the models' steps interleaved ({pairs} rounds, order rotating); "
+        f"{'CPU time of this thread' if args.clock == 'cpu' else 'wall clock'}, {torch_threads()} thread(s)"
     )
-    print(f"{'kv heads':>8} {'group':>6} {'kind':>5} {'bytes/token':>12} {'cache':>10} {'ITL (median)':>13}")
+    print(
+        f"{'kv heads':>8} {'group':>6} {'kind':>5} {'bytes/token':>12} {'cache':>10} {'ITL (median)':>13}  "
+        "ITL / MHA's, paired (95% interval): verdict"
+    )
     for r in rows:
+        if r.itl_ratio_vs_mha is None or r.itl_ratio_spread is None:
+            vs = "the baseline" if r.kind == "MHA" else "-"
+        else:
+            lo, hi = r.itl_ratio_spread
+            vs = f"{r.itl_ratio_vs_mha:.3f}× ({lo:.3f}–{hi:.3f}, {100 * (r.itl_ratio_coverage or 0):.0f}%): {r.verdict}"
         print(
             f"{r.kv_heads:>8} {r.group_size:>6} {r.kind:>5} {human_bytes(r.bytes_per_token):>12} "
-            f"{human_bytes(r.cache_bytes):>10} {r.itl_ms_median:>10.2f} ms"
+            f"{human_bytes(r.cache_bytes):>10} {r.itl_ms_median:>10.3f} ms  {vs}"
         )
+    if pairs:
+        print(f"fastest first: {_gqa_order(rows)} ('<' faster than the next, paired; '≈' within noise of it)")
+    print(load_note(load_start, load_end))
     mla = [r for r in rows if r.kind == "MLA"]
     if mla:
         print(f"MLA: one latent of {mla[0].latent} values (r + d_R) per token and layer, shared by all {args.heads} heads")
     return 0
+
+
+def torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+def _gqa_order(rows: list) -> str:
+    """``MQA < GQA ≈ MHA ≈ MLA``: the rows by rank, each joined to the next by its paired verdict."""
+    ranked = sorted(rows, key=lambda r: r.rank)
+    words = {"faster": " < ", "within noise": " ≈ ", "slower": " > "}
+    return "".join(r.kind + (f" ({r.kv_heads})" if r.kind == "GQA" else "") + words.get(r.vs_next or "", "") for r in ranked)
 
 
 def add_memory_parser(sub: Subcommands) -> None:

@@ -120,6 +120,10 @@ def cmd_requests(args: argparse.Namespace) -> int:
         model_id=loaded.model_id,
         keep_snapshots=bool(args.save),  # the pool's step-by-step snapshots go into the saved file
     )
+    both = None
+    from ..core.compare import load_average, load_note
+
+    load_start = load_average()
     if args.compare_prefix_cache:
         both = compare_prefix_caching(loaded.model, loaded.tokenizer, inputs, **options)
         runs = [both.off, both.on]
@@ -143,6 +147,9 @@ def cmd_requests(args: argparse.Namespace) -> int:
                 round(b.ttft_ms / a.ttft_ms, 4) if a.ttft_ms > 0 else None
                 for a, b in zip(runs[0].requests, runs[1].requests, strict=True)
             ]
+        if both is not None and both.ttft:  # per request, on against off, paired: ratio, interval, verdict
+            summaries["on_vs_off"] = both.comparisons()
+            summaries["load"] = [load_start, load_average()]
         out.write(json_line({"summary": summaries}) + "\n")
         return 0
     cfg = loaded.model.cfg
@@ -150,15 +157,21 @@ def cmd_requests(args: argparse.Namespace) -> int:
         f"model {loaded.model_id}: {cfg.n_layers} layers, {cfg.n_kv_heads} kv heads × {cfg.head_dim}; "
         f"{len(inputs)} requests{' (' + requests.title + ')' if requests.title else ''}, "
         f"blocks of {runs[0].block_size} slots ({human_bytes(runs[0].block_bytes)} each), pool {runs[0].pool_blocks} blocks, "
-        f"{runs[0].schedule}, TTFT = median of {runs[0].repeats}\n"
+        f"{runs[0].schedule}, TTFT = median of "
+        f"{'the interleaved trials' if both is not None else runs[0].repeats}\n"
     )
     for run in runs:
         _print_run(run, out)
-    if len(runs) == 2:
-        ratios = [
-            f"{b.ttft_ms / a.ttft_ms:.2f}" for a, b in zip(runs[0].requests, runs[1].requests, strict=True) if a.ttft_ms > 0
-        ]
-        out.write(f"\nTTFT with / without prefix caching, per request: {' '.join(ratios)}\n")
+    if both is not None:
+        out.write(
+            "\nwith / without prefix caching, per request (the two runs' prefills and decode steps interleaved, "
+            "paired; 95% interval of the median ratio):\n"
+        )
+        for i, (ttft, itl) in enumerate(zip(both.ttft, both.itl, strict=True)):
+            t = ttft.describe() if ttft is not None else "-"
+            d = itl.describe() if itl is not None else "-"
+            out.write(f"  request {i + 1}: TTFT {t}; ITL {d}\n")
+        out.write(f"  {load_note(load_start, load_average())}\n")
     _print_waste(runs[-1], out)
     return 0
 

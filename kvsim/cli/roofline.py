@@ -129,6 +129,9 @@ def cmd_roofline(args: argparse.Namespace) -> int:
             "flops": m.flops,
             "bandwidth": m.bandwidth,
             "ridge": m.ridge,
+            "threads": m.threads,  # torch threads during the measurement: the runs' own (kvsim --threads N)
+            "bandwidth_method": m.method,
+            "read_bytes": m.read_bytes,
             "cached": m.cached,
             "measured_at": m.measured_at,
             "key": m.key,
@@ -146,8 +149,11 @@ def _print(out: dict) -> None:
         how = "cached; --refresh measures again" if m["cached"] else "just measured"
         print(f"this machine: {m['name']} ({m['device']}, {m['dtype']})")
         print(
-            f"  peak {num(m['flops'])}FLOP/s (matmul) · {human_bytes(m['bandwidth'])}/s (copy) · ridge {m['ridge']:.3g} FLOP/byte"
+            f"  peak {num(m['flops'])}FLOP/s (matmul) · {human_bytes(m['bandwidth'])}/s (read: a sum over "
+            f"{human_bytes(m['read_bytes'])}) · ridge {m['ridge']:.3g} FLOP/byte"
         )
+        threads = f"{m['threads']} thread{'s' if m['threads'] != 1 else ''}"
+        print(f"  measured with {threads}, as runs use (kvsim --threads N measures with N)")
         print(f"  {how}, {m['measured_at']}")
     for g in out.get("gpus", []):
         print(

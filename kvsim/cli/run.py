@@ -315,6 +315,8 @@ def _print_step(record: StepRecord, out: TextIO) -> None:
 
 
 def _print_summary(sim: Simulator, summary: dict[str, Any], out: TextIO) -> None:
+    from ..engine.summary import compared_text
+
     out.write("\ntext: " + sim.tokenizer.decode(sim.tokens) + "\n\n")
     width = max(10, *(len(name) for name in summary["lanes"]))
     for name, s in summary["lanes"].items():
@@ -325,6 +327,8 @@ def _print_summary(sim: Simulator, summary: dict[str, Any], out: TextIO) -> None
             f"max |Δlogit| {s['max_abs_logit_diff']:.2e}\n"
         )
         extra = []
+        if compared := compared_text(s):
+            extra.append(compared)
         if s.get("weights"):
             extra.append(f"weights {s['weights']}: {human_bytes(s['weight_bytes'])}")
         if s.get("weights") == "bf16":  # a reduced-precision lane says how far it strays from the reference

@@ -4,9 +4,12 @@ machine's own peaks, measured once and cached.
 A roofline needs two numbers per processor: the peak FLOP/s (the flat roof) and the memory bandwidth
 (the slope). For the GPUs below they are the vendor's datasheet figures, *dense* (NVIDIA quotes the
 tensor-core figures "with sparsity", twice the dense rate; a model's matmuls are dense). For this
-machine they are measured: a short matmul (FLOP/s) and a large copy (bytes read + written per
-second), the best of a few repeats within about a second; cached in the user cache dir under a key
-naming the device, dtype, torch version, thread count and processor, so a changed machine re-measures.
+machine they are measured, with the thread count runs use (``kvsim.models.loading.set_threads``: the
+CLI and the app set it before measuring): a short matmul (FLOP/s) and a *read* of a weight-sized fp32
+buffer (``read_bandwidth``: a sum over it, bytes read per second — a decode step reads its weights, it
+does not copy them), the best of a few repeats within about a second; cached in the user cache dir under
+a key naming the device, dtype, torch version, thread count and processor, so a changed machine
+re-measures. The benchmarks' bandwidth floor uses the same ``read_bandwidth``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ from typing import Any, TypeGuard
 from ..core.atomic import write_bytes
 
 TERA = 1e12
+READ_METHOD = "sum over an fp32 buffer (bytes read)"
+#: the buffer the machine's bandwidth is read from: weight-sized (a small model's fp32 weights), far larger than any cache
+READ_BYTES = {"cpu": 512 << 20, "cuda": 1 << 30}
 
 
 @dataclass(frozen=True)
@@ -117,12 +123,14 @@ class MeasuredPeaks:
     name: str  # the processor's name
     dtype: str
     flops: float  # FLOP/s of the best timed matmul
-    bandwidth: float  # bytes/s (read + write) of the best timed copy
+    bandwidth: float  # bytes/s read by the best timed sum over a large buffer (read_bandwidth)
     key: str  # what the cache entry is valid for
     matmul_n: int
-    copy_bytes: int
+    read_bytes: int  # the buffer read
+    threads: int  # torch's thread count during the measurement (the runs' own)
     seconds: float  # how long the measurement took
     measured_at: str
+    method: str = READ_METHOD  # how the bandwidth was measured (an entry measured otherwise is measured again)
     cached: bool = False  # True when read back from the cache
 
     @property
@@ -197,7 +205,7 @@ def measure_peaks(
     path = cache_file(cache_dir)
     cache = _read_cache(path)
     entry = cache.get(key)
-    if not refresh and _valid(entry):
+    if not refresh and _valid(entry) and entry.get("method") == READ_METHOD:
         fields = {f: entry[f] for f in MeasuredPeaks.__dataclass_fields__ if f in entry}
         try:
             return MeasuredPeaks(**{**fields, "cached": True})
@@ -241,31 +249,48 @@ def _measure(device: str, dtype: str, key: str, budget_s: float) -> MeasuredPeak
         if i >= 2 and time.perf_counter() > deadline:
             break
     del a, b
-    # 2. copy: dst ← src, bytes read + bytes written; far larger than any cache
-    nbytes = (1 << 30) if cuda else (128 << 20)
-    src = torch.empty(nbytes // 4, dtype=torch.float32, device=dev).fill_(1.0)
-    dst = torch.empty_like(src)
-    dst.copy_(src)
-    sync()
-    best_cp = float("inf")
-    deadline = time.perf_counter() + budget_s / 2
-    for i in range(30):
-        t0 = time.perf_counter()
-        dst.copy_(src)
-        sync()
-        best_cp = min(best_cp, time.perf_counter() - t0)
-        if i >= 2 and time.perf_counter() > deadline:
-            break
-    del src, dst
+    # 2. read: a sum over a weight-sized buffer, bytes read per second (read_bandwidth)
+    nbytes = READ_BYTES["cuda" if cuda else "cpu"]
+    bandwidth = read_bandwidth(nbytes, device, budget_s=budget_s / 2)
     return MeasuredPeaks(
         device=device,
         name=device_name(device),
         dtype=dtype,
         flops=2 * n**3 / best_mm,
-        bandwidth=2 * nbytes / best_cp,
+        bandwidth=bandwidth,
         key=key,
         matmul_n=n,
-        copy_bytes=nbytes,
+        read_bytes=nbytes,
+        threads=torch.get_num_threads(),
         seconds=round(time.perf_counter() - start, 3),
         measured_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     )
+
+
+def read_bandwidth(nbytes: int, device: str = "cpu", *, budget_s: float = 0.6, repeats: int = 30) -> float:
+    """Bytes per second *read* from memory: the best time of ``buf.sum()`` over an fp32 buffer of
+    ``nbytes`` (make it weight-sized: far larger than any cache), up to ``repeats`` times within about
+    ``budget_s`` seconds (at least 3), with torch's current thread count. A decode step reads its weights
+    once; a copy would count a write too (and run slower per byte read), so a read is the floor's rate."""
+    import torch
+
+    dev = torch.device(device)
+    cuda = dev.type == "cuda"
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize(dev)
+
+    buf = torch.ones(max(1, nbytes // 4), dtype=torch.float32, device=dev)  # written once: the pages are in
+    buf.sum()
+    sync()
+    best = float("inf")
+    deadline = time.perf_counter() + budget_s
+    for i in range(max(3, repeats)):
+        t0 = time.perf_counter()
+        buf.sum()
+        sync()
+        best = min(best, time.perf_counter() - t0)
+        if i >= 2 and time.perf_counter() > deadline:
+            break
+    return buf.numel() * 4 / best

@@ -432,9 +432,16 @@ class Simulator:
         self, all_ids: torch.Tensor, n: int
     ) -> tuple[list[ForwardOutput], list[tuple[float, float, float]], list[int]]:
         device = self.model.device
-        outputs, timings, fed = [], [], []
+        count = len(self.lanes)
+        outputs: list = [None] * count
+        timings: list = [None] * count
+        fed: list = [0] * count
         progress = self.progress
-        for i, lane in enumerate(self.lanes):
+        # the lanes run in an order that rotates each step, so none always runs first (its times paired
+        # step by step with the others' in the summary: kvsim.core.compare)
+        turn = self.steps_done % count
+        for i in [*range(turn, count), *range(turn)]:
+            lane = self.lanes[i]
             start = self._done if lane.cache.reuses_past else 0
             if self.lane_tokens is not None:  # free-running: the lane's own text
                 all_ids = torch.tensor([self.lane_tokens[i]], dtype=torch.long, device=device)
@@ -451,9 +458,7 @@ class Simulator:
             if lane.driver is not None:  # speculative: a check forward, or logits an earlier check verified
                 own = self.lane_tokens[i] if self.lane_tokens is not None else self.tokens
                 out, ms = lane.driver.step(own, n, self._done, self.repeats, hook, in_hook)
-                outputs.append(out)
-                timings.append(ms)
-                fed.append(lane.driver.last.kv_positions)
+                outputs[i], timings[i], fed[i] = out, ms, lane.driver.last.kv_positions
                 continue
             # the step's forward k times, the cache rolled back between (its exact undo): the median is
             # the recorded time, min and max its spread; the last forward is the one the run keeps
@@ -467,9 +472,8 @@ class Simulator:
                 out = lane.model(ids, positions, lane.cache, record=True, last_only=True, layer_hook=hook)
                 _sync(device)
                 times.append((time.perf_counter() - t0 - in_hook[0]) * 1e3)
-            timings.append((float(np.median(times)), min(times), max(times)))
-            outputs.append(out)
-            fed.append(n - start)
+            timings[i] = (float(np.median(times)), min(times), max(times))
+            outputs[i], fed[i] = out, n - start
         return outputs, timings, fed
 
     def _recompute_diff(self, out: ForwardOutput) -> float | None:

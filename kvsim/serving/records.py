@@ -20,6 +20,7 @@ import numpy as np
 
 from ..caches.block_table import SequenceBlocks
 from ..caches.blocks import BlockPool
+from ..core.compare import Comparison
 from .waste import WasteReport
 
 
@@ -240,6 +241,19 @@ class SideBySide:
 
     off: RequestsRun
     on: RequestsRun
+    # per request, on against off, paired (kvsim.core.compare): the prefills' and the decode steps' times,
+    # interleaved off/on; empty when the runs were not interleaved (None: nothing to pair)
+    ttft: tuple[Comparison | None, ...] = ()
+    itl: tuple[Comparison | None, ...] = ()
+
+    def comparisons(self) -> list[dict[str, object] | None]:
+        """Per request: {"ttft": …, "itl": …} as ``Comparison.as_dict()`` (None where not measured)."""
+        if not self.ttft:
+            return []
+        return [
+            {"ttft": t.as_dict() if t else None, "itl": i.as_dict() if i else None}
+            for t, i in zip(self.ttft, self.itl, strict=True)
+        ]
 
     def ttft_ratios(self) -> list[float | None]:
         """TTFT on / off per request (below 1: faster with reuse; None when a time is 0)."""

@@ -25,7 +25,7 @@ the first token is out is not part of TTFT.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -35,6 +35,7 @@ import torch
 from ..caches.block_table import SequenceBlocks
 from ..caches.blocks import BlockPool, PoolFullError
 from ..caches.paged import PagedCache
+from ..core.compare import Comparison, compare_paired, interleave
 from ..core.sampling import Sampling, SimulationError, choose
 from ..models.tokenizer import Tokenizer
 from ..models.transformer import Transformer
@@ -77,6 +78,7 @@ class _Request:
         self.tokens = list(given.prompt_ids)  # prompt + generated
         self.generated: list[int] = []
         self.reused = 0
+        self.pending_token = -1  # the prefill's token, between its trials and their close
         self.ttft: tuple[float, float, float] = (0.0, 0.0, 0.0)
         self.decode_ms: list[float] = []
         self.done = False
@@ -150,6 +152,7 @@ class RequestsEngine:
         self.snapshots: list[PoolSnapshot] = []
         self._generator = torch.Generator().manual_seed(self.sampling.seed)
         self._step = 0
+        self._turn = 0  # interleaved schedule: the request index the round-robin goes on from
         if warmup:
             self._warm_up(list(given[0].prompt_ids))
 
@@ -162,17 +165,19 @@ class RequestsEngine:
     def iterate(self) -> Iterator[None]:
         """Run one step of one request at a time, yielding after each: a caller may report progress,
         do other work or stop between steps (``result()`` once it is exhausted)."""
+        while (r := self._next()) is not None:
+            self._advance(r)
+            yield
+
+    def _next(self) -> _Request | None:
+        """The request the schedule advances next (None: all done): sequential, the first not done;
+        interleaved, round-robin from the one after the last advanced."""
+        live = [r for r in self.requests if not r.done]
+        if not live:
+            return None
         if self.schedule == "sequential":
-            for r in self.requests:
-                while not r.done:
-                    self._advance(r)
-                    yield
-        else:
-            while not all(r.done for r in self.requests):
-                for r in self.requests:
-                    if not r.done:
-                        self._advance(r)
-                        yield
+            return live[0]
+        return next((r for r in live if r.index >= self._turn), live[0])
 
     def progress(self) -> tuple[int, int]:
         """(tokens generated so far, at most), a finished request counting as all its steps."""
@@ -183,17 +188,20 @@ class RequestsEngine:
             raise RuntimeError("the requests run is not finished")
         return self._result()
 
-    def _advance(self, r: _Request) -> None:
+    def _advance(self, r: _Request, prefill_times: list[float] | None = None) -> None:
+        """One step of ``r``: its prefill (timed ``repeats`` times, unless ``prefill_times`` are given: its
+        trials already ran, from ``_open_prefill``) or one decode step."""
+        self._turn = r.index + 1
         try:
-            if not r.generated:
-                self._prefill(r)
+            if prefill_times is not None:
+                self._close_prefill(r, prefill_times)
+            elif not r.generated:
+                trial = self._open_prefill(r)
+                self._close_prefill(r, [trial() for _ in range(self.repeats)])
             else:
                 self._decode(r)
         except PoolFullError as exc:
-            r.seq.truncate(len(r.tokens) - 1 if r.generated else 0)
-            raise PoolFullError(
-                f"request {r.index + 1}: {exc} by the running requests (give a larger pool, e.g. --pool-blocks)"
-            ) from None
+            raise self._pool_full(r, exc) from None
         r.seq.commit()
         r.last_step = self._step
         self._snapshot(r, "prefill" if len(r.generated) == 1 else "decode")
@@ -223,28 +231,42 @@ class RequestsEngine:
             raise SimulationError(f"request {r.index + 1}: the model produced logits that are not numbers")
         return choose(logits, self.sampling, self._u)
 
-    def _prefill(self, r: _Request) -> None:
+    def _pool_full(self, r: _Request, exc: PoolFullError) -> PoolFullError:
+        r.seq.truncate(len(r.tokens) - 1 if r.generated else 0)
+        return PoolFullError(f"request {r.index + 1}: {exc} by the running requests (give a larger pool, e.g. --pool-blocks)")
+
+    def _open_prefill(self, r: _Request) -> Callable[[], float]:
+        """Set up ``r``'s prefill; returns one timed trial (ms: prefix lookup + forward + first token).
+        Every trial after the first rolls the pool back exactly first (same hits, same blocks, same
+        evictions); the last trial's state is the one kept (``_close_prefill``)."""
         r.first_step = self._step
         self._u = self._draw()
         device = self.model.device
         pool_state, seq_state, events = self.pool.save_state(), r.seq.save_state(), dict(self.pool.events)
-        times = []
-        for repeat in range(self.repeats):
-            if repeat:  # the exact state before the prefill: same hits, same blocks, same evictions
+        trials = [0]
+
+        def trial() -> float:
+            if trials[0]:
                 self.pool.restore_state(pool_state)
                 self.pool.events = dict(events)
                 r.seq.restore_state(seq_state)
                 r.cache.truncate(0)
+            trials[0] += 1
             _sync(device)
             t0 = time.perf_counter()
             reused = r.seq.match_prefix(r.tokens)
             token = self._forward(r, reused)
             _sync(device)
-            times.append((time.perf_counter() - t0) * 1e3)
-        r.reused = reused
+            ms = (time.perf_counter() - t0) * 1e3
+            r.reused, r.pending_token = reused, token
+            return ms
+
+        return trial
+
+    def _close_prefill(self, r: _Request, times: list[float]) -> None:
         r.ttft = (float(np.median(times)), min(times), max(times))
-        r.generated.append(token)
-        r.tokens.append(token)
+        r.generated.append(r.pending_token)
+        r.tokens.append(r.pending_token)
 
     def _decode(self, r: _Request) -> None:
         if len(r.tokens) > self.model.cfg.max_seq_len:  # cannot happen: checked against steps up front
@@ -337,11 +359,106 @@ def run_requests(
     return RequestsEngine(model, tokenizer, requests, **options).run()
 
 
+class PrefixComparison:
+    """The same requests through two engines, prefix caching off and on, advanced together: when both
+    are about to prefill the same request, their timed prefill trials alternate (off on, on off, …: the
+    order rotating, ``kvsim.core.compare.interleave``) until the ratio's interval is narrower than
+    ``precision`` (at least ``max(repeats, 8)`` trials each, at most ``max_repeats``, no new one after
+    ``budget_s`` seconds); when both decode the same request, one step each, the order rotating. Each
+    request's TTFT and ITL on/off are then paired ratios with an interval and a verdict."""
+
+    def __init__(
+        self,
+        model: Transformer,
+        tokenizer: Tokenizer,
+        requests: Sequence[RequestInput | Sequence[int]],
+        *,
+        max_repeats: int = 40,
+        precision: float = 0.10,
+        budget_s: float = 5.0,
+        **options: Any,
+    ) -> None:
+        options.pop("prefix_caching", None)
+        self.off = RequestsEngine(model, tokenizer, requests, prefix_caching=False, **options)
+        self.on = RequestsEngine(model, tokenizer, requests, prefix_caching=True, **options)
+        self.engines = (self.off, self.on)
+        self.min_repeats = max(self.off.repeats, 8)
+        self.max_repeats = max(max_repeats, self.min_repeats)
+        self.precision, self.budget_s = precision, budget_s
+        self._ttft: dict[int, Comparison] = {}
+        self._round = 0
+
+    def progress(self) -> tuple[int, int]:
+        done = [e.progress() for e in self.engines]
+        return sum(d for d, _ in done), sum(t for _, t in done)
+
+    def run(self) -> SideBySide:
+        for _ in self.iterate():
+            pass
+        return self.result()
+
+    def iterate(self) -> Iterator[None]:
+        """One step of each engine at a time (a prefill measured side by side counts as one)."""
+        while True:
+            a, b = self.off._next(), self.on._next()
+            if a is None and b is None:
+                return
+            if a is not None and b is not None and a.index == b.index and bool(a.generated) == bool(b.generated):
+                if not a.generated:
+                    self._prefill_both(a, b)
+                else:
+                    first, second = ((self.off, a), (self.on, b)) if self._round % 2 == 0 else ((self.on, b), (self.off, a))
+                    first[0]._advance(first[1])
+                    second[0]._advance(second[1])
+                self._round += 1
+            else:  # the two runs went apart (one stopped at its end token earlier): each on its own
+                for engine, r in ((self.off, a), (self.on, b)):
+                    if r is not None:
+                        engine._advance(r)
+            yield
+
+    def _prefill_both(self, a: _Request, b: _Request) -> None:
+        trials: dict[str, Callable[[], float]] = {}
+        for key, engine, r in (("off", self.off, a), ("on", self.on, b)):
+            try:
+                trials[key] = self._seconds(engine._open_prefill(r), engine, r)
+            except PoolFullError as exc:
+                raise engine._pool_full(r, exc) from None
+        timed = interleave(
+            trials,
+            min_rounds=self.min_repeats,
+            max_rounds=self.max_repeats,
+            precision=self.precision,
+            budget_s=self.budget_s,
+            self_timed=True,
+        )
+        self._ttft[a.index] = timed.comparisons()["on"]
+        self.off._advance(a, [t * 1e3 for t in timed.times["off"]])
+        self.on._advance(b, [t * 1e3 for t in timed.times["on"]])
+
+    @staticmethod
+    def _seconds(trial: Callable[[], float], engine: RequestsEngine, r: _Request) -> Callable[[], float]:
+        def run() -> float:
+            try:
+                return trial() / 1e3
+            except PoolFullError as exc:
+                raise engine._pool_full(r, exc) from None
+
+        return run
+
+    def result(self) -> SideBySide:
+        off, on = self.off.result(), self.on.result()
+        itl: list[Comparison | None] = []
+        for a, b in zip(self.off.requests, self.on.requests, strict=True):
+            n = min(len(a.decode_ms), len(b.decode_ms))  # the steps both took, paired
+            itl.append(compare_paired(a.decode_ms[:n], b.decode_ms[:n], name="on", baseline_name="off") if n else None)
+        ttft = tuple(self._ttft.get(i) for i in range(len(self.off.requests)))
+        return SideBySide(off, on, ttft=ttft, itl=tuple(itl))
+
+
 def compare_prefix_caching(
     model: Transformer, tokenizer: Tokenizer, requests: Sequence[RequestInput | Sequence[int]], **options: Any
 ) -> SideBySide:
-    """The same requests, same pool size and settings, with prefix caching off and then on."""
-    options.pop("prefix_caching", None)
-    off = run_requests(model, tokenizer, requests, prefix_caching=False, **options)
-    on = run_requests(model, tokenizer, requests, prefix_caching=True, **options)
-    return SideBySide(off, on)
+    """The same requests, same pool size and settings, with prefix caching off and on, measured side by
+    side (``PrefixComparison``; its ``max_repeats``, ``precision`` and ``budget_s`` may be given)."""
+    return PrefixComparison(model, tokenizer, requests, **options).run()

@@ -134,7 +134,7 @@ def stats_html(session) -> str:
     ttft_itl = {n: s.ttft_itl(n) for n in names}
     lines = [
         ("TTFT", [_ms(ttft_itl[n][0]) for n in names]),
-        ("ITL", [_ms(ttft_itl[n][1]) for n in names]),
+        ("ITL", [itl_cell(s, lane, _ms(ttft_itl[lane.index][1])) for lane in s.lanes]),
         (rows_label(), [grouped(rows[n]) for n in names]),
         ("cache", [local(theme.human_bytes(r.lanes[n].cache_bytes)) for n in names]),
     ]
@@ -148,3 +148,16 @@ def stats_html(session) -> str:
         said = translate("views.chart_text", "{ratio}× the K/V rows").format(ratio=times)
         ratio = f"<div style='color:{theme.ACCENT}'>{said}</div>"
     return f"<table cellspacing=0 cellpadding=1><tr><th></th>{head}</tr>{body}</table>{ratio}"
+
+
+def itl_cell(session, lane, shown: str) -> str:
+    """A lane's ITL, marked by the engine's paired comparison with the first lane's up to the cursor
+    (``Session.itl_compared``): "≈" and muted when within noise of it (the 95% interval of the paired ratio
+    includes 1), the accent colour when the interval excludes 1; as it is for the first lane and before a
+    decode step. (No extra row or line: the costs dock has no height to spare at 1920×1080.)"""
+    c = session.itl_compared(lane.index)
+    if c is None or not c.pairs:
+        return shown
+    if c.verdict == "within noise":
+        return f"<span style='color:{theme.MUTED}'>≈{shown}</span>"
+    return f"<span style='color:{theme.ACCENT}'>{shown}</span>"

@@ -131,9 +131,11 @@ class Pending:
     Step queued meanwhile runs between two slices instead of waiting for the whole run; the dock shows
     ``fraction()`` and may stop submitting slices (cancel)."""
 
-    def __init__(self, loaded, given: RequestsInput, settings: RequestsSettings, engines) -> None:
+    def __init__(self, loaded, given: RequestsInput, settings: RequestsSettings, engines, comparison=None) -> None:
         self.loaded, self.given, self.settings, self.engines = loaded, given, settings, engines
-        self._steps = [engine.iterate() for engine in engines]
+        # one-at-a-time schedules: the engine's PrefixComparison advances both runs side by side (paired times)
+        self.comparison = comparison
+        self._steps = [comparison.iterate()] if comparison is not None else [engine.iterate() for engine in engines]
 
     def fraction(self) -> float:
         done = total = 0
@@ -156,6 +158,8 @@ class Pending:
             for _ in steps:
                 if (time.perf_counter() - start) * 1e3 >= budget_ms:
                     return self
+        if self.comparison is not None:
+            return finish(loaded, self.comparison.result(), self.given, self.settings)
         off, on = (engine.result() for engine in self.engines)
         return finish(loaded, SideBySide(off, on), self.given, self.settings)
 
@@ -165,7 +169,7 @@ def start(loaded, given: RequestsInput, settings: RequestsSettings) -> Pending:
     raises a one-line error. Nothing is computed yet but the engines' warm-up."""
     from kvsim.core.sampling import SimulationError
     from kvsim.serving.request_lists import RequestList, check_prompts, encode_requests
-    from kvsim.serving.requests import RequestsEngine
+    from kvsim.serving.requests import PrefixComparison
 
     if loaded is None:
         raise SimulationError(translate("views.requests_job", "no model is loaded yet"))
@@ -195,22 +199,19 @@ def start(loaded, given: RequestsInput, settings: RequestsSettings) -> Pending:
             for caching in (False, True)
         ]
         return Pending(loaded, RequestsInput(prompts, system, given.title), settings, engines)
-    engines = [
-        RequestsEngine(
-            loaded.model,
-            loaded.tokenizer,
-            inputs,
-            block_size=settings.block_size,
-            pool_blocks=settings.pool_blocks,
-            prefix_caching=caching,
-            steps=settings.steps,
-            schedule=settings.schedule,
-            repeats=settings.repeats,
-            model_id=loaded.model_id,
-        )
-        for caching in (False, True)
-    ]
-    return Pending(loaded, RequestsInput(prompts, system, given.title), settings, engines)
+    comparison = PrefixComparison(
+        loaded.model,
+        loaded.tokenizer,
+        inputs,
+        block_size=settings.block_size,
+        pool_blocks=settings.pool_blocks,
+        steps=settings.steps,
+        schedule=settings.schedule,
+        repeats=settings.repeats,
+        model_id=loaded.model_id,
+        budget_s=1.0,  # a prefill's trials go on at most about a second (the main lanes wait for a slice)
+    )
+    return Pending(loaded, RequestsInput(prompts, system, given.title), settings, list(comparison.engines), comparison)
 
 
 def compute(loaded, given: RequestsInput, settings: RequestsSettings) -> Computed:

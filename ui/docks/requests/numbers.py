@@ -85,6 +85,15 @@ ROWS = (
         ),
     ),
     (
+        "verdict",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "on vs off"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers",
+            "the two runs' prefills timed in turn (off, on, on, off, …) and paired: "
+            "within noise when the 95% interval of the paired ratio includes 1",
+        ),
+    ),
+    (
         "held",
         QT_TRANSLATE_NOOP("views.requests_numbers", "blocks held"),
         QT_TRANSLATE_NOOP(
@@ -97,6 +106,33 @@ ROW_KEYS = tuple(key for key, _, _ in ROWS)
 
 def _ms(value: float) -> str:
     return num(value, 2) if value < 10 else num(value, 1) if value < 100 else num(value, 0)
+
+
+#: the comparison's verdicts as the table says them (the data keeps the engine's words)
+VERDICT_WORDS = {
+    "faster": QT_TRANSLATE_NOOP("views.requests_numbers", "faster"),
+    "slower": QT_TRANSLATE_NOOP("views.requests_numbers", "slower"),
+    "within noise": QT_TRANSLATE_NOOP("views.requests_numbers", "within noise"),
+}
+
+
+def verdict_cell(comparison) -> tuple[object, str]:
+    """A request's paired TTFT comparison (``kvsim.core.compare.Comparison`` or None) as (value, text)."""
+    if comparison is None:
+        return None, "–"
+    return comparison, translate("views.requests_numbers", VERDICT_WORDS[comparison.verdict])
+
+
+def verdict_tip(comparison) -> str:
+    return translate(
+        "views.requests_numbers", "paired ratio {ratio}× (95% interval {low}–{high}, {pairs} pairs): {verdict}"
+    ).format(
+        ratio=num(comparison.ratio, 3),
+        low=num(comparison.low, 3),
+        high=num(comparison.high, 3),
+        pairs=comparison.pairs,
+        verdict=translate("views.requests_numbers", VERDICT_WORDS[comparison.verdict]),
+    )
 
 
 def _ratio(value: float | None) -> str:
@@ -166,6 +202,7 @@ class SideBySideTable(QTableWidget):
                     "ttft_on": (b.ttft_ms, _ms(b.ttft_ms)),
                     "spread_on": ((b.ttft_ms_min, b.ttft_ms_max), f"{_ms(b.ttft_ms_min)}–{_ms(b.ttft_ms_max)}"),
                     "ratio": (ratios[i], _ratio(ratios[i])),
+                    "verdict": verdict_cell(both.ttft[i] if both.ttft else None),
                     "held": (b.blocks_held, None),
                 },
             )
@@ -181,6 +218,7 @@ class SideBySideTable(QTableWidget):
             "ttft_on": (t_on, _ms(t_on)),
             "spread_on": (None, ""),
             "ratio": (t_on / t_off if t_off > 0 else None, _ratio(t_on / t_off if t_off > 0 else None)),
+            "verdict": (None, ""),
             "held": (sum(r.blocks_held for r in on), None),
         }
         total["hits"] = (total["hits"][0], "{} / {}".format(*total["hits"][0]))
@@ -199,6 +237,10 @@ class SideBySideTable(QTableWidget):
             item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             if key == "ratio" and isinstance(value, float) and value < 1:
                 item.setForeground(QBrush(QColor(theme.ACCENT)))
+            if key == "verdict" and value is not None:
+                item.setToolTip(verdict_tip(value))
+                if value.verdict == "faster":
+                    item.setForeground(QBrush(QColor(theme.ACCENT)))
             if bold:
                 font = item.font()
                 font.setBold(True)

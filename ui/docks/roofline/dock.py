@@ -142,15 +142,16 @@ class RooflineView(QWidget):
         self.machine.setToolTip(
             translate(
                 "views.roofline",
-                "{name} ({device}, {dtype}, {key}): the best of a few {n}×{n} matmuls and of a few copies of {mib} MiB "
-                "(bytes read + written), measured {when}",
+                "{name} ({device}, {dtype}, {key}): the best of a few {n}×{n} matmuls and of a few reads (sums) of "
+                "{mib} MiB (bytes read), with {threads} threads as the runs use, measured {when}",
             ).format(
                 name=peaks.name,
                 device=peaks.device,
                 dtype=peaks.dtype,
                 key=peaks.key.split("|")[-1],
                 n=peaks.matmul_n,
-                mib=peaks.copy_bytes >> 20,
+                mib=peaks.read_bytes >> 20,
+                threads=peaks.threads,
                 when=peaks.measured_at,
             )
         )
