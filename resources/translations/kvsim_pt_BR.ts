@@ -2300,12 +2300,37 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
         <translation>TTFT com cache ÷ TTFT sem: abaixo de 1, o primeiro token da requisição veio antes porque seu prefixo foi reutilizado</translation>
     </message>
     <message>
+        <source>on vs off</source>
+        <translation>ligado vs desligado</translation>
+    </message>
+    <message>
+        <source>the two runs&apos; prefills timed in turn (off, on, on, off, …) and paired: within noise when the 95% interval of the paired ratio includes 1</source>
+        <translation>os prefills das duas execuções cronometrados alternadamente (desligado, ligado, ligado, desligado, …) e pareados: dentro do ruído quando o intervalo de 95% da razão pareada inclui 1</translation>
+    </message>
+    <message>
         <source>blocks held</source>
         <translation>blocos ocupados</translation>
     </message>
     <message>
         <source>with caching on: blocks in its table when it finished (shared ones included)</source>
         <translation>com o cache ligado: blocos na sua tabela quando ela terminou (incluindo os compartilhados)</translation>
+    </message>
+    <message>
+        <source>faster</source>
+        <extracomment>the comparison&apos;s verdicts as the table says them (the data keeps the engine&apos;s words)</extracomment>
+        <translation>mais rápido</translation>
+    </message>
+    <message>
+        <source>slower</source>
+        <translation>mais lento</translation>
+    </message>
+    <message>
+        <source>within noise</source>
+        <translation>dentro do ruído</translation>
+    </message>
+    <message>
+        <source>paired ratio {ratio}× (95% interval {low}–{high}, {pairs} pairs): {verdict}</source>
+        <translation>razão pareada {ratio}× (intervalo de 95% {low}–{high}, {pairs} pares): {verdict}</translation>
     </message>
     <message>
         <source>req {n}</source>
@@ -2645,8 +2670,8 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
         <translation>esta máquina: {flops}FLOP/s · {bandwidth}B/s · crista {ridge} FLOP/B ({how})</translation>
     </message>
     <message>
-        <source>{name} ({device}, {dtype}, {key}): the best of a few {n}×{n} matmuls and of a few copies of {mib} MiB (bytes read + written), measured {when}</source>
-        <translation>{name} ({device}, {dtype}, {key}): o melhor de algumas matmuls {n}×{n} e de algumas cópias de {mib} MiB (bytes lidos + escritos), medido em {when}</translation>
+        <source>{name} ({device}, {dtype}, {key}): the best of a few {n}×{n} matmuls and of a few reads (sums) of {mib} MiB (bytes read), with {threads} threads as the runs use, measured {when}</source>
+        <translation>{name} ({device}, {dtype}, {key}): o melhor de algumas matmuls {n}×{n} e de algumas leituras (somas) de {mib} MiB (bytes lidos), com {threads} threads como as execuções usam, medido {when}</translation>
     </message>
     <message>
         <source>this machine&apos;s peaks could not be measured: {error}</source>
