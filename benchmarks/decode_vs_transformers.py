@@ -16,7 +16,8 @@ the report gives the median ratio with its spread (10th–90th percentile of the
 
 The floor: bytes a decode step must read (every weight once — a tied embedding once, as the LM head; an
 untied embedding table only its one row — plus the K/V rows read) divided by this machine's single-thread
-read bandwidth, measured as ``torch.sum`` over a float32 buffer of the weights' size (median of 5).
+read bandwidth, measured as ``torch.sum`` over a float32 buffer of the weights' size
+(``kvsim.costs.hardware.read_bandwidth``, the roofline's own method: best of a few).
 ``uptime``'s load is printed before and after.
 
     python benchmarks/decode_vs_transformers.py --model smollm2-135m [--dtype bf16] [--prompt-len 16]
@@ -34,8 +35,10 @@ import time
 from pathlib import Path
 
 import torch
+from _load import LoadWatch
 
 from kvsim.caches import KVCache
+from kvsim.costs.hardware import read_bandwidth
 from kvsim.models.base import user_models_dir
 from kvsim.models.loading import load_model
 from kvsim.models.precision import bf16_model
@@ -46,18 +49,6 @@ TEXT = "The key-value cache is a technique that lets a transformer reuse what it
 
 def load_avg() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def read_bandwidth(nbytes: int, repeats: int = 5) -> float:
-    """Bytes per second ``torch.sum`` reads from a float32 buffer of ``nbytes`` on one thread (median)."""
-    buf = torch.ones(max(1, nbytes // 4), dtype=torch.float32)
-    buf.sum()  # fault the pages in
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        buf.sum()
-        times.append(time.perf_counter() - t0)
-    return buf.numel() * 4 / statistics.median(times)
 
 
 def bytes_per_token(model: Transformer, context: int) -> int:
@@ -115,6 +106,7 @@ class HFEngine:
 
 @torch.no_grad()
 def main() -> int:
+    watch = LoadWatch()  # the load beside the figures; no ratio when it moved during the run
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="smollm2-135m")
     p.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"))
@@ -207,7 +199,7 @@ def main() -> int:
         ratios = sorted(a / b for a, b in zip(times["kvsim"], times[peer], strict=True))
         lo, mid, hi = (ratios[int(q * (len(ratios) - 1))] for q in (0.1, 0.5, 0.9))
         noise = " (within noise)" if lo <= 1.0 <= hi else ""
-        print(f"kvsim / {peer}: {mid:.3f} (10–90%: {lo:.3f}–{hi:.3f}){noise}")
+        print(f"kvsim / {peer}: {watch.ratio(mid, '.3f')} (10–90%: {lo:.3f}–{hi:.3f}){noise}")
     return 0
 
 

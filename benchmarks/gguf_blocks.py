@@ -11,11 +11,11 @@ The float32 column is cache-warm (the same matrix again and again): a lower boun
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
 import numpy as np
 import torch
+from _load import LoadWatch
 
 from kvsim.models.gguf_blocks import BLOCK_BYTES, dequantize_blocks
 
@@ -31,6 +31,7 @@ def best_ms(fn, repeats: int) -> float:
 
 
 def main() -> None:
+    LoadWatch()  # prints the load at start and end beside the figures
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", help="a .gguf file")
     parser.add_argument("--repeats", type=int, default=7)
@@ -53,7 +54,6 @@ def main() -> None:
         row = rows.setdefault(kind, [0, 0, 0, 0.0, 0.0])
         for i, v in enumerate((1, out_f * in_f, raw.numel(), fp32, kept)):
             row[i] += v
-    print(f"load average {os.getloadavg()[0]:.1f}")
     print("| type | tensors | weights | file bytes | fp32 matmul, ms | dequant + matmul, ms | ns per weight |")
     print("|---|---|---|---|---|---|---|")
     total = [0.0] * 5

@@ -25,6 +25,7 @@ import statistics
 import time
 
 import torch
+from _load import LoadWatch
 
 from kvsim.caches import make_cache, parse_spec
 from kvsim.models.loading import load_model
@@ -83,6 +84,7 @@ def measure(model, length: int, block: int, rounds: int, steps: int) -> dict:
 
 
 def main() -> None:
+    watch = LoadWatch()  # the load beside the figures; no ratio when it moved during the run
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--lengths", default="256,901")
@@ -108,8 +110,9 @@ def main() -> None:
             extra = ""
             if name == "paged" and r["rows"] is not None:
                 extra = f"  rows copied per layer per step {r['rows']:.1f}"
+            ratio = watch.ratio(statistics.median(ratios), ">7.3f", short=True)
             print(
-                f"{length:>6} {name:<17} {statistics.median(ms):>8.2f} {statistics.median(ratios):>7.3f} "
+                f"{length:>6} {name:<17} {statistics.median(ms):>8.2f} {ratio} "
                 f"{min(ratios):>9.3f}–{max(ratios):.3f}{extra}"
             )
     print(f"load before {load0:.2f}, after {_load():.2f}")

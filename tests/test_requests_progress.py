@@ -75,8 +75,8 @@ def test_slices_report_progress_let_other_jobs_in_and_equal_the_whole_run(view, 
         if view.busy:
             values.append(view.progress.value())
     slices = host.ran.count("slice")
-    # off and on: 3 requests × (prefill + 2 decodes) each, one step a slice; one more finds both done
-    assert slices == 2 * 3 * 3 + 1
+    # off and on side by side (paired): 3 requests × (prefill + 2 decodes), one step of both a slice; one more finds both done
+    assert slices == 3 * 3 + 1
     assert values == sorted(values) and 0 < values[0] < values[-1] == 1000
     assert not view.busy and view.computed is not None and view.cancel_button.isHidden()
     whole = compute(tiny, view.computed.given, view.computed.settings)

@@ -57,6 +57,12 @@ class LaneInfo:
     options: dict[str, Any] = field(default_factory=dict)  # its parsed options
     words: dict[str, Any] | None = None  # its PolicyWords (templates + values), when the run recorded them
     weights: str = ""  # its weights' format when quantized ("w8", "w4:g32", "gguf"); "" for full precision
+    draft: str = ""  # where a speculative lane's drafts come from ("lookup", "early:6"); "" for any other lane
+
+    @property
+    def exact(self) -> bool:
+        """Its rows are the full-precision K/V of every position (a plain cache: kv, paged)."""
+        return self.reuses_past and not (self.lossy or self.evicts or self.window or self.weights or self.draft)
 
     @classmethod
     def from_meta(cls, index: int, lane: dict[str, Any]) -> LaneInfo:
@@ -83,6 +89,7 @@ class LaneInfo:
             options=lane["options"] if isinstance(lane.get("options"), dict) else {},
             words=_words(lane.get("words")),
             weights=str(lane.get("weights") or ""),
+            draft=str(lane.get("draft") or ""),
         )
 
 

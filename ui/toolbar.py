@@ -354,7 +354,8 @@ class ControlsToolBar(QToolBar):
         self.fill_examples(examples)
         if untouched and examples:
             self.prompt_box.setCurrentIndex(0)
-            self.prompt_box.lineEdit().setCursorPosition(0)
+            if (edit := self.prompt_box.lineEdit()) is not None:
+                edit.setCursorPosition(0)
 
     def show_model(self, model_id: str, tooltip: str) -> None:
         idx = self.model_box.findData(model_id)

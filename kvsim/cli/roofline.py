@@ -119,6 +119,9 @@ def cmd_roofline(args: argparse.Namespace) -> int:
                 raise UsageError("--device cuda: no CUDA device is available here")
         elif args.device != "cpu":
             raise UsageError(f"--device must be cpu or cuda[:N], got {args.device!r}")
+        from ..models.loading import set_threads  # measured with the runs' thread count; figures alone never load torch
+
+        set_threads(getattr(args, "threads", None))
         m = measure_peaks(args.device, args.dtype, refresh=args.refresh)
         if not (math.isfinite(m.flops) and math.isfinite(m.bandwidth)):
             raise UsageError("the measurement gave no finite figure: try --refresh on a quieter machine")

@@ -268,7 +268,7 @@ def spec_line(session, lane: int, step: int | None = None) -> str:
     step = session.cursor if step is None else step
     r = session.record(step)
     info = session.lanes[lane]
-    if r is None or info.policy != "spec":
+    if r is None or not info.draft:
         return ""
     ls = r.lanes[lane]
     if ls.forwards == 0:
@@ -301,9 +301,9 @@ def spec_line(session, lane: int, step: int | None = None) -> str:
 
 def time_vs_kv(session, lane: int, step: int | None = None) -> tuple[float, float] | None:
     """(this lane's, the plain kv lane's) mean measured ms per decode token up to ``step`` (one token a
-    step each); None without a plain ``kv`` lane (full-precision weights) or before the first decode step."""
+    step each); None without a plain exact lane (kv, paged: full-precision weights) or before the first decode step."""
     step = session.cursor if step is None else step
-    plain = next((x.index for x in session.lanes if x.policy == "kv" and not x.weights and x.index != lane), None)
+    plain = next((x.index for x in session.lanes if x.exact and x.index != lane), None)
     if plain is None or step < 1:
         return None
     mine = session.series("ms", lane)[1 : step + 1]

@@ -164,7 +164,7 @@ class LanePanel(LaneHover, QWidget):
     def _fit_readout(self) -> None:
         """Every lane of a run the same readout height (so their rows line up): a third line when some
         lane of the run is compared with the reference (lossy, evicting or windowed)."""
-        compared = any(lane.lossy or lane.evicts or lane.window or lane.policy == "spec" for lane in self.session.lanes)
+        compared = any(lane.lossy or lane.evicts or lane.window or lane.draft for lane in self.session.lanes)
         self._readout_lines = 3 if compared else 2
         self.readout.setFixedHeight(int(self.readout.fontMetrics().lineSpacing() * self._readout_lines + 8))
         self._grow_readout()
@@ -289,6 +289,8 @@ class LanePanel(LaneHover, QWidget):
             self._titles(self.layer, self.head)
             return
         cfg = s.config
+        if cfg is None:  # no run yet: nothing to draw
+            return
         layer = min(self.layer, cfg.n_layers - 1)
         head = min(self.head, cfg.n_heads - 1)
         n = s.n_rows()

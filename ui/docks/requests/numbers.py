@@ -8,6 +8,7 @@ from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QBrush, QColor, QPainter, QPen
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QSizePolicy, QTableWidget, QTableWidgetItem, QWidget
 
+from kvsim.core.compare import Comparison
 from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 
 from ... import theme
@@ -237,7 +238,7 @@ class SideBySideTable(QTableWidget):
             item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             if key == "ratio" and isinstance(value, float) and value < 1:
                 item.setForeground(QBrush(QColor(theme.ACCENT)))
-            if key == "verdict" and value is not None:
+            if key == "verdict" and isinstance(value, Comparison):
                 item.setToolTip(verdict_tip(value))
                 if value.verdict == "faster":
                     item.setForeground(QBrush(QColor(theme.ACCENT)))

@@ -263,7 +263,7 @@ class RooflineView(QWidget):
             else ""
         )
         cursor = translate("views.roofline", "cursor")
-        if any(lane.policy == "spec" for lane in self.session.lanes):  # a spec lane's verification steps
+        if any(lane.draft for lane in self.session.lanes):  # a spec lane's verification steps
             style = " · ★ " + translate("views.roofline", "check (drafts verified in one forward)") + style
         self.key.setText(f'{lanes} &nbsp; ■ prefill · ● decode · <span style="color:{theme.ACCENT}">◯</span> {cursor}{style}')
 
