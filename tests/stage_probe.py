@@ -120,9 +120,12 @@ def _cut_by(window, w, extent) -> str | None:
         if not box.adjusted(-t, -t, t, t).contains(r):
             beside = r.left() < box.left() - t or r.right() > box.right() + t
             area = a.parentWidget()
-            by_design = isinstance(area, QAbstractScrollArea) and a is area.viewport() and _scrolls_by_design(area)
+            by_design = (isinstance(area, QAbstractScrollArea) and a is area.viewport() and _scrolls_by_design(area)) or (
+                isinstance(a, QAbstractScrollArea) and _scrolls_by_design(a)  # the scroll area's own frame, around that viewport
+            )
             if beside or not by_design:
                 return _name(a)
+            r = r.intersected(box)  # scrolled out of sight by design: the ancestors further up see only what shows
         a = a.parentWidget()
     if not window.rect().adjusted(-t, -t, t, t).contains(r):
         return "the window's edge"

@@ -246,10 +246,11 @@ class NumbersPanel(QScrollArea):
         self.extras = (self.waste_caption, self.bars, self.trade_off, self.outputs)
 
     def set_staged(self, on: bool) -> None:
-        """On the stage: the side-by-side table alone (no spread rows, no allocation schemes)."""
+        """On the stage: the side-by-side table alone (no spread rows, no allocation schemes; not the rows
+        computed with caching off either: always the prompt's length, the row above)."""
         for w in self.extras:
             w.setVisible(not on)
-        for key in ("spread_off", "spread_on"):
+        for key in ("computed_off", "spread_off", "spread_on"):
             self.table.setRowHidden(ROW_KEYS.index(key), on)
         self.table.updateGeometry()
         theme.on_change(self._on_theme)
