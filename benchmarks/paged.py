@@ -111,10 +111,7 @@ def main() -> None:
             if name == "paged" and r["rows"] is not None:
                 extra = f"  rows copied per layer per step {r['rows']:.1f}"
             ratio = watch.ratio(statistics.median(ratios), ">7.3f", short=True)
-            print(
-                f"{length:>6} {name:<17} {statistics.median(ms):>8.2f} {ratio} "
-                f"{min(ratios):>9.3f}–{max(ratios):.3f}{extra}"
-            )
+            print(f"{length:>6} {name:<17} {statistics.median(ms):>8.2f} {ratio} {min(ratios):>9.3f}–{max(ratios):.3f}{extra}")
     print(f"load before {load0:.2f}, after {_load():.2f}")
 
 

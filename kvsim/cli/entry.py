@@ -265,7 +265,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_log()  # warnings (e.g. a special token outside the vocabulary) and errors also go to the log file
     try:
         args = parse(argv)
-        if args.command in ("run", "screenshot", "export", "gqa"):  # the app sets them once its splash is up; roofline when it measures
+        # the app sets them once its splash is up; roofline sets them when it measures
+        if args.command in ("run", "screenshot", "export", "gqa"):
             from ..models.loading import set_threads
 
             set_threads(getattr(args, "threads", None))
