@@ -1150,12 +1150,14 @@ com cache, cada passo calcula uma linha nova: n linhas ao todo.</translation>
 ITL: inter-token latency — the time per generated token after the first (mean of the decode steps so far)
 K/V rows: rows of K and V computed so far, summed over the steps
 cache: bytes of K and V the lane holds now (all layers)
-× the K/V rows: how many times more rows one lane computed than the other</source>
+× the K/V rows: how many times more rows one lane computed than the other
+≈ before a lane&apos;s ITL: within noise of the first lane&apos;s (the 95% interval of their paired per-step ratio includes 1)</source>
         <translation>TTFT: tempo até o primeiro token — o tempo medido do passo de prefill (prompt → primeiro token)
 ITL: latência entre tokens — o tempo por token gerado depois do primeiro (média dos passos de decode até agora)
 linhas K/V: linhas de K e V calculadas até agora, somadas ao longo dos passos
 cache: bytes de K e V que a faixa guarda agora (todas as camadas)
-× as linhas K/V: quantas vezes mais linhas uma faixa calculou que a outra</translation>
+× as linhas K/V: quantas vezes mais linhas uma faixa calculou que a outra
+≈ antes da ITL de uma faixa: dentro do ruído em relação à da primeira faixa (o intervalo de 95% da razão pareada passo a passo inclui 1)</translation>
     </message>
     <message>
         <source>log scale</source>

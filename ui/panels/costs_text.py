@@ -67,7 +67,8 @@ STATS_TIP = QT_TRANSLATE_NOOP(
     "ITL: inter-token latency — the time per generated token after the first (mean of the decode steps so far)\n"
     "K/V rows: rows of K and V computed so far, summed over the steps\n"
     "cache: bytes of K and V the lane holds now (all layers)\n"
-    "× the K/V rows: how many times more rows one lane computed than the other",
+    "× the K/V rows: how many times more rows one lane computed than the other\n"
+    "≈ before a lane's ITL: within noise of the first lane's (the 95% interval of their paired per-step ratio includes 1)",
 )
 
 
