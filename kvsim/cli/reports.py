@@ -137,19 +137,8 @@ def cmd_memory(args: argparse.Namespace) -> int:
         "warnings": warnings,
     }
     if preset is not None:
-        report.update(
-            {
-                "preset": preset.name,
-                "source": preset.source,
-                "heads": preset.heads,
-                "params": preset.n_params,
-                "weights_bytes": {k: int(weight_bytes(preset.n_params, k)) for k in WEIGHT_DTYPE_BYTES},
-            }
-        )
-    for line in warnings:
-        print(f"warning: {line}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(report))
+        report.update(_preset_fields(preset))
+    if _warned_or_json(report, warnings, args.json):
         return 0
     name = preset.name if preset else f"{layers} layers × {kv_heads} kv heads × d_head {head_dim}"
     print(f"{name}: KV cache for {args.context:,} tokens × batch {args.batch} at {args.kv_bits} bits")
@@ -165,11 +154,33 @@ def cmd_memory(args: argparse.Namespace) -> int:
     for line in notes:
         print(line)
     if preset is not None:
-        print(
-            f"weights ({_params(preset.n_params)} params): "
-            + ", ".join(f"{k.upper()} {human_bytes(v)}" for k, v in report["weights_bytes"].items())
-        )
+        print(_weights_line(preset.n_params, report["weights_bytes"]))
     return 0
+
+
+def _preset_fields(preset: Any) -> dict[str, Any]:
+    """What a memory report says of a named preset: its source, heads, parameters and their weights' bytes."""
+    return {
+        "preset": preset.name,
+        "source": preset.source,
+        "heads": preset.heads,
+        "params": preset.n_params,
+        "weights_bytes": {k: int(weight_bytes(preset.n_params, k)) for k in WEIGHT_DTYPE_BYTES},
+    }
+
+
+def _warned_or_json(report: dict[str, Any], warnings: list[str], as_json: bool) -> bool:
+    """The warnings on stderr; with ``--json`` the report printed (True: nothing more to print)."""
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    if as_json:
+        print(json.dumps(report))
+    return as_json
+
+
+def _weights_line(n_params: int, weights_bytes: dict[str, int]) -> str:
+    sizes = ", ".join(f"{k.upper()} {human_bytes(v)}" for k, v in weights_bytes.items())
+    return f"weights ({_params(n_params)} params): {sizes}"
 
 
 def _latent_memory(args: argparse.Namespace, preset: Any, layers: int, warnings: list[str]) -> int:
@@ -204,16 +215,9 @@ def _latent_memory(args: argparse.Namespace, preset: Any, layers: int, warnings:
         "as_mha_bytes": as_mha,
         "notes": notes,
         "warnings": warnings,
-        "preset": preset.name,
-        "source": preset.source,
-        "heads": preset.heads,
-        "params": preset.n_params,
-        "weights_bytes": {k: int(weight_bytes(preset.n_params, k)) for k in WEIGHT_DTYPE_BYTES},
+        **_preset_fields(preset),
     }
-    for line in warnings:
-        print(f"warning: {line}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(report))
+    if _warned_or_json(report, warnings, args.json):
         return 0
     n = "min(n, W)" if args.window else "n"
     print(f"{preset.name}: latent KV cache (MLA) for {args.context:,} tokens × batch {args.batch} at {args.kv_bits} bits")
@@ -231,10 +235,7 @@ def _latent_memory(args: argparse.Namespace, preset: Any, layers: int, warnings:
     )
     for line in notes:
         print(line)
-    print(
-        f"weights ({_params(preset.n_params)} params): "
-        + ", ".join(f"{k.upper()} {human_bytes(v)}" for k, v in report["weights_bytes"].items())
-    )
+    print(_weights_line(preset.n_params, report["weights_bytes"]))
     return 0
 
 
