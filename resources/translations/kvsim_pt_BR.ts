@@ -1210,6 +1210,10 @@ cache: bytes de K e V que a faixa guarda agora (todas as camadas)
         <translation>{n} tokens por forward</translation>
     </message>
     <message>
+        <source>{x}× kv&apos;s time per token</source>
+        <translation>{x}× o tempo por token do kv</translation>
+    </message>
+    <message>
         <source>{ms} ms per token, kv {kv} ms ({x}×)</source>
         <translation>{ms} ms por token, kv {kv} ms ({x}×)</translation>
     </message>

@@ -261,10 +261,11 @@ class DraftOverlay:
 
 
 # ---------------------------------------------------------------------- the readout's words
-def spec_line(session, lane: int, step: int | None = None) -> str:
+def spec_line(session, lane: int, step: int | None = None, *, narrow: bool = False) -> str:
     """A spec lane's readout line at ``step``: what this step's check did, and the run so far —
     acceptance rate, tokens per target forward, time per token against the plain kv lane ('' for
-    any other lane)."""
+    any other lane). ``narrow`` (a lane on a projector): the run's figures alone, the time as a ratio,
+    so the K/V table keeps its height."""
     step = session.cursor if step is None else step
     r = session.record(step)
     info = session.lanes[lane]
@@ -283,7 +284,7 @@ def spec_line(session, lane: int, step: int | None = None) -> str:
     drafted = sum(x.lanes[lane].drafted for x in steps)
     accepted = sum(x.lanes[lane].accepted for x in steps)
     forwards = sum(x.lanes[lane].forwards for x in steps)
-    parts = [now]
+    parts = [] if narrow else [now]
     if drafted:
         parts.append(translate("views.lane_drafts", "{rate} % accepted").format(rate=num(100.0 * accepted / drafted, 0)))
     if forwards:
@@ -291,6 +292,9 @@ def spec_line(session, lane: int, step: int | None = None) -> str:
     ratio = time_vs_kv(session, lane, step)
     if ratio is not None:
         mine, plain = ratio
+        if narrow and plain > 0:
+            parts.append(translate("views.lane_drafts", "{x}× kv's time per token").format(x=local(f"{mine / plain:.2f}")))
+            return " · ".join(parts)
         parts.append(
             translate("views.lane_drafts", "{ms} ms per token, kv {kv} ms ({x}×)").format(
                 ms=num(mine, 2), kv=num(plain, 2), x=local(f"{mine / plain:.2f}") if plain > 0 else "–"

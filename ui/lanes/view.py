@@ -91,7 +91,6 @@ class LanePanel(LaneHover, QWidget):
         for p in (self.q, self.v, self.a):
             p.vb.setYLink(self.k.vb)
         self.drafts = DraftOverlay(self)  # a spec lane's drafted rows after the text (ghost, accepted, rejected)
-        self._spec_line = ""
         self.glw.installEventFilter(self)
         self.glw.scene().sigMouseMoved.connect(self._mouse_moved)
         self.cache_text = pg.TextItem("", color=theme.TEXT, anchor=(0.5, 0.5), fill=QColor(18, 20, 24, 200))
@@ -319,7 +318,6 @@ class LanePanel(LaneHover, QWidget):
     def _show_drafts(self, lo: int, n: int, layer: int, head: int, t: float) -> None:
         """A spec lane's draft rows after the text's ``n`` (the rows and the token axis grow by them)."""
         extra = self.drafts.update(lo, n, layer, head, t)
-        self._spec_line = spec_line(self.session, self.index)
         if extra:
             self.axis.newest = n - 1 + extra
             self.k.vb.setRange(yRange=(lo, n + extra), padding=0)  # the other plots follow (Y-linked)
@@ -424,8 +422,9 @@ class LanePanel(LaneHover, QWidget):
         # a narrow lane (three lanes on a projector) says the same in fewer words, so no line wraps
         narrow = self.readout.width() < self.readout.fontMetrics().horizontalAdvance("M") * 40
         text = readout_html(lane, self.info, self.color, pr, narrow, bool(compared), lane.token_id != r.token_id)
-        if self._spec_line:  # a spec lane: its check, acceptance, tokens per forward, time vs the kv lane
-            text += f"<br><span style='color:{theme.MUTED}'>{escape(self._spec_line)}</span>"
+        said = spec_line(self.session, self.index, narrow=narrow)  # "" but for a spec lane
+        if said:  # a spec lane: its check, acceptance, tokens per forward, time vs the kv lane
+            text += f"<br><span style='color:{theme.MUTED}'>{escape(said)}</span>"
         if text != self.readout.text():  # rich text is re-laid out on every set: skip unchanged frames
             self.readout.setText(text)
             self._grow_readout()
