@@ -61,13 +61,12 @@ import torch
 from ..caches.base import Cache, PolicyInfo
 from ..caches.block_table import SequenceBlocks
 from ..caches.blocks import BlockPool, block_hash
-from ..caches.paged import PagedCache
 from ..core.sampling import Sampling, SimulationError, choose
 from ..models.tokenizer import Tokenizer
 from ..models.transformer import Attention, Transformer
 from .records import BatchEntry, BatchStep, PoolSnapshot, RequestResult, RequestsRun, take_snapshot
 from .request_lists import MAX_ARRIVAL_STEP, RequestInput
-from .requests import blocks_needed, run_waste
+from .requests import blocks_needed, run_waste, warm_up
 
 DEFAULT_MAX_BATCHED_TOKENS = 256
 
@@ -282,7 +281,7 @@ class BatchingEngine:
         self.step = 0
         self.clock = 0.0
         if warmup:
-            self._warm_up(list(given[0].prompt_ids))
+            warm_up(self.model, self.block_size, list(given[0].prompt_ids))
 
     # ------------------------------------------------------------------ running
     @property
@@ -523,16 +522,6 @@ class BatchingEngine:
             pool.take_events()
         if self.on_step is not None:
             self.on_step(step, self)
-
-    def _warm_up(self, prompt: list[int]) -> None:
-        """A prefill and a one-row decode on a scratch pool, so the first timed step pays no lazy set-up."""
-        cfg, device = self.model.cfg, self.model.device
-        scratch = PagedCache(cfg.n_layers, self.block_size)
-        n = len(prompt)
-        self.model(torch.tensor([prompt], device=device), torch.arange(n, device=device), scratch, last_only=True)
-        if n > 1:
-            scratch.truncate(n - 1)
-            self.model(torch.tensor([prompt[-1:]], device=device), torch.arange(n - 1, n, device=device), scratch, last_only=True)
 
     # ------------------------------------------------------------------ the record
     def _result(self) -> RequestsRun:

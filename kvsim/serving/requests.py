@@ -154,7 +154,7 @@ class RequestsEngine:
         self._step = 0
         self._turn = 0  # interleaved schedule: the request index the round-robin goes on from
         if warmup:
-            self._warm_up(list(given[0].prompt_ids))
+            warm_up(self.model, self.block_size, list(given[0].prompt_ids))
 
     # ------------------------------------------------------------------ running
     def run(self) -> RequestsRun:
@@ -289,16 +289,6 @@ class RequestsEngine:
         else:
             self.pool.take_events()
         self._step += 1
-
-    def _warm_up(self, prompt: list[int]) -> None:
-        """A prefill and a one-row decode on a scratch pool, so the first timed prefill pays no lazy set-up."""
-        cfg, device = self.model.cfg, self.model.device
-        scratch = PagedCache(cfg.n_layers, self.block_size)
-        n = len(prompt)
-        self.model(torch.tensor([prompt], device=device), torch.arange(n, device=device), scratch, last_only=True)
-        if n > 1:
-            scratch.truncate(n - 1)
-            self.model(torch.tensor([prompt[-1:]], device=device), torch.arange(n - 1, n, device=device), scratch, last_only=True)
 
     # ------------------------------------------------------------------ the record
     def _result(self) -> RequestsRun:
@@ -462,3 +452,14 @@ def compare_prefix_caching(
     """The same requests, same pool size and settings, with prefix caching off and on, measured side by
     side (``PrefixComparison``; its ``max_repeats``, ``precision`` and ``budget_s`` may be given)."""
     return PrefixComparison(model, tokenizer, requests, **options).run()
+
+
+def warm_up(model: Transformer, block_size: int, prompt: list[int]) -> None:
+    """A prefill and a one-row decode on a scratch pool, so the first timed step pays no lazy set-up."""
+    device = model.device
+    scratch = PagedCache(model.cfg.n_layers, block_size)
+    n = len(prompt)
+    model(torch.tensor([prompt], device=device), torch.arange(n, device=device), scratch, last_only=True)
+    if n > 1:
+        scratch.truncate(n - 1)
+        model(torch.tensor([prompt[-1:]], device=device), torch.arange(n - 1, n, device=device), scratch, last_only=True)
