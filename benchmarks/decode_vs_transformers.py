@@ -42,6 +42,7 @@ from kvsim.costs.hardware import read_bandwidth
 from kvsim.models.base import user_models_dir
 from kvsim.models.loading import load_model
 from kvsim.models.precision import bf16_model
+from kvsim.models.row_matmul import KERNEL, limit_threads
 from kvsim.models.transformer import Transformer
 
 TEXT = "The key-value cache is a technique that lets a transformer reuse what it computed for earlier tokens, so"
@@ -117,6 +118,7 @@ def main() -> int:
     p.add_argument("--kvsim-compile", action="store_true")
     args = p.parse_args()
     torch.set_num_threads(1)
+    limit_threads(1)  # numpy's BLAS too: kvsim's one-row products run there (kvsim.models.row_matmul)
     import transformers
 
     load_before = load_avg()
@@ -175,7 +177,10 @@ def main() -> int:
     bw = read_bandwidth(model.weight_bytes())
     floor_ms = nbytes / bw * 1e3
     med = {name: statistics.median(t) * 1e3 for name, t in times.items()}
-    print(f"# {args.model} {args.dtype}, prompt {len(ids)}, {args.steps} timed steps (+{args.warmup} warm-up), 1 thread")
+    print(
+        f"# {args.model} {args.dtype}, prompt {len(ids)}, {args.steps} timed steps (+{args.warmup} warm-up), 1 thread; "
+        f"kvsim's one-row products: {KERNEL}"
+    )
     print(
         f"torch {torch.__version__}, transformers {transformers.__version__}; "
         f"load (1/5/15 min) before {load_before}, after {load_after}"

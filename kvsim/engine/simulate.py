@@ -27,6 +27,7 @@ import torch
 from .. import __version__
 from ..caches import KVCache, LaneSpec, make_cache, parse_lanes, visibility
 from ..core.sampling import Sampling, SimulationError, choose, draw, probabilities
+from ..models import row_matmul
 from ..models.tokenizer import Tokenizer
 from ..models.transformer import ForwardOutput, Transformer
 from .counting import step_cost
@@ -164,6 +165,7 @@ class Simulator:
                 "free_running": free_running,
                 "device": str(model.device),
                 "dtype": str(model.dtype).replace("torch.", ""),
+                "one_row_matmul": row_matmul.KERNEL,  # the kernel of the decode steps' products (kvsim.models.row_matmul)
                 "versions": {
                     "kvsim": __version__,
                     "torch": torch.__version__,
