@@ -23,7 +23,16 @@ from kvsim.core.sampling import Sampling
 from kvsim.engine.simulate import RunSummary, Simulator
 from kvsim.models import precision
 from kvsim.models.loading import load_model
-from kvsim.models.transformer import GemmaRMSNorm, RMSNorm, RopeTables, rms_norm_reference, rope_cos_sin
+from kvsim.models.transformer import (
+    GemmaRMSNorm,
+    RMSNorm,
+    RopeRows,
+    RopeTables,
+    apply_rope,
+    apply_rope_signed,
+    rms_norm_reference,
+    rope_cos_sin,
+)
 from tests.helpers import FAMILY_SPECS
 
 GEMMA = "random:family=gemma3,layers=4,heads=4,kv_heads=1,dim=64,vocab=300,ctx=512,window=4,global_every=2,seed=5"
@@ -53,6 +62,29 @@ def test_rope_table_rows_are_the_fresh_rows() -> None:
         torch.testing.assert_close(got[0], want[0], rtol=0, atol=1e-6)
         torch.testing.assert_close(got[1], want[1], rtol=0, atol=1e-6)
     assert next(iter(tables._tables.values()))[0].shape[0] >= 201  # grew past the largest position asked
+
+
+def test_the_signed_rotation_is_apply_rope_bit_for_bit() -> None:
+    torch.manual_seed(4)
+    rows = RopeTables()(torch.tensor([3, 40, 41]), 32, 10000.0, torch.float32)
+    assert isinstance(rows, RopeRows) and len(rows) == 2  # still (cos, sin) for apply_rope(x, *rows)
+    x = torch.randn(2, 5, 3, 32) * 4
+    assert torch.equal(apply_rope_signed(x, rows[0], rows.signed), apply_rope(x, *rows))
+
+
+@pytest.mark.parametrize("spec", [FAMILY_SPECS["llama-gqa"], FAMILY_SPECS["llama-mha-tied-bias"], GEMMA])
+@pytest.mark.parametrize("t", [1, 6])
+def test_projections_with_the_table_rows_equal_the_plain_rotation(spec: str, t: int) -> None:
+    """q and k rotated together (no QK-norm) or one by one with the signed table equal the plain ``apply_rope``
+    path of the same layer exactly, for a decode row and a prefill."""
+    model = load_model(spec).model
+    cfg = model.cfg
+    x = torch.randn(1, t, cfg.dim, generator=torch.Generator().manual_seed(t))
+    rows = model.rope_tables(torch.arange(7, 7 + t), cfg.rope_head_dim, cfg.rope_theta_of(0), torch.float32)
+    attn = model.layers[0].attn
+    assert attn.fused_qkv is not None  # the decode-friendly layout, as a lane runs it
+    for got, want in zip(attn.project(x, rows), attn.project(x, (rows[0], rows[1])), strict=True):
+        assert got.shape == want.shape and torch.equal(got, want)
 
 
 def _float64_logits(model, tokens: list[int]) -> torch.Tensor:

@@ -101,34 +101,52 @@ def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float, dtype: to
     return emb.cos().to(dtype), emb.sin().to(dtype)
 
 
+class RopeRows(tuple):
+    """(cos, sin) of some positions, as ``apply_rope`` takes them, and ``signed``: sin with its first half
+    negated, for ``apply_rope_signed`` (a decode step's rotation in 4 ops instead of 7, the same values)."""
+
+    signed: torch.Tensor
+
+    def __new__(cls, cos: torch.Tensor, sin: torch.Tensor, signed: torch.Tensor) -> RopeRows:
+        rows = super().__new__(cls, (cos, sin))
+        rows.signed = signed
+        return rows
+
+
 class RopeTables:
     """cos/sin of every position up to a capacity that doubles when a step needs more, one table per
     (base, dtype): a step indexes its rows instead of recomputing them. The rows are computed by
     ``rope_cos_sin`` itself, so they are the same values as computing each step's positions afresh."""
 
     def __init__(self) -> None:
-        self._tables: dict[tuple[float, int, torch.dtype, torch.device], tuple[torch.Tensor, torch.Tensor]] = {}
+        self._tables: dict[tuple[float, int, torch.dtype, torch.device], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
 
-    def __call__(
-        self, positions: torch.Tensor, head_dim: int, theta: float, dtype: torch.dtype
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def __call__(self, positions: torch.Tensor, head_dim: int, theta: float, dtype: torch.dtype) -> RopeRows:
         key = (theta, head_dim, dtype, positions.device)
         table = self._tables.get(key)
         one = int(positions[0]) if positions.dim() == 1 and positions.numel() == 1 else None  # a decode step
         needed = one + 1 if one is not None else int(positions.max()) + 1 if positions.numel() else 0
         if table is None or table[0].shape[0] < needed:
             size = max(64, needed, 2 * (table[0].shape[0] if table is not None else 0))
-            table = rope_cos_sin(torch.arange(size, device=positions.device), head_dim, theta, dtype)
+            cos, sin = rope_cos_sin(torch.arange(size, device=positions.device), head_dim, theta, dtype)
+            half = head_dim // 2
+            table = (cos, sin, torch.cat((-sin[:, :half], sin[:, half:]), dim=-1))
             self._tables[key] = table
         if one is not None:  # a view of one row, no gather
-            return table[0][one : one + 1], table[1][one : one + 1]
-        return table[0][positions], table[1][positions]
+            return RopeRows(*(part[one : one + 1] for part in table))
+        return RopeRows(*(part[positions] for part in table))
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     half = x.shape[-1] // 2
     rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
     return x * cos + rotated * sin  # cos/sin (T, D) broadcast over (B, H, T, D)
+
+
+def apply_rope_signed(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
+    """``apply_rope`` with the sign folded into the table (``RopeRows.signed``): the halves swapped by one
+    roll, and (-x₂)·s = x₂·(-s) exactly, so the result is ``apply_rope``'s bit for bit."""
+    return x * cos + x.roll(x.shape[-1] // 2, -1) * signed_sin
 
 
 class Attention(nn.Module):
@@ -188,7 +206,13 @@ class Attention(nn.Module):
         b, t, _ = x.shape
         h, hkv, d = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         if self.fused_qkv is not None:
-            q, k, v = linear(x, *self.fused_qkv).split((h * d, hkv * d, hkv * d), dim=-1)
+            qkv = linear(x, *self.fused_qkv)
+            if isinstance(rope, RopeRows) and self.q_norm is None:  # q and k rotated together, in one pass
+                qk, v = qkv.split(((h + hkv) * d, hkv * d), dim=-1)
+                qk = apply_rope_signed(qk.view(b, t, h + hkv, d), rope[0][:, None], rope.signed[:, None])  # (T, 1, D) tables
+                q, k = qk.split((h, hkv), dim=2)
+                return q.transpose(1, 2), k.transpose(1, 2), v.view(b, t, hkv, d).transpose(1, 2)
+            q, k, v = qkv.split((h * d, hkv * d, hkv * d), dim=-1)
         else:
             q, k, v = self.wq(x), self.wk(x), self.wv(x)
         q = q.view(b, t, h, d).transpose(1, 2)  # (B, H, T, D)
@@ -196,7 +220,9 @@ class Attention(nn.Module):
         v = v.view(b, t, hkv, d).transpose(1, 2)  # (B, H_kv, T, D)
         if self.q_norm is not None and self.k_norm is not None:  # before RoPE, as Gemma 3 does
             q, k = self.q_norm(q), self.k_norm(k)
-        if rope is not None:
+        if isinstance(rope, RopeRows):
+            q, k = apply_rope_signed(q, rope[0], rope.signed), apply_rope_signed(k, rope[0], rope.signed)
+        elif rope is not None:
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
         return q, k, v
 
