@@ -54,6 +54,21 @@ def test_fused_rms_norm_equals_the_written_out_norm(cls) -> None:
     torch.testing.assert_close(got.float(), want, rtol=2e-2, atol=2e-2)
 
 
+def test_gemma_norm_scale_follows_its_weight() -> None:
+    """Gemma's 1 + weight is kept between calls; an in-place edit, a new tensor or a dtype change is seen."""
+    norm = GemmaRMSNorm(16, 1e-6)
+    x = torch.randn(3, 16)
+    first = norm(x)
+    torch.testing.assert_close(first, rms_norm_reference(x, 1e-6))
+    with torch.no_grad():
+        norm.weight.copy_(torch.full((16,), 0.5))  # in place: the version counter moves
+    torch.testing.assert_close(norm(x), rms_norm_reference(x, 1e-6) * 1.5)
+    norm.weight = torch.nn.Parameter(torch.full((16,), -0.5))  # a new tensor
+    torch.testing.assert_close(norm(x), rms_norm_reference(x, 1e-6) * 0.5)
+    norm.load_state_dict({"weight": torch.zeros(16)})
+    torch.testing.assert_close(norm(x), first)
+
+
 def test_rope_table_rows_are_the_fresh_rows() -> None:
     tables = RopeTables()
     for positions in (torch.tensor([0]), torch.tensor([5]), torch.arange(0, 70), torch.tensor([200]), torch.tensor([3, 9, 1])):

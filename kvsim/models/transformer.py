@@ -75,9 +75,19 @@ class GemmaRMSNorm(nn.Module):
         super().__init__()
         self.eps = eps
         self.weight = nn.Parameter(torch.zeros(dim))
+        self._scale: tuple[tuple[int, int, torch.dtype], torch.Tensor] | None = None  # 1 + weight, kept between calls
+
+    def scale(self) -> torch.Tensor:
+        """``1 + weight`` in float32, computed again only when the weight changed (loaded, converted, edited in
+        place: its version counter or storage moves): six norms a Gemma layer save an op each per step."""
+        w = self.weight
+        key = (w._version, w.data_ptr(), w.dtype)
+        if self._scale is None or self._scale[0] != key:
+            self._scale = (key, 1.0 + w.detach().float())
+        return self._scale[1]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.rms_norm(x.float(), self.weight.shape, 1.0 + self.weight.float(), self.eps).to(x.dtype)
+        return F.rms_norm(x.float(), self.weight.shape, self.scale(), self.eps).to(x.dtype)
 
 
 def rms_norm_reference(x: torch.Tensor, eps: float) -> torch.Tensor:
