@@ -58,8 +58,10 @@ _LIBRARY.define("row_linear(Tensor x, Tensor weight) -> Tensor")
 
 
 def _row_linear_cpu(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    # weight is (out, in) column-major, so weight.numpy().T is the (in, out) C-ordered array, no copy
-    return torch.from_numpy(np.matmul(x.contiguous().numpy(), weight.numpy().T))
+    # weight is (out, in) column-major, so weight.numpy().T is the (in, out) C-ordered array, no copy; an
+    # overflow gives inf/NaN silently, as torch does (the caller checks the logits and says so in one line)
+    with np.errstate(all="ignore"):
+        return torch.from_numpy(np.matmul(x.contiguous().numpy(), weight.numpy().T))
 
 
 def _row_linear_shape(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
