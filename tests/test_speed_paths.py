@@ -102,6 +102,28 @@ def test_projections_with_the_table_rows_equal_the_plain_rotation(spec: str, t: 
         assert got.shape == want.shape and torch.equal(got, want)
 
 
+@pytest.mark.parametrize("spec", [FAMILY_SPECS["llama-gqa"], GEMMA])
+def test_the_fused_gate_and_up_are_the_two_projections(spec: str) -> None:
+    """The MLP's one gate+up matmul gives the two projections' values; once the Parameters are converted in place
+    (``.to(float64)``) or a projection is replaced (a quantized lane), the stale fused weight is not used."""
+    model = load_model(spec).model
+    mlp = model.layers[0].mlp
+    assert mlp.fused_gate_up is not None and mlp.w_gate.weight.data_ptr() == mlp.fused_gate_up[0].data_ptr()
+    x = torch.randn(1, 1, model.cfg.dim, generator=torch.Generator().manual_seed(8))
+    gate, up = mlp._gate_up(x)
+    torch.testing.assert_close(gate, torch.nn.functional.linear(x, mlp.w_gate.weight.contiguous()), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(up, torch.nn.functional.linear(x, mlp.w_up.weight.contiguous()), rtol=1e-5, atol=1e-5)
+    mlp.to(torch.float64)
+    gate64, up64 = mlp._gate_up(x.double())
+    assert gate64.dtype == up64.dtype == torch.float64  # the float32 fused weight would have failed or cast
+    torch.testing.assert_close(gate64, gate.double(), rtol=1e-5, atol=1e-5)
+    halved = torch.nn.Linear(model.cfg.dim, mlp.w_up.out_features, bias=False, dtype=torch.float64)
+    with torch.no_grad():
+        halved.weight.copy_(mlp.w_up.weight * 0.5)
+    mlp.w_up = halved  # what a weight lane does to its modules
+    torch.testing.assert_close(mlp._gate_up(x.double())[1], up64 * 0.5)
+
+
 def _float64_logits(model, tokens: list[int]) -> torch.Tensor:
     """The last position's logits of the whole prefix, the model converted to float64, no cache."""
     import copy

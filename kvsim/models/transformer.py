@@ -294,12 +294,46 @@ class MLP(nn.Module):
             self.w_gate = Linear(cfg.dim, cfg.hidden_dim, bias=cfg.mlp_bias)
             self.w_up = Linear(cfg.dim, cfg.hidden_dim, bias=cfg.mlp_bias)
             self.w_down = Linear(cfg.hidden_dim, cfg.dim, bias=cfg.mlp_bias)
+        # (weight, bias, the gate's and the up's Parameters): see fuse_gate_up
+        self.fused_gate_up: tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor] | None = None
+
+    def fuse_gate_up(self) -> None:
+        """One matmul for the gate and up projections, as ``Attention.fuse_qkv`` does for Q/K/V: w_gate and w_up
+        become views into one column-major weight, so state dicts, counts and values are kept while a decode
+        step streams one larger matrix (measured on SmolLM2's shapes: 30 layers 24.4 → 23.0 ms)."""
+        if self.gpt2:
+            return
+        parts = (self.w_gate, self.w_up)
+        weight = torch.cat([p.weight.detach() for p in parts], 0).t().contiguous().t()  # (2·hidden, in), column-major
+        bias = torch.cat([p.bias.detach() for p in parts]) if self.w_gate.bias is not None else None
+        hidden = self.w_gate.out_features
+        for p, rows in zip(parts, (slice(0, hidden), slice(hidden, 2 * hidden)), strict=True):
+            p.weight = nn.Parameter(weight[rows], requires_grad=False)
+            if bias is not None:
+                p.bias = nn.Parameter(bias[rows], requires_grad=False)
+        self.fused_gate_up = (weight, bias, self.w_gate.weight, self.w_up.weight)
+
+    def _gate_up(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        fused = self.fused_gate_up
+        # the fused weight holds only while both projections still are those views: a lane that quantizes its
+        # weights replaces the modules, a dtype or device change converts the Parameters in place
+        if (
+            fused is not None
+            and getattr(self.w_gate, "weight", None) is fused[2]
+            and getattr(self.w_up, "weight", None) is fused[3]
+            and fused[2].dtype == fused[0].dtype
+            and fused[2].device == fused[0].device
+        ):
+            gate, up = linear(x, fused[0], fused[1]).split(fused[2].shape[0], dim=-1)
+            return gate, up
+        return self.w_gate(x), self.w_up(x)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.gpt2:
             return self.proj(F.gelu(self.fc(x), approximate="tanh"))
-        gate = F.gelu(self.w_gate(x), approximate="tanh") if self.gelu_gate else F.silu(self.w_gate(x))
-        return self.w_down(gate * self.w_up(x))
+        gate, up = self._gate_up(x)
+        gate = F.gelu(gate, approximate="tanh") if self.gelu_gate else F.silu(gate)
+        return self.w_down(gate * up)
 
 
 class Block(nn.Module):
@@ -353,8 +387,8 @@ class Transformer(nn.Module):
         return self.tok_embeddings.weight.dtype
 
     def use_decode_friendly_layout(self) -> Transformer:
-        """Fuse each layer's Q/K/V projections into one matmul, and keep every projection's (out, in)
-        shape but store it column-major, (in, out) in memory:
+        """Fuse each layer's Q/K/V projections into one matmul (and the MLP's gate and up), and keep every
+        projection's (out, in) shape but store it column-major, (in, out) in memory:
         on CPU a one-row decode matmul then streams the weight in order, ~5-9 % faster (measured on
         2 cores: 1×768 · 768×2304 in 122 µs vs 130 µs), which is what GPT-2's Conv1D layout gets
         for free. A tied embedding goes column-major too: as the LM head it is the largest matrix of a
@@ -364,6 +398,7 @@ class Transformer(nn.Module):
         for block in self.layers:
             assert isinstance(block, Block)
             block.attn.fuse_qkv()
+            block.mlp.fuse_gate_up()
         tied = self.lm_head.weight is self.tok_embeddings.weight
         for module in self.modules():
             if isinstance(module, nn.Linear) and module.weight.is_contiguous():
