@@ -3,12 +3,12 @@ version pyproject.toml allows, then the quick tests.
 
     python scripts/check_floors.py [--venv /tmp/kvsim-floors] [--keep-torch]
 
-Reads ``[project] dependencies`` (and, of the test extras, pytest and gguf's writer, at their floors), writes a constraints
-file pinning each ``name>=X`` to ``name==X`` (markers kept), creates the venv, installs the checkout with
-those constraints, and runs ``python -m pytest -q -m "not slow"`` in it. ``--keep-torch``: torch is pinned
-to the version already installed beside this Python instead of its floor (the floor's CPU build may not be
-at hand; say so when reporting). Prints the versions installed and the tests' summary; exit status is the
-tests'.
+Reads ``[project] dependencies`` (and, of the test extras, pytest and gguf's writer, at their floors), writes a
+constraints file pinning each ``name>=X`` to ``name==X`` (markers kept), creates the venv, installs the checkout
+with those constraints (editable, as the README does), and runs ``python -m pytest -q -m "not slow"`` in it.
+``--keep-torch``: torch is pinned to the version already installed beside this Python instead of its floor
+(the floor's CPU build may not be at hand; say so when reporting). Prints the versions installed and the
+tests' summary; exit status is the tests'.
 """
 
 from __future__ import annotations
@@ -57,7 +57,9 @@ def main() -> int:
     print("constraints:", *pins, sep="\n  ")
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = str(venv / "bin" / "python")
-    subprocess.run([py, "-m", "pip", "install", "-q", "-c", str(constraints), str(ROOT), *test_runner], check=True)
+    # editable, as the README installs it: the tests run from the checkout, whose kvsim/ has no ui/ of its own
+    # (pyproject maps kvsim.ui to ui/; an editable install's finder serves it, a plain one is shadowed by the cwd)
+    subprocess.run([py, "-m", "pip", "install", "-q", "-c", str(constraints), "-e", str(ROOT), *test_runner], check=True)
     subprocess.run([py, "-m", "pip", "list", "--format=freeze"], check=True)
     return subprocess.run([py, "-m", "pytest", "-q", "-m", "not slow", "-p", "no:cacheprovider"], cwd=ROOT).returncode
 
