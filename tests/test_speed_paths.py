@@ -188,6 +188,20 @@ def test_bf16_lane_reports_its_divergence_from_fp32() -> None:
     assert summary["first_divergent_step"] == first
 
 
+def test_a_tied_head_is_column_major_in_fp32_and_row_major_in_bf16() -> None:
+    """fp32: the LM head streams fastest column-major (numpy's kernel, MKL too); bf16: row-major (torch's one-row
+    bf16 product). Either way the head is still the embedding table, and the bf16 copy's values are the fp32 ones."""
+    if not precision.bf16_supported(torch.device("cpu")):
+        pytest.skip("no bfloat16 instructions on this CPU")
+    model = load_model(FAMILY_SPECS["llama-mha-tied-bias"]).model
+    head = model.lm_head.weight
+    assert head is model.tok_embeddings.weight and head.stride() == (1, head.shape[0])
+    half = precision.bf16_model(model)
+    head16 = half.lm_head.weight
+    assert head16 is half.tok_embeddings.weight and head16.dtype == torch.bfloat16 and head16.is_contiguous()
+    assert torch.equal(head16, head.to(torch.bfloat16))
+
+
 def test_bf16_refused_where_the_cpu_lacks_it(monkeypatch, capsys) -> None:
     monkeypatch.setattr(precision, "bf16_supported", lambda device: False)
     with pytest.raises(ValueError, match="bfloat16 instructions"):
