@@ -1,7 +1,7 @@
 """The one-row matmul kernels of a decode step, on a model's real weights: torch's ``F.linear`` against
 numpy's BLAS (``kvsim.models.row_matmul``), one thread each, interleaved.
 
-Every projection matrix of the model (fused Q/K/V, output, MLP) and the LM head, in the layout kvsim keeps
+Every projection matrix of the model (fused Q/K/V, output, fused gate+up, down) and the LM head, in the layout kvsim keeps
 them (column-major), is multiplied by one row — what a cached decode step does — once per round by each
 kernel, the order alternating round by round. Per round: the time of all layers' products and of the LM
 head, for each kernel; the figure is the paired ratio numpy / torch with its 95 % interval
@@ -45,7 +45,12 @@ def main() -> int:
     for block in model.layers:
         attn = block.attn
         layers.append(attn.fused_qkv[0] if attn.fused_qkv is not None else attn.wq.weight)
-        layers += [m.weight for m in (attn.wo, *(c for c in block.mlp.children() if isinstance(c, torch.nn.Linear)))]
+        layers.append(attn.wo.weight)
+        mlp = block.mlp
+        if mlp.fused_gate_up is not None:  # the one gate+up matrix a decode step multiplies
+            layers += [mlp.fused_gate_up[0], mlp.w_down.weight]
+        else:
+            layers += [c.weight for c in mlp.children() if isinstance(c, torch.nn.Linear)]
     head = model.lm_head.weight
     groups = {"layers": layers, "LM head": [head]}
 
