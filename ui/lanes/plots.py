@@ -156,6 +156,9 @@ class ImagePlot:
         if axis_left is None:
             self.plot.hideAxis("left")
         self.plot.hideAxis("bottom")  # columns are named in the titles; axes cost a frame each step
+        for name in ("left", "bottom", "right", "top"):  # no axis has a label: a range that moves a row sets no label html
+            self.plot.getAxis(name).enableAutoSIPrefix(False)
+        self.follows_y: ImagePlot | None = None  # the plot whose rows this one's are (Y-linked): it sets the rows' range
         self.plot.setContentsMargins(0, 0, 0, 10)  # room for the last row's label below the image
         # transparent cells show what is behind them: hatched = masked (a future position);
         # cross-hatched in UNSEEN over the background = not seen by this lane (window, eviction)
@@ -198,7 +201,8 @@ class ImagePlot:
             self.masked_bg.setVisible(False)
             self._set_unseen(None, lo, 1.0)
         else:
-            self.image.setImage(rgba, levels=(0, 255), autoLevels=False)
+            # RGBA bytes as they are (no levels): pyqtgraph wraps them in a QImage instead of converting every pixel
+            self.image.setImage(rgba, levels=None, autoLevels=False)
             self.image.setRect(QRectF(0, lo, width, hi - lo))
             self.image.setVisible(True)
             self.masked_bg.setRect(QRectF(0, lo, width, hi - lo))
@@ -207,8 +211,14 @@ class ImagePlot:
             self._set_unseen(mask, lo, width / max(rgba.shape[1], 1))
         rng = (0, width, lo, max(hi, lo + 1))
         if rng != getattr(self, "_range", None):
-            self._range = rng
-            self.vb.setRange(xRange=(0, width), yRange=(lo, max(hi, lo + 1)), padding=0)
+            before, self._range = getattr(self, "_range", None), rng
+            lead = self.follows_y
+            if lead is not None and getattr(lead, "_range", None) is not None and lead._range[2:] == rng[2:]:
+                # the rows' range is the Y-linked plot's, set there (already followed): only the columns here
+                if before is None or before[:2] != rng[:2] or tuple(self.vb.viewRange()[1]) != rng[2:]:
+                    self.vb.setRange(xRange=(0, width), yRange=(lo, max(hi, lo + 1)), padding=0)
+            else:
+                self.vb.setRange(xRange=(0, width), yRange=(lo, max(hi, lo + 1)), padding=0)
             self.vb.prepareForPaint()  # settle the transform now: one paint per step, not two
 
     def _set_unseen(self, mask: np.ndarray | None, lo: int, col_w: float) -> None:
