@@ -53,6 +53,8 @@ def test_unseen_cells_path_merges_rows_and_fills_the_same_pixels(qapp) -> None:
     evicted = np.zeros((200, 48), dtype=bool)
     evicted[:150] = True  # a window lane's K/V: every row before the window evicted
     masks = [rng.random((200, 40)) < 0.3, evicted, (cols < rows - 30) & (cols >= 4), np.zeros((0, 0), dtype=bool)]
+    masks.append(((cols < 10) | (cols >= rows // 2)) & (rows % 3 != 0))  # one run a row mostly, rows left out between
+    masks.append((cols >= rows // 4) & (cols < rows // 4 + 7) & (rows % 5 != 0))  # one run a row: the merged-at-once path
     for mask in masks:
         for sx, sy in ((1.37, 1.53), (0.71, 0.83), (3.0, 1.0)):
             for brush in (QBrush(QColor(200, 10, 10)), QBrush(QColor(30, 200, 30), Qt.BrushStyle.DiagCrossPattern)):

@@ -123,6 +123,15 @@ def cells_path(mask: np.ndarray, lo: int, col_w: float) -> QPainterPath:
     edges = np.diff(padded, axis=1)
     rows, starts = np.nonzero(edges == 1)  # row-major: runs in row order, left to right
     ends = np.nonzero(edges == -1)[1]
+    if rows.size and bool(np.all(np.diff(rows) > 0)):  # one run a row (evicted rows, a window): merged at once
+        new = np.ones(rows.size, dtype=bool)
+        new[1:] = (np.diff(rows) != 1) | (np.diff(starts) != 0) | (np.diff(ends) != 0)
+        first = np.flatnonzero(new)
+        last = np.append(first[1:], rows.size) - 1
+        for i, j in zip(first.tolist(), last.tolist(), strict=True):
+            a, b = int(starts[i]), int(ends[i])
+            path.addRect(QRectF(a * col_w, lo + int(rows[i]), (b - a) * col_w, int(rows[j]) - int(rows[i]) + 1))
+        return path
     open_runs: dict[tuple[int, int], list[int]] = {}  # (first col, end col) → [first row, last row]
     rects: list[tuple[int, int, int, int]] = []
     for r, a, b in zip(rows.tolist(), starts.tolist(), ends.tolist(), strict=True):
