@@ -118,12 +118,14 @@ def cells_path(mask: np.ndarray, lo: int, col_w: float) -> QPainterPath:
     path = QPainterPath()
     if mask.size == 0:
         return path
-    padded = np.zeros((mask.shape[0], mask.shape[1] + 2), dtype=np.int8)
-    padded[:, 1:-1] = mask
-    edges = np.diff(padded, axis=1)
-    rows, starts = np.nonzero(edges == 1)  # row-major: runs in row order, left to right
-    ends = np.nonzero(edges == -1)[1]
-    if rows.size and bool(np.all(np.diff(rows) > 0)):  # one run a row (evicted rows, a window): merged at once
+    # one run a row at most (evicted rows, a window's attention): each row's run from its first and last True
+    # cell, and rows with the same run one after another merged at once (no per-cell edges to find)
+    filled = mask.any(axis=1)
+    first_col = mask.argmax(axis=1)
+    end_col = mask.shape[1] - mask[:, ::-1].argmax(axis=1)
+    if np.array_equal(np.count_nonzero(mask, axis=1)[filled], (end_col - first_col)[filled]):
+        rows = np.flatnonzero(filled)
+        starts, ends = first_col[rows], end_col[rows]
         new = np.ones(rows.size, dtype=bool)
         new[1:] = (np.diff(rows) != 1) | (np.diff(starts) != 0) | (np.diff(ends) != 0)
         first = np.flatnonzero(new)
@@ -132,6 +134,11 @@ def cells_path(mask: np.ndarray, lo: int, col_w: float) -> QPainterPath:
             a, b = int(starts[i]), int(ends[i])
             path.addRect(QRectF(a * col_w, lo + int(rows[i]), (b - a) * col_w, int(rows[j]) - int(rows[i]) + 1))
         return path
+    padded = np.zeros((mask.shape[0], mask.shape[1] + 2), dtype=np.int8)
+    padded[:, 1:-1] = mask
+    edges = np.diff(padded, axis=1)
+    rows, starts = np.nonzero(edges == 1)  # row-major: runs in row order, left to right
+    ends = np.nonzero(edges == -1)[1]
     open_runs: dict[tuple[int, int], list[int]] = {}  # (first col, end col) → [first row, last row]
     rects: list[tuple[int, int, int, int]] = []
     for r, a, b in zip(rows.tolist(), starts.tolist(), ends.tolist(), strict=True):
