@@ -50,8 +50,8 @@ class RowBuffer:
 
     def reserve(self, n: int) -> None:
         cap = self.buf.shape[0]
-        if n > cap:
-            cap = max(n, 2 * cap, 64)
+        if n > cap:  # a quarter more than asked at first (a run's decode rows arrive without a copy), then doubling
+            cap = max(n + n // 4, 2 * cap, 64)
             buf = np.zeros((cap, *self.buf.shape[1:]), dtype=np.uint8)
             buf[: self.buf.shape[0]] = self.buf
             have = np.zeros(cap, dtype=bool)
@@ -312,7 +312,7 @@ class DerivedImages:
             for a, b in _runs(changed[changed < table.shape[0]]):
                 table[a:b] = s.kv_rows(lane, layer, g, a, b, step=step)[0]
             kept[0] = step
-        if n > table.shape[0]:
+        if n > table.shape[0]:  # the rows that arrived since (a decode step: one)
             table = kept[1] = np.concatenate([table, s.kv_rows(lane, layer, g, table.shape[0], n, step=step)[0]])
         return table[:n]
 
