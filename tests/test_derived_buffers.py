@@ -207,3 +207,30 @@ def test_a_step_colours_and_writes_only_its_new_rows(recorded, qapp, monkeypatch
         assert sum(colour_rows) == sum(written.values())  # nothing coloured that was not written, nothing twice
         assert max(colour_rows) <= max(int4_rows, 1)  # no image of SHOWN rows re-coloured
     assert any(r.step > 0 and len(r.lanes[int4].rows.positions) > 1 for r in records)
+
+
+def test_rgba_bytes_passed_without_levels_draw_the_pixels_the_converted_path_drew(qapp) -> None:
+    """ImagePlot hands the RGBA bytes to pyqtgraph without levels (wrapped, not converted): the QImage it
+    draws holds exactly the pixels the levels=(0, 255) path (makeARGB, every pixel converted) drew."""
+    import pyqtgraph as pg
+    from PySide6.QtGui import QImage
+
+    def pixels(item) -> np.ndarray:
+        item.render()
+        img = item.qimage.convertToFormat(QImage.Format.Format_RGBA8888)
+        h, w = img.height(), img.width()
+        raw = np.frombuffer(img.constBits(), dtype=np.uint8).reshape(h, img.bytesPerLine())[:, : w * 4]
+        return raw.reshape(h, w, 4).copy()  # a copy while the QImage lives
+
+    rng = np.random.default_rng(1)
+    rgba = rng.integers(0, 256, (37, 23, 4), dtype=np.uint8)
+    rgba[::3, :, 3] = 0  # transparent rows (evicted, masked)
+    rgba[1::3, :, 3] = 255
+    wrapped, converted = pg.ImageItem(axisOrder="row-major"), pg.ImageItem(axisOrder="row-major")
+    wrapped.setImage(rgba, levels=None, autoLevels=False)
+    converted.setImage(rgba, levels=(0, 255), autoLevels=False)
+    got, old = pixels(wrapped), pixels(converted)
+    opaque = rgba[..., 3] > 0  # a fully transparent pixel's colour is not drawn (and not kept the same by Qt)
+    np.testing.assert_array_equal(got[opaque], rgba[opaque])
+    np.testing.assert_array_equal(got[opaque], old[opaque])
+    np.testing.assert_array_equal(got[..., 3], old[..., 3])
