@@ -140,9 +140,11 @@ def _check(s, d: DerivedImages, selections) -> None:
                 np.testing.assert_array_equal(mine, theirs)
 
 
-@pytest.mark.parametrize("max_cols", [512, 16])  # 16: attention columns max-pooled (3 keys a column at 46 rows)
-def test_kept_images_equal_images_built_from_scratch(recorded, qapp, monkeypatch, max_cols) -> None:
+# max_cols 16: attention columns max-pooled (3 keys a column at 46 rows); keep 2: buffers dropped and made again
+@pytest.mark.parametrize(("max_cols", "keep"), [(512, 24), (16, 24), (512, 2)])
+def test_kept_images_equal_images_built_from_scratch(recorded, qapp, monkeypatch, max_cols, keep) -> None:
     monkeypatch.setattr(derived_mod, "MAX_COLS", max_cols)
+    monkeypatch.setattr(derived_mod, "KEEP_BUFFERS", keep)
     s, records = _session(recorded)
     d = DerivedImages(s)
     selections = [(0, 0), (1, 3)]
@@ -159,6 +161,7 @@ def test_kept_images_equal_images_built_from_scratch(recorded, qapp, monkeypatch
     for step in (rewrote[0] - 1, 0, rewrote[0], STEPS - 1, 2):
         s.set_cursor(step)
         _check(s, d, selections)
+    assert max(len(d._kv_rgba), len(d._q_rgba), len(d._attn_rgba)) <= keep  # memory bounded
 
 
 def test_a_step_colours_and_writes_only_its_new_rows(recorded, qapp, monkeypatch) -> None:

@@ -24,6 +24,7 @@ from .. import theme
 from .attention import AttentionRows, attention_rows, kv_head_of
 
 MAX_COLS = 512  # attention columns drawn at most (max-pooled beyond)
+KEEP_BUFFERS = 24  # kept row buffers of one kind at most (the oldest dropped: a head not viewed lately)
 
 
 def _pool_cols(mat: np.ndarray, f: int) -> np.ndarray:
@@ -75,6 +76,17 @@ class RowBuffer:
             self.buf[positions, w:] = 0
         self.have[positions] = True
         self.written += positions.size
+
+
+def _kept(store: dict, key, make):
+    """``store[key]``, made if missing; a store holds KEEP_BUFFERS at most (the oldest made is dropped and
+    would be coloured again if drawn again): memory stays bounded however many heads are viewed."""
+    value = store.get(key)
+    if value is None:
+        while len(store) >= KEEP_BUFFERS:
+            store.pop(next(iter(store)))
+        value = store[key] = make()
+    return value
 
 
 def _runs(positions: np.ndarray) -> list[tuple[int, int]]:
@@ -140,10 +152,8 @@ class DerivedImages:
         """The coloured K and V rows of ``lane``'s values at the cursor (rows 0..n-1 all valid for that step)."""
         s = self.session
         key = (self.values_key(lane), layer, g)
-        if key not in self._kv_rgba:
-            d = s.config.row_width
-            self._kv_rgba[key] = (RowBuffer(d), RowBuffer(d))
-        kb, vb = self._kv_rgba[key]
+        d = s.config.row_width
+        kb, vb = _kept(self._kv_rgba, key, lambda: (RowBuffer(d), RowBuffer(d)))
         m = self._kv_level(layer, g)
         if s.has_own_rows(lane) and kb.step != s.cursor:  # a lossy lane: rows its steps since changed
             if kb.step is not None:
@@ -218,7 +228,7 @@ class DerivedImages:
                 prompt = s.q_rows(lane, layer, head, 0, max(s.prompt_len, 1))
                 self.q_levels[(layer, head)] = float(np.percentile(np.abs(prompt), 99)) or 1.0
             m = self.q_levels[(layer, head)]
-            buf = self._q_rgba.setdefault((self.values_key(lane), layer, head), RowBuffer(s.config.row_width))
+            buf = _kept(self._q_rgba, (self.values_key(lane), layer, head), lambda: RowBuffer(s.config.row_width))
             for a, b in _runs(buf.missing(lo, hi)):
                 buf.write(np.arange(a, b), theme.colorize(s.q_rows(lane, layer, head, a, b), -m, m, theme.KV_CMAP))
             rgba = buf.buf[lo:hi].copy()
@@ -238,9 +248,8 @@ class DerivedImages:
             return self._memo[key]
         f = max(1, math.ceil(hi / MAX_COLS))
         width = math.ceil(hi / f)
-        buf = self._attn_rgba.get((view, layer, head, f))
-        if buf is None:  # as wide as the pooled columns can get (a longer run pools more keys a column)
-            buf = self._attn_rgba[(view, layer, head, f)] = RowBuffer(MAX_COLS)
+        # as wide as the pooled columns can get (a longer run pools more keys a column)
+        buf = _kept(self._attn_rgba, (view, layer, head, f), lambda: RowBuffer(MAX_COLS))
         missing = buf.missing(lo, hi)
         if missing.size:
             a, b = int(missing[0]), int(missing[-1]) + 1
