@@ -53,6 +53,8 @@ def test_unseen_cells_path_merges_rows_and_fills_the_same_pixels(qapp) -> None:
     evicted = np.zeros((200, 48), dtype=bool)
     evicted[:150] = True  # a window lane's K/V: every row before the window evicted
     masks = [rng.random((200, 40)) < 0.3, evicted, (cols < rows - 30) & (cols >= 4), np.zeros((0, 0), dtype=bool)]
+    masks.append(((cols < 10) | (cols >= rows // 2)) & (rows % 3 != 0))  # one run a row mostly, rows left out between
+    masks.append((cols >= rows // 4) & (cols < rows // 4 + 7) & (rows % 5 != 0))  # one run a row: the merged-at-once path
     for mask in masks:
         for sx, sy in ((1.37, 1.53), (0.71, 0.83), (3.0, 1.0)):
             for brush in (QBrush(QColor(200, 10, 10)), QBrush(QColor(30, 200, 30), Qt.BrushStyle.DiagCrossPattern)):
@@ -128,7 +130,29 @@ def test_five_lanes_set_each_image_once_a_step_and_none_while_animating(qtbot, q
             assert (dict(images), paths[0]) == settled  # frames 21–42 and the last one: no image or path made again
             # the cross-hatch is built only for images with unseen cells: the window lane's K, V, attention
             assert paths[0] <= 3 * len(panels)
+            _drawn_as_from_scratch(w, panels)
     finally:
         pg.ImageItem.setImage = set_image
         plots.cells_path = make_path
         w.shutdown()
+
+
+def _drawn_as_from_scratch(w, panels) -> None:
+    """Every shown lane's four images (kept rows, sliced) equal the images a fresh DerivedImages builds
+    from the session at this step (every row coloured now), dimmed as the panel dims them."""
+    from kvsim.ui.lanes.derived import DerivedImages
+    from kvsim.ui.lanes.plots import dim_rows
+
+    s = w.session
+    fresh = DerivedImages(s)
+    n = s.n_rows()
+    for panel in panels:
+        lo = panel._geom[0]
+        comp_lo = n - s.lane_step(panel.index).kv_positions
+        k, v = fresh.kv(panel.index, panel.layer, panel.head, lo, n)
+        a, _ = fresh.attention(panel.index, panel.layer, panel.head, lo, n)
+        q = fresh.q(panel.index, panel.layer, panel.head, lo, n, comp_lo)
+        if comp_lo > lo:
+            k, v, a = (dim_rows(img, comp_lo - lo) for img in (k, v, a))
+        for plot, img in zip(panel.plots, (k, q, v, a), strict=True):
+            np.testing.assert_array_equal(plot.image.image, img, err_msg=f"{panel.name} step {s.cursor}")

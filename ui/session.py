@@ -358,6 +358,15 @@ class Session(QObject):
         step = self.cursor if step is None else step
         return (own.table(self._k, 0, layer, kv_head, lo, hi, step), own.table(self._v, 1, layer, kv_head, lo, hi, step))
 
+    def changed_positions(self, lane: int, after: int, upto: int) -> np.ndarray:
+        """Sorted positions whose K/V rows lane ``lane`` (lossy) wrote at steps after..upto (``after``
+        excluded): the only rows that differ between its tables at those two steps. Empty for other lanes."""
+        own = self._own.get(lane)
+        if own is None:
+            return np.zeros(0, dtype=np.int64)
+        hit = [np.asarray(positions, dtype=np.int64) for step, positions, _k, _v in own.changes if after < step <= upto]
+        return np.unique(np.concatenate(hit)) if hit else np.zeros(0, dtype=np.int64)
+
     def q_rows(self, lane: int, layer: int, head: int, lo: int, hi: int) -> np.ndarray:
         """Query rows lo..hi-1 of ``head`` as lane ``lane`` computed them: (hi-lo, D)."""
         own = self._own.get(lane)

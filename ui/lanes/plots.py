@@ -118,6 +118,22 @@ def cells_path(mask: np.ndarray, lo: int, col_w: float) -> QPainterPath:
     path = QPainterPath()
     if mask.size == 0:
         return path
+    # one run a row at most (evicted rows, a window's attention): each row's run from its first and last True
+    # cell, and rows with the same run one after another merged at once (no per-cell edges to find)
+    filled = mask.any(axis=1)
+    first_col = mask.argmax(axis=1)
+    end_col = mask.shape[1] - mask[:, ::-1].argmax(axis=1)
+    if np.array_equal(np.count_nonzero(mask, axis=1)[filled], (end_col - first_col)[filled]):
+        rows = np.flatnonzero(filled)
+        starts, ends = first_col[rows], end_col[rows]
+        new = np.ones(rows.size, dtype=bool)
+        new[1:] = (np.diff(rows) != 1) | (np.diff(starts) != 0) | (np.diff(ends) != 0)
+        first = np.flatnonzero(new)
+        last = np.append(first[1:], rows.size) - 1
+        for i, j in zip(first.tolist(), last.tolist(), strict=True):
+            a, b = int(starts[i]), int(ends[i])
+            path.addRect(QRectF(a * col_w, lo + int(rows[i]), (b - a) * col_w, int(rows[j]) - int(rows[i]) + 1))
+        return path
     padded = np.zeros((mask.shape[0], mask.shape[1] + 2), dtype=np.int8)
     padded[:, 1:-1] = mask
     edges = np.diff(padded, axis=1)
@@ -156,6 +172,9 @@ class ImagePlot:
         if axis_left is None:
             self.plot.hideAxis("left")
         self.plot.hideAxis("bottom")  # columns are named in the titles; axes cost a frame each step
+        for name in ("left", "bottom", "right", "top"):  # no axis has a label: a range that moves a row sets no label html
+            self.plot.getAxis(name).enableAutoSIPrefix(False)
+        self.follows_y: ImagePlot | None = None  # the plot whose rows this one's are (Y-linked): it sets the rows' range
         self.plot.setContentsMargins(0, 0, 0, 10)  # room for the last row's label below the image
         # transparent cells show what is behind them: hatched = masked (a future position);
         # cross-hatched in UNSEEN over the background = not seen by this lane (window, eviction)
@@ -198,7 +217,8 @@ class ImagePlot:
             self.masked_bg.setVisible(False)
             self._set_unseen(None, lo, 1.0)
         else:
-            self.image.setImage(rgba, levels=(0, 255), autoLevels=False)
+            # RGBA bytes as they are (no levels): pyqtgraph wraps them in a QImage instead of converting every pixel
+            self.image.setImage(rgba, levels=None, autoLevels=False)
             self.image.setRect(QRectF(0, lo, width, hi - lo))
             self.image.setVisible(True)
             self.masked_bg.setRect(QRectF(0, lo, width, hi - lo))
@@ -207,8 +227,14 @@ class ImagePlot:
             self._set_unseen(mask, lo, width / max(rgba.shape[1], 1))
         rng = (0, width, lo, max(hi, lo + 1))
         if rng != getattr(self, "_range", None):
-            self._range = rng
-            self.vb.setRange(xRange=(0, width), yRange=(lo, max(hi, lo + 1)), padding=0)
+            before, self._range = getattr(self, "_range", None), rng
+            lead = self.follows_y
+            if lead is not None and getattr(lead, "_range", None) is not None and lead._range[2:] == rng[2:]:
+                # the rows' range is the Y-linked plot's, set there (already followed): only the columns here
+                if before is None or before[:2] != rng[:2] or tuple(self.vb.viewRange()[1]) != rng[2:]:
+                    self.vb.setRange(xRange=(0, width), yRange=(lo, max(hi, lo + 1)), padding=0)
+            else:
+                self.vb.setRange(xRange=(0, width), yRange=(lo, max(hi, lo + 1)), padding=0)
             self.vb.prepareForPaint()  # settle the transform now: one paint per step, not two
 
     def _set_unseen(self, mask: np.ndarray | None, lo: int, col_w: float) -> None:

@@ -90,6 +90,7 @@ class LanePanel(LaneHover, QWidget):
         self.scores = ScoreBars(self.k)  # eviction by attention: each row's score beside K, the rows dropped
         for p in (self.q, self.v, self.a):
             p.vb.setYLink(self.k.vb)
+            p.follows_y = self.k  # drawn after K: K sets the rows' range for all four
         self.drafts = DraftOverlay(self)  # a spec lane's drafted rows after the text (ghost, accepted, rejected)
         self.glw.installEventFilter(self)
         self.glw.scene().sigMouseMoved.connect(self._mouse_moved)
@@ -181,6 +182,12 @@ class LanePanel(LaneHover, QWidget):
             doc.setHtml(self.readout.text())
             doc.setTextWidth(max(width - 12, 1))  # the label's own margins and frame
             need = int(doc.size().height()) + 12
+        # while the run, the lane's width and its lines stay, the need only grows: a line that wraps on one
+        # step and not the next would otherwise re-lay out every lane twice a step (the worst frames, 30 ms)
+        fit = (getattr(self.session.run, "run_id", None), width, base)
+        if getattr(self, "_readout_fit", None) == fit:
+            need = max(need, self._readout_need)
+        self._readout_fit = fit
         self._readout_need = max(base, need)
         area = self.parentWidget()  # the lane area (a splitter): every lane one readout height, so rows line up
         lanes = [area.widget(i) for i in range(area.count())] if isinstance(area, QSplitter) else [self]
