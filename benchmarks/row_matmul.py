@@ -8,7 +8,11 @@ head, for each kernel; the figure is the paired ratio numpy / torch with its 95 
 (``kvsim.core.compare``), and each kernel's streaming rate (bytes of the weights ÷ median time). The
 machine's read bandwidth (``torch.sum`` over a weight-sized buffer, the floor's figure) is printed beside.
 
-    python benchmarks/row_matmul.py --model smollm2-135m [--rounds 15]
+Then, in place: cached decode steps of the model itself (a 16-token prompt), each step's wall time and the time
+spent inside its one-row products (the operator's CPU kernel wrapped with a timer), medians — what a step
+spends outside the matmuls is the rest.
+
+    python benchmarks/row_matmul.py --model smollm2-135m [--rounds 15] [--steps 24]
 """
 
 from __future__ import annotations
@@ -17,14 +21,17 @@ import argparse
 import statistics
 import sys
 import time
+import warnings
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from _load import LoadWatch
 
+from kvsim.caches import KVCache
 from kvsim.core.compare import compare_paired
 from kvsim.costs.hardware import read_bandwidth
+from kvsim.models import row_matmul
 from kvsim.models.base import user_models_dir
 from kvsim.models.loading import load_model
 from kvsim.models.row_matmul import KERNEL, limit_threads
@@ -35,6 +42,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="smollm2-135m", help="a fetched model's name, or any kvsim model spec")
     p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--steps", type=int, default=24, help="decode steps timed in place (0: skip)")
     args = p.parse_args()
     torch.set_num_threads(1)
     limit_threads(1)
@@ -89,7 +97,46 @@ def main() -> int:
             f"| {g} | {nbytes / 1e6:.0f} | {t_ms:.1f} ({nbytes / t_ms / 1e6:.1f}) | {n_ms:.1f} ({nbytes / n_ms / 1e6:.1f}) "
             f"| {watch.ratio(cmp.ratio, '.3f', short=True)} ({cmp.spread()}): {cmp.verdict} |"
         )
+    if args.steps > 0 and KERNEL == "numpy":
+        step_ms, product_ms = in_place(model, args.steps)
+        print(
+            f"in place, {args.steps} decode steps: step {step_ms:.1f} ms (median), of which one-row products "
+            f"{product_ms:.1f} ms, the rest {step_ms - product_ms:.1f} ms"
+        )
     return 0
+
+
+def in_place(model: torch.nn.Module, steps: int) -> tuple[float, float]:
+    """Median step time and median time inside the one-row products, of cached decode steps of ``model``."""
+    inside = [0.0]
+    kernel = row_matmul._row_linear_cpu
+
+    def timed(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        t0 = time.perf_counter()
+        out = kernel(x, weight)
+        inside[0] += time.perf_counter() - t0
+        return out
+
+    with warnings.catch_warnings():  # torch warns that a kernel is overridden: that is the point here
+        warnings.simplefilter("ignore")
+        row_matmul._LIBRARY.impl("row_linear", timed, "CPU", allow_override=True)
+    try:
+        cfg = model.cfg
+        cache = KVCache(cfg.n_layers, layer_windows=cfg.layer_windows)
+        model(torch.arange(100, 116)[None], torch.arange(16), cache, last_only=True)
+        walls, products = [], []
+        for pos in range(16, 16 + steps + 4):
+            inside[0] = 0.0
+            t0 = time.perf_counter()
+            model(torch.tensor([[101]]), torch.tensor([pos]), cache)
+            if pos >= 20:  # four warm-up steps
+                walls.append(time.perf_counter() - t0)
+                products.append(inside[0])
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            row_matmul._LIBRARY.impl("row_linear", kernel, "CPU", allow_override=True)
+    return statistics.median(walls) * 1e3, statistics.median(products) * 1e3
 
 
 if __name__ == "__main__":
