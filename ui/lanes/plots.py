@@ -124,15 +124,15 @@ def cells_path(mask: np.ndarray, lo: int, col_w: float) -> QPainterPath:
     first_col = mask.argmax(axis=1)
     end_col = mask.shape[1] - mask[:, ::-1].argmax(axis=1)
     if np.array_equal(np.count_nonzero(mask, axis=1)[filled], (end_col - first_col)[filled]):
-        rows = np.flatnonzero(filled)
-        starts, ends = first_col[rows], end_col[rows]
-        new = np.ones(rows.size, dtype=bool)
-        new[1:] = (np.diff(rows) != 1) | (np.diff(starts) != 0) | (np.diff(ends) != 0)
-        first = np.flatnonzero(new)
-        last = np.append(first[1:], rows.size) - 1
-        for i, j in zip(first.tolist(), last.tolist(), strict=True):
-            a, b = int(starts[i]), int(ends[i])
-            path.addRect(QRectF(a * col_w, lo + int(rows[i]), (b - a) * col_w, int(rows[j]) - int(rows[i]) + 1))
+        run_rows = np.flatnonzero(filled)
+        run_starts, run_ends = first_col[run_rows], end_col[run_rows]
+        new = np.ones(run_rows.size, dtype=bool)
+        new[1:] = (np.diff(run_rows) != 1) | (np.diff(run_starts) != 0) | (np.diff(run_ends) != 0)
+        group_first = np.flatnonzero(new)
+        group_last = np.append(group_first[1:], run_rows.size) - 1
+        for i, j in zip(group_first.tolist(), group_last.tolist(), strict=True):
+            left, right, top, bottom = int(run_starts[i]), int(run_ends[i]), int(run_rows[i]), int(run_rows[j])
+            path.addRect(QRectF(left * col_w, lo + top, (right - left) * col_w, bottom - top + 1))
         return path
     padded = np.zeros((mask.shape[0], mask.shape[1] + 2), dtype=np.int8)
     padded[:, 1:-1] = mask

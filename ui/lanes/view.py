@@ -52,6 +52,8 @@ class LanePanel(LaneHover, QWidget):
 
     hovered = Signal(int)  # token position under the mouse (-1: none)
     pointed = Signal(str)  # what the mouse points at (an attention cell's probability), for the status bar
+    _readout_need: int = 0  # the readout's height this run needs so far (see _grow_readout)
+    _readout_fit: tuple[object, int, int] | None = None  # (run, width, lines) the need was measured for
 
     def __init__(self, session, derived: DerivedImages, index: int, parent=None) -> None:
         super().__init__(parent)
