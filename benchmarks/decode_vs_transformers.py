@@ -40,9 +40,9 @@ from _load import LoadWatch
 from kvsim.caches import KVCache
 from kvsim.costs.hardware import read_bandwidth
 from kvsim.models.base import user_models_dir
-from kvsim.models.loading import load_model
+from kvsim.models.loading import load_model, set_threads
 from kvsim.models.precision import bf16_model
-from kvsim.models.row_matmul import KERNEL, limit_threads
+from kvsim.models.row_matmul import KERNEL
 from kvsim.models.transformer import Transformer
 
 TEXT = "The key-value cache is a technique that lets a transformer reuse what it computed for earlier tokens, so"
@@ -117,8 +117,7 @@ def main() -> int:
     p.add_argument("--no-hf-compiled", action="store_true")
     p.add_argument("--kvsim-compile", action="store_true")
     args = p.parse_args()
-    torch.set_num_threads(1)
-    limit_threads(1)  # numpy's BLAS too: kvsim's one-row products run there (kvsim.models.row_matmul)
+    set_threads(1)  # torch's and numpy's BLAS: kvsim's one-row products run there (kvsim.models.row_matmul)
     import transformers
 
     load_before = load_avg()

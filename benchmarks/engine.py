@@ -25,6 +25,7 @@ from kvsim.core.compare import compare_paired
 from kvsim.engine.simulate import Simulator
 from kvsim.models.checkpoints import _gpt2_state, _llama_state
 from kvsim.models.hf_config import config_from_hf
+from kvsim.models.loading import set_threads
 from kvsim.models.tokenizer import ByteTokenizer
 from kvsim.models.transformer import Transformer
 
@@ -134,7 +135,7 @@ def main() -> None:
     args = ap.parse_args()
     watch = LoadWatch()  # the load beside the figures; no ratio when it moved during the run
     if args.threads:
-        torch.set_num_threads(args.threads)
+        set_threads(args.threads)  # torch's and numpy's BLAS (the decode kernel's) threads
     device = torch.device(args.device)
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {device}, "

@@ -18,6 +18,7 @@ import torch
 from _load import LoadWatch
 
 from kvsim.models.gguf_blocks import BLOCK_BYTES, dequantize_blocks
+from kvsim.models.loading import set_threads
 
 
 def best_ms(fn, repeats: int) -> float:
@@ -38,7 +39,7 @@ def main() -> None:
     args = parser.parse_args()
     import gguf
 
-    torch.set_num_threads(1)
+    set_threads(1)  # torch's and numpy's BLAS (the decode kernel's) threads
     reader = gguf.GGUFReader(args.path)
     rows: dict[str, list[float]] = {}
     for t in reader.tensors:

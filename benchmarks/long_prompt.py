@@ -164,11 +164,9 @@ def main() -> int:
     ap.add_argument("--check", action="store_true", help="only kv: does the model answer at all?")
     args = ap.parse_args()
 
-    import torch
+    from kvsim.models.loading import load_model, set_threads
 
-    from kvsim.models.loading import load_model
-
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)  # torch's and numpy's BLAS (the decode kernel's) threads
     loaded = load_model(args.model)
     model, tok = loaded.model, loaded.tokenizer
     fact, question, lead, answer = FACTS[args.fact]

@@ -119,8 +119,9 @@ def main() -> None:
     ap.add_argument("--kernels", default="dequant,int8pack", help="INT8 matmul paths to time (int8pack: w8 lanes only)")
     ap.add_argument("--skip", choices=["weights", "spec"], default=None)
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
-    from kvsim.models.loading import load_model
+    from kvsim.models.loading import load_model, set_threads
+
+    set_threads(args.threads)  # torch's and numpy's BLAS (the decode kernel's) threads
 
     t0 = time.time()
     loaded = load_model(args.model)

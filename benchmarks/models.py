@@ -35,7 +35,7 @@ from _load import LoadWatch
 
 from kvsim.caches import KVCache, NoCache
 from kvsim.costs.hardware import read_bandwidth
-from kvsim.models.loading import ModelLoadError, load_model
+from kvsim.models.loading import ModelLoadError, load_model, set_threads
 from kvsim.models.transformer import Transformer
 
 PROMPT = "What is the capital of France? Answer in one sentence."
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     threads = [int(t) for t in args.threads.split(",")] if args.threads else [torch.get_num_threads()]
     for n_threads in threads:
-        torch.set_num_threads(n_threads)
+        set_threads(n_threads)  # torch's and numpy's BLAS (kvsim's decode kernel) alike
         # 1. warm-up, then interleaved rounds
         decode_kvsim(model, prompt, 4)
         decode_hf(hf, prompt, 4)

@@ -28,7 +28,7 @@ import torch
 from _load import LoadWatch
 
 from kvsim.caches import make_cache, parse_spec
-from kvsim.models.loading import load_model
+from kvsim.models.loading import load_model, set_threads
 
 
 def _load() -> float:
@@ -93,7 +93,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)  # torch's and numpy's BLAS (the decode kernel's) threads
     loaded = load_model(args.model)
     model = loaded.model
     load0 = _load()

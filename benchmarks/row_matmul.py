@@ -22,6 +22,7 @@ import statistics
 import sys
 import time
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -33,8 +34,8 @@ from kvsim.core.compare import compare_paired
 from kvsim.costs.hardware import read_bandwidth
 from kvsim.models import row_matmul
 from kvsim.models.base import user_models_dir
-from kvsim.models.loading import load_model
-from kvsim.models.row_matmul import KERNEL, limit_threads
+from kvsim.models.loading import load_model, set_threads
+from kvsim.models.row_matmul import KERNEL
 
 
 def main() -> int:
@@ -44,8 +45,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--steps", type=int, default=24, help="decode steps timed in place (0: skip)")
     args = p.parse_args()
-    torch.set_num_threads(1)
-    limit_threads(1)
+    set_threads(1)  # torch's and numpy's BLAS
     folder = user_models_dir() / args.model
     files = sorted(folder.glob("*.gguf")) if folder.is_dir() else []
     model = load_model(str(files[0]) if files else args.model).model
@@ -106,6 +106,13 @@ def main() -> int:
     return 0
 
 
+def use_kernel(kernel: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
+    """Register ``kernel`` as ``torch.ops.kvsim.row_linear``'s CPU kernel (torch warns of the override: the point)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        row_matmul._LIBRARY.impl("row_linear", kernel, "CPU", allow_override=True)
+
+
 def in_place(model: torch.nn.Module, steps: int) -> tuple[float, float]:
     """Median step time and median time inside the one-row products, of cached decode steps of ``model``."""
     inside = [0.0]
@@ -117,9 +124,7 @@ def in_place(model: torch.nn.Module, steps: int) -> tuple[float, float]:
         inside[0] += time.perf_counter() - t0
         return out
 
-    with warnings.catch_warnings():  # torch warns that a kernel is overridden: that is the point here
-        warnings.simplefilter("ignore")
-        row_matmul._LIBRARY.impl("row_linear", timed, "CPU", allow_override=True)
+    use_kernel(timed)
     try:
         cfg = model.cfg
         cache = KVCache(cfg.n_layers, layer_windows=cfg.layer_windows)
@@ -133,9 +138,7 @@ def in_place(model: torch.nn.Module, steps: int) -> tuple[float, float]:
                 walls.append(time.perf_counter() - t0)
                 products.append(inside[0])
     finally:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            row_matmul._LIBRARY.impl("row_linear", kernel, "CPU", allow_override=True)
+        use_kernel(kernel)
     return statistics.median(walls) * 1e3, statistics.median(products) * 1e3
 
 

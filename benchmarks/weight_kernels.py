@@ -21,6 +21,8 @@ import torch
 import torch.nn.functional as F
 from _load import LoadWatch
 
+from kvsim.models.loading import set_threads
+
 
 def timed(fn, repeats: int) -> float:
     for _ in range(3):
@@ -40,7 +42,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=50)
     ap.add_argument("--model", default=None, help="time whole decode steps of this model instead")
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)  # torch's and numpy's BLAS (the decode kernel's) threads
     if args.model:
         model_ab(args.model, args.repeats)
         return

@@ -154,27 +154,26 @@ class DerivedImages:
         key = (self.values_key(lane), layer, g)
         d = s.config.row_width
         kb, vb = _kept(self._kv_rgba, key, lambda: (RowBuffer(d), RowBuffer(d)))
-        m = self._kv_level(layer, g)
         if s.has_own_rows(lane) and kb.step != s.cursor:  # a lossy lane: rows its steps since changed
             if kb.step is not None:
                 lo_step, hi_step = sorted((kb.step, s.cursor))
                 changed = s.changed_positions(lane, lo_step, hi_step)
                 changed = changed[changed < kb.have.shape[0]]
-                changed = changed[kb.have[changed]]
-                for a, b in _runs(changed):
-                    k_rows, v_rows = s.kv_rows(lane, layer, g, a, b)
-                    kb.write(np.arange(a, b), theme.colorize(k_rows, -m, m, theme.KV_CMAP))
-                    vb.write(np.arange(a, b), theme.colorize(v_rows, -m, m, theme.KV_CMAP))
+                self._write_kv(kb, vb, lane, layer, g, changed[kb.have[changed]])
             kb.step = vb.step = s.cursor
         return kb, vb
 
-    def _fill_kv(self, lane: int, layer: int, g: int, lo: int, hi: int) -> tuple[RowBuffer, RowBuffer]:
-        kb, vb = self._kv_buffers(lane, layer, g)
+    def _write_kv(self, kb: RowBuffer, vb: RowBuffer, lane: int, layer: int, g: int, positions: np.ndarray) -> None:
+        """Colour ``lane``'s K and V rows at ``positions`` (sorted) into the kept buffers, a run at a time."""
         m = self._kv_level(layer, g)
-        for a, b in _runs(kb.missing(lo, hi)):
+        for a, b in _runs(positions):
             k_rows, v_rows = self.session.kv_rows(lane, layer, g, a, b)
             kb.write(np.arange(a, b), theme.colorize(k_rows, -m, m, theme.KV_CMAP))
             vb.write(np.arange(a, b), theme.colorize(v_rows, -m, m, theme.KV_CMAP))
+
+    def _fill_kv(self, lane: int, layer: int, g: int, lo: int, hi: int) -> tuple[RowBuffer, RowBuffer]:
+        kb, vb = self._kv_buffers(lane, layer, g)
+        self._write_kv(kb, vb, lane, layer, g, kb.missing(lo, hi))
         return kb, vb
 
     def _kv_level(self, layer: int, kv_head: int) -> float:

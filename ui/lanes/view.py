@@ -187,14 +187,14 @@ class LanePanel(LaneHover, QWidget):
         # while the run, the lane's width and its lines stay, the need only grows: a line that wraps on one
         # step and not the next would otherwise re-lay out every lane twice a step (the worst frames, 30 ms)
         fit = (getattr(self.session.run, "run_id", None), width, base)
-        if getattr(self, "_readout_fit", None) == fit:
+        if self._readout_fit == fit:
             need = max(need, self._readout_need)
         self._readout_fit = fit
         self._readout_need = max(base, need)
         area = self.parentWidget()  # the lane area (a splitter): every lane one readout height, so rows line up
         lanes = [area.widget(i) for i in range(area.count())] if isinstance(area, QSplitter) else [self]
         lanes = [p for p in lanes if isinstance(p, LanePanel) and p.isVisibleTo(area)] or [self]
-        height = max(getattr(p, "_readout_need", 0) for p in lanes)
+        height = max(p._readout_need for p in lanes)
         for p in lanes:
             if p.readout.minimumHeight() != height or p.readout.maximumHeight() != height:
                 p.readout.setFixedHeight(height)
