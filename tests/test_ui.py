@@ -702,3 +702,25 @@ def test_lanes_keep_one_height_when_a_compared_lane_joins(window, qtbot):
     heights = {p.readout.height() for p in window.lane_panels}
     assert len(heights) == 1 and heights.pop() > two.pop()  # a third line for |Δlogit| and KL
     assert len({p.glw.height() for p in window.lane_panels}) == 1
+
+
+def test_a_readout_gives_back_room_once_playback_stops(window, qtbot):
+    """While playing, a readout only grows (no re-layout of every lane twice a step); at rest — playback
+    stopped, a step's animation finished — it is measured afresh, so an earlier long readout does not keep
+    room the K/V tables need."""
+    assert window.controller.run_steps(2)
+    panel = window.lane_panels[0]
+    short = panel.readout.text()
+    base = panel.readout.height()
+    panel.readout.setText(short + ("<br>a line an earlier step needed" * 4))
+    panel._grow_readout()
+    tall = panel.readout.height()
+    assert tall > base + 3 * panel.readout.fontMetrics().lineSpacing()
+    window.controller.playing = True  # playing: the next, shorter readout keeps the room
+    panel.readout.setText(short)
+    panel._grow_readout()
+    window.animator.finished.emit()
+    assert panel.readout.height() == tall
+    window.controller.stop_play()  # at rest: measured afresh, every lane the same height again
+    assert panel.readout.height() == base
+    assert len({p.readout.height() for p in window.lane_panels}) == 1

@@ -125,6 +125,9 @@ class MainWindow(QMainWindow):
         self.lanes.pointed.connect(lambda text: self.statusBar().showMessage(text, 4000))
         self.animator.frame.connect(self._on_frame)
         c.browsed.connect(self.flush_views)
+        c.browsed.connect(self._at_rest)  # after the views took the step they were moved to
+        self.animator.finished.connect(self._at_rest)
+        c.playing_changed.connect(self._at_rest)
         c.message.connect(self.show_message)
         c.playing_changed.connect(tb.show_playing)
         c.models_listed.connect(tb.fill_models)
@@ -155,6 +158,11 @@ class MainWindow(QMainWindow):
     def flush_views(self) -> None:
         for view in (*self.lanes.shown(), self.costs, self.tokens):
             view.flush()
+
+    def _at_rest(self, *_args) -> None:
+        """Nothing is playing or animating: the readouts may give back room an earlier step needed."""
+        if not self.controller.playing and not self.animator.running:
+            self.lanes.refit_readouts()
 
     # ================================================================== reactions
     def _on_model_chosen(self, spec: str) -> None:

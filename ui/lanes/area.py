@@ -142,6 +142,15 @@ class LaneArea(QSplitter):
             self._build_next()
         self._build_soon.stop()
 
+    def refit_readouts(self) -> None:
+        """At rest (not playing, no step animating): every shown lane's readout measured afresh, so a
+        long readout of an earlier step no longer takes room from the tables."""
+        panels = self.shown()
+        for p in panels:
+            p._readout_fit = None  # all forgotten first: the shared height is the max of fresh needs
+        for p in panels:
+            p.refit_readout()
+
     # ------------------------------------------------------------------ reading
     def panel(self, index: int) -> LanePanel | None:
         """Lane ``index``'s panel, or None when it was never shown."""

@@ -171,6 +171,13 @@ class LanePanel(LaneHover, QWidget):
         self.readout.setFixedHeight(int(self.readout.fontMetrics().lineSpacing() * self._readout_lines + 8))
         self._grow_readout()
 
+    def refit_readout(self) -> None:
+        """Measure the readout afresh, forgetting the room an earlier step of the run needed (called at
+        rest: while playing, the readout only grows, so a line that wraps on alternate steps does not
+        re-lay out every lane twice a step)."""
+        self._readout_fit = None
+        self._grow_readout()
+
     def _grow_readout(self) -> None:
         """Taller than its lines when a narrow lane wraps them: its words are never cut off at the bottom."""
         base = int(self.readout.fontMetrics().lineSpacing() * getattr(self, "_readout_lines", 2) + 8)
