@@ -270,7 +270,8 @@ def _measure(device: str, dtype: str, key: str, budget_s: float) -> MeasuredPeak
 def read_bandwidth(nbytes: int, device: str = "cpu", *, budget_s: float = 0.6, repeats: int = 30) -> float:
     """Bytes per second *read* from memory: the best time of ``buf.sum()`` over an fp32 buffer of
     ``nbytes`` (make it weight-sized: far larger than any cache), up to ``repeats`` times within about
-    ``budget_s`` seconds (at least 3), with torch's current thread count. A decode step reads its weights
+    ``budget_s`` seconds (at least 3), with torch's current thread count; on the CPU the buffer lies in the
+    memory kvsim keeps weights in (``kvsim.models.huge_pages``). A decode step reads its weights
     once; a copy would count a write too (and run slower per byte read), so a read is the floor's rate."""
     import torch
 
@@ -281,7 +282,13 @@ def read_bandwidth(nbytes: int, device: str = "cpu", *, budget_s: float = 0.6, r
         if cuda:
             torch.cuda.synchronize(dev)
 
-    buf = torch.ones(max(1, nbytes // 4), dtype=torch.float32, device=dev)  # written once: the pages are in
+    n = max(1, nbytes // 4)
+    if dev.type == "cpu":  # the kind of memory the weights live in (huge pages where the system gives them)
+        from ..models import huge_pages
+
+        buf = huge_pages.empty((n,), torch.float32).fill_(1.0)  # written once: the pages are in
+    else:
+        buf = torch.ones(n, dtype=torch.float32, device=dev)
     buf.sum()
     sync()
     best = float("inf")

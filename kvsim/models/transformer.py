@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..caches.base import Cache, visibility
+from . import huge_pages
 from .config import ModelConfig
 from .mla import MLAAttention
 from .row_matmul import Linear, linear
@@ -162,7 +163,7 @@ def apply_rope_signed(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tens
 def fuse_columns(parts: tuple[nn.Linear, ...]) -> tuple[torch.Tensor, torch.Tensor | None]:
     """One column-major (Σ out, in) weight (and bias) for ``parts``, whose weights and biases become views into
     it: state dicts, counts and values are unchanged while a one-row product streams one larger matrix."""
-    weight = torch.cat([p.weight.detach() for p in parts], 0).t().contiguous().t()  # (out, in), column-major
+    weight = huge_pages.column_major(torch.cat([p.weight.detach() for p in parts], 0))  # (out, in), column-major
     bias = torch.cat([p.bias.detach() for p in parts]) if parts[0].bias is not None else None
     start = 0
     for p in parts:
@@ -390,7 +391,8 @@ class Transformer(nn.Module):
         for free. A tied embedding goes column-major too: as the LM head it is the largest matrix of a
         step (Gemma 3 270M: 671 of 1,074 MB) and one thread streams it at ~21 GB/s column-major against
         ~12 GB/s row-major (measured: 640 × 262,144 in 31 vs 56 ms); a lookup then reads one strided
-        column per token (7.6 ms for a 512-token prompt, 10 µs for a decode step). Values are unchanged."""
+        column per token (7.6 ms for a 512-token prompt, 10 µs for a decode step). The copies go to huge pages
+        where the system gives them (``kvsim.models.huge_pages``). Values are unchanged."""
         for block in self.layers:
             assert isinstance(block, Block)
             block.attn.fuse_qkv()
@@ -403,7 +405,7 @@ class Transformer(nn.Module):
             self.lm_head.weight = keep_row_major = nn.Parameter(keep_row_major.detach().contiguous(), requires_grad=False)
         for module in self.modules():
             if isinstance(module, nn.Linear) and module.weight is not keep_row_major and module.weight.is_contiguous():
-                module.weight = nn.Parameter(module.weight.detach().t().contiguous().t(), requires_grad=False)
+                module.weight = nn.Parameter(huge_pages.column_major(module.weight.detach()), requires_grad=False)
         if tied:
             self.tok_embeddings.weight = self.lm_head.weight
         return self

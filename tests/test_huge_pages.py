@@ -1,0 +1,76 @@
+"""Weights in huge pages (kvsim.models.huge_pages): the same values in memory that asks for 2 MiB pages.
+
+What is checked is what kvsim controls — the layout, the values, the advice on the mapping (Linux's
+``VmFlags``), the lifetime — not whether the kernel could find a free 2 MiB page at that moment (memory
+fragmentation decides that; ``benchmarks/huge_pages.py`` reports it with the speed)."""
+
+from __future__ import annotations
+
+import gc
+import mmap
+import sys
+
+import pytest
+import torch
+
+from kvsim.caches import KVCache
+from kvsim.models import huge_pages
+from kvsim.models.loading import load_model
+
+LINUX_ADVICE = sys.platform.startswith("linux") and hasattr(mmap, "MADV_HUGEPAGE")
+# dim 512: the fused Q/K/V, the MLP's gate+up and down, and the tied head each span ≥ 2 MiB
+SPEC = "random:family=llama,layers=2,heads=8,kv_heads=8,dim=512,vocab=2048,ctx=64,tie=true,seed=4"
+
+
+def test_a_column_major_copy_keeps_shape_values_and_layout():
+    w = torch.randn(1536, 512)  # 3 MiB
+    c = huge_pages.column_major(w)
+    assert c.shape == w.shape and torch.equal(c, w)
+    assert c.stride() == (1, 1536)  # (in, out) in memory
+    small = torch.randn(8, 4)
+    s = huge_pages.column_major(small)
+    assert torch.equal(s, small) and s.stride() == (1, 8)
+
+
+def test_empty_starts_on_a_huge_page_boundary_and_outlives_its_maker():
+    t = huge_pages.empty((3, 1 << 20), torch.float32, huge=True)  # 12 MiB
+    if LINUX_ADVICE:
+        assert t.data_ptr() % huge_pages.HUGE_PAGE == 0
+    view = t[2]
+    view.fill_(7.0)
+    del t
+    gc.collect()  # the mapping lives as long as a tensor on it
+    assert float(view.sum()) == 7.0 * (1 << 20)
+    assert huge_pages.empty((10,), torch.float32, huge=True).data_ptr() % 64 == 0  # small: an ordinary tensor
+
+
+@pytest.mark.skipif(not LINUX_ADVICE, reason="the huge-page advice is Linux's")
+def test_the_advice_is_on_the_big_weights_mappings_and_not_on_ordinary_memory():
+    assert huge_pages.advised_huge(huge_pages.empty((1 << 20,), torch.float32, huge=True))
+    assert not huge_pages.advised_huge(huge_pages.empty((1 << 20,), torch.float32, huge=False))
+    assert not huge_pages.advised_huge(torch.empty(1 << 20))
+    model = load_model(SPEC).model
+    big = [model.lm_head.weight]
+    for block in model.layers:
+        big += [block.attn.fused_qkv[0], block.mlp.fused_gate_up[0], block.mlp.w_down.weight]
+    assert all(w.numel() * 4 >= huge_pages.HUGE_PAGE for w in big)
+    assert all(huge_pages.advised_huge(w) for w in big)
+    assert model.tok_embeddings.weight is model.lm_head.weight  # still tied
+
+
+def test_a_model_in_huge_pages_computes_what_one_in_ordinary_pages_does(monkeypatch):
+    """Where the weights live changes no number: logits of a prefill and of decode steps bit for bit."""
+    huge = load_model(SPEC).model
+    monkeypatch.setattr(huge_pages, "ENABLED", False)
+    plain = load_model(SPEC).model
+    assert not any(huge_pages.advised_huge(p) for p in plain.parameters())
+    ids = torch.tensor([[3, 14, 15, 92, 65, 35]])
+    caches = KVCache(2), KVCache(2)
+    outs = [m(ids, torch.arange(6), c).logits for m, c in zip((huge, plain), caches, strict=True)]
+    assert torch.equal(outs[0], outs[1])
+    for step in range(3):
+        token, pos = torch.tensor([[7 + step]]), torch.arange(6 + step, 7 + step)
+        a, b = (m(token, pos, c).logits for m, c in zip((huge, plain), caches, strict=True))
+        assert torch.equal(a, b)
+    for (name, p), (_, q) in zip(huge.state_dict().items(), plain.state_dict().items(), strict=True):
+        assert torch.equal(p, q), name
