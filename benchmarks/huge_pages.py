@@ -16,6 +16,7 @@ import argparse
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import torch
 from _load import LoadWatch
@@ -56,17 +57,25 @@ def main() -> int:
         return 1
     set_threads(1)
     spec = _spec(args.model)
+    if Path(spec).is_file():
+        Path(spec).read_bytes()  # the file in the page cache before either load is timed
+    t0 = time.perf_counter()
     huge = load_model(spec).model
+    t1 = time.perf_counter()
     huge_pages.ENABLED = False
     try:
         plain = load_model(spec).model
     finally:
         huge_pages.ENABLED = True
+    t2 = time.perf_counter()
     weights = _weights(huge)
     big = [w for w in weights if w.numel() * w.element_size() >= huge_pages.HUGE_PAGE]
     backed = sum(huge_pages.is_huge_page_backed(w) for w in big)
     nbytes = huge.weight_bytes()  # every parameter once (the fused matrices are their views)
     print(f"# {args.model}: {nbytes / 1e6:.0f} MB of weights, {len(big)} matrices of ≥ 2 MiB, {backed} of them in huge pages now")
+    # a huge page is zeroed when first touched: loading pays for it (on a VM whose host takes freed memory back,
+    # every first touch of a 2 MiB page is the host's fault too)
+    print(f"load: {t1 - t0:.2f} s with huge pages, {t2 - t1:.2f} s without (one each)")
     caches = {"huge": KVCache(len(huge.layers)), "plain": KVCache(len(plain.layers))}
     models = {"huge": huge, "plain": plain}
     prompt = torch.arange(16)[None] + 100
