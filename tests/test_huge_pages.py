@@ -74,3 +74,18 @@ def test_a_model_in_huge_pages_computes_what_one_in_ordinary_pages_does(monkeypa
         assert torch.equal(a, b)
     for (name, p), (_, q) in zip(huge.state_dict().items(), plain.state_dict().items(), strict=True):
         assert torch.equal(p, q), name
+
+
+def test_a_trace_says_whether_its_weights_asked_for_huge_pages(monkeypatch):
+    from kvsim.caches import parse_lanes
+    from kvsim.engine.simulate import Simulator
+
+    loaded = load_model(SPEC)
+    sim = Simulator(loaded.model, loaded.tokenizer, [1, 2, 3], parse_lanes("kv"))
+    assert sim.trace.meta["huge_page_weights"] is huge_pages.ENABLED
+    monkeypatch.setattr(huge_pages, "ENABLED", not huge_pages.ENABLED)  # the model says how it was laid out
+    sim = Simulator(loaded.model, loaded.tokenizer, [1, 2, 3], parse_lanes("kv"))
+    assert sim.trace.meta["huge_page_weights"] is not huge_pages.ENABLED
+    other = load_model(SPEC)
+    sim = Simulator(other.model, other.tokenizer, [1, 2, 3], parse_lanes("kv"))
+    assert sim.trace.meta["huge_page_weights"] is huge_pages.ENABLED

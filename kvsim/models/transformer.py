@@ -362,6 +362,7 @@ class Block(nn.Module):
 class Transformer(nn.Module):
     gguf_path: str | None = None  # the .gguf file it was loaded from (set by kvsim.models.gguf_file), else None
     compiled: bool = False  # its cache-free parts wrapped by torch.compile (kvsim.models.compiled, --compile)
+    huge_page_weights: bool = False  # its column-major weight copies asked for 2 MiB pages (use_decode_friendly_layout)
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -393,6 +394,7 @@ class Transformer(nn.Module):
         ~12 GB/s row-major (measured: 640 × 262,144 in 31 vs 56 ms); a lookup then reads one strided
         column per token (7.6 ms for a 512-token prompt, 10 µs for a decode step). The copies go to huge pages
         where the system gives them (``kvsim.models.huge_pages``). Values are unchanged."""
+        self.huge_page_weights = huge_pages.ENABLED and self.device.type == "cpu"
         for block in self.layers:
             assert isinstance(block, Block)
             block.attn.fuse_qkv()
