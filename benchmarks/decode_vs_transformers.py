@@ -42,7 +42,6 @@ from kvsim.costs.hardware import read_bandwidth
 from kvsim.models.base import user_models_dir
 from kvsim.models.loading import load_model, set_threads
 from kvsim.models.precision import bf16_model
-from kvsim.models.row_matmul import KERNEL
 from kvsim.models.transformer import Transformer
 
 TEXT = "The key-value cache is a technique that lets a transformer reuse what it computed for earlier tokens, so"
@@ -178,7 +177,7 @@ def main() -> int:
     med = {name: statistics.median(t) * 1e3 for name, t in times.items()}
     print(
         f"# {args.model} {args.dtype}, prompt {len(ids)}, {args.steps} timed steps (+{args.warmup} warm-up), 1 thread; "
-        f"kvsim's one-row products: {KERNEL}"
+        f"kvsim's one-row products: {model.one_row_kernel}"
     )
     print(
         f"torch {torch.__version__}, transformers {transformers.__version__}; "

@@ -1,12 +1,13 @@
-"""The one-row matmul kernels of a decode step, on a model's real weights: torch's ``F.linear`` against
-numpy's BLAS (``kvsim.models.row_matmul``), one thread each, interleaved.
+"""The one-row matmul kernels of a decode step, on a model's real weights: torch's ``F.linear``, numpy's BLAS and
+numba's compiled dot products (``kvsim.models.row_matmul``), one thread each, interleaved.
 
-Every projection matrix of the model (fused Q/K/V, output, fused gate+up, down) and the LM head, in the layout kvsim keeps
-them (column-major), is multiplied by one row — what a cached decode step does — once per round by each
-kernel, the order alternating round by round. Per round: the time of all layers' products and of the LM
-head, for each kernel; the figure is the paired ratio numpy / torch with its 95 % interval
-(``kvsim.core.compare``), and each kernel's streaming rate (bytes of the weights ÷ median time). The
-machine's read bandwidth (``torch.sum`` over a weight-sized buffer, the floor's figure) is printed beside.
+Every projection matrix of the model (fused Q/K/V, output, fused gate+up, down) and the LM head is copied into
+the layout each kernel streams fastest (column-major for torch and numpy, row-major for numba; huge pages as
+kvsim keeps weights) and multiplied by one row — what a cached decode step does — once per round by each
+kernel, each kernel first in turn. Per round: the time of all layers' products and of the LM head, for each
+kernel; the figures are the paired ratios kernel / torch with their 95 % intervals (``kvsim.core.compare``),
+and each kernel's streaming rate (bytes of the weights ÷ median time). The machine's read bandwidth
+(``torch.sum`` over a weight-sized buffer, the floor's figure) is printed beside.
 
 Then, in place: cached decode steps of the model itself (a 16-token prompt), each step's wall time and the time
 spent inside its one-row products (the operator's CPU kernel wrapped with a timer), medians — what a step
@@ -32,7 +33,7 @@ from _load import LoadWatch
 from kvsim.caches import KVCache
 from kvsim.core.compare import compare_paired
 from kvsim.costs.hardware import read_bandwidth
-from kvsim.models import row_matmul
+from kvsim.models import huge_pages, row_matmul
 from kvsim.models.base import user_models_dir
 from kvsim.models.loading import load_model, set_threads
 from kvsim.models.row_matmul import KERNEL
@@ -60,44 +61,60 @@ def main() -> int:
         else:
             layers += [c.weight for c in mlp.children() if isinstance(c, torch.nn.Linear)]
     head = model.lm_head.weight
-    groups = {"layers": layers, "LM head": [head]}
+    # each kernel reads the layout it streams fastest: column-major for torch's and numpy's BLAS, row-major for numba
+    columns = {"layers": [huge_pages.column_major(w) for w in layers], "LM head": [huge_pages.column_major(head)]}
+    rows = {"layers": [huge_pages.row_major(w) for w in layers], "LM head": [huge_pages.row_major(head)]}
+    gemv_rows = row_matmul.numba_kernel()
 
-    def with_torch(ws: list[torch.Tensor]) -> float:
+    def with_torch(g: str) -> float:
         t0 = time.perf_counter()
-        for w in ws:
+        for w in columns[g]:
             F.linear(torch.ones(1, 1, w.shape[1]), w)
         return time.perf_counter() - t0
 
-    def with_numpy(ws: list[torch.Tensor]) -> float:
+    def with_numpy(g: str) -> float:
         t0 = time.perf_counter()
-        for w in ws:
+        for w in columns[g]:
             np.matmul(np.ones((1, 1, w.shape[1]), np.float32), w.numpy().T)
         return time.perf_counter() - t0
 
-    times: dict[tuple[str, str], list[float]] = {(g, k): [] for g in groups for k in ("torch", "numpy")}
+    def with_numba(g: str) -> float:
+        t0 = time.perf_counter()
+        for w in rows[g]:
+            gemv_rows(w.numpy(), np.ones(w.shape[1], np.float32), np.empty(w.shape[0], np.float32))
+        return time.perf_counter() - t0
+
+    kernels: list[tuple[str, Callable[[str], float]]] = [("torch", with_torch), ("numpy", with_numpy)]
+    if gemv_rows is not None:
+        kernels.append(("numba", with_numba))
+    times: dict[tuple[str, str], list[float]] = {(g, k): [] for g in columns for k, _ in kernels}
     for r in range(args.rounds + 1):
-        order = [("torch", with_torch), ("numpy", with_numpy)]
-        for kernel, run in order if r % 2 else order[::-1]:
-            for g, ws in groups.items():
-                t = run(ws)
+        order = kernels[r % len(kernels) :] + kernels[: r % len(kernels)]  # each kernel first in turn
+        for kernel, run in order:
+            for g in columns:
+                t = run(g)
                 if r:  # round 0 warms up
                     times[(g, kernel)].append(t)
-    bw = read_bandwidth(sum(w.numel() * 4 for ws in groups.values() for w in ws))
-    print(f"# {args.model}: {len(layers)} projection matrices + the LM head, fp32 column-major, one row, 1 thread")
-    print(f"# {args.rounds} rounds, the order alternating")
-    print(f"# kvsim's kernel here: {KERNEL}; read bandwidth (torch.sum, 1 thread): {bw / 1e9:.2f} GB/s")
-    print("| weights | MB | torch ms (GB/s) | numpy ms (GB/s) | numpy / torch (95 %) |")
-    print("|---|---:|---:|---:|---|")
-    for g, ws in groups.items():
+    bw = read_bandwidth(sum(w.numel() * 4 for ws in columns.values() for w in ws))
+    print(f"# {args.model}: {len(layers)} projection matrices + the LM head, fp32, one row, 1 thread")
+    print(f"# {args.rounds} rounds, each kernel first in turn; numba on row-major copies, the others on column-major")
+    kernel_here = getattr(model, "one_row_kernel", KERNEL)
+    print(f"# the model's kernel: {kernel_here}; read bandwidth (torch.sum, 1 thread): {bw / 1e9:.2f} GB/s")
+    names = [k for k, _ in kernels]
+    heads = [f"{k} ms (GB/s)" for k in names] + [f"{k} / torch (95 %)" for k in names[1:]]
+    print("| weights | MB | " + " | ".join(heads) + " |")
+    print("|---|---:|" + "---:|" * len(names) + "---|" * (len(names) - 1))
+    for g, ws in columns.items():
         nbytes = sum(w.numel() * 4 for w in ws)
-        t_ms = statistics.median(times[(g, "torch")]) * 1e3
-        n_ms = statistics.median(times[(g, "numpy")]) * 1e3
-        cmp = compare_paired(times[(g, "torch")], times[(g, "numpy")], name="numpy", baseline_name="torch")
-        print(
-            f"| {g} | {nbytes / 1e6:.0f} | {t_ms:.1f} ({nbytes / t_ms / 1e6:.1f}) | {n_ms:.1f} ({nbytes / n_ms / 1e6:.1f}) "
-            f"| {watch.ratio(cmp.ratio, '.3f', short=True)} ({cmp.spread()}): {cmp.verdict} |"
-        )
-    if args.steps > 0 and KERNEL == "numpy":
+        cells = []
+        for k in names:
+            ms = statistics.median(times[(g, k)]) * 1e3
+            cells.append(f"{ms:.1f} ({nbytes / ms / 1e6:.1f})")
+        for k in names[1:]:
+            cmp = compare_paired(times[(g, "torch")], times[(g, k)], name=k, baseline_name="torch")
+            cells.append(f"{watch.ratio(cmp.ratio, '.3f', short=True)} ({cmp.spread()}): {cmp.verdict}")
+        print(f"| {g} | {nbytes / 1e6:.0f} | " + " | ".join(cells) + " |")
+    if args.steps > 0 and getattr(model, "one_row_kernel", "torch") != "torch":
         step_ms, product_ms = in_place(model, args.steps)
         print(
             f"in place, {args.steps} decode steps: step {step_ms:.1f} ms (median), of which one-row products "

@@ -165,7 +165,8 @@ class Simulator:
                 "free_running": free_running,
                 "device": str(model.device),
                 "dtype": str(model.dtype).replace("torch.", ""),
-                "one_row_matmul": row_matmul.KERNEL,  # the kernel of the decode steps' products (kvsim.models.row_matmul)
+                # the kernel of the decode steps' products, as the weights were laid out (kvsim.models.row_matmul)
+                "one_row_matmul": getattr(model, "one_row_kernel", row_matmul.KERNEL),
                 # the weights' copies asked for 2 MiB pages (kvsim.models.huge_pages): a step streams them ~8 % faster
                 "huge_page_weights": bool(getattr(model, "huge_page_weights", False)) and model.device.type == "cpu",
                 "versions": {

@@ -77,6 +77,16 @@ def _smaps_entry(address: int) -> dict[str, str]:
         return {}
 
 
+def row_major(weight: torch.Tensor) -> torch.Tensor:
+    """A C-ordered copy of a CPU ``weight`` (same shape and values), in huge pages where ``empty`` gives them.
+    Other devices get ``weight.contiguous()``."""
+    if weight.device.type != "cpu":
+        return weight.contiguous()
+    out = empty(tuple(weight.shape), weight.dtype)
+    out.copy_(weight)
+    return out
+
+
 def is_huge_page_backed(tensor: torch.Tensor) -> bool:
     """Whether some of ``tensor``'s mapping lies in 2 MiB pages now (its ``AnonHugePages`` > 0): the kernel's
     answer to the advice, which it may not follow when memory is fragmented. False where the system does not say."""

@@ -60,7 +60,7 @@ class MLAAttention(nn.Module):
         self.wkv_b = nn.Linear(r, h * 2 * d, bias=False)
         self.wo = nn.Linear(h * d, cfg.dim, bias=False)
 
-    def fuse_qkv(self) -> None:
+    def fuse_qkv(self, rows: bool = False) -> None:
         """Nothing to fuse: the query and the latent come from different projections."""
 
     def up(self) -> tuple[torch.Tensor, torch.Tensor]:

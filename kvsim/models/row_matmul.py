@@ -1,26 +1,39 @@
 """The one-row matmul of a decode step, through the fastest exact kernel this install has.
 
 A cached decode step multiplies one row by every weight matrix of the model: its time is the time to
-stream the weights from memory. On the build machine (AMD EPYC, one thread) torch's CPU build (MKL)
-streams a column-major fp32 weight at 12.6 GB/s while numpy's bundled OpenBLAS streams the same
-memory at 16.2 GB/s (SmolLM2-135M's 150 projection matrices: 33.6 vs 26.1 ms; `benchmarks/row_matmul.py`).
-So a one-row fp32 product on the CPU goes to numpy's BLAS when that BLAS is OpenBLAS (``KERNEL``), on
-zero-copy views of the same tensors; everything else (prefill, batches, other dtypes, GPUs) stays with
-``F.linear``. Both compute the same fp32 dot products, in a different summation order: the results
-agree to float32 rounding (tests/test_row_matmul.py bounds it), not bit for bit.
+stream the weights from memory. Measured on the build machine (AMD EPYC, one thread, SmolLM2-135M's
+projection matrices; ``benchmarks/row_matmul.py``), against a plain read (``torch.sum``) of the same bytes:
+
+* torch's CPU build (MKL) streams a column-major fp32 weight at 12–14 GB/s, a row-major one slower;
+* numpy's bundled OpenBLAS streams the column-major weight at 16–20 GB/s;
+* a plain dot product per output row, compiled by numba (LLVM vectorises the sum into several
+  accumulators), streams a row-major weight at 24–27 GB/s — 85–90 % of the read, where the BLAS
+  kernels reach 55–65 %: ``gemv_rows`` below.
+
+So a model's weights are laid out for one kernel when it is loaded (``kernel_for``, called by
+``Transformer.use_decode_friendly_layout``): row-major for numba when torch runs one thread and the
+weights are large enough that numba's one-time start (~0.9 s: import and compile) is small against the
+load (``NUMBA_MIN_BYTES``); otherwise column-major for numpy's OpenBLAS (or torch where numpy's BLAS is
+something else). At run time the layout decides: a one-row fp32 CPU product on a row-major weight goes
+to numba, on a column-major one to numpy; everything else (prefill, batches, other dtypes, GPUs, a weight
+needing gradients) is ``F.linear``. All compute the same fp32 dot products in different summation
+orders: results agree to float32 rounding (tests/test_row_matmul.py bounds it), not bit for bit. NaN and
+infinities propagate as in ``F.linear`` (numba may reassociate and fuse multiply-adds, nothing more).
 
 The product is a registered torch operator (``torch.ops.kvsim.row_linear``) with its FLOP formula, so
 torch's ``FlopCounterMode`` sees it as it sees ``aten::mm`` and kvsim's closed-form counts keep their
-independent check. ``KVSIM_ROW_MATMUL=torch`` in the environment turns the numpy path off.
+independent check. ``KVSIM_ROW_MATMUL=torch|numpy|numba`` in the environment forces one kernel.
 
 Threads: numpy's BLAS has its own pool; ``limit_threads`` gives it torch's thread count so "one thread"
-means one thread for both (``kvsim.models.loading.set_threads`` calls it).
+means one thread for both. numba's kernel is one thread, and releases the GIL as numpy's does.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
+import warnings
 from typing import Any
 
 import numpy as np
@@ -42,24 +55,89 @@ def _numpy_blas() -> str | None:
     return None
 
 
-def _choose_kernel() -> str:
+def _wanted_kernel() -> str:
     wanted = os.environ.get("KVSIM_ROW_MATMUL", "auto").strip().lower()
-    if wanted in ("torch", "numpy"):
-        return wanted
+    return wanted if wanted in ("torch", "numpy", "numba") else "auto"
+
+
+def _choose_column_kernel() -> str:
+    if WANTED in ("torch", "numpy"):
+        return WANTED
     # measured faster only for numpy's bundled OpenBLAS; another BLAS (Accelerate, MKL) is not measured
     return "numpy" if _numpy_blas() == "openblas" else "torch"
 
 
-#: "numpy" (one-row fp32 CPU products through numpy's BLAS) or "torch" (always ``F.linear``)
-KERNEL = _choose_kernel()
+#: the kernel the environment asks for ("auto": chosen per model by ``kernel_for``)
+WANTED = _wanted_kernel()
+#: the kernel of column-major weights: "numpy" (numpy's BLAS) or "torch" (``F.linear``)
+KERNEL = _choose_column_kernel()
+#: a model takes numba's kernel (with one thread) when its weights are at least this large: numba's first use in
+#: a process costs ~0.9 s (import and compile), against ~2 s to load 128 MB of weights and 20 % of each step saved
+NUMBA_MIN_BYTES = 128 << 20
+
+_numba_kernel: Any = None  # the compiled gemv_rows, once built (False: numba could not be used here)
+
+
+def numba_kernel() -> Any:
+    """The compiled row-major kernel (built on first call: ~0.9 s), or None when numba cannot be used here."""
+    global _numba_kernel
+    if _numba_kernel is None:
+        _numba_kernel = _build_numba_kernel() or False
+    return _numba_kernel or None
+
+
+def _build_numba_kernel() -> Any:
+    if WANTED in ("torch", "numpy") or importlib.util.find_spec("numba") is None:
+        return None
+    try:
+        import numba
+    except Exception as exc:  # a broken numba install: the column kernels stay, and the log says why
+        warnings.warn(f"numba could not be imported ({exc}); one-row products use numpy's or torch's kernel", stacklevel=2)
+        return None
+
+    # one output per row: a dot product of the weight's row with x. reassoc lets LLVM split the sum into several
+    # vector accumulators (the whole speed-up); contract lets it fuse multiply-adds. No flag that assumes finite
+    # values: NaN and infinities propagate. nogil: the GUI thread runs while a step multiplies.
+    @numba.njit(
+        "void(float32[:, ::1], float32[::1], float32[::1])",
+        fastmath={"reassoc", "contract"},
+        boundscheck=False,
+        nogil=True,
+        cache=False,  # compiling costs what loading a cached copy does (numba's own start dominates): nothing written
+    )
+    def gemv_rows(
+        weight: np.ndarray, x: np.ndarray, out: np.ndarray
+    ) -> None:  # pragma: no cover - compiled; tests call it through row_linear
+        rows, n = weight.shape
+        for r in range(rows):
+            acc = np.float32(0.0)
+            for i in range(n):
+                acc += weight[r, i] * x[i]
+            out[r] = acc
+
+    return gemv_rows
+
+
+def kernel_for(weight_bytes: int) -> str:
+    """The kernel a model whose fp32 weights take ``weight_bytes`` is laid out for: "numba" (row-major),
+    "numpy" or "torch" (column-major). Builds numba's kernel when it is the one (its start is paid at load)."""
+    if WANTED == "numba" or (WANTED == "auto" and weight_bytes >= NUMBA_MIN_BYTES and torch.get_num_threads() == 1):
+        if numba_kernel() is not None:
+            return "numba"
+    return KERNEL
+
 
 _LIBRARY = torch.library.Library("kvsim", "DEF")  # noqa: TOR901 - an operator kvsim defines, not an override
 _LIBRARY.define("row_linear(Tensor x, Tensor weight) -> Tensor")
 
 
 def _row_linear_cpu(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    # weight is (out, in) column-major, so weight.numpy().T is the (in, out) C-ordered array, no copy; an
-    # overflow gives inf/NaN silently, as torch does (the caller checks the logits and says so in one line)
+    if weight.is_contiguous():  # row-major: numba's dot products, written straight into the result
+        out = x.new_empty((*x.shape[:-1], weight.shape[0]))
+        numba_kernel()(weight.numpy(), x.contiguous().view(-1).numpy(), out.view(-1).numpy())
+        return out
+    # column-major: weight.numpy().T is the (in, out) C-ordered array, no copy; an overflow gives inf/NaN
+    # silently, as torch does (the caller checks the logits and says so in one line)
     with np.errstate(all="ignore"):
         return torch.from_numpy(np.matmul(x.contiguous().numpy(), weight.numpy().T))
 
@@ -77,23 +155,34 @@ def _row_linear_flops(x_shape: Any, w_shape: Any, *args: Any, out_shape: Any = N
     return 2 * math.prod(x_shape[:-1]) * x_shape[-1] * w_shape[0]  # as aten::mm counts (rows · in) @ (in · out)
 
 
-def uses_numpy(x: torch.Tensor, weight: torch.Tensor) -> bool:
-    """Whether ``linear(x, weight)`` takes the numpy path."""
-    return (
-        KERNEL == "numpy"
-        and x.device.type == "cpu"
+def one_row_kernel(x: torch.Tensor, weight: torch.Tensor) -> str | None:
+    """The kernel ``linear(x, weight)`` takes: "numba" (a one-row fp32 CPU product on a row-major weight, once
+    numba's kernel is built), "numpy" (on a column-major weight, where numpy's BLAS is OpenBLAS), None: ``F.linear``."""
+    if not (
+        x.device.type == "cpu"
         and x.dtype == torch.float32
         and weight.dtype == torch.float32
         and x.numel() == x.shape[-1]  # one row
         and weight.dim() == 2
-        and weight.stride(0) == 1  # column-major: the order numpy's kernel streams fastest
+        and weight.device.type == "cpu"
         and not (x.requires_grad or weight.requires_grad)
-    )
+    ):
+        return None
+    if weight.is_contiguous() and weight.shape[1] > 1:  # row-major (a one-column weight is column-major too)
+        return "numba" if _numba_kernel and WANTED != "torch" else None
+    if weight.stride(0) == 1:  # column-major
+        return "numpy" if KERNEL == "numpy" else None
+    return None
+
+
+def uses_numpy(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Whether ``linear(x, weight)`` takes numpy's BLAS."""
+    return one_row_kernel(x, weight) == "numpy"
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
     """``F.linear(x, weight, bias)``, one-row fp32 CPU products through numpy's BLAS (see the module)."""
-    if not uses_numpy(x, weight):
+    if one_row_kernel(x, weight) is None:
         return F.linear(x, weight, bias)
     y = torch.ops.kvsim.row_linear(x, weight)
     return y if bias is None else y + bias

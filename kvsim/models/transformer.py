@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..caches.base import Cache, visibility
-from . import huge_pages
+from . import huge_pages, row_matmul
 from .config import ModelConfig
 from .mla import MLAAttention
 from .row_matmul import Linear, linear
@@ -160,10 +160,12 @@ def apply_rope_signed(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tens
     return x * cos + x.roll(x.shape[-1] // 2, -1) * signed_sin
 
 
-def fuse_columns(parts: tuple[nn.Linear, ...]) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """One column-major (Σ out, in) weight (and bias) for ``parts``, whose weights and biases become views into
-    it: state dicts, counts and values are unchanged while a one-row product streams one larger matrix."""
-    weight = huge_pages.column_major(torch.cat([p.weight.detach() for p in parts], 0))  # (out, in), column-major
+def fuse_columns(parts: tuple[nn.Linear, ...], rows: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One (Σ out, in) weight (and bias) for ``parts``, whose weights and biases become views into it: state dicts,
+    counts and values are unchanged while a one-row product streams one larger matrix. Stored column-major, or
+    row-major when ``rows`` (the layout of the model's one-row kernel, ``kvsim.models.row_matmul``)."""
+    stacked = torch.cat([p.weight.detach() for p in parts], 0)
+    weight = huge_pages.row_major(stacked) if rows else huge_pages.column_major(stacked)
     bias = torch.cat([p.bias.detach() for p in parts]) if parts[0].bias is not None else None
     start = 0
     for p in parts:
@@ -193,9 +195,9 @@ class Attention(nn.Module):
         self.k_norm = make_norm(cfg, d) if cfg.qk_norm else None
         self.fused_qkv: tuple[torch.Tensor, torch.Tensor | None] | None = None  # see fuse_qkv
 
-    def fuse_qkv(self) -> None:
+    def fuse_qkv(self, rows: bool = False) -> None:
         """One matmul for Q, K and V (``fuse_columns``): a decode step saves two GEMV calls."""
-        self.fused_qkv = fuse_columns((self.wq, self.wk, self.wv))
+        self.fused_qkv = fuse_columns((self.wq, self.wk, self.wv), rows)
 
     def forward(
         self, x: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int, rope: tuple[torch.Tensor, torch.Tensor] | None
@@ -302,12 +304,12 @@ class MLP(nn.Module):
         # (weight, bias, the gate's and the up's Parameters): see fuse_gate_up
         self.fused_gate_up: tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor] | None = None
 
-    def fuse_gate_up(self) -> None:
+    def fuse_gate_up(self, rows: bool = False) -> None:
         """One matmul for the gate and up projections (``fuse_columns``, as Q/K/V): measured on SmolLM2's
         shapes, 30 layers 24.4 → 23.0 ms."""
         if self.gpt2:
             return
-        weight, bias = fuse_columns((self.w_gate, self.w_up))
+        weight, bias = fuse_columns((self.w_gate, self.w_up), rows)
         self.fused_gate_up = (weight, bias, self.w_gate.weight, self.w_up.weight)
 
     def _gate_up(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -362,7 +364,8 @@ class Block(nn.Module):
 class Transformer(nn.Module):
     gguf_path: str | None = None  # the .gguf file it was loaded from (set by kvsim.models.gguf_file), else None
     compiled: bool = False  # its cache-free parts wrapped by torch.compile (kvsim.models.compiled, --compile)
-    huge_page_weights: bool = False  # its column-major weight copies asked for 2 MiB pages (use_decode_friendly_layout)
+    huge_page_weights: bool = False  # its weight copies asked for 2 MiB pages (use_decode_friendly_layout)
+    one_row_kernel: str = "torch"  # the kernel its weights are laid out for (use_decode_friendly_layout, row_matmul)
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -385,20 +388,29 @@ class Transformer(nn.Module):
         return self.tok_embeddings.weight.dtype
 
     def use_decode_friendly_layout(self) -> Transformer:
-        """Fuse each layer's Q/K/V projections into one matmul (and the MLP's gate and up), and keep every
-        projection's (out, in) shape but store it column-major, (in, out) in memory:
-        on CPU a one-row decode matmul then streams the weight in order, ~5-9 % faster (measured on
-        2 cores: 1×768 · 768×2304 in 122 µs vs 130 µs), which is what GPT-2's Conv1D layout gets
-        for free. A tied embedding goes column-major too: as the LM head it is the largest matrix of a
-        step (Gemma 3 270M: 671 of 1,074 MB) and one thread streams it at ~21 GB/s column-major against
-        ~12 GB/s row-major (measured: 640 × 262,144 in 31 vs 56 ms); a lookup then reads one strided
-        column per token (7.6 ms for a 512-token prompt, 10 µs for a decode step). The copies go to huge pages
-        where the system gives them (``kvsim.models.huge_pages``). Values are unchanged."""
+        """Fuse each layer's Q/K/V projections into one matmul (and the MLP's gate and up), and store every
+        projection in the layout its one-row decode product streams fastest: the model's ``one_row_kernel``
+        (``kvsim.models.row_matmul.kernel_for``, chosen here once) — row-major for numba's kernel, else
+        column-major, (in, out) in memory, for numpy's OpenBLAS and torch's MKL (~5-9 % faster than row-major
+        there, measured on 2 cores: 1×768 · 768×2304 in 122 µs vs 130 µs; what GPT-2's Conv1D layout gets for
+        free). A tied embedding takes the same layout: as the LM head it is the largest matrix of a step (Gemma 3
+        270M: 671 of 1,074 MB); MKL streams it at ~21 GB/s column-major against ~12 GB/s row-major (640 × 262,144
+        in 31 vs 56 ms); column-major, a lookup reads one strided column per token (7.6 ms for a 512-token
+        prompt, 10 µs for a decode step). The copies go to huge pages where the system gives them
+        (``kvsim.models.huge_pages``). Values are unchanged."""
+        fp32_cpu = self.device.type == "cpu" and self.dtype == torch.float32
+        self.one_row_kernel = row_matmul.kernel_for(self.weight_bytes()) if fp32_cpu else "torch"
+        rows = self.one_row_kernel == "numba"
         self.huge_page_weights = huge_pages.ENABLED and self.device.type == "cpu"
+        fused: set[int] = set()  # the fused matrices' views: already laid out
         for block in self.layers:
             assert isinstance(block, Block)
-            block.attn.fuse_qkv()
-            block.mlp.fuse_gate_up()
+            block.attn.fuse_qkv(rows)
+            block.mlp.fuse_gate_up(rows)
+            if isinstance(block.attn, Attention):
+                fused |= {id(block.attn.wq.weight), id(block.attn.wk.weight), id(block.attn.wv.weight)}
+            if block.mlp.fused_gate_up is not None:
+                fused |= {id(block.mlp.w_gate.weight), id(block.mlp.w_up.weight)}
         tied = self.lm_head.weight is self.tok_embeddings.weight
         # bf16 is the other way round for the head: torch's one-row bf16 product reads 640 × 262,144 row-major at
         # 8.0 GB/s, column-major at 5.6 (measured, one thread); so a tied bf16 table stays row-major
@@ -406,8 +418,13 @@ class Transformer(nn.Module):
         if keep_row_major is not None and not keep_row_major.is_contiguous():  # converted from a column-major fp32 table
             self.lm_head.weight = keep_row_major = nn.Parameter(keep_row_major.detach().contiguous(), requires_grad=False)
         for module in self.modules():
-            if isinstance(module, nn.Linear) and module.weight is not keep_row_major and module.weight.is_contiguous():
-                module.weight = nn.Parameter(huge_pages.column_major(module.weight.detach()), requires_grad=False)
+            if not isinstance(module, nn.Linear) or module.weight is keep_row_major or id(module.weight) in fused:
+                continue
+            w = module.weight.detach()
+            if rows and (w.is_contiguous() or w.stride(0) == 1):
+                module.weight = nn.Parameter(huge_pages.row_major(w), requires_grad=False)
+            elif not rows and w.is_contiguous():
+                module.weight = nn.Parameter(huge_pages.column_major(w), requires_grad=False)
         if tied:
             self.tok_embeddings.weight = self.lm_head.weight
         return self
