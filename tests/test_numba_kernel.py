@@ -1,7 +1,8 @@
 """numba's row-major one-row kernel (``kvsim.models.row_matmul.gemv_rows``) and the layout that goes with it:
 
-* a one-row fp32 product on a row-major weight goes to it and agrees with ``F.linear`` and a float64 reference
-  to float32 rounding; NaN and infinities propagate as they do in ``F.linear``;
+* a one-row fp32 product on a row-major weight laid out for it (``mark_rows``) goes to it and agrees with
+  ``F.linear`` and a float64 reference to float32 rounding; NaN and infinities propagate as in ``F.linear``;
+  an unmarked weight stays with ``F.linear`` bit for bit, whatever was built before in the process;
 * ``kernel_for`` picks it for a large model with one thread, never for a small one, never with more threads,
   and an explicit ``KVSIM_ROW_MATMUL`` wins;
 * a model laid out for it keeps every value, fuses Q/K/V and gate+up as row-major views, keeps the tied head
@@ -22,7 +23,7 @@ from kvsim.caches import KVCache, parse_lanes
 from kvsim.engine.simulate import Simulator
 from kvsim.models import row_matmul
 from kvsim.models.loading import load_model
-from kvsim.models.row_matmul import linear, one_row_kernel
+from kvsim.models.row_matmul import linear, mark_rows, one_row_kernel
 
 pytest.importorskip("numba")
 
@@ -36,7 +37,7 @@ def numba_ready():
 @pytest.mark.parametrize("shape", [(1, 576), (1, 1, 64), (64,)])
 def test_one_row_on_a_row_major_weight_goes_to_numba_and_agrees(numba_ready, shape) -> None:
     gen = torch.Generator().manual_seed(5)
-    w = torch.randn(300, shape[-1], generator=gen) / shape[-1] ** 0.5  # row-major, as nn.Linear keeps it
+    w = mark_rows(torch.randn(300, shape[-1], generator=gen) / shape[-1] ** 0.5)  # row-major, as nn.Linear keeps it
     bias = torch.randn(300, generator=gen)
     x = torch.randn(shape, generator=gen)
     assert one_row_kernel(x, w) == "numba"
@@ -50,13 +51,13 @@ def test_one_row_on_a_row_major_weight_goes_to_numba_and_agrees(numba_ready, sha
     assert float((got.double() - exact).abs().max()) < 1e-4
     # a row slice of a larger matrix (a fused weight's view) is still read in place
     big = torch.randn(500, shape[-1], generator=gen) / shape[-1] ** 0.5
-    part = big[100:400]
+    part = mark_rows(big[100:400])
     assert one_row_kernel(x, part) == "numba"
     torch.testing.assert_close(linear(x, part), F.linear(x, part), rtol=1e-5, atol=1e-5)
 
 
 def test_nan_and_infinity_propagate_as_in_f_linear(numba_ready) -> None:
-    w = torch.randn(8, 16)
+    w = mark_rows(torch.randn(8, 16))
     x = torch.randn(1, 16)
     x[0, 3] = math.nan
     assert torch.isnan(linear(x, w)).all()
@@ -71,6 +72,8 @@ def test_nan_and_infinity_propagate_as_in_f_linear(numba_ready) -> None:
 def test_not_one_fp32_row_on_the_cpu_is_f_linear_bit_for_bit(numba_ready) -> None:
     gen = torch.Generator().manual_seed(6)
     w = torch.randn(40, 32, generator=gen)
+    assert one_row_kernel(torch.randn(1, 32), w) is None  # row-major but not laid out for numba: F.linear
+    w = mark_rows(w)
     for x, weight in [
         (torch.randn(1, 5, 32, generator=gen), w),  # a prefill
         (torch.randn(1, 1, 32, generator=gen).double(), w.double()),

@@ -155,9 +155,20 @@ def _row_linear_flops(x_shape: Any, w_shape: Any, *args: Any, out_shape: Any = N
     return 2 * math.prod(x_shape[:-1]) * x_shape[-1] * w_shape[0]  # as aten::mm counts (rows · in) @ (in · out)
 
 
+ROWS_MARK = "_kvsim_numba_rows"  # the attribute a weight laid out for numba's kernel carries
+
+
+def mark_rows(weight: torch.Tensor) -> torch.Tensor:
+    """Mark ``weight`` (a row-major weight laid out for numba's kernel by ``use_decode_friendly_layout``) and
+    return it. Only marked weights take numba's kernel: what kernel a product takes depends on how its model was
+    laid out, never on whether some other model built numba's kernel earlier in the process."""
+    setattr(weight, ROWS_MARK, True)
+    return weight
+
+
 def one_row_kernel(x: torch.Tensor, weight: torch.Tensor) -> str | None:
-    """The kernel ``linear(x, weight)`` takes: "numba" (a one-row fp32 CPU product on a row-major weight, once
-    numba's kernel is built), "numpy" (on a column-major weight, where numpy's BLAS is OpenBLAS), None: ``F.linear``."""
+    """The kernel ``linear(x, weight)`` takes: "numba" (a one-row fp32 CPU product on a row-major weight laid out
+    for it, ``mark_rows``), "numpy" (on a column-major weight, where numpy's BLAS is OpenBLAS), None: ``F.linear``."""
     if not (
         x.device.type == "cpu"
         and x.dtype == torch.float32
@@ -168,8 +179,8 @@ def one_row_kernel(x: torch.Tensor, weight: torch.Tensor) -> str | None:
         and not (x.requires_grad or weight.requires_grad)
     ):
         return None
-    if weight.is_contiguous() and weight.shape[1] > 1:  # row-major (a one-column weight is column-major too)
-        return "numba" if _numba_kernel and WANTED != "torch" else None
+    if weight.is_contiguous() and getattr(weight, ROWS_MARK, False):  # laid out for numba (mark_rows)
+        return "numba" if WANTED != "torch" and numba_kernel() is not None else None
     if weight.stride(0) == 1:  # column-major
         return "numpy" if KERNEL == "numpy" else None
     return None

@@ -167,10 +167,14 @@ def fuse_columns(parts: tuple[nn.Linear, ...], rows: bool = False) -> tuple[torc
     stacked = torch.cat([p.weight.detach() for p in parts], 0)
     weight = huge_pages.row_major(stacked) if rows else huge_pages.column_major(stacked)
     bias = torch.cat([p.bias.detach() for p in parts]) if parts[0].bias is not None else None
+    if rows:
+        row_matmul.mark_rows(weight)
     start = 0
     for p in parts:
         end = start + p.out_features
         p.weight = nn.Parameter(weight[start:end], requires_grad=False)
+        if rows:
+            row_matmul.mark_rows(p.weight)
         if bias is not None:
             p.bias = nn.Parameter(bias[start:end], requires_grad=False)
         start = end
@@ -422,7 +426,7 @@ class Transformer(nn.Module):
                 continue
             w = module.weight.detach()
             if rows and (w.is_contiguous() or w.stride(0) == 1):
-                module.weight = nn.Parameter(huge_pages.row_major(w), requires_grad=False)
+                module.weight = row_matmul.mark_rows(nn.Parameter(huge_pages.row_major(w), requires_grad=False))
             elif not rows and w.is_contiguous():
                 module.weight = nn.Parameter(huge_pages.column_major(w), requires_grad=False)
         if tied:
