@@ -154,3 +154,13 @@ def test_numba_decode_counts_and_chooses_as_f_linear(numba_ready, monkeypatch) -
     assert got_tokens == want_tokens and got_flops == want_flops > 0
     for got, want in zip(got_logits, want_logits, strict=True):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_one_column_weight_is_both_layouts_and_each_kernel_takes_it_right(numba_ready) -> None:
+    """(out, 1) is contiguous and column-major at once: unmarked it is numpy's (any strides), marked numba's."""
+    x = torch.tensor([[2.0]])
+    w = torch.arange(6, dtype=torch.float32)[:, None]
+    assert one_row_kernel(x, w) in ("numpy", None)
+    torch.testing.assert_close(linear(x, w), F.linear(x, w))
+    assert one_row_kernel(x, mark_rows(w)) == "numba"
+    torch.testing.assert_close(linear(x, w), F.linear(x, w))

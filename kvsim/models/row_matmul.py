@@ -132,12 +132,13 @@ _LIBRARY.define("row_linear(Tensor x, Tensor weight) -> Tensor")
 
 
 def _row_linear_cpu(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    if weight.is_contiguous():  # row-major: numba's dot products, written straight into the result
+    gemv_rows = numba_kernel() if getattr(weight, ROWS_MARK, False) and weight.is_contiguous() else None
+    if gemv_rows is not None:  # laid out for numba: its dot products, written straight into the result
         out = x.new_empty((*x.shape[:-1], weight.shape[0]))
-        numba_kernel()(weight.numpy(), x.contiguous().view(-1).numpy(), out.view(-1).numpy())
+        gemv_rows(weight.numpy(), x.contiguous().view(-1).numpy(), out.view(-1).numpy())
         return out
-    # column-major: weight.numpy().T is the (in, out) C-ordered array, no copy; an overflow gives inf/NaN
-    # silently, as torch does (the caller checks the logits and says so in one line)
+    # numpy's BLAS takes any strides; column-major, weight.numpy().T is the (in, out) C-ordered array, no copy. An
+    # overflow gives inf/NaN silently, as torch does (the caller checks the logits and says so in one line)
     with np.errstate(all="ignore"):
         return torch.from_numpy(np.matmul(x.contiguous().numpy(), weight.numpy().T))
 
