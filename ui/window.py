@@ -19,6 +19,7 @@ from .animation import SPEEDS, Animator
 from .controller import Controller
 from .docks import registry as docks
 from .i18n import translate
+from .lanes.area import LaneArea
 from .lanes.derived import DerivedImages
 from .lanes.view import LanePanel
 from .launch import launch_mark
@@ -30,6 +31,7 @@ from .toolbar import DEFAULT_MODEL, OPEN_ITEM, ControlsToolBar
 
 class MainWindow(QMainWindow):
     first_painted = Signal(float)
+    lanes: LaneArea  # built by layout.build_central
 
     @property
     def lane_panels(self) -> list[LanePanel]:
