@@ -105,9 +105,8 @@ def _build_numba_kernel() -> Any:
         nogil=True,
         cache=False,  # compiling costs what loading a cached copy does (numba's own start dominates): nothing written
     )
-    def gemv_rows(
-        weight: np.ndarray, x: np.ndarray, out: np.ndarray
-    ) -> None:  # pragma: no cover - compiled; tests call it through row_linear
+    # (compiled: coverage cannot see inside; tests call it through row_linear)
+    def gemv_rows(weight: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
         rows, n = weight.shape
         for r in range(rows):
             acc = np.float32(0.0)
@@ -125,6 +124,17 @@ def kernel_for(weight_bytes: int) -> str:
         if numba_kernel() is not None:
             return "numba"
     return KERNEL
+
+
+ROWS_MARK = "_kvsim_numba_rows"  # the attribute a weight laid out for numba's kernel carries
+
+
+def mark_rows(weight: torch.Tensor) -> torch.Tensor:
+    """Mark ``weight`` (a row-major weight laid out for numba's kernel by ``use_decode_friendly_layout``) and
+    return it. Only marked weights take numba's kernel: what kernel a product takes depends on how its model was
+    laid out, never on whether some other model built numba's kernel earlier in the process."""
+    setattr(weight, ROWS_MARK, True)
+    return weight
 
 
 _LIBRARY = torch.library.Library("kvsim", "DEF")  # noqa: TOR901 - an operator kvsim defines, not an override
@@ -156,17 +166,6 @@ def _row_linear_flops(x_shape: Any, w_shape: Any, *args: Any, out_shape: Any = N
     return 2 * math.prod(x_shape[:-1]) * x_shape[-1] * w_shape[0]  # as aten::mm counts (rows · in) @ (in · out)
 
 
-ROWS_MARK = "_kvsim_numba_rows"  # the attribute a weight laid out for numba's kernel carries
-
-
-def mark_rows(weight: torch.Tensor) -> torch.Tensor:
-    """Mark ``weight`` (a row-major weight laid out for numba's kernel by ``use_decode_friendly_layout``) and
-    return it. Only marked weights take numba's kernel: what kernel a product takes depends on how its model was
-    laid out, never on whether some other model built numba's kernel earlier in the process."""
-    setattr(weight, ROWS_MARK, True)
-    return weight
-
-
 def one_row_kernel(x: torch.Tensor, weight: torch.Tensor) -> str | None:
     """The kernel ``linear(x, weight)`` takes: "numba" (a one-row fp32 CPU product on a row-major weight laid out
     for it, ``mark_rows``), "numpy" (on a column-major weight, where numpy's BLAS is OpenBLAS), None: ``F.linear``."""
@@ -193,7 +192,7 @@ def uses_numpy(x: torch.Tensor, weight: torch.Tensor) -> bool:
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """``F.linear(x, weight, bias)``, one-row fp32 CPU products through numpy's BLAS (see the module)."""
+    """``F.linear(x, weight, bias)``, one-row fp32 CPU products through numba's or numpy's kernel (see the module)."""
     if one_row_kernel(x, weight) is None:
         return F.linear(x, weight, bias)
     y = torch.ops.kvsim.row_linear(x, weight)
