@@ -195,7 +195,9 @@ def test_a_tied_head_is_column_major_in_fp32_and_row_major_in_bf16() -> None:
         pytest.skip("no bfloat16 instructions on this CPU")
     model = load_model(FAMILY_SPECS["llama-mha-tied-bias"]).model
     head = model.lm_head.weight
-    assert head is model.tok_embeddings.weight and head.stride() == (1, head.shape[0])
+    assert head is model.tok_embeddings.weight
+    # column-major for the BLAS kernels; row-major when laid out for numba (KVSIM_ROW_MATMUL=numba)
+    assert head.is_contiguous() if model.one_row_kernel == "numba" else head.stride() == (1, head.shape[0])
     half = precision.bf16_model(model)
     head16 = half.lm_head.weight
     assert head16 is half.tok_embeddings.weight and head16.dtype == torch.bfloat16 and head16.is_contiguous()
