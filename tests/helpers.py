@@ -17,6 +17,26 @@ def load(spec: str) -> LoadedModel:
     return load_model(spec)
 
 
+def assert_one_row_product_agrees(x, w, bias) -> None:
+    """``kvsim.models.row_matmul.linear(x, w, bias)`` is counted by torch's FLOP counter as the kvsim operator, has
+    F.linear's shape and dtype, agrees with it to float32 rounding, and a float64 reference bounds it."""
+    import torch
+    import torch.nn.functional as F
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from kvsim.models.row_matmul import linear
+
+    with FlopCounterMode(display=False) as counter:
+        got = linear(x, w, bias)
+    assert "kvsim.row_linear" in {str(op) for ops in counter.get_flop_counts().values() for op in ops}
+    want = F.linear(x, w, bias)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    # a float64 reference bounds both: they differ from it by float32 rounding only
+    exact = F.linear(x.double(), w.double(), bias.double())
+    assert float((got.double() - exact).abs().max()) < 1e-4
+
+
 def ready_window(
     qtbot, qapp, model: str, prompt: str, *, lanes: str | None = None, size: tuple[int, int] | None = None, persist: bool = False
 ):

@@ -16,7 +16,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import FAMILY_SPECS, load
+from helpers import FAMILY_SPECS, assert_one_row_product_agrees, load
 from torch.utils.flop_counter import FlopCounterMode
 
 from kvsim.caches import KVCache, parse_lanes
@@ -43,14 +43,7 @@ def test_one_row_on_a_row_major_weight_goes_to_numba_and_agrees(numba_ready, sha
     bias = torch.randn(300, generator=gen)
     x = torch.randn(shape, generator=gen)
     assert one_row_kernel(x, w) == "numba"
-    with FlopCounterMode(display=False) as counter:
-        got = linear(x, w, bias)
-    assert "kvsim.row_linear" in {str(op) for ops in counter.get_flop_counts().values() for op in ops}
-    want = F.linear(x, w, bias)
-    assert got.shape == want.shape and got.dtype == want.dtype
-    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
-    exact = F.linear(x.double(), w.double(), bias.double())
-    assert float((got.double() - exact).abs().max()) < 1e-4
+    assert_one_row_product_agrees(x, w, bias)
     # a row slice of a larger matrix (a fused weight's view) is still read in place
     big = torch.randn(500, shape[-1], generator=gen) / shape[-1] ** 0.5
     part = mark_rows(big[100:400])

@@ -47,14 +47,20 @@ def empty(shape: tuple[int, ...], dtype: torch.dtype, *, huge: bool | None = Non
     return torch.frombuffer(mapping, dtype=dtype, count=numel, offset=offset).view(shape)
 
 
+def row_major(weight: torch.Tensor) -> torch.Tensor:
+    """A C-ordered copy of a CPU ``weight`` (same shape and values), in huge pages where ``empty`` gives them.
+    Other devices get ``weight.contiguous()``."""
+    if weight.device.type != "cpu":
+        return weight.contiguous()
+    out = empty(tuple(weight.shape), weight.dtype)
+    out.copy_(weight)
+    return out
+
+
 def column_major(weight: torch.Tensor) -> torch.Tensor:
-    """A column-major copy of a 2-D CPU ``weight`` (same shape and values; (in, out) in memory), in huge
-    pages where ``empty`` gives them. Other devices get ``weight.t().contiguous().t()``."""
-    if weight.device.type != "cpu" or weight.dim() != 2:
-        return weight.t().contiguous().t()
-    out = empty((weight.shape[1], weight.shape[0]), weight.dtype)
-    out.copy_(weight.t())
-    return out.t()
+    """A column-major copy of a 2-D ``weight`` (same shape and values; (in, out) in memory): the transpose's
+    C-ordered copy (``row_major``), transposed back."""
+    return row_major(weight.t()).t()
 
 
 def _smaps_entry(address: int) -> dict[str, str]:
@@ -75,16 +81,6 @@ def _smaps_entry(address: int) -> dict[str, str]:
             return fields or {}
     except (OSError, ValueError):
         return {}
-
-
-def row_major(weight: torch.Tensor) -> torch.Tensor:
-    """A C-ordered copy of a CPU ``weight`` (same shape and values), in huge pages where ``empty`` gives them.
-    Other devices get ``weight.contiguous()``."""
-    if weight.device.type != "cpu":
-        return weight.contiguous()
-    out = empty(tuple(weight.shape), weight.dtype)
-    out.copy_(weight)
-    return out
 
 
 def is_huge_page_backed(tensor: torch.Tensor) -> bool:

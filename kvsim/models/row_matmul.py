@@ -186,11 +186,6 @@ def one_row_kernel(x: torch.Tensor, weight: torch.Tensor) -> str | None:
     return None
 
 
-def uses_numpy(x: torch.Tensor, weight: torch.Tensor) -> bool:
-    """Whether ``linear(x, weight)`` takes numpy's BLAS."""
-    return one_row_kernel(x, weight) == "numpy"
-
-
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
     """``F.linear(x, weight, bias)``, one-row fp32 CPU products through numba's or numpy's kernel (see the module)."""
     if one_row_kernel(x, weight) is None:

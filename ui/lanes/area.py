@@ -145,10 +145,7 @@ class LaneArea(QSplitter):
     def refit_readouts(self) -> None:
         """At rest (not playing, no step animating): every shown lane's readout measured afresh, so a
         long readout of an earlier step no longer takes room from the tables."""
-        panels = self.shown()
-        for p in panels:
-            p._readout_fit = None  # all forgotten first: the shared height is the max of fresh needs
-        for p in panels:
+        for p in self.shown():  # each sets the shared height; the last one's is the max of all fresh needs
             p.refit_readout()
 
     # ------------------------------------------------------------------ reading
