@@ -52,6 +52,38 @@ def test_the_median_interval_has_the_binomial_coverage():
     assert median_interval([3, 1, 2, 5, 4]) == (1, 5, pytest.approx(1 - 2 / 32))
 
 
+def test_the_median_interval_is_the_largest_k_of_the_direct_sum_for_every_n():
+    # the direct definition, summing C(n, i) afresh for each k (what the interval once computed, in O(n³))
+    def direct(n: int, confidence: float = 0.95) -> tuple[int, float]:
+        def cdf(k: int) -> float:
+            return sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+
+        best = 1
+        for k in range(1, (n + 1) // 2 + 1):
+            if 1 - 2 * cdf(k - 1) >= confidence:
+                best = k
+            else:
+                break
+        return best, 1 - 2 * cdf(best - 1)
+
+    for n in range(2, 121):
+        low, high, cov = median_interval(list(range(n)))
+        k, coverage = direct(n)
+        assert (low, high, cov) == (k - 1, n - k, coverage), n
+    for confidence in (0.5, 0.8, 0.99):
+        low, _, cov = median_interval(list(range(97)), confidence)
+        assert (int(low) + 1, cov) == direct(97, confidence)
+
+
+def test_a_long_run_gets_its_interval_without_freezing():
+    # 6,000 pairs (a 6,000-step run): the interval around the middle, its coverage at least the confidence;
+    # the O(n³) sum needed minutes here, so this test alone would time out a suite that regressed
+    n = 6000
+    low, high, cov = median_interval(list(range(n)))
+    assert 0.95 <= cov < 1
+    assert low + high == n - 1 and n / 2 - 100 < high < n / 2 + 100
+
+
 def test_a_clearly_faster_candidate_is_ordered_and_stops_early():
     clock, rng = FakeClock(), random.Random(1)
     got = interleave(

@@ -35,11 +35,6 @@ VERDICTS = (FASTER, SLOWER, WITHIN_NOISE)
 CONFIDENCE = 0.95
 
 
-def _binom_cdf(k: int, n: int) -> float:
-    """P(X ≤ k) for X ~ binomial(n, ½)."""
-    return sum(math.comb(n, i) for i in range(k + 1)) / 2**n
-
-
 def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float, float]:
     """(low, high, coverage): the order-statistic confidence interval of the median of ``values``.
 
@@ -52,13 +47,20 @@ def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> 
         raise ValueError("no values")
     if n == 1:
         return xs[0], xs[0], 0.0
-    best = 1
+    # P(X ≤ k-1) grows term by term (C(n, i) from C(n, i-1)), in exact integers over 2**n: the same
+    # numbers as summing math.comb for each k, in O(n) big-integer steps where that was O(n³)
+    # (a 2,000-step run's comparison took 17 s, once per lane on every refresh)
+    whole = 2**n
+    term, below = 1, 1  # C(n, 0), and the sum C(n, 0) + … + C(n, k-1) for k = 1
+    best, best_below = 1, 1
     for k in range(1, (n + 1) // 2 + 1):
-        if 1 - 2 * _binom_cdf(k - 1, n) >= confidence:
-            best = k
+        if 1 - 2 * (below / whole) >= confidence:
+            best, best_below = k, below
         else:
             break
-    return xs[best - 1], xs[n - best], 1 - 2 * _binom_cdf(best - 1, n)
+        term = term * (n - k + 1) // k  # C(n, k)
+        below += term
+    return xs[best - 1], xs[n - best], 1 - 2 * (best_below / whole)
 
 
 def _median(xs: Sequence[float]) -> float:
