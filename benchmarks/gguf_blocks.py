@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from _load import LoadWatch
 
-from kvsim.models.gguf_blocks import BLOCK_BYTES, dequantize_blocks
+from kvsim.models.gguf.blocks import BLOCK_BYTES, dequantize_blocks
 from kvsim.models.loading import set_threads
 
 

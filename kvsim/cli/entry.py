@@ -27,7 +27,7 @@ _USER_ERRORS = {
     "kvsim.core.sampling": "SimulationError",
     "kvsim.caches.base": "SpecError",
     "kvsim.models.config": "ConfigError",
-    "kvsim.costs.memory": "MemoryError_",
+    "kvsim.costs.memory": "MemoryInputError",
     "kvsim.engine.trace_checks": "TraceError",
     "kvsim.models.chat_template": "ChatTemplateError",
 }

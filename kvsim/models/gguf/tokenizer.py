@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .base import ModelLoadError
-from .tokenizer import TextTokenizer, TokenizerError, guarded
+from ..base import ModelLoadError
+from ..tokenizer import TextTokenizer, TokenizerError, guarded
 
 _CONTROL, _USER_DEFINED = 3, 4  # llama.cpp's token types: special (control) and user-defined tokens
 

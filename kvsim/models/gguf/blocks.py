@@ -164,8 +164,8 @@ def keep_gguf_blocks(model: M, path: str | Path) -> tuple[M, list[str]]:
     own blocks (the types of ``BLOCK_BYTES``); every other tensor is shared. Returns the copy and the types kept."""
     import copy
 
-    from .gguf_file import unpermute_qk
-    from .gguf_reader import open_gguf
+    from .file import unpermute_qk
+    from .reader import open_gguf
 
     memo: dict[int, Any] = {id(t): t for t in list(model.parameters()) + list(model.buffers())}
     qmodel = copy.deepcopy(model, memo)

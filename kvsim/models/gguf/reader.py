@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import ModelLoadError
+from ..base import ModelLoadError
 
 
 def read_metadata(reader: Any) -> dict[str, Any]:

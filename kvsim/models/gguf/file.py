@@ -30,13 +30,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from .base import LoadedModel, ModelLoadError
-from .checkpoints import build_with_weights
-from .config import MAX_SIZES, ConfigError, ModelConfig
-from .gguf_reader import open_gguf, read_metadata
-from .gguf_tokenizer import tokenizer_from_gguf
-from .tensors import check_finite, check_size, check_tensor_set
-from .tokenizer import check_vocabulary
+from ..base import LoadedModel, ModelLoadError
+from ..checkpoints import build_with_weights
+from ..config import MAX_SIZES, ConfigError, ModelConfig
+from ..tensors import check_finite, check_size, check_tensor_set
+from ..tokenizer import check_vocabulary
+from .reader import open_gguf, read_metadata
+from .tokenizer import tokenizer_from_gguf
 
 SUPPORTED = (
     "Llama-architecture GGUF files (general.architecture = llama: Llama, Mistral, SmolLM, …) and Gemma 3 text ones (gemma3)"
@@ -338,5 +338,5 @@ def load_gguf(path: Path, model_id: str) -> LoadedModel:
         "gguf_tensor_types": quant,
         "file_bytes": path.stat().st_size,
     }
-    model.gguf_path = str(path)  # the file whose own blocks a kv@gguf lane keeps (kvsim.models.gguf_blocks)
+    model.gguf_path = str(path)  # the file whose own blocks a kv@gguf lane keeps (kvsim.models.gguf.blocks)
     return LoadedModel(model.eval(), tokenizer, model_id, info)
