@@ -8,8 +8,8 @@ held out from its training: the validation paragraphs of the Austen corpus (ever
 per token, teacher-forced, as the StreamingLLM paper measures on PG19) and we take each position's
 negative log-likelihood of the true next token; perplexity is reported per segment of positions.
 
-    python benchmarks/stream_positions.py --model tiny --tokens 1024
-    python benchmarks/stream_positions.py --lanes kv,sink:4+window:60,stream:4+window:60
+    python benchmarks/quality/stream_positions.py --model tiny --tokens 1024
+    python benchmarks/quality/stream_positions.py --lanes kv,sink:4+window:60,stream:4+window:60
 
 Prints one table (perplexity per segment, per lane) and the machine's load.
 """
@@ -24,9 +24,10 @@ import sys
 import time
 from pathlib import Path
 
-from _load import LoadWatch
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 LANES = "kv,window:124,sink:4+window:124,stream:4+window:124"

@@ -1,6 +1,6 @@
 """How long switching the colour theme blocks the window, with 12 lanes shown and every extra dock open.
 
-    QT_QPA_PLATFORM=offscreen python benchmarks/theme_switch.py [--repeat 4]
+    QT_QPA_PLATFORM=offscreen python benchmarks/frontend/theme_switch.py [--repeat 4]
 
 The main window (1920x1080, offscreen) opens a saved run of 12 lanes, shows them all and every extra
 dock, then switches dark ↔ light ``--repeat`` times; each ``theme.set_theme`` call is timed (it runs on
@@ -20,10 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from _load import LoadWatch
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 

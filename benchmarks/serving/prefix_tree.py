@@ -1,6 +1,6 @@
 """Token-level (radix tree) against block-level (hash-chained blocks) prefix reuse on one request list.
 
-    python benchmarks/prefix_tree.py [--model smollm2-135m] [--requests resources/requests/system-prompt.json]
+    python benchmarks/serving/prefix_tree.py [--model smollm2-135m] [--requests resources/requests/system-prompt.json]
         [--steps 16] [--block-sizes 1,4,16,32] [--capacity TOKENS]
 
 The requests run once through the requests engine (one after another, blocks of 16, prefix caching on)
@@ -13,13 +13,16 @@ block figures are checked against what the engine itself reused. Counts, not tim
 from __future__ import annotations
 
 import argparse
-
-from _load import LoadWatch
+import sys
+from pathlib import Path
 
 from kvsim.models.loading import load_model
 from kvsim.serving.radix import compare_reuse
 from kvsim.serving.request_lists import encode_requests, load_requests
 from kvsim.serving.requests import run_requests
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
 
 def main() -> None:

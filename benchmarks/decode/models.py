@@ -12,7 +12,7 @@ matrix once, as the LM head) plus the K/V cache; divided by this machine's measu
 second, with the same threads — the function ``kvsim roofline`` measures its slope with) that is the
 fastest a token could be.
 
-    python benchmarks/models.py [--model smollm2-135m] [--new-tokens 64] [--rounds 3] [--threads 1,2]
+    python benchmarks/decode/models.py [--model smollm2-135m] [--new-tokens 64] [--rounds 3] [--threads 1,2]
                                 [--doc docs/benchmarks-models.md]
 
 Needs ``kvsim models get smollm2-135m`` once (or ``--model PATH.gguf``); transformers for the reference.
@@ -31,12 +31,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
-from _load import LoadWatch
 
 from kvsim.caches import KVCache, NoCache
 from kvsim.costs.hardware import read_bandwidth
 from kvsim.models.loading import ModelLoadError, load_model, set_threads
 from kvsim.models.transformer import Transformer
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
 PROMPT = "What is the capital of France? Answer in one sentence."
 NOTES = """Reading the thread rows: on a machine whose cores are shared with other jobs (the load average
@@ -224,7 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     for k, v in rows:
         print(f"{k:<{width}}  {v}")
     if args.doc:
-        command = "python benchmarks/models.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+        command = "python benchmarks/decode/models.py " + " ".join(
+            shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
+        )
         lines = [
             "# Real-model benchmark: SmolLM2-135M-Instruct",
             "",

@@ -1,7 +1,7 @@
 """Continuous batching, measured: throughput against batch size, and TTFT / inter-token latency with and
 without chunked prefill, on the same model in the same process (``kvsim.serving.batching``).
 
-    python benchmarks/batching.py [--model tiny] [--sizes 1,2,4,8,16] [--steps 24] [--prompt-len 16]
+    python benchmarks/serving/batching.py [--model tiny] [--sizes 1,2,4,8,16] [--steps 24] [--prompt-len 16]
         [--long-len 400] [--budget 64] [--rounds 3] [--threads 1] [--device cpu] [--only throughput|latency]
 
 Throughput: for each batch size b, b requests (distinct random prompts of ``--prompt-len`` tokens) arrive
@@ -22,13 +22,17 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
-from _load import LoadWatch
 
 from kvsim.models.loading import load_model, set_threads
 from kvsim.serving.batching import run_batched
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
 
 def spread(values: list[float], fmt: str = "{:.2f}") -> str:

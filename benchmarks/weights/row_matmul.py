@@ -13,7 +13,7 @@ Then, in place: cached decode steps of the model itself (a 16-token prompt), eac
 spent inside its one-row products (the operator's CPU kernel wrapped with a timer), medians — what a step
 spends outside the matmuls is the rest.
 
-    python benchmarks/row_matmul.py --model smollm2-135m [--rounds 15] [--steps 24]
+    python benchmarks/weights/row_matmul.py --model smollm2-135m [--rounds 15] [--steps 24]
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from _load import LoadWatch
 
 from kvsim.caches import KVCache
 from kvsim.core.compare import compare_paired
@@ -37,6 +37,9 @@ from kvsim.models import huge_pages, row_matmul
 from kvsim.models.base import user_models_dir
 from kvsim.models.loading import load_model, set_threads
 from kvsim.models.row_matmul import KERNEL
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
 
 def main() -> int:

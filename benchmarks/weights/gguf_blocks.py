@@ -3,7 +3,7 @@ each block projection and multiply it by one row (``x @ W.T``, what a decode ste
 matmul on float32 weights already in memory; best of ``--repeats``, one thread. Figures in
 docs/weights-and-speculation.md (Gemma 3 270M's Q4_K_M file).
 
-    python benchmarks/gguf_blocks.py ~/.local/share/kvsim/models/gemma3-270m/gemma-3-270m-q4_k_m.gguf
+    python benchmarks/weights/gguf_blocks.py ~/.local/share/kvsim/models/gemma3-270m/gemma-3-270m-q4_k_m.gguf
 
 The float32 column is cache-warm (the same matrix again and again): a lower bound of the real matmul.
 """
@@ -11,14 +11,18 @@ The float32 column is cache-warm (the same matrix again and again): a lower boun
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
-from _load import LoadWatch
 
 from kvsim.models.gguf.blocks import BLOCK_BYTES, dequantize_blocks
 from kvsim.models.loading import set_threads
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
 
 def best_ms(fn, repeats: int) -> float:

@@ -1,6 +1,6 @@
 """UI frame times while playing, and launch-to-first-paint.
 
-    QT_QPA_PLATFORM=offscreen python benchmarks/ui.py [--tokens 256,1024,2048] [--steps 24] [--lanes uncached,cached]
+    QT_QPA_PLATFORM=offscreen python benchmarks/frontend/ui.py [--tokens 256,1024,2048] [--steps 24] [--lanes uncached,cached]
 
 For each sequence length T the engine first records a run (a small random Llama with a 2,304-token
 context, prompt of T - steps bytes, then `steps` decode steps) so the engine is not what is
@@ -24,10 +24,11 @@ import sys
 import time
 from pathlib import Path
 
-from _load import LoadWatch
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,ctx=2304,seed=0"
 
@@ -155,7 +156,7 @@ def measure(
 
 def first_paint(runs: int = 3) -> list[tuple[float, float]]:
     """Wall time from process start to the first paint of the main window (subprocess)."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     out = []
     for _ in range(runs):
         env = dict(os.environ, KVSIM_EXIT_AFTER_FIRST_PAINT="1", QT_QPA_PLATFORM="offscreen")

@@ -6,7 +6,7 @@ interleaved (kvsim block, transformers block, …) and the median per-token time
 in one run, so machine noise hits both alike. Also: the cost of recording (a full simulator step
 with its StepRecord vs a bare cached forward).
 
-    python benchmarks/engine.py [--new-tokens 128] [--rounds 3] [--device cpu|cuda] [--shapes gpt2-small,smollm2-135m]
+    python benchmarks/decode/engine.py [--new-tokens 128] [--rounds 3] [--device cpu|cuda] [--shapes gpt2-small,smollm2-135m]
 
 Goals: kvsim / transformers ≤ 1.0; recording overhead ≤ 15 %.
 """
@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
-from _load import LoadWatch
 
 from kvsim.caches import KVCache, parse_spec
 from kvsim.core.compare import compare_paired
@@ -28,6 +29,9 @@ from kvsim.models.hf_config import config_from_hf
 from kvsim.models.loading import set_threads
 from kvsim.models.tokenizer import ByteTokenizer
 from kvsim.models.transformer import Transformer
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
 
 def build_pair(shape: str, device: torch.device):

@@ -3,8 +3,8 @@
 the weight shapes of SmolLM2-135M (576 wide, MLP 1536, vocab 49152). Decides
 ``kvsim.models.quantized_weights.INT8_KERNEL``; figures in docs/weights-and-speculation.md.
 
-    python benchmarks/weight_kernels.py [--threads 1] [--repeats 50]
-    python benchmarks/weight_kernels.py --model smollm2-135m --repeats 15   # whole decode steps, A/B
+    python benchmarks/weights/weight_kernels.py [--threads 1] [--repeats 50]
+    python benchmarks/weights/weight_kernels.py --model smollm2-135m --repeats 15   # whole decode steps, A/B
 
 With ``--model``: one decode step (one new row over a 16-token cache) of the model in fp32, in INT8
 with each kernel and in INT4 g32, the four interleaved round by round so that load on a shared machine
@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from _load import LoadWatch
 
 from kvsim.models.loading import set_threads
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
 
 def timed(fn, repeats: int) -> float:

@@ -1,6 +1,6 @@
 """GUI frame gaps while the app exports a run to GIF/MP4 (the window must never freeze).
 
-    QT_QPA_PLATFORM=offscreen python benchmarks/export.py [--steps 20] [--size 1280x720] [--fps 15]
+    QT_QPA_PLATFORM=offscreen python benchmarks/frontend/export.py [--steps 20] [--size 1280x720] [--fps 15]
         [--speed normal] [--formats gif,mp4] [--model tiny]
 
 The main window runs `--steps` steps of the bundled model (animation instant), then exports them
@@ -24,10 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from _load import LoadWatch
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
 def pct(values: list[float], q: float) -> float:

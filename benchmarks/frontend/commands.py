@@ -1,7 +1,7 @@
 """How fast the commands that need no model answer: ``kvsim --help``, ``--version``, ``memory …``,
 ``roofline --preset …``, ``models list``, each spawned as a new process (Python's start-up counts).
 
-    python benchmarks/commands.py [--runs 5]
+    python benchmarks/frontend/commands.py [--runs 5]
 
 Prints the median (min–max) wall time of each over ``--runs`` runs (after one unmeasured warm-up run
 each, for the disk cache) and the machine's load average before and after, from ``os.getloadavg``.
@@ -15,8 +15,10 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-from _load import LoadWatch
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
 COMMANDS = [
     ["--help"],

@@ -1,6 +1,6 @@
 """Launch → first paint → READY of the desktop app, measured from outside the process.
 
-    python benchmarks/launch.py [--runs 5] [--model tiny] [--xvfb] [--threads N]
+    python benchmarks/frontend/launch.py [--runs 5] [--model tiny] [--xvfb] [--threads N]
 
 Spawns ``python -m kvsim`` with ``KVSIM_LAUNCH_TRACE=exit`` (the app prints one
 ``kvsim-launch <stage> <ms>`` line per stage and quits when the window is ready) under
@@ -21,8 +21,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
-from _load import LoadWatch
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
 
 def one_launch(model: str | None, xvfb: bool, threads: int | None, extra_env: dict[str, str]) -> dict[str, float]:

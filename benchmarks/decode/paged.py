@@ -7,7 +7,8 @@ paged, kv, …), so machine noise hits both alike. Per round the ratio of the me
 figure is the median of the rounds' ratios with their min–max, and the machine's load (1-minute
 average) before and after.
 
-    PYTHONPATH=. python benchmarks/paged.py [--model smollm2-135m] [--lengths 256,901] [--block 16] [--rounds 5] [--steps 40]
+    PYTHONPATH=. python benchmarks/decode/paged.py [--model smollm2-135m] [--lengths 256,901] [--block 16]
+        [--rounds 5] [--steps 40]
 
 A third arm, "paged, full read", is the paged lane reading every row through the whole table every step
 (``SequenceBlocks.gather_through_table``, what ``gather`` did before the read buffer): before and after
@@ -22,13 +23,17 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
-from _load import LoadWatch
 
 from kvsim.caches import make_cache, parse_spec
 from kvsim.models.loading import load_model, set_threads
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
 
 def _load() -> float:

@@ -20,7 +20,7 @@ read bandwidth, measured as ``torch.sum`` over a float32 buffer of the weights' 
 (``kvsim.costs.hardware.read_bandwidth``, the roofline's own method: best of a few).
 ``uptime``'s load is printed before and after.
 
-    python benchmarks/decode_vs_transformers.py --model smollm2-135m [--dtype bf16] [--prompt-len 16]
+    python benchmarks/decode/decode_vs_transformers.py --model smollm2-135m [--dtype bf16] [--prompt-len 16]
         [--steps 32] [--no-hf-compiled] [--kvsim-compile]
 """
 
@@ -35,7 +35,6 @@ import time
 from pathlib import Path
 
 import torch
-from _load import LoadWatch
 
 from kvsim.caches import KVCache
 from kvsim.costs.hardware import read_bandwidth
@@ -43,6 +42,9 @@ from kvsim.models.base import user_models_dir
 from kvsim.models.loading import load_model, set_threads
 from kvsim.models.precision import bf16_model
 from kvsim.models.transformer import Transformer
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
 TEXT = "The key-value cache is a technique that lets a transformer reuse what it computed for earlier tokens, so"
 

@@ -1,7 +1,7 @@
 """Prefix caching and paged memory, measured: several requests behind one system prompt, run with prefix
 caching off and on through one shared block pool, on the same model in the same process.
 
-    python benchmarks/requests.py [--model smollm2-135m] [--requests resources/requests/system-prompt.json]
+    python benchmarks/serving/requests.py [--model smollm2-135m] [--requests resources/requests/system-prompt.json]
         [--steps 32] [--block-size 16] [--block-sizes 4,8,16,32] [--repeats 5] [--rounds 3] [--threads 1]
 
 Prints, per request: prompt tokens, prefill rows computed without/with reuse, TTFT without/with reuse
@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
-
-from _load import LoadWatch
+from pathlib import Path
 
 from kvsim.models.loading import load_model, set_threads
 from kvsim.serving.request_lists import encode_requests, load_requests
 from kvsim.serving.requests import compare_prefix_caching
 from kvsim.serving.waste import allocation_waste
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ step times with its 95 % interval (``kvsim.core.compare``) — "within noise" wh
 read bandwidth (``torch.sum``, the floor's figure) is measured both ways too: huge pages speed up a
 plain read as well, so the floor of the benchmarks is measured on huge-page memory when the weights are.
 
-    python benchmarks/huge_pages.py --model smollm2-135m [--steps 40]
+    python benchmarks/weights/huge_pages.py --model smollm2-135m [--steps 40]
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import torch
-from _load import LoadWatch
 
 from kvsim.caches import KVCache
 from kvsim.core.compare import compare_paired
@@ -27,6 +26,9 @@ from kvsim.costs.hardware import read_bandwidth
 from kvsim.models import huge_pages
 from kvsim.models.base import user_models_dir
 from kvsim.models.loading import load_model, set_threads
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
 
 def _spec(name: str) -> str:

@@ -1,6 +1,6 @@
 """Peak memory of `kvsim export` against the number of frames (GIF and MP4 stream to the encoder).
 
-    python benchmarks/export_memory.py [--frames 160,800,3000] [--formats gif,mp4] [--size 1280x720]
+    python benchmarks/frontend/export_memory.py [--frames 160,800,3000] [--formats gif,mp4] [--size 1280x720]
 
 Each export runs as its own process (``python -m kvsim export … --speed slow --fps 50``: 80 frames a
 step, so F frames are F/80 steps of a small random model); its resident memory, summed over the
@@ -21,9 +21,11 @@ import time
 from pathlib import Path
 
 import psutil
-from _load import LoadWatch
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
 MODEL = "random:family=llama,layers=1,heads=2,kv_heads=1,dim=32,ctx=512,seed=1"
 FRAMES_PER_STEP = 80  # --speed slow (1.6 s) at 50 fps
 

@@ -8,8 +8,8 @@ Speculation: ``kv`` against ``spec:K:lookup``, ``spec:K:early:N`` (and ``spec:K:
 given) on two prompts — one that copies from its context, one that does not — acceptance rate,
 tokens per target forward, and time per produced token against the plain lane's.
 
-    python benchmarks/model_side.py --model tiny --steps 48
-    python benchmarks/model_side.py --model smollm2-135m --steps 32 --early 8
+    python benchmarks/decode/model_side.py --model tiny --steps 48
+    python benchmarks/decode/model_side.py --model smollm2-135m --steps 32 --early 8
 """
 
 from __future__ import annotations
@@ -17,10 +17,14 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
-from _load import LoadWatch
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
 COPY_TEXT = (
     "Elizabeth walked to the window. Mr. Darcy said nothing, and the room was quiet. "

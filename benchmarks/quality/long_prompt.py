@@ -21,8 +21,8 @@ The lanes run one after another, each from a fresh cache; the model's forward is
 (not the app's Simulator, which also records attention and top-k for drawing, far more work).
 ``--check`` runs ``kv`` alone and prints its answer: verify the model answers before comparing lanes.
 
-    python benchmarks/long_prompt.py --model smollm2-135m --budgets 64,128 --steps 24
-    python benchmarks/long_prompt.py --model gemma3-270m --check
+    python benchmarks/quality/long_prompt.py --model smollm2-135m --budgets 64,128 --steps 24
+    python benchmarks/quality/long_prompt.py --model gemma3-270m --check
 """
 
 from __future__ import annotations
@@ -35,9 +35,10 @@ import sys
 import time
 from pathlib import Path
 
-from _load import LoadWatch
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 # (instruction + fact, question, the answer's lead-in for a model without a chat template, answer string looked for)

@@ -1,7 +1,7 @@
 """The GUI monkey, as long as you like: seeded random valid actions on the real main window, with
 a heartbeat measuring how long the GUI thread stalls, and every uncaught exception counted.
 
-    QT_QPA_PLATFORM=offscreen python benchmarks/monkey.py --seconds 600 --seed 1
+    QT_QPA_PLATFORM=offscreen python benchmarks/frontend/monkey.py --seconds 600 --seed 1
 
 Prints progress, then one summary: actions (and how many of each), exceptions (must be 0),
 the longest gap between two heartbeat ticks (5 ms timer on the GUI thread) and the action it
@@ -19,10 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from _load import LoadWatch
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 

@@ -5,8 +5,8 @@
 median recorded with its min/max spread. Both runs are the same model, prompt and steps, measured
 back to back in one process; the plots show both lanes' time per step (the spread as error bars).
 
-    python benchmarks/clocks.py --model tiny --steps 200 --out docs/screenshots
-    python benchmarks/clocks.py --model smollm2-135m --steps 60 --out docs/screenshots
+    python benchmarks/decode/clocks.py --model tiny --steps 200 --out docs/screenshots
+    python benchmarks/decode/clocks.py --model smollm2-135m --steps 60 --out docs/screenshots
 
 Prints the TTFT and the median step time early/late for each lane and run, and writes
 ``clocks-<model>.png`` (offscreen pyqtgraph).
@@ -20,7 +20,8 @@ import statistics
 import sys
 from pathlib import Path
 
-from _load import LoadWatch
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 

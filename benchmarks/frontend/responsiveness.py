@@ -1,6 +1,6 @@
 """The timings the tests no longer assert (a wall-clock bound in a test is a benchmark in disguise).
 
-    QT_QPA_PLATFORM=offscreen python benchmarks/responsiveness.py [--repeat 3]
+    QT_QPA_PLATFORM=offscreen python benchmarks/frontend/responsiveness.py [--repeat 3]
 
 In the real main window (1280x720, offscreen), each measured ``--repeat`` times, heartbeat = a 1 ms
 QTimer whose longest gap is the longest time the GUI thread did not answer:
@@ -25,10 +25,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from _load import LoadWatch
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
