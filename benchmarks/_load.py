@@ -1,17 +1,20 @@
 """The machine's load beside every benchmark's figures, and no ratio when the load moved under the run.
 
-Every script in benchmarks/ starts a ``LoadWatch`` first thing in ``main()``; it reads ``os.getloadavg()``
+Every script in benchmarks/'s folders starts a ``LoadWatch`` first thing in ``main()``; it reads ``os.getloadavg()``
 then and when the figures are printed, and prints both at exit (``load average 1.02 → 1.10 (1 min)``). A
 ratio of two timings goes through ``watch.ratio(value)``: when the 1-minute load average moved by more
 than ``MAX_LOAD_CHANGE`` between the start and that moment, the ratio is withheld (its text says so and
 why): the two timings may have run on different machines, in effect.
 
+    sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where this file is
     from _load import LoadWatch
     watch = LoadWatch()
     ...
     print(f"kvsim / transformers: {watch.ratio(k_ms / h_ms)}")
 
-``python benchmarks/x.py`` puts benchmarks/ on ``sys.path``, so ``import _load`` finds this file.
+``python benchmarks/decode/x.py`` puts only benchmarks/decode/ on ``sys.path``: each script appends benchmarks/
+itself (appended, not inserted first, so that its folders — decode, weights, serving, quality, frontend — never
+shadow a library of the same name), then ``import _load`` finds this file.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@
 #    and the GGUF tests (CPU; they include SmolLM2 vs transformers when it has been fetched)
 # 3. `kvsim run --device cuda` in fp32, fp16 and bf16 (and --device auto): the trace metadata records the
 #    device and dtype; in fp32 every lane picks the same tokens (fp16/bf16 differences are reported)
-# 4. the engine benchmark on CUDA (benchmarks/engine.py, when present)
+# 4. the engine benchmark on CUDA (benchmarks/decode/engine.py, when present)
 # Every step has its own time limit; the script prints PASS/FAIL per step and exits non-zero on a failure.
 set -u
 cd "$(dirname "$0")/.."
@@ -83,10 +83,10 @@ print("  --device auto ran on", m["meta"]["device"]); sys.exit(0 if m["meta"]["d
 export -f auto_picks_cuda
 step "--device auto picks cuda" 60 auto_picks_cuda
 
-if [ -f benchmarks/engine.py ]; then
-  step "engine benchmark (cuda)" 120 "$PY" benchmarks/engine.py --device cuda
+if [ -f benchmarks/decode/engine.py ]; then
+  step "engine benchmark (cuda)" 120 "$PY" benchmarks/decode/engine.py --device cuda
 else
-  echo "(benchmarks/engine.py is absent: skipping the engine benchmark)"
+  echo "(benchmarks/decode/engine.py is absent: skipping the engine benchmark)"
 fi
 
 echo "outputs in $OUT"

@@ -12,9 +12,9 @@ keys, cancel), picked at random from a seeded generator, with short random waits
 actions land during animations, running steps and pending restarts. An exception a direct call
 raises is recorded (with the action), never swallowed silently; exceptions raised inside slots
 reach ``sys.excepthook``, which the caller records (pytest-qt's ``qtbot.captureExceptions()`` in
-the suite, ``record_exceptions()`` in ``benchmarks/monkey.py``).
+the suite, ``record_exceptions()`` in ``benchmarks/frontend/monkey.py``).
 
-Used by tests/test_gui_robustness.py (about a minute) and benchmarks/monkey.py (as long as asked).
+Used by tests/test_gui_robustness.py (about a minute) and benchmarks/frontend/monkey.py (as long as asked).
 """
 
 from __future__ import annotations

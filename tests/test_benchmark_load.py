@@ -30,10 +30,25 @@ def test_a_ratio_is_printed_while_the_load_holds_and_withheld_once_it_moves(monk
     assert "1.00 at start → 3.50 at end" in line and "ratios withheld" in line
 
 
+def test_the_benchmarks_are_grouped_in_folders():
+    """benchmarks/ holds only the shared helper and the GPU check; each script lives in the folder of what it measures."""
+    assert sorted(p.name for p in BENCHMARKS.iterdir() if p.is_file()) == ["_load.py", "gpu_check.sh"]
+    scripts = sorted(BENCHMARKS.glob("*/*.py"))
+    assert len(scripts) >= 20 and {p.parent.name for p in scripts} == {"decode", "weights", "serving", "quality", "frontend"}
+
+
+def test_every_benchmark_finds_the_shared_load_module():
+    """``python benchmarks/<folder>/x.py`` puts only its own folder on sys.path: each script appends benchmarks/."""
+    for path in sorted(BENCHMARKS.glob("*/*.py")):
+        text = path.read_text(encoding="utf-8")
+        setup = "sys.path.append(str(Path(__file__).resolve().parents[1]))"
+        assert setup in text and text.index(setup) < text.index("from _load import LoadWatch"), path
+
+
 def test_every_benchmark_starts_a_load_watch_in_main():
-    for path in sorted(BENCHMARKS.glob("*.py")):
-        if path.name.startswith("_"):
-            continue
+    scripts = sorted(BENCHMARKS.glob("*/*.py"))
+    assert scripts  # the scripts live in benchmarks/<what they measure>/
+    for path in scripts:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
         calls = [n for n in ast.walk(main) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "LoadWatch"]

@@ -54,13 +54,15 @@ def test_import_contracts_hold() -> None:
 
 
 def test_only_the_cli_names_the_app() -> None:
-    """The one exception to the engine's layering is the CLI's lazy launch of the app (which grimp
-    cannot see in a checkout, where kvsim.ui is the top-level folder ui/)."""
+    """The one exception to the engine's layering is the CLI's lazy launch of the app, and of its offscreen
+    renderers for `kvsim screenshot` and `kvsim export` (which grimp cannot see in a checkout, where kvsim.ui
+    is the top-level folder ui/)."""
     root = Path(__file__).resolve().parents[1] / "kvsim"
+    launchers = {"cli/entry.py", "cli/screenshot.py", "cli/export.py"}
     offenders = [
         str(p.relative_to(root))
         for p in root.rglob("*.py")
-        if p.relative_to(root).as_posix() != "cli/entry.py"
+        if p.relative_to(root).as_posix() not in launchers
         and re.search(r"(from \.+ui\b|kvsim\.ui\b|import ui\b|from ui\b)", p.read_text(encoding="utf-8"))
     ]
     assert offenders == []

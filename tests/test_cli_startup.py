@@ -5,6 +5,7 @@ has help text, every subcommand's help ends with examples, and the lazy parser a
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import shlex
 import subprocess
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kvsim.cli.entry import COMMANDS, build_parser, main, parse
+from kvsim.cli.entry import COMMANDS, build_parser, command_module, main, parse
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,ctx=64,seed=0"
@@ -116,11 +117,44 @@ def test_every_example_parses() -> None:
 
 
 def test_the_listed_help_lines_are_the_commands_own() -> None:
+    table = {name: command.help for name, command in COMMANDS.items()}
+    assert table == {name: command_module(name).HELP for name in COMMANDS}
     full = {a.dest: a.help for a in build_parser()._subparsers._group_actions[0]._choices_actions}
-    assert full == COMMANDS
+    assert full == table
     for only in ("", "run", "memory"):
         listed = {a.dest: a.help for a in build_parser(only)._subparsers._group_actions[0]._choices_actions}
-        assert listed == COMMANDS
+        assert listed == table
+
+
+def _top_level_names(path: Path) -> set[str]:
+    """The functions and variables ``path`` defines at its top level (read, not imported)."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+def test_the_table_is_the_only_registration_of_a_subcommand() -> None:
+    """A module of kvsim/cli that defines any of a subcommand's three names is in COMMANDS, and every module
+    COMMANDS names exports all three: a subcommand written but not registered (or half written) fails here."""
+    parts = {"HELP", "add_parser", "run"}
+    defining = {path.stem for path in (ROOT / "kvsim" / "cli").glob("*.py") if _top_level_names(path) & parts}
+    assert defining == {command.module for command in COMMANDS.values()}
+    for name in COMMANDS:
+        module = command_module(name)
+        assert isinstance(module.HELP, str) and module.HELP.strip(), name
+        assert callable(module.add_parser) and callable(module.run), name
+        assert name in build_parser(name)._subparsers._group_actions[0].choices  # its add_parser adds the command
+
+
+def test_the_table_registration_catches_an_unregistered_module(tmp_path) -> None:
+    """The check above could fail: a module with a subcommand's names is found by it."""
+    (tmp_path / "extra.py").write_text('HELP = "x"\n\ndef add_parser(sub):\n    pass\n', encoding="utf-8")
+    assert _top_level_names(tmp_path / "extra.py") & {"HELP", "add_parser", "run"} == {"HELP", "add_parser"}
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """Frames do no work twice (issue 24: five lanes at 60 fps): the cross-hatch over cells a lane did not see
 is one rectangle per block of equal runs and fills exactly the pixels the rectangle-per-row path filled;
 playing a run of five lanes of different kinds sets each image once per step and none while a step
-only animates. Work is counted, not timed (benchmarks/ui.py times the frames)."""
+only animates. Work is counted, not timed (benchmarks/frontend/ui.py times the frames)."""
 
 from __future__ import annotations
 

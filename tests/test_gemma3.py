@@ -42,7 +42,7 @@ from kvsim.costs.presets import get_preset, preset_from_hf_config  # noqa: E402
 from kvsim.engine.counting import step_cost  # noqa: E402
 from kvsim.models import catalog  # noqa: E402
 from kvsim.models.config import ConfigError, ModelConfig, parse_random_spec  # noqa: E402
-from kvsim.models.gguf_file import config_from_gguf  # noqa: E402
+from kvsim.models.gguf.file import config_from_gguf  # noqa: E402
 from kvsim.models.hf_config import config_from_hf  # noqa: E402
 from kvsim.models.loading import ModelLoadError, load_model, user_models_dir  # noqa: E402
 from kvsim.models.transformer import Transformer  # noqa: E402

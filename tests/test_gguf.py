@@ -1,4 +1,4 @@
-"""GGUF loading (``kvsim.models.gguf_file``) against Hugging Face checkpoints and ``transformers``' own GGUF reader.
+"""GGUF loading (``kvsim.models.gguf``) against Hugging Face checkpoints and ``transformers``' own GGUF reader.
 
 * A tiny random Llama (GQA, untied) is saved twice: as a Hugging Face directory and as a GGUF file
   written with ``gguf.GGUFWriter`` in llama.cpp's layout (Q/K rows permuted by llama.cpp's own

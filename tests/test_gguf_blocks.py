@@ -16,7 +16,7 @@ from test_gguf import hf_llama, write_gguf  # noqa: E402
 from kvsim.caches import parse_lanes  # noqa: E402
 from kvsim.core.sampling import SimulationError  # noqa: E402
 from kvsim.engine.simulate import Simulator, summarize  # noqa: E402
-from kvsim.models.gguf_blocks import BLOCK_BYTES, GGUFBlockLinear, dequantize_blocks  # noqa: E402
+from kvsim.models.gguf.blocks import BLOCK_BYTES, GGUFBlockLinear, dequantize_blocks  # noqa: E402
 from kvsim.models.loading import load_model  # noqa: E402
 from kvsim.models.quantized_weights import weight_bytes  # noqa: E402
 
@@ -98,7 +98,7 @@ NEW_KINDS = ["Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"]
 def _random_blocks(kind: str, out: int, nb: int, seed: int) -> np.ndarray:
     """Random blocks of ``kind`` (gguf has no quantizer for the K-quants: every byte pattern is a valid block,
     only its fp16 fields are set to finite values, some of them subnormal)."""
-    from kvsim.models.gguf_blocks import BLOCK_BYTES
+    from kvsim.models.gguf.blocks import BLOCK_BYTES
 
     rng = np.random.default_rng(seed)
     raw = rng.integers(0, 256, size=(out, nb, BLOCK_BYTES[kind]), dtype=np.uint8)
@@ -116,7 +116,7 @@ def _random_blocks(kind: str, out: int, nb: int, seed: int) -> np.ndarray:
 
 @pytest.mark.parametrize("kind", NEW_KINDS)
 def test_k_quant_and_q5_dequantization_is_gguf_s_bit_for_bit(kind: str) -> None:
-    from kvsim.models.gguf_blocks import BLOCK_WEIGHTS
+    from kvsim.models.gguf.blocks import BLOCK_WEIGHTS
 
     qtype = getattr(gguf.GGMLQuantizationType, kind)
     out, nb = 7, 3
@@ -165,7 +165,7 @@ def test_a_gguf_lane_keeps_k_quant_and_q5_blocks(kind: str, tmp_path, monkeypatc
     loaded model's tokens and logits."""
     import test_gguf
 
-    from kvsim.models.gguf_blocks import BLOCK_WEIGHTS
+    from kvsim.models.gguf.blocks import BLOCK_WEIGHTS
 
     monkeypatch.setattr(test_gguf, "DIM", 256)  # rows of 256 weights: whole K-quant super-blocks
     monkeypatch.setattr(test_gguf, "FFN", 512)
@@ -207,7 +207,7 @@ def test_gemma3_files_blocks_kept_as_they_are() -> None:
     kept as its file's bytes and dequantizes to gguf's own values bit for bit."""
     from helpers import opt_in_model_file
 
-    from kvsim.models.gguf_blocks import BLOCK_WEIGHTS, keep_gguf_blocks
+    from kvsim.models.gguf.blocks import BLOCK_WEIGHTS, keep_gguf_blocks
 
     path = opt_in_model_file("KVSIM_GEMMA3", "gemma3-270m", "keep Gemma 3's own K-quant blocks")
     reader = gguf.GGUFReader(str(path))

@@ -38,7 +38,7 @@ from PySide6.QtTest import QTest  # noqa: E402
 from kvsim.ui.animation import Animator  # noqa: E402
 
 MODEL, PROMPT = mk.MODEL, mk.PROMPT
-MONKEY_SECONDS = float(os.environ.get("KVSIM_MONKEY_SECONDS", "45"))  # benchmarks/monkey.py: a timed soak
+MONKEY_SECONDS = float(os.environ.get("KVSIM_MONKEY_SECONDS", "45"))  # benchmarks/frontend/monkey.py: a timed soak
 MONKEY_ACTIONS = int(os.environ.get("KVSIM_MONKEY_ACTIONS", "200"))  # the test: a count of actions, whatever the clock
 MONKEY_SEED = int(os.environ.get("KVSIM_MONKEY_SEED", "20260613"))
 
@@ -302,7 +302,7 @@ def test_sixteen_lanes_open_without_freezing_the_window(window, qtbot, traces):
     _shows_the_run(window)
     summary = hb.summary()
     print(f"\n16-lane open: open_run {open_ms:.0f} ms, lane area {area.last_rebuild_ms:.1f} ms, heartbeat {summary}")
-    # bounded by work, not a clock (times: benchmarks/ui.py, docs/benchmarks-ui.md): the open itself built no
+    # bounded by work, not a clock (times: benchmarks/frontend/ui.py, docs/benchmarks-ui.md): the open itself built no
     # panel (the two kept ones were re-targeted) and the two others were built on later turns of the loop
     assert kept == [id(p) for p in window.lane_panels[:2]]
     assert hb.summary()["ticks"] >= 2
@@ -343,7 +343,7 @@ def test_ten_quick_home_presses_start_one_run(window, qtbot):
     hb.stop()
     assert len(started) == 1 and len(begun) == 1, (started, begun)
     assert window.session.n_steps == 0 and c.run_steps(1)
-    print(f"\nten Home presses: {hb.summary()}")  # gaps are measured, not asserted (benchmarks/ui.py)
+    print(f"\nten Home presses: {hb.summary()}")  # gaps are measured, not asserted (benchmarks/frontend/ui.py)
 
     # ten presses 30 ms apart (a held key's auto-repeat): the presses after a restart coalesce into one more
     started.clear()

@@ -2,7 +2,7 @@
 
 What is checked is what kvsim controls — the layout, the values, the advice on the mapping (Linux's
 ``VmFlags``), the lifetime — not whether the kernel could find a free 2 MiB page at that moment (memory
-fragmentation decides that; ``benchmarks/huge_pages.py`` reports it with the speed)."""
+fragmentation decides that; ``benchmarks/weights/huge_pages.py`` reports it with the speed)."""
 
 from __future__ import annotations
 

@@ -63,12 +63,12 @@ def test_help_names_the_log_file(log_dir, capsys):
 
 
 def test_an_unexpected_failure_is_one_line_naming_the_log_with_the_traceback_in_it(log_dir, capsys, monkeypatch):
-    from kvsim.cli import entry, reports
+    from kvsim.cli import entry, memory
 
     def broken(args):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(reports, "cmd_memory", broken)  # the entry point looks it up when `memory` is asked for
+    monkeypatch.setattr(memory, "run", broken)  # the entry point looks it up when `memory` is asked for
     assert entry.main(["memory", "--list"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: unexpected failure: RuntimeError: a bug")

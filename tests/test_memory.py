@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kvsim.cli.entry import main
-from kvsim.costs.memory import MemoryError_, kv_cache_bytes, weight_bytes
+from kvsim.costs.memory import MemoryInputError, kv_cache_bytes, weight_bytes
 from kvsim.costs.presets import PRESETS, get_preset, preset_from_hf_config
 
 
@@ -80,11 +80,11 @@ def test_required_presets_exist() -> None:
 
 
 def test_bad_values_raise() -> None:
-    with pytest.raises(MemoryError_):
+    with pytest.raises(MemoryInputError):
         kv_cache_bytes(2, 2, 8, -1)
-    with pytest.raises(MemoryError_):
+    with pytest.raises(MemoryInputError):
         kv_cache_bytes(0, 2, 8, 10)
-    with pytest.raises(MemoryError_):
+    with pytest.raises(MemoryInputError):
         get_preset("no-such-model")
 
 
@@ -165,7 +165,7 @@ def test_config_sliding_window_must_be_a_positive_integer(window):
         "model_type": "mistral",
         "sliding_window": window,
     }
-    with pytest.raises(MemoryError_, match="sliding_window"):
+    with pytest.raises(MemoryInputError, match="sliding_window"):
         preset_from_hf_config(config)
 
 
@@ -190,7 +190,7 @@ def test_config_sizes_are_taken_as_written(key, value):
         "vocab_size": 1000,
         key: value,
     }
-    with pytest.raises(MemoryError_):
+    with pytest.raises(MemoryInputError):
         preset_from_hf_config(config)
 
 
@@ -206,7 +206,7 @@ def test_read_hf_config_refuses_a_fifo(tmp_path):
 
     fifo = tmp_path / "config.json"
     os.mkfifo(fifo)
-    with pytest.raises(MemoryError_, match="not a regular file"):
+    with pytest.raises(MemoryInputError, match="not a regular file"):
         read_hf_config(str(fifo))
 
 

@@ -243,7 +243,7 @@ def test_run_through_a_real_window_keeps_the_gui_turning_and_hits(qtbot, qapp):
     qtbot.waitUntil(lambda: not view.busy, timeout=240_000)
     beat.stop()
     assert view.computed is not None, view.status.text()
-    assert len(ticks) >= 5  # the event loop kept turning while the worker ran (gaps: benchmarks/requests.py)
+    assert len(ticks) >= 5  # the event loop kept turning while the worker ran (gaps: benchmarks/serving/requests.py)
     on = view.computed.both.on
     assert on.requests[1].hit_blocks > 0 and view.numbers.table.value("hits", 1)[0] == on.requests[1].hit_blocks
     view.show_step(view.prefill_step(1))

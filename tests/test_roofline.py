@@ -298,12 +298,12 @@ def test_the_dock_shows_every_step_under_the_measured_roof(qtbot, qapp, monkeypa
 # ---------------------------------------------------------------------------- the command
 def _cli(args: list[str], capsys) -> tuple[int, str, str]:
     from kvsim.cli.args import Parser, UsageError
-    from kvsim.cli.roofline import add_roofline_parser, cmd_roofline
+    from kvsim.cli.roofline import add_parser, run
 
     parser = Parser(prog="kvsim")
-    add_roofline_parser(parser.add_subparsers(dest="command", parser_class=Parser))
+    add_parser(parser.add_subparsers(dest="command", parser_class=Parser))
     try:
-        rc = cmd_roofline(parser.parse_args(["roofline", *args]))
+        rc = run(parser.parse_args(["roofline", *args]))
     except UsageError as exc:
         return 2, "", str(exc)
     out = capsys.readouterr()

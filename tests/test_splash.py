@@ -1,7 +1,7 @@
 """A window at once: `kvsim` paints its splash before torch (and pyqtgraph) are imported, then the main
 window — painted before torch is imported too (issue 24: first paint ≤ 1 s) — and only then imports the
 engine, on a Python thread of its own through Python's own import (shiboken's hook put back after), and
-the splash closes when the window is up. Stage order only: no clock is asserted (benchmarks/launch.py
+the splash closes when the window is up. Stage order only: no clock is asserted (benchmarks/frontend/launch.py
 measures the times)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The launch clock: ``launch_mark(stage)`` prints when each launch stage is reached (benchmarks/launch.py).
+"""The launch clock: ``launch_mark(stage)`` prints when each launch stage is reached (benchmarks/frontend/launch.py).
 
 A leaf (no Qt at import, nothing of the app): ``app`` and ``window`` both import it. ``T0`` is taken
 when this module loads, which ``app`` makes the first thing it does.
@@ -17,7 +17,7 @@ LAUNCH_TRACE = "KVSIM_LAUNCH_TRACE"
 
 
 def launch_mark(stage: str) -> None:
-    """One launch-stage line on stdout when ``KVSIM_LAUNCH_TRACE`` is set (benchmarks/launch.py reads
+    """One launch-stage line on stdout when ``KVSIM_LAUNCH_TRACE`` is set (benchmarks/frontend/launch.py reads
     them; ``KVSIM_LAUNCH_TRACE=exit`` also quits once the window is ready)."""
     mode = os.environ.get(LAUNCH_TRACE)
     if not mode:

@@ -5,7 +5,7 @@ lives here, so any cache policy can carry a weight format.
     w8          INT8, one scale per output channel (per row of each weight matrix)
     w8:gG       INT8, one scale per G consecutive inputs of each row
     w4[:gG]     INT4, one scale per G consecutive inputs of each row (G = 32 unless given)
-    gguf        the .gguf file's own Q8_0 / Q4_0 / Q4_1 blocks, kept as they are (kvsim.models.gguf_blocks)
+    gguf        the .gguf file's own Q8_0 / Q4_0 / Q4_1 blocks, kept as they are (kvsim.models.gguf.blocks)
     bf16        every weight rounded to bfloat16, the lane computing in it (kvsim.models.precision)
 """
 

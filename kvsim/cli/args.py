@@ -1,12 +1,12 @@
-"""What every subcommand's parser shares: an ArgumentParser whose errors are one line (exit 2),
-and the checked argument types."""
+"""What every subcommand's parser shares: an ArgumentParser whose errors are one line (exit 2), the examples
+that close each command's help, and the checked argument types."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import math
-from typing import NoReturn, TypeAlias
+from typing import Any, NoReturn, TypeAlias
 
 
 class UsageError(Exception):
@@ -20,6 +20,14 @@ class Parser(argparse.ArgumentParser):
 
 #: what ``add_subparsers`` returns, to which each subcommand's module adds its parser
 Subcommands: TypeAlias = "argparse._SubParsersAction[Parser]"
+
+
+def examples(*lines: str) -> dict[str, Any]:
+    """A subcommand's epilog: two or three example command lines, kept as written."""
+    return {
+        "epilog": "examples:\n" + "\n".join(f"  {line}" for line in lines),
+        "formatter_class": argparse.RawDescriptionHelpFormatter,
+    }
 
 
 def positive_int(text: str) -> int:

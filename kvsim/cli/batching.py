@@ -74,7 +74,7 @@ def check_batching_flags(args: argparse.Namespace) -> None:
             if value is not None:
                 raise UsageError(
                     f"{flag} does not apply to --batching continuous (each step is timed once; "
-                    "benchmarks/batching.py repeats whole runs)"
+                    "benchmarks/serving/batching.py repeats whole runs)"
                 )
         if args.arrivals is not None and args.arrival_rate is not None:
             raise UsageError("--arrivals and --arrival-rate exclude each other")

@@ -1,21 +1,23 @@
-"""The ``kvsim`` command line: ``run``, ``memory``, ``models``, ``inspect``, ``screenshot``, ``export``, ``roofline``;
-no arguments opens the app.
+"""The ``kvsim`` command line: the subcommands of ``COMMANDS`` (``run``, ``memory``, ``roofline``, ``models``,
+``gqa``, ``inspect``, ``screenshot``, ``export``), one module each; no arguments opens the app.
 
 Bad input exits with status 2 and one ``error: …`` line on stderr, never a traceback. The desktop
-app and the screenshot command live in ``kvsim.ui`` (Qt); ``main`` imports them only when asked
-for — the one place the engine reaches the app (the import-linter contract names it).
+app lives in ``kvsim.ui`` (Qt); ``main`` imports it only when asked for, as the ``screenshot`` and
+``export`` modules do theirs — the places the engine reaches the app (the import-linter contract names them).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from types import ModuleType
 
 from .. import __version__
-from .args import Parser, Subcommands, UsageError, nonneg_int, positive_int
+from .args import Parser, UsageError, examples, positive_int
 
 # The engine's bad-input errors (exit 2, one line), by module: looked up among the modules imported so far
 # (an error of a module never imported cannot have been raised), so that this file imports no engine part
@@ -25,7 +27,7 @@ _USER_ERRORS = {
     "kvsim.core.sampling": "SimulationError",
     "kvsim.caches.base": "SpecError",
     "kvsim.models.config": "ConfigError",
-    "kvsim.costs.memory": "MemoryError_",
+    "kvsim.costs.memory": "MemoryInputError",
     "kvsim.engine.trace_checks": "TraceError",
     "kvsim.models.chat_template": "ChatTemplateError",
 }
@@ -36,27 +38,34 @@ def user_errors() -> tuple[type[BaseException], ...]:
     return tuple(getattr(sys.modules[m], name) for m, name in _USER_ERRORS.items() if m in sys.modules)
 
 
-# Each subcommand's one-line help. `kvsim` builds the full parser of the command asked for only (importing
-# its module then); the others are listed by name and this line (tests/test_cli.py keeps both in step).
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: the module under ``kvsim.cli`` that exports ``HELP``, ``add_parser(sub)`` and ``run(args)``,
+    and its help line (the module's ``HELP``, repeated here so that listing the commands imports none of them)."""
+
+    module: str
+    help: str
+
+
+# The subcommands, the only place they are registered: a new one is one module and one line here. `kvsim` builds
+# the full parser of the command asked for only (importing its module then); the others are listed by name and
+# help line (tests/test_cli_startup.py checks each line against its module's HELP).
 COMMANDS = {
-    "run": "generate in several lanes and print each step (the terminal app)",
-    "memory": "KV-cache and weight memory for a model shape",
-    "roofline": "this machine's measured roof; a model's decode/prefill bound on GPUs",
-    "models": "list or fetch models",
-    "gqa": "MHA → GQA → MQA → MLA: one model shape with fewer K/V heads (and a latent), bytes and times measured",
-    "inspect": "check a saved run (.kvsim) and print what it holds",
-    "screenshot": "render the main window offscreen and write PNGs",
-    "export": "render a run offscreen to an animation (GIF or MP4, from the extension)",
+    "run": Command("run", "generate in several lanes and print each step (the terminal app)"),
+    "memory": Command("memory", "KV-cache and weight memory for a model shape"),
+    "roofline": Command("roofline", "this machine's measured roof; a model's decode/prefill bound on GPUs"),
+    "models": Command("models", "list or fetch models"),
+    "gqa": Command("gqa", "MHA → GQA → MQA → MLA: one model shape with fewer K/V heads (and a latent), bytes and times measured"),
+    "inspect": Command("inspect", "check a saved run (.kvsim) and print what it holds"),
+    "screenshot": Command("screenshot", "render the main window offscreen and write PNGs"),
+    "export": Command("export", "render a run offscreen to an animation (GIF or MP4, from the extension)"),
 }
 _TOP_LEVEL_VALUES = ("--model", "--threads", "--lang", "--scale")  # kvsim's own options that take a value
 
 
-def examples(*lines: str) -> dict[str, Any]:
-    """A subcommand's epilog: two or three example command lines, kept as written."""
-    return {
-        "epilog": "examples:\n" + "\n".join(f"  {line}" for line in lines),
-        "formatter_class": argparse.RawDescriptionHelpFormatter,
-    }
+def command_module(name: str) -> ModuleType:
+    """Subcommand ``name``'s module (imported now, not before: `kvsim memory` never imports `run`'s torch)."""
+    return importlib.import_module(f"{__package__}.{COMMANDS[name].module}")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -88,144 +97,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
         shtab.add_argument_to(p, "--print-completion", help="print a shell completion script (bash, zsh or tcsh) and exit")
     sub = p.add_subparsers(dest="command", parser_class=Parser, metavar="COMMAND", help="none opens the app")
-
-    def full(name: str) -> bool:
+    for name, command in COMMANDS.items():
         if only is None or only == name:
-            return True
-        sub.add_parser(name, help=COMMANDS[name], add_help=False)  # listed only
-        return False
-
-    if full("run"):
-        from .run import add_run_parser
-
-        add_run_parser(sub)
-    if full("memory"):
-        from .reports import add_memory_parser
-
-        add_memory_parser(sub)
-    if full("roofline"):
-        from .roofline import add_roofline_parser
-
-        add_roofline_parser(sub)
-    if full("models"):
-        models = sub.add_parser(
-            "models", help=COMMANDS["models"], **examples("kvsim models list", "kvsim models get smollm2-135m")
-        )
-        msub = models.add_subparsers(dest="models_command", parser_class=Parser, metavar="ACTION", help="list or get")
-        ml = msub.add_parser(
-            "list", help="bundled, fetched and fetchable models", **examples("kvsim models list", "kvsim models list --json")
-        )
-        ml.add_argument("--json", action="store_true", help="one JSON object: the models and where they are")
-        mg = msub.add_parser(
-            "get",
-            help="fetch a model (the only command that uses the network)",
-            **examples(
-                "kvsim models get smollm2-135m",
-                "kvsim models get gemma3-270m --accept-license",
-                "kvsim models get HuggingFaceTB/SmolLM2-360M-Instruct",
-            ),
-        )
-        mg.add_argument(
-            "name", help="a fetchable name from `kvsim models list`, or a Hugging Face repository ORG/NAME[@REVISION]"
-        )
-        mg.add_argument(
-            "--accept-license", action="store_true", help="accept the model's terms without being asked (for scripts)"
-        )
-    if full("gqa"):
-        q = sub.add_parser("gqa", help=COMMANDS["gqa"], **examples("kvsim gqa", "kvsim gqa --layers 2 --heads 4 --json"))
-        q.add_argument("--family", default="llama", choices=["llama"], help="the architecture (default: llama)")
-        q.add_argument("--layers", type=positive_int, default=4, help="transformer layers (default 4)")
-        q.add_argument("--heads", type=positive_int, default=8, help="query heads; K/V heads go H, H/2, …, 1 (default 8)")
-        q.add_argument("--dim", type=positive_int, default=256, help="model width, a multiple of --heads (default 256)")
-        q.add_argument("--prompt-len", type=positive_int, default=64, help="tokens in the prompt (default 64)")
-        q.add_argument(
-            "--steps",
-            type=positive_int,
-            default=64,
-            help="at most this many tokens; the decode steps are interleaved until every ratio to MHA is known (default 64)",
-        )
-        q.add_argument("--latent", type=positive_int, help="the MLA row's latent width r (default 4 × head dim, as DeepSeek-V2)")
-        q.add_argument(
-            "--clock",
-            choices=("wall", "cpu"),
-            default="wall",
-            help="time the steps by the wall clock (default) or by this thread's CPU time (time.thread_time: "
-            "a step descheduled by other jobs is not charged for the wait; exact with --threads 1)",
-        )
-        q.add_argument("--json", action="store_true", help="one JSON object with a row per K/V head count")
-    if full("inspect"):
-        i = sub.add_parser(
-            "inspect",
-            help=COMMANDS["inspect"],
-            **examples(
-                "kvsim run --prompt Hi --steps 4 --save run.kvsim", "kvsim inspect run.kvsim", "kvsim inspect run.kvsim --json"
-            ),
-        )
-        i.add_argument("file", help="a .kvsim file written by `kvsim run --save` or the app's Save run")
-        i.add_argument("--json", action="store_true", help="the run's metadata and summary as one JSON object")
-    if full("screenshot"):
-        s = sub.add_parser(
-            "screenshot",
-            help=COMMANDS["screenshot"],
-            **examples("kvsim screenshot --out shots/", "kvsim screenshot --out shots/ --size 1280x720 --theme light"),
-        )
-        s.add_argument("--model", default="tiny", help="bundled/fetched name, random:..., HF dir or .gguf (default: tiny)")
-        s.add_argument("--prompt", default="Once upon a time", help="prompt text (default: 'Once upon a time')")
-        s.add_argument("--steps", type=positive_int, default=12, help="steps: 1 prefill + decodes (default 12)")
-        s.add_argument("--out", required=True, help="the folder the PNGs are written to")
-        s.add_argument("--size", default="1920x1080", help="window size WxH (default 1920x1080)")
-        s.add_argument("--lanes", default="uncached,cached", help="the lanes, as for `kvsim run --lanes`")
-        s.add_argument(
-            "--scale",
-            type=float,
-            default=argparse.SUPPRESS,
-            help="the app's size factor (0.5 to 4): the PNGs keep --size, the type grows",
-        )
-        s.add_argument("--lanes-only", action="store_true", help="the lanes-only layout (F): no costs, text or legend")
-        s.add_argument("--step", type=nonneg_int, help="show step K of the run (0 = the prefill; default: the last)")
-        s.add_argument(
-            "--show", action="append", metavar="DOCK", help="open an extra dock: memory, roofline, requests (repeatable)"
-        )
-        s.add_argument("--theme", choices=["dark", "light"], help="the colour theme (default: dark)")
-        s.add_argument("--lang", default=argparse.SUPPRESS, help="the pictures' language: pt_BR or en (default: English)")
-    if full("export"):
-        add_export_parser(sub)
+            command_module(name).add_parser(sub)
+        else:
+            sub.add_parser(name, help=command.help, add_help=False)  # listed only
     return p
-
-
-def add_export_parser(sub: Subcommands) -> None:
-    """`kvsim export`: a run rendered headless to a GIF or an MP4 for slides."""
-    e = sub.add_parser(
-        "export",
-        help=COMMANDS["export"],
-        **examples("kvsim export --prompt 'Once upon a time' --out run.gif", "kvsim export --prompt Hi --out run.mp4 --fps 30"),
-    )
-    e.add_argument("--model", default="tiny", help="bundled/fetched name, random:..., HF dir or .gguf")
-    g = e.add_mutually_exclusive_group(required=True)
-    g.add_argument("--prompt", help="prompt text")
-    g.add_argument("--prompt-ids", help="comma-separated token ids, e.g. 1,2,3")
-    e.add_argument("--steps", type=positive_int, default=20, help="steps: 1 prefill + decodes (default 20)")
-    e.add_argument("--out", required=True, help="FILE.gif or FILE.mp4")
-    e.add_argument("--size", default="1280x720", help="frame size WxH in pixels (default 1280x720; MP4: even)")
-    e.add_argument("--fps", type=float, default=15.0, help="frames per second (1 to 50 for GIF, 60 for MP4; default 15)")
-    e.add_argument(
-        "--speed",
-        default="normal",
-        choices=["slow", "normal", "fast", "instant"],
-        help="each step's animation: 1.6 s / 0.7 s / 0.25 s / none (one frame per step); default normal",
-    )
-    e.add_argument("--lanes-only", action="store_true", help="the lanes-only layout (F): no costs, text or legend")
-    e.add_argument("--lanes", default="uncached,cached", help="the lanes, as for `kvsim run --lanes`")
-    e.add_argument("--show", action="append", metavar="DOCK", help="open an extra dock: memory, roofline, requests (repeatable)")
-    e.add_argument("--theme", choices=["dark", "light"], help="the colour theme (default: dark)")
-    e.add_argument(
-        "--scale",
-        type=float,
-        default=argparse.SUPPRESS,
-        help="the app's size factor (0.5 to 4): frames keep --size, the type grows",
-    )
-    e.add_argument("--no-chat-template", action="store_true", help="feed the prompt as is")
-    e.add_argument("--lang", default=argparse.SUPPRESS, help="the frames' language: pt_BR or en (default: English)")
 
 
 def _command_in(argv: Sequence[str]) -> str:
@@ -265,37 +142,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_log()  # warnings (e.g. a special token outside the vocabulary) and errors also go to the log file
     try:
         args = parse(argv)
-        # the app sets them once its splash is up; roofline sets them when it measures
-        if args.command in ("run", "screenshot", "export", "gqa"):
-            from ..models.loading import set_threads
-
-            set_threads(getattr(args, "threads", None))
-        if args.command == "run":
-            from .run import cmd_run
-
-            return cmd_run(args)
-        if args.command in ("memory", "models", "inspect", "gqa"):
-            from . import reports
-
-            return {"memory": reports.cmd_memory, "models": reports.cmd_models, "inspect": reports.cmd_inspect}.get(
-                args.command, reports.cmd_gqa
-            )(args)
-        if args.command == "roofline":
-            from .roofline import cmd_roofline
-
-            return cmd_roofline(args)
-        if args.command in ("screenshot", "export"):
-            from ..caches import parse_lanes
-
-            parse_lanes(args.lanes)  # a bad spec is one error line before any window opens or anything loads
-        if args.command == "screenshot":
-            from ..ui.export import screenshot  # the app, imported only when asked for (the engine never needs it)
-
-            return screenshot.main(args)
-        if args.command == "export":
-            from ..ui.export import cli as export_cli  # the app, imported only when asked for
-
-            return export_cli.main(args)
+        if args.command is not None:
+            # each command's run sets torch's threads if it computes (the app sets them once its splash is up)
+            return command_module(args.command).run(args)
         if sys.platform.startswith("linux") and not any(
             os.environ.get(v) for v in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")
         ):

@@ -19,14 +19,15 @@ from ..costs.presets import LATENT_PRESETS, PRESETS
 from ..costs.roofline import Bound, num, preset_bound, ratio
 from .args import Subcommands, UsageError, positive_int
 
+HELP = "this machine's measured roof; a model's decode/prefill bound on GPUs"
 MAX_CONTEXT = 2**26
 
 
-def add_roofline_parser(sub: Subcommands) -> None:
+def add_parser(sub: Subcommands) -> None:
     """`kvsim roofline`: its arguments."""
     r = sub.add_parser(
         "roofline",
-        help="this machine's measured roof; a model's decode/prefill bound on GPUs",
+        help=HELP,
         epilog="examples:\n  kvsim roofline --preset llama-3-8b --gpu H100\n"
         "  kvsim roofline --preset mistral-7b --context 32768 --batch 8 --weight-bits 4\n"
         "  kvsim roofline --gpus",
@@ -70,7 +71,7 @@ def _time(s: float) -> str:
     return f"{s * 1e6:.3g} µs" if s < 1e-3 else f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
 
 
-def cmd_roofline(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     out: dict = {}
     if args.gpus:
         out["gpus"] = [

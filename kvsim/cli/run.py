@@ -22,12 +22,14 @@ if TYPE_CHECKING:
     from ..models.base import LoadedModel
     from ..models.tokenizer import Tokenizer
 
+HELP = "generate in several lanes and print each step (the terminal app)"
 
-def add_run_parser(sub: Subcommands) -> None:
+
+def add_parser(sub: Subcommands) -> None:
     """`kvsim run`: its arguments."""
     r = sub.add_parser(
         "run",
-        help="generate in several lanes and print each step (the terminal app)",
+        help=HELP,
         epilog="examples:\n  kvsim run --prompt 'Once upon a time' --steps 8\n"
         "  kvsim run --prompt Hi --lanes uncached,cached,window:8 --json\n"
         "  kvsim run --prompt 'Tell me a story' --prompt 'Tell me a joke' --block-size 4",
@@ -108,10 +110,11 @@ def _prompt_ids(args: argparse.Namespace, tokenizer: Tokenizer) -> tuple[list[in
     return tokenizer.encode(formatted), formatted
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from ..engine.simulate import RunSummary, Simulator
-    from ..models.loading import load_model
+    from ..models.loading import load_model, set_threads
 
+    set_threads(getattr(args, "threads", None))
     if args.requests is not None or (args.prompt is not None and len(args.prompt) > 1):
         return cmd_requests(args)
     check_single_prompt_flags(args)

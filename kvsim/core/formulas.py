@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 from .words import QT_TRANSLATE_NOOP
 
 
-class MemoryError_(ValueError):
+class MemoryInputError(ValueError):
     """Bad memory-calculator input (negative sizes, unknown preset)."""
 
 
@@ -39,23 +39,23 @@ def kv_cache_bytes(
         ("context", tokens),
     ):
         if isinstance(value, bool) or not isinstance(value, int):
-            raise MemoryError_(f"{name} must be an integer, got {value!r}")
+            raise MemoryInputError(f"{name} must be an integer, got {value!r}")
     for name, value in (("layers", layers), ("kv_heads", kv_heads), ("head_dim", head_dim), ("batch", batch)):
         if value <= 0:
-            raise MemoryError_(f"{name} must be positive, got {value}")
+            raise MemoryInputError(f"{name} must be positive, got {value}")
     if tokens < 0:
-        raise MemoryError_(f"context must be ≥ 0 tokens, got {tokens}")
+        raise MemoryInputError(f"context must be ≥ 0 tokens, got {tokens}")
     if isinstance(bits, bool) or not isinstance(bits, int | float) or not math.isfinite(bits) or bits <= 0:
-        raise MemoryError_(f"bits must be a positive number, got {bits!r}")
+        raise MemoryInputError(f"bits must be a positive number, got {bits!r}")
     if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window <= 0):
-        raise MemoryError_(f"window must be a positive integer, got {window!r}")
+        raise MemoryInputError(f"window must be a positive integer, got {window!r}")
     if layer_windows is None:
         rows = layers * (tokens if window is None else min(tokens, window))  # no per-layer tuple: layers may be huge
     else:
         if len(layer_windows) != layers:
-            raise MemoryError_(f"layer_windows has {len(layer_windows)} entries for {layers} layers")
+            raise MemoryInputError(f"layer_windows has {len(layer_windows)} entries for {layers} layers")
         if any(w is not None and (isinstance(w, bool) or not isinstance(w, int) or w <= 0) for w in layer_windows):
-            raise MemoryError_("every layer's window must be a positive integer (or none)")
+            raise MemoryInputError("every layer's window must be a positive integer (or none)")
         if window is not None:  # an explicit window caps every layer, local or not
             layer_windows = tuple(window if w is None else min(w, window) for w in layer_windows)
         rows = sum(tokens if w is None else min(tokens, w) for w in layer_windows)

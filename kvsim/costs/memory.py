@@ -16,7 +16,7 @@ from ..core.formulas import (  # noqa: F401 - re-exported: the closed forms live
     QUANT_DEFAULTS,
     KVShape,
     LaneBill,
-    MemoryError_,
+    MemoryInputError,
     kv_cache_bytes,
     nothing_held,
     quantized_kv_cache_bytes,
@@ -38,21 +38,21 @@ def mla_cache_bytes(layers: int, latent: int, rope_dim: int, tokens: int, batch:
     factor 2: the latent stands for both K and V)."""
     for name, value in (("layers", layers), ("latent", latent), ("rope_dim", rope_dim), ("batch", batch)):
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise MemoryError_(f"{name} must be a positive integer, got {value!r}")
+            raise MemoryInputError(f"{name} must be a positive integer, got {value!r}")
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
-        raise MemoryError_(f"context must be ≥ 0 tokens, got {tokens!r}")
+        raise MemoryInputError(f"context must be ≥ 0 tokens, got {tokens!r}")
     return math.ceil(layers * (latent + rope_dim) * tokens * batch * bits / 8)
 
 
 def weight_bytes(n_params: int, dtype: str) -> float:
     if dtype not in WEIGHT_DTYPE_BYTES:
-        raise MemoryError_(f"unknown weight precision {dtype!r} (known: {', '.join(WEIGHT_DTYPE_BYTES)})")
+        raise MemoryInputError(f"unknown weight precision {dtype!r} (known: {', '.join(WEIGHT_DTYPE_BYTES)})")
     return n_params * WEIGHT_DTYPE_BYTES[dtype]
 
 
 def read_hf_config(path: str) -> dict:
     """A config.json's contents, read safely: a FIFO or device (which would block the read forever),
-    a huge file, bad UTF-8 or JSON, or JSON that is not an object are one ``MemoryError_`` line."""
+    a huge file, bad UTF-8 or JSON, or JSON that is not an object are one ``MemoryInputError`` line."""
     import json
     import os
     import stat
@@ -60,20 +60,20 @@ def read_hf_config(path: str) -> dict:
     try:
         info = os.stat(path)
     except (OSError, ValueError) as exc:
-        raise MemoryError_(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        raise MemoryInputError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     if not stat.S_ISREG(info.st_mode):
-        raise MemoryError_(f"{path} is not a regular file (a config.json is)")
+        raise MemoryInputError(f"{path} is not a regular file (a config.json is)")
     if info.st_size > 4_000_000:
-        raise MemoryError_(f"{path} is {info.st_size:,} bytes: not a config.json")
+        raise MemoryInputError(f"{path} is {info.st_size:,} bytes: not a config.json")
     try:
         with open(path, encoding="utf-8") as fh:
             config = json.load(fh)
     except OSError as exc:
-        raise MemoryError_(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise MemoryInputError(f"cannot read {path}: {exc.strerror or exc}") from None
     except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, a 5,000-digit number, deep nesting
-        raise MemoryError_(f"{path} is not valid JSON ({type(exc).__name__})") from None
+        raise MemoryInputError(f"{path} is not valid JSON ({type(exc).__name__})") from None
     if not isinstance(config, dict):
-        raise MemoryError_(f"{path} is not a config.json (expected a JSON object)")
+        raise MemoryInputError(f"{path} is not a config.json (expected a JSON object)")
     return config
 
 
@@ -92,13 +92,13 @@ SHAPE_LIMITS = {
 
 
 def check_shape(**figures: int | None) -> None:
-    """``MemoryError_`` naming the first figure past its ``SHAPE_LIMITS`` bound (None: not given)."""
+    """``MemoryInputError`` naming the first figure past its ``SHAPE_LIMITS`` bound (None: not given)."""
     for name, value in figures.items():
         limit = SHAPE_LIMITS[name]
         if value is not None and value > limit:
             text = str(value) if len(str(value)) <= 20 else f"{str(value)[:12]}… ({len(str(value))} digits)"
             flag = "--" + name.replace("_", "-")
-            raise MemoryError_(f"{flag} {text} is more than a memory report computes (at most {limit:,})")
+            raise MemoryInputError(f"{flag} {text} is more than a memory report computes (at most {limit:,})")
 
 
 # ------------------------------------------------------------------------------- per-layer windows
@@ -115,9 +115,9 @@ def parse_layer_windows(text: str) -> tuple[int | None, ...]:
         elif word.isascii() and word.isdigit() and len(word) <= 9 and int(word) > 0:
             out.append(int(word))
         else:
-            raise MemoryError_(f"a layer's window is a positive number of tokens or 'full', got {part.strip()!r}")
+            raise MemoryInputError(f"a layer's window is a positive number of tokens or 'full', got {part.strip()!r}")
     if not out:
-        raise MemoryError_("no layer windows given (e.g. '4096, full' for Gemma 2's alternation)")
+        raise MemoryInputError("no layer windows given (e.g. '4096, full' for Gemma 2's alternation)")
     return tuple(out)
 
 

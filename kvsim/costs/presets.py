@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from .memory import MemoryError_, kv_cache_bytes, mla_cache_bytes
+from .memory import MemoryInputError, kv_cache_bytes, mla_cache_bytes
 
 if TYPE_CHECKING:
     from ..models.config import ModelConfig
@@ -156,7 +156,7 @@ def get_preset(name: str) -> Preset:
     if key in LATENT_PRESETS:
         return LATENT_PRESETS[key]
     if key not in PRESETS:
-        raise MemoryError_(f"unknown preset {name!r} (see `kvsim memory --list`)")
+        raise MemoryInputError(f"unknown preset {name!r} (see `kvsim memory --list`)")
     return PRESETS[key]
 
 
@@ -261,16 +261,16 @@ def preset_from_hf_config(config: dict, name: str = "config") -> Preset:
             if config.get(k) is not None:
                 return config[k]
         if default is None:
-            raise MemoryError_(f"{name}: config.json lacks {keys[0]}")
+            raise MemoryInputError(f"{name}: config.json lacks {keys[0]}")
         return default
 
     def positive(key: str, value: object, cap: int | None = None) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise MemoryError_(f"{name}: config.json's {key} must be an integer, got {value!r}")
+            raise MemoryInputError(f"{name}: config.json's {key} must be an integer, got {value!r}")
         if value <= 0:
-            raise MemoryError_(f"{name}: config.json's {key} must be positive, got {value}")
+            raise MemoryInputError(f"{name}: config.json's {key} must be positive, got {value}")
         if cap is not None and value > cap:
-            raise MemoryError_(f"{name}: config.json's {key} = {value} is beyond any real model (at most {cap:,})")
+            raise MemoryInputError(f"{name}: config.json's {key} = {value} is beyond any real model (at most {cap:,})")
         return value
 
     def flag(key: str, default: bool) -> bool:
@@ -278,7 +278,7 @@ def preset_from_hf_config(config: dict, name: str = "config") -> Preset:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise MemoryError_(f"{name}: config.json's {key} must be true or false, got {value!r}")
+            raise MemoryInputError(f"{name}: config.json's {key} must be true or false, got {value!r}")
         return value
 
     layers = positive("num_hidden_layers", pick("num_hidden_layers", "n_layer", "num_layers"), MAX_CONFIG_LAYERS)
@@ -289,7 +289,7 @@ def preset_from_hf_config(config: dict, name: str = "config") -> Preset:
     else:
         kv_heads = positive("num_key_value_heads", pick("num_key_value_heads", "num_kv_heads", default=heads))
     if config.get("head_dim") is None and hidden % heads:
-        raise MemoryError_(f"{name}: hidden_size {hidden} is not divisible by {heads} heads (give head_dim)")
+        raise MemoryInputError(f"{name}: hidden_size {hidden} is not divisible by {heads} heads (give head_dim)")
     head_dim = positive("head_dim", pick("head_dim", default=hidden // heads))
     window = config.get("sliding_window")
     if flag("use_sliding_window", True) is False:
@@ -298,7 +298,7 @@ def preset_from_hf_config(config: dict, name: str = "config") -> Preset:
         window = positive("sliding_window", window)
     layer_types = config.get("layer_types")
     if layer_types is not None and (not isinstance(layer_types, list) or not all(isinstance(t, str) for t in layer_types)):
-        raise MemoryError_(f"{name}: config.json's layer_types must be a list of names")
+        raise MemoryInputError(f"{name}: config.json's layer_types must be a list of names")
     model_type = config.get("model_type", "")
     model_type = model_type if isinstance(model_type, str) else ""
     if isinstance(layer_types, list) and len(layer_types) == layers and window:
@@ -316,7 +316,7 @@ def preset_from_hf_config(config: dict, name: str = "config") -> Preset:
     arch = {"gpt2": "gpt2", "gemma2": "gemma2", "gemma3_text": "gemma3", "falcon": "falcon"}.get(model_type, "llama")
     context = pick("max_position_embeddings", "n_positions", default=0)
     if isinstance(context, bool) or not isinstance(context, int) or context < 0:
-        raise MemoryError_(f"{name}: config.json's max_position_embeddings must be a non-negative integer, got {context!r}")
+        raise MemoryInputError(f"{name}: config.json's max_position_embeddings must be a non-negative integer, got {context!r}")
     return Preset(
         name=name,
         source=name,

@@ -6,7 +6,7 @@ for memory that asks for them (``madvise``), and torch's CPU allocator does not 
 ``THP_MEM_ALLOC_ENABLE`` is set before its first allocation. So the column-major weight copies kvsim
 makes at load time (``Transformer.use_decode_friendly_layout``) are allocated here: an anonymous
 mapping aligned to 2 MiB, advised ``MADV_HUGEPAGE``, seen by torch through ``torch.frombuffer`` (no
-copy; the tensor keeps the mapping alive). Measured gain: ``benchmarks/huge_pages.py``.
+copy; the tensor keeps the mapping alive). Measured gain: ``benchmarks/weights/huge_pages.py``.
 
 Where the advice does not exist (macOS, Windows) or the matrix is smaller than one huge page, the
 tensor is an ordinary ``torch.empty``: the values are the same either way, only where they live differs.

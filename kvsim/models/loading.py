@@ -16,7 +16,7 @@ from .base import LoadedModel, ModelLoadError, bundled_models_dir, resources_dir
 from .catalog import FETCHABLE
 from .checkpoints import load_hf_dir
 from .config import ConfigError, parse_random_spec
-from .gguf_file import load_gguf
+from .gguf.file import load_gguf
 from .row_matmul import limit_threads
 from .tokenizer import ByteTokenizer
 from .transformer import Transformer, init_random

@@ -15,7 +15,7 @@ output projection, MLP) is quantized; the token embeddings, the final norm and t
 loaded (weight-only schemes such as GPTQ/AWQ keep them), which the lane's byte count shows.
 
 The matmul: INT8 per-channel uses ``torch._weight_int8pack_mm`` where that kernel is faster than
-dequantize-then-matmul (``benchmarks/weight_kernels.py`` measures both; see ``INT8_KERNEL``), every
+dequantize-then-matmul (``benchmarks/weights/weight_kernels.py`` measures both; see ``INT8_KERNEL``), every
 other format dequantizes then multiplies.
 """
 
@@ -31,7 +31,7 @@ from torch import nn
 M = TypeVar("M", bound=nn.Module)
 
 #: which INT8 per-channel matmul a lane uses, by device type: "dequant" (dequantize, then F.linear) or
-#: "int8pack" (torch._weight_int8pack_mm). Measured by benchmarks/weight_kernels.py and benchmarks/model_side.py
+#: "int8pack" (torch._weight_int8pack_mm). Measured by benchmarks/weights/weight_kernels.py and benchmarks/decode/model_side.py
 #: (docs/weights-and-speculation.md): on the 2-core build CPU a SmolLM2-135M decode step took 599 ms with
 #: int8pack vs 371 ms dequantizing (fp32: 292 ms), so dequantize-then-matmul; other devices: not measured.
 INT8_KERNEL = {"cpu": "dequant"}

@@ -2,7 +2,7 @@
 
 A cached decode step multiplies one row by every weight matrix of the model: its time is the time to
 stream the weights from memory. Measured on the build machine (AMD EPYC, one thread, SmolLM2-135M's
-projection matrices; ``benchmarks/row_matmul.py``), against a plain read (``torch.sum``) of the same bytes:
+projection matrices; ``benchmarks/weights/row_matmul.py``), against a plain read (``torch.sum``) of the same bytes:
 
 * torch's CPU build (MKL) streams a column-major fp32 weight at 12–14 GB/s, a row-major one slower;
 * numpy's bundled OpenBLAS streams the column-major weight at 16–20 GB/s;

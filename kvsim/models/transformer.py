@@ -366,7 +366,7 @@ class Block(nn.Module):
 
 
 class Transformer(nn.Module):
-    gguf_path: str | None = None  # the .gguf file it was loaded from (set by kvsim.models.gguf_file), else None
+    gguf_path: str | None = None  # the .gguf file it was loaded from (set by kvsim.models.gguf.file), else None
     compiled: bool = False  # its cache-free parts wrapped by torch.compile (kvsim.models.compiled, --compile)
     huge_page_weights: bool = False  # its weight copies of ≥ 2 MiB asked for 2 MiB pages (use_decode_friendly_layout)
     one_row_kernel: str = "torch"  # the kernel its weights are laid out for (use_decode_friendly_layout, row_matmul)

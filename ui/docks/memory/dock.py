@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from kvsim.costs.memory import DTYPE_BITS, MemoryError_, human_bytes, weight_bytes
+from kvsim.costs.memory import DTYPE_BITS, MemoryInputError, human_bytes, weight_bytes
 from kvsim.costs.presets import LATENT_PRESETS, PRESETS, Preset, get_preset, preset_from_model_config
 
 from ... import theme
@@ -383,7 +383,7 @@ class MemoryDock(QWidget):
         terms, p = self.form.terms, None
         try:
             p = self.preset()
-        except MemoryError_ as exc:
+        except MemoryInputError as exc:
             self.host.say(str(exc), True)
         if p is not None:
             sizes = " · ".join(
@@ -415,7 +415,7 @@ class MemoryDock(QWidget):
             return
         try:
             focus = get_preset(self.focus.currentData() or DEFAULT_FOCUS)
-        except MemoryError_ as exc:
+        except MemoryInputError as exc:
             self.host.say(str(exc), True)
             return
         others = [PRESETS[name] for name, action in self.others.items() if action.isChecked()]

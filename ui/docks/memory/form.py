@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QComboBox, QGridLayout, QLabel, QLineEdit, QSpinBo
 
 from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 from kvsim.costs.memory import (
-    MemoryError_,
+    MemoryInputError,
     format_layer_windows,
     formula_rows_text,
     human_bytes,
@@ -266,7 +266,7 @@ class FormulaForm(QWidget):
         try:
             terms = self._read()
             total = terms.bytes()
-        except MemoryError_ as exc:
+        except MemoryInputError as exc:
             self.error.setText(f"⚠ {exc}")
             self.error.setStyleSheet("color: #ff6b6b;")
             self.error.show()
