@@ -32,8 +32,8 @@ from .blocks import BlocksGrid, request_color
 from .blocks_table import BlockTableView
 from .form import RequestListEditor, SettingsBar
 from .job import Computed, Pending, demo_lists, start, start_demo
-from .panels import NumbersPanel, block_text, legend_html, legend_tooltip, run_summary, step_summary
 from .timeline import TimelineView, fill_prefix_tree, latency_lines, reuse_line
+from .wording import NumbersPanel, block_text, legend_html, legend_tooltip, run_summary, step_summary
 
 FOLLOW = -1  # the request chooser's "the step's request"
 
