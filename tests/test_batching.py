@@ -228,7 +228,9 @@ def test_budget_chunks_prefill_and_decodes_ride_along(models) -> None:
     assert firsts[0].entries[-1] == next(e for e in firsts[0].entries if e.request == 1)
     # without chunking the 30-token prompt needs a budget of 35 (prompt + 5 generated, for a recompute)
     with pytest.raises(SimulationError, match="without chunked prefill"):
-        BatchingEngine.from_keywords(loaded.model, loaded.tokenizer, prompts, steps=6, max_batched_tokens=8, chunked_prefill=False)
+        BatchingEngine.from_keywords(
+            loaded.model, loaded.tokenizer, prompts, steps=6, max_batched_tokens=8, chunked_prefill=False
+        )
     whole = run_batched(
         loaded.model,
         loaded.tokenizer,
