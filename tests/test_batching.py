@@ -132,7 +132,7 @@ def test_batched_equals_alone_for_random_schedules(models, family: str, seed: in
     if not chunked:
         budget, chunk = max(budget, max(len(p) for p in prompts) + steps - 1), None
     sampling = Sampling(temperature=0.8, top_k=50, seed=seed) if seed == 1 else Sampling()
-    engine = BatchingEngine(
+    engine = BatchingEngine.from_keywords(
         model,
         tok,
         prompts,
@@ -175,7 +175,7 @@ def test_a_small_pool_preempts_the_latest_and_recomputes_it(models) -> None:
     once), recomputed when the first finishes, and both still equal their runs alone."""
     loaded = models["llama"]
     prompts = [list(range(10, 22)), list(range(50, 62))]  # 12 tokens each, 8 steps: 19 rows = 5 blocks of 4
-    engine = BatchingEngine(
+    engine = BatchingEngine.from_keywords(
         loaded.model,
         loaded.tokenizer,
         prompts,
@@ -228,7 +228,9 @@ def test_budget_chunks_prefill_and_decodes_ride_along(models) -> None:
     assert firsts[0].entries[-1] == next(e for e in firsts[0].entries if e.request == 1)
     # without chunking the 30-token prompt needs a budget of 35 (prompt + 5 generated, for a recompute)
     with pytest.raises(SimulationError, match="without chunked prefill"):
-        BatchingEngine(loaded.model, loaded.tokenizer, prompts, steps=6, max_batched_tokens=8, chunked_prefill=False)
+        BatchingEngine.from_keywords(
+            loaded.model, loaded.tokenizer, prompts, steps=6, max_batched_tokens=8, chunked_prefill=False
+        )
     whole = run_batched(
         loaded.model,
         loaded.tokenizer,
@@ -287,7 +289,7 @@ def test_errors_are_one_line(models) -> None:
         ({"chunk_size": 0}, "chunk size"),
     ):
         with pytest.raises(SimulationError, match=words):
-            BatchingEngine(m, t, [[1, 2, 3], [4, 5]], warmup=False, **kwargs)
+            BatchingEngine.from_keywords(m, t, [[1, 2, 3], [4, 5]], warmup=False, **kwargs)
 
 
 def test_progress_and_cancel(models) -> None:
@@ -310,7 +312,7 @@ def test_tiny_model_batched_equals_alone() -> None:
     tok = loaded.tokenizer
     prompts = [tok.encode(p) for p in ("It is a truth universally", "Once upon a time", "The weather was fine", "She said")]
     steps = 6
-    engine = BatchingEngine(
+    engine = BatchingEngine.from_keywords(
         loaded.model,
         tok,
         prompts,

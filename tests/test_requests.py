@@ -127,19 +127,23 @@ def test_snapshots_are_frozen_plain_values(small) -> None:
 def test_eviction_under_a_small_pool_and_pool_errors(small) -> None:
     prompts = [SHARED + [1, 2, 3], list(range(100, 126)), SHARED + [4, 5]]
     # each needs 8 blocks of 4: a pool of 9 keeps only one block of the first request's shared prefix
-    run = RequestsEngine(small.model, small.tokenizer, prompts, block_size=4, steps=6, pool_blocks=9, repeats=1).run()
+    run = RequestsEngine.from_keywords(
+        small.model, small.tokenizer, prompts, block_size=4, steps=6, pool_blocks=9, repeats=1
+    ).run()
     assert run.evictions > 0
     assert run.requests[2].hit_blocks < 5  # the second request's blocks pushed most of the prefix out
     assert run.requests[2].output_ids == run_requests(small.model, small.tokenizer, prompts[2:], steps=6).requests[0].output_ids
     _check_tables(run, prompts)
     with pytest.raises(SimulationError, match="request 1 needs up to 8 blocks of 4 slots"):
-        RequestsEngine(small.model, small.tokenizer, prompts, block_size=4, steps=6, pool_blocks=7)
+        RequestsEngine.from_keywords(small.model, small.tokenizer, prompts, block_size=4, steps=6, pool_blocks=7)
     with pytest.raises(SimulationError, match="pool has no room|block pool is full"):
-        RequestsEngine(small.model, small.tokenizer, prompts, block_size=4, steps=6, pool_blocks=9, schedule="interleaved").run()
+        RequestsEngine.from_keywords(
+            small.model, small.tokenizer, prompts, block_size=4, steps=6, pool_blocks=9, schedule="interleaved"
+        ).run()
     with pytest.raises(SimulationError, match="empty prompt"):
-        RequestsEngine(small.model, small.tokenizer, [[1, 2], []])
+        RequestsEngine.from_keywords(small.model, small.tokenizer, [[1, 2], []])
     with pytest.raises(SimulationError, match="block size"):
-        RequestsEngine(small.model, small.tokenizer, [[1, 2]], block_size=0)
+        RequestsEngine.from_keywords(small.model, small.tokenizer, [[1, 2]], block_size=0)
 
 
 def test_request_files(tmp_path) -> None:

@@ -2,6 +2,7 @@
 
     seq = SequenceBlocks(pool, owner=0)
     reused = seq.match_prefix(prompt_ids)            # rows taken from registered blocks (prefix hits)
+    hit = seq.cached_prefix(prompt_ids)              # the same blocks, only looked up (seq.take_prefix(hit) takes them)
     blk, slot = seq.reserve(reused, len(prompt_ids) - reused, prompt_ids[reused:])
     seq.write(layer, blk, slot, k_new, v_new)        # (1, H_kv, T, D) rows into their slots
     k_all, v_all = seq.gather(layer)                 # (1, H_kv, n, D) in position order (a persistent buffer)
@@ -25,11 +26,29 @@ bytes (``PagedCache.bytes_split``) stay those of its blocks and table.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from .blocks import BlockPool, block_hash
+
+
+@dataclass(frozen=True)
+class CachedPrefix:
+    """What a prefix lookup found: the leading full blocks of some tokens that the pool holds, registered
+    under the same chained hashes. Kept as a value so a scheduler can decide (does the rest fit?) and
+    then take exactly these blocks, without hashing the prompt a second time."""
+
+    blocks: tuple[int, ...]  # physical blocks, logical block j first
+    hashes: tuple[int, ...]  # their chained hashes (checked again when taken)
+    token_ids: tuple[int, ...]  # the tokens whose rows they hold
+    free_blocks: int  # of them, blocks in the free queue now: taking them leaves that many fewer free
+
+    @property
+    def rows(self) -> int:
+        """Positions the prefix covers (its blocks × the block size): rows a prefill need not compute."""
+        return len(self.token_ids)
 
 
 class SequenceBlocks:
@@ -50,30 +69,68 @@ class SequenceBlocks:
         self.rows_regrown = 0  # rows moved when a read buffer doubled its capacity (amortised, as kv's appends)
 
     # ------------------------------------------------------------------ the table
-    def match_prefix(self, prompt: Sequence[int]) -> int:
-        """Take the registered full blocks of ``prompt``'s prefix (in order, up to the first miss) and
-        return the rows reused. The last prompt token is always left to compute: its logits are needed."""
-        if self.blocks:
-            raise RuntimeError("match_prefix on a sequence that already holds blocks")
+    def cached_prefix(self, tokens: Sequence[int], take: bool = False) -> CachedPrefix:
+        """The registered full blocks ``tokens`` start with (in order, up to the first miss), found by
+        ONE walk of the hash chain. The last token is always left to compute: its logits are needed.
+
+        ``take=False`` only looks (a scheduler asks what a request would reuse before it admits it:
+        nothing in the pool changes); ``take=True`` also takes them (``take_prefix``). As vLLM's
+        scheduler asks its cache manager for a request's computed blocks, never the pool's fields."""
         pool, size = self.pool, self.pool.block_size
+        blocks: list[int] = []
+        hashes: list[int] = []
+        free = 0
         if pool.prefix_caching:
             parent = None
-            for j in range((len(prompt) - 1) // size):
-                h = block_hash(parent, prompt[j * size : (j + 1) * size])
+            for j in range((len(tokens) - 1) // size):
+                h = block_hash(parent, tokens[j * size : (j + 1) * size])
                 b = pool.lookup(h)
                 if b is None:
                     break
-                pool.touch(b)
-                pool.events[b] = "hit"
-                self.blocks.append(b)
-                self.hashes.append(h)
+                blocks.append(b)
+                hashes.append(h)
+                free += pool.ref[b] == 0
                 parent = h
+        found = CachedPrefix(tuple(blocks), tuple(hashes), tuple(int(t) for t in tokens[: len(blocks) * size]), free)
+        if take:
+            self.take_prefix(found)
+        return found
+
+    def take_prefix(self, prefix: CachedPrefix) -> int:
+        """Start this (empty) table with the blocks ``cached_prefix`` found — one more holder each —
+        without walking the chain again; returns the rows reused. Take it before the pool hands out
+        a block (an allocation may evict a free hit): a block whose hash changed since is refused."""
+        if self.blocks:
+            raise RuntimeError("a cached prefix taken by a sequence that already holds blocks")
+        pool = self.pool
+        stale = next((b for b, h in zip(prefix.blocks, prefix.hashes, strict=True) if pool.hash[b] != h), None)
+        if stale is not None:
+            raise RuntimeError(f"block {stale} was handed out again after the prefix was found")
+        for b in prefix.blocks:
+            pool.touch(b)
+            pool.events[b] = "hit"
+        self.blocks, self.hashes = list(prefix.blocks), list(prefix.hashes)
         self.hit_blocks = len(self.blocks)
-        self.n_tokens = self.hit_blocks * size
-        self.token_ids = [int(t) for t in prompt[: self.n_tokens]]
+        self.n_tokens = prefix.rows
+        self.token_ids = list(prefix.token_ids)
         self._table = None
         self._valid.clear()  # the hit blocks' rows are read from the pool on the next gather
         return self.n_tokens
+
+    def match_prefix(self, prompt: Sequence[int]) -> int:
+        """Take the registered full blocks of ``prompt``'s prefix and return the rows reused
+        (``cached_prefix(prompt, take=True)``)."""
+        return self.cached_prefix(prompt, take=True).rows
+
+    def blocks_to_reserve(self, count: int) -> int:
+        """Blocks ``reserve(n_tokens, count)`` would take from the pool now: the new ones past the held
+        blocks, plus one when the partial last block is shared or registered (copy-on-write)."""
+        pool, size, start = self.pool, self.pool.block_size, self.n_tokens
+        need = -(-(start + count) // size) - len(self.blocks)
+        if start % size and count:
+            last = self.blocks[start // size]
+            need += pool.ref[last] > 1 or pool.hash[last] is not None
+        return need
 
     def reserve(self, start: int, count: int, token_ids: Sequence[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Room for positions ``start … start+count-1`` (``start`` must be ``n_tokens``): a shared or

@@ -271,6 +271,11 @@ class BlockPool:
     def n_free(self) -> int:
         return len(self.free)
 
+    @property
+    def n_cached_free(self) -> int:
+        """Free blocks that still hold reusable rows (registered by hash): a prefix hit may take them back."""
+        return sum(1 for b in self.free if self.hash[b] is not None)
+
     def check(self) -> None:
         """Invariants (tests call this): free ⇔ ref 0, the hash table and the hashes agree."""
         for b in range(self.n_blocks):

@@ -103,26 +103,27 @@ def _arrivals(args: argparse.Namespace, requests: RequestList, n: int) -> list[i
 def cmd_batching(
     args: argparse.Namespace, loaded: LoadedModel, requests: RequestList, inputs: list[RequestInput], sampling: Sampling
 ) -> int:
-    from ..serving.batching import DEFAULT_MAX_BATCHED_TOKENS, run_batched
+    from ..serving.core import DEFAULT_MAX_BATCHED_TOKENS, BatchLimits, RunOptions
+    from ..serving.study import engine_for
 
-    run = run_batched(
-        loaded.model,
-        loaded.tokenizer,
-        inputs,
-        arrivals=_arrivals(args, requests, len(inputs)),
+    arrivals = _arrivals(args, requests, len(inputs))
+    options = RunOptions(
         block_size=args.block_size or 16,
         pool_blocks=args.pool_blocks,
         prefix_caching=not args.no_prefix_cache,
         steps=args.steps,
-        max_batched_tokens=args.max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS,
-        chunked_prefill=not args.no_chunked_prefill,
-        chunk_size=args.chunk_size,
-        max_running=args.max_running,
         sampling=sampling,
         stop_at_eos=not args.ignore_eos,
         model_id=loaded.model_id,
         keep_snapshots=bool(args.save),
     )
+    limits = BatchLimits(
+        max_batched_tokens=args.max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS,
+        chunked_prefill=not args.no_chunked_prefill,
+        chunk_size=args.chunk_size,
+        max_running=args.max_running,
+    )
+    run = engine_for(loaded.model, loaded.tokenizer, inputs, options, "continuous", limits=limits, arrivals=arrivals).run()
     if args.save:
         from ..serving.saved_runs import save_runs
 

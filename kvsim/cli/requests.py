@@ -76,7 +76,9 @@ def _request_list(args: argparse.Namespace) -> RequestList:
 
 def cmd_requests(args: argparse.Namespace) -> int:
     from ..models.loading import load_model
-    from ..serving.requests import compare_prefix_caching, run_requests
+    from ..serving.core import OneAtATime, RunOptions
+    from ..serving.requests import PrefixComparison
+    from ..serving.study import engine_for
 
     if args.steps <= 0:
         raise UsageError(f"--steps must be ≥ 1, got {args.steps}")
@@ -109,26 +111,27 @@ def cmd_requests(args: argparse.Namespace) -> int:
         from .batching import cmd_batching
 
         return cmd_batching(args, loaded, requests, inputs, sampling)
-    options = dict(
+    options = RunOptions(
         block_size=args.block_size or DEFAULT_BLOCK_SIZE,
         pool_blocks=args.pool_blocks,
+        prefix_caching=not args.no_prefix_cache,
         steps=args.steps,
-        schedule="interleaved" if args.interleave else "sequential",
-        repeats=args.repeats or DEFAULT_REQUEST_REPEATS,
         sampling=sampling,
         stop_at_eos=not args.ignore_eos,
         model_id=loaded.model_id,
         keep_snapshots=bool(args.save),  # the pool's step-by-step snapshots go into the saved file
     )
+    schedule = "interleaved" if args.interleave else "sequential"
+    repeats = args.repeats or DEFAULT_REQUEST_REPEATS
     both = None
     from ..core.compare import load_average, load_note
 
     load_start = load_average()
     if args.compare_prefix_cache:
-        both = compare_prefix_caching(loaded.model, loaded.tokenizer, inputs, **options)
+        both = PrefixComparison(loaded.model, loaded.tokenizer, inputs, options, OneAtATime(schedule, repeats)).run()
         runs = [both.off, both.on]
     else:
-        runs = [run_requests(loaded.model, loaded.tokenizer, inputs, prefix_caching=not args.no_prefix_cache, **options)]
+        runs = [engine_for(loaded.model, loaded.tokenizer, inputs, options, schedule, repeats=repeats).run()]
     if args.save:
         from ..serving.saved_runs import save_runs
 

@@ -38,6 +38,7 @@ from ..engine.trace import write_archive
 from ..engine.trace_checks import TraceError
 from .records import BatchEntry, BatchStep, PoolSnapshot, RequestResult, RequestsRun, TableState
 from .request_lists import MAX_REQUESTS
+from .schedules import SCHEDULES
 from .waste import allocation_waste
 
 SCHEMA = "kvsim-requests"
@@ -173,7 +174,6 @@ MAX_IDS = 1 << 20  # token ids of one request
 MAX_REPEATS = 1000
 PHASES = ("prefill", "decode", "finish", "batch")  # "batch": a step of continuous batching
 EVENTS = ("", "allocated", "written", "freed", "cached", "hit", "evicted", "copied")
-SCHEDULES = ("sequential", "interleaved", "continuous")
 _BATCHING_FIELDS = ("arrival_step", "arrival_ms", "token_steps", "token_ms", "preemptions", "recomputed_rows")
 _REQUEST_FIELDS = tuple(f.name for f in fields(RequestResult) if f.name not in _BATCHING_FIELDS)
 _BATCH_FIELDS = (

@@ -1,7 +1,7 @@
 """The Requests dock: several requests through one shared paged block pool, with prefix caching off
 and on, side by side — the Blocks view stepping through the pool, and the numbers.
 
-Run (or ``run_demo()``) computes ``kvsim.serving.requests.compare_prefix_caching`` on the worker thread
+Run (or ``run_demo()``) runs a requests study (``kvsim.serving.study``, through ``job``) on the worker thread
 (``host.submit``); the result comes back frozen (``RequestsRun`` snapshots) and everything here only
 draws it. The step slider (← → when the dock has focus, Shift+← → from one prefill to the next) walks
 the snapshots: "request 1's prefill fills its blocks → request 2's prefill hits the shared ones".
@@ -32,8 +32,8 @@ from .blocks import BlocksGrid, request_color
 from .blocks_table import BlockTableView
 from .form import RequestListEditor, SettingsBar
 from .job import Computed, Pending, demo_lists, start, start_demo
-from .panels import NumbersPanel, block_text, legend_html, legend_tooltip, run_summary, step_summary
 from .timeline import TimelineView, fill_prefix_tree, latency_lines, reuse_line
+from .wording import NumbersPanel, block_text, legend_html, legend_tooltip, run_summary, step_summary
 
 FOLLOW = -1  # the request chooser's "the step's request"
 

@@ -1,5 +1,6 @@
-"""Words and panels of the Requests dock: the step's one-line story, a hovered block's details, the
-legend, and the "off vs on" tab (the side-by-side table, the waste bars, the block-size trade-off)."""
+"""The Requests dock's wording: the step's one-line story, a hovered block's details, the legend, a
+run's summary, and the "off vs on" tab that shows them (the side-by-side table, the waste bars, the
+block-size trade-off). Its strings keep the translation context ``views.requests_panels``."""
 
 from __future__ import annotations
 
