@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..caches.base import Cache, visibility
+from ..caches.base import Cache, PackedBatch, visibility
 from . import huge_pages, row_matmul
 from .config import ModelConfig
 from .mla import MLAAttention
@@ -204,16 +204,20 @@ class Attention(nn.Module):
         self.fused_qkv = fuse_columns((self.wq, self.wk, self.wv), rows)
 
     def forward(
-        self, x: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int, rope: tuple[torch.Tensor, torch.Tensor] | None
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        cache: Cache | PackedBatch,
+        layer: int,
+        rope: tuple[torch.Tensor, torch.Tensor] | None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        at_read = rope is not None and getattr(cache, "rope_at_read", False)  # StreamingLLM: rotated when read, by slot
+        # StreamingLLM, latent:R: q and k stay unrotated, the cache rotates them when read (by slot)
+        at_read = rope is not None and isinstance(cache, Cache) and cache.rope_at_read
         q, k, v = self.project(x, None if at_read else rope)
-        packed = getattr(cache, "attend_packed", None)  # several sequences in one row (kvsim.serving.batching)
-        y = (
-            packed(self, layer, q, k, v, positions)
-            if packed is not None
-            else self.attend(q, k, v, positions, cache, layer, at_read)
-        )
+        if isinstance(cache, PackedBatch):  # several sequences in one row (kvsim.serving.batching)
+            y = cache.attend_packed(self, layer, q, k, v, positions)
+        else:
+            y = self.attend(q, k, v, positions, cache, layer, at_read)
         if at_read and rope is not None:  # the record gets the rows rotated at their positions, as every lane's
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
         return self.wo(y), q, k, v
@@ -269,7 +273,7 @@ class Attention(nn.Module):
 
         # query heads that share a K/V head are stacked along the row axis: no K/V copies
         if rope_at_read:  # StreamingLLM: (B, H_kv, g, T, S) from the unrotated rows, rotated by slot
-            scores = cache.read_scores(layer, q, k_all, positions, cfg.rope_theta_of(layer)) * self.scale  # type: ignore[attr-defined]
+            scores = cache.read_scores(layer, q, k_all, positions, cfg.rope_theta_of(layer)) * self.scale
         else:
             qg = q.reshape(b, hkv, g * t, d)  # (B, H_kv, g*T, D); head h reads kv head h // g
             scores = (qg @ k_all.transpose(-1, -2)) * self.scale  # (B, H_kv, g*T, S)
@@ -282,13 +286,9 @@ class Attention(nn.Module):
             visible = visible[:, None]
         if not bool(visible.all()):
             scores = scores.masked_fill(~visible, float("-inf"))
-        observe = getattr(cache, "observe_attention", None)
-        if observe is None:
-            probs = torch.softmax(scores.float(), dim=-1).to(q.dtype).view(b, hkv, g * t, s)
-        else:  # a policy that evicts by attention reads the probabilities (B, H_kv, g, T, S), float32
-            weights = torch.softmax(scores.float(), dim=-1)
-            observe(layer, weights)
-            probs = weights.to(q.dtype).view(b, hkv, g * t, s)
+        weights = torch.softmax(scores.float(), dim=-1)
+        cache.observe_attention(layer, weights)  # (B, H_kv, g, T, S), float32: a policy that evicts by attention scores
+        probs = weights.to(q.dtype).view(b, hkv, g * t, s)
         y = (probs @ v_all).view(b, h, t, d)  # (B, H, T, D)
         return y.transpose(1, 2).reshape(b, t, h * d)  # (B, T, H*D)
 
@@ -353,7 +353,12 @@ class Block(nn.Module):
         self.post_mlp_norm = make_norm(cfg) if sandwich else None
 
     def forward(
-        self, x: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int, rope: tuple[torch.Tensor, torch.Tensor] | None
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        cache: Cache | PackedBatch,
+        layer: int,
+        rope: tuple[torch.Tensor, torch.Tensor] | None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         a, q, k, v = self.attn(self.attn_norm(x), positions, cache, layer, rope)
         return self.finish(x, a), q, k, v
@@ -451,7 +456,7 @@ class Transformer(nn.Module):
         self,
         ids: torch.Tensor,
         positions: torch.Tensor,
-        cache: Cache,
+        cache: Cache | PackedBatch,
         *,
         record: bool = False,
         last_only: bool | int = False,
@@ -459,9 +464,8 @@ class Transformer(nn.Module):
         rows: torch.Tensor | None = None,
     ) -> ForwardOutput:
         cfg = self.cfg
-        bind = getattr(cache, "bind_model", None)  # a cache built from the model's own weights (latent:R)
-        if bind is not None:
-            bind(self)
+        if isinstance(cache, Cache):
+            cache.bind_model(self)  # a cache built from the model's own weights (latent:R) factors them
         x = self.tok_embeddings(ids)  # (B, T, dim)
         if cfg.family == "gemma3":  # sqrt(dim), rounded to the weights' dtype first as Gemma does
             x = x * torch.tensor(math.sqrt(cfg.dim), dtype=x.dtype, device=x.device)
