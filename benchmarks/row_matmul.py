@@ -53,11 +53,11 @@ def main() -> int:
     layers: list[torch.Tensor] = []
     for block in model.layers:
         attn = block.attn
-        layers.append(attn.fused_qkv[0] if attn.fused_qkv is not None else attn.wq.weight)
+        layers.append(attn.fused_qkv.weight if attn.fused_qkv is not None else attn.wq.weight)
         layers.append(attn.wo.weight)
         mlp = block.mlp
         if mlp.fused_gate_up is not None:  # the one gate+up matrix a decode step multiplies
-            layers += [mlp.fused_gate_up[0], mlp.w_down.weight]
+            layers += [mlp.fused_gate_up.weight, mlp.w_down.weight]
         else:
             layers += [c.weight for c in mlp.children() if isinstance(c, torch.nn.Linear)]
     head = model.lm_head.weight
@@ -123,7 +123,7 @@ def main() -> int:
     return 0
 
 
-def use_kernel(kernel: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
+def use_kernel(kernel: Callable[[torch.Tensor, torch.Tensor, bool], torch.Tensor]) -> None:
     """Register ``kernel`` as ``torch.ops.kvsim.row_linear``'s CPU kernel (torch warns of the override: the point)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -135,9 +135,9 @@ def in_place(model: torch.nn.Module, steps: int) -> tuple[float, float]:
     inside = [0.0]
     kernel = row_matmul._row_linear_cpu
 
-    def timed(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    def timed(x: torch.Tensor, weight: torch.Tensor, rows: bool) -> torch.Tensor:
         t0 = time.perf_counter()
-        out = kernel(x, weight)
+        out = kernel(x, weight, rows)
         inside[0] += time.perf_counter() - t0
         return out
 

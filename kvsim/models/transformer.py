@@ -35,7 +35,7 @@ from ..caches.base import Cache, PackedBatch, visibility
 from . import huge_pages, row_matmul
 from .config import ModelConfig
 from .mla import MLAAttention
-from .row_matmul import Linear, linear
+from .row_matmul import Linear, RowLinear
 
 LayerHook = Callable[[int, int], None]
 
@@ -160,25 +160,29 @@ def apply_rope_signed(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tens
     return x * cos + x.roll(x.shape[-1] // 2, -1) * signed_sin
 
 
-def fuse_columns(parts: tuple[nn.Linear, ...], rows: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """One (Σ out, in) weight (and bias) for ``parts``, whose weights and biases become views into it: state dicts,
-    counts and values are unchanged while a one-row product streams one larger matrix. Stored column-major, or
-    row-major when ``rows`` (the layout of the model's one-row kernel, ``kvsim.models.row_matmul``)."""
+def fuse_columns(parts: tuple[Linear, ...], rows: bool = False) -> RowLinear:
+    """One (Σ out, in) projection for ``parts``, whose weights and biases become views into its weight and bias:
+    state dicts, counts and values are unchanged while a one-row product streams one larger matrix. Stored
+    column-major, or row-major when ``rows`` (the layout of the model's one-row kernel, ``kvsim.models.row_matmul``)."""
     stacked = torch.cat([p.weight.detach() for p in parts], 0)
     weight = huge_pages.row_major(stacked) if rows else huge_pages.column_major(stacked)
     bias = torch.cat([p.bias.detach() for p in parts]) if parts[0].bias is not None else None
-    if rows:
-        row_matmul.mark_rows(weight)
     start = 0
     for p in parts:
         end = start + p.out_features
         p.weight = nn.Parameter(weight[start:end], requires_grad=False)
-        if rows:
-            row_matmul.mark_rows(p.weight)
+        p.rows = rows
         if bias is not None:
             p.bias = nn.Parameter(bias[start:end], requires_grad=False)
         start = end
-    return weight, bias
+    return RowLinear(weight, bias, rows)
+
+
+def hold_fused(module: nn.Module, name: str, fused: RowLinear) -> None:
+    """Keep ``fused`` as ``module.<name>`` without registering it as a child module, as the (weight, bias) pair it
+    replaces was kept: its tensors are the projections' Parameters seen whole, so the model's modules, state dict
+    and parameters stay those of its projections (walks that pair a model's modules with a copy's still pair)."""
+    module.__dict__[name] = fused
 
 
 class Attention(nn.Module):
@@ -197,11 +201,11 @@ class Attention(nn.Module):
         # QK-norm: one weight over the head dimension, shared by every head (Gemma 3)
         self.q_norm = make_norm(cfg, d) if cfg.qk_norm else None
         self.k_norm = make_norm(cfg, d) if cfg.qk_norm else None
-        self.fused_qkv: tuple[torch.Tensor, torch.Tensor | None] | None = None  # see fuse_qkv
+        self.fused_qkv: RowLinear | None = None  # see fuse_qkv
 
     def fuse_qkv(self, rows: bool = False) -> None:
         """One matmul for Q, K and V (``fuse_columns``): a decode step saves two GEMV calls."""
-        self.fused_qkv = fuse_columns((self.wq, self.wk, self.wv), rows)
+        hold_fused(self, "fused_qkv", fuse_columns((self.wq, self.wk, self.wv), rows))
 
     def forward(
         self,
@@ -231,7 +235,7 @@ class Attention(nn.Module):
         b, t, _ = x.shape
         h, hkv, d = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         if self.fused_qkv is not None:
-            qkv = linear(x, *self.fused_qkv)
+            qkv = self.fused_qkv(x)
             if isinstance(rope, RopeRows) and self.q_norm is None:  # q and k rotated together, in one pass
                 qk, v = qkv.split(((h + hkv) * d, hkv * d), dim=-1)
                 qk = apply_rope_signed(qk.view(b, t, h + hkv, d), rope[0][:, None], rope.signed[:, None])  # (T, 1, D) tables
@@ -305,29 +309,30 @@ class MLP(nn.Module):
             self.w_gate = Linear(cfg.dim, cfg.hidden_dim, bias=cfg.mlp_bias)
             self.w_up = Linear(cfg.dim, cfg.hidden_dim, bias=cfg.mlp_bias)
             self.w_down = Linear(cfg.hidden_dim, cfg.dim, bias=cfg.mlp_bias)
-        # (weight, bias, the gate's and the up's Parameters): see fuse_gate_up
-        self.fused_gate_up: tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor] | None = None
+        self.fused_gate_up: RowLinear | None = None  # see fuse_gate_up
+        self.fused_from: tuple[torch.Tensor, torch.Tensor] | None = None  # the gate's and the up's Parameters it fused
 
     def fuse_gate_up(self, rows: bool = False) -> None:
         """One matmul for the gate and up projections (``fuse_columns``, as Q/K/V): measured on SmolLM2's
         shapes, 30 layers 24.4 → 23.0 ms."""
         if self.gpt2:
             return
-        weight, bias = fuse_columns((self.w_gate, self.w_up), rows)
-        self.fused_gate_up = (weight, bias, self.w_gate.weight, self.w_up.weight)
+        hold_fused(self, "fused_gate_up", fuse_columns((self.w_gate, self.w_up), rows))
+        self.fused_from = (self.w_gate.weight, self.w_up.weight)
 
     def _gate_up(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        fused = self.fused_gate_up
+        fused, parts = self.fused_gate_up, self.fused_from
         # the fused weight holds only while both projections still are those views: a lane that quantizes its
         # weights replaces the modules, a dtype or device change converts the Parameters in place
         if (
             fused is not None
-            and getattr(self.w_gate, "weight", None) is fused[2]
-            and getattr(self.w_up, "weight", None) is fused[3]
-            and fused[2].dtype == fused[0].dtype
-            and fused[2].device == fused[0].device
+            and parts is not None
+            and getattr(self.w_gate, "weight", None) is parts[0]
+            and getattr(self.w_up, "weight", None) is parts[1]
+            and parts[0].dtype == fused.weight.dtype
+            and parts[0].device == fused.weight.device
         ):
-            gate, up = linear(x, fused[0], fused[1]).split(fused[2].shape[0], dim=-1)
+            gate, up = fused(x).split(parts[0].shape[0], dim=-1)
             return gate, up
         return self.w_gate(x), self.w_up(x)
 
@@ -431,9 +436,11 @@ class Transformer(nn.Module):
                 continue
             w = module.weight.detach()
             if rows and (w.is_contiguous() or w.stride(0) == 1):
-                module.weight = row_matmul.mark_rows(nn.Parameter(huge_pages.row_major(w), requires_grad=False))
+                module.weight = nn.Parameter(huge_pages.row_major(w), requires_grad=False)
             elif not rows and w.is_contiguous():
                 module.weight = nn.Parameter(huge_pages.column_major(w), requires_grad=False)
+            if isinstance(module, Linear):  # the module holds the kernel its weight is laid out for
+                module.rows = rows
         if tied:
             self.tok_embeddings.weight = self.lm_head.weight
         return self
