@@ -1,5 +1,5 @@
 """The one-row matmul kernels of a decode step, on a model's real weights: torch's ``F.linear``, numpy's BLAS and
-numba's compiled dot products (``kvsim.models.row_matmul``), one thread each, interleaved.
+numba's compiled dot products (``kvsim.models.kernels.row_matmul``), one thread each, interleaved.
 
 Every projection matrix of the model (fused Q/K/V, output, fused gate+up, down) and the LM head is copied into
 the layout each kernel streams fastest (column-major for torch and numpy, row-major for numba; huge pages as
@@ -33,10 +33,10 @@ from _load import LoadWatch
 from kvsim.caches import KVCache
 from kvsim.core.compare import compare_paired
 from kvsim.costs.hardware import read_bandwidth
-from kvsim.models import huge_pages, row_matmul
 from kvsim.models.base import user_models_dir
+from kvsim.models.kernels import huge_pages, row_matmul
+from kvsim.models.kernels.row_matmul import KERNEL
 from kvsim.models.loading import load_model, set_threads
-from kvsim.models.row_matmul import KERNEL
 
 
 def main() -> int:

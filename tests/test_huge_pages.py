@@ -1,4 +1,4 @@
-"""Weights in huge pages (kvsim.models.huge_pages): the same values in memory that asks for 2 MiB pages.
+"""Weights in huge pages (kvsim.models.kernels.huge_pages): the same values in memory that asks for 2 MiB pages.
 
 What is checked is what kvsim controls — the layout, the values, the advice on the mapping (Linux's
 ``VmFlags``), the lifetime — not whether the kernel could find a free 2 MiB page at that moment (memory
@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from kvsim.caches import KVCache
-from kvsim.models import huge_pages
+from kvsim.models.kernels import huge_pages
 from kvsim.models.loading import load_model
 
 LINUX_ADVICE = sys.platform.startswith("linux") and hasattr(mmap, "MADV_HUGEPAGE")

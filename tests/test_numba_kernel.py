@@ -1,4 +1,4 @@
-"""numba's row-major one-row kernel (``kvsim.models.row_matmul.gemv_rows``) and the layout that goes with it:
+"""numba's row-major one-row kernel (``kvsim.models.kernels.row_matmul.gemv_rows``) and the layout that goes with it:
 
 * a one-row fp32 product on a row-major weight laid out for it (``rows``, the choice its module holds) goes to it
   and agrees with ``F.linear`` and a float64 reference to float32 rounding; NaN and infinities propagate as in
@@ -22,9 +22,9 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from kvsim.caches import KVCache, parse_lanes
 from kvsim.engine.simulate import Simulator
-from kvsim.models import row_matmul
+from kvsim.models.kernels import row_matmul
+from kvsim.models.kernels.row_matmul import Linear, RowLinear, linear, one_row_kernel
 from kvsim.models.loading import load_model
-from kvsim.models.row_matmul import Linear, RowLinear, linear, one_row_kernel
 
 pytest.importorskip("numba")
 

@@ -1,4 +1,4 @@
-"""The one-row matmul kernel (``kvsim.models.row_matmul``) against ``F.linear``, and what it keeps:
+"""The one-row matmul kernel (``kvsim.models.kernels.row_matmul``) against ``F.linear``, and what it keeps:
 
 * a one-row fp32 product on a column-major weight goes to numpy's BLAS (when ``KERNEL`` is "numpy") and
   agrees with ``F.linear`` to float32 rounding; anything else is ``F.linear`` itself, bit for bit;
@@ -23,8 +23,8 @@ from helpers import FAMILY_SPECS, assert_one_row_product_agrees, load
 from torch.utils.flop_counter import FlopCounterMode
 
 from kvsim.caches import KVCache
-from kvsim.models import row_matmul
-from kvsim.models.row_matmul import Linear, RowLinear, linear, one_row_kernel
+from kvsim.models.kernels import row_matmul
+from kvsim.models.kernels.row_matmul import Linear, RowLinear, linear, one_row_kernel
 
 numpy_kernel = pytest.mark.skipif(row_matmul.KERNEL != "numpy", reason="numpy's BLAS is not OpenBLAS here: F.linear throughout")
 

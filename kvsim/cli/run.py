@@ -203,7 +203,7 @@ def _compile_lanes(sim: Simulator, prompt_len: int) -> float:
     """``--compile``: compile each distinct model the lanes run and warm it up on the run's shapes;
     returns the seconds it took (compile + warm-up)."""
     from ..caches import KVCache
-    from ..models.compiled import compile_decode, warm_up
+    from ..models.kernels.compiled import compile_decode, warm_up
 
     total = 0.0
     models = {id(lane.model): lane.model for lane in sim.lanes if lane.model is not None}

@@ -269,7 +269,7 @@ def read_bandwidth(nbytes: int, device: str = "cpu", *, budget_s: float = 0.6, r
     """Bytes per second *read* from memory: the best time of ``buf.sum()`` over an fp32 buffer of
     ``nbytes`` (make it weight-sized: far larger than any cache), up to ``repeats`` times within about
     ``budget_s`` seconds (at least 3), with torch's current thread count; on the CPU the buffer lies in the
-    memory kvsim keeps weights in (``kvsim.models.huge_pages``). A decode step reads its weights
+    memory kvsim keeps weights in (``kvsim.models.kernels.huge_pages``). A decode step reads its weights
     once; a copy would count a write too (and run slower per byte read), so a read is the floor's rate."""
     import torch
 
@@ -278,7 +278,7 @@ def read_bandwidth(nbytes: int, device: str = "cpu", *, budget_s: float = 0.6, r
     dev = torch.device(device)
     n = max(1, nbytes // 4)
     if dev.type == "cpu":  # the kind of memory the weights live in (huge pages where the system gives them)
-        from ..models import huge_pages
+        from ..models.kernels import huge_pages
 
         buf = huge_pages.empty((n,), torch.float32).fill_(1.0)  # written once: the pages are in
     else:

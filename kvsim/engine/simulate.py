@@ -158,9 +158,9 @@ class Simulator:
                 "free_running": free_running,
                 "device": str(model.device),
                 "dtype": str(model.dtype).replace("torch.", ""),
-                # the kernel of the decode steps' products, as the weights were laid out (kvsim.models.row_matmul)
+                # the kernel of the decode steps' products, as the weights were laid out (kvsim.models.kernels.row_matmul)
                 "one_row_matmul": model.one_row_kernel,
-                # the weights' copies asked for 2 MiB pages (kvsim.models.huge_pages): a step streams them ~8 % faster
+                # the weights' copies asked for 2 MiB pages (kvsim.models.kernels.huge_pages): a step streams them ~8 % faster
                 "huge_page_weights": model.huge_page_weights and model.device.type == "cpu",
                 "versions": {
                     "kvsim": __version__,

@@ -32,10 +32,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..caches.base import Cache, PackedBatch, visibility
-from . import huge_pages, row_matmul
 from .config import ModelConfig
+from .kernels import huge_pages, row_matmul
+from .kernels.row_matmul import Linear, RowLinear
 from .mla import MLAAttention
-from .row_matmul import Linear, RowLinear
 
 LayerHook = Callable[[int, int], None]
 
@@ -163,7 +163,7 @@ def apply_rope_signed(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tens
 def fuse_columns(parts: tuple[Linear, ...], rows: bool = False) -> RowLinear:
     """One (Σ out, in) projection for ``parts``, whose weights and biases become views into its weight and bias:
     state dicts, counts and values are unchanged while a one-row product streams one larger matrix. Stored
-    column-major, or row-major when ``rows`` (the layout of the model's one-row kernel, ``kvsim.models.row_matmul``)."""
+    column-major, or row-major when ``rows`` (the layout of the model's one-row kernel, ``kvsim.models.kernels.row_matmul``)."""
     stacked = torch.cat([p.weight.detach() for p in parts], 0)
     weight = huge_pages.row_major(stacked) if rows else huge_pages.column_major(stacked)
     bias = torch.cat([p.bias.detach() for p in parts]) if parts[0].bias is not None else None
@@ -377,7 +377,7 @@ class Block(nn.Module):
 
 class Transformer(nn.Module):
     gguf_path: str | None = None  # the .gguf file it was loaded from (set by kvsim.models.gguf_file), else None
-    compiled: bool = False  # its cache-free parts wrapped by torch.compile (kvsim.models.compiled, --compile)
+    compiled: bool = False  # its cache-free parts wrapped by torch.compile (kvsim.models.kernels.compiled, --compile)
     huge_page_weights: bool = False  # its weight copies of ≥ 2 MiB asked for 2 MiB pages (use_decode_friendly_layout)
     one_row_kernel: str = "torch"  # the kernel its weights are laid out for (use_decode_friendly_layout, row_matmul)
 
@@ -404,14 +404,14 @@ class Transformer(nn.Module):
     def use_decode_friendly_layout(self) -> Transformer:
         """Fuse each layer's Q/K/V projections into one matmul (and the MLP's gate and up), and store every
         projection in the layout its one-row decode product streams fastest: the model's ``one_row_kernel``
-        (``kvsim.models.row_matmul.kernel_for``, chosen here once) — row-major for numba's kernel, else
+        (``kvsim.models.kernels.row_matmul.kernel_for``, chosen here once) — row-major for numba's kernel, else
         column-major, (in, out) in memory, for numpy's OpenBLAS and torch's MKL (~5-9 % faster than row-major
         there, measured on 2 cores: 1×768 · 768×2304 in 122 µs vs 130 µs; what GPT-2's Conv1D layout gets for
         free). A tied embedding takes the same layout: as the LM head it is the largest matrix of a step (Gemma 3
         270M: 671 of 1,074 MB); MKL streams it at ~21 GB/s column-major against ~12 GB/s row-major (640 × 262,144
         in 31 vs 56 ms); column-major, a lookup reads one strided column per token (7.6 ms for a 512-token
         prompt, 10 µs for a decode step). The copies go to huge pages where the system gives them
-        (``kvsim.models.huge_pages``). Values are unchanged."""
+        (``kvsim.models.kernels.huge_pages``). Values are unchanged."""
         fp32_cpu = self.device.type == "cpu" and self.dtype == torch.float32
         self.one_row_kernel = row_matmul.kernel_for(self.weight_bytes()) if fp32_cpu else "torch"
         rows = self.one_row_kernel == "numba"
