@@ -17,17 +17,17 @@ def load(spec: str) -> LoadedModel:
     return load_model(spec)
 
 
-def assert_one_row_product_agrees(x, w, bias) -> None:
-    """``kvsim.models.row_matmul.linear(x, w, bias)`` is counted by torch's FLOP counter as the kvsim operator, has
+def assert_one_row_product_agrees(x, w, bias, rows: bool = False) -> None:
+    """``kvsim.models.kernels.row_matmul.linear(x, w, bias, rows)`` is counted by torch's FLOP counter as the kvsim operator, has
     F.linear's shape and dtype, agrees with it to float32 rounding, and a float64 reference bounds it."""
     import torch
     import torch.nn.functional as F
     from torch.utils.flop_counter import FlopCounterMode
 
-    from kvsim.models.row_matmul import linear
+    from kvsim.models.kernels.row_matmul import linear
 
     with FlopCounterMode(display=False) as counter:
-        got = linear(x, w, bias)
+        got = linear(x, w, bias, rows)
     assert "kvsim.row_linear" in {str(op) for ops in counter.get_flop_counts().values() for op in ops}
     want = F.linear(x, w, bias)
     assert got.shape == want.shape and got.dtype == want.dtype

@@ -28,7 +28,7 @@ TOL = 1e-5
 
 def assert_same_logits(want: list[np.ndarray], got: list[np.ndarray], what: str = "") -> None:
     """Equal up to float32 rounding: torch's default fp32 tolerance (rtol 1.3e-6, atol 1e-5). A packed batch
-    multiplies several rows at once (torch's GEMM) where a request alone decodes one row (kvsim.models.row_matmul's
+    multiplies several rows at once (torch's GEMM) where a request alone decodes one row (kvsim.models.kernels.row_matmul's
     kernel): the same dot products summed in a different order, ~1e-6 of a logit apart."""
     assert len(want) == len(got), what
     for a, b in zip(want, got, strict=True):

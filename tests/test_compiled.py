@@ -11,7 +11,7 @@ import torch
 
 from kvsim.caches import KVCache
 from kvsim.cli.entry import main
-from kvsim.models.compiled import compile_decode, warm_up
+from kvsim.models.kernels.compiled import compile_decode, warm_up
 from kvsim.models.loading import load_model
 
 PROMPT = [3, 17, 42, 9, 100, 7]

@@ -17,8 +17,8 @@ from kvsim.caches import parse_lanes  # noqa: E402
 from kvsim.core.sampling import SimulationError  # noqa: E402
 from kvsim.engine.simulate import Simulator, summarize  # noqa: E402
 from kvsim.models.gguf.blocks import BLOCK_BYTES, GGUFBlockLinear, dequantize_blocks  # noqa: E402
+from kvsim.models.kernels.quantized_weights import weight_bytes  # noqa: E402
 from kvsim.models.loading import load_model  # noqa: E402
-from kvsim.models.quantized_weights import weight_bytes  # noqa: E402
 
 KINDS = ["Q8_0", "Q4_0", "Q4_1"]
 

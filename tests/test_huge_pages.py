@@ -1,4 +1,4 @@
-"""Weights in huge pages (kvsim.models.huge_pages): the same values in memory that asks for 2 MiB pages.
+"""Weights in huge pages (kvsim.models.kernels.huge_pages): the same values in memory that asks for 2 MiB pages.
 
 What is checked is what kvsim controls — the layout, the values, the advice on the mapping (Linux's
 ``VmFlags``), the lifetime — not whether the kernel could find a free 2 MiB page at that moment (memory
@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from kvsim.caches import KVCache
-from kvsim.models import huge_pages
+from kvsim.models.kernels import huge_pages
 from kvsim.models.loading import load_model
 
 LINUX_ADVICE = sys.platform.startswith("linux") and hasattr(mmap, "MADV_HUGEPAGE")
@@ -52,7 +52,7 @@ def test_the_advice_is_on_the_big_weights_mappings_and_not_on_ordinary_memory():
     model = load_model(SPEC).model
     big = [model.lm_head.weight]
     for block in model.layers:
-        big += [block.attn.fused_qkv[0], block.mlp.fused_gate_up[0], block.mlp.w_down.weight]
+        big += [block.attn.fused_qkv.weight, block.mlp.fused_gate_up.weight, block.mlp.w_down.weight]
     assert all(w.numel() * 4 >= huge_pages.HUGE_PAGE for w in big)
     assert all(huge_pages.advised_huge(w) for w in big)
     assert model.tok_embeddings.weight is model.lm_head.weight  # still tied

@@ -11,8 +11,8 @@ import torch
 
 from kvsim.cli.entry import main
 from kvsim.engine.trace import Trace
+from kvsim.models.kernels.quantized_weights import quantize_model, weight_bytes
 from kvsim.models.loading import load_model
-from kvsim.models.quantized_weights import quantize_model, weight_bytes
 
 SMALL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,ctx=64,seed=0"
 

@@ -1,8 +1,9 @@
-"""numba's row-major one-row kernel (``kvsim.models.row_matmul.gemv_rows``) and the layout that goes with it:
+"""numba's row-major one-row kernel (``kvsim.models.kernels.row_matmul.gemv_rows``) and the layout that goes with it:
 
-* a one-row fp32 product on a row-major weight laid out for it (``mark_rows``) goes to it and agrees with
-  ``F.linear`` and a float64 reference to float32 rounding; NaN and infinities propagate as in ``F.linear``;
-  an unmarked weight stays with ``F.linear`` bit for bit, whatever was built before in the process;
+* a one-row fp32 product on a row-major weight laid out for it (``rows``, the choice its module holds) goes to it
+  and agrees with ``F.linear`` and a float64 reference to float32 rounding; NaN and infinities propagate as in
+  ``F.linear``; a weight not laid out for it stays with ``F.linear`` bit for bit, whatever was built before in the
+  process; a ``RowLinear`` gives exactly what its kernel gives;
 * ``kernel_for`` picks it for a large model with one thread, never for a small one, never with more threads,
   and an explicit ``KVSIM_ROW_MATMUL`` wins;
 * a model laid out for it keeps every value, fuses Q/K/V and gate+up as row-major views, keeps the tied head
@@ -21,9 +22,9 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from kvsim.caches import KVCache, parse_lanes
 from kvsim.engine.simulate import Simulator
-from kvsim.models import row_matmul
+from kvsim.models.kernels import row_matmul
+from kvsim.models.kernels.row_matmul import Linear, RowLinear, linear, one_row_kernel
 from kvsim.models.loading import load_model
-from kvsim.models.row_matmul import linear, mark_rows, one_row_kernel
 
 pytest.importorskip("numba")
 
@@ -39,45 +40,44 @@ def numba_ready():
 @pytest.mark.parametrize("shape", [(1, 576), (1, 1, 64), (64,)])
 def test_one_row_on_a_row_major_weight_goes_to_numba_and_agrees(numba_ready, shape) -> None:
     gen = torch.Generator().manual_seed(5)
-    w = mark_rows(torch.randn(300, shape[-1], generator=gen) / shape[-1] ** 0.5)  # row-major, as nn.Linear keeps it
+    w = torch.randn(300, shape[-1], generator=gen) / shape[-1] ** 0.5  # row-major, as nn.Linear keeps it
     bias = torch.randn(300, generator=gen)
     x = torch.randn(shape, generator=gen)
-    assert one_row_kernel(x, w) == "numba"
-    assert_one_row_product_agrees(x, w, bias)
+    assert one_row_kernel(x, w, rows=True) == "numba"
+    assert_one_row_product_agrees(x, w, bias, rows=True)
     # a row slice of a larger matrix (a fused weight's view) is still read in place
     big = torch.randn(500, shape[-1], generator=gen) / shape[-1] ** 0.5
-    part = mark_rows(big[100:400])
-    assert one_row_kernel(x, part) == "numba"
-    torch.testing.assert_close(linear(x, part), F.linear(x, part), rtol=1e-5, atol=1e-5)
+    part = big[100:400]
+    assert one_row_kernel(x, part, rows=True) == "numba"
+    torch.testing.assert_close(linear(x, part, rows=True), F.linear(x, part), rtol=1e-5, atol=1e-5)
 
 
 def test_nan_and_infinity_propagate_as_in_f_linear(numba_ready) -> None:
-    w = mark_rows(torch.randn(8, 16))
+    w = torch.randn(8, 16)
     x = torch.randn(1, 16)
     x[0, 3] = math.nan
-    assert torch.isnan(linear(x, w)).all()
+    assert torch.isnan(linear(x, w, rows=True)).all()
     x[0, 3] = math.inf
     w[:, 3] = 1.0
-    assert torch.isposinf(linear(x, w)).all()
+    assert torch.isposinf(linear(x, w, rows=True)).all()
     x[0, 3] = 1.0
     w[5, 7] = math.nan
-    assert torch.isnan(linear(x, w)).nonzero()[:, 1].tolist() == [5]
+    assert torch.isnan(linear(x, w, rows=True)).nonzero()[:, 1].tolist() == [5]
 
 
 def test_not_one_fp32_row_on_the_cpu_is_f_linear_bit_for_bit(numba_ready) -> None:
     gen = torch.Generator().manual_seed(6)
     w = torch.randn(40, 32, generator=gen)
     assert one_row_kernel(torch.randn(1, 32), w) is None  # row-major but not laid out for numba: F.linear
-    w = mark_rows(w)
     for x, weight in [
         (torch.randn(1, 5, 32, generator=gen), w),  # a prefill
         (torch.randn(1, 1, 32, generator=gen).double(), w.double()),
         (torch.randn(1, 1, 32, generator=gen).bfloat16(), w.bfloat16()),
         (torch.randn(1, 1, 32, generator=gen), w[::2]),  # neither layout: every other row
     ]:
-        assert one_row_kernel(x, weight) is None
-        assert torch.equal(linear(x, weight), F.linear(x, weight))
-    assert one_row_kernel(torch.randn(1, 32), w.requires_grad_(True)) is None
+        assert one_row_kernel(x, weight, rows=True) is None
+        assert torch.equal(linear(x, weight, rows=True), F.linear(x, weight))
+    assert one_row_kernel(torch.randn(1, 32), w.requires_grad_(True), rows=True) is None
 
 
 def test_kernel_for_a_model(numba_ready, monkeypatch) -> None:
@@ -115,10 +115,15 @@ def test_a_model_laid_out_for_numba(numba_ready, monkeypatch) -> None:
     head = model.lm_head.weight
     assert head is model.tok_embeddings.weight and head.is_contiguous()
     for block in model.layers:
-        qkv = block.attn.fused_qkv[0]
+        qkv = block.attn.fused_qkv.weight
         assert qkv.is_contiguous() and block.attn.wk.weight.data_ptr() > qkv.data_ptr()  # a view into it
         assert block.attn.wo.weight.is_contiguous() and block.mlp.w_down.weight.is_contiguous()
-        assert block.mlp.fused_gate_up[0].is_contiguous()
+        assert block.mlp.fused_gate_up.weight.is_contiguous()
+        # the fused projections hold the kernel they are laid out for, as every projection module does
+        assert isinstance(block.attn.fused_qkv, RowLinear) and block.attn.fused_qkv.rows and block.mlp.fused_gate_up.rows
+    assert all(m.rows for m in model.modules() if isinstance(m, Linear))
+    assert not any(m.rows for m in plain.modules() if isinstance(m, Linear | RowLinear))
+    assert all(not vars(p) for p in model.parameters())  # a weight is just a tensor: it carries no mark of a kernel
     ids = torch.tensor([[0, 3, model.cfg.vocab_size - 1]])
     assert torch.equal(model.tok_embeddings(ids), plain.tok_embeddings(ids))
     loaded = load_model(spec)
@@ -153,10 +158,11 @@ def test_numba_decode_counts_and_chooses_as_f_linear(numba_ready, monkeypatch) -
 
 
 def test_a_one_column_weight_is_both_layouts_and_each_kernel_takes_it_right(numba_ready) -> None:
-    """(out, 1) is contiguous and column-major at once: unmarked it is numpy's (any strides), marked numba's."""
+    """(out, 1) is contiguous and column-major at once: not laid out for numba it is numpy's (any strides), laid
+    out for numba (``rows``) numba's."""
     x = torch.tensor([[2.0]])
     w = torch.arange(6, dtype=torch.float32)[:, None]
     assert one_row_kernel(x, w) in ("numpy", None)
     torch.testing.assert_close(linear(x, w), F.linear(x, w))
-    assert one_row_kernel(x, mark_rows(w)) == "numba"
-    torch.testing.assert_close(linear(x, w), F.linear(x, w))
+    assert one_row_kernel(x, w, rows=True) == "numba"
+    torch.testing.assert_close(linear(x, w, rows=True), F.linear(x, w))

@@ -13,8 +13,8 @@ from torch import nn
 from kvsim.caches import KVCache, SpecError, parse_lanes
 from kvsim.engine.simulate import Simulator, summarize
 from kvsim.engine.trace import Trace
+from kvsim.models.kernels.quantized_weights import QuantizedLinear, quantize_model, weight_bytes
 from kvsim.models.loading import load_model
-from kvsim.models.quantized_weights import QuantizedLinear, quantize_model, weight_bytes
 
 SPEC = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,vocab=300,ctx=128,seed=21,qkv_bias=true"
 

@@ -1,4 +1,4 @@
-"""The one-row matmul kernel (``kvsim.models.row_matmul``) against ``F.linear``, and what it keeps:
+"""The one-row matmul kernel (``kvsim.models.kernels.row_matmul``) against ``F.linear``, and what it keeps:
 
 * a one-row fp32 product on a column-major weight goes to numpy's BLAS (when ``KERNEL`` is "numpy") and
   agrees with ``F.linear`` to float32 rounding; anything else is ``F.linear`` itself, bit for bit;
@@ -7,11 +7,15 @@
 * a whole greedy decode gives the same tokens with either kernel, logits within 1e-5;
 * the tied embedding, column-major for the LM head, still is the embedding (one Parameter) and its rows
   look up the same values;
+* a ``RowLinear`` (and a model's ``Linear``) gives exactly, bit for bit, what the kernel its layout takes gives:
+  numba's dot products on a row-major weight laid out for it, numpy's matmul on a column-major one, ``F.linear``
+  for everything else (a prefill);
 * ``limit_threads`` gives numpy's BLAS the thread count asked.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -19,8 +23,8 @@ from helpers import FAMILY_SPECS, assert_one_row_product_agrees, load
 from torch.utils.flop_counter import FlopCounterMode
 
 from kvsim.caches import KVCache
-from kvsim.models import row_matmul
-from kvsim.models.row_matmul import Linear, linear, one_row_kernel
+from kvsim.models.kernels import row_matmul
+from kvsim.models.kernels.row_matmul import Linear, RowLinear, linear, one_row_kernel
 
 numpy_kernel = pytest.mark.skipif(row_matmul.KERNEL != "numpy", reason="numpy's BLAS is not OpenBLAS here: F.linear throughout")
 
@@ -122,6 +126,40 @@ def test_linear_modules_keep_their_state_dict() -> None:
     plain.load_state_dict(layer.state_dict())
     x = torch.randn(4, 8)
     assert torch.equal(layer(x), plain(x))
+
+
+@pytest.mark.parametrize("rows", [False, True], ids=["column-major", "row-major for numba"])
+def test_a_row_linear_gives_its_kernels_product_bit_for_bit(rows) -> None:
+    if rows and (row_matmul.WANTED in ("torch", "numpy") or row_matmul.numba_kernel() is None):
+        pytest.skip("numba's kernel is off here (not installed, or KVSIM_ROW_MATMUL)")
+    gen = torch.Generator().manual_seed(8)
+    w = torch.randn(300, 64, generator=gen) / 8
+    w = w if rows else column_major(w)
+    bias = torch.randn(300, generator=gen)
+    layer = RowLinear(w, bias, rows)
+    assert not set(dict(layer.named_parameters())) and not set(dict(layer.named_buffers()))  # plain tensors
+    x = torch.randn(1, 1, 64, generator=gen)
+    kernel = one_row_kernel(x, w, rows)
+    assert kernel == ("numba" if rows else "numpy" if row_matmul.KERNEL == "numpy" else None)
+    if kernel == "numba":
+        out = np.empty(300, np.float32)
+        row_matmul.numba_kernel()(w.numpy(), x.view(-1).numpy(), out)
+        want = torch.from_numpy(out).view(1, 1, 300) + bias
+    elif kernel == "numpy":
+        want = torch.from_numpy(np.matmul(x.numpy(), w.numpy().T)) + bias
+    else:
+        want = F.linear(x, w, bias)
+    got = layer(x)
+    assert torch.equal(got, want)
+    torch.testing.assert_close(got, F.linear(x, w, bias), rtol=1e-5, atol=1e-5)  # F.linear, to float32 rounding
+    # the model's own projection holding the same weight and choice gives the same product
+    own = Linear(64, 300)
+    own.weight, own.bias = torch.nn.Parameter(w, requires_grad=False), torch.nn.Parameter(bias, requires_grad=False)
+    own.rows = rows
+    assert torch.equal(own(x), got)
+    # several rows (a prefill) are F.linear's, bit for bit, whatever the layout
+    xs = torch.randn(1, 5, 64, generator=gen)
+    assert one_row_kernel(xs, w, rows) is None and torch.equal(layer(xs), F.linear(xs, w, bias))
 
 
 def test_limit_threads_sets_numpy_blas_threads() -> None:

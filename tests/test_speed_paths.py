@@ -108,7 +108,7 @@ def test_the_fused_gate_and_up_are_the_two_projections(spec: str) -> None:
     (``.to(float64)``) or a projection is replaced (a quantized lane), the stale fused weight is not used."""
     model = load_model(spec).model
     mlp = model.layers[0].mlp
-    assert mlp.fused_gate_up is not None and mlp.w_gate.weight.data_ptr() == mlp.fused_gate_up[0].data_ptr()
+    assert mlp.fused_gate_up is not None and mlp.w_gate.weight.data_ptr() == mlp.fused_gate_up.weight.data_ptr()
     x = torch.randn(1, 1, model.cfg.dim, generator=torch.Generator().manual_seed(8))
     gate, up = mlp._gate_up(x)
     torch.testing.assert_close(gate, torch.nn.functional.linear(x, mlp.w_gate.weight.contiguous()), rtol=1e-5, atol=1e-5)

@@ -4,7 +4,7 @@ Engines, all on the same weights (the fetched GGUF file, dequantized by kvsim's 
 transformers' own GGUF loader — the first step's logits are compared to show they are the same model):
 
 * ``kvsim``: ``Transformer`` + ``KVCache``, eager (what a lane runs);
-* ``kvsim-compiled`` (``--kvsim-compile``): the same with ``kvsim.models.compiled`` (``run --compile``);
+* ``kvsim-compiled`` (``--kvsim-compile``): the same with ``kvsim.models.kernels.compiled`` (``run --compile``);
 * ``hf-eager``: transformers' model, its default dynamic cache, passed as ``cache=`` (5.24's name);
 * ``hf-compiled`` (unless ``--no-hf-compiled``): transformers' best CPU configuration, a ``StaticCache``
   and ``torch.compile`` of the forward.
@@ -118,7 +118,7 @@ def main() -> int:
     p.add_argument("--no-hf-compiled", action="store_true")
     p.add_argument("--kvsim-compile", action="store_true")
     args = p.parse_args()
-    set_threads(1)  # torch's and numpy's BLAS: kvsim's one-row products run there (kvsim.models.row_matmul)
+    set_threads(1)  # torch's and numpy's BLAS: kvsim's one-row products run there (kvsim.models.kernels.row_matmul)
     import transformers
 
     load_before = load_avg()
@@ -135,7 +135,7 @@ def main() -> int:
     engines: dict[str, object] = {"kvsim": KvsimEngine(model), "hf-eager": HFEngine(hf, False, max_len)}
     compile_s: dict[str, float] = {}
     if args.kvsim_compile:
-        from kvsim.models.compiled import compile_decode, warm_up
+        from kvsim.models.kernels.compiled import compile_decode, warm_up
 
         compiled = compile_decode(copy.deepcopy(model))
         compile_s["kvsim-compiled"] = warm_up(compiled, len(ids), lambda: KVCache(compiled.cfg.n_layers))

@@ -51,7 +51,7 @@ def load_line() -> str:
 def weights_table(loaded, ids, steps: int, formats: list[str], kernels: list[str]) -> None:
     """*predicted* = the fp32 lane's measured median step × this lane's read/step ÷ fp32's: the time a
     memory-bound step would take for these bytes (the roofline's slope, calibrated on the fp32 lane)."""
-    from kvsim.models import quantized_weights as qw
+    from kvsim.models.kernels import quantized_weights as qw
 
     print(f"\n## weights ({loaded.model_id}, prompt {len(ids)} tokens, {steps} steps, lockstep on the kv lane's tokens)")
     print(load_line())

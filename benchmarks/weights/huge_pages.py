@@ -1,7 +1,7 @@
 """Weights in huge pages or in ordinary pages: cached decode steps of the same model, interleaved.
 
 The model is loaded twice in one process: once as kvsim loads it (its column-major weight copies in
-2 MiB pages where the system gives them, ``kvsim.models.huge_pages``), once with that turned off. Each
+2 MiB pages where the system gives them, ``kvsim.models.kernels.huge_pages``), once with that turned off. Each
 round runs one decode step of each, the order alternating; the figure is the paired ratio of their
 step times with its 95 % interval (``kvsim.core.compare``) — "within noise" when it includes 1. The
 read bandwidth (``torch.sum``, the floor's figure) is measured both ways too: huge pages speed up a
@@ -23,8 +23,8 @@ import torch
 from kvsim.caches import KVCache
 from kvsim.core.compare import compare_paired
 from kvsim.costs.hardware import read_bandwidth
-from kvsim.models import huge_pages
 from kvsim.models.base import user_models_dir
+from kvsim.models.kernels import huge_pages
 from kvsim.models.loading import load_model, set_threads
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is

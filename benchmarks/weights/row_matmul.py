@@ -1,5 +1,5 @@
 """The one-row matmul kernels of a decode step, on a model's real weights: torch's ``F.linear``, numpy's BLAS and
-numba's compiled dot products (``kvsim.models.row_matmul``), one thread each, interleaved.
+numba's compiled dot products (``kvsim.models.kernels.row_matmul``), one thread each, interleaved.
 
 Every projection matrix of the model (fused Q/K/V, output, fused gate+up, down) and the LM head is copied into
 the layout each kernel streams fastest (column-major for torch and numpy, row-major for numba; huge pages as
@@ -33,10 +33,10 @@ import torch.nn.functional as F
 from kvsim.caches import KVCache
 from kvsim.core.compare import compare_paired
 from kvsim.costs.hardware import read_bandwidth
-from kvsim.models import huge_pages, row_matmul
 from kvsim.models.base import user_models_dir
+from kvsim.models.kernels import huge_pages, row_matmul
+from kvsim.models.kernels.row_matmul import KERNEL
 from kvsim.models.loading import load_model, set_threads
-from kvsim.models.row_matmul import KERNEL
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
 from _load import LoadWatch  # noqa: E402
@@ -56,11 +56,11 @@ def main() -> int:
     layers: list[torch.Tensor] = []
     for block in model.layers:
         attn = block.attn
-        layers.append(attn.fused_qkv[0] if attn.fused_qkv is not None else attn.wq.weight)
+        layers.append(attn.fused_qkv.weight if attn.fused_qkv is not None else attn.wq.weight)
         layers.append(attn.wo.weight)
         mlp = block.mlp
         if mlp.fused_gate_up is not None:  # the one gate+up matrix a decode step multiplies
-            layers += [mlp.fused_gate_up[0], mlp.w_down.weight]
+            layers += [mlp.fused_gate_up.weight, mlp.w_down.weight]
         else:
             layers += [c.weight for c in mlp.children() if isinstance(c, torch.nn.Linear)]
     head = model.lm_head.weight
@@ -126,7 +126,7 @@ def main() -> int:
     return 0
 
 
-def use_kernel(kernel: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
+def use_kernel(kernel: Callable[[torch.Tensor, torch.Tensor, bool], torch.Tensor]) -> None:
     """Register ``kernel`` as ``torch.ops.kvsim.row_linear``'s CPU kernel (torch warns of the override: the point)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -138,9 +138,9 @@ def in_place(model: torch.nn.Module, steps: int) -> tuple[float, float]:
     inside = [0.0]
     kernel = row_matmul._row_linear_cpu
 
-    def timed(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    def timed(x: torch.Tensor, weight: torch.Tensor, rows: bool) -> torch.Tensor:
         t0 = time.perf_counter()
-        out = kernel(x, weight)
+        out = kernel(x, weight, rows)
         inside[0] += time.perf_counter() - t0
         return out
 

@@ -1,7 +1,7 @@
 """INT8 weight-only matmul on this machine: torch's ``_weight_int8pack_mm`` against dequantize-then-
 ``F.linear`` and plain fp32, for one decode row (M = 1) and a short verification block (M = 5), on
 the weight shapes of SmolLM2-135M (576 wide, MLP 1536, vocab 49152). Decides
-``kvsim.models.quantized_weights.INT8_KERNEL``; figures in docs/weights-and-speculation.md.
+``kvsim.models.kernels.quantized_weights.INT8_KERNEL``; figures in docs/weights-and-speculation.md.
 
     python benchmarks/weights/weight_kernels.py [--threads 1] [--repeats 50]
     python benchmarks/weights/weight_kernels.py --model smollm2-135m --repeats 15   # whole decode steps, A/B
@@ -61,7 +61,7 @@ def row(out: int, inp: int, m: int, repeats: int) -> list[float]:
     """fp32, int8pack, INT8 dequantize+matmul, INT4 (g32) dequantize+matmul: median ms of one matmul."""
     from torch import nn
 
-    from kvsim.models.quantized_weights import QuantizedLinear
+    from kvsim.models.kernels.quantized_weights import QuantizedLinear
 
     linear = nn.Linear(inp, out, bias=False)
     x = torch.randn(m, inp)
@@ -78,7 +78,7 @@ def row(out: int, inp: int, m: int, repeats: int) -> list[float]:
 
 def model_ab(name: str, repeats: int) -> None:
     from kvsim.caches import KVCache
-    from kvsim.models import quantized_weights as qw
+    from kvsim.models.kernels import quantized_weights as qw
     from kvsim.models.loading import load_model
 
     model = load_model(name).model

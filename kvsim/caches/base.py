@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import torch
 
@@ -95,6 +95,45 @@ class Cache(ABC):
     #: …except for the first positions, which every query still sees (attention sinks)
     mask_sinks: int = 0
 
+    # The optional hooks: the model and the simulator call each of them on every cache, so each is declared
+    # here with the default that means "this policy does nothing special" (as transformers' CacheLayerMixin).
+
+    #: True when the model leaves RoPE to this cache: q and k come unrotated and ``read_scores`` rotates them
+    #: (StreamingLLM's positions by slot, a latent cache's rebuilt keys)
+    rope_at_read: ClassVar[bool] = False
+    #: True when it stores rows of any width, so it can hold a latent-attention (mla) model's latents
+    holds_latent: ClassVar[bool] = False
+
+    def bind_model(self, model: Any) -> None:  # noqa: B027 - a hook; model: a kvsim Transformer (models/ sits above)
+        """Called by the model before its layers run, every forward: a cache built from the model's own
+        weights (``latent:R``) factors them here. Default: nothing."""
+
+    def read_scores(
+        self, layer: int, q: torch.Tensor, k_all: torch.Tensor, positions: torch.Tensor, theta: float
+    ) -> torch.Tensor:
+        """q·k of this step's queries ``q`` (B, H, T, D) and the rows ``k_all`` (B, H_kv, S, D) the last ``update``
+        of ``layer`` returned, unscaled: (B, H_kv, g, T, S). Read only when ``rope_at_read``, where a policy rotates
+        them here (RoPE base ``theta``). Default: the product of the rows as they are (already rotated)."""
+        b, h, t, d = q.shape
+        hkv, s = k_all.shape[1], k_all.shape[2]
+        g = h // hkv
+        return (q.reshape(b, hkv, g * t, d) @ k_all.transpose(-1, -2)).view(b, hkv, g, t, s)
+
+    def observe_attention(self, layer: int, probs: torch.Tensor) -> None:  # noqa: B027 - a hook, empty by default
+        """This step's attention probabilities of ``layer`` (B, H_kv, g, T, S), float32, handed over after the
+        softmax: a policy that evicts by attention scores its rows here (``kvsim.caches.scored``). Default: nothing."""
+
+    @property
+    def record_layer(self) -> int:
+        """The layer whose key positions the records show (one that holds every row the lane reads). Default: 0."""
+        return 0
+
+    def head_rows(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, str] | None:
+        """After a step, for a policy whose KV heads hold different rows (eviction by attention): (positions,
+        scores) (L, H_kv, S) each head holds, ``evicted`` (L, H_kv, E) the positions dropped after the step and why
+        (a key of ``kvsim.engine.records.EVICT_REASONS``, "" when none was dropped). Default: None (heads share rows)."""
+        return None
+
     @classmethod
     def parse_options(cls, args: list[list[str]]) -> dict[str, Any]:
         """Options (JSON values) from the arguments of each term; raise ``SpecError`` when bad."""
@@ -157,3 +196,38 @@ class Cache(ABC):
         """(k, v, positions) as attention reads them now, (B, H_kv, S, D): a lossy policy's
         dequantized rows. The simulator records the rows that changed, so a trace holds them."""
         raise NotImplementedError(f"{type(self).__name__} is lossy but does not expose its rows")
+
+
+class SequenceAttention(Protocol):
+    """What a packed batch asks of a layer's attention (``kvsim.models.transformer.Attention``): one
+    sequence's attention, its rows stored in and read from that sequence's own ``cache``."""
+
+    def attend(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        positions: torch.Tensor,
+        cache: Cache,
+        layer: int,
+        rope_at_read: bool = False,
+    ) -> torch.Tensor: ...
+
+
+class PackedBatch(ABC):
+    """Several sequences packed in one row of a forward (``kvsim.serving.batching``), handed to the model in
+    place of a ``Cache``: the projections and MLP run over the whole row, and the model hands each layer's
+    attention to ``attend_packed``, which runs it per sequence. It is no cache: nothing is held or billed here."""
+
+    @abstractmethod
+    def attend_packed(
+        self,
+        attention: SequenceAttention,
+        layer: int,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        positions: torch.Tensor,
+    ) -> torch.Tensor:
+        """``layer``'s attention of the packed row: q (B, H, T, D), k and v (B, H_kv, T, D) of every sequence,
+        side by side along T, at ``positions`` (T,); the heads' outputs (B, T, H*D), the sequences in order."""

@@ -2,7 +2,7 @@
 
 Unlike a window, which drops rows by position alone, these policies drop the rows the model reads
 least — so they need the attention probabilities. The model hands them over after each layer's
-softmax: when a cache has ``observe_attention(layer, probs)``, ``Attention.forward`` calls it with
+softmax: ``Attention.attend`` calls every cache's ``observe_attention(layer, probs)`` (``Cache``'s does nothing) with
 ``probs`` (B, H_kv, g, T, S) in float32 (the g query heads of each KV head, the T new queries, the S
 rows ``update`` returned; masked keys are 0). A step of one layer is therefore:
 

@@ -1,5 +1,5 @@
 """The weights suffix of a lane spec: ``kv@w8``, ``kv@w4:g64``, ``int4@w8`` — the same model with
-weight-only INT8 or INT4 codes (``kvsim.models.quantized_weights`` builds it). Only the grammar
+weight-only INT8 or INT4 codes (``kvsim.models.kernels.quantized_weights`` builds it). Only the grammar
 lives here, so any cache policy can carry a weight format.
 
     w8          INT8, one scale per output channel (per row of each weight matrix)

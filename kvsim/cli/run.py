@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..caches import known_specs, parse_lanes
@@ -171,10 +172,11 @@ def run(args: argparse.Namespace) -> int:
         if compile_s is not None:
             out.write(f"compiled (torch.compile) in {compile_s:.1f} s before the first step\n\n")
     running = RunSummary()
+    drafting = {lane.name for lane in sim.lanes if lane.driver is not None}  # the speculative lanes (spec:K:DRAFT)
     for record in sim.run(args.steps, stop_at_eos=not args.ignore_eos):
         running.add(record)
         if args.json:
-            out.write(json_line(step_json(record)) + "\n")
+            out.write(json_line(step_json(record, drafting)) + "\n")
             out.flush()
         else:
             _print_step(record, out)
@@ -204,7 +206,7 @@ def _compile_lanes(sim: Simulator, prompt_len: int) -> float:
     """``--compile``: compile each distinct model the lanes run and warm it up on the run's shapes;
     returns the seconds it took (compile + warm-up)."""
     from ..caches import KVCache
-    from ..models.compiled import compile_decode, warm_up
+    from ..models.kernels.compiled import compile_decode, warm_up
 
     total = 0.0
     models = {id(lane.model): lane.model for lane in sim.lanes if lane.model is not None}
@@ -241,7 +243,8 @@ def _teacher_forced(
         summary["lanes"][name]["teacher_forced_max_abs_logit_diff"] = lane["max_abs_logit_diff"]
 
 
-def step_json(record: StepRecord) -> dict[str, object]:
+def step_json(record: StepRecord, drafting: Collection[str] = ()) -> dict[str, object]:
+    """One step's JSON line; the lanes named in ``drafting`` (those with a drafter) add their check's counts."""
     lanes: dict[str, dict[str, object]] = {}
     for lane in record.lanes:
         lanes[lane.name] = {
@@ -269,7 +272,7 @@ def step_json(record: StepRecord) -> dict[str, object]:
         }
         if lane.spans is not None:
             lanes[lane.name]["key_spans"] = [list(span) for span in lane.spans]
-        if lane.policy == "spec":  # a speculative lane: this step's check (forwards 0: a token an earlier check verified)
+        if lane.name in drafting:  # a speculative lane: this step's check (forwards 0: a token an earlier check verified)
             lanes[lane.name].update(
                 forwards=lane.forwards,
                 drafted=lane.drafted,

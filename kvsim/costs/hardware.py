@@ -224,13 +224,11 @@ def measure_peaks(
 def _measure(device: str, dtype: str, key: str, budget_s: float) -> MeasuredPeaks:
     import torch
 
+    from ..core.devices import sync  # (torch is imported when a measurement runs, not with this module)
+
     dev = torch.device(device)
     dt = getattr(torch, dtype)
     cuda = dev.type == "cuda"
-
-    def sync() -> None:
-        if cuda:
-            torch.cuda.synchronize(dev)
 
     start = time.perf_counter()
     # 1. matmul: C = A @ B, n×n, 2·n³ FLOPs (multiply-add = 2)
@@ -238,13 +236,13 @@ def _measure(device: str, dtype: str, key: str, budget_s: float) -> MeasuredPeak
     a = torch.randn(n, n, device=dev).to(dt)
     b = torch.randn(n, n, device=dev).to(dt)
     torch.mm(a, b)  # warm-up: first-call set-up is not the roof
-    sync()
+    sync(dev)
     best_mm = float("inf")
     deadline = time.perf_counter() + budget_s / 2
     for i in range(30):
         t0 = time.perf_counter()
         torch.mm(a, b)
-        sync()
+        sync(dev)
         best_mm = min(best_mm, time.perf_counter() - t0)
         if i >= 2 and time.perf_counter() > deadline:
             break
@@ -271,32 +269,28 @@ def read_bandwidth(nbytes: int, device: str = "cpu", *, budget_s: float = 0.6, r
     """Bytes per second *read* from memory: the best time of ``buf.sum()`` over an fp32 buffer of
     ``nbytes`` (make it weight-sized: far larger than any cache), up to ``repeats`` times within about
     ``budget_s`` seconds (at least 3), with torch's current thread count; on the CPU the buffer lies in the
-    memory kvsim keeps weights in (``kvsim.models.huge_pages``). A decode step reads its weights
+    memory kvsim keeps weights in (``kvsim.models.kernels.huge_pages``). A decode step reads its weights
     once; a copy would count a write too (and run slower per byte read), so a read is the floor's rate."""
     import torch
 
+    from ..core.devices import sync  # (torch is imported when a measurement runs, not with this module)
+
     dev = torch.device(device)
-    cuda = dev.type == "cuda"
-
-    def sync() -> None:
-        if cuda:
-            torch.cuda.synchronize(dev)
-
     n = max(1, nbytes // 4)
     if dev.type == "cpu":  # the kind of memory the weights live in (huge pages where the system gives them)
-        from ..models import huge_pages
+        from ..models.kernels import huge_pages
 
         buf = huge_pages.empty((n,), torch.float32).fill_(1.0)  # written once: the pages are in
     else:
         buf = torch.ones(n, dtype=torch.float32, device=dev)
     buf.sum()
-    sync()
+    sync(dev)
     best = float("inf")
     deadline = time.perf_counter() + budget_s
     for i in range(max(3, repeats)):
         t0 = time.perf_counter()
         buf.sum()
-        sync()
+        sync(dev)
         best = min(best, time.perf_counter() - t0)
         if i >= 2 and time.perf_counter() > deadline:
             break

@@ -11,7 +11,7 @@ from ..caches.speculative import SpeculativeCache
 from ..caches.weights import weights_label
 from ..core.sampling import Sampling, SimulationError
 from ..models.gguf.blocks import BLOCK_BYTES, GGUFBlockLinear, keep_gguf_blocks
-from ..models.quantized_weights import QuantizedLinear, quantize_model, weight_bytes
+from ..models.kernels.quantized_weights import QuantizedLinear, quantize_model, weight_bytes
 from ..models.tokenizer import Tokenizer
 from ..models.transformer import Transformer
 from .counting import StepCost

@@ -26,8 +26,8 @@ import torch
 
 from .. import __version__
 from ..caches import KVCache, LaneSpec, make_cache, parse_lanes, visibility
+from ..core.devices import sync
 from ..core.sampling import Sampling, SimulationError, choose, draw, probabilities
-from ..models import row_matmul
 from ..models.tokenizer import Tokenizer
 from ..models.transformer import ForwardOutput, Transformer
 from .counting import step_cost
@@ -58,13 +58,6 @@ def _draft_rows(spec: SpecStep | None, as_np: AsNumpy) -> DraftRows | None:
         v=v,
         q=q,
     )
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    elif device.type == "mps":
-        torch.mps.synchronize()
 
 
 class Simulator:
@@ -117,7 +110,7 @@ class Simulator:
         self.lanes = [Lane(spec, make_cache(spec, cfg.n_layers, self._layer_windows)) for spec in lanes]
         if cfg.family == "mla":  # a latent cache: the policies that store K and V per head do not apply (yet)
             for lane in self.lanes:
-                if not getattr(type(lane.cache), "holds_latent", False) or lane.spec.weights:
+                if not lane.cache.holds_latent or lane.spec.weights:
                     raise SimulationError(
                         f"lane {lane.name!r}: a latent-attention (mla) model caches one latent per token and layer; "
                         "only the lanes none and kv run on it (this one keeps K and V per head)"
@@ -165,10 +158,10 @@ class Simulator:
                 "free_running": free_running,
                 "device": str(model.device),
                 "dtype": str(model.dtype).replace("torch.", ""),
-                # the kernel of the decode steps' products, as the weights were laid out (kvsim.models.row_matmul)
-                "one_row_matmul": getattr(model, "one_row_kernel", row_matmul.KERNEL),
-                # the weights' copies asked for 2 MiB pages (kvsim.models.huge_pages): a step streams them ~8 % faster
-                "huge_page_weights": bool(getattr(model, "huge_page_weights", False)) and model.device.type == "cpu",
+                # the kernel of the decode steps' products, as the weights were laid out (kvsim.models.kernels.row_matmul)
+                "one_row_matmul": model.one_row_kernel,
+                # the weights' copies asked for 2 MiB pages (kvsim.models.kernels.huge_pages): a step streams them ~8 % faster
+                "huge_page_weights": model.huge_page_weights and model.device.type == "cpu",
                 "versions": {
                     "kvsim": __version__,
                     "torch": torch.__version__,
@@ -279,7 +272,7 @@ class Simulator:
         lane_steps = []
         for i, (lane, out, ms, t, rdiff) in enumerate(zip(self.lanes, outputs, timings, fed, recompute_diffs, strict=True)):
             elem = lane.model.dtype.itemsize  # a @bf16 lane reads 2-byte weights and rows
-            key_pos = lane.cache.key_positions(getattr(lane.cache, "record_layer", 0)).detach().cpu().numpy()
+            key_pos = lane.cache.key_positions(lane.cache.record_layer).detach().cpu().numpy()
             spec = lane.driver.last if lane.driver is not None else None
             if spec is not None:  # rows it accepted ahead of the run are not the sequence's yet
                 key_pos = key_pos[key_pos < n]
@@ -472,10 +465,10 @@ class Simulator:
                 if repeat:
                     lane.cache.truncate(self._done)
                 in_hook[0] = 0.0
-                _sync(device)
+                sync(device)
                 t0 = time.perf_counter()
                 out = lane.model(ids, positions, lane.cache, record=True, last_only=True, layer_hook=hook)
-                _sync(device)
+                sync(device)
                 times.append((time.perf_counter() - t0 - in_hook[0]) * 1e3)
             timings[i] = (float(np.median(times)), min(times), max(times))
             outputs[i], fed[i] = out, n - start
@@ -501,8 +494,7 @@ class Simulator:
 
 def _head_rows(lane: Lane) -> tuple[HeadRows | None, str]:
     """A lane that evicts by attention: the rows each layer's KV heads hold, their scores, what it dropped and why."""
-    head_rows = getattr(lane.cache, "head_rows", None)
-    got = head_rows() if head_rows is not None else None
+    got = lane.cache.head_rows()
     if got is None:
         return None, ""
     positions, scores, evicted, reason = got

@@ -30,6 +30,7 @@ from torch import nn
 
 from ..caches import KVCache
 from ..caches.speculative import SpeculativeCache
+from ..core.devices import sync
 from ..core.sampling import Sampling, SimulationError, draw, probabilities
 from ..models.config import ModelConfig
 from ..models.tokenizer import Tokenizer
@@ -211,12 +212,10 @@ class SpeculativeLane:
             if repeat:
                 self.cache.truncate(c)
             in_hook[0] = 0.0
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
+            sync(device)
             t1 = time.perf_counter()
             out = self.target(ids, positions, self.cache, record=True, last_only=len(drafts) + 1, layer_hook=hook)
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
+            sync(device)
             times.append((time.perf_counter() - t1 - in_hook[0]) * 1e3)
         # out.logits[0, j]: the target's logits after position n - 1 + j
         accepted = 0

@@ -17,7 +17,7 @@ from .catalog import FETCHABLE
 from .checkpoints import load_hf_dir
 from .config import ConfigError, parse_random_spec
 from .gguf.file import load_gguf
-from .row_matmul import limit_threads
+from .kernels.row_matmul import limit_threads
 from .tokenizer import ByteTokenizer
 from .transformer import Transformer, init_random
 
@@ -57,7 +57,7 @@ def set_threads(n: int | None = None) -> int:
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_THREADS:
         raise ModelLoadError(f"threads must be from 1 to {MAX_THREADS}, got {n}")
     torch.set_num_threads(n)
-    limit_threads(n)  # numpy's BLAS runs the one-row products (kvsim.models.row_matmul)
+    limit_threads(n)  # numpy's BLAS runs the one-row products (kvsim.models.kernels.row_matmul)
     return n
 
 

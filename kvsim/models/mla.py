@@ -32,7 +32,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from ..caches.base import Cache, visibility
+from ..caches.base import Cache, PackedBatch, visibility
 from .config import ModelConfig
 
 
@@ -70,7 +70,12 @@ class MLAAttention(nn.Module):
         return w[:, : cfg.head_dim], w[:, cfg.head_dim :]
 
     def forward(
-        self, x: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int, rope: tuple[torch.Tensor, torch.Tensor] | None
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        cache: Cache | PackedBatch,
+        layer: int,
+        rope: tuple[torch.Tensor, torch.Tensor] | None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         apply_rope = self._rope
         cfg = self.cfg
@@ -78,6 +83,8 @@ class MLAAttention(nn.Module):
         h, d, r, dr = cfg.n_heads, cfg.head_dim, cfg.kv_lora_rank, cfg.qk_rope_head_dim
         if rope is None:
             raise ValueError("an mla layer needs RoPE's tables (its decoupled keys are rotated)")
+        if isinstance(cache, PackedBatch):
+            raise RuntimeError("a packed batch attends per request (attend_packed); latent attention (mla) does not pack")
         q = self.wq(x).view(b, t, h, d + dr).transpose(1, 2)  # (B, H, T, d + d_R)
         q_c, q_r = q[..., :d], apply_rope(q[..., d:], *rope)
         kv = self.wkv_a(x)  # (B, T, r + d_R)
@@ -104,9 +111,7 @@ class MLAAttention(nn.Module):
         if not bool(visible.all()):
             scores = scores.masked_fill(~visible, float("-inf"))
         weights = torch.softmax(scores.float(), dim=-1)
-        observe = getattr(cache, "observe_attention", None)
-        if observe is not None:
-            observe(layer, weights)
+        cache.observe_attention(layer, weights)  # a policy that evicts by attention scores its rows
         probs = weights.to(q.dtype).view(b, h, t, s)
         if self.absorbed:
             o_lat = probs @ k_all[:, 0, None, :, :r]  # (B, H, T, r): Σ p · c

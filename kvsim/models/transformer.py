@@ -31,11 +31,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..caches.base import Cache, visibility
-from . import huge_pages, row_matmul
+from ..caches.base import Cache, PackedBatch, visibility
 from .config import ModelConfig
+from .kernels import huge_pages, row_matmul
+from .kernels.row_matmul import Linear, RowLinear
 from .mla import MLAAttention
-from .row_matmul import Linear, linear
 
 LayerHook = Callable[[int, int], None]
 
@@ -160,25 +160,29 @@ def apply_rope_signed(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tens
     return x * cos + x.roll(x.shape[-1] // 2, -1) * signed_sin
 
 
-def fuse_columns(parts: tuple[nn.Linear, ...], rows: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """One (Σ out, in) weight (and bias) for ``parts``, whose weights and biases become views into it: state dicts,
-    counts and values are unchanged while a one-row product streams one larger matrix. Stored column-major, or
-    row-major when ``rows`` (the layout of the model's one-row kernel, ``kvsim.models.row_matmul``)."""
+def fuse_columns(parts: tuple[Linear, ...], rows: bool = False) -> RowLinear:
+    """One (Σ out, in) projection for ``parts``, whose weights and biases become views into its weight and bias:
+    state dicts, counts and values are unchanged while a one-row product streams one larger matrix. Stored
+    column-major, or row-major when ``rows`` (the layout of the model's one-row kernel, ``kvsim.models.kernels.row_matmul``)."""
     stacked = torch.cat([p.weight.detach() for p in parts], 0)
     weight = huge_pages.row_major(stacked) if rows else huge_pages.column_major(stacked)
     bias = torch.cat([p.bias.detach() for p in parts]) if parts[0].bias is not None else None
-    if rows:
-        row_matmul.mark_rows(weight)
     start = 0
     for p in parts:
         end = start + p.out_features
         p.weight = nn.Parameter(weight[start:end], requires_grad=False)
-        if rows:
-            row_matmul.mark_rows(p.weight)
+        p.rows = rows
         if bias is not None:
             p.bias = nn.Parameter(bias[start:end], requires_grad=False)
         start = end
-    return weight, bias
+    return RowLinear(weight, bias, rows)
+
+
+def hold_fused(module: nn.Module, name: str, fused: RowLinear) -> None:
+    """Keep ``fused`` as ``module.<name>`` without registering it as a child module, as the (weight, bias) pair it
+    replaces was kept: its tensors are the projections' Parameters seen whole, so the model's modules, state dict
+    and parameters stay those of its projections (walks that pair a model's modules with a copy's still pair)."""
+    module.__dict__[name] = fused
 
 
 class Attention(nn.Module):
@@ -197,23 +201,27 @@ class Attention(nn.Module):
         # QK-norm: one weight over the head dimension, shared by every head (Gemma 3)
         self.q_norm = make_norm(cfg, d) if cfg.qk_norm else None
         self.k_norm = make_norm(cfg, d) if cfg.qk_norm else None
-        self.fused_qkv: tuple[torch.Tensor, torch.Tensor | None] | None = None  # see fuse_qkv
+        self.fused_qkv: RowLinear | None = None  # see fuse_qkv
 
     def fuse_qkv(self, rows: bool = False) -> None:
         """One matmul for Q, K and V (``fuse_columns``): a decode step saves two GEMV calls."""
-        self.fused_qkv = fuse_columns((self.wq, self.wk, self.wv), rows)
+        hold_fused(self, "fused_qkv", fuse_columns((self.wq, self.wk, self.wv), rows))
 
     def forward(
-        self, x: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int, rope: tuple[torch.Tensor, torch.Tensor] | None
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        cache: Cache | PackedBatch,
+        layer: int,
+        rope: tuple[torch.Tensor, torch.Tensor] | None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        at_read = rope is not None and getattr(cache, "rope_at_read", False)  # StreamingLLM: rotated when read, by slot
+        # StreamingLLM, latent:R: q and k stay unrotated, the cache rotates them when read (by slot)
+        at_read = rope is not None and isinstance(cache, Cache) and cache.rope_at_read
         q, k, v = self.project(x, None if at_read else rope)
-        packed = getattr(cache, "attend_packed", None)  # several sequences in one row (kvsim.serving.batching)
-        y = (
-            packed(self, layer, q, k, v, positions)
-            if packed is not None
-            else self.attend(q, k, v, positions, cache, layer, at_read)
-        )
+        if isinstance(cache, PackedBatch):  # several sequences in one row (kvsim.serving.batching)
+            y = cache.attend_packed(self, layer, q, k, v, positions)
+        else:
+            y = self.attend(q, k, v, positions, cache, layer, at_read)
         if at_read and rope is not None:  # the record gets the rows rotated at their positions, as every lane's
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
         return self.wo(y), q, k, v
@@ -227,7 +235,7 @@ class Attention(nn.Module):
         b, t, _ = x.shape
         h, hkv, d = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         if self.fused_qkv is not None:
-            qkv = linear(x, *self.fused_qkv)
+            qkv = self.fused_qkv(x)
             if isinstance(rope, RopeRows) and self.q_norm is None:  # q and k rotated together, in one pass
                 qk, v = qkv.split(((h + hkv) * d, hkv * d), dim=-1)
                 qk = apply_rope_signed(qk.view(b, t, h + hkv, d), rope[0][:, None], rope.signed[:, None])  # (T, 1, D) tables
@@ -269,7 +277,7 @@ class Attention(nn.Module):
 
         # query heads that share a K/V head are stacked along the row axis: no K/V copies
         if rope_at_read:  # StreamingLLM: (B, H_kv, g, T, S) from the unrotated rows, rotated by slot
-            scores = cache.read_scores(layer, q, k_all, positions, cfg.rope_theta_of(layer)) * self.scale  # type: ignore[attr-defined]
+            scores = cache.read_scores(layer, q, k_all, positions, cfg.rope_theta_of(layer)) * self.scale
         else:
             qg = q.reshape(b, hkv, g * t, d)  # (B, H_kv, g*T, D); head h reads kv head h // g
             scores = (qg @ k_all.transpose(-1, -2)) * self.scale  # (B, H_kv, g*T, S)
@@ -282,13 +290,9 @@ class Attention(nn.Module):
             visible = visible[:, None]
         if not bool(visible.all()):
             scores = scores.masked_fill(~visible, float("-inf"))
-        observe = getattr(cache, "observe_attention", None)
-        if observe is None:
-            probs = torch.softmax(scores.float(), dim=-1).to(q.dtype).view(b, hkv, g * t, s)
-        else:  # a policy that evicts by attention reads the probabilities (B, H_kv, g, T, S), float32
-            weights = torch.softmax(scores.float(), dim=-1)
-            observe(layer, weights)
-            probs = weights.to(q.dtype).view(b, hkv, g * t, s)
+        weights = torch.softmax(scores.float(), dim=-1)
+        cache.observe_attention(layer, weights)  # (B, H_kv, g, T, S), float32: a policy that evicts by attention scores
+        probs = weights.to(q.dtype).view(b, hkv, g * t, s)
         y = (probs @ v_all).view(b, h, t, d)  # (B, H, T, D)
         return y.transpose(1, 2).reshape(b, t, h * d)  # (B, T, H*D)
 
@@ -305,29 +309,30 @@ class MLP(nn.Module):
             self.w_gate = Linear(cfg.dim, cfg.hidden_dim, bias=cfg.mlp_bias)
             self.w_up = Linear(cfg.dim, cfg.hidden_dim, bias=cfg.mlp_bias)
             self.w_down = Linear(cfg.hidden_dim, cfg.dim, bias=cfg.mlp_bias)
-        # (weight, bias, the gate's and the up's Parameters): see fuse_gate_up
-        self.fused_gate_up: tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor] | None = None
+        self.fused_gate_up: RowLinear | None = None  # see fuse_gate_up
+        self.fused_from: tuple[torch.Tensor, torch.Tensor] | None = None  # the gate's and the up's Parameters it fused
 
     def fuse_gate_up(self, rows: bool = False) -> None:
         """One matmul for the gate and up projections (``fuse_columns``, as Q/K/V): measured on SmolLM2's
         shapes, 30 layers 24.4 → 23.0 ms."""
         if self.gpt2:
             return
-        weight, bias = fuse_columns((self.w_gate, self.w_up), rows)
-        self.fused_gate_up = (weight, bias, self.w_gate.weight, self.w_up.weight)
+        hold_fused(self, "fused_gate_up", fuse_columns((self.w_gate, self.w_up), rows))
+        self.fused_from = (self.w_gate.weight, self.w_up.weight)
 
     def _gate_up(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        fused = self.fused_gate_up
+        fused, parts = self.fused_gate_up, self.fused_from
         # the fused weight holds only while both projections still are those views: a lane that quantizes its
         # weights replaces the modules, a dtype or device change converts the Parameters in place
         if (
             fused is not None
-            and getattr(self.w_gate, "weight", None) is fused[2]
-            and getattr(self.w_up, "weight", None) is fused[3]
-            and fused[2].dtype == fused[0].dtype
-            and fused[2].device == fused[0].device
+            and parts is not None
+            and getattr(self.w_gate, "weight", None) is parts[0]
+            and getattr(self.w_up, "weight", None) is parts[1]
+            and parts[0].dtype == fused.weight.dtype
+            and parts[0].device == fused.weight.device
         ):
-            gate, up = linear(x, fused[0], fused[1]).split(fused[2].shape[0], dim=-1)
+            gate, up = fused(x).split(parts[0].shape[0], dim=-1)
             return gate, up
         return self.w_gate(x), self.w_up(x)
 
@@ -353,7 +358,12 @@ class Block(nn.Module):
         self.post_mlp_norm = make_norm(cfg) if sandwich else None
 
     def forward(
-        self, x: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int, rope: tuple[torch.Tensor, torch.Tensor] | None
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        cache: Cache | PackedBatch,
+        layer: int,
+        rope: tuple[torch.Tensor, torch.Tensor] | None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         a, q, k, v = self.attn(self.attn_norm(x), positions, cache, layer, rope)
         return self.finish(x, a), q, k, v
@@ -367,7 +377,7 @@ class Block(nn.Module):
 
 class Transformer(nn.Module):
     gguf_path: str | None = None  # the .gguf file it was loaded from (set by kvsim.models.gguf.file), else None
-    compiled: bool = False  # its cache-free parts wrapped by torch.compile (kvsim.models.compiled, --compile)
+    compiled: bool = False  # its cache-free parts wrapped by torch.compile (kvsim.models.kernels.compiled, --compile)
     huge_page_weights: bool = False  # its weight copies of ≥ 2 MiB asked for 2 MiB pages (use_decode_friendly_layout)
     one_row_kernel: str = "torch"  # the kernel its weights are laid out for (use_decode_friendly_layout, row_matmul)
 
@@ -394,14 +404,14 @@ class Transformer(nn.Module):
     def use_decode_friendly_layout(self) -> Transformer:
         """Fuse each layer's Q/K/V projections into one matmul (and the MLP's gate and up), and store every
         projection in the layout its one-row decode product streams fastest: the model's ``one_row_kernel``
-        (``kvsim.models.row_matmul.kernel_for``, chosen here once) — row-major for numba's kernel, else
+        (``kvsim.models.kernels.row_matmul.kernel_for``, chosen here once) — row-major for numba's kernel, else
         column-major, (in, out) in memory, for numpy's OpenBLAS and torch's MKL (~5-9 % faster than row-major
         there, measured on 2 cores: 1×768 · 768×2304 in 122 µs vs 130 µs; what GPT-2's Conv1D layout gets for
         free). A tied embedding takes the same layout: as the LM head it is the largest matrix of a step (Gemma 3
         270M: 671 of 1,074 MB); MKL streams it at ~21 GB/s column-major against ~12 GB/s row-major (640 × 262,144
         in 31 vs 56 ms); column-major, a lookup reads one strided column per token (7.6 ms for a 512-token
         prompt, 10 µs for a decode step). The copies go to huge pages where the system gives them
-        (``kvsim.models.huge_pages``). Values are unchanged."""
+        (``kvsim.models.kernels.huge_pages``). Values are unchanged."""
         fp32_cpu = self.device.type == "cpu" and self.dtype == torch.float32
         self.one_row_kernel = row_matmul.kernel_for(self.weight_bytes()) if fp32_cpu else "torch"
         rows = self.one_row_kernel == "numba"
@@ -426,9 +436,11 @@ class Transformer(nn.Module):
                 continue
             w = module.weight.detach()
             if rows and (w.is_contiguous() or w.stride(0) == 1):
-                module.weight = row_matmul.mark_rows(nn.Parameter(huge_pages.row_major(w), requires_grad=False))
+                module.weight = nn.Parameter(huge_pages.row_major(w), requires_grad=False)
             elif not rows and w.is_contiguous():
                 module.weight = nn.Parameter(huge_pages.column_major(w), requires_grad=False)
+            if isinstance(module, Linear):  # the module holds the kernel its weight is laid out for
+                module.rows = rows
         if tied:
             self.tok_embeddings.weight = self.lm_head.weight
         return self
@@ -451,7 +463,7 @@ class Transformer(nn.Module):
         self,
         ids: torch.Tensor,
         positions: torch.Tensor,
-        cache: Cache,
+        cache: Cache | PackedBatch,
         *,
         record: bool = False,
         last_only: bool | int = False,
@@ -459,9 +471,8 @@ class Transformer(nn.Module):
         rows: torch.Tensor | None = None,
     ) -> ForwardOutput:
         cfg = self.cfg
-        bind = getattr(cache, "bind_model", None)  # a cache built from the model's own weights (latent:R)
-        if bind is not None:
-            bind(self)
+        if isinstance(cache, Cache):
+            cache.bind_model(self)  # a cache built from the model's own weights (latent:R) factors them
         x = self.tok_embeddings(ids)  # (B, T, dim)
         if cfg.family == "gemma3":  # sqrt(dim), rounded to the weights' dtype first as Gemma does
             x = x * torch.tensor(math.sqrt(cfg.dim), dtype=x.dtype, device=x.device)

@@ -57,11 +57,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..caches.base import Cache, PolicyInfo
+from ..caches.base import Cache, PackedBatch, PolicyInfo, SequenceAttention
 from ..caches.block_table import SequenceBlocks
+from ..core.devices import sync
 from ..core.sampling import SimulationError, choose
 from ..models.tokenizer import Tokenizer
-from ..models.transformer import Attention, Transformer
+from ..models.transformer import Transformer
 from .core import (  # noqa: F401 - DEFAULT_MAX_BATCHED_TOKENS: the API, as before the core
     DEFAULT_MAX_BATCHED_TOKENS,
     BatchLimits,
@@ -70,7 +71,6 @@ from .core import (  # noqa: F401 - DEFAULT_MAX_BATCHED_TOKENS: the API, as befo
     Scheduled,
     build_run,
     check_arrivals,
-    sync,
     warm_up,
 )
 from .records import BatchEntry, BatchStep, PoolSnapshot, RequestsRun, take_snapshot
@@ -127,7 +127,7 @@ class _SequenceView(Cache):
         return len(self.seq.blocks) * self.seq.pool.block_bytes, 0
 
 
-class _PackedBatch(Cache):
+class _PackedBatch(PackedBatch):
     """The 'cache' of a packed forward: positions ``bounds[i][0]:bounds[i][1]`` of the row belong to
     request ``views[i]``; the model hands each layer's attention to ``attend_packed``."""
 
@@ -135,37 +135,19 @@ class _PackedBatch(Cache):
         self.views, self.bounds = views, bounds
 
     def attend_packed(
-        self, attention: Attention, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor
+        self,
+        attention: SequenceAttention,
+        layer: int,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        positions: torch.Tensor,
     ) -> torch.Tensor:
         out = [
             attention.attend(q[:, :, s:e], k[:, :, s:e], v[:, :, s:e], positions[s:e], view, layer)
             for view, (s, e) in zip(self.views, self.bounds, strict=True)
         ]
         return out[0] if len(out) == 1 else torch.cat(out, 1)
-
-    def describe(self) -> PolicyInfo:
-        return PolicyInfo("paged", "paged KV cache", "a batch of requests", True, False, False)
-
-    def update(
-        self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor, positions: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        raise RuntimeError("a packed batch attends per request (attend_packed), never as one sequence")
-
-    def key_positions(self, layer: int) -> torch.Tensor:
-        raise RuntimeError("a packed batch has no single set of key positions")
-
-    def reset(self) -> None:
-        raise NotImplementedError
-
-    def truncate(self, n_tokens: int) -> None:
-        raise NotImplementedError
-
-    @property
-    def n_tokens(self) -> int:
-        return sum(v.n_tokens for v in self.views)
-
-    def bytes_split(self) -> tuple[int, int]:
-        return sum(v.bytes_split()[0] for v in self.views), 0
 
 
 class BatchingEngine:

@@ -357,9 +357,3 @@ def warm_up(model: Transformer, block_size: int, prompt: list[int]) -> None:
     if n > 1:
         scratch.truncate(n - 1)
         model(torch.tensor([prompt[-1:]], device=device), torch.arange(n - 1, n, device=device), scratch, last_only=True)
-
-
-def sync(device: torch.device) -> None:
-    """Wait for the device's queued work, so a wall-clock reading covers it."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)

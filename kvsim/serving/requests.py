@@ -36,6 +36,7 @@ from ..caches.block_table import SequenceBlocks
 from ..caches.blocks import PoolFullError
 from ..caches.paged import PagedCache
 from ..core.compare import Comparison, compare_paired, interleave
+from ..core.devices import sync
 from ..core.sampling import SimulationError, choose
 from ..models.tokenizer import Tokenizer
 from ..models.transformer import Transformer
@@ -46,7 +47,6 @@ from .core import (  # noqa: F401 - blocks_needed, run_waste, warm_up: the API, 
     blocks_needed,
     build_run,
     run_waste,
-    sync,
     warm_up,
 )
 from .records import PoolSnapshot, RequestsRun, SideBySide, take_snapshot

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from .transformer import Attention, Block, Transformer
+from ..transformer import Attention, Block, Transformer
 
 #: torch.compile's cap on recompilations of one function: a step of one token is one graph, longer
 #: steps (a prefill, the uncached lane) share one graph with a symbolic length

@@ -14,8 +14,9 @@ So a model's weights are laid out for one kernel when it is loaded (``kernel_for
 ``Transformer.use_decode_friendly_layout``): row-major for numba when torch runs one thread and the
 weights are large enough that numba's one-time start (~0.9 s: import and compile) is small against the
 load (``NUMBA_MIN_BYTES``); otherwise column-major for numpy's OpenBLAS (or torch where numpy's BLAS is
-something else). At run time the layout decides: a one-row fp32 CPU product on a row-major weight goes
-to numba, on a column-major one to numpy; everything else (prefill, batches, other dtypes, GPUs, a weight
+something else). The module that multiplies by a weight holds that choice (``Linear.rows``, ``RowLinear``;
+the weight itself is a plain tensor): a one-row fp32 CPU product on a row-major weight laid out for numba
+goes to numba, on a column-major one to numpy; everything else (prefill, batches, other dtypes, GPUs, a weight
 needing gradients) is ``F.linear``. All compute the same fp32 dot products in different summation
 orders: results agree to float32 rounding (tests/test_row_matmul.py bounds it), not bit for bit. NaN and
 infinities propagate as in ``F.linear`` (numba may reassociate and fuse multiply-adds, nothing more).
@@ -126,23 +127,13 @@ def kernel_for(weight_bytes: int) -> str:
     return KERNEL
 
 
-ROWS_MARK = "_kvsim_numba_rows"  # the attribute a weight laid out for numba's kernel carries
-
-
-def mark_rows(weight: torch.Tensor) -> torch.Tensor:
-    """Mark ``weight`` (a row-major weight laid out for numba's kernel by ``use_decode_friendly_layout``) and
-    return it. Only marked weights take numba's kernel: what kernel a product takes depends on how its model was
-    laid out, never on whether some other model built numba's kernel earlier in the process."""
-    setattr(weight, ROWS_MARK, True)
-    return weight
-
-
 _LIBRARY = torch.library.Library("kvsim", "DEF")  # noqa: TOR901 - an operator kvsim defines, not an override
-_LIBRARY.define("row_linear(Tensor x, Tensor weight) -> Tensor")
+# rows: the weight is laid out for numba's kernel (row-major); else column-major, for numpy's BLAS
+_LIBRARY.define("row_linear(Tensor x, Tensor weight, bool rows) -> Tensor")
 
 
-def _row_linear_cpu(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    gemv_rows = numba_kernel() if getattr(weight, ROWS_MARK, False) and weight.is_contiguous() else None
+def _row_linear_cpu(x: torch.Tensor, weight: torch.Tensor, rows: bool) -> torch.Tensor:
+    gemv_rows = numba_kernel() if rows and weight.is_contiguous() else None
     if gemv_rows is not None:  # laid out for numba: its dot products, written straight into the result
         out = x.new_empty((*x.shape[:-1], weight.shape[0]))
         gemv_rows(weight.numpy(), x.contiguous().view(-1).numpy(), out.view(-1).numpy())
@@ -153,7 +144,7 @@ def _row_linear_cpu(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         return torch.from_numpy(np.matmul(x.contiguous().numpy(), weight.numpy().T))
 
 
-def _row_linear_shape(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+def _row_linear_shape(x: torch.Tensor, weight: torch.Tensor, rows: bool) -> torch.Tensor:
     return x.new_empty((*x.shape[:-1], weight.shape[0]))
 
 
@@ -166,9 +157,11 @@ def _row_linear_flops(x_shape: Any, w_shape: Any, *args: Any, out_shape: Any = N
     return 2 * math.prod(x_shape[:-1]) * x_shape[-1] * w_shape[0]  # as aten::mm counts (rows · in) @ (in · out)
 
 
-def one_row_kernel(x: torch.Tensor, weight: torch.Tensor) -> str | None:
-    """The kernel ``linear(x, weight)`` takes: "numba" (a one-row fp32 CPU product on a row-major weight laid out
-    for it, ``mark_rows``), "numpy" (on a column-major weight, where numpy's BLAS is OpenBLAS), None: ``F.linear``."""
+def one_row_kernel(x: torch.Tensor, weight: torch.Tensor, rows: bool = False) -> str | None:
+    """The kernel ``linear(x, weight, rows=rows)`` takes: "numba" (a one-row fp32 CPU product on a row-major weight
+    laid out for it: ``rows``), "numpy" (on a column-major weight, where numpy's BLAS is OpenBLAS), None: ``F.linear``.
+    Only a weight laid out for numba (``rows``) takes numba's kernel: what kernel a product takes depends on how its
+    model was laid out, never on whether some other model built numba's kernel earlier in the process."""
     if not (
         x.device.type == "cpu"
         and x.dtype == torch.float32
@@ -179,26 +172,48 @@ def one_row_kernel(x: torch.Tensor, weight: torch.Tensor) -> str | None:
         and not (x.requires_grad or weight.requires_grad)
     ):
         return None
-    if weight.is_contiguous() and getattr(weight, ROWS_MARK, False):  # laid out for numba (mark_rows)
+    if weight.is_contiguous() and rows:  # laid out for numba
         return "numba" if WANTED != "torch" and numba_kernel() is not None else None
     if weight.stride(0) == 1:  # column-major
         return "numpy" if KERNEL == "numpy" else None
     return None
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """``F.linear(x, weight, bias)``, one-row fp32 CPU products through numba's or numpy's kernel (see the module)."""
-    if one_row_kernel(x, weight) is None:
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, rows: bool = False) -> torch.Tensor:
+    """``F.linear(x, weight, bias)``, one-row fp32 CPU products through numba's kernel (``rows``: the weight is laid
+    out for it) or numpy's (see the module)."""
+    if one_row_kernel(x, weight, rows) is None:
         return F.linear(x, weight, bias)
-    y = torch.ops.kvsim.row_linear(x, weight)
+    y = torch.ops.kvsim.row_linear(x, weight, rows)
     return y if bias is None else y + bias
 
 
 class Linear(nn.Linear):
-    """``nn.Linear`` whose one-row products take ``linear`` (same parameters, same state dict)."""
+    """``nn.Linear`` whose one-row products take ``linear`` (same parameters, same state dict); ``rows``: its
+    weight is laid out for numba's kernel (set by ``Transformer.use_decode_friendly_layout``)."""
+
+    rows: bool = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return linear(x, self.weight, self.bias)
+        return linear(x, self.weight, self.bias, self.rows)
+
+
+class RowLinear(nn.Module):
+    """``x Wᵀ + b`` over a weight a model laid out itself (a fused Q/K/V or gate+up matrix, ``fuse_columns``), and
+    the kernel it is laid out for (``rows``: numba's, row-major). The weight and bias are plain tensors, not
+    Parameters: the Parameters of the projections it fuses are views into them, so the state dict and the
+    parameter count stay those of the projections."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None, rows: bool = False) -> None:
+        super().__init__()
+        self.weight, self.bias, self.rows = weight, bias, rows
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.weight, self.bias, self.rows)
+
+    def extra_repr(self) -> str:
+        out_features, in_features = self.weight.shape
+        return f"in_features={in_features}, out_features={out_features}, bias={self.bias is not None}, rows={self.rows}"
 
 
 def limit_threads(n: int) -> None:
