@@ -165,3 +165,81 @@ def test_load_refuses_what_the_apps_open_cannot_show(trace: Trace, tmp_path, key
     _rewrite(src, bad, manifest=json.dumps(manifest))
     with pytest.raises(TraceError, match=key):
         Trace.load(bad)
+
+
+def test_a_member_beside_the_two_is_refused(trace: Trace, tmp_path) -> None:
+    """The writer writes exactly manifest.json and arrays.npz; a file with anything else is not one it wrote."""
+    good = trace.save(tmp_path / "good.kvsim")
+    bad = tmp_path / "extra.kvsim"
+    _rewrite(good, bad)
+    with zipfile.ZipFile(bad, "a") as zf:
+        zf.writestr("readme.txt", "hello")
+    with pytest.raises(TraceError) as info:
+        Trace.load(bad)
+    line = str(info.value)
+    assert line.startswith(f"{bad}: not a kvsim trace") and "readme.txt" in line and "\n" not in line
+    assert "holds only manifest.json and arrays.npz" in line
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_a_manifest_with_a_constant_that_is_not_a_number_is_refused(trace: Trace, tmp_path, constant: str) -> None:
+    """JSON's NaN/Infinity literals (Python writes them, the writer never does) are refused before any check."""
+    good = trace.save(tmp_path / "good.kvsim")
+    manifest = json.loads(zipfile.ZipFile(good).read("manifest.json"))
+    manifest["meta"]["created"] = "__X__"
+    bad = tmp_path / "nan.kvsim"
+    _rewrite(good, bad, json.dumps(manifest).replace('"__X__"', constant))
+    with pytest.raises(TraceError) as info:
+        Trace.load(bad)
+    assert str(info.value) == f"{bad}: manifest.json holds {constant}, which is not a number"
+
+
+def test_traces_and_requests_runs_share_one_reader(trace: Trace, tmp_path) -> None:
+    """Trace.load and load_runs open a .kvsim file through the same reader: a file damaged before its kind is
+    known gets the same line from both, and each names what the other's file holds."""
+    from kvsim.serving.saved_runs import load_runs
+
+    good = trace.save(tmp_path / "good.kvsim")
+    data = good.read_bytes()
+    manifest = json.loads(zipfile.ZipFile(good).read("manifest.json"))
+    damaged = {
+        "garbage": b"PK\x03\x04" + b"\x00" * 100,
+        "truncated": data[: len(data) // 2],
+        "empty": b"",
+    }
+    paths = {}
+    for name, raw in damaged.items():
+        paths[name] = tmp_path / f"{name}.kvsim"
+        paths[name].write_bytes(raw)
+    paths["nan"] = tmp_path / "nan.kvsim"
+    _rewrite(good, paths["nan"], json.dumps({**manifest, "version": float("nan")}))
+    paths["deep"] = tmp_path / "deep.kvsim"
+    _rewrite(good, paths["deep"], "[" * 100_000 + "]" * 100_000)
+    paths["folder"] = tmp_path / "folder.kvsim"
+    paths["folder"].mkdir()
+    paths["missing"] = tmp_path / "missing.kvsim"
+    lines: dict[str, list[str]] = {}
+    for name, path in paths.items():
+        lines[name] = []
+        for loader in (Trace.load, load_runs):
+            with pytest.raises(TraceError) as info:
+                loader(path)
+            lines[name].append(str(info.value))
+        assert all(line.startswith(f"{path}: ") and "\n" not in line for line in lines[name]), lines[name]
+    same = {name: pair for name, pair in lines.items() if name != "deep"}  # the deep one names the kind it was read as
+    assert all(a == b for a, b in same.values()), same
+    assert lines["nan"][0].endswith("manifest.json holds NaN, which is not a number")
+    assert lines["missing"][0].endswith(": no such file") and lines["folder"][0].endswith(": not a regular file")
+    assert [line.split(": ", 1)[1] for line in lines["deep"]] == [
+        "the manifest is nested too deeply to be a kvsim trace",
+        "the manifest is nested too deeply to be a kvsim requests file",
+    ]
+
+    with pytest.raises(TraceError, match="holds one run \\(a kvsim trace\\)"):
+        load_runs(good)  # a trace read as requests says what it holds, as a requests file read as a trace does
+    requests_file = tmp_path / "requests.kvsim"
+    _rewrite(good, requests_file, json.dumps({"schema": "kvsim-requests", "version": 1, "runs": []}))
+    with pytest.raises(TraceError, match="several requests"):
+        Trace.load(requests_file)
+    with pytest.raises(TraceError, match="one or two runs"):
+        load_runs(requests_file)  # past the shared reader: the requests' own checks

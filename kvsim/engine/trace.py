@@ -16,6 +16,8 @@ import json
 import os
 import zipfile
 import zlib
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)  # version 1 (before per-lane rows) reads as lanes that hold the shared rows
 MAX_MEMBER_BYTES = 2 * 1024**3  # an archive member that unpacks to more is refused before it is read
 MAX_MANIFEST_BYTES = 256 * 1024**2
+ARCHIVE_MEMBERS = ("arrays.npz", "manifest.json")  # what write_archive writes, sorted: a reader accepts nothing else
 
 
 def write_archive(path: str | os.PathLike[str] | None, manifest: dict[str, Any], arrays: dict[str, np.ndarray]) -> Path:
@@ -49,8 +52,154 @@ def write_archive(path: str | os.PathLike[str] | None, manifest: dict[str, Any],
 def _check_archive(tmp: Path) -> None:
     with zipfile.ZipFile(tmp) as zf:
         bad = zf.testzip()  # every member read back, its CRC checked
-        if bad is not None or sorted(zf.namelist()) != ["arrays.npz", "manifest.json"]:
+        if bad is not None or tuple(sorted(zf.namelist())) != ARCHIVE_MEMBERS:
             raise ValueError(f"member {bad} is damaged")
+
+
+@dataclass(frozen=True)
+class ArchiveLimits:
+    """The most a reader opens: each member unpacked, and the file on disk (``None``: no limit of its own)."""
+
+    manifest_bytes: int
+    arrays_bytes: int
+    file_bytes: int | None = None
+
+
+TRACE_LIMITS = ArchiveLimits(manifest_bytes=MAX_MANIFEST_BYTES, arrays_bytes=MAX_MEMBER_BYTES)
+_NOT_A_TRACE = {"kvsim-requests": "holds several requests through a paged pool, not one run (kvsim.serving.saved_runs reads it)"}
+
+
+class ArchiveContents:
+    """An opened ``.kvsim`` archive whose manifest is read and its schema and version checked; the arrays are
+    read only when asked for, so a reader can check what the manifest implies first. Valid inside
+    ``read_archive``'s ``with`` block only (the zip stays open there)."""
+
+    def __init__(self, path: Path, zf: zipfile.ZipFile, manifest: dict[str, Any], version: int, what: str) -> None:
+        self.path = path
+        self.manifest = manifest
+        self.version = version
+        self._zip = zf
+        self._what = what
+
+    def open_arrays(self) -> np.lib.npyio.NpzFile:
+        """``arrays.npz`` opened (``allow_pickle=False``); each array is unpacked when it is indexed."""
+        with _archive_errors(self.path, self._what):
+            blob = self._zip.read("arrays.npz")
+        try:
+            return np.load(io.BytesIO(blob), allow_pickle=False)
+        except Exception as exc:  # noqa: BLE001 - numpy raises many kinds for a corrupt archive
+            raise TraceError(f"{self.path}: arrays.npz is damaged ({exc})") from None
+
+    def load_arrays(self) -> dict[str, np.ndarray]:
+        """Every array of ``arrays.npz``, unpacked."""
+        npz = self.open_arrays()
+        try:
+            return {k: npz[k] for k in npz.files}
+        except Exception as exc:  # noqa: BLE001 - numpy raises many kinds for a corrupt archive
+            raise TraceError(f"{self.path}: arrays.npz is damaged ({exc})") from None
+
+
+@contextmanager
+def read_archive(
+    path: Path,
+    *,
+    schema: str,
+    versions: tuple[int, ...],
+    what: str,
+    limits: ArchiveLimits,
+    others: Mapping[str, str] | None = None,
+) -> Iterator[ArchiveContents]:
+    """Open a ``.kvsim`` file written by ``write_archive``: the one reader of both kinds (traces, saved requests runs).
+
+    Checked before anything is read: a regular file, within ``limits.file_bytes``, a zip of exactly
+    ``manifest.json`` and ``arrays.npz`` (no other member), each within its limit unpacked. Then the manifest:
+    JSON without ``NaN``/``Infinity`` literals (the writer never writes them), an object of ``schema`` (a
+    schema in ``others`` is refused with its own words: what that file holds and who reads it), a version
+    in ``versions``. ``what`` names the kind in the lines (``"kvsim trace"``). Every failure here is one
+    ``TraceError`` line starting with the path; what the caller raises inside the block passes unchanged."""
+    if not path.exists():
+        raise TraceError(f"{path}: no such file")
+    if not path.is_file():
+        raise TraceError(f"{path}: not a regular file")
+    with _archive_errors(path, what):
+        size = path.stat().st_size
+        if limits.file_bytes is not None and size > limits.file_bytes:
+            raise TraceError(f"{path}: {size:,} bytes, more than kvsim opens as a {what} ({limits.file_bytes:,})")
+        zf = zipfile.ZipFile(path)
+    try:
+        with _archive_errors(path, what):
+            manifest = _read_manifest(path, zf, what, limits)
+        checked, version = _check_schema(path, manifest, schema, versions, what, others or {})
+        contents = ArchiveContents(path, zf, checked, version, what)
+    except BaseException:
+        zf.close()
+        raise
+    with zf:
+        yield contents
+
+
+def _read_manifest(path: Path, zf: zipfile.ZipFile, what: str, limits: ArchiveLimits) -> object:
+    infos = zf.infolist()
+    names = sorted(info.filename for info in infos)
+    for member in ARCHIVE_MEMBERS[::-1]:
+        if member not in names:
+            raise TraceError(f"{path}: not a {what} (missing {member})")
+    if tuple(names) != ARCHIVE_MEMBERS:
+        raise TraceError(f"{path}: not a {what} (members {_short(names)}; a .kvsim file holds only manifest.json and arrays.npz)")
+    for info in infos:
+        limit = limits.manifest_bytes if info.filename == "manifest.json" else limits.arrays_bytes
+        if info.file_size > limit:
+            raise TraceError(f"{path}: a member unpacks to more than kvsim opens ({info.filename} {info.file_size:,} bytes)")
+
+    def no_constant(name: str) -> None:
+        raise TraceError(f"{path}: manifest.json holds {name}, which is not a number")
+
+    raw = zf.read("manifest.json")
+    try:
+        return json.loads(raw, parse_constant=no_constant)
+    except TraceError:
+        raise
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of more digits than Python converts
+        raise TraceError(f"{path}: manifest.json is not valid JSON ({exc})") from None
+
+
+def _check_schema(
+    path: Path, manifest: object, schema: str, versions: tuple[int, ...], what: str, others: Mapping[str, str]
+) -> tuple[dict[str, Any], int]:
+    if not isinstance(manifest, dict):
+        raise TraceError(f"{path}: manifest is not an object")
+    found = manifest.get("schema")
+    if isinstance(found, str) and found in others:
+        raise TraceError(f"{path}: {others[found]}")
+    if found != schema:
+        raise TraceError(f"{path}: not a {what} (schema {_short(found)})")
+    version = manifest.get("version")
+    if type(version) is not int or version not in versions:
+        raise TraceError(
+            f"{path}: {what} version {_short(version)} is not supported "
+            f"(this kvsim reads versions {', '.join(map(str, versions))})"
+        )
+    return manifest, version
+
+
+@contextmanager
+def _archive_errors(path: Path, what: str) -> Iterator[None]:
+    """The zip and JSON libraries' failures as one line each (a damaged file may fail in any of them)."""
+    try:
+        yield
+    except TraceError:
+        raise
+    except RecursionError:  # before RuntimeError, its base
+        raise TraceError(f"{path}: the manifest is nested too deeply to be a {what}") from None
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+        raise TraceError(f"{path}: damaged or truncated file ({exc})") from None
+    except (NotImplementedError, RuntimeError) as exc:  # deflate64, encrypted members
+        raise TraceError(f"{path}: a zip kvsim cannot read ({exc})") from None
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 @dataclass
@@ -113,49 +262,11 @@ class Trace:
 
     @classmethod
     def _load(cls, path: Path) -> Trace:
-        if not path.exists():
-            raise TraceError(f"{path}: no such trace file")
-        if not path.is_file():
-            raise TraceError(f"{path}: not a regular file")
-        try:
-            with zipfile.ZipFile(path) as zf:
-                members = {info.filename: info for info in zf.infolist()}
-                for member in ("manifest.json", "arrays.npz"):
-                    if member not in members:
-                        raise TraceError(f"{path}: not a kvsim trace (missing {member})")
-                if members["manifest.json"].file_size > MAX_MANIFEST_BYTES or members["arrays.npz"].file_size > MAX_MEMBER_BYTES:
-                    raise TraceError(
-                        f"{path}: a member unpacks to more than kvsim opens ({members['arrays.npz'].file_size:,} bytes)"
-                    )
-                manifest = json.loads(zf.read("manifest.json"))
-                arrays_blob = zf.read("arrays.npz")
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
-            raise TraceError(f"{path}: damaged or truncated trace file ({exc})") from None
-        except (NotImplementedError, RuntimeError) as exc:  # deflate64, encrypted members
-            raise TraceError(f"{path}: a zip kvsim cannot read ({exc})") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise TraceError(f"{path}: manifest.json is not valid JSON ({exc})") from None
-        if isinstance(manifest, dict) and manifest.get("schema") == "kvsim-requests":
-            raise TraceError(
-                f"{path}: holds several requests through a paged pool, not one run (kvsim.serving.saved_runs reads it)"
-            )
-        if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:
-            raise TraceError(
-                f"{path}: not a kvsim trace (schema {manifest.get('schema')!r})"
-                if isinstance(manifest, dict)
-                else f"{path}: manifest is not an object"
-            )
-        version = manifest.get("version")
-        if type(version) is not int or version not in READABLE_VERSIONS:
-            raise TraceError(
-                f"{path}: trace schema version {version!r} is not supported "
-                f"(this kvsim reads versions {', '.join(map(str, READABLE_VERSIONS))})"
-            )
-        try:
-            npz = np.load(io.BytesIO(arrays_blob), allow_pickle=False)
-            arrays = {k: npz[k] for k in npz.files}
-        except Exception as exc:  # noqa: BLE001 - numpy raises many kinds for a corrupt archive
-            raise TraceError(f"{path}: arrays.npz is damaged ({exc})") from None
+        with read_archive(
+            path, schema=SCHEMA, versions=READABLE_VERSIONS, what="kvsim trace", limits=TRACE_LIMITS, others=_NOT_A_TRACE
+        ) as archive:
+            manifest = archive.manifest
+            arrays = archive.load_arrays()
         meta = manifest.get("meta", {})
         steps = manifest.get("steps")
         try:

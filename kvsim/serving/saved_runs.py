@@ -21,7 +21,6 @@ with each other) into the same frozen records the engine returns; a bad file is 
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
@@ -34,7 +33,8 @@ from typing import Any
 import numpy as np
 
 from ..caches.blocks import MAX_BLOCK_SIZE, MAX_POOL_BLOCKS
-from ..engine.trace import write_archive
+from ..engine.trace import SCHEMA as TRACE_SCHEMA
+from ..engine.trace import ArchiveLimits, read_archive, write_archive
 from ..engine.trace_checks import TraceError
 from .records import BatchEntry, BatchStep, PoolSnapshot, RequestResult, RequestsRun, TableState
 from .request_lists import MAX_REQUESTS
@@ -121,30 +121,15 @@ def load_runs(path: str | os.PathLike[str]) -> tuple[RequestsRun, ...]:
     blocks with the reference counts, the steps with the snapshots)."""
     path = Path(path)
     try:
-        if not path.is_file():
-            raise TraceError(f"{path}: no such file (or not a regular file)")
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise TraceError(f"{path}: {path.stat().st_size:,} bytes, more than a requests file kvsim opens ({MAX_FILE_BYTES:,})")
-        with zipfile.ZipFile(path) as zf:
-            infos = {i.filename: i for i in zf.infolist()}
-            if set(infos) != {"manifest.json", "arrays.npz"}:
-                raise TraceError(f"{path}: not a kvsim requests file (members {sorted(infos)[:4]})")
-            if infos["manifest.json"].file_size > MAX_MANIFEST_BYTES or infos["arrays.npz"].file_size > MAX_BYTES:
-                raise TraceError(f"{path}: a member unpacks to more than kvsim opens")
-            manifest = json.loads(zf.read("manifest.json"), parse_constant=_no_constant)
-            if not is_requests_file(manifest):
-                raise TraceError(f"{path}: not a kvsim requests file")
-            version = manifest.get("version")
-            if type(version) is not int or version not in VERSIONS:
-                raise TraceError(
-                    f"{path}: requests file version {_short(version)} is not supported (reads {', '.join(map(str, VERSIONS))})"
-                )
+        with read_archive(
+            path, schema=SCHEMA, versions=VERSIONS, what="kvsim requests file", limits=LIMITS, others=_OTHERS
+        ) as archive:
+            manifest, version = archive.manifest, archive.version
             runs = manifest.get("runs")
             if not isinstance(runs, list) or not 1 <= len(runs) <= 2:
                 raise TraceError(f"{path}: a requests file holds one or two runs")
             shapes = [_sizes(i, r) for i, r in enumerate(runs)]  # before a byte of the arrays is read
-            npz = np.load(io.BytesIO(zf.read("arrays.npz")), allow_pickle=False)
-            arrays = _arrays(npz, shapes)
+            arrays = _arrays(archive.open_arrays(), shapes)
             if version == 2 and not any(isinstance(r, dict) and "batches" in r for r in runs):
                 raise TraceError("a version 2 file holds batch steps, this one none (version 1 is written without them)")
             for i, r in enumerate(runs):
@@ -168,6 +153,8 @@ def load_runs(path: str | os.PathLike[str]) -> tuple[RequestsRun, ...]:
 
 MAX_FILE_BYTES = MAX_BYTES
 MAX_MANIFEST_BYTES = 32 * 1024**2
+LIMITS = ArchiveLimits(manifest_bytes=MAX_MANIFEST_BYTES, arrays_bytes=MAX_BYTES, file_bytes=MAX_FILE_BYTES)
+_OTHERS = {TRACE_SCHEMA: "holds one run (a kvsim trace), not requests through a paged pool (kvsim.engine.trace reads it)"}
 MAX_SNAPSHOTS = 10_000  # a run's steps (64 requests of ~150 steps); more is refused before the arrays are read
 MAX_CELLS = 16 * 1024**2  # snapshot × block × slot cells of a run's token array (128 MB of int64)
 MAX_IDS = 1 << 20  # token ids of one request
@@ -202,10 +189,6 @@ _SNAPSHOT_FIELDS = (
     "cached_free_blocks",
     "evictions",
 )
-
-
-def _no_constant(name: str) -> None:
-    raise TraceError(f"manifest.json holds {name}, which is not a number")
 
 
 def _int(value: object, what: str, lo: int = 0, hi: int = 2**62) -> int:
