@@ -108,10 +108,6 @@ def _batch_dict(b: BatchStep) -> dict[str, object]:
     }
 
 
-def is_requests_file(manifest: object) -> bool:
-    return isinstance(manifest, dict) and manifest.get("schema") == SCHEMA
-
-
 def load_runs(path: str | os.PathLike[str]) -> tuple[RequestsRun, ...]:
     """Read and check a saved requests run; every failure is one ``TraceError`` line.
 
