@@ -94,7 +94,7 @@ def test_temperature_flattens() -> None:
 def test_the_window_paints_before_torch_is_imported() -> None:
     """Building the main window imports no torch (it is imported after the first paint, so the window
     appears at once): views reach the engine only through torch-free modules."""
-    code = "import sys, kvsim.ui.window; print('torch' in sys.modules)"
+    code = "import sys, kvsim.ui.shell.window; print('torch' in sys.modules)"
     proc = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

@@ -23,8 +23,8 @@ import threading
 import time
 import traceback
 
-from .launch import T0 as _T0  # the clock starts as the app module loads
-from .launch import launch_mark
+from .startup.launch import T0 as _T0  # the clock starts as the app module loads
+from .startup.launch import launch_mark
 
 # Python's own import, kept before PySide6 replaces it with shiboken's hook (None when Qt came first)
 _PLAIN_IMPORT = None if "shiboken6" in sys.modules else builtins.__import__
@@ -249,13 +249,14 @@ def main(model: str | None = None, lang: str | None = None, threads: int | None 
     launch_mark("main")
     app = make_app(lang=lang, styled=False)
     launch_mark("qapplication")
-    from . import engine_import, theme
-    from .splash import show_splash
+    from . import theme
+    from .startup import engine_import
+    from .startup.splash import show_splash
 
     splash = show_splash(app)
     launch_mark("splash-shown")
     theme.apply(app)  # pyqtgraph's import and the style sheet, behind the splash
-    from .window import MainWindow
+    from .shell.window import MainWindow
 
     engine_import.expect()
     window = MainWindow(model=model)  # the engine is not imported: the window's boot waits for it

@@ -2,7 +2,7 @@
 views: costs, text and all heads are built with the window; the optional ones (memory bill, roofline,
 requests through a paged pool) the first time they are shown, so a window that never opens them never
 pays for them. A new dock is one entry here: the menu, its key, the shortcut sheet and the stage
-(``ui/stage.py``) read this list.
+(``ui/shell/stage.py``) read this list.
 
 Each dock's widget is made by ``factory(host)``: the ``DockHost`` gives it the session (what the
 runs recorded), the settings, a way to show a message, and ``submit`` — a computation run on the

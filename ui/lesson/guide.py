@@ -419,7 +419,7 @@ class Lesson(QObject):
 def install(window) -> LessonPanel:
     """The lesson's caption band (hidden until asked for: F2 or ☰ → Lesson; the window puts it under
     the stage) and its action; Page Down / Page Up (what presentation clickers send) move through it
-    while it is shown (``ui/stage.py`` owns those two keys)."""
+    while it is shown (``ui/shell/stage.py`` owns those two keys)."""
     lesson = Lesson(window)
     band = lesson.panel
     band.setVisible(False)

@@ -18,8 +18,8 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QStackedWidget, QWidget
 
 from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 
-from .docks.registry import LazyDock, StageEntry
-from .i18n import translate
+from ..docks.registry import LazyDock, StageEntry
+from ..i18n import translate
 
 # below this size (logical pixels) the window is a stage: measured with tests/stage_probe.py's
 # "desktop" mode (the docks forced), the default layout and the memory dock show without a cut at

@@ -8,8 +8,8 @@ from PySide6.QtCore import QObject, QSettings, Qt
 from PySide6.QtGui import QActionGroup, QGuiApplication
 from PySide6.QtWidgets import QApplication, QMenu
 
-from . import theme
-from .i18n import translate
+from .. import theme
+from ..i18n import translate
 
 CHOICES = ("dark", "light", "system")
 

@@ -13,10 +13,10 @@ from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFrame, QLabel, QMainWindow, QScrollArea, QToolBar, QVBoxLayout, QWidget
 
-from .i18n import translate
-from .lanes.area import LANES_MIN_HEIGHT, LaneArea  # noqa: F401 - the lanes never shrink below it (tests read it here)
-from .lanes.legend import Legend
-from .panels.timeline import Timeline
+from ..i18n import translate
+from ..lanes.area import LANES_MIN_HEIGHT, LaneArea  # noqa: F401 - the lanes never shrink below it (tests read it here)
+from ..lanes.legend import Legend
+from ..panels.timeline import Timeline
 
 DEFAULT_SIZE = QSize(1760, 990)  # on a large screen (1920×1080: room for the costs dock uncut)
 COMPACT_HEIGHT = 640  # below this window height the text dock shares the costs dock's place (tabs)

@@ -14,17 +14,19 @@ import time
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtWidgets import QMainWindow
 
-from . import dialogs, i18n, layout, menu
+from .. import i18n
+from ..docks import registry as docks
+from ..i18n import translate
+from ..lanes.area import LaneArea
+from ..lanes.derived import DerivedImages
+from ..lanes.view import LanePanel
+from ..lesson import guide as lesson
+from ..menu import menu
+from ..session import Session
+from ..startup.launch import launch_mark
+from . import dialogs, layout
 from .animation import SPEEDS, Animator
 from .controller import Controller
-from .docks import registry as docks
-from .i18n import translate
-from .lanes.area import LaneArea
-from .lanes.derived import DerivedImages
-from .lanes.view import LanePanel
-from .launch import launch_mark
-from .lesson import guide as lesson
-from .session import Session
 from .stage import Stage
 from .toolbar import DEFAULT_MODEL, OPEN_ITEM, ControlsToolBar
 
@@ -72,7 +74,7 @@ class MainWindow(QMainWindow):
 
     def _boot(self) -> None:
         """Import the engine and start the worker thread, then load the model on it."""
-        from . import engine_import
+        from ..startup import engine_import
 
         if self._booted or not engine_import.when_ready(self._boot):  # imported on a thread: boot when it is done
             return

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from PySide6.QtGui import QKeySequence
 
-from . import dialogs, shortcuts
+from ..export import menu as export
+from ..i18n import translate
+from ..shell import dialogs
+from ..shell.presenter import Presenter, install_keys
+from . import shortcuts
 from .appearance import ThemeSetting
-from .export import menu as export
-from .i18n import translate
 from .language_menu import LanguageSetting
-from .presenter import Presenter, install_keys
 from .recent import RecentRuns
 
 

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QMenu, QWidget
 
 from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 
-from .i18n import translate
+from ..i18n import translate
 
 MAX_RECENT = 8
 DEMO_TITLES = (  # the bundled demos' titles (demos.json), so the menu shows them in the app's language

@@ -16,10 +16,10 @@ from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QTimer, Signal
 
 from kvsim.models.config import ModelConfig
 
-from . import i18n
+from .. import i18n
+from ..i18n import translate
+from ..session import RunInfo, Session
 from .animation import Animator
-from .i18n import translate
-from .session import RunInfo, Session
 from .toolbar import DEFAULT_LANES
 
 RESTART_QUIET_MS = 250  # a Reset this soon after the last restart (or the run it showed) waits for more presses

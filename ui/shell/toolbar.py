@@ -17,9 +17,9 @@ from PySide6.QtWidgets import QComboBox, QMenu, QSizePolicy, QToolBar, QToolButt
 from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 from kvsim.models.config import ModelConfig
 
-from . import i18n
+from .. import i18n
+from ..i18n import translate
 from .animation import SPEEDS, speed_label
-from .i18n import translate
 
 DEFAULT_MODEL = "tiny"
 RANDOM_PRESETS = [  # (label, spec): the label is translated where it is shown
@@ -60,7 +60,7 @@ def model_label(name: str, kind: str) -> str:
 def example_prompts(model: str | None = None) -> list[tuple[str, str]]:
     """(language, text) of the example prompts of ``model`` (its own in prompts.json's "models", else the
     defaults, written for the bundled model): the app's own language first (the first one is the default)."""
-    data = json.loads((Path(__file__).with_name("prompts.json")).read_text(encoding="utf-8"))
+    data = json.loads((Path(__file__).parents[1] / "prompts.json").read_text(encoding="utf-8"))  # the app's root
     lists = data.get("models", {}).get(model, data) if model else data
     order = ("pt", "en") if i18n.is_portuguese() else ("en", "pt")
     return [(lang, text) for lang in order for text in lists.get(lang, [])]
@@ -255,7 +255,7 @@ class ControlsToolBar(QToolBar):
     # ------------------------------------------------------------------ reflecting state
     def fill_lanes(self) -> None:
         """Every registered policy in the lane chooser (after the engine import: the registry needs it)."""
-        from .lanes import policy_text
+        from ..lanes import policy_text
 
         current = self.lanes_box.currentData()
         self.lanes_box.blockSignals(True)

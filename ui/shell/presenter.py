@@ -13,8 +13,8 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QAction, QFont, QKeySequence
 from PySide6.QtWidgets import QApplication, QMainWindow
 
-from . import theme
-from .i18n import translate
+from .. import theme
+from ..i18n import translate
 
 PRESENTER_THEME = "light"
 PRESENTER_TYPE = 1.4  # × the theme's base point size on an unscaled screen (divided by the screen's scale)

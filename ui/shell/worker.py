@@ -22,8 +22,8 @@ from kvsim.models.catalog import list_models
 from kvsim.models.config import ConfigError
 from kvsim.models.loading import ModelLoadError, load_model
 
-from .i18n import translate
-from .session import RunInfo
+from ..i18n import translate
+from ..session import RunInfo
 
 for _lazy in ("tokenizers", "safetensors", "gguf", "jinja2", "platformdirs"):
     try:  # the engine imports these lazily; import them here, on the GUI thread, not in the worker
