@@ -68,8 +68,8 @@ def main(args) -> int:
 
     window = MainWindow(model=args.model, prompt=args.prompt, persist=False, fallback=False)
 
-    if getattr(args, "theme", None):  # the window applies its own theme setting when built: choose after it
-        window.theme_setting.choose(getattr(args, "theme", None))
+    if theme := getattr(args, "theme", None):  # the window applies its own theme setting when built: choose after it
+        window.theme_setting.choose(theme)
     window.animator.set_speed("instant")
     window.resize(*layout_size(size, scale))
     window.show()

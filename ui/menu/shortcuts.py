@@ -87,7 +87,6 @@ def install(window: QMainWindow) -> QAction:
 
 
 def show(window: QMainWindow) -> ShortcutSheet:
-    sheet = ShortcutSheet(window)
-    window.shortcut_sheet = sheet  # tests and screenshots read it
+    sheet = ShortcutSheet(window)  # the window (its parent) keeps it
     sheet.open()
     return sheet

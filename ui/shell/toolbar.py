@@ -12,7 +12,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QFont, QKeySequence
-from PySide6.QtWidgets import QComboBox, QMenu, QSizePolicy, QToolBar, QToolButton, QWidget
+from PySide6.QtWidgets import QComboBox, QLineEdit, QMenu, QSizePolicy, QToolBar, QToolButton, QWidget
 
 from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 from kvsim.models.config import ModelConfig
@@ -55,6 +55,14 @@ def model_label(name: str, kind: str) -> str:
     if kind == "fetched":
         return translate("toolbar", "{model} (fetched)").format(model=name)
     return f"{name} ({kind})"
+
+
+def editor(box: QComboBox) -> QLineEdit:
+    """The line edit of an editable combo box (Qt gives one to every editable box)."""
+    line = box.lineEdit()
+    if line is None:
+        raise ValueError("the combo box is not editable")
+    return line
 
 
 def example_prompts(model: str | None = None) -> list[tuple[str, str]]:
@@ -124,7 +132,7 @@ class ControlsToolBar(QToolBar):
         self.prompt_box.setCurrentIndex(0)
         if prompt:
             self.prompt_box.setEditText(prompt)
-        self.prompt_box.lineEdit().setCursorPosition(0)
+        editor(self.prompt_box).setCursorPosition(0)
         self.prompt_box.setToolTip(translate("toolbar", "prompt: pick an example (English / Português) or type; Enter restarts"))
         self.addWidget(self.prompt_box)
 
@@ -196,11 +204,11 @@ class ControlsToolBar(QToolBar):
         self.more.addWidget(self.view_button)
 
         self.model_box.activated.connect(lambda i: self.model_chosen.emit(str(self.model_box.itemData(i))))
-        self.prompt_box.lineEdit().returnPressed.connect(self.prompt_submitted)
+        editor(self.prompt_box).returnPressed.connect(self.prompt_submitted)
         self.prompt_box.activated.connect(lambda _i: self.prompt_submitted.emit())
         self.speed_box.currentIndexChanged.connect(lambda _i: self.speed_chosen.emit(self.speed_box.currentData()))
         self.lanes_box.activated.connect(self._lanes_activated)
-        self.lanes_box.lineEdit().returnPressed.connect(self._lanes_typed)
+        editor(self.lanes_box).returnPressed.connect(self._lanes_typed)
         self.layer_box.currentIndexChanged.connect(lambda _i: self._emit_selection())
         self.head_box.currentIndexChanged.connect(lambda _i: self._emit_selection())
 
@@ -354,8 +362,7 @@ class ControlsToolBar(QToolBar):
         self.fill_examples(examples)
         if untouched and examples:
             self.prompt_box.setCurrentIndex(0)
-            if (edit := self.prompt_box.lineEdit()) is not None:
-                edit.setCursorPosition(0)
+            editor(self.prompt_box).setCursorPosition(0)
 
     def show_model(self, model_id: str, tooltip: str) -> None:
         idx = self.model_box.findData(model_id)
@@ -371,7 +378,7 @@ class ControlsToolBar(QToolBar):
             self.lanes_box.addItem(lanes_label(specs), specs)
             index = self.lanes_box.count() - 1
         self.lanes_box.setCurrentIndex(index)
-        self.lanes_box.lineEdit().setCursorPosition(0)  # the start of the lanes, when the box is narrow
+        editor(self.lanes_box).setCursorPosition(0)  # the start of the lanes, when the box is narrow
 
     def show_playing(self, playing: bool) -> None:
         self.play_action.setChecked(playing)
