@@ -225,9 +225,9 @@ def test_models_load_on_the_worker_thread(window, qtbot):
     from PySide6.QtCore import QThread
 
     worker = window.worker.worker
-    assert worker.thread() is window.worker.thread and worker.thread() is not QThread.currentThread()
+    assert worker.thread() is window.worker.qthread and worker.thread() is not QThread.currentThread()
     seen = []
-    worker.model_loaded.connect(lambda _info: seen.append(QThread.currentThread() is window.worker.thread), Qt.DirectConnection)
+    worker.model_loaded.connect(lambda _info: seen.append(QThread.currentThread() is window.worker.qthread), Qt.DirectConnection)
     window.controller.load_model(MODEL)
     qtbot.waitUntil(lambda: bool(seen) and window.controller.can_step, timeout=30_000)
     assert seen == [True]
