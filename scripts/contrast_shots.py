@@ -105,7 +105,7 @@ def shoot(theme_name: str, size: tuple[int, int], lanes: str | None, out: Path, 
     from PySide6.QtCore import QCoreApplication
 
     from kvsim.ui import theme
-    from kvsim.ui.window import MainWindow
+    from kvsim.ui.shell.window import MainWindow
 
     w = MainWindow(model="tiny", prompt=None, persist=False)
     theme.set_theme(app, theme_name)  # after the window: it applies its own theme setting when built

@@ -25,7 +25,7 @@ def wait(app, until, timeout_s: float = 300.0) -> bool:
 
 
 def window(app, model: str, prompt: str, lanes: str, steps: int):
-    from kvsim.ui.window import MainWindow
+    from kvsim.ui.shell.window import MainWindow
 
     w = MainWindow(model=model, prompt=prompt, persist=False, fallback=model == "tiny")
     w.animator.set_speed("instant")

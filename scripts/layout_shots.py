@@ -32,7 +32,7 @@ RENDER = """
 import sys
 from kvsim.ui.app import make_app
 app = make_app()
-from kvsim.ui.window import MainWindow
+from kvsim.ui.shell.window import MainWindow
 mode, out = sys.argv[1], sys.argv[2]
 w = MainWindow(persist=False, prompt="It is a truth universally acknowledged, that a single man in possession of a good fortune")
 w.animator.set_speed("instant")

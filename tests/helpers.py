@@ -46,7 +46,7 @@ def ready_window(
 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from kvsim.ui import theme
-    from kvsim.ui.window import MainWindow
+    from kvsim.ui.shell.window import MainWindow
 
     theme.apply(qapp)
     w = MainWindow(model=model, prompt=prompt, persist=persist)

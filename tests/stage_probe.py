@@ -498,7 +498,7 @@ def probe(mode: str, langs: list[str], shots: str | None) -> dict:
 def _one(app, mode: str, lang: str, shots: str | None, min_px: float, sizes: dict) -> dict[str, list[str]]:
     from pathlib import Path
 
-    from kvsim.ui.window import MainWindow
+    from kvsim.ui.shell.window import MainWindow
 
     w = MainWindow(persist=False, prompt=PROMPT)
     w.animator.set_speed("instant")
@@ -530,7 +530,7 @@ def _one(app, mode: str, lang: str, shots: str | None, min_px: float, sizes: dic
             w.stage.show(name)
             _settled_view(app, w, name)
             look(f"stage-{name}")
-        from kvsim.ui.recent import demos
+        from kvsim.ui.menu.recent import demos
 
         w.stage.show("lanes")
         for _title, path in demos():  # the bundled demos (Alt+1 …): three lanes side by side on the stage

@@ -96,7 +96,7 @@ def test_temperature_flattens() -> None:
 def test_the_window_paints_before_torch_is_imported() -> None:
     """Building the main window imports no torch (it is imported after the first paint, so the window
     appears at once): views reach the engine only through torch-free modules."""
-    code = "import sys, kvsim.ui.window; print('torch' in sys.modules)"
+    code = "import sys, kvsim.ui.shell.window; print('torch' in sys.modules)"
     proc = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -110,15 +110,21 @@ def test_the_window_paints_before_torch_is_imported() -> None:
 
 def test_folders_name_the_parts() -> None:
     """``ls kvsim ui`` shows the architecture: the engine's top level holds only its parts (no flat
-    module), the app's top level only the window's shell, and every part says in its ``__init__`` what
-    it is (one job per module, one part per folder; no line cap)."""
+    module), the app's top level only what every part shares (the app, the session, the theme, the
+    languages), every part says in its ``__init__`` what it is (one job per module, one part per folder;
+    no line cap), and no folder of the app holds more than 15 modules (a folder with more holds more than one part)."""
     root = Path(__file__).resolve().parents[1]
     engine_flat = sorted(p.name for p in (root / "kvsim").glob("*.py"))
     assert engine_flat == ["__init__.py", "__main__.py"], engine_flat
     engine_parts = sorted(p.name for p in (root / "kvsim").iterdir() if (p / "__init__.py").is_file())
     assert engine_parts == ["caches", "cli", "core", "costs", "engine", "models", "serving"], engine_parts
     app_parts = sorted(p.name for p in (root / "ui").iterdir() if (p / "__init__.py").is_file())
-    assert app_parts == ["docks", "export", "lanes", "lesson", "panels"], app_parts
+    assert app_parts == ["docks", "export", "lanes", "lesson", "menu", "panels", "shell", "startup"], app_parts
+    app_flat = sorted(p.name for p in (root / "ui").glob("*.py"))
+    assert app_flat == ["__init__.py", "app.py", "i18n.py", "session.py", "theme.py"], app_flat
+    folders = [root / "ui", *(p for p in (root / "ui").rglob("*") if p.is_dir() and p.name != "__pycache__")]
+    crowded = {str(f.relative_to(root)): n for f in folders if (n := len(list(f.glob("*.py")))) > 15}
+    assert not crowded, crowded
     for init in [*(root / "kvsim").glob("*/__init__.py"), *(root / "ui").rglob("*/__init__.py")]:
         text = init.read_text(encoding="utf-8").lstrip()
         assert text.startswith('"""') and len(text.split('"""')[1].strip()) > 40, f"{init} does not say what the part is"

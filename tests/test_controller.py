@@ -9,9 +9,9 @@ from PySide6.QtCore import QObject, Signal
 from kvsim.caches import parse_lanes
 from kvsim.engine.simulate import Simulator
 from kvsim.models.loading import load_model
-from kvsim.ui.animation import Animator
-from kvsim.ui.controller import Controller
 from kvsim.ui.session import RunInfo, Session
+from kvsim.ui.shell.animation import Animator
+from kvsim.ui.shell.controller import Controller
 
 MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,seed=1"
 

@@ -107,7 +107,7 @@ def test_the_prompt_box_offers_the_loaded_models_own_examples(qtbot, qapp) -> No
     from PySide6.QtWidgets import QMainWindow
 
     from kvsim.ui import i18n
-    from kvsim.ui.toolbar import ControlsToolBar, example_prompts
+    from kvsim.ui.shell.toolbar import ControlsToolBar, example_prompts
 
     host = QMainWindow()
     qtbot.addWidget(host)

@@ -72,7 +72,7 @@ def test_five_lanes_set_each_image_once_a_step_and_none_while_animating(qtbot, q
     from kvsim.ui import theme
     from kvsim.ui.lanes import plots
     from kvsim.ui.session import RunInfo
-    from kvsim.ui.window import MainWindow
+    from kvsim.ui.shell.window import MainWindow
 
     loaded = load_model(MODEL)
     ids = loaded.tokenizer.encode("The cache remembers what the model computed before. " * 3)[:120]

@@ -35,7 +35,7 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import Qt, QTimer  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
 
-from kvsim.ui.animation import Animator  # noqa: E402
+from kvsim.ui.shell.animation import Animator  # noqa: E402
 
 MODEL, PROMPT = mk.MODEL, mk.PROMPT
 MONKEY_SECONDS = float(os.environ.get("KVSIM_MONKEY_SECONDS", "45"))  # benchmarks/frontend/monkey.py: a timed soak

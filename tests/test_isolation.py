@@ -37,7 +37,7 @@ def test_window_settings_land_in_the_temporary_config_folder(qtbot, qapp, isolat
     pytest.importorskip("PySide6")
     from PySide6.QtCore import QSettings
 
-    from kvsim.ui.window import MainWindow
+    from kvsim.ui.shell.window import MainWindow
 
     real = _real_settings_file()
     before = _snapshot(real)

@@ -10,7 +10,7 @@ from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMainWindow, QMenu
 
 from kvsim.ui import i18n
-from kvsim.ui.language_menu import LanguageSetting
+from kvsim.ui.menu.language_menu import LanguageSetting
 
 
 @pytest.fixture
@@ -61,8 +61,8 @@ def test_the_window_menu_without_settings_only_says_so(qtbot, qapp) -> None:
 
 
 def test_the_toolbar_in_portuguese(qtbot, portuguese) -> None:
-    from kvsim.ui.animation import SPEEDS
-    from kvsim.ui.toolbar import ControlsToolBar, example_prompts, lanes_label
+    from kvsim.ui.shell.animation import SPEEDS
+    from kvsim.ui.shell.toolbar import ControlsToolBar, example_prompts, lanes_label
 
     host = QMainWindow()
     qtbot.addWidget(host)
@@ -87,7 +87,7 @@ def test_the_toolbar_in_portuguese(qtbot, portuguese) -> None:
 
 
 def test_the_toolbar_in_english_is_unchanged(qtbot, qapp) -> None:
-    from kvsim.ui.toolbar import ControlsToolBar, lanes_label
+    from kvsim.ui.shell.toolbar import ControlsToolBar, lanes_label
 
     assert i18n.language() == "en"
     host = QMainWindow()
@@ -100,7 +100,7 @@ def test_the_toolbar_in_english_is_unchanged(qtbot, qapp) -> None:
 
 
 def test_the_window_in_portuguese(qtbot, qapp, portuguese, tmp_path) -> None:
-    from kvsim.ui import shortcuts
+    from kvsim.ui.menu import shortcuts
 
     w = ready_window(qtbot, qapp, "tiny", "O cache de chaves e valores")
     try:
@@ -134,8 +134,8 @@ def test_the_step_buttons_fit_a_projector_in_portuguese(qtbot, qapp, portuguese)
     """1280x720 at --scale 1.5 is 853 logical pixels wide: the first toolbar row (model, prompt and the four
     step buttons, whose Portuguese names are longer) still shows every button whole."""
     from kvsim.ui import theme
-    from kvsim.ui.layout import WINDOW_MIN
-    from kvsim.ui.toolbar import ControlsToolBar
+    from kvsim.ui.shell.layout import WINDOW_MIN
+    from kvsim.ui.shell.toolbar import ControlsToolBar
 
     theme.apply(qapp)
     host = QMainWindow()

@@ -26,8 +26,8 @@ MEASURE = textwrap.dedent(
     import json, sys
     from kvsim.ui.app import make_app
     app = make_app()
-    from kvsim.ui.window import MainWindow
-    from kvsim.ui.layout import LANES_MIN_HEIGHT
+    from kvsim.ui.shell.window import MainWindow
+    from kvsim.ui.shell.layout import LANES_MIN_HEIGHT
     mode = sys.argv[1]
     w = MainWindow(persist=False)
     w.animator.set_speed("instant")

@@ -38,7 +38,7 @@ def test_the_wheel_holds_kvsim_ui_and_resources_and_imports_outside_the_checkout
     names = zipfile.ZipFile(wheel).namelist()
     assert {n.split("/")[0] for n in names} == {"kvsim", wheel.name.split("-py")[0] + ".dist-info"}
     for needed in (
-        "kvsim/ui/window.py",
+        "kvsim/ui/shell/window.py",
         "kvsim/ui/lanes/view.py",
         "kvsim/ui/prompts.json",
         "kvsim/caches/kv.py",
@@ -59,8 +59,8 @@ def test_the_wheel_holds_kvsim_ui_and_resources_and_imports_outside_the_checkout
     # -I -S: no .pth files, so the editable checkout's finder cannot answer for kvsim
     code = (
         f"import sys; sys.path[:0] = [{str(target)!r}] + {site.getsitepackages()!r}; "
-        "import kvsim.ui.window, kvsim.ui.lanes.view; from kvsim.models.base import bundled_models_dir; "
-        "print(kvsim.ui.window.__file__); print(bundled_models_dir() / 'tiny')"
+        "import kvsim.ui.shell.window, kvsim.ui.lanes.view; from kvsim.models.base import bundled_models_dir; "
+        "print(kvsim.ui.shell.window.__file__); print(bundled_models_dir() / 'tiny')"
     )
     run = subprocess.run(
         [sys.executable, "-I", "-S", "-c", code],

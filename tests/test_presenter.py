@@ -11,8 +11,9 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QApplication
 
 from kvsim.engine.trace import Trace
-from kvsim.ui import recent, shortcuts, theme
-from kvsim.ui.animation import SPEEDS
+from kvsim.ui import theme
+from kvsim.ui.menu import recent, shortcuts
+from kvsim.ui.shell.animation import SPEEDS
 
 PROMPT = "It is a truth universally acknowledged"
 

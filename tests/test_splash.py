@@ -18,7 +18,7 @@ CODE = """
 import builtins, sys, threading
 from kvsim.ui import app
 
-from kvsim.ui import splash as splash_module
+from kvsim.ui.startup import splash as splash_module
 
 show = splash_module.show_splash
 preload = app._preload
@@ -37,7 +37,7 @@ def watched_preload():
     sys.stdout.flush()
     preload()
 
-from kvsim.ui import engine_import
+from kvsim.ui.startup import engine_import
 start = engine_import.start
 
 def watched_start(work, plain, after=None):

@@ -10,9 +10,9 @@ from helpers import ready_window
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QLabel
 
-from kvsim.ui import shortcuts
-from kvsim.ui import stage as stage_module
 from kvsim.ui.docks import registry
+from kvsim.ui.menu import shortcuts
+from kvsim.ui.shell import stage as stage_module
 
 PROMPT = "It is a truth universally acknowledged"
 

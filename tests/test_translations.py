@@ -63,7 +63,7 @@ def test_one_ts_per_language_and_no_other() -> None:
     on_disk = {p.relative_to(ROOT).as_posix() for part in ("kvsim", "ui") for p in (ROOT / part).rglob("*.py")}
     on_disk = {p for p in on_disk if not p.startswith(("kvsim/ui/", "kvsim/resources/"))}  # a worktree's links to ui/, resources/
     assert listed == on_disk
-    assert "ui/window.py" in listed and "kvsim/caches/kv.py" in listed
+    assert "ui/shell/window.py" in listed and "kvsim/caches/kv.py" in listed
 
 
 def test_every_message_is_translated_and_keeps_its_placeholders() -> None:

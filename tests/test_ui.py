@@ -225,9 +225,9 @@ def test_models_load_on_the_worker_thread(window, qtbot):
     from PySide6.QtCore import QThread
 
     worker = window.worker.worker
-    assert worker.thread() is window.worker.thread and worker.thread() is not QThread.currentThread()
+    assert worker.thread() is window.worker.qthread and worker.thread() is not QThread.currentThread()
     seen = []
-    worker.model_loaded.connect(lambda _info: seen.append(QThread.currentThread() is window.worker.thread), Qt.DirectConnection)
+    worker.model_loaded.connect(lambda _info: seen.append(QThread.currentThread() is window.worker.qthread), Qt.DirectConnection)
     window.controller.load_model(MODEL)
     qtbot.waitUntil(lambda: bool(seen) and window.controller.can_step, timeout=30_000)
     assert seen == [True]
@@ -275,7 +275,7 @@ def test_bad_model_file_shows_an_error_and_the_app_stays_usable(window, qtbot, t
 
 
 def test_prompt_too_long_is_a_message(qtbot, qapp):
-    from kvsim.ui.window import MainWindow
+    from kvsim.ui.shell.window import MainWindow
 
     w = MainWindow(model="random:layers=1,heads=2,kv_heads=1,dim=32,ctx=16", prompt="x" * 40, persist=False)
     qtbot.addWidget(w)
@@ -316,7 +316,7 @@ def test_cancel_a_long_step(window, qtbot):
 
 
 def test_long_sequences_draw_only_the_rows_that_fit(qtbot, qapp):
-    from kvsim.ui.window import MainWindow
+    from kvsim.ui.shell.window import MainWindow
 
     w = MainWindow(model="random:layers=1,heads=2,kv_heads=1,dim=32,ctx=1024", prompt="a" * 300, persist=False)
     qtbot.addWidget(w)
@@ -404,7 +404,7 @@ def test_switching_lanes_rebuilds_the_panels(window, qtbot):
 def test_log_scale_and_layout_persistence(qtbot, qapp, tmp_path):
     from PySide6.QtCore import QSettings
 
-    from kvsim.ui.window import MainWindow
+    from kvsim.ui.shell.window import MainWindow
 
     QSettings.setDefaultFormat(QSettings.IniFormat)
     QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp_path))
@@ -603,7 +603,7 @@ def test_all_heads_are_drawn_in_groups_over_the_kv_head_they_share(window, qtbot
 def test_a_portuguese_prompt_names_the_model_that_writes_portuguese(qtbot):
     from PySide6.QtWidgets import QMainWindow
 
-    from kvsim.ui.toolbar import DEFAULT_MODEL, PORTUGUESE_MODEL, ControlsToolBar
+    from kvsim.ui.shell.toolbar import DEFAULT_MODEL, PORTUGUESE_MODEL, ControlsToolBar
 
     host = QMainWindow()
     qtbot.addWidget(host)

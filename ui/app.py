@@ -16,15 +16,20 @@ are one ``kvsim: qt …`` line each.
 from __future__ import annotations
 
 import builtins
-import contextlib
 import os
 import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
-from .launch import T0 as _T0  # the clock starts as the app module loads
-from .launch import launch_mark
+from .startup.launch import T0 as _T0  # the clock starts as the app module loads
+from .startup.launch import launch_mark
+
+if TYPE_CHECKING:  # Qt is imported when the app starts, not with this module
+    from PySide6.QtWidgets import QApplication
 
 # Python's own import, kept before PySide6 replaces it with shiboken's hook (None when Qt came first)
 _PLAIN_IMPORT = None if "shiboken6" in sys.modules else builtins.__import__
@@ -71,9 +76,9 @@ class ErrorHandlers:
         self._lock = threading.Lock()
         self._previous_hook = sys.excepthook
         self._previous_thread_hook = threading.excepthook
-        self._previous_qt = None
+        self._previous_qt: Callable[..., Any] | None = None  # Qt's message handler before ours
         self._installed = False
-        self.log = None  # the log file the last error went to
+        self.log: Path | None = None  # the log file the last error went to
 
     def install(self) -> ErrorHandlers:
         from PySide6.QtCore import qInstallMessageHandler
@@ -179,7 +184,7 @@ def install_error_handlers(stream=None) -> ErrorHandlers:
     return _handlers
 
 
-def make_app(argv: list[str] | None = None, handlers: bool = True, lang: str | None = None, styled: bool = True):
+def make_app(argv: list[str] | None = None, handlers: bool = True, lang: str | None = None, styled: bool = True) -> QApplication:
     """The QApplication (made once), themed and in its language (``lang``: "en" / "pt_BR"; None: the
     remembered choice, else the system's); ``handlers``: install the error handlers first, so even
     Qt's messages while the application starts are filtered; ``styled=False``: the theme (and pyqtgraph)
@@ -190,7 +195,7 @@ def make_app(argv: list[str] | None = None, handlers: bool = True, lang: str | N
 
     if handlers:
         install_error_handlers()
-    app = QApplication.instance()
+    app = cast("QApplication | None", QApplication.instance())  # kvsim's processes make only QApplications
     if app is None:
         app = QApplication(argv if argv is not None else [sys.argv[0]])
         app.setApplicationName("kvsim")
@@ -203,31 +208,6 @@ def make_app(argv: list[str] | None = None, handlers: bool = True, lang: str | N
     if styled:
         theme.apply(app)
     return app
-
-
-@contextlib.contextmanager
-def plain_import():
-    """Python's own ``__import__`` for a while on the GUI thread (no other thread running Python yet):
-    shiboken's hook, which serves PySide's ``__feature__`` switches that neither torch nor the engine use,
-    costs ~0.2–0.3 s of CPU over torch's ~1,000 modules. Nothing changes when Qt was imported first."""
-    hook = builtins.__import__
-    if _PLAIN_IMPORT is not None:
-        builtins.__import__ = _PLAIN_IMPORT
-    try:
-        yield
-    finally:
-        builtins.__import__ = hook
-
-
-def preload_engine(model: str | None = None) -> None:
-    """Import the engine (torch, the simulator, the loaders and the libraries they import lazily) on the
-    GUI thread before the main window exists, while the splash is on screen (``main``). shiboken6 replaces
-    ``builtins.__import__`` with a hook that reads the source of every Python module imported
-    (``inspect.getsource``): importing hundreds of modules through it on the worker thread while the GUI
-    thread runs is not safe, and importing them on the GUI thread after the first paint froze the window.
-    Here neither happens: no other thread runs Python yet, and ``plain_import`` bypasses the hook."""
-    with plain_import():
-        _preload_model_libraries(model)
 
 
 def _preload() -> None:
@@ -249,13 +229,14 @@ def main(model: str | None = None, lang: str | None = None, threads: int | None 
     launch_mark("main")
     app = make_app(lang=lang, styled=False)
     launch_mark("qapplication")
-    from . import engine_import, theme
-    from .splash import show_splash
+    from . import theme
+    from .startup import engine_import
+    from .startup.splash import show_splash
 
     splash = show_splash(app)
     launch_mark("splash-shown")
     theme.apply(app)  # pyqtgraph's import and the style sheet, behind the splash
-    from .window import MainWindow
+    from .shell.window import MainWindow
 
     engine_import.expect()
     window = MainWindow(model=model)  # the engine is not imported: the window's boot waits for it
@@ -298,7 +279,7 @@ def main(model: str | None = None, lang: str | None = None, threads: int | None 
 
 
 def _preload_model_libraries(model: str | None) -> None:
-    """What ``preload_engine`` imports, for the engine-import thread (Python's own import is in place)."""
+    """The engine and the libraries it imports lazily, for the engine-import thread (Python's own import is in place)."""
     _preload()
     if model:
         from kvsim.models import hub

@@ -23,7 +23,7 @@ import numpy as np
 from PySide6.QtCore import QObject, Signal
 
 from kvsim.core.text import printable
-from kvsim.engine.trace import StepRecord
+from kvsim.engine.records import StepRecord
 from kvsim.models.config import ConfigError, ModelConfig
 
 from .i18n import translate

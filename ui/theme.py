@@ -201,6 +201,14 @@ def on_change(callback: Callable[[str], object]) -> None:
     _listeners.append(ref)
 
 
+def application() -> QApplication:
+    """The running application: kvsim's processes make a QApplication (widgets), never a bare QCoreApplication."""
+    app = QApplication.instance()
+    if not isinstance(app, QApplication):
+        raise RuntimeError("no QApplication is running")
+    return app
+
+
 def set_theme(app: QApplication, name: str) -> None:
     """Switch the whole app to theme ``name`` (palette, style sheet, then every listener)."""
     if name not in THEMES:

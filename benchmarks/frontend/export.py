@@ -55,7 +55,7 @@ def run(args) -> None:
     from kvsim.ui.app import make_app
     from kvsim.ui.export.cli import SPEED_MS, parse_size
     from kvsim.ui.export.movie import MovieExport, MovieSpec
-    from kvsim.ui.window import MainWindow
+    from kvsim.ui.shell.window import MainWindow
 
     app = make_app()
     w = MainWindow(model=args.model, prompt="Once upon a time", persist=False)

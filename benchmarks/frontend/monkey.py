@@ -52,7 +52,7 @@ def main() -> int:
 
     sys.excepthook = hook
 
-    from kvsim.ui.window import MainWindow
+    from kvsim.ui.shell.window import MainWindow
 
     with tempfile.TemporaryDirectory(prefix="kvsim-monkey-") as tmp:
         folder = Path(tmp)

@@ -44,7 +44,7 @@ def main() -> int:
     from PySide6.QtTest import QTest
 
     from kvsim.ui.app import make_app
-    from kvsim.ui.window import MainWindow
+    from kvsim.ui.shell.window import MainWindow
 
     print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
     app = make_app()

@@ -38,7 +38,7 @@ def main() -> int:
 
     from kvsim.ui import theme
     from kvsim.ui.app import make_app
-    from kvsim.ui.window import MainWindow
+    from kvsim.ui.shell.window import MainWindow
 
     print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
     app = make_app()

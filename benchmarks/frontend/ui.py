@@ -65,7 +65,7 @@ def measure(
 
     from kvsim.ui.app import make_app
     from kvsim.ui.session import RunInfo
-    from kvsim.ui.window import MainWindow
+    from kvsim.ui.shell.window import MainWindow
 
     sim, records, labels = record_run(tokens, steps, lanes)
     app = make_app()  # noqa: F841 - keeps the QApplication alive

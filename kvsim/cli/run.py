@@ -18,8 +18,8 @@ from .requests import add_requests_arguments, check_single_prompt_flags, cmd_req
 
 if TYPE_CHECKING:
     from ..caches.registry import LaneSpec
+    from ..engine.records import StepRecord
     from ..engine.simulate import Simulator
-    from ..engine.trace import StepRecord
     from ..models.base import LoadedModel
     from ..models.tokenizer import Tokenizer
 

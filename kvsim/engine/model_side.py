@@ -15,7 +15,7 @@ from ..models.kernels.quantized_weights import QuantizedLinear, quantize_model, 
 from ..models.tokenizer import Tokenizer
 from ..models.transformer import Transformer
 from .counting import StepCost
-from .lane_rows import Lane
+from .lane import Lane
 from .speculative import SpeculativeLane, make_drafter
 
 

@@ -2,7 +2,7 @@
 
 A ``StepRecord`` is frozen and its arrays are read-only, so it can cross threads and be drawn from
 at any time. It stores only the step's *new* Q/K/V rows (and, per lane, a ``LaneStep``; a lossy
-lane's own rows in ``LaneRows``). ``kvsim.engine.trace`` saves and loads them (and re-exports them);
+lane's own rows in ``LaneRows``). ``kvsim.engine.trace`` saves and loads them (import them from here);
 ``kvsim.engine.trace_checks`` validates them. This module imports neither.
 """
 

@@ -31,11 +31,12 @@ from ..core.sampling import Sampling, SimulationError, choose, draw, probabiliti
 from ..models.tokenizer import Tokenizer
 from ..models.transformer import ForwardOutput, Transformer
 from .counting import step_cost
-from .lane_rows import Lane, lane_spans
+from .lane import Lane, lane_spans
 from .model_side import attach, lane_meta, with_weight_bytes
+from .records import DraftRows, HeadRows, LaneRows, LaneStep, StepRecord
 from .speculative import SpecStep
 from .summary import RunSummary, summarize  # noqa: F401 - part of the simulator's API
-from .trace import DraftRows, HeadRows, LaneRows, LaneStep, StepRecord, Trace
+from .trace import Trace
 
 __all__ = ["DEFAULT_LANES", "LaneSpec", "Sampling", "SimulationError", "Simulator", "parse_lanes", "summarize"]
 

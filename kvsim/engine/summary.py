@@ -15,7 +15,8 @@ from typing import Any, TypedDict
 import numpy as np
 
 from ..core.compare import compare_paired, compare_ranges
-from .trace import StepRecord, Trace
+from .records import StepRecord
+from .trace import Trace
 
 
 class LaneFigures(TypedDict):

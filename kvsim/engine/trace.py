@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..core.atomic import atomic_target
-from .records import EVICT_REASONS, DraftRows, HeadRows, LaneRows, LaneStep, StepRecord  # noqa: F401 - re-exported: kvsim.engine.trace.StepRecord
+from .records import EVICT_REASONS, DraftRows, HeadRows, LaneRows, LaneStep, StepRecord
 from .trace_checks import TraceError, check_meta, check_sequence, is_int
 
 SCHEMA = "kvsim-trace"

@@ -2,7 +2,7 @@
 views: costs, text and all heads are built with the window; the optional ones (memory bill, roofline,
 requests through a paged pool) the first time they are shown, so a window that never opens them never
 pays for them. A new dock is one entry here: the menu, its key, the shortcut sheet and the stage
-(``ui/stage.py``) read this list.
+(``ui/shell/stage.py``) read this list.
 
 Each dock's widget is made by ``factory(host)``: the ``DockHost`` gives it the session (what the
 runs recorded), the settings, a way to show a message, and ``submit`` — a computation run on the
@@ -165,7 +165,10 @@ class LazyDock(QDockWidget):
 
     def __init__(self, spec: DockSpec, host: DockHost, parent: QWidget | None = None) -> None:
         super().__init__(translate("docks", spec.title), parent)
-        self.spec, self.host, self.view = spec, host, None
+        self.spec, self.host = spec, host
+        # the view the spec's factory builds: each dock's own class, read by what knows it (the window reads
+        # the costs, text and heads views; the stage asks any view for set_staged / show_part)
+        self.view: Any = None
         self.holder: QWidget | None = None  # the view, or the scroll area around it: what the dock (or the stage) holds
         self.setObjectName(spec.name)
         self.setFeatures(

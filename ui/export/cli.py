@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..animation import SPEEDS as SPEED_MS
+from ..shell.animation import SPEEDS as SPEED_MS
 from .movie import ExportError, MovieSpec, check_length, check_output, frames_per_step
 
 
@@ -64,12 +64,12 @@ def main(args) -> int:
     app = start_app(scale, getattr(args, "theme", None), lang, size)
     from kvsim.engine.trace import Trace
 
-    from ..window import MainWindow
+    from ..shell.window import MainWindow
 
     window = MainWindow(model=args.model, prompt=args.prompt, persist=False, fallback=False)
 
-    if getattr(args, "theme", None):  # the window applies its own theme setting when built: choose after it
-        window.theme_setting.choose(getattr(args, "theme", None))
+    if theme := getattr(args, "theme", None):  # the window applies its own theme setting when built: choose after it
+        window.theme_setting.choose(theme)
     window.animator.set_speed("instant")
     window.resize(*layout_size(size, scale))
     window.show()

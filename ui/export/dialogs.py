@@ -20,8 +20,8 @@ from PySide6.QtWidgets import (
 
 from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 
-from ..animation import SPEEDS as SPEED_MS
 from ..i18n import local, num, translate
+from ..shell.animation import SPEEDS as SPEED_MS
 from .movie import MAX_FPS, frames_per_step
 
 PICTURE_KINDS = {  # English here, translated where shown
@@ -29,7 +29,7 @@ PICTURE_KINDS = {  # English here, translated where shown
     "png2": QT_TRANSLATE_NOOP("export_dialogs", "PNG at 2× pixels (sharp on 4K)"),
     "svg": QT_TRANSLATE_NOOP("export_dialogs", "SVG (vector, plots only)"),
 }
-SPEED_NAMES = {  # the animation's speeds (ui/animation.py SPEEDS keys) as the movie dialog names them
+SPEED_NAMES = {  # the animation's speeds (ui/shell/animation.py SPEEDS keys) as the movie dialog names them
     "slow": QT_TRANSLATE_NOOP("export_dialogs", "slow"),
     "normal": QT_TRANSLATE_NOOP("export_dialogs", "normal"),
     "fast": QT_TRANSLATE_NOOP("export_dialogs", "fast"),

@@ -16,8 +16,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMenu, QProgressDialog, QWidget
 
-from ..animation import SPEEDS
 from ..i18n import num, translate
+from ..shell.animation import SPEEDS
 from .dialogs import MovieChoice, MovieDialog, PictureDialog, ask_save
 from .images import save_png, save_svg
 from .movie import ExportError, MovieExport, MovieSpec, check_length, check_output

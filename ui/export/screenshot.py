@@ -165,7 +165,7 @@ def main(args) -> int:
         return 2
     out = Path(args.out)
     app = start_app(scale, theme_name, lang, size)
-    from ..window import MainWindow
+    from ..shell.window import MainWindow
 
     window = MainWindow(model=args.model, prompt=args.prompt, persist=False, fallback=args.model == "tiny")
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from kvsim.core.atomic import atomic_target
-from kvsim.engine.trace import StepRecord
+from kvsim.engine.records import StepRecord
 
 COLUMNS = (
     "step",

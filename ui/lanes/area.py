@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QLabel, QMenu, QSplitter
 
 from .. import theme
@@ -48,7 +49,7 @@ class LaneArea(QSplitter):
         self._hover = -1
         self.menu = QMenu(translate("views.lane_area", "Lanes"))
         self._lanes: list = []  # the lanes the area was built for
-        self._actions: dict[str, object] = {}
+        self._actions: dict[str, QAction] = {}
         self.last_rebuild_ms = 0.0  # what the last new run's lanes cost the GUI thread here (tests, benchmarks)
         self._pending: list[int] = []  # lane indices to show whose panel is not built yet
         self._build_soon = QTimer(self)

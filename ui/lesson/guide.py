@@ -114,7 +114,10 @@ class Highlight(QWidget):
         if t is None or not t.isVisible():
             self.hide()
             return
-        top_left = t.mapTo(self.parentWidget(), t.rect().topLeft())
+        parent = self.parentWidget()
+        if parent is None:  # made on the window: it has one
+            return
+        top_left = t.mapTo(parent, t.rect().topLeft())
         self.setGeometry(QRect(top_left, t.size()).adjusted(-3, -3, 3, 3))
         self.raise_()
         self.show()
@@ -416,10 +419,10 @@ class Lesson(QObject):
         self.panel.status.setVisible(bool(text))
 
 
-def install(window) -> LessonPanel:
-    """The lesson's caption band (hidden until asked for: F2 or ☰ → Lesson; the window puts it under
-    the stage) and its action; Page Down / Page Up (what presentation clickers send) move through it
-    while it is shown (``ui/stage.py`` owns those two keys)."""
+def install(window) -> tuple[Lesson, LessonPanel, QAction]:
+    """The lesson, its caption band (hidden until asked for: F2 or ☰ → Lesson; the window puts it under
+    the stage) and its action, on ``window``'s keys; Page Down / Page Up (what presentation clickers send)
+    move through it while it is shown (``ui/shell/stage.py`` owns those two keys)."""
     lesson = Lesson(window)
     band = lesson.panel
     band.setVisible(False)
@@ -429,8 +432,7 @@ def install(window) -> LessonPanel:
     action.toggled.connect(band.setVisible)
     lesson.shown_changed = _synced(lesson.shown_changed, action)
     window.addAction(action)
-    window.lesson, window.lesson_dock, window.lesson_action = lesson, band, action
-    return band
+    return lesson, band, action
 
 
 def _synced(react, action: QAction):

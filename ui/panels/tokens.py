@@ -99,7 +99,8 @@ class TokenStrip(QWidget):
             self.update()
         self._drawn_n = n
         if n > 0 and n <= len(self._rects):
-            area = self.parent().parent() if self.parent() else None
+            holder = self.parent()
+            area = holder.parent() if holder is not None else None
             if isinstance(area, QScrollArea):
                 r = self._rects[n - 1]
                 view = area.viewport().rect().translated(0, area.verticalScrollBar().value())
@@ -196,12 +197,3 @@ def _token_tip(prompt: bool, fed: bool) -> str:
     if fed:
         return translate("views.tokens", "position {pos}: {token} · generated token")
     return translate("views.tokens", "position {pos}: {token} · generated token — not fed yet: no K/V row until the next step")
-
-
-def token_area(session) -> tuple[QScrollArea, TokenStrip]:
-    strip = TokenStrip(session)
-    area = QScrollArea()
-    area.setWidgetResizable(True)
-    area.setWidget(strip)
-    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-    return area, strip

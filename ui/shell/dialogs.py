@@ -7,7 +7,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QWidget
 
-from .i18n import translate
+from ..i18n import translate
 
 
 def ask_model(parent: QWidget) -> str:

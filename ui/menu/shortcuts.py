@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QMainWindow, QScrollArea, QVBoxLayout, QWidget
 
-from .i18n import translate
+from ..i18n import translate
 
 FIRST = [  # the sheet's order: stepping, then the stage's views, the lesson, the demos, presenting
     *("Space", "Right", "Left", "Home", "+ / =", "-", "1 … 9", "L"),
@@ -87,7 +87,6 @@ def install(window: QMainWindow) -> QAction:
 
 
 def show(window: QMainWindow) -> ShortcutSheet:
-    sheet = ShortcutSheet(window)
-    window.shortcut_sheet = sheet  # tests and screenshots read it
+    sheet = ShortcutSheet(window)  # the window (its parent) keeps it
     sheet.open()
     return sheet

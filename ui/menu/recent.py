@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QMenu, QWidget
 
 from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 
-from .i18n import translate
+from ..i18n import translate
 
 MAX_RECENT = 8
 DEMO_TITLES = (  # the bundled demos' titles (demos.json), so the menu shows them in the app's language
@@ -98,7 +98,7 @@ class RecentRuns(QObject):
     def _fill(self) -> None:
         self.menu.clear()
         for p in self._paths:
-            self.menu.addAction(f"{Path(p).name} — {Path(p).parent}", lambda path=p: self.open(path))
+            self.menu.addAction(f"{Path(p).name} — {Path(p).parent}", _call(self.open, p))
         if not self._paths:
             self.menu.addAction(translate("recent", "(none yet: runs you open or save appear here)")).setEnabled(False)
         else:
@@ -113,10 +113,11 @@ class RecentRuns(QObject):
     def _fill_demos(self) -> None:
         self.demos_menu.clear()
         found = demos()
-        window = self.parent() if isinstance(self.parent(), QWidget) else None
+        parent = self.parent()
+        window = parent if isinstance(parent, QWidget) else None
         for i, (title, path) in enumerate(found):
             shown = translate("recent", title) if title in DEMO_TITLES else title  # a demo added later: as written
-            action = self.demos_menu.addAction(shown, lambda p=str(path): self.open_path(p))
+            action = self.demos_menu.addAction(shown, _call(self.open_path, str(path)))
             if i < 9 and window is not None:  # Alt+1 … Alt+9: a demo in one key, the menu closed (the stage's ideas)
                 action.setShortcut(QKeySequence(f"Alt+{i + 1}"))
                 action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
@@ -125,3 +126,8 @@ class RecentRuns(QObject):
             self.demos_menu.addAction(translate("recent", "(no demos bundled: scripts/make_demos.py makes them)")).setEnabled(
                 False
             )
+
+
+def _call(slot: Callable[[str], object], path: str) -> Callable[[], object]:
+    """A menu item's slot: ``slot(path)`` with the item's own path (no argument from the menu)."""
+    return lambda: slot(path)

@@ -10,8 +10,8 @@ from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPixmap
 from PySide6.QtWidgets import QApplication, QLabel
 
-from . import theme
-from .i18n import translate
+from .. import theme
+from ..i18n import translate
 
 WIDTH, HEIGHT = 480, 200
 

@@ -9,14 +9,18 @@ is 1280×720 logical), so one rule serves every scale.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRect, QSize, Qt
-from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QFrame, QLabel, QMainWindow, QScrollArea, QToolBar, QVBoxLayout, QWidget
+from dataclasses import dataclass
 
-from .i18n import translate
-from .lanes.area import LANES_MIN_HEIGHT, LaneArea  # noqa: F401 - the lanes never shrink below it (tests read it here)
-from .lanes.legend import Legend
-from .panels.timeline import Timeline
+from PySide6.QtCore import QRect, QSize, Qt
+from PySide6.QtGui import QGuiApplication, QMouseEvent
+from PySide6.QtWidgets import QLabel, QMainWindow, QToolBar, QVBoxLayout, QWidget
+
+from ..i18n import translate
+from ..lanes.area import LANES_MIN_HEIGHT, LaneArea  # noqa: F401 - the lanes never shrink below it (tests read it here)
+from ..lanes.derived import DerivedImages
+from ..lanes.legend import Legend
+from ..panels.timeline import Timeline
+from ..session import Session
 
 DEFAULT_SIZE = QSize(1760, 990)  # on a large screen (1920×1080: room for the costs dock uncut)
 COMPACT_HEIGHT = 640  # below this window height the text dock shares the costs dock's place (tabs)
@@ -104,16 +108,6 @@ def is_compact(height: int) -> bool:
     return height < COMPACT_HEIGHT
 
 
-def scrollable(widget: QWidget) -> QScrollArea:
-    """``widget`` in a scroll area that fills the space it gets and scrolls only below the widget's own
-    minimum: a dock holding it can be made shorter than its content on a short screen."""
-    area = QScrollArea()
-    area.setWidgetResizable(True)
-    area.setFrameShape(QFrame.Shape.NoFrame)
-    area.setWidget(widget)
-    return area
-
-
 def fit_layout(window) -> None:
     """The toolbar's second row below the first when they do not fit side by side; docks tabbed on a
     short window (and split again when it grows)."""
@@ -144,35 +138,56 @@ def fit_docks(window) -> None:
     window.resizeDocks([window.costs_dock, window.text_dock], [costs_h, text_h], Qt.Orientation.Vertical)
 
 
-def build_central(window) -> None:
-    """The central widget: the error banner, then the stage (``_build_docks``) whose first page holds the
-    lanes and their legend; the timeline as a bottom toolbar."""
+class Banner(QLabel):
+    """The error banner above the lanes: hidden until an error, gone again when clicked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setObjectName("banner")
+        self.setWordWrap(True)
+        self.setVisible(False)
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.setToolTip(translate("window", "click to dismiss"))
+
+    def mousePressEvent(self, _event: QMouseEvent) -> None:  # noqa: N802
+        self.setVisible(False)
+
+
+@dataclass
+class Central:
+    """What ``build_central`` makes: the window places ``widget`` and ``timeline_bar`` and keeps the rest."""
+
+    widget: QWidget  # the central widget
+    layout: QVBoxLayout  # its column: the banner, then what the window adds (the stage, the lesson's band)
+    banner: Banner
+    lanes_page: QWidget  # the lanes and their legend: the desktop's centre, the stage's first view
+    lanes: LaneArea
+    legend: Legend
+    timeline: Timeline
+    timeline_bar: QToolBar  # the timeline as a bottom toolbar
+
+
+def build_central(session: Session, derived: DerivedImages) -> Central:
+    """The central widget: the error banner, then (added by the window) the stage whose first page holds
+    the lanes and their legend; the timeline in its own toolbar."""
     central = QWidget()
     lay = QVBoxLayout(central)
     lay.setContentsMargins(4, 4, 4, 0)
     lay.setSpacing(2)
-    window.banner = QLabel()
-    window.banner.setObjectName("banner")
-    window.banner.setWordWrap(True)
-    window.banner.setVisible(False)
-    window.banner.setCursor(Qt.CursorShape.PointingHandCursor)
-    window.banner.setToolTip(translate("window", "click to dismiss"))
-    window.banner.mousePressEvent = lambda _e: window.banner.setVisible(False)
-    lay.addWidget(window.banner)
-    window.lanes_page = QWidget()  # the lanes and their legend: the desktop's centre, the stage's first view
-    page = QVBoxLayout(window.lanes_page)
+    banner = Banner()
+    lay.addWidget(banner)
+    lanes_page = QWidget()
+    page = QVBoxLayout(lanes_page)
     page.setContentsMargins(0, 0, 0, 0)
     page.setSpacing(2)
-    window.lanes = LaneArea(window.session, window.derived)
-    page.addWidget(window.lanes, 1)
-    window.legend = Legend()
-    page.addWidget(window.legend)
-    window.central_layout = lay
+    lanes = LaneArea(session, derived)
+    page.addWidget(lanes, 1)
+    legend = Legend()
+    page.addWidget(legend)
     central.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # arrows/Space drive the simulator, not a text box
-    window.setCentralWidget(central)
-    window.timeline = Timeline(window.session)
+    timeline = Timeline(session)
     bar = QToolBar(translate("window", "Timeline"))
     bar.setObjectName("timeline")
     bar.setMovable(False)
-    bar.addWidget(window.timeline)
-    window.addToolBar(Qt.ToolBarArea.BottomToolBarArea, bar)
+    bar.addWidget(timeline)
+    return Central(central, lay, banner, lanes_page, lanes, legend, timeline, bar)

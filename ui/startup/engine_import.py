@@ -11,7 +11,7 @@ thread unsafe is shiboken6's ``builtins.__import__`` hook (it reads each module'
 safely; see docs/launch.md): for the duration of this import Python's own ``__import__`` is in
 ``builtins`` for every thread — the hook serves PySide's ``__feature__`` switches, which kvsim does not
 use — and the GUI thread puts the hook back when the import is done (``_finish``). No other thread runs
-Python meanwhile: the worker thread (``ui/worker.py``) is started by the window's boot, after it.
+Python meanwhile: the worker thread (``ui/shell/worker.py``) is started by the window's boot, after it.
 """
 
 from __future__ import annotations

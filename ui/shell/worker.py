@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from kvsim.caches import SpecError, parse_lanes
 from kvsim.engine.simulate import SimulationError, Simulator
+from kvsim.models.base import LoadedModel
 from kvsim.models.catalog import list_models
 
 # Importing this module imports the engine (and torch): the window does it after its first paint,
@@ -22,8 +23,8 @@ from kvsim.models.catalog import list_models
 from kvsim.models.config import ConfigError
 from kvsim.models.loading import ModelLoadError, load_model
 
-from .i18n import translate
-from .session import RunInfo
+from ..i18n import translate
+from ..session import RunInfo
 
 for _lazy in ("tokenizers", "safetensors", "gguf", "jinja2", "platformdirs"):
     try:  # the engine imports these lazily; import them here, on the GUI thread, not in the worker
@@ -55,7 +56,7 @@ class SimWorker(QObject):
     def __init__(self) -> None:
         super().__init__()
         self.latest = {"load": 0, "begin": 0}  # the newest request of each kind (older ones are skipped)
-        self.loaded = None
+        self.loaded: LoadedModel | None = None
         self.sim: Simulator | None = None
         self._cancel = threading.Event()
         self._listed = False
@@ -223,10 +224,10 @@ class WorkerThread(QObject):
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.thread = QThread()
-        self.thread.setObjectName("kvsim-worker")
+        self.qthread = QThread()
+        self.qthread.setObjectName("kvsim-worker")
         self.worker = SimWorker()
-        self.worker.moveToThread(self.thread)
+        self.worker.moveToThread(self.qthread)
         self._tickets = 0
         self._load.connect(self.worker.load)
         self._begin.connect(self.worker.begin)
@@ -245,7 +246,7 @@ class WorkerThread(QObject):
             "job_failed",
         ):
             getattr(self.worker, name).connect(getattr(self, name))
-        self.thread.start()
+        self.qthread.start()
 
     def request_load(self, spec: str, fallback: bool = False) -> None:
         self._tickets += 1
@@ -274,5 +275,5 @@ class WorkerThread(QObject):
     def stop(self, timeout_ms: int = 10_000) -> bool:
         """Ask the worker to finish; False if it is still busy (a model load cannot be interrupted)."""
         self.worker.cancel()
-        self.thread.quit()
-        return self.thread.wait(timeout_ms)
+        self.qthread.quit()
+        return self.qthread.wait(timeout_ms)

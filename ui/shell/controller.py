@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QTimer, Signal
 
 from kvsim.models.config import ModelConfig
 
-from . import i18n
+from .. import i18n
+from ..i18n import translate
+from ..session import RunInfo, Session
 from .animation import Animator
-from .i18n import translate
-from .session import RunInfo, Session
 from .toolbar import DEFAULT_LANES
+
+if TYPE_CHECKING:  # imported by the window after the first paint (it imports torch)
+    from .worker import WorkerThread
 
 RESTART_QUIET_MS = 250  # a Reset this soon after the last restart (or the run it showed) waits for more presses
 RESTART_COALESCE_MS = 80  # how long it waits: a held Home key (auto-repeat ~30 a second) is one restart
@@ -41,7 +45,7 @@ class Controller(QObject):
     def __init__(self, session: Session, animator: Animator, prompt_text=lambda: "", parent=None) -> None:
         super().__init__(parent)
         self.session, self.animator, self.prompt_text = session, animator, prompt_text
-        self.worker = None
+        self.worker: WorkerThread | None = None  # attached once the engine is imported (attach_worker)
         self.busy = False
         self.playing = False
         self.can_step = False  # a simulator exists for the current run
@@ -132,7 +136,7 @@ class Controller(QObject):
             return
         if self.busy or self._reset_soon.isActive():
             return
-        if not self.can_step:
+        if not self.can_step or self.worker is None:  # can_step: the worker built this run's simulator
             if self.browsing:
                 self.say(
                     translate("controller", "an opened run is for browsing: press Reset (Home) to start a live run"), error=True

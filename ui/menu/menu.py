@@ -4,30 +4,43 @@ options, presenter mode, theme, language, the shortcut sheet, export, the defaul
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from PySide6.QtGui import QKeySequence
 
-from . import dialogs, shortcuts
+from ..export import menu as export
+from ..i18n import translate
+from ..shell import dialogs
+from ..shell.presenter import Presenter, install_keys
+from . import shortcuts
 from .appearance import ThemeSetting
-from .export import menu as export
-from .i18n import translate
 from .language_menu import LanguageSetting
-from .presenter import Presenter, install_keys
 from .recent import RecentRuns
 
 
-def build(w) -> None:
-    """Fill ``w.toolbar.menu`` and give ``w`` its keys (they work with the menu closed)."""
+@dataclass
+class WindowMenu:
+    """What ``build`` made; the window keeps each as its own attribute."""
+
+    recent: RecentRuns
+    presenter: Presenter
+    theme_setting: ThemeSetting
+    language_setting: LanguageSetting
+
+
+def build(w) -> WindowMenu:
+    """Fill ``w.toolbar.menu`` and give ``w`` its keys (they work with the menu closed). ``w`` is the
+    main window (not annotated: the window imports this module)."""
     menu = w.toolbar.menu
     save = menu.addAction(translate("window", "Save run…"), lambda: (path := dialogs.ask_save_run(w)) and w.save_run(path))
     save.setShortcut(QKeySequence.StandardKey.Save)
     opened = menu.addAction(translate("window", "Open run…"), lambda: (path := dialogs.ask_open_run(w)) and w.open_run(path))
     opened.setShortcut(QKeySequence.StandardKey.Open)
     w.addActions([save, opened])
-    w.recent = RecentRuns(w.settings, menu, w.open_run, w.show_message, w)
+    recent = RecentRuns(w.settings, menu, w.open_run, w.show_message, w)
     menu.addSeparator()
     menu.addMenu(w.lanes.menu)
     w.stage.install_keys(w, menu)  # ☰ → Views: one key per view
-    w.focus_action = w.stage.actions["lanes"]
     menu.addAction(w.lesson_action)
     w.lesson_action.toggled.connect(w.stage.set_lesson)
     free = menu.addAction(translate("window", "Free-running lanes (each continues on its own choice)"))
@@ -37,11 +50,12 @@ def build(w) -> None:
     errors.setCheckable(True)
     errors.toggled.connect(lambda on: (w.derived.set_show_error(on), [p.redraw() for p in w.lanes.shown()]))
     menu.addSeparator()
-    w.presenter = Presenter(w)
-    w.theme_setting = ThemeSetting(w.settings, menu, w)
-    w.language_setting = LanguageSetting(w.settings, menu, lambda text: w.statusBar().showMessage(text, 8000), w)
-    w.presenter.changed.connect(w._on_presenting)
-    menu.addActions([w.presenter.present_action, w.presenter.fullscreen_action, shortcuts.install(w)])
-    w.keys = install_keys(w)
+    presenter = Presenter(w, w.toolbar)
+    theme_setting = ThemeSetting(w.settings, menu, w)
+    language_setting = LanguageSetting(w.settings, menu, lambda text: w.statusBar().showMessage(text, 8000), w)
+    presenter.changed.connect(w._on_presenting)
+    menu.addActions([presenter.present_action, presenter.fullscreen_action, shortcuts.install(w)])
+    install_keys(w, w.toolbar)
     export.install(w)  # ☰ → Export for slides, and its keys
     menu.addAction(translate("window", "Default layout"), w.default_layout)
+    return WindowMenu(recent, presenter, theme_setting, language_setting)

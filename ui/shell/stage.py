@@ -12,14 +12,16 @@ a dock declared there is on the stage without touching this file.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QObject, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QLabel, QMainWindow, QStackedWidget, QWidget
 
 from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 
-from .docks.registry import LazyDock, StageEntry
-from .i18n import translate
+from ..docks.registry import LazyDock, StageEntry
+from ..i18n import translate
 
 # below this size (logical pixels) the window is a stage: measured with tests/stage_probe.py's
 # "desktop" mode (the docks forced), the default layout and the memory dock show without a cut at
@@ -38,10 +40,15 @@ class Stage(QObject):
     changed = Signal(bool)  # on the stage, or back to the docks
     view_changed = Signal(str)  # the stage view now shown
 
-    def __init__(self, window: QMainWindow, lanes_page: QWidget, docks: dict[str, LazyDock]) -> None:
+    def __init__(
+        self, window: QMainWindow, lanes_page: QWidget, docks: dict[str, LazyDock], lanes_only: Callable[[], object]
+    ) -> None:
+        """``lanes_only``: the window's F key on the desktop layout (the costs and text docks hidden or back)."""
         super().__init__(window)
         self.window = window
         self.lanes_page = lanes_page
+        self.lanes_only = lanes_only
+        self.active = False
         self.stack = QStackedWidget()
         self.stack.setObjectName("stage")
         self.stack.addWidget(lanes_page)
@@ -51,7 +58,6 @@ class Stage(QObject):
                 self.entries[entry.name] = (entry, dock)
             dock.visibilityChanged.connect(lambda shown, d=dock: self._dock_shown(d) if shown and self.active else None)
         self.docks = docks
-        self.active = False
         self.forced: bool | None = None  # None: automatic (the window's size decides)
         self.presenting = False
         self.lesson_on = False  # the lesson's band is shown: on the stage the toolbars step aside for it
@@ -129,6 +135,7 @@ class Stage(QObject):
         dock.setProperty("staged", True)
         dock.build()
         holder = dock.holder
+        assert holder is not None  # build() made it
         if self.stack.indexOf(holder) < 0:
             if dock.widget() is holder:
                 dock.setWidget(QLabel("…"))  # the dock keeps a placeholder while the stage holds its view
@@ -154,7 +161,8 @@ class Stage(QObject):
         self.view_changed.emit(name)
 
     def current_page(self) -> QWidget:
-        return self.stack.currentWidget()
+        page = self.stack.currentWidget()
+        return page if page is not None else self.lanes_page  # the stack always holds the lanes page
 
     def step(self, direction: int) -> None:
         names = list(self.entries)
@@ -169,7 +177,7 @@ class Stage(QObject):
             self.show(name)
             self.say()
         elif dock is None:
-            self.window.toggle_lanes_only()
+            self.lanes_only()
         elif dock.isVisible() and (not entry.part or getattr(dock.view, "part", entry.part) == entry.part):
             dock.setVisible(False)
         else:
@@ -204,7 +212,13 @@ class Stage(QObject):
         """A dock asked to show while on the stage (the menu, the lesson, a head of "all"): its view
         fills the stage instead."""
         name = dock.spec.entries()[0].name
-        QTimer.singleShot(0, lambda: (dock.setVisible(False), self.show(name)) if self.active else None)
+
+        def instead() -> None:
+            if self.active:
+                dock.setVisible(False)
+                self.show(name)
+
+        QTimer.singleShot(0, instead)
 
     # ------------------------------------------------------------------ keys
     def install_keys(self, window: QMainWindow, menu) -> list[QAction]:

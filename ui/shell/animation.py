@@ -16,7 +16,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 
-from .i18n import translate
+from ..i18n import translate
 
 SPEEDS = {"slow": 1600, "normal": 700, "fast": 250, "instant": 0}  # ms per step
 SPEED_NAMES = {  # what the speed box shows (the keys stay the settings' and the API's names)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QAction, QFont, QKeySequence
-from PySide6.QtWidgets import QApplication, QMainWindow
+from PySide6.QtWidgets import QMainWindow
 
-from . import theme
-from .i18n import translate
+from .. import theme
+from ..i18n import translate
+from .toolbar import ControlsToolBar
 
 PRESENTER_THEME = "light"
 PRESENTER_TYPE = 1.4  # × the theme's base point size on an unscaled screen (divided by the screen's scale)
@@ -30,10 +31,9 @@ def _action(window: QMainWindow, text: str, keys: list[str], slot, enabled: bool
     return a
 
 
-def install_keys(window) -> list[QAction]:
+def install_keys(window: QMainWindow, tb: ControlsToolBar) -> list[QAction]:
     """Window-wide keys: + / − speed, 1–9 layer, L lanes; and the toolbar's step keys owned by the window
     as well, so they work while the toolbars are hidden."""
-    tb = window.toolbar
     window.addActions([tb.reset_action, tb.back_action, tb.step_action, tb.play_action])
     made = [
         _action(window, translate("presenter", "Faster animation"), ["+", "="], lambda: tb.step_speed(+1)),
@@ -50,9 +50,10 @@ def install_keys(window) -> list[QAction]:
 class Presenter(QObject):
     changed = Signal(bool)  # presenting or not
 
-    def __init__(self, window: QMainWindow) -> None:
+    def __init__(self, window: QMainWindow, toolbar: ControlsToolBar) -> None:
         super().__init__(window)
         self.window = window
+        self.toolbar = toolbar
         self.active = False
         self._saved: dict = {}
         self.present_action = _action(window, translate("presenter", "Presenter mode"), ["F5"], self.toggle)
@@ -75,8 +76,8 @@ class Presenter(QObject):
         if self.active:
             return
         w = self.window
-        app = QApplication.instance()
-        bars = [w.toolbar, w.toolbar.more]
+        app = theme.application()
+        bars = [self.toolbar, self.toolbar.more]
         self._saved = {
             "theme": theme.current(),
             "full": w.isFullScreen(),
@@ -96,7 +97,8 @@ class Presenter(QObject):
             w.showFullScreen()
         self.leave_action.setEnabled(True)
         self._sync()
-        w.centralWidget().setFocus()  # Space / → / ← at once, not into a text box
+        if (central := w.centralWidget()) is not None:
+            central.setFocus()  # Space / → / ← at once, not into a text box
         from .layout import fitting
 
         long = translate(
@@ -110,8 +112,8 @@ class Presenter(QObject):
         w = self.window
         saved = self._saved
         self.active = False
-        theme.set_theme(QApplication.instance(), saved.get("theme", "dark"))  # also the theme's own type size
-        for b, visible in zip([w.toolbar, w.toolbar.more], saved.get("bars", [True, True]), strict=True):
+        theme.set_theme(theme.application(), saved.get("theme", "dark"))  # also the theme's own type size
+        for b, visible in zip([self.toolbar, self.toolbar.more], saved.get("bars", [True, True]), strict=True):
             b.setVisible(visible)
         if not saved.get("full"):
             w.showMaximized() if saved.get("maximized") else w.showNormal()

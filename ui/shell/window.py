@@ -10,28 +10,69 @@ redraws over the frames of the one animation clock.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtWidgets import QMainWindow
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QMainWindow, QVBoxLayout, QWidget
 
-from . import dialogs, i18n, layout, menu
+from .. import i18n
+from ..docks import registry as docks
+from ..i18n import translate
+from ..lanes.area import LaneArea
+from ..lanes.derived import DerivedImages
+from ..lanes.view import LanePanel
+from ..lesson import guide as lesson
+from ..menu import menu
+from ..session import Session
+from ..startup.launch import launch_mark
+from . import dialogs, layout
 from .animation import SPEEDS, Animator
 from .controller import Controller
-from .docks import registry as docks
-from .i18n import translate
-from .lanes.area import LaneArea
-from .lanes.derived import DerivedImages
-from .lanes.view import LanePanel
-from .launch import launch_mark
-from .lesson import guide as lesson
-from .session import Session
 from .stage import Stage
-from .toolbar import DEFAULT_MODEL, OPEN_ITEM, ControlsToolBar
+from .toolbar import DEFAULT_MODEL, OPEN_ITEM, ControlsToolBar, editor
+
+if TYPE_CHECKING:  # the views the docks build on their own, the worker made at boot (it imports torch)
+    from ..lanes.legend import Legend
+    from ..lanes.overview import HeadsOverview
+    from ..lesson.guide import Lesson, LessonPanel
+    from ..menu.appearance import ThemeSetting
+    from ..menu.language_menu import LanguageSetting
+    from ..menu.recent import RecentRuns
+    from ..panels.costs import CostsPanel
+    from ..panels.timeline import Timeline
+    from ..panels.tokens import TokenStrip
+    from .presenter import Presenter
+    from .worker import WorkerThread
 
 
 class MainWindow(QMainWindow):
     first_painted = Signal(float)
-    lanes: LaneArea  # built by layout.build_central
+    # built by layout.build_central
+    banner: layout.Banner
+    central_layout: QVBoxLayout
+    lanes_page: QWidget
+    lanes: LaneArea
+    legend: Legend
+    timeline: Timeline
+    # built by _build_docks
+    jobs: docks.Jobs
+    costs_dock: docks.LazyDock
+    text_dock: docks.LazyDock
+    overview_dock: docks.LazyDock
+    costs: CostsPanel
+    tokens: TokenStrip
+    overview: HeadsOverview
+    extra_docks: dict[str, docks.LazyDock]
+    stage: Stage
+    lesson: Lesson
+    lesson_dock: LessonPanel
+    lesson_action: QAction
+    # built by menu.build
+    recent: RecentRuns
+    presenter: Presenter
+    theme_setting: ThemeSetting
+    language_setting: LanguageSetting
 
     @property
     def lane_panels(self) -> list[LanePanel]:
@@ -42,7 +83,7 @@ class MainWindow(QMainWindow):
     ) -> None:
         super().__init__()
         self.setWindowTitle(translate("window", "kvsim — the KV cache, step by step"))
-        self.settings = QSettings("kvsim", "kvsim-ui") if persist else None
+        self.settings: QSettings | None = QSettings("kvsim", "kvsim-ui") if persist else None
         self.session = Session(self)
         self.derived = DerivedImages(self.session)
         self.animator = Animator(self)
@@ -50,21 +91,24 @@ class MainWindow(QMainWindow):
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar.more)
         self.controller = Controller(self.session, self.animator, self.toolbar.prompt_text, self)
-        self.worker = None  # created after the first paint (it imports torch)
+        self.worker: WorkerThread | None = None  # created after the first paint (it imports torch)
         self.model_spec = model or DEFAULT_MODEL
         self.fallback = (model is None or model == DEFAULT_MODEL) if fallback is None else fallback
-        self._first_paint = None
+        self._first_paint: float | None = None
         self._docks_fitted = False
         self._stagger = 0
-        layout.build_central(self)  # banner, the lanes page (lanes + legend), the timeline
+        central = layout.build_central(self.session, self.derived)  # banner, the lanes page (lanes + legend), the timeline
+        self.setCentralWidget(central.widget)
+        self.addToolBar(Qt.ToolBarArea.BottomToolBarArea, central.timeline_bar)
+        self.banner, self.central_layout, self.lanes_page = central.banner, central.layout, central.lanes_page
+        self.lanes, self.legend, self.timeline = central.lanes, central.legend, central.timeline
         self._build_docks()
         self._connect()
         self.setMinimumSize(layout.WINDOW_MIN)  # below any supported screen: the layout's own minimum may not be
         self.resize(layout.initial_size(self))  # never larger than the screen (clamped again when shown)
-        self._compact = None
+        self._compact: bool | None = None
         self._default_state = self.saveState()
-        if self.settings is not None:
-            self._restore()
+        self._restore()
         self.theme_setting.apply()
         self._booted = False
         self._ready_marked = False
@@ -72,7 +116,7 @@ class MainWindow(QMainWindow):
 
     def _boot(self) -> None:
         """Import the engine and start the worker thread, then load the model on it."""
-        from . import engine_import
+        from ..startup import engine_import
 
         if self._booted or not engine_import.when_ready(self._boot):  # imported on a thread: boot when it is done
             return
@@ -103,11 +147,13 @@ class MainWindow(QMainWindow):
         self.resizeDocks([self.costs_dock, self.text_dock], [230, 80], Qt.Orientation.Vertical)
         self.resizeDocks([self.overview_dock], [520], Qt.Orientation.Horizontal)
         fixed = {"costs": self.costs_dock, "text": self.text_dock, "heads": self.overview_dock}
-        self.stage = Stage(self, self.lanes_page, {**fixed, **made})
+        self.stage = Stage(self, self.lanes_page, {**fixed, **made}, self.toggle_lanes_only)
         self.central_layout.addWidget(self.stage.stack, 1)
-        lesson.install(self)  # F2: the guided lesson, a caption band under the stage
+        self.lesson, self.lesson_dock, self.lesson_action = lesson.install(self)  # F2: a caption band under the stage
         self.central_layout.addWidget(self.lesson_dock)
-        menu.build(self)
+        made_menu = menu.build(self)
+        self.recent, self.presenter = made_menu.recent, made_menu.presenter
+        self.theme_setting, self.language_setting = made_menu.theme_setting, made_menu.language_setting
 
     def _connect(self) -> None:
         tb, c = self.toolbar, self.controller
@@ -158,8 +204,10 @@ class MainWindow(QMainWindow):
             stages[self._stagger - len(panels)]()
 
     def flush_views(self) -> None:
-        for view in (*self.lanes.shown(), self.costs, self.tokens):
-            view.flush()
+        for panel in self.lanes.shown():
+            panel.flush()
+        self.costs.flush()
+        self.tokens.flush()
 
     def _at_rest(self, *_args) -> None:
         """Nothing is playing or animating: the readouts may give back room an earlier step needed."""
@@ -184,8 +232,9 @@ class MainWindow(QMainWindow):
         what = source if str(source).endswith(".kvsim") else translate("window", "the KV cache")
         self.setWindowTitle(translate("window", "kvsim — {model} — {what}").format(model=run.model_id, what=what))
         self.toolbar.show_lanes(",".join(lane.name for lane in run.lanes))
-        if self.toolbar.prompt_box.lineEdit().hasFocus() or self.focusWidget() is None:
-            self.centralWidget().setFocus()  # so Space / → / ← / Home work at once
+        central = self.centralWidget()
+        if central is not None and (editor(self.toolbar.prompt_box).hasFocus() or self.focusWidget() is None):
+            central.setFocus()  # so Space / → / ← / Home work at once
         if not self.controller.browsing:
             n = i18n.integer(len(run.prompt_ids))
             hint = translate(
@@ -257,6 +306,8 @@ class MainWindow(QMainWindow):
 
     def _restore(self) -> None:
         s = self.settings
+        if s is None:
+            return
         if s.value("geometry") is not None:
             self.restoreGeometry(s.value("geometry"))
         if s.value("state") is not None:

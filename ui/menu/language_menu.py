@@ -14,8 +14,8 @@ from PySide6.QtCore import QObject, QSettings
 from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import QMenu
 
-from . import i18n
-from .i18n import translate
+from .. import i18n
+from ..i18n import translate
 
 
 class LanguageSetting(QObject):

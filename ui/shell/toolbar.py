@@ -12,14 +12,14 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QFont, QKeySequence
-from PySide6.QtWidgets import QComboBox, QMenu, QSizePolicy, QToolBar, QToolButton, QWidget
+from PySide6.QtWidgets import QComboBox, QLineEdit, QMenu, QSizePolicy, QToolBar, QToolButton, QWidget
 
 from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 from kvsim.models.config import ModelConfig
 
-from . import i18n
+from .. import i18n
+from ..i18n import translate
 from .animation import SPEEDS, speed_label
-from .i18n import translate
 
 DEFAULT_MODEL = "tiny"
 RANDOM_PRESETS = [  # (label, spec): the label is translated where it is shown
@@ -57,10 +57,18 @@ def model_label(name: str, kind: str) -> str:
     return f"{name} ({kind})"
 
 
+def editor(box: QComboBox) -> QLineEdit:
+    """The line edit of an editable combo box (Qt gives one to every editable box)."""
+    line = box.lineEdit()
+    if line is None:
+        raise ValueError("the combo box is not editable")
+    return line
+
+
 def example_prompts(model: str | None = None) -> list[tuple[str, str]]:
     """(language, text) of the example prompts of ``model`` (its own in prompts.json's "models", else the
     defaults, written for the bundled model): the app's own language first (the first one is the default)."""
-    data = json.loads((Path(__file__).with_name("prompts.json")).read_text(encoding="utf-8"))
+    data = json.loads((Path(__file__).parents[1] / "prompts.json").read_text(encoding="utf-8"))  # the app's root
     lists = data.get("models", {}).get(model, data) if model else data
     order = ("pt", "en") if i18n.is_portuguese() else ("en", "pt")
     return [(lang, text) for lang in order for text in lists.get(lang, [])]
@@ -124,7 +132,7 @@ class ControlsToolBar(QToolBar):
         self.prompt_box.setCurrentIndex(0)
         if prompt:
             self.prompt_box.setEditText(prompt)
-        self.prompt_box.lineEdit().setCursorPosition(0)
+        editor(self.prompt_box).setCursorPosition(0)
         self.prompt_box.setToolTip(translate("toolbar", "prompt: pick an example (English / Português) or type; Enter restarts"))
         self.addWidget(self.prompt_box)
 
@@ -196,11 +204,11 @@ class ControlsToolBar(QToolBar):
         self.more.addWidget(self.view_button)
 
         self.model_box.activated.connect(lambda i: self.model_chosen.emit(str(self.model_box.itemData(i))))
-        self.prompt_box.lineEdit().returnPressed.connect(self.prompt_submitted)
+        editor(self.prompt_box).returnPressed.connect(self.prompt_submitted)
         self.prompt_box.activated.connect(lambda _i: self.prompt_submitted.emit())
         self.speed_box.currentIndexChanged.connect(lambda _i: self.speed_chosen.emit(self.speed_box.currentData()))
         self.lanes_box.activated.connect(self._lanes_activated)
-        self.lanes_box.lineEdit().returnPressed.connect(self._lanes_typed)
+        editor(self.lanes_box).returnPressed.connect(self._lanes_typed)
         self.layer_box.currentIndexChanged.connect(lambda _i: self._emit_selection())
         self.head_box.currentIndexChanged.connect(lambda _i: self._emit_selection())
 
@@ -255,7 +263,7 @@ class ControlsToolBar(QToolBar):
     # ------------------------------------------------------------------ reflecting state
     def fill_lanes(self) -> None:
         """Every registered policy in the lane chooser (after the engine import: the registry needs it)."""
-        from .lanes import policy_text
+        from ..lanes import policy_text
 
         current = self.lanes_box.currentData()
         self.lanes_box.blockSignals(True)
@@ -354,8 +362,7 @@ class ControlsToolBar(QToolBar):
         self.fill_examples(examples)
         if untouched and examples:
             self.prompt_box.setCurrentIndex(0)
-            if (edit := self.prompt_box.lineEdit()) is not None:
-                edit.setCursorPosition(0)
+            editor(self.prompt_box).setCursorPosition(0)
 
     def show_model(self, model_id: str, tooltip: str) -> None:
         idx = self.model_box.findData(model_id)
@@ -371,7 +378,7 @@ class ControlsToolBar(QToolBar):
             self.lanes_box.addItem(lanes_label(specs), specs)
             index = self.lanes_box.count() - 1
         self.lanes_box.setCurrentIndex(index)
-        self.lanes_box.lineEdit().setCursorPosition(0)  # the start of the lanes, when the box is narrow
+        editor(self.lanes_box).setCursorPosition(0)  # the start of the lanes, when the box is narrow
 
     def show_playing(self, playing: bool) -> None:
         self.play_action.setChecked(playing)

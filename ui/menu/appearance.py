@@ -8,8 +8,8 @@ from PySide6.QtCore import QObject, QSettings, Qt
 from PySide6.QtGui import QActionGroup, QGuiApplication
 from PySide6.QtWidgets import QApplication, QMenu
 
-from . import theme
-from .i18n import translate
+from .. import theme
+from ..i18n import translate
 
 CHOICES = ("dark", "light", "system")
 
@@ -47,7 +47,11 @@ class ThemeSetting(QObject):
             self.actions[name] = a
         hints = QGuiApplication.styleHints()
         if hasattr(hints, "colorSchemeChanged"):
-            hints.colorSchemeChanged.connect(lambda _scheme: self.choice == "system" and self.apply())
+            hints.colorSchemeChanged.connect(self._on_scheme_changed)
+
+    def _on_scheme_changed(self, _scheme: Qt.ColorScheme) -> None:
+        if self.choice == "system":
+            self.apply()
 
     def resolved(self) -> str:
         return system_theme() if self.choice == "system" else self.choice
@@ -66,5 +70,5 @@ class ThemeSetting(QObject):
         if self.suspended:
             return
         app = QApplication.instance()
-        if theme.current() != self.resolved() and app is not None:
+        if theme.current() != self.resolved() and isinstance(app, QApplication):
             theme.set_theme(app, self.resolved())
