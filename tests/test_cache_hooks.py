@@ -17,7 +17,7 @@ from kvsim.caches.base import Cache, PackedBatch, PolicyInfo, SequenceAttention
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE = ROOT / "kvsim"
 #: the files that call a lane's cache whatever its policy (elsewhere a cache is a known policy, e.g. speculative)
-ANY_POLICY = ["kvsim/models/transformer.py", "kvsim/models/mla.py", "kvsim/engine/simulate.py", "kvsim/engine/lane_rows.py"]
+ANY_POLICY = ["kvsim/models/transformer.py", "kvsim/models/mla.py", "kvsim/engine/simulate.py", "kvsim/engine/lane.py"]
 
 
 def _declared() -> set[str]:

@@ -2211,7 +2211,7 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
     <message>
         <source>no demo request lists found in resources/requests</source>
-        <extracomment>the demo list run by default: one whose requests share a prefix for this kind of model the same in a Portuguese app: Portuguese questions behind a Portuguese system prompt, a Portuguese opening the block sizes the paged-waste trade-off line is computed for (the chosen one is added) one worker job runs the requests for about this long, then hands the worker back (main Steps go between)</extracomment>
+        <extracomment>the demo list run by default: one whose requests share a prefix for this kind of model the same in a Portuguese app: Portuguese questions behind a Portuguese system prompt, a Portuguese opening one worker job runs the requests for about this long, then hands the worker back (main Steps go between)</extracomment>
         <translation>nenhuma lista de requisições de demonstração encontrada em resources/requests</translation>
     </message>
     <message>
