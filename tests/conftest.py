@@ -79,6 +79,15 @@ def isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
     return root
 
 
+@pytest.fixture(scope="session")
+def tiny():
+    """The bundled tiny model (kvsim.models.loading's LoadedModel), loaded once for the whole session: the tests
+    that take it only read it (a run builds its own caches), so one load serves them all."""
+    from kvsim.models.loading import load_model
+
+    return load_model("tiny")
+
+
 # The quick subset (`pytest -m "not slow"`, under 2 minutes on 2 cores, for contributors): the engine, the CLI
 # and the packaging's metadata. These files drive the whole window, start subprocesses that import Qt and
 # torch, build wheels, load reference models through transformers or run the import-linter, so every test in

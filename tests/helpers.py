@@ -1,6 +1,10 @@
-"""Small shared builders for engine tests: seeded random models of each family."""
+"""Small shared builders for the tests: seeded random models of each family, the CLI's JSON read in process,
+the app's window made ready."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 from kvsim.models.loading import LoadedModel, load_model
 
@@ -15,6 +19,26 @@ FAMILY_SPECS = {
 
 def load(spec: str) -> LoadedModel:
     return load_model(spec)
+
+
+def cli_json(capsys, *argv: str) -> Any:
+    """``kvsim *argv`` run in this process (no start-up to pay: the CLI's start-up has its own tests in
+    test_cli_startup.py), exit code 0, its standard output read as one JSON document."""
+    from kvsim.cli.entry import main
+
+    capsys.readouterr()  # what earlier calls printed is not this command's
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def cli_json_lines(capsys, *argv: str) -> tuple[list[dict], dict]:
+    """``kvsim run ... --json`` in this process: its JSON lines, as (one dict per step or request, the summary)."""
+    from kvsim.cli.entry import main
+
+    capsys.readouterr()
+    assert main(list(argv)) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    return lines[:-1], lines[-1]["summary"]
 
 
 def assert_one_row_product_agrees(x, w, bias) -> None:

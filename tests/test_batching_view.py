@@ -11,13 +11,6 @@ PROMPTS = ("Mr. Darcy walked in", "Elizabeth laughed", "The letter came", "A bal
 
 
 @pytest.fixture(scope="module")
-def tiny():
-    from kvsim.models.loading import load_model
-
-    return load_model("tiny")
-
-
-@pytest.fixture(scope="module")
 def computed(tiny):
     from kvsim.ui.docks.requests.job import RequestsInput, RequestsSettings, compute
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers import cli_json_lines
 
 from kvsim.cli.entry import main
 
@@ -14,9 +15,7 @@ SMALL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,ctx=64,seed=0"
 
 
 def run_json(capsys, *args: str) -> tuple[list[dict], dict]:
-    assert main(["run", "--model", SMALL, "--json", *args]) == 0
-    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    return lines[:-1], lines[-1]["summary"]
+    return cli_json_lines(capsys, "run", "--model", SMALL, "--json", *args)
 
 
 def test_json_lines_contract(capsys) -> None:

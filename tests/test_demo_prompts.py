@@ -60,11 +60,6 @@ def test_the_count_sees_a_loop() -> None:
     assert most_repeated_4gram([9] * 40)[0] == 37  # "A just just just …"
 
 
-@pytest.fixture(scope="module")
-def tiny():
-    return load_model("tiny")
-
-
 def tiny_prompts() -> list[str]:
     lesson = {s["state"]["prompt"][lang] for s in LESSON["steps"] for lang in ("en", "pt")}
     return sorted(lesson | set(PROMPTS["en"]) | set(PROMPTS["pt"]))

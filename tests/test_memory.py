@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import cli_json
 
 from kvsim.cli.entry import main
 from kvsim.costs.memory import MemoryError_, kv_cache_bytes, weight_bytes
@@ -226,8 +227,7 @@ def test_memory_report_names_the_per_layer_windows_and_the_growth_now(capsys):
 
 # ------------------------------------------------------------------ windows, warnings, lanes (issue 10)
 def _json(capsys, *args: str) -> dict:
-    assert main(["memory", *args, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    return cli_json(capsys, "memory", *args, "--json")
 
 
 def test_a_preset_keeps_its_window_when_its_layers_change(capsys):

@@ -3,20 +3,16 @@ live cache bytes of a real run's lanes (tiny model; kv, window and int8 lanes) a
 
 from __future__ import annotations
 
-import json
-
+import helpers
 import pytest
 from helpers import ready_window
 
-from kvsim.cli.entry import main
 from kvsim.costs.memory import human_bytes
 from kvsim.costs.presets import PRESETS, get_preset
 
 
 def cli_json(capsys, *args: str) -> dict:
-    capsys.readouterr()
-    assert main(["memory", *args, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    return helpers.cli_json(capsys, "memory", *args, "--json")
 
 
 @pytest.fixture

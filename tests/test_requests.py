@@ -9,6 +9,7 @@ import types
 from collections import Counter
 
 import pytest
+from helpers import cli_json_lines
 
 from kvsim.cli.entry import main
 from kvsim.core.sampling import SimulationError
@@ -176,9 +177,7 @@ def test_demo_request_lists_load_and_share_a_prefix() -> None:
 
 
 def _cli_json(capsys, *args: str) -> tuple[list[dict], dict]:
-    assert main(["run", "--model", SMALL, "--json", "--steps", "3", *args]) == 0
-    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    return lines[:-1], lines[-1]["summary"]
+    return cli_json_lines(capsys, "run", "--model", SMALL, "--json", "--steps", "3", *args)
 
 
 def test_cli_several_prompts(capsys, tmp_path) -> None:

@@ -37,13 +37,6 @@ class QueueHost:
             done(result)
 
 
-@pytest.fixture(scope="module")
-def tiny():
-    from kvsim.models.loading import load_model
-
-    return load_model("tiny")
-
-
 @pytest.fixture
 def view(qtbot, qapp, tiny, monkeypatch):
     from kvsim.ui.docks.requests import job

@@ -19,13 +19,6 @@ BLOCK = 4
 
 
 @pytest.fixture(scope="module")
-def tiny():
-    from kvsim.models.loading import load_model
-
-    return load_model("tiny")
-
-
-@pytest.fixture(scope="module")
 def computed(tiny):
     """Three requests behind a shared opening, interleaved (so shared blocks have several holders),
     computed directly with the engine's compare_prefix_caching."""

@@ -21,13 +21,6 @@ class ChatTokenizer:
     chat_template = "{{ messages }}"
 
 
-@pytest.fixture(scope="module")
-def tiny():
-    from kvsim.models.loading import load_model
-
-    return load_model("tiny")
-
-
 @pytest.fixture
 def portuguese(qapp):
     from kvsim.ui import i18n

@@ -17,7 +17,7 @@ import os
 import numpy as np
 import pytest
 import torch
-from helpers import load, ready_window
+from helpers import cli_json_lines, load, ready_window
 
 from kvsim.caches import KVCache, SpecError, make_cache, parse_spec
 from kvsim.cli.entry import main
@@ -196,23 +196,11 @@ def test_held_bytes_equal_transformers_static_sliding_window_cache_and_kvsim_mem
 
 # ------------------------------------------------------------------------- 3. a model with no window
 def _run_json(capsys, lanes: str, prompt_len: int, steps: int) -> list[dict]:
-    code = main(
-        [
-            "run",
-            "--model",
-            LLAMA,
-            "--prompt-ids",
-            ",".join(map(str, range(10, 10 + prompt_len))),
-            "--steps",
-            str(steps),
-            "--lanes",
-            lanes,
-            "--json",
-        ]
+    prompt_ids = ",".join(map(str, range(10, 10 + prompt_len)))
+    steps_out, _summary = cli_json_lines(
+        capsys, "run", "--model", LLAMA, "--prompt-ids", prompt_ids, "--steps", str(steps), "--lanes", lanes, "--json"
     )
-    out = capsys.readouterr().out.strip().splitlines()
-    assert code == 0
-    return [json.loads(line) for line in out[:-1]]
+    return steps_out
 
 
 def test_cli_spans_memory_and_the_lesson_on_a_model_without_a_window(capsys) -> None:
