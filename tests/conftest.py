@@ -28,7 +28,13 @@ atexit.register(shutil.rmtree, os.environ["KVSIM_LOG_DIR"], True)
 # no test reaches the network: the Hub's tests set HF_ENDPOINT to their own server on 127.0.0.1 and lift this
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.pop("HF_ENDPOINT", None)
-sys.path.insert(0, str(Path(__file__).parent))
+# the shared test modules (helpers, hub_server, stage_probe...) live here, the tests in folders by what they exercise;
+# some tests borrow another file's builders (``from test_gguf import hf_llama``), so every folder is importable too
+_TESTS = Path(__file__).parent
+sys.path[:0] = [
+    str(_TESTS),
+    *(str(d) for d in sorted(_TESTS.iterdir()) if d.is_dir() and d.name.isidentifier() and d.name[0] != "_"),
+]
 
 ISOLATED_VARS = {
     "HOME": "home",

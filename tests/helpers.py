@@ -4,9 +4,16 @@ the app's window made ready."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from kvsim.models.loading import LoadedModel, load_model
+if TYPE_CHECKING:
+    from kvsim.models.loading import LoadedModel
+
+# where the shared test modules live (this folder: helpers, hostile, stage_probe, hub_server...) and the checkout
+# above it, whatever folder of tests/ a test file is in (and importing them costs no torch)
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
 
 FAMILY_SPECS = {
     "gpt2": "random:family=gpt2,layers=2,heads=4,dim=64,vocab=300,ctx=512,seed=1",
@@ -18,6 +25,8 @@ FAMILY_SPECS = {
 
 
 def load(spec: str) -> LoadedModel:
+    from kvsim.models.loading import load_model
+
     return load_model(spec)
 
 

@@ -1061,5 +1061,10 @@ def write_cases(cases: list[Case], path: Path) -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).parent))
+    here = Path(__file__).parent
+    # the shared test modules beside this file and every folder of tests (it borrows test_gguf's vocabulary)
+    sys.path[:0] = [
+        str(here),
+        *(str(d) for d in sorted(here.iterdir()) if d.is_dir() and d.name.isidentifier() and d.name[0] != "_"),
+    ]
     run_cases(sys.argv[1], sys.argv[2])

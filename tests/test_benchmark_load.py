@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-from pathlib import Path
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+from helpers import ROOT
+
+BENCHMARKS = ROOT / "benchmarks"
 
 
 def _load_module():

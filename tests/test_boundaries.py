@@ -7,9 +7,9 @@ import re
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import torch
+from helpers import ROOT
 
 from kvsim.core.sampling import Sampling, draw, probabilities
 
@@ -38,25 +38,15 @@ def test_engine_imports_without_qt() -> None:
     assert proc.stdout.strip() == "ok"
 
 
-def test_import_contracts_hold() -> None:
-    """import-linter's contracts (pyproject.toml): the engine never imports Qt or the app, views never
-    import the worker, controller, toolbar or window."""
-    root = Path(__file__).resolve().parents[1]
-    proc = subprocess.run(
-        [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert "4 kept, 0 broken" in proc.stdout
+# import-linter's contracts (pyproject.toml: the engine never imports Qt or the app, views never import the
+# worker, controller, toolbar or window) are checked by `lint-imports`, which .ci/run runs beside pytest (one
+# whole-project import graph, half a minute of a busy core, is a tool's job, not a test's)
 
 
 def test_only_the_cli_names_the_app() -> None:
     """The one exception to the engine's layering is the CLI's lazy launch of the app (which grimp
     cannot see in a checkout, where kvsim.ui is the top-level folder ui/)."""
-    root = Path(__file__).resolve().parents[1] / "kvsim"
+    root = ROOT / "kvsim"
     offenders = [
         str(p.relative_to(root))
         for p in root.rglob("*.py")
@@ -110,7 +100,7 @@ def test_folders_name_the_parts() -> None:
     """``ls kvsim ui`` shows the architecture: the engine's top level holds only its parts (no flat
     module), the app's top level only the window's shell, and every part says in its ``__init__`` what
     it is (one job per module, one part per folder; no line cap)."""
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     engine_flat = sorted(p.name for p in (root / "kvsim").glob("*.py"))
     assert engine_flat == ["__init__.py", "__main__.py"], engine_flat
     engine_parts = sorted(p.name for p in (root / "kvsim").iterdir() if (p / "__init__.py").is_file())

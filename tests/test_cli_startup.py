@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 from kvsim.cli.entry import COMMANDS, build_parser, main, parse
 
-ROOT = Path(__file__).resolve().parents[1]
 SMALL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,ctx=64,seed=0"
 
 # run in a fresh interpreter: any import of torch (or of one of its submodules) raises, and the exit code

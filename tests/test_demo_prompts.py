@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
-from helpers import opt_in_model_file
+from helpers import ROOT, opt_in_model_file
 
 from kvsim.caches import parse_lanes
 from kvsim.engine.simulate import Simulator
 from kvsim.models.loading import load_model
 
-ROOT = Path(__file__).resolve().parents[1]
 PROMPTS = json.loads((ROOT / "ui" / "prompts.json").read_text(encoding="utf-8"))
 LESSON = json.loads((ROOT / "resources" / "lesson" / "lesson.json").read_text(encoding="utf-8"))
 STEPS = 40

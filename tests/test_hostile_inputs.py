@@ -18,12 +18,12 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import hostile
 import pytest
+from helpers import TESTS
 
-HERE = Path(__file__).parent
+HERE = TESTS  # hostile.py
 pytest.importorskip("gguf")
 
 # Cases that still fail, each with the change it needs; they run (under a short alarm) and are listed,

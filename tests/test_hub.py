@@ -16,12 +16,12 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 from hub_server import HubStandIn
 
 from kvsim.models import catalog, hub
 from kvsim.models.base import ModelLoadError
 
-ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "resources" / "models" / "tiny"
 FILES = ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
 REPO = "kvsim-test/tiny"

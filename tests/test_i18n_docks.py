@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 from glossary_check import problems
-from helpers import ready_window
+from helpers import ROOT, ready_window
 from PySide6.QtWidgets import QAbstractButton, QComboBox, QLabel, QTabWidget, QWidget
 
 from kvsim.costs import roofline
@@ -20,7 +19,7 @@ from kvsim.costs.presets import PRESETS, context_warning
 from kvsim.ui import i18n
 from kvsim.ui.lanes import policy_text
 
-TS = Path(__file__).resolve().parents[1] / "resources" / "translations" / "kvsim_pt_BR.ts"
+TS = ROOT / "resources" / "translations" / "kvsim_pt_BR.ts"
 MODULES = (
     "export",
     "export_dialogs",

@@ -12,8 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT
 
 
 def _modules(root: Path, packages: tuple[str, ...]) -> dict[str, tuple[Path, bool]]:

@@ -16,10 +16,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 from kvsim.ui.export.screenshot import offscreen_platform
-
-ROOT = Path(__file__).resolve().parents[1]
 
 MEASURE = textwrap.dedent(
     """

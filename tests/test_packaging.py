@@ -1,5 +1,12 @@
 """The wheel (`pip install .`, not only `-e .`): the app installs as kvsim.ui (no top-level `ui` in
-site-packages), with its views and the bundled model, and imports from outside the checkout."""
+site-packages), with its views and the bundled model, and imports from outside the checkout.
+
+Building the wheel (pip, setuptools, a copy of the whole project) takes a minute of a busy core, so .ci/run
+runs that check beside pytest, not inside it:
+
+    python tests/test_packaging.py --wheel
+
+The project's metadata is checked here, as a test."""
 
 from __future__ import annotations
 
@@ -9,13 +16,10 @@ import sys
 import zipfile
 from pathlib import Path
 
-import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-pytest.importorskip("setuptools", reason="builds the wheel with the installed setuptools (no network)")
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())  # also run as a script
 
 
-def test_the_wheel_holds_kvsim_ui_and_resources_and_imports_outside_the_checkout(tmp_path):
+def check_the_wheel_holds_kvsim_ui_and_resources_and_imports_outside_the_checkout(tmp_path: Path) -> None:
     build = subprocess.run(
         [
             sys.executable,
@@ -90,3 +94,13 @@ def test_the_project_metadata_names_only_files_that_exist() -> None:
         assert (ROOT / named).is_file() or any(ROOT.rglob(Path(named).name)), named
     requires = tomllib.loads(text)["build-system"]["requires"]
     assert any(r.replace(" ", "").startswith("setuptools>=") and int(r.split(">=")[1].split(".")[0]) >= 77 for r in requires)
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    if sys.argv[1:] != ["--wheel"]:
+        sys.exit(__doc__)
+    with tempfile.TemporaryDirectory(prefix="kvsim-wheel-") as tmp:  # builds with the installed setuptools (no network)
+        check_the_wheel_holds_kvsim_ui_and_resources_and_imports_outside_the_checkout(Path(tmp))
+    print("the wheel holds kvsim, kvsim.ui and the resources, and imports outside the checkout")

@@ -1,9 +1,7 @@
 """CI must run exactly the README's test command; the set-up (a virtual environment, then the two
 commands) comes before the README's pictures."""
 
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT
 
 
 def _setup_block(readme: str) -> list[str]:

@@ -9,6 +9,7 @@ import math
 import os
 
 import pytest
+from helpers import ROOT
 
 from kvsim.caches import parse_lanes
 from kvsim.costs.hardware import GPUS, cache_file, gpu, measure_peaks, peaks_key
@@ -230,9 +231,8 @@ def test_the_roof_and_the_benchmarks_read_bandwidth_with_one_function(tmp_path, 
         torch.set_num_threads(threads)
     # every benchmark that speaks of bandwidth takes it from that same function, and none times a copy
     import ast
-    from pathlib import Path
 
-    for path in sorted((Path(__file__).parent.parent / "benchmarks").glob("*.py")):
+    for path in sorted((ROOT / "benchmarks").glob("*.py")):
         text = path.read_text(encoding="utf-8")
         if "bandwidth" not in text:
             continue

@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 import torch
-from helpers import ready_window
+from helpers import ROOT, ready_window
 
 from kvsim.caches import Cache, PolicyInfo, PolicyWords, SpecError, register_policy, unregister_policy
 from kvsim.core.formulas import KVShape, LaneBill, kv_cache_bytes
 from kvsim.core.words import QT_TRANSLATE_NOOP
 
-ROOT = Path(__file__).resolve().parents[1]
 MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=40,vocab=256,ctx=128,seed=2"  # head dim 10
 COUNTER_BYTES = 8  # what the test policy keeps per layer besides its rows (its overhead)
 

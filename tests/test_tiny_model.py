@@ -21,6 +21,7 @@ from importlib.resources import files
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 from safetensors import safe_open
 
 from kvsim.cli.entry import main
@@ -46,7 +47,7 @@ def loaded():
 
 @pytest.fixture(scope="module")
 def portuguese_words() -> set[str]:
-    path = Path(__file__).resolve().parents[1] / "resources" / "corpus" / "palavras.txt.xz"  # not in the wheel
+    path = ROOT / "resources" / "corpus" / "palavras.txt.xz"  # not in the wheel
     return set(lzma.decompress(path.read_bytes()).decode("utf-8").split())
 
 

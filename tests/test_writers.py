@@ -19,11 +19,11 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
+from helpers import ROOT
 
 from kvsim.core.atomic import WriteError, atomic_target, check_target, write_bytes  # noqa: E402
 from kvsim.engine.trace import Trace  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 MODEL = "random:family=llama,layers=1,heads=2,kv_heads=1,dim=32,ctx=64,seed=3"
 GOOD = os.urandom(300_000)  # the "good file" every failed write lands on (larger than any limit below)
 
