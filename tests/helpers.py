@@ -4,6 +4,7 @@ the app's window made ready."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,18 @@ def cli_json(capsys, *argv: str) -> Any:
     capsys.readouterr()  # what earlier calls printed is not this command's
     assert main(list(argv)) == 0
     return json.loads(capsys.readouterr().out)
+
+
+def kvsim_in_process(capsys, *argv: str) -> subprocess.CompletedProcess:
+    """``python -m kvsim *argv`` without the process: kvsim's ``main`` called here, its exit code and what it
+    printed, as the subprocess would have returned them (for tests of a command, not of the start-up: that has
+    its own tests, test_cli_startup.py and test_cli.py's ``python -m kvsim`` cases)."""
+    from kvsim.cli.entry import main
+
+    capsys.readouterr()
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(["kvsim", *argv], code, out.out, out.err)
 
 
 def cli_json_lines(capsys, *argv: str) -> tuple[list[dict], dict]:

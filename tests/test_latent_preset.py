@@ -5,10 +5,8 @@ the memory dock showing it."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
+from helpers import kvsim_in_process
 from test_memory_dock import bare_dock, choose, cli_json  # noqa: F401 - the fixture, used by name
 
 from kvsim.cli.entry import main
@@ -91,8 +89,8 @@ def test_kvsim_memory_prints_the_latent_formula(capsys) -> None:
         (["roofline", "--preset", "deepseek-v3"], "memory preset only"),
     ],
 )
-def test_what_does_not_apply_is_refused_in_one_line(args: list[str], words: str) -> None:
-    got = subprocess.run([sys.executable, "-m", "kvsim", *args], capture_output=True, text=True, timeout=120)
+def test_what_does_not_apply_is_refused_in_one_line(capsys, args: list[str], words: str) -> None:
+    got = kvsim_in_process(capsys, *args)
     assert got.returncode == 2 and got.stderr.startswith("error:") and words in got.stderr
     assert got.stderr.strip().count("\n") == 0
 

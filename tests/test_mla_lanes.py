@@ -5,9 +5,6 @@ one line; the app draws the latent table with its words, attention equal to the 
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import torch
@@ -83,12 +80,14 @@ def test_policies_that_keep_k_and_v_per_head_refuse_in_one_line(lanes: str) -> N
     assert "\n" not in str(err.value) and "only the lanes none and kv" in str(err.value)
 
 
-def test_the_cli_runs_an_mla_model_and_refuses_a_window_lane() -> None:
-    run = [sys.executable, "-m", "kvsim", "run", "--model", MLA, "--prompt", "hello there", "--steps", "3"]
-    ok = subprocess.run([*run, "--lanes", "none,kv"], capture_output=True, text=True, timeout=300)
+def test_the_cli_runs_an_mla_model_and_refuses_a_window_lane(capsys) -> None:
+    from helpers import kvsim_in_process
+
+    run = ["run", "--model", MLA, "--prompt", "hello there", "--steps", "3"]
+    ok = kvsim_in_process(capsys, *run, "--lanes", "none,kv")
     assert ok.returncode == 0, ok.stderr
     assert "tokens chosen by every lane: identical" in ok.stdout
-    bad = subprocess.run([*run, "--lanes", "none,window:4"], capture_output=True, text=True, timeout=300)
+    bad = kvsim_in_process(capsys, *run, "--lanes", "none,window:4")
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and bad.stderr.startswith("error:")
     assert "Traceback" not in bad.stderr
 
