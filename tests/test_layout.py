@@ -1,9 +1,10 @@
 """Layouts that fit: offscreen geometry at 1920×1080, 1280×720 with QT_SCALE_FACTOR=1.5, 1024×768, in
 lanes-only mode and presenter mode.
 
-The screen size and scale are fixed when the QApplication starts, so each case runs in its own
-process (``measure`` below, run with ``python -c``) on the offscreen platform with a screen of that
-size (its ``configfile`` option), and reports what it measured as JSON; the assertions are here.
+The screen size and scale are fixed when the QApplication starts, so each screen runs in its own
+process (tests/stage_probe.py's ``screen``: every fit and every probe of that screen, one start-up of
+Python, Qt and torch rather than one per case) on the offscreen platform with a screen of that size (its
+``configfile`` option), and reports what it measured as JSON; the assertions are here.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -20,63 +20,61 @@ from helpers import ROOT
 
 from kvsim.ui.export.screenshot import offscreen_platform
 
-MEASURE = textwrap.dedent(
-    """
-    import json, sys
-    from kvsim.ui.app import make_app
-    app = make_app()
-    from kvsim.ui.window import MainWindow
-    from kvsim.ui.layout import LANES_MIN_HEIGHT
-    mode = sys.argv[1]
-    w = MainWindow(persist=False)
-    w.animator.set_speed("instant")
-    w.show()
-    assert w.controller.wait_ready(120), w.controller.last_error
-    w.controller.run_steps(6)
-    if mode == "lanes-only":
-        w.toggle_lanes_only()
-    if mode == "presenter":
-        w.presenter.enter()
-    for _ in range(30):
-        app.processEvents()
-    room = w.screen().availableGeometry()
-    inside = w.rect()
-    def box(widget):
-        top_left = widget.mapTo(w, widget.rect().topLeft())
-        return [top_left.x(), top_left.y(), widget.width(), widget.height()]
-    tb = w.toolbar
-    controls = {n: getattr(tb, n) for n in ("model_box", "prompt_box", "speed_box", "lanes_box", "layer_box", "head_box",
-                                             "view_button")}
-    controls.update({a.text(): tb.widgetForAction(a) for a in (tb.reset_action, tb.back_action, tb.step_action, tb.play_action)})
-    plots = []
-    for p in w.lanes.shown():
-        for name in ("k", "v", "a"):
-            r = getattr(p, name).vb.sceneBoundingRect()
-            plots.append({"lane": p.index, "plot": name, "left": r.left(), "right": r.right(), "top": r.top(),
-                          "bottom": r.bottom(), "glw_w": p.glw.width(), "glw_h": p.glw.height()})
-    out = {
-        "screen": [room.x(), room.y(), room.width(), room.height()],
-        "frame": [w.frameGeometry().x(), w.frameGeometry().y(), w.frameGeometry().width(), w.frameGeometry().height()],
-        "full": w.isFullScreen(),
-        "controls": {n: {"visible": c.isVisible(), "box": box(c)} for n, c in controls.items()},
-        "lanes": box(w.lanes), "lanes_min": LANES_MIN_HEIGHT, "plots": plots,
-        "costs_visible": w.costs_dock.isVisible(), "toolbar_visible": tb.isVisible(),
-    }
-    if len(sys.argv) > 2:
-        w.grab().save(sys.argv[2])
-    print("RESULT " + json.dumps(out))
-    w.shutdown()
-    """
-)
+# one process per screen (tests/stage_probe.py's ``screen``): what each check of that screen needs, fits first
+FITS = {  # the window's geometry after 6 steps: (width, height, QT_SCALE_FACTOR, mode)
+    "1920x1080": (1920, 1080, 1.0, "normal"),
+    "1280x720@1.5": (1280, 720, 1.5, "normal"),
+    "1024x768": (1024, 768, 1.0, "normal"),
+    "1920x1080@1.5": (1920, 1080, 1.5, "normal"),
+    "lanes-only@1280x720@1.5": (1280, 720, 1.5, "lanes-only"),
+    "presenter@1280x720@1.5": (1280, 720, 1.5, "presenter"),
+}
+SCREENS = {  # what the audience sees, every view: (width, height, QT_SCALE_FACTOR, probe mode)
+    "1280x720@1.5": (1280, 720, 1.5, "normal"),
+    "1024x768": (1024, 768, 1.0, "normal"),
+    "1920x1080": (1920, 1080, 1.0, "normal"),
+    "presenter@1280x720@1.5": (1280, 720, 1.5, "presenter"),
+    "lesson@1280x720@1.5": (1280, 720, 1.5, "lesson"),
+}
+PROBE = ROOT / "tests" / "stage_probe.py"
+LANGS = "en,pt_BR"
 
 
-def measure(tmp_path: Path, width: int, height: int, scale: float, mode: str = "normal", shot: str | None = None) -> dict:
-    env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(width, height, tmp_path), QT_SCALE_FACTOR=f"{scale:g}")
-    args = [sys.executable, "-c", MEASURE, mode] + ([shot] if shot else [])
-    proc = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=240)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert lines, f"no result (rc {proc.returncode}): {proc.stderr[-2000:]}"
-    return json.loads(lines[-1][len("RESULT ") :])
+class Screens:
+    """Each screen's one process, run when a test first asks for that screen and kept for the module's other tests."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.results: dict[tuple[int, int, float], dict] = {}
+
+    def _run(self, width: int, height: int, scale: float) -> dict:
+        key = (width, height, scale)
+        if key not in self.results:
+            fits = [mode for w, h, sc, mode in FITS.values() if (w, h, sc) == key]
+            modes = [mode for w, h, sc, mode in SCREENS.values() if (w, h, sc) == key]
+            tmp = self.folder / f"{width}x{height}@{scale:g}"
+            tmp.mkdir()
+            env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(width, height, tmp), QT_SCALE_FACTOR=f"{scale:g}")
+            args = [sys.executable, str(PROBE), "screen", ",".join(fits) or "-", ",".join(modes) or "-", LANGS]
+            proc = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=3600)
+            lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+            # a failed process fails every test of its screen with its message, without running again
+            self.results[key] = (
+                json.loads(lines[-1][len("RESULT ") :]) if lines else {"error": f"rc {proc.returncode}: {proc.stderr[-3000:]}"}
+            )
+        assert "error" not in self.results[key], f"no result ({self.results[key].get('error')})"
+        return self.results[key]
+
+    def fit(self, width: int, height: int, scale: float, mode: str = "normal") -> dict:
+        return self._run(width, height, scale)["fit"][mode]
+
+    def probe(self, width: int, height: int, scale: float, mode: str) -> dict:
+        return self._run(width, height, scale)["probe"][mode]
+
+
+@pytest.fixture(scope="module")
+def screens(tmp_path_factory: pytest.TempPathFactory) -> Screens:
+    return Screens(tmp_path_factory.mktemp("screens"))
 
 
 def check_fits(m: dict) -> None:
@@ -105,55 +103,35 @@ def check_controls(m: dict) -> None:
     [(1920, 1080, 1.0), (1280, 720, 1.5), (1024, 768, 1.0), (1920, 1080, 1.5)],
     ids=["1920x1080", "1280x720@1.5", "1024x768", "1920x1080@1.5"],
 )
-def test_window_fits_and_every_control_is_reachable(tmp_path, width, height, scale):
-    m = measure(tmp_path, width, height, scale)
+def test_window_fits_and_every_control_is_reachable(screens, width, height, scale):
+    m = screens.fit(width, height, scale)
     assert m["screen"][2] == round(width / scale) and m["screen"][3] == round(height / scale)
     check_fits(m)
     check_controls(m)
 
 
-def test_lanes_only_is_not_clipped_on_a_projector(tmp_path):
-    m = measure(tmp_path, 1280, 720, 1.5, "lanes-only")
+def test_lanes_only_is_not_clipped_on_a_projector(screens):
+    m = screens.fit(1280, 720, 1.5, "lanes-only")
     assert not m["costs_visible"]
     check_fits(m)
     assert m["lanes"][3] >= 300, "lanes-only gives the lanes the window's height"
 
 
-def test_presenter_mode_fills_the_screen_and_fits(tmp_path):
-    m = measure(tmp_path, 1280, 720, 1.5, "presenter")
+def test_presenter_mode_fills_the_screen_and_fits(screens):
+    m = screens.fit(1280, 720, 1.5, "presenter")
     assert m["full"] and not m["toolbar_visible"]
     assert m["frame"][2:] == m["screen"][2:]
     check_fits(m)
 
 
 # ---------------------------------------------------------------------- what the audience sees
-# tests/stage_probe.py runs in one process per screen, both languages, every stage view (and, on the
+# tests/stage_probe.py looks, in each screen's process, in both languages, at every stage view (and, on the
 # projector, every lesson step), and lists what is wrong on screen: overlapping widgets, text wider
 # than its room (elided counts), plotted points off their plot, a view that scrolls, type under 18 px
-SCREENS = {  # name: (width, height, QT_SCALE_FACTOR, probe mode)
-    "1280x720@1.5": (1280, 720, 1.5, "normal"),
-    "1024x768": (1024, 768, 1.0, "normal"),
-    "1920x1080": (1920, 1080, 1.0, "normal"),
-    "presenter@1280x720@1.5": (1280, 720, 1.5, "presenter"),
-    "lesson@1280x720@1.5": (1280, 720, 1.5, "lesson"),
-}
-PROBE = ROOT / "tests" / "stage_probe.py"
-
-
-def probe(tmp_path: Path, width: int, height: int, scale: float, mode: str, langs: str = "en,pt_BR") -> dict:
-    env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(width, height, tmp_path), QT_SCALE_FACTOR=f"{scale:g}")
-    proc = subprocess.run(
-        [sys.executable, str(PROBE), mode, langs], env=env, cwd=ROOT, capture_output=True, text=True, timeout=3600
-    )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert lines, f"no result (rc {proc.returncode}): {proc.stderr[-3000:]}"
-    return json.loads(lines[-1][len("RESULT ") :])
-
-
 @pytest.mark.parametrize("screen", list(SCREENS))
-def test_every_view_is_readable_in_both_languages(tmp_path, screen):
+def test_every_view_is_readable_in_both_languages(screens, screen):
     width, height, scale, mode = SCREENS[screen]
-    m = probe(tmp_path, width, height, scale, mode)
+    m = screens.probe(width, height, scale, mode)
     assert m["screen"] == [round(width / scale), round(height / scale)]
     for lang in ("en", "pt_BR"):
         seen = m[lang]
