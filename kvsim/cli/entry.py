@@ -37,7 +37,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
 
 
 # Each subcommand's one-line help. `kvsim` builds the full parser of the command asked for only (importing
-# its module then); the others are listed by name and this line (tests/test_cli.py keeps both in step).
+# its module then); the others are listed by name and this line (tests/commands/test_cli.py keeps both in step).
 COMMANDS = {
     "run": "generate in several lanes and print each step (the terminal app)",
     "memory": "KV-cache and weight memory for a model shape",

@@ -6,11 +6,11 @@ moves within a file keeps its entry; each entry counts as many times as it is li
 mypy over the app takes minutes, so .ci/run runs the check beside pytest, not inside it (the tests here
 check the reading of mypy's output and the baseline file):
 
-    python tests/test_mypy_ui.py --check
+    python tests/checks/test_mypy_ui.py --check
 
 After fixing errors (or moving code between files), record the new baseline:
 
-    python tests/test_mypy_ui.py --update
+    python tests/checks/test_mypy_ui.py --update
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml"
 BASELINE = ROOT / "tests" / "mypy_ui_baseline.txt"
 HEADER = (
     "# mypy ui: the app's known type errors (file: message  [code]), one a line, without line numbers.\n"
-    "# tests/test_mypy_ui.py fails on any error not listed here; fix errors and shrink this file with\n"
-    "#     python tests/test_mypy_ui.py --update\n"
+    "# tests/checks/test_mypy_ui.py fails on any error not listed here; fix errors and shrink this file with\n"
+    "#     python tests/checks/test_mypy_ui.py --update\n"
 )
 _ERROR = re.compile(r"^(?P<path>[^:\n]+):\d+(?::\d+)?: error: (?P<message>.*)$")
 

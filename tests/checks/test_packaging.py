@@ -4,7 +4,7 @@ site-packages), with its views and the bundled model, and imports from outside t
 Building the wheel (pip, setuptools, a copy of the whole project) takes a minute of a busy core, so .ci/run
 runs that check beside pytest, not inside it:
 
-    python tests/test_packaging.py --wheel
+    python tests/checks/test_packaging.py --wheel
 
 The project's metadata is checked here, as a test."""
 

@@ -1,6 +1,6 @@
 """``--compile``: the compiled model's tokens are the eager model's and its logits within float rounding;
 the compile time is in the summary; the compiled kernels go to the folder asked for (a temporary one
-here: never the user's cache). Slow (compiling takes minutes on a busy 2-core machine): SLOW_FILES."""
+here: never the user's cache). Slow (compiling takes minutes on a busy 2-core machine): in tests/reference."""
 
 from __future__ import annotations
 
