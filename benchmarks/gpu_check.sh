@@ -4,7 +4,7 @@
 #   bash benchmarks/gpu_check.sh            # from the repository root, on a machine with CUDA torch
 #
 # 1. torch sees a CUDA GPU (else: exit 3 with a message; nothing here runs on the CPU instead)
-# 2. parity with transformers on the GPU in fp32 (tests/test_parity_hf.py with KVSIM_TEST_DEVICE=cuda)
+# 2. parity with transformers on the GPU in fp32 (tests/reference/test_parity_hf.py with KVSIM_TEST_DEVICE=cuda)
 #    and the GGUF tests (CPU; they include SmolLM2 vs transformers when it has been fetched)
 # 3. `kvsim run --device cuda` in fp32, fp16 and bf16 (and --device auto): the trace metadata records the
 #    device and dtype; in fp32 every lane picks the same tokens (fp16/bf16 differences are reported)
@@ -38,8 +38,8 @@ fi
 "$PY" -c 'import torch; p = torch.cuda.get_device_properties(0); print(f"GPU: {p.name}, {p.total_memory / 2**30:.0f} GiB, torch {torch.__version__}, CUDA {torch.version.cuda}")'
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.used,memory.total,utilization.gpu --format=csv,noheader
 
-step "parity vs transformers on cuda (fp32)" 120 env KVSIM_TEST_DEVICE=cuda "$PY" -m pytest -q -x tests/test_parity_hf.py
-step "GGUF tests (SmolLM2 if fetched)" 150 "$PY" -m pytest -q -x tests/test_gguf.py
+step "parity vs transformers on cuda (fp32)" 120 env KVSIM_TEST_DEVICE=cuda "$PY" -m pytest -q -x tests/reference/test_parity_hf.py
+step "GGUF tests (SmolLM2 if fetched)" 150 "$PY" -m pytest -q -x tests/reference/test_gguf.py
 
 check_run() {  # check_run MODEL DTYPE: tokens identical across lanes, trace meta says cuda + dtype
   local model="$1" dtype="$2" tag

@@ -28,7 +28,13 @@ atexit.register(shutil.rmtree, os.environ["KVSIM_LOG_DIR"], True)
 # no test reaches the network: the Hub's tests set HF_ENDPOINT to their own server on 127.0.0.1 and lift this
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.pop("HF_ENDPOINT", None)
-sys.path.insert(0, str(Path(__file__).parent))
+# the shared test modules (helpers, hub_server, stage_probe...) live here, the tests in folders by what they exercise;
+# some tests borrow another file's builders (``from test_gguf import hf_llama``), so every folder is importable too
+_TESTS = Path(__file__).resolve().parent
+sys.path[:0] = [
+    str(_TESTS),
+    *(str(d) for d in sorted(_TESTS.iterdir()) if d.is_dir() and d.name.isidentifier() and d.name[0] != "_"),
+]
 
 ISOLATED_VARS = {
     "HOME": "home",
@@ -50,7 +56,7 @@ for _var, _name in ISOLATED_VARS.items():
 
 # the offscreen screen is 800×800 unless told otherwise, and the window never opens larger than its
 # screen: give the in-process GUI tests a 2560×1440 screen so a 1920×1080 window is 1920×1080
-# (tests/test_layout.py sets its own screen sizes in subprocesses)
+# (tests/app/test_layout.py sets its own screen sizes in subprocesses)
 if os.environ["QT_QPA_PLATFORM"] == "offscreen":
     from kvsim.ui.export.screenshot import offscreen_platform  # (no Qt import: the platform is read when Qt starts)
 
@@ -79,50 +85,40 @@ def isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
     return root
 
 
-# The quick subset (`pytest -m "not slow"`, under 2 minutes on 2 cores, for contributors): the engine, the CLI
-# and the packaging's metadata. These files drive the whole window, start subprocesses that import Qt and
-# torch, build wheels, load reference models through transformers or run the import-linter, so every test in
-# them is marked slow here (one list, not a marker in each file); CI runs everything.
-SLOW_FILES = frozenset(
-    {
-        "test_boundaries.py",
-        "test_compiled.py",
-        "test_controller.py",
-        "test_export.py",
-        "test_gemma3.py",
-        "test_gguf.py",
-        "test_gui_robustness.py",
-        "test_i18n_docks.py",
-        "test_language_menu.py",
-        "test_layout.py",
-        "test_lesson.py",
-        "test_memory_dock.py",
-        "test_packaging.py",
-        "test_parity_hf.py",
-        "test_policy_plugin.py",
-        "test_presenter.py",
-        "test_requests_view.py",
-        "test_requests_view_pt.py",
-        "test_splash.py",
-        "test_theme.py",
-        "test_translations.py",
-        "test_ui.py",
-        "test_views_lesson.py",
-        "test_window_policies.py",
-    }
-)
+@pytest.fixture(scope="session")
+def tiny():
+    """The bundled tiny model (kvsim.models.loading's LoadedModel), loaded once for the whole session: the tests
+    that take it only read it (a run builds its own caches), so one load serves them all."""
+    from kvsim.models.loading import load_model
+
+    return load_model("tiny")
+
+
+# The quick subset (`pytest -m "not slow"`, under 2 minutes on 2 cores, for contributors) is what the folders say:
+#   engine/     the engine: caches, models, runs, costs, traces (quick)
+#   commands/   the CLI: in this process, and in subprocesses where start-up, limits or the Hub are tested (quick)
+#   checks/     the project's own rules: layering, import cycles, translations, metadata, the README (quick)
+#   reference/  the engine against transformers' and gguf's reference models, and torch.compile (slow)
+#   app/        the window, its docks and views (pytest-qt), the layout probes in subprocesses (slow)
+# A test elsewhere that builds Qt widgets (qtbot / qapp) is slow too; CI runs everything.
+SLOW_FOLDERS = frozenset({"app", "reference"})
+
+
+def _in_slow_folder(path: Path) -> bool:
+    """``path`` is one of the slow folders or lies in one (tests/app, tests/app/test_ui.py, ...)."""
+    parts = path.relative_to(_TESTS).parts if path.is_relative_to(_TESTS) else ()
+    return bool(parts) and parts[0] in SLOW_FOLDERS
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        # a whole slow file, or a test elsewhere that builds Qt widgets (qtbot / qapp)
-        if item.path.name in SLOW_FILES or {"qtbot", "qapp"} & set(getattr(item, "fixturenames", ())):
+        if _in_slow_folder(item.path) or {"qtbot", "qapp"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Under `-m "not slow"` the slow files are not even imported (their imports of Qt, transformers and the
+    """Under `-m "not slow"` the slow folders are not even imported (their imports of Qt, transformers and the
     window take longer than the quick tests themselves); every test in them would be deselected anyway."""
-    if collection_path.name in SLOW_FILES and "not slow" in (config.getoption("markexpr", "") or ""):
+    if _in_slow_folder(collection_path) and "not slow" in (config.getoption("markexpr", "") or ""):
         return True
     return None

@@ -1,8 +1,20 @@
-"""Small shared builders for engine tests: seeded random models of each family."""
+"""Small shared builders for the tests: seeded random models of each family, the CLI's JSON read in process,
+the app's window made ready."""
 
 from __future__ import annotations
 
-from kvsim.models.loading import LoadedModel, load_model
+import json
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kvsim.models.loading import LoadedModel
+
+# where the shared test modules live (this folder: helpers, hostile, stage_probe, hub_server...) and the checkout
+# above it, whatever folder of tests/ a test file is in (and importing them costs no torch)
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
 
 FAMILY_SPECS = {
     "gpt2": "random:family=gpt2,layers=2,heads=4,dim=64,vocab=300,ctx=512,seed=1",
@@ -14,7 +26,41 @@ FAMILY_SPECS = {
 
 
 def load(spec: str) -> LoadedModel:
+    from kvsim.models.loading import load_model
+
     return load_model(spec)
+
+
+def cli_json(capsys, *argv: str) -> Any:
+    """``kvsim *argv`` run in this process (no start-up to pay: the CLI's start-up has its own tests in
+    test_cli_startup.py), exit code 0, its standard output read as one JSON document."""
+    from kvsim.cli.entry import main
+
+    capsys.readouterr()  # what earlier calls printed is not this command's
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def kvsim_in_process(capsys, *argv: str) -> subprocess.CompletedProcess:
+    """``python -m kvsim *argv`` without the process: kvsim's ``main`` called here, its exit code and what it
+    printed, as the subprocess would have returned them (for tests of a command, not of the start-up: that has
+    its own tests, test_cli_startup.py and test_cli.py's ``python -m kvsim`` cases)."""
+    from kvsim.cli.entry import main
+
+    capsys.readouterr()
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(["kvsim", *argv], code, out.out, out.err)
+
+
+def cli_json_lines(capsys, *argv: str) -> tuple[list[dict], dict]:
+    """``kvsim run ... --json`` in this process: its JSON lines, as (one dict per step or request, the summary)."""
+    from kvsim.cli.entry import main
+
+    capsys.readouterr()
+    assert main(list(argv)) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    return lines[:-1], lines[-1]["summary"]
 
 
 def assert_one_row_product_agrees(x, w, bias, rows: bool = False) -> None:

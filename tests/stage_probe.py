@@ -1,7 +1,8 @@
 """What the audience sees, measured: run in its own process (the screen size and the scale are fixed
-when Qt starts) by tests/test_layout.py and scripts/stage_shots.py.
+when Qt starts) by tests/app/test_layout.py and scripts/stage_shots.py.
 
     QT_QPA_PLATFORM=offscreen:configfile=… QT_SCALE_FACTOR=1.5 python tests/stage_probe.py MODE LANGS [SHOTS_DIR]
+    QT_QPA_PLATFORM=offscreen:configfile=… QT_SCALE_FACTOR=1.5 python tests/stage_probe.py screen FITS MODES LANGS
 
 MODE: ``normal`` (the window as it opens on this screen, and every stage view), ``presenter`` (presenter
 mode: every stage view) or ``lesson`` (every lesson step). LANGS: ``en,pt_BR``. For each language a
@@ -11,6 +12,11 @@ is wrong on screen: visible sibling widgets that overlap (a deliberate overlay s
 items, table headers, dock titles, plot titles; elided text counts as cut), a plotted point outside
 its plot, a view that scrolls, text smaller than ``MIN_PX`` physical pixels. Prints one line
 ``RESULT {json}``: {lang: {view: [problems]}} and the sizes it measured.
+
+``screen``: everything tests/app/test_layout.py checks on one screen, in one process (a process per check paid
+Python's, Qt's and torch's start-up eleven times): ``fit`` for each of FITS (``normal``, ``lanes-only``,
+``presenter``; comma-separated, ``-`` for none), then ``probe`` for each of MODES; prints
+``RESULT {"fit": {fit: …}, "probe": {mode: …}}``.
 """
 
 from __future__ import annotations
@@ -571,6 +577,78 @@ def _one(app, mode: str, lang: str, shots: str | None, min_px: float, sizes: dic
     return found
 
 
+def fit(mode: str) -> dict:
+    """The window as it opens on this screen, 6 steps run, in ``mode`` (``normal``, ``lanes-only`` or
+    ``presenter``): the screen's room, the window's frame, every toolbar control's box and every lane plot's
+    rectangle (tests/app/test_layout.py checks that they fit)."""
+    from kvsim.ui.app import make_app
+
+    app = make_app()
+    from kvsim.ui.shell.layout import LANES_MIN_HEIGHT
+    from kvsim.ui.shell.window import MainWindow
+
+    w = MainWindow(persist=False)
+    w.animator.set_speed("instant")
+    w.show()
+    assert w.controller.wait_ready(120), w.controller.last_error
+    w.controller.run_steps(6)
+    if mode == "lanes-only":
+        w.toggle_lanes_only()
+    if mode == "presenter":
+        w.presenter.enter()
+    for _ in range(30):
+        app.processEvents()
+    room = w.screen().availableGeometry()
+
+    def box(widget) -> list[int]:
+        top_left = widget.mapTo(w, widget.rect().topLeft())
+        return [top_left.x(), top_left.y(), widget.width(), widget.height()]
+
+    tb = w.toolbar
+    names = ("model_box", "prompt_box", "speed_box", "lanes_box", "layer_box", "head_box", "view_button")
+    controls = {n: getattr(tb, n) for n in names}
+    controls.update({a.text(): tb.widgetForAction(a) for a in (tb.reset_action, tb.back_action, tb.step_action, tb.play_action)})
+    plots = []
+    for p in w.lanes.shown():
+        for name in ("k", "v", "a"):
+            r = getattr(p, name).vb.sceneBoundingRect()
+            plots.append(
+                {
+                    "lane": p.index,
+                    "plot": name,
+                    "left": r.left(),
+                    "right": r.right(),
+                    "top": r.top(),
+                    "bottom": r.bottom(),
+                    "glw_w": p.glw.width(),
+                    "glw_h": p.glw.height(),
+                }
+            )
+    frame = w.frameGeometry()
+    out = {
+        "screen": [room.x(), room.y(), room.width(), room.height()],
+        "frame": [frame.x(), frame.y(), frame.width(), frame.height()],
+        "full": w.isFullScreen(),
+        "controls": {n: {"visible": c.isVisible(), "box": box(c)} for n, c in controls.items()},
+        "lanes": box(w.lanes),
+        "lanes_min": LANES_MIN_HEIGHT,
+        "plots": plots,
+        "costs_visible": w.costs_dock.isVisible(),
+        "toolbar_visible": tb.isVisible(),
+    }
+    w.shutdown()
+    w.close()
+    w.deleteLater()
+    app.processEvents()
+    return out
+
+
+def screen(fits: list[str], modes: list[str], langs: list[str]) -> dict:
+    """Every check of one screen in one process: the fits first (each on a fresh window, in the language the
+    app starts in), then the probes (a fresh window for each mode and language; they switch the language)."""
+    return {"fit": {mode: fit(mode) for mode in fits}, "probe": {mode: probe(mode, langs, None) for mode in modes}}
+
+
 def _lesson_problems(w, lesson, step) -> list[str]:
     problems = []
     if lesson.problem:
@@ -594,7 +672,11 @@ if __name__ == "__main__":
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's kvsim (and its ui), not an installed one
-    result = probe(sys.argv[1], sys.argv[2].split(","), sys.argv[3] if len(sys.argv) > 3 else None)
+    if sys.argv[1] == "screen":
+        fits, modes = ([] if arg == "-" else arg.split(",") for arg in sys.argv[2:4])
+        result = screen(fits, modes, sys.argv[4].split(","))
+    else:
+        result = probe(sys.argv[1], sys.argv[2].split(","), sys.argv[3] if len(sys.argv) > 3 else None)
     print("RESULT " + json.dumps(result))
     sys.stdout.flush()
     import os

@@ -5,7 +5,7 @@ block's finish (residuals, norms, MLP: ``Block.finish``) and the final norm + LM
 (``Transformer.head``). What stays eager: the cache (``Cache.update``, the lanes' own policies) and the
 attention over the rows it holds — so every lane keeps its own cache and its exact row counts. The
 values are those of the eager model within float rounding (inductor fuses the elementwise work and may
-reorder a reduction); tests/test_compiled.py checks logits and greedy tokens against the eager path.
+reorder a reduction); tests/reference/test_compiled.py checks logits and greedy tokens against the eager path.
 
 Compiling takes seconds to a minute; the compiled kernels are kept in inductor's cache under the user
 cache folder (``compile_cache_dir``), so a second run with the same model and shapes reads them back.
