@@ -33,7 +33,11 @@ os.environ.pop("HF_ENDPOINT", None)
 _TESTS = Path(__file__).resolve().parent
 sys.path[:0] = [
     str(_TESTS),
-    *(str(d) for d in sorted(_TESTS.iterdir()) if d.is_dir() and d.name.isidentifier() and d.name[0] != "_"),
+    *(
+        str(d)
+        for d in sorted(_TESTS.rglob("*"))
+        if d.is_dir() and all(n.isidentifier() and n[0] != "_" for n in d.relative_to(_TESTS).parts)
+    ),
 ]
 
 ISOLATED_VARS = {
@@ -56,7 +60,7 @@ for _var, _name in ISOLATED_VARS.items():
 
 # the offscreen screen is 800×800 unless told otherwise, and the window never opens larger than its
 # screen: give the in-process GUI tests a 2560×1440 screen so a 1920×1080 window is 1920×1080
-# (tests/app/test_layout.py sets its own screen sizes in subprocesses)
+# (tests/app/window/test_layout.py sets its own screen sizes in subprocesses)
 if os.environ["QT_QPA_PLATFORM"] == "offscreen":
     from kvsim.ui.export.screenshot import offscreen_platform  # (no Qt import: the platform is read when Qt starts)
 
@@ -105,7 +109,7 @@ SLOW_FOLDERS = frozenset({"app", "reference"})
 
 
 def _in_slow_folder(path: Path) -> bool:
-    """``path`` is one of the slow folders or lies in one (tests/app, tests/app/test_ui.py, ...)."""
+    """``path`` is one of the slow folders or lies in one (tests/app, tests/app/window/test_ui.py, ...)."""
     parts = path.relative_to(_TESTS).parts if path.is_relative_to(_TESTS) else ()
     return bool(parts) and parts[0] in SLOW_FOLDERS
 

@@ -165,7 +165,7 @@ OTHER_CONFIG_CHANGES: list[tuple[str, dict[str, Any]]] = [
     ("layer-types-mixed", {"layer_types": ["full_attention", "sliding_attention"], "sliding_window": 8}),
     ("layer-types-string", {"layer_types": "full_attention"}),
     # an eos id outside the vocabulary (10**6, -1) is no longer a bad input: the checkpoint loads with a warning that
-    # generation will not stop at it, as transformers loads it (tests/engine/test_inputs.py holds that)
+    # generation will not stop at it, as transformers loads it (tests/engine/runs/test_inputs.py holds that)
     ("eos-string", {"eos_token_id": "</s>"}),
     ("bos-float", {"bos_token_id": 1.5}),
     ("vocab-smaller-than-tokenizer", {"vocab_size": 50}),
@@ -1065,6 +1065,10 @@ if __name__ == "__main__":
     # the shared test modules beside this file and every folder of tests (it borrows test_gguf's vocabulary)
     sys.path[:0] = [
         str(here),
-        *(str(d) for d in sorted(here.iterdir()) if d.is_dir() and d.name.isidentifier() and d.name[0] != "_"),
+        *(
+            str(d)
+            for d in sorted(here.rglob("*"))
+            if d.is_dir() and all(n.isidentifier() and n[0] != "_" for n in d.relative_to(here).parts)
+        ),
     ]
     run_cases(sys.argv[1], sys.argv[2])

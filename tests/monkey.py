@@ -14,7 +14,7 @@ raises is recorded (with the action), never swallowed silently; exceptions raise
 reach ``sys.excepthook``, which the caller records (pytest-qt's ``qtbot.captureExceptions()`` in
 the suite, ``record_exceptions()`` in ``benchmarks/frontend/monkey.py``).
 
-Used by tests/app/test_gui_robustness.py (about a minute) and benchmarks/frontend/monkey.py (as long as asked).
+Used by tests/app/window/test_gui_robustness.py (about a minute) and benchmarks/frontend/monkey.py (as long as asked).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What the audience sees, measured: run in its own process (the screen size and the scale are fixed
-when Qt starts) by tests/app/test_layout.py and scripts/stage_shots.py.
+when Qt starts) by tests/app/window/test_layout.py and scripts/stage_shots.py.
 
     QT_QPA_PLATFORM=offscreen:configfile=… QT_SCALE_FACTOR=1.5 python tests/stage_probe.py MODE LANGS [SHOTS_DIR]
     QT_QPA_PLATFORM=offscreen:configfile=… QT_SCALE_FACTOR=1.5 python tests/stage_probe.py screen FITS MODES LANGS
@@ -13,7 +13,7 @@ items, table headers, dock titles, plot titles; elided text counts as cut), a pl
 its plot, a view that scrolls, text smaller than ``MIN_PX`` physical pixels. Prints one line
 ``RESULT {json}``: {lang: {view: [problems]}} and the sizes it measured.
 
-``screen``: everything tests/app/test_layout.py checks on one screen, in one process (a process per check paid
+``screen``: everything tests/app/window/test_layout.py checks on one screen, in one process (a process per check paid
 Python's, Qt's and torch's start-up eleven times): ``fit`` for each of FITS (``normal``, ``lanes-only``,
 ``presenter``; comma-separated, ``-`` for none), then ``probe`` for each of MODES; prints
 ``RESULT {"fit": {fit: …}, "probe": {mode: …}}``.
@@ -580,7 +580,7 @@ def _one(app, mode: str, lang: str, shots: str | None, min_px: float, sizes: dic
 def fit(mode: str) -> dict:
     """The window as it opens on this screen, 6 steps run, in ``mode`` (``normal``, ``lanes-only`` or
     ``presenter``): the screen's room, the window's frame, every toolbar control's box and every lane plot's
-    rectangle (tests/app/test_layout.py checks that they fit)."""
+    rectangle (tests/app/window/test_layout.py checks that they fit)."""
     from kvsim.ui.app import make_app
 
     app = make_app()

@@ -6,7 +6,7 @@ a heartbeat measuring how long the GUI thread stalls, and every uncaught excepti
 Prints progress, then one summary: actions (and how many of each), exceptions (must be 0),
 the longest gap between two heartbeat ticks (5 ms timer on the GUI thread) and the action it
 followed, p99 / p99.9 / median gaps, and whether the app still runs a live run afterwards.
-The same monkey runs for about a minute in tests/app/test_gui_robustness.py. Figures: docs/robustness.md.
+The same monkey runs for about a minute in tests/app/window/test_gui_robustness.py. Figures: docs/robustness.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The Portuguese glossary (resources/translations/glossary.json) decides one word per concept, and every
 Portuguese text kvsim ships keeps to it: the .ts, the lesson, the example prompts, the Portuguese request
 lists. The walks over the app's visible widgets in Portuguese (tests/checks/test_translations.py,
-tests/app/test_i18n_docks.py) apply the same check to what the audience sees."""
+tests/app/window/test_i18n_docks.py) apply the same check to what the audience sees."""
 
 from __future__ import annotations
 
@@ -122,4 +122,6 @@ def test_the_example_prompts_are_brazilian_and_the_lesson_prompt_is_one_of_them(
     assert not [text for text in portuguese if re.search(r"\b(aldeia|junto ao mar|autocarro|ecrã|ficheiro)\b", text)]
     assert data["models"]["gemma3-270m"]["pt"], "the model that writes Portuguese has Portuguese examples"
     lesson_pt = {pt for where, _en, pt in lesson_pairs() if where.endswith(".prompt")}
-    assert lesson_pt <= set(data["pt"])  # the lesson's prompt is an example the tests run (tests/engine/test_demo_prompts.py)
+    assert lesson_pt <= set(
+        data["pt"]
+    )  # the lesson's prompt is an example the tests run (tests/engine/runs/test_demo_prompts.py)

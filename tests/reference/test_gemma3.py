@@ -388,7 +388,7 @@ def test_hf_config_variants_and_refusals():
 
 # ------------------------------------------------------------------------------- counts, memory
 def test_flops_match_torch_counter_for_gemma3():
-    """As tests/engine/test_counting.py does for the other families: QK-norm, the extra norms, the embedding
+    """As tests/engine/runs/test_counting.py does for the other families: QK-norm, the extra norms, the embedding
     scale and the soft-cap are element-wise, so the matmul count is Llama's formula."""
     model = load_model("random:family=gemma3,layers=3,heads=4,kv_heads=1,dim=64,vocab=300,window=8,global_every=3,seed=5").model
     cfg = model.cfg

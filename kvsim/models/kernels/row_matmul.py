@@ -18,7 +18,7 @@ something else). The module that multiplies by a weight holds that choice (``Lin
 the weight itself is a plain tensor): a one-row fp32 CPU product on a row-major weight laid out for numba
 goes to numba, on a column-major one to numpy; everything else (prefill, batches, other dtypes, GPUs, a weight
 needing gradients) is ``F.linear``. All compute the same fp32 dot products in different summation
-orders: results agree to float32 rounding (tests/engine/test_row_matmul.py bounds it), not bit for bit. NaN and
+orders: results agree to float32 rounding (tests/engine/models/test_row_matmul.py bounds it), not bit for bit. NaN and
 infinities propagate as in ``F.linear`` (numba may reassociate and fuse multiply-adds, nothing more).
 
 The product is a registered torch operator (``torch.ops.kvsim.row_linear``) with its FLOP formula, so

@@ -9,12 +9,11 @@ import ast
 from pathlib import Path
 
 import torch
-from helpers import FAMILY_SPECS, load
+from helpers import FAMILY_SPECS, ROOT, load
 
 from kvsim.caches import KVCache
 from kvsim.caches.base import Cache, PackedBatch, PolicyInfo, SequenceAttention
 
-ROOT = Path(__file__).resolve().parents[2]
 ENGINE = ROOT / "kvsim"
 #: the files that call a lane's cache whatever its policy (elsewhere a cache is a known policy, e.g. speculative)
 ANY_POLICY = ["kvsim/models/transformer.py", "kvsim/models/mla.py", "kvsim/engine/simulate.py", "kvsim/engine/lane.py"]

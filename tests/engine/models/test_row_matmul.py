@@ -65,7 +65,7 @@ def test_everything_else_is_f_linear_bit_for_bit() -> None:
 
 def test_the_flop_counter_counts_the_operator_as_a_matmul(monkeypatch) -> None:
     """A cached decode step of a loaded model (decode-friendly layout) counts the same FLOPs with the numpy
-    kernel as with F.linear, and both equal the closed form's (tests/engine/test_counting.py) by equality."""
+    kernel as with F.linear, and both equal the closed form's (tests/engine/runs/test_counting.py) by equality."""
     model = load(FAMILY_SPECS["llama-gqa"]).model
     cfg = model.cfg
     ids = torch.randint(0, cfg.vocab_size, (1, 12), generator=torch.Generator().manual_seed(3))
