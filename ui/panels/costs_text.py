@@ -115,7 +115,8 @@ def stats_width(session, font: QFont) -> int:
     return min(width, 60 * fm.horizontalAdvance("M"))
 
 
-def _ms(v: float | None) -> str:
+def ms_or_dash(v: float | None) -> str:
+    """A time with its unit, one or two decimals by size; a dash when there is none yet."""
     return "–" if v is None else (f"{num(v, 1)} ms" if v >= 10 else f"{num(v, 2)} ms")
 
 
@@ -134,8 +135,8 @@ def stats_html(session) -> str:
     rows = {n: s.cumulative(n)[0] for n in names}
     ttft_itl = {n: s.ttft_itl(n) for n in names}
     lines = [
-        ("TTFT", [_ms(ttft_itl[n][0]) for n in names]),
-        ("ITL", [itl_cell(s, lane, _ms(ttft_itl[lane.index][1])) for lane in s.lanes]),
+        ("TTFT", [ms_or_dash(ttft_itl[n][0]) for n in names]),
+        ("ITL", [itl_cell(s, lane, ms_or_dash(ttft_itl[lane.index][1])) for lane in s.lanes]),
         (rows_label(), [grouped(rows[n]) for n in names]),
         ("cache", [local(theme.human_bytes(r.lanes[n].cache_bytes)) for n in names]),
     ]

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -40,30 +41,60 @@ PROBE = ROOT / "tests" / "stage_probe.py"
 LANGS = "en,pt_BR"
 
 
+def _jobs() -> list[tuple[tuple[int, int, float], list[str], list[str], list[str]]]:
+    """The probe processes: one per screen for its fits and its views in both languages, and the lesson's walk
+    (the longest: every step and page) in one process per language, so that the processes can run side by side."""
+    jobs = []
+    for key in dict.fromkeys([(w, h, sc) for w, h, sc, _ in [*FITS.values(), *SCREENS.values()]]):
+        fits = [mode for w, h, sc, mode in FITS.values() if (w, h, sc) == key]
+        modes = [mode for w, h, sc, mode in SCREENS.values() if (w, h, sc) == key and mode != "lesson"]
+        if fits or modes:
+            jobs.append((key, fits, modes, LANGS.split(",")))
+        if any((w, h, sc) == key and mode == "lesson" for w, h, sc, mode in SCREENS.values()):
+            jobs += [(key, [], ["lesson"], [lang]) for lang in LANGS.split(",")]
+    return jobs
+
+
 class Screens:
-    """Each screen's one process, run when a test first asks for that screen and kept for the module's other tests."""
+    """Every screen's probe processes, run side by side (as many at once as the machine has cores, at least two:
+    each spends part of its time waiting on Qt's event loop) when a test first asks for a screen; their results,
+    merged per screen, are kept for the module's other tests."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.results: dict[tuple[int, int, float], dict] = {}
 
+    def _one(self, n: int, key: tuple[int, int, float], fits: list[str], modes: list[str], langs: list[str]) -> dict:
+        width, height, scale = key
+        tmp = self.folder / f"{n}-{width}x{height}@{scale:g}"
+        tmp.mkdir()
+        env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(width, height, tmp), QT_SCALE_FACTOR=f"{scale:g}")
+        args = [sys.executable, str(PROBE), "screen", ",".join(fits) or "-", ",".join(modes) or "-", ",".join(langs)]
+        proc = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=3600)
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+        return json.loads(lines[-1][len("RESULT ") :]) if lines else {"error": f"rc {proc.returncode}: {proc.stderr[-3000:]}"}
+
+    def _run_all(self) -> None:
+        jobs = _jobs()
+        with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+            outs = list(pool.map(lambda job: self._one(*job), range(len(jobs)), *zip(*jobs, strict=True)))
+        for (key, _fits, _modes, _langs), out in zip(jobs, outs, strict=True):
+            merged = self.results.setdefault(key, {"fit": {}, "probe": {}})
+            if "error" in out:  # a failed process fails every test of its screen with its message
+                merged["error"] = out["error"]
+                continue
+            merged["fit"].update(out["fit"])
+            for mode, seen in out["probe"].items():  # the lesson's languages come from two processes
+                into = merged["probe"].setdefault(mode, {"window": {}})
+                into.update({k: v for k, v in seen.items() if k != "window"})
+                into["window"].update(seen["window"])
+
     def _run(self, width: int, height: int, scale: float) -> dict:
-        key = (width, height, scale)
-        if key not in self.results:
-            fits = [mode for w, h, sc, mode in FITS.values() if (w, h, sc) == key]
-            modes = [mode for w, h, sc, mode in SCREENS.values() if (w, h, sc) == key]
-            tmp = self.folder / f"{width}x{height}@{scale:g}"
-            tmp.mkdir()
-            env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(width, height, tmp), QT_SCALE_FACTOR=f"{scale:g}")
-            args = [sys.executable, str(PROBE), "screen", ",".join(fits) or "-", ",".join(modes) or "-", LANGS]
-            proc = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=3600)
-            lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-            # a failed process fails every test of its screen with its message, without running again
-            self.results[key] = (
-                json.loads(lines[-1][len("RESULT ") :]) if lines else {"error": f"rc {proc.returncode}: {proc.stderr[-3000:]}"}
-            )
-        assert "error" not in self.results[key], f"no result ({self.results[key].get('error')})"
-        return self.results[key]
+        if not self.results:
+            self._run_all()
+        result = self.results[(width, height, scale)]
+        assert "error" not in result, f"no result ({result.get('error')})"
+        return result
 
     def fit(self, width: int, height: int, scale: float, mode: str = "normal") -> dict:
         return self._run(width, height, scale)["fit"][mode]

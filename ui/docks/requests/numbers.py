@@ -105,7 +105,8 @@ ROWS = (
 ROW_KEYS = tuple(key for key, _, _ in ROWS)
 
 
-def _ms(value: float) -> str:
+def ms_figure(value: float) -> str:
+    """A time as a bare figure (the table's header holds the unit), fewer decimals as it grows."""
     return num(value, 2) if value < 10 else num(value, 1) if value < 100 else num(value, 0)
 
 
@@ -198,10 +199,10 @@ class SideBySideTable(QTableWidget):
                     "computed_on": (b.prefill_rows, None),
                     "reused": (b.reused_rows, None),
                     "hits": ((b.hit_blocks, b.miss_blocks), f"{b.hit_blocks} / {b.miss_blocks}"),
-                    "ttft_off": (a.ttft_ms, _ms(a.ttft_ms)),
-                    "spread_off": ((a.ttft_ms_min, a.ttft_ms_max), f"{_ms(a.ttft_ms_min)}–{_ms(a.ttft_ms_max)}"),
-                    "ttft_on": (b.ttft_ms, _ms(b.ttft_ms)),
-                    "spread_on": ((b.ttft_ms_min, b.ttft_ms_max), f"{_ms(b.ttft_ms_min)}–{_ms(b.ttft_ms_max)}"),
+                    "ttft_off": (a.ttft_ms, ms_figure(a.ttft_ms)),
+                    "spread_off": ((a.ttft_ms_min, a.ttft_ms_max), f"{ms_figure(a.ttft_ms_min)}–{ms_figure(a.ttft_ms_max)}"),
+                    "ttft_on": (b.ttft_ms, ms_figure(b.ttft_ms)),
+                    "spread_on": ((b.ttft_ms_min, b.ttft_ms_max), f"{ms_figure(b.ttft_ms_min)}–{ms_figure(b.ttft_ms_max)}"),
                     "ratio": (ratios[i], _ratio(ratios[i])),
                     "verdict": verdict_cell(both.ttft[i] if both.ttft else None),
                     "held": (b.blocks_held, None),
@@ -214,9 +215,9 @@ class SideBySideTable(QTableWidget):
             "computed_on": (sum(r.prefill_rows for r in on), None),
             "reused": (sum(r.reused_rows for r in on), None),
             "hits": ((sum(r.hit_blocks for r in on), sum(r.miss_blocks for r in on)), None),
-            "ttft_off": (t_off, _ms(t_off)),
+            "ttft_off": (t_off, ms_figure(t_off)),
             "spread_off": (None, ""),
-            "ttft_on": (t_on, _ms(t_on)),
+            "ttft_on": (t_on, ms_figure(t_on)),
             "spread_on": (None, ""),
             "ratio": (t_on / t_off if t_off > 0 else None, _ratio(t_on / t_off if t_off > 0 else None)),
             "verdict": (None, ""),

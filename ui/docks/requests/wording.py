@@ -20,7 +20,8 @@ from .numbers import ROW_KEYS, SideBySideTable, WasteBars
 MAX_HOVER_CHARS = 240
 
 
-def _ms(value: float) -> str:
+def ms_text(value: float) -> str:
+    """A time with its unit, as a hover line says it."""
     return (num(value, 2) if value < 100 else num(value, 0)) + " ms"
 
 
@@ -138,7 +139,7 @@ def step_summary(computed, caching: bool, step: int) -> str:
             found = translate("views.requests_panels", "all {n} prompt rows computed (caching off)")
             found = found.format(n=integer(r.prefill_rows))
         text = translate("views.requests_panels", "{who} prefill: {found}. TTFT {on} with caching, {off} without{ratio}.").format(
-            who=who, found=found, on=_ms(on.ttft_ms), off=_ms(off.ttft_ms), ratio=ratio
+            who=who, found=found, on=ms_text(on.ttft_ms), off=ms_text(off.ttft_ms), ratio=ratio
         )
     elif snap.phase == "batch" and step < len(run.batches):
         text = batch_words(run.batches[step])
@@ -191,7 +192,7 @@ def batch_words(batch) -> str:
         )
         parts.append(f"{who} {translate('views.requests_panels', BATCH_KIND_WORDS[e.kind]).format(n=e.tokens)}")
     text = translate("views.requests_panels", "Step {s}: one forward over {k} request(s), {t} positions ({ms}): {parts}.").format(
-        s=batch.step, k=len(batch.entries), t=batch.tokens, ms=_ms(batch.ms), parts=", ".join(parts)
+        s=batch.step, k=len(batch.entries), t=batch.tokens, ms=ms_text(batch.ms), parts=", ".join(parts)
     )
     if batch.preempted:
         names = ", ".join(str(r + 1) for r in batch.preempted)
