@@ -100,12 +100,13 @@ def tiny():
 
 # The quick subset (`pytest -m "not slow"`, under 2 minutes on 2 cores, for contributors) is what the folders say:
 #   engine/     the engine: caches, models, runs, costs, traces (quick)
-#   commands/   the CLI: in this process, and in subprocesses where start-up, limits or the Hub are tested (quick)
+#   commands/   the CLI, called in this process (quick)
+#   processes/  kvsim as its own process: start-up, file-size limits, the Hub, the hostile corpus (slow)
 #   checks/     the project's own rules: layering, import cycles, translations, metadata, the README (quick)
 #   reference/  the engine against transformers' and gguf's reference models, and torch.compile (slow)
 #   app/        the window, its docks and views (pytest-qt), the layout probes in subprocesses (slow)
 # A test elsewhere that builds Qt widgets (qtbot / qapp) is slow too; CI runs everything.
-SLOW_FOLDERS = frozenset({"app", "reference"})
+SLOW_FOLDERS = frozenset({"app", "reference", "processes"})
 
 
 def _in_slow_folder(path: Path) -> bool:

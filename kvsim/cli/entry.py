@@ -49,7 +49,7 @@ class Command:
 
 # The subcommands, the only place they are registered: a new one is one module and one line here. `kvsim` builds
 # the full parser of the command asked for only (importing its module then); the others are listed by name and
-# help line (tests/commands/test_cli_startup.py checks each line against its module's HELP).
+# help line (tests/processes/test_cli_startup.py checks each line against its module's HELP).
 COMMANDS = {
     "run": Command("run", "generate in several lanes and print each step (the terminal app)"),
     "memory": Command("memory", "KV-cache and weight memory for a model shape"),
