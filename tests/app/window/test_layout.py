@@ -77,7 +77,7 @@ class Screens:
     def _run_all(self) -> None:
         jobs = _jobs()
         with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-            outs = list(pool.map(lambda job: self._one(*job), range(len(jobs)), *zip(*jobs, strict=True)))
+            outs = list(pool.map(lambda numbered: self._one(numbered[0], *numbered[1]), enumerate(jobs)))
         for (key, _fits, _modes, _langs), out in zip(jobs, outs, strict=True):
             merged = self.results.setdefault(key, {"fit": {}, "probe": {}})
             if "error" in out:  # a failed process fails every test of its screen with its message
