@@ -12,12 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..core.text import printable
+from ..core.words import unsafe_field
 from ..models.config import ConfigError, ModelConfig
 
 if TYPE_CHECKING:
     from .records import LaneStep, StepRecord
 
 MAX_LANES = 16  # more lanes than a screen can compare: refused, not drawn
+MAX_WORDS_CHARS = 1000  # a lane's title or explanation template, or one value that fills it
 
 
 class TraceError(ValueError):
@@ -75,6 +78,7 @@ def check_meta(meta: object) -> None:
         for key in ("title", "explanation", "policy"):
             if key in x and not isinstance(x[key], str):
                 raise TraceError(f"lane {x['name']!r}: {key} is not text")
+        _check_words(x)
         if not (is_int(x.get("sinks", 0)) and x.get("sinks", 0) >= 0):
             raise TraceError(f"lane {x['name']!r}: sinks must be a whole number ≥ 0")
         w = x.get("window")
@@ -92,6 +96,37 @@ def check_meta(meta: object) -> None:
     for key in ("model_id", "prompt"):
         if meta.get(key) is not None and not isinstance(meta[key], str):
             raise TraceError(f"{key} is not text")
+
+
+def _check_words(lane: dict[str, Any]) -> None:
+    """A lane's words (title and explanation templates, the values that fill them) are filled by the app when it
+    shows the run: each template must be text whose fields are plain names with a harmless format, its values
+    names mapped to numbers or short text."""
+    words = lane.get("words")
+    if words is None:
+        return
+    where = f"lane {lane['name']!r}: words"
+    if not isinstance(words, dict):
+        raise TraceError(f"{where} are not an object")
+    for key in ("title", "explanation"):
+        template = words.get(key)
+        if not isinstance(template, str) or len(template) > MAX_WORDS_CHARS:
+            raise TraceError(f"{where}: {key} is not text of at most {MAX_WORDS_CHARS} characters")
+        if (bad := unsafe_field(template)) is not None:
+            raise TraceError(f"{where}: {key} holds a field kvsim does not fill ({printable(bad[:60])})")
+    values = words.get("values", {})
+    if not isinstance(values, dict) or not all(
+        isinstance(k, str) and k.isidentifier() and _short_scalar(v) for k, v in values.items()
+    ):
+        raise TraceError(f"{where}: values must map names to numbers or short text")
+
+
+def _short_scalar(value: Any) -> bool:
+    if isinstance(value, bool) or value is None:
+        return True
+    if isinstance(value, int | float):
+        return math.isfinite(value)
+    return isinstance(value, str) and len(value) <= MAX_WORDS_CHARS
 
 
 def check_sequence(records: list[StepRecord], meta: dict[str, Any]) -> None:

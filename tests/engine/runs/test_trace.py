@@ -243,3 +243,43 @@ def test_traces_and_requests_runs_share_one_reader(trace: Trace, tmp_path) -> No
         Trace.load(requests_file)
     with pytest.raises(TraceError, match="one or two runs"):
         load_runs(requests_file)  # past the shared reader: the requests' own checks
+
+
+@pytest.mark.parametrize(
+    ("explanation", "shown"),
+    [
+        ("{heavy:>999999999}", "{heavy:>999999999}"),  # a width: a gigabyte string when the app fills it
+        ("{window.__class__}", "{window.__class__}"),  # an attribute: reaches into the value
+        ("{window!r}", "{window!r}"),
+        ("{window:{width}}", "{window:{width}}"),  # a nested field: a width from the values
+        ("keeps { the last", "an unmatched brace"),
+    ],
+)
+def test_a_lane_whose_words_ask_what_kvsim_does_not_fill_is_refused(trace: Trace, tmp_path, explanation, shown) -> None:
+    good = trace.save(tmp_path / "good.kvsim")
+    manifest = json.loads(zipfile.ZipFile(good).read("manifest.json"))
+    lanes = [dict(lane) for lane in manifest["meta"]["lanes"]]
+    assert lanes[1]["words"]["explanation"]  # the run recorded its words: what a crafted file rewrites
+    lanes[1]["words"] = {**lanes[1]["words"], "explanation": explanation}
+    bad = tmp_path / "words.kvsim"
+    _rewrite(good, bad, json.dumps({**manifest, "meta": {**manifest["meta"], "lanes": lanes}}))
+    with pytest.raises(TraceError, match="explanation holds a field kvsim does not fill") as refused:
+        Trace.load(bad)
+    assert shown in str(refused.value) and str(refused.value).count("\n") == 0
+
+
+def test_every_registered_policys_words_are_templates_kvsim_fills() -> None:
+    # the check refuses nothing kvsim writes: each policy's title and explanation, for an example of its spec
+    from kvsim.caches import parse_spec, policy_class, policy_examples
+    from kvsim.core.words import unsafe_field
+
+    checked = 0
+    for example, _grammar in policy_examples():
+        lane = parse_spec(example)
+        cls = policy_class(lane.policy)
+        words = cls.words(lane.options) if cls is not None else None
+        if words is None:
+            continue
+        assert unsafe_field(words.title) is None and unsafe_field(words.explanation) is None, (example, words)
+        checked += 1
+    assert checked >= 8
