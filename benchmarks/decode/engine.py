@@ -23,6 +23,7 @@ import torch
 
 from kvsim.caches import KVCache, parse_spec
 from kvsim.core.compare import compare_paired
+from kvsim.core.devices import sync
 from kvsim.engine.simulate import Simulator
 from kvsim.models.checkpoints import _gpt2_state, _llama_state
 from kvsim.models.hf_config import config_from_hf
@@ -71,11 +72,6 @@ def build_pair(shape: str, device: torch.device):
     return hf, ours, cfg
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-
-
 def _cache_keyword(hf) -> str:
     """transformers' name for the cache, in and out: ``cache`` since 5.2x (5.24 warns that ``past_key_values``
     is deprecated), ``past_key_values`` before."""
@@ -91,12 +87,12 @@ def time_hf(hf, prompt: torch.Tensor, new: int, device) -> list[float]:
     past, token = out[key], out.logits[:, -1:].argmax(-1)
     times = []
     for _ in range(new):
-        _sync(device)
+        sync(device)
         t0 = time.perf_counter()
         out = hf(input_ids=token, use_cache=True, **{key: past})
         past = out[key]
         token = out.logits[:, -1:].argmax(-1)
-        _sync(device)
+        sync(device)
         times.append(time.perf_counter() - t0)
     return times
 
@@ -109,11 +105,11 @@ def time_kvsim_bare(model: Transformer, prompt: torch.Tensor, new: int, device) 
     token = out.logits[:, -1:].argmax(-1)
     times = []
     for i in range(new):
-        _sync(device)
+        sync(device)
         t0 = time.perf_counter()
         out = model(token, torch.arange(p + i, p + i + 1, device=device), cache, last_only=True)
         token = out.logits[:, -1:].argmax(-1)
-        _sync(device)
+        sync(device)
         times.append(time.perf_counter() - t0)
     return times
 

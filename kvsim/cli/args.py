@@ -71,3 +71,13 @@ def _finite(value: object) -> object:
 def json_line(obj: object) -> str:
     """Strict JSON (never a bare NaN or Infinity): a number that is not one is written as null."""
     return json.dumps(_finite(obj), allow_nan=False)
+
+
+def prepare_render(args: argparse.Namespace) -> None:
+    """Before `kvsim screenshot` or `kvsim export` opens a window: torch's threads set, and the lanes parsed, so a bad
+    spec is one error line before anything loads."""
+    from ..caches import parse_lanes
+    from ..models.loading import set_threads
+
+    set_threads(getattr(args, "threads", None))
+    parse_lanes(args.lanes)

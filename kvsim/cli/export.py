@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .args import Subcommands, examples, positive_int
+from .args import Subcommands, examples, positive_int, prepare_render
 
 HELP = "render a run offscreen to an animation (GIF or MP4, from the extension)"
 
@@ -45,11 +45,7 @@ def add_parser(sub: Subcommands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..caches import parse_lanes
-    from ..models.loading import set_threads
-
-    set_threads(getattr(args, "threads", None))
-    parse_lanes(args.lanes)  # a bad spec is one error line before any window opens or anything loads
+    prepare_render(args)
     from ..ui.export import cli as export_cli  # the app, imported only when asked for (the engine never needs it)
 
     return export_cli.main(args)

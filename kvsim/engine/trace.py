@@ -145,7 +145,7 @@ def _read_manifest(path: Path, zf: zipfile.ZipFile, what: str, limits: ArchiveLi
         if member not in names:
             raise TraceError(f"{path}: not a {what} (missing {member})")
     if tuple(names) != ARCHIVE_MEMBERS:
-        raise TraceError(f"{path}: not a {what} (members {_short(names)}; a .kvsim file holds only manifest.json and arrays.npz)")
+        raise TraceError(f"{path}: not a {what} (members {short(names)}; a .kvsim file holds only manifest.json and arrays.npz)")
     for info in infos:
         limit = limits.manifest_bytes if info.filename == "manifest.json" else limits.arrays_bytes
         if info.file_size > limit:
@@ -172,11 +172,11 @@ def _check_schema(
     if isinstance(found, str) and found in others:
         raise TraceError(f"{path}: {others[found]}")
     if found != schema:
-        raise TraceError(f"{path}: not a {what} (schema {_short(found)})")
+        raise TraceError(f"{path}: not a {what} (schema {short(found)})")
     version = manifest.get("version")
     if type(version) is not int or version not in versions:
         raise TraceError(
-            f"{path}: {what} version {_short(version)} is not supported "
+            f"{path}: {what} version {short(version)} is not supported "
             f"(this kvsim reads versions {', '.join(map(str, versions))})"
         )
     return manifest, version
@@ -197,7 +197,8 @@ def _archive_errors(path: Path, what: str) -> Iterator[None]:
         raise TraceError(f"{path}: a zip kvsim cannot read ({exc})") from None
 
 
-def _short(value: object) -> str:
+def short(value: object) -> str:
+    """``repr(value)`` cut to 60 characters: what a message quotes of a file's value."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 

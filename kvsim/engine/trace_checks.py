@@ -113,7 +113,7 @@ def _check_words(lane: dict[str, Any]) -> None:
         if not isinstance(template, str) or len(template) > MAX_WORDS_CHARS:
             raise TraceError(f"{where}: {key} is not text of at most {MAX_WORDS_CHARS} characters")
         if (bad := unsafe_field(template)) is not None:
-            raise TraceError(f"{where}: {key} holds a field kvsim does not fill ({printable(bad[:60])})")
+            raise TraceError(f"{where}: {key} holds a field kvsim does not fill ({printable(bad, 60)})")
     values = words.get("values", {})
     if not isinstance(values, dict) or not all(
         isinstance(k, str) and k.isidentifier() and _short_scalar(v) for k, v in values.items()

@@ -63,8 +63,7 @@ from ..core.devices import sync
 from ..core.sampling import SimulationError, choose
 from ..models.tokenizer import Tokenizer
 from ..models.transformer import Transformer
-from .core import (  # noqa: F401 - DEFAULT_MAX_BATCHED_TOKENS: the API, as before the core
-    DEFAULT_MAX_BATCHED_TOKENS,
+from .core import (
     BatchLimits,
     RequestState,
     RunOptions,
@@ -128,7 +127,7 @@ class _SequenceView(Cache):
 
 
 class _PackedBatch(PackedBatch):
-    """The 'cache' of a packed forward: positions ``bounds[i][0]:bounds[i][1]`` of the row belong to
+    """One packed forward's sequences: positions ``bounds[i][0]:bounds[i][1]`` of the row belong to
     request ``views[i]``; the model hands each layer's attention to ``attend_packed``."""
 
     def __init__(self, views: list[_SequenceView], bounds: list[tuple[int, int]]) -> None:

@@ -292,7 +292,7 @@ def take_snapshot(
             for seq, done in zip(seqs, finished, strict=True)
         ),
         free_blocks=pool.n_free,
-        cached_free_blocks=sum(1 for b in pool.free if pool.hash[b] is not None),
+        cached_free_blocks=pool.n_cached_free,
         evictions=pool.evictions,
     )
 

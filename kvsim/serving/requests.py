@@ -40,13 +40,11 @@ from ..core.devices import sync
 from ..core.sampling import SimulationError, choose
 from ..models.tokenizer import Tokenizer
 from ..models.transformer import Transformer
-from .core import (  # noqa: F401 - blocks_needed, run_waste, warm_up: the API, as before the core
+from .core import (
     OneAtATime,
     RequestState,
     RunOptions,
-    blocks_needed,
     build_run,
-    run_waste,
     warm_up,
 )
 from .records import PoolSnapshot, RequestsRun, SideBySide, take_snapshot

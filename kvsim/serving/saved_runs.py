@@ -21,7 +21,6 @@ with each other) into the same frozen records the engine returns; a bad file is 
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import zipfile
@@ -34,7 +33,7 @@ import numpy as np
 
 from ..caches.blocks import MAX_BLOCK_SIZE, MAX_POOL_BLOCKS
 from ..engine.trace import SCHEMA as TRACE_SCHEMA
-from ..engine.trace import ArchiveLimits, read_archive, write_archive
+from ..engine.trace import ArchiveLimits, read_archive, short, write_archive
 from ..engine.trace_checks import TraceError
 from .records import BatchEntry, BatchStep, PoolSnapshot, RequestResult, RequestsRun, TableState
 from .request_lists import MAX_REQUESTS
@@ -135,14 +134,10 @@ def load_runs(path: str | os.PathLike[str]) -> tuple[RequestsRun, ...]:
     except TraceError as exc:
         text = str(exc)
         raise TraceError(text if text.startswith(str(path)) else f"{path}: {text}") from None
-    except RecursionError:
-        raise TraceError(f"{path}: the manifest is nested too deeply to be a kvsim requests file") from None
     except MemoryError:
         raise TraceError(f"{path}: too large to open") from None
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
         raise TraceError(f"{path}: damaged or truncated file ({exc})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise TraceError(f"{path}: manifest.json is not valid JSON ({exc})") from None
     except Exception as exc:  # noqa: BLE001 - a damaged file may fail anywhere below
         raise TraceError(f"{path}: damaged or not a kvsim requests file ({type(exc).__name__}: {exc})") from None
 
@@ -189,13 +184,8 @@ _SNAPSHOT_FIELDS = (
 
 def _int(value: object, what: str, lo: int = 0, hi: int = 2**62) -> int:
     if type(value) is not int or not lo <= value <= hi:
-        raise TraceError(f"{what} must be a whole number from {lo:,} to {hi:,}, got {_short(value)}")
+        raise TraceError(f"{what} must be a whole number from {lo:,} to {hi:,}, got {short(value)}")
     return value
-
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _obj(value: object, what: str, keys: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict:
@@ -224,7 +214,7 @@ def _text(value: object, what: str, most: int = 1 << 20) -> str:
 
 def _time(value: object, what: str) -> float:
     if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value) or not 0 <= value <= 1e9:
-        raise TraceError(f"{what} must be a time in ms from 0 to 1e9, got {_short(value)}")
+        raise TraceError(f"{what} must be a time in ms from 0 to 1e9, got {short(value)}")
     return float(value)
 
 
@@ -271,7 +261,7 @@ def _run(i: int, data: dict, arrays: dict[str, np.ndarray]) -> RequestsRun:
     if type(data.get("prefix_caching")) is not bool:
         raise TraceError(f"{where}: prefix_caching must be true or false")
     if data.get("schedule") not in SCHEDULES:
-        raise TraceError(f"{where}: schedule must be one of {', '.join(SCHEDULES)}, got {_short(data.get('schedule'))}")
+        raise TraceError(f"{where}: schedule must be one of {', '.join(SCHEDULES)}, got {short(data.get('schedule'))}")
     repeats = _int(data.get("repeats"), f"{where}: repeats", 1, MAX_REPEATS)
     evictions = _int(data.get("evictions"), f"{where}: evictions")
     if not isinstance(data.get("meta"), dict):
@@ -419,7 +409,7 @@ def _snapshot(
         raise TraceError(f"{where}: step number {snap['step']} is not its place {s}")
     request = _int(snap["request"], f"{where}: request", 0, n_req - 1)
     if snap["phase"] not in PHASES:
-        raise TraceError(f"{where}: phase must be one of {', '.join(PHASES)}, got {_short(snap['phase'])}")
+        raise TraceError(f"{where}: phase must be one of {', '.join(PHASES)}, got {short(snap['phase'])}")
     owners = tuple(
         tuple(_int(o, f"{where}: an owner", 0, n_req - 1) for o in _list(own, f"{where}: owners of a block", 0, n_req))
         for own in _list(snap["owners"], f"{where}: owners", n, n)
@@ -487,7 +477,7 @@ def _batch(where: str, k: int, b: object, n_req: int) -> BatchStep:
             raise TraceError(f"{where}: an entry is not [request, kind, start, tokens, emits]")
         request, kind, start, tokens, emits = e
         if kind not in BATCH_KINDS or type(emits) is not bool:
-            raise TraceError(f"{where}: an entry of kind {_short(kind)} is not one of {', '.join(BATCH_KINDS)}")
+            raise TraceError(f"{where}: an entry of kind {short(kind)} is not one of {', '.join(BATCH_KINDS)}")
         entries.append(
             BatchEntry(
                 _int(request, f"{where}: an entry's request", 0, n_req - 1),
@@ -516,12 +506,12 @@ def _hash(h: object, where: str) -> str | None:
     if h is None:
         return None
     if not isinstance(h, str) or len(h) != 16 or any(c not in "0123456789abcdef" for c in h):
-        raise TraceError(f"{where}: a block hash must be 16 hex digits or null, got {_short(h)}")
+        raise TraceError(f"{where}: a block hash must be 16 hex digits or null, got {short(h)}")
     return h
 
 
 def _bad_event(e: object, where: str) -> str:
-    raise TraceError(f"{where}: unknown block event {_short(e)} (known: {', '.join(repr(x) for x in EVENTS)})")
+    raise TraceError(f"{where}: unknown block event {short(e)} (known: {', '.join(repr(x) for x in EVENTS)})")
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:

@@ -211,7 +211,7 @@ def write_gguf(
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
+def tiny_gguf(tmp_path_factory):
     """(transformers model, its HF directory, the same weights as an F32 GGUF file)."""
     from test_parity_hf import write_tokenizer
 
@@ -231,8 +231,8 @@ def _prefill(model, ids: torch.Tensor) -> torch.Tensor:
     return model(ids, torch.arange(ids.shape[1]), NoCache(model.cfg.n_layers), last_only=False).logits
 
 
-def test_gguf_config_from_metadata(tiny):
-    _, _, path = tiny
+def test_gguf_config_from_metadata(tiny_gguf):
+    _, _, path = tiny_gguf
     cfg = load_model(str(path)).model.cfg
     assert (cfg.family, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.dim, cfg.hidden_dim) == (
         "llama",
@@ -246,8 +246,8 @@ def test_gguf_config_from_metadata(tiny):
     assert cfg.rope_theta == 10000.0 and cfg.norm_eps == pytest.approx(1e-5) and not cfg.tie_embeddings
 
 
-def test_gguf_matches_hf_dir_and_transformers(tiny):
-    hf, hf_dir, path = tiny
+def test_gguf_matches_hf_dir_and_transformers(tiny_gguf):
+    hf, hf_dir, path = tiny_gguf
     ours_gguf, ours_hf = load_model(str(path)).model, load_model(str(hf_dir)).model
     for (name, a), (_, b) in zip(ours_gguf.state_dict().items(), ours_hf.state_dict().items(), strict=True):
         torch.testing.assert_close(a, b, atol=0, rtol=0, msg=name)  # un-permuted exactly
@@ -263,8 +263,8 @@ def test_gguf_matches_hf_dir_and_transformers(tiny):
         torch.testing.assert_close(step[0, -1], ref[0, t], atol=ATOL, rtol=0)
 
 
-def test_tied_embeddings_when_output_weight_absent(tiny, tmp_path):
-    hf, _, _ = tiny
+def test_tied_embeddings_when_output_weight_absent(tiny_gguf, tmp_path):
+    hf, _, _ = tiny_gguf
     with torch.no_grad():
         hf.lm_head.weight.copy_(hf.model.embed_tokens.weight)
     path = write_gguf(tmp_path / "tied.gguf", hf, tie=True)
@@ -276,10 +276,10 @@ def test_tied_embeddings_when_output_weight_absent(tiny, tmp_path):
     torch.testing.assert_close(_prefill(model, ids), ref, atol=ATOL, rtol=0)
 
 
-def test_quantized_gguf_matches_transformers_gguf_loader(tiny, tmp_path):
+def test_quantized_gguf_matches_transformers_gguf_loader(tiny_gguf, tmp_path):
     pytest.importorskip("accelerate")
     transformers = pytest.importorskip("transformers")
-    hf, _, _ = tiny
+    hf, _, _ = tiny_gguf
     path = write_gguf(tmp_path / "tiny-q8.gguf", hf, qtype=gguf.GGMLQuantizationType.Q8_0)
     ref_model = transformers.AutoModelForCausalLM.from_pretrained(
         tmp_path, gguf_file=path.name, attn_implementation="eager", dtype=torch.float32
@@ -294,8 +294,8 @@ def test_quantized_gguf_matches_transformers_gguf_loader(tiny, tmp_path):
     assert float((ref - exact).abs().max()) > 1e-6  # the Q8_0 rounding is really there
 
 
-def test_tokenizer_and_chat_template_from_metadata(tiny):
-    _, _, path = tiny
+def test_tokenizer_and_chat_template_from_metadata(tiny_gguf):
+    _, _, path = tiny_gguf
     tok = load_model(str(path)).tokenizer
     tokens = tiny_vocab()[0]
     assert (tok.bos_id, tok.eos_id, tok.chat_template) == (1, 2, CHAT_TEMPLATE)
@@ -323,8 +323,8 @@ def test_sentencepiece_gguf_tokenizes_as_transformers(tmp_path):
     assert ours.chat_template is None and ours.format_prompt("x") == "x"
 
 
-def test_cli_run_uses_chat_template_unless_switched_off(tiny, capsys):
-    _, _, path = tiny
+def test_cli_run_uses_chat_template_unless_switched_off(tiny_gguf, capsys):
+    _, _, path = tiny_gguf
     lines = []
     for extra in ([], ["--no-chat-template"]):
         assert cli_main(["run", "--model", str(path), "--prompt", "the cat", "--steps", "3", "--json", *extra]) == 0
@@ -338,8 +338,8 @@ def test_cli_run_uses_chat_template_unless_switched_off(tiny, capsys):
 
 
 @pytest.mark.parametrize("damage", ["garbage", "empty", "truncated", "header-only"])
-def test_corrupt_gguf_is_a_model_load_error(tiny, tmp_path, damage, capsys):
-    _, _, good = tiny
+def test_corrupt_gguf_is_a_model_load_error(tiny_gguf, tmp_path, damage, capsys):
+    _, _, good = tiny_gguf
     data = good.read_bytes()
     bad = tmp_path / f"{damage}.gguf"
     bad.write_bytes(
@@ -357,8 +357,8 @@ def test_corrupt_gguf_is_a_model_load_error(tiny, tmp_path, damage, capsys):
     assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
 
 
-def test_non_llama_gguf_names_what_is_supported(tiny, tmp_path):
-    hf, _, _ = tiny
+def test_non_llama_gguf_names_what_is_supported(tiny_gguf, tmp_path):
+    hf, _, _ = tiny_gguf
     path = write_gguf(tmp_path / "gpt2.gguf", hf, arch="gpt2")
     with pytest.raises(ModelLoadError, match="architecture 'gpt2' is not supported.*Llama"):
         load_model(str(path))
@@ -375,8 +375,8 @@ def test_non_llama_gguf_names_what_is_supported(tiny, tmp_path):
         ({"blk.0.ffn_norm.weight": np.ones(DIM + 2, np.float32)}, (), "'blk.0.ffn_norm.weight' has shape"),
     ],
 )
-def test_gguf_tensors_all_used_or_refused(tiny, tmp_path, extra, drop, message):
-    hf, _, _ = tiny
+def test_gguf_tensors_all_used_or_refused(tiny_gguf, tmp_path, extra, drop, message):
+    hf, _, _ = tiny_gguf
     path = write_gguf(tmp_path / "bad.gguf", hf, extra=extra, drop=drop)
     with pytest.raises(ModelLoadError, match=message):
         load_model(str(path))

@@ -245,8 +245,8 @@ def test_run_through_a_real_window_keeps_the_gui_turning_and_hits(qtbot, qapp):
 
 def test_a_small_pool_evicts_and_the_grid_says_so(qtbot, qapp, tiny):
     """A pool just large enough for the longest request: later requests take cached blocks back (LRU)."""
+    from kvsim.serving.core import blocks_needed
     from kvsim.serving.request_lists import RequestList, encode_requests
-    from kvsim.serving.requests import blocks_needed
     from kvsim.ui.docks.requests.dock import RequestsView
     from kvsim.ui.docks.requests.job import RequestsInput, RequestsSettings, compute
 

@@ -16,7 +16,7 @@ from kvsim.caches.kv import KVCache
 from kvsim.core.sampling import Sampling, SimulationError, choose
 from kvsim.models.loading import load_model
 from kvsim.serving.batching import BatchingEngine, RunCancelled, poisson_arrivals, run_batched
-from kvsim.serving.requests import blocks_needed
+from kvsim.serving.core import blocks_needed
 
 SPECS = {
     "llama": "random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,vocab=300,ctx=160,seed=5",
