@@ -70,6 +70,7 @@ from .core import (
     Scheduled,
     build_run,
     check_arrivals,
+    progress,
     warm_up,
 )
 from .records import BatchEntry, BatchStep, PoolSnapshot, RequestsRun, take_snapshot
@@ -240,7 +241,7 @@ class BatchingEngine:
 
     def progress(self) -> tuple[int, int]:
         """(tokens generated so far, at most), a finished request counting as all its steps."""
-        return sum(self.steps if r.status == "done" else len(r.generated) for r in self.requests), self.steps * len(self.requests)
+        return progress(self.requests, self.steps)
 
     def iterate(self) -> Iterator[BatchStep]:
         """Run one step at a time, yielding each ``BatchStep`` (``result()`` once it is exhausted)."""
@@ -386,7 +387,7 @@ class BatchingEngine:
             r.emit(token)
             r.token_steps.append(self.step)
             r.token_ms.append(self.clock)
-            if len(r.generated) >= self.steps or (self.options.stop_at_eos and eos is not None and token == eos):
+            if r.has_ended(self.steps, eos, self.options.stop_at_eos):
                 r.finish()
                 self.running.remove(r)
                 finished.append(r.index)

@@ -226,11 +226,20 @@ class RequestState:
         self.generated.append(token)
         self.tokens.append(token)
 
+    def has_ended(self, steps: int, eos: int | None, stop_at_eos: bool) -> bool:
+        """Its last token was its last: ``steps`` generated, or the end of text when the run stops there."""
+        return len(self.generated) >= steps or (stop_at_eos and eos is not None and self.generated[-1] == eos)
+
     def finish(self) -> None:
         """It generated its last token: what it held is recorded and every block goes back to the pool."""
         self.held = (len(self.seq.blocks), self.seq.n_tokens)
         self.seq.free()
         self.status = "done"
+
+
+def progress(states: Sequence[RequestState], steps: int) -> tuple[int, int]:
+    """(tokens generated so far, at most) over ``states``, a finished request counting as all its ``steps``."""
+    return sum(steps if r.done else len(r.generated) for r in states), steps * len(states)
 
 
 @dataclass(frozen=True, eq=False)

@@ -45,6 +45,7 @@ from .core import (
     RequestState,
     RunOptions,
     build_run,
+    progress,
     warm_up,
 )
 from .records import PoolSnapshot, RequestsRun, SideBySide, take_snapshot
@@ -114,7 +115,7 @@ class RequestsEngine:
 
     def progress(self) -> tuple[int, int]:
         """(tokens generated so far, at most), a finished request counting as all its steps."""
-        return sum(self.steps if r.done else len(r.generated) for r in self.requests), self.steps * len(self.requests)
+        return progress(self.requests, self.steps)
 
     def result(self) -> RequestsRun:
         if not all(r.done for r in self.requests):
@@ -139,7 +140,7 @@ class RequestsEngine:
         r.last_step = self._step
         self._snapshot(r, "prefill" if len(r.generated) == 1 else "decode")
         eos = getattr(self.tokenizer, "eos_id", None)
-        if len(r.generated) >= self.steps or (self.options.stop_at_eos and eos is not None and r.generated[-1] == eos):
+        if r.has_ended(self.steps, eos, self.options.stop_at_eos):
             r.finish()
             self._snapshot(r, "finish")
 
