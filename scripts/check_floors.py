@@ -50,7 +50,8 @@ def main() -> int:
     args = ap.parse_args()
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     test_runner = [r for r in project["optional-dependencies"]["test"] if r.startswith(("pytest>=", "gguf>="))]
-    pins = floors(project["dependencies"] + test_runner, args.keep_torch)
+    extras = project["optional-dependencies"]  # the heavy parts the tests use: `fast` (numba), `video` (MP4)
+    pins = floors(project["dependencies"] + extras["fast"] + extras["video"] + test_runner, args.keep_torch)
     venv = Path(args.venv)
     constraints = venv.parent / (venv.name + "-constraints.txt")
     constraints.write_text("\n".join(pins) + "\n")

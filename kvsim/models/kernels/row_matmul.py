@@ -24,6 +24,8 @@ infinities propagate as in ``F.linear`` (numba may reassociate and fuse multiply
 The product is a registered torch operator (``torch.ops.kvsim.row_linear``) with its FLOP formula, so
 torch's ``FlopCounterMode`` sees it as it sees ``aten::mm`` and kvsim's closed-form counts keep their
 independent check. ``KVSIM_ROW_MATMUL=torch|numpy|numba`` in the environment forces one kernel.
+numba is optional (the ``fast`` extra, ``pip install "kvsim[fast]"``): without it the column-major kernels serve
+every model, and a run that asked for numba by name says so in one line.
 
 Threads: numpy's BLAS has its own pool; ``limit_threads`` gives it torch's thread count so "one thread"
 means one thread for both. numba's kernel is one thread, and releases the GIL as numpy's does.
@@ -34,6 +36,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+import sys
 import warnings
 from typing import Any
 
@@ -87,8 +90,19 @@ def numba_kernel() -> Any:
     return _numba_kernel or None
 
 
+#: what a run that asked for numba's kernel prints when numba is not installed (numba is the ``fast`` extra)
+NUMBA_MISSING = (
+    'kvsim: KVSIM_ROW_MATMUL=numba, but numba is not installed (pip install "kvsim[fast]"); '
+    "one-row products use numpy's or torch's kernel"
+)
+
+
 def _build_numba_kernel() -> Any:
-    if WANTED in ("torch", "numpy") or importlib.util.find_spec("numba") is None:
+    if WANTED in ("torch", "numpy"):
+        return None
+    if importlib.util.find_spec("numba") is None:  # the `fast` extra is not installed: the BLAS kernels serve
+        if WANTED == "numba":  # asked for by name: say once why it is not used (numba_kernel caches the answer)
+            print(NUMBA_MISSING, file=sys.stderr)
         return None
     try:
         import numba
