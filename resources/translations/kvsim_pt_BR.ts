@@ -419,6 +419,10 @@
         <translation>o tamanho deve estar entre {smallest} e {largest}, recebido {size}</translation>
     </message>
     <message>
+        <source>an MP4 needs ffmpeg, which kvsim&apos;s video extra brings: {command}</source>
+        <translation>um MP4 precisa do ffmpeg, que vem com o extra video do kvsim: {command}</translation>
+    </message>
+    <message>
         <source>an MP4&apos;s width and height must be even (H.264, yuv420p), got {size}</source>
         <translation>a largura e a altura de um MP4 devem ser pares (H.264, yuv420p), recebido {size}</translation>
     </message>

@@ -17,6 +17,10 @@ import zipfile
 from pathlib import Path
 
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())  # also run as a script
+# the code is Apache-2.0; the bundled model tiny's weights carry the licences of the text they were trained on
+# (resources/models/tiny/MODEL_CARD.md), whose texts ship beside kvsim's own LICENSE
+LICENSE_EXPRESSION = "Apache-2.0 AND GPL-2.0-or-later AND GFDL-1.2-only"
+LICENSE_FILES = ["LICENSE", "resources/corpus/licenses/GPL-2.txt", "resources/corpus/licenses/GFDL-1.2.txt"]
 
 
 def check_the_wheel_holds_kvsim_ui_and_resources_and_imports_outside_the_checkout(tmp_path: Path) -> None:
@@ -54,8 +58,11 @@ def check_the_wheel_holds_kvsim_ui_and_resources_and_imports_outside_the_checkou
     with zipfile.ZipFile(wheel) as z:
         info = wheel.name.split("-py")[0] + ".dist-info"
         metadata = z.read(f"{info}/METADATA").decode()
-        assert "License-Expression: Apache-2.0" in metadata and "License-File: LICENSE" in metadata
-        assert z.read(f"{info}/licenses/LICENSE") == (ROOT / "LICENSE").read_bytes()
+        # every licence of what the wheel ships: the code's, and those of tiny's weights (their training text's)
+        assert f"License-Expression: {LICENSE_EXPRESSION}" in metadata.splitlines()
+        for name in LICENSE_FILES:
+            assert f"License-File: {name}" in metadata.splitlines(), name
+            assert z.read(f"{info}/licenses/{name}") == (ROOT / name).read_bytes(), name
         assert "Classifier: Programming Language :: Python :: 3.11" in metadata
     target = tmp_path / "site"
     with zipfile.ZipFile(wheel) as z:
@@ -86,7 +93,17 @@ def test_the_project_metadata_names_only_files_that_exist() -> None:
 
     text = (ROOT / "pyproject.toml").read_text()
     project = tomllib.loads(text)["project"]
-    assert project["license"] == "Apache-2.0"  # an SPDX expression, not the table setuptools drops in 2027
+    assert project["license"] == LICENSE_EXPRESSION  # an SPDX expression, not the table setuptools drops in 2027
+    assert project["license-files"] == LICENSE_FILES
+    from packaging.licenses import canonicalize_license_expression  # (setuptools' own check, with SPDX's list)
+
+    assert canonicalize_license_expression(LICENSE_EXPRESSION) == LICENSE_EXPRESSION
+    assert (
+        "GNU GENERAL PUBLIC LICENSE" in (ROOT / LICENSE_FILES[1]).read_text()
+        and "Version 2, June 1991" in (ROOT / LICENSE_FILES[1]).read_text()
+    )
+    assert "GNU Free Documentation License" in (ROOT / LICENSE_FILES[2]).read_text()
+    assert "Version 1.2, November 2002" in (ROOT / LICENSE_FILES[2]).read_text()
     for name in [project["readme"], *project["license-files"]]:
         assert (ROOT / name).is_file(), name
     assert "Apache License" in (ROOT / "LICENSE").read_text() and "Version 2.0, January 2004" in (ROOT / "LICENSE").read_text()
