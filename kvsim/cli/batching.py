@@ -161,10 +161,17 @@ def cmd_batching(
         )
     out.write(
         f"    {s['batch_steps']} steps in {s['clock_ms']:.1f} ms, largest batch {s['largest_batch']}; "
-        f"{s['tokens_per_forward']:.2f} tokens a forward, {s['tokens_per_s']} tokens/s; "
+        f"{s['tokens_per_forward']:.2f} tokens a forward, {_rate(s['tokens_per_s'])} tokens/s; "
         f"{s['preemptions']} preemptions ({s['recomputed_rows']} rows recomputed), {run.evictions} evictions\n"
     )
     return 0
+
+
+def _rate(tokens_per_s: float | None) -> str:
+    """A throughput as a reader takes it in: "787" or "12.5" (the JSON keeps 4 decimals), "-" when the run took no time."""
+    if tokens_per_s is None:
+        return "-"
+    return f"{tokens_per_s:.0f}" if tokens_per_s >= 100 else f"{tokens_per_s:.1f}"
 
 
 def step_line(step: BatchStep, pool_blocks: int) -> str:

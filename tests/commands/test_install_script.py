@@ -9,6 +9,7 @@ import functools
 import importlib.util
 import json
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -119,13 +120,23 @@ def test_a_suitable_torch_is_kept_and_kvsim_pinned_to_it(capsys) -> None:
     assert f"-c <torch=={have}> -e .[test]" in out and "--index-url" not in out
 
 
+def readme_first_command() -> list[str]:
+    """The install script's arguments in the README's first set-up command (``python scripts/install.py -e .``)."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("```bash", 1)[1].split("```", 1)[0]
+    first = next(line for line in block.splitlines() if line.startswith("python scripts/install.py"))
+    words = shlex.split(first.split("&&", 1)[0])
+    assert words[:2] == ["python", "scripts/install.py"], words
+    return words[2:]
+
+
 def _dry_run(index: str, path: str, report: Path) -> tuple[str, list[str]]:
     """The README's first command, as a dry run by pip itself, with no torch in sight (``-S``: no site-packages)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}  # no local wheels, mirrors, caps
     env |= {"PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
     env |= {"KVSIM_TORCH_INDEX": f"{index}/whl", "PATH": path, "PIP_INDEX_URL": f"{index}/pypi"}
     run = subprocess.run(
-        [sys.executable, "-S", str(SCRIPT), "--dry-run", "--report", str(report), "-e", "."],
+        [sys.executable, "-S", str(SCRIPT), "--dry-run", "--report", str(report), *readme_first_command()],
         capture_output=True,
         text=True,
         timeout=120,
