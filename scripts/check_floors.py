@@ -60,7 +60,8 @@ def main() -> int:
     py = str(venv / "bin" / "python")
     # editable, as the README installs it: the tests run from the checkout, whose kvsim/ has no ui/ of its own
     # (pyproject maps kvsim.ui to ui/; an editable install's finder serves it, a plain one is shadowed by the cwd)
-    subprocess.run([py, "-m", "pip", "install", "-q", "-c", str(constraints), "-e", f"{ROOT}[fast,video]", *test_runner], check=True)
+    checkout = f"{ROOT}[fast,video]"  # the heavy extras too: the quick tests exercise them
+    subprocess.run([py, "-m", "pip", "install", "-q", "-c", str(constraints), "-e", checkout, *test_runner], check=True)
     subprocess.run([py, "-m", "pip", "list", "--format=freeze"], check=True)
     return subprocess.run([py, "-m", "pytest", "-q", "-m", "not slow", "-p", "no:cacheprovider"], cwd=ROOT).returncode
 

@@ -167,9 +167,9 @@ def cmd_batching(
     return 0
 
 
-def _rate(tokens_per_s: float | None) -> str:
+def _rate(tokens_per_s: object) -> str:
     """A throughput as a reader takes it in: "787" or "12.5" (the JSON keeps 4 decimals), "-" when the run took no time."""
-    if tokens_per_s is None:
+    if not isinstance(tokens_per_s, int | float):  # None: the run took no time
         return "-"
     return f"{tokens_per_s:.0f}" if tokens_per_s >= 100 else f"{tokens_per_s:.1f}"
 
