@@ -30,7 +30,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import tomllib
+
+if sys.version_info < (3, 11):  # before tomllib's import fails with a traceback
+    sys.exit(f"kvsim needs Python 3.11 or newer; this is {sys.version.split()[0]} ({sys.executable})")
+
+import tomllib  # noqa: E402 - after the version check
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -120,7 +124,11 @@ def pip(args: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], usage="%(prog)s [options] [pip install arguments]")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        usage="%(prog)s [options] [pip install arguments]",
+        allow_abbrev=False,  # a pip option (--dry, --tor…) is pip's, never an abbreviation of this script's
+    )
     parser.add_argument("--cuda", default=DEFAULT_CUDA, help=f"PyTorch's CUDA build on a GPU (default {DEFAULT_CUDA})")
     parser.add_argument("--torch", default=TESTED_TORCH, help=f"the torch release to install (default {TESTED_TORCH})")
     parser.add_argument("--dry-run", action="store_true", help="say what would be installed; install nothing")
