@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from .args import Subcommands, UsageError, examples, positive_int, prepare_render
 
-
 if TYPE_CHECKING:
     from ..engine.records import StepRecord
 

@@ -83,9 +83,15 @@ class _Arrays:
         return name
 
 
+def _dict(value: object) -> dict[Any, Any]:
+    """A metadata entry that should be a dict, or an empty one (a damaged or older trace)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _lane_infos(meta: dict[str, Any], records: list[StepRecord]) -> list[dict[str, Any]]:
     out = []
-    described = meta.get("lanes") if isinstance(meta.get("lanes"), list) else []
+    found = meta.get("lanes")
+    described: list[Any] = found if isinstance(found, list) else []
     for j, lane in enumerate(records[0].lanes):
         d = described[j] if j < len(described) and isinstance(described[j], dict) else {}
         window = d.get("window")
@@ -163,9 +169,15 @@ def _kv_level(k_all: np.ndarray, v_all: np.ndarray, prompt_len: int, layer: int,
     return float(np.percentile(np.abs(rows), 99)) or 1.0
 
 
+def _date(created: str) -> str:
+    """A trace's ``created`` (2026-11-29T19:23:33+0000) as people read it: 2026-11-29 19:23 UTC."""
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d)(?::\d\d)?(?:\+0000|Z)", created)
+    return f"{m.group(1)} {m.group(2)} UTC" if m else created
+
+
 def _settings(meta: dict[str, Any], n_steps: int, lanes: list[dict[str, Any]]) -> dict[str, str]:
-    sampling = meta.get("sampling") if isinstance(meta.get("sampling"), dict) else {}
-    versions = meta.get("versions") if isinstance(meta.get("versions"), dict) else {}
+    sampling = _dict(meta.get("sampling"))
+    versions = _dict(meta.get("versions"))
     out = {
         "lanes": ",".join(lane["name"] for lane in lanes),
         "steps": str(n_steps),
@@ -192,7 +204,7 @@ def page_data(trace: Trace, *, lang: str = "en", budget_bytes: int = DEFAULT_BUD
     v_all = np.concatenate([np.asarray(r.v, np.float32) for r in records], axis=2)
     scale = float(cfg.query_pre_attn_scalar or records[0].q.shape[-1])
     arrays = _Arrays()
-    labels = meta.get("prompt_tokens") if isinstance(meta.get("prompt_tokens"), dict) else {}
+    labels = _dict(meta.get("prompt_tokens"))
     prompt_ids = [int(i) for i in records[0].input_ids]
     tokens = [str(labels.get(str(i), labels.get(i, f"<{i}>"))) for i in prompt_ids] + [str(r.token) for r in records]
 
@@ -260,7 +272,11 @@ def page_data(trace: Trace, *, lang: str = "en", budget_bytes: int = DEFAULT_BUD
             per_lane[j]["attention"][f"{layer},{head}"] = name
         if (layer, g) not in kv_done:
             kv_done.add((layer, g))
-            shared_kv[kv_key] = {"k": f"k_{layer}_{g}", "v": f"v_{layer}_{g}", "level": _kv_level(k_all, v_all, prompt_len, layer, g)}
+            shared_kv[kv_key] = {
+                "k": f"k_{layer}_{g}",
+                "v": f"v_{layer}_{g}",
+                "level": _kv_level(k_all, v_all, prompt_len, layer, g),
+            }
             for j, names in kv_names.items():
                 per_lane[j]["kv"][kv_key] = names
     if len(views) < len(order):
@@ -270,13 +286,13 @@ def page_data(trace: Trace, *, lang: str = "en", budget_bytes: int = DEFAULT_BUD
             f"the page keeps {len(views)} (from layer 0 head 0 on) to stay under {budget_bytes / 1e6:g} MB "
             f"(about {kept_mb:.1f} MB)"
         )
-    versions = meta.get("versions") if isinstance(meta.get("versions"), dict) else {}
+    versions = _dict(meta.get("versions"))
     return {
         "format": 1,
         "lang": lang if lang in LANGUAGES else "en",
         "version": str(versions.get("kvsim", "")),
         "model": str(meta.get("model_id", "")),
-        "date": str(meta.get("created", "")),
+        "date": _date(str(meta.get("created", ""))),
         "prompt": str(meta.get("prompt") or ""),
         "settings": _settings(meta, n, lanes),
         "reference": str(meta.get("reference", lanes[0]["name"])),
@@ -305,7 +321,7 @@ def _own_changes(staged: _Arrays, records: list[StepRecord], j: int, layer: int,
         ks.append(np.asarray(rows.k[layer, g], np.float32))
         vs.append(np.asarray(rows.v[layer, g], np.float32))
     width = records[0].k.shape[-1]
-    cat = (lambda a, shape: np.concatenate(a) if a else np.zeros(shape, np.float32))  # noqa: E731
+    cat = lambda a, shape: np.concatenate(a) if a else np.zeros(shape, np.float32)  # noqa: E731
     return {
         "step": staged.add(f"c{j}_{layer}_{g}_step", cat(steps, (0,)).astype(np.int32)),
         "pos": staged.add(f"c{j}_{layer}_{g}_pos", cat(positions, (0,)).astype(np.int32)),
@@ -344,9 +360,7 @@ def read_page_data(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def write_page(
-    trace: Trace, path: str | Path, *, lang: str = "en", budget_bytes: int = DEFAULT_BUDGET_BYTES
-) -> PageReport:
+def write_page(trace: Trace, path: str | Path, *, lang: str = "en", budget_bytes: int = DEFAULT_BUDGET_BYTES) -> PageReport:
     """Write ``trace`` as one self-contained HTML page to ``path``, atomically; the written file is read back
     (its data parsed and equal to what was embedded, every array decoded) before it replaces ``path``."""
     page, data = page_html(trace, lang=lang, budget_bytes=budget_bytes)

@@ -46,7 +46,7 @@ button:focus-visible, select:focus-visible, input:focus-visible { outline: 2px s
 #lanes { display:grid; gap:10px; grid-template-columns: repeat(auto-fit, minmax(min(100%, 300px), 1fr)); margin-top:8px; }
 .lane { background:var(--card); border:1px solid var(--line); border-radius:8px; padding:8px; min-width:0; }
 .tables { display:grid; grid-template-columns: 1fr 1fr; gap: 6px; }
-.tables figure, .attn figure { margin:0; min-width:0; }
+figure { margin:0; min-width:0; }
 figcaption { font-size: 0.8rem; color: var(--muted); overflow-wrap:anywhere; }
 canvas { width:100%; display:block; image-rendering: pixelated; background: var(--bg);
   border: 1px solid var(--line); border-radius: 3px; }
@@ -202,7 +202,9 @@ function build() {
   $("keys").textContent = t("keys");
   $("viewlabel").textContent = t("view");
   const sel = $("view");
-  sel.replaceChildren(...D.views.map(([l, h], i) => { const o = el("option", "", t("views", { l, h })); o.value = i; return o; }));
+  sel.replaceChildren(...D.views.map(([l, h], i) => {
+    const o = el("option", "", t("views", { l, h })); o.value = i; return o;
+  }));
   sel.value = String(view);
   $("dropped").textContent = D.dropped.length ? t("dropped", { x: D.dropped.join("; ") }) : "";
   const text = $("text");
@@ -272,7 +274,7 @@ function go(s) { step = Math.max(0, Math.min(N - 1, s)); show(); }
 function play() {
   if (timer) { clearInterval(timer); timer = null; $("play").textContent = "▶"; return; }
   if (step >= N - 1) go(0);
-  $("play").textContent = "⏸";
+  $("play").textContent = "❚❚";
   timer = setInterval(() => { if (step >= N - 1) play(); else go(step + 1); }, 700);
 }
 $("first").onclick = () => go(0);
@@ -282,7 +284,11 @@ $("last").onclick = () => go(N - 1);
 $("play").onclick = play;
 $("scrub").oninput = (e) => go(Number(e.target.value));
 $("view").onchange = (e) => { view = Number(e.target.value); show(); };
-$("lang").onclick = () => { lang = lang === "en" ? "pt_BR" : "en"; document.documentElement.lang = lang.replace("_", "-"); build(); };
+$("lang").onclick = () => {
+  lang = lang === "en" ? "pt_BR" : "en";
+  document.documentElement.lang = lang.replace("_", "-");
+  build();
+};
 document.addEventListener("keydown", (e) => {
   if (e.target && (e.target.tagName === "SELECT" || e.target.tagName === "INPUT") && e.key !== " ") return;
   const k = e.key;
@@ -333,8 +339,8 @@ PAGE = (
 </header>
 <p class="muted" id="prompt" hidden></p>
 <nav id="controls">
-<button id="first" type="button">⏮</button><button id="prev" type="button">◀</button><button id="play" type="button">▶</button>
-<button id="next" type="button">▶|</button><button id="last" type="button">⏭</button>
+<button id="first" type="button">«</button><button id="prev" type="button">‹</button><button id="play" type="button">▶</button>
+<button id="next" type="button">›</button><button id="last" type="button">»</button>
 <input id="scrub" type="range" min="0" max="0" step="1" value="0">
 <span id="where"></span>
 </nav>
