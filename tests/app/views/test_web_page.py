@@ -53,7 +53,7 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory, tiny) -> dict[str, tuple[Path, Trace]]:
+def pages(tmp_path_factory) -> dict[str, tuple[Path, Trace]]:
     folder = tmp_path_factory.mktemp("pages")
     out = {}
     for name in DEMO_FILES:
