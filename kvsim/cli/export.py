@@ -12,7 +12,6 @@ from .args import Subcommands, UsageError, examples, positive_int, prepare_rende
 if TYPE_CHECKING:
     from ..engine.records import StepRecord
 
-_FROM_HTML_ONLY = " (--from opens a saved run for --html only)"
 
 HELP = "render a run offscreen to an animation (GIF or MP4, from the extension) or write it as a web page (--html)"
 
@@ -25,7 +24,6 @@ def add_parser(sub: Subcommands) -> None:
         **examples(
             "kvsim export --prompt 'Once upon a time' --out run.gif",
             "kvsim export --prompt Hi --out run.mp4 --fps 30",
-            "kvsim export --prompt 'Once upon a time' --steps 40 --html run.html",
             "kvsim export --from run.kvsim --html run.html --lang pt_BR",
         ),
     )
@@ -71,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     if args.out is None:
         raise UsageError("give --out FILE.gif|FILE.mp4 (an animation) or --html FILE.html (a web page)")
     if args.prompt is None and args.prompt_ids is None:
-        raise UsageError("one of the arguments --prompt --prompt-ids is required" + _FROM_HTML_ONLY * (args.from_run is not None))
+        why = " (--from opens a saved run for --html only)" if args.from_run is not None else ""
+        raise UsageError(f"one of the arguments --prompt --prompt-ids is required{why}")
     prepare_render(args)
     from ..ui.export import cli as export_cli  # the app, imported only when asked for (the engine never needs it)
 
