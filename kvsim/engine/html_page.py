@@ -305,7 +305,8 @@ def page_data(trace: Trace, *, lang: str = "en", budget_bytes: int = DEFAULT_BUD
         "kv": shared_kv,
         "lanes": per_lane,
         "arrays": arrays.items,
-        "dropped": dropped,
+        "dropped": dropped,  # in English, for the command line; the page says it in its language from "budget"
+        "budget": {"mb": budget_bytes / 1e6, "views": len(views), "recorded": len(order)},
     }
 
 

@@ -77,7 +77,9 @@ const WORDS = {
     attn: "attention of position {p} over the keys it read (layer {l}, head {h}; grey: not read)",
     computed: "K/V rows computed so far (Σt)", n: "tokens in the text (n)", read: "keys read this step",
     ms: "time of this step (measured)", total: "time of all steps so far", bill: "cache held: {t} tokens, {b}",
-    overhead: "of which not K/V values: {b}", view: "layer / head", lang: "Português", dropped: "left out: {x}",
+    overhead: "of which not K/V values: {b}", view: "layer / head", lang: "Português",
+    dropped: "Left out to stay under {mb} MB: the attention and K/V of {n} of the {t} (layer, head) views "
+      + "(the page keeps {k}, from layer 0 head 0 on).",
     keys: "→ / PgDn step · ← / PgUp back · Space play · Home first · swipe on a phone",
     reference: "the run's tokens come from lane {r}", views: "layer {l}, head {h}" },
   pt_BR: { recorded: "gravado pelo kvsim {v} no {m}, {d}", settings: "configurações", step: "passo {s} de {n}",
@@ -89,7 +91,9 @@ const WORDS = {
     computed: "linhas K/V calculadas até aqui (Σt)", n: "tokens no texto (n)", read: "chaves lidas neste passo",
     ms: "tempo deste passo (medido)", total: "tempo de todos os passos até aqui",
     bill: "o cache guarda: {t} tokens, {b}", overhead: "dos quais não são valores K/V: {b}",
-    view: "camada / cabeça", lang: "English", dropped: "deixado de fora: {x}",
+    view: "camada / cabeça", lang: "English",
+    dropped: "Deixado de fora para ficar abaixo de {mb} MB: a atenção e o K/V de {n} das {t} vistas (camada, cabeça) "
+      + "(a página guarda {k}, a partir da camada 0, cabeça 0).",
     keys: "→ / PgDn avança · ← / PgUp volta · Espaço toca · Home início · deslize no celular",
     reference: "os tokens da execução vêm da faixa {r}", views: "camada {l}, cabeça {h}" }
 };
@@ -206,7 +210,8 @@ function build() {
     const o = el("option", "", t("views", { l, h })); o.value = i; return o;
   }));
   sel.value = String(view);
-  $("dropped").textContent = D.dropped.length ? t("dropped", { x: D.dropped.join("; ") }) : "";
+  const b = D.budget, n = b.recorded - b.views;
+  $("dropped").textContent = n > 0 ? t("dropped", { mb: fmt(b.mb, 2), n, t: b.recorded, k: b.views }) : "";
   const text = $("text");
   text.replaceChildren(...D.tokens.map((tok, i) => el("span", "tok " + (i < P ? "prefill" : "gen"), tok)));
   const lanes = $("lanes");

@@ -78,6 +78,7 @@ def test_past_the_budget_views_are_dropped_and_said(run40):
     data = page_data(run40, budget_bytes=250_000)
     assert 1 <= len(data["views"]) < 24 and data["views"][0] == [0, 0]
     assert data["dropped"] and "of 24 (layer, head) views" in data["dropped"][0]
+    assert data["budget"] == {"mb": 0.25, "views": len(data["views"]), "recorded": 24}  # what the page says, in its language
     assert len(embed_json(data)) < 250_000
     tiny_budget = page_data(run40, budget_bytes=1)  # the first view is kept whatever the budget
     assert tiny_budget["views"] == [[0, 0]]
