@@ -5,13 +5,8 @@ live run's flags or a saved run (``--from RUN.kvsim``)."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
 
 from .args import Subcommands, UsageError, examples, positive_int, prepare_render
-
-if TYPE_CHECKING:
-    from ..engine.records import StepRecord
-
 
 HELP = "render a run offscreen to an animation (GIF or MP4, from the extension) or write it as a web page (--html)"
 
@@ -101,6 +96,8 @@ def write_html(args: argparse.Namespace) -> int:
         raise UsageError("give --prompt, --prompt-ids or --from RUN.kvsim")
     else:
         prepare_render(args)  # threads set, lanes parsed (a bad spec: one line before the model loads)
+        from .run import compute_run
+
         records, meta = compute_run(args)
         trace = Trace(meta=meta, records=records)
     try:
@@ -115,28 +112,3 @@ def write_html(args: argparse.Namespace) -> int:
     for what in report.dropped:
         print(f"left out: {what}")
     return 0
-
-
-def compute_run(args: argparse.Namespace) -> tuple[list[StepRecord], dict[str, Any]]:
-    """The run's records and metadata, computed as ``kvsim run`` does (every step, EOS or not)."""
-    from ..caches import parse_lanes
-    from ..core.sampling import SimulationError
-    from ..engine.simulate import Simulator
-    from ..models.loading import load_model
-    from .run import _prompt_ids
-
-    lanes = parse_lanes(args.lanes)
-    if args.prompt is not None and not args.prompt.strip():
-        raise SimulationError("the prompt is empty: give --prompt TEXT or --prompt-ids 1,2,3")
-    loaded = load_model(args.model)
-    ids, text = _prompt_ids(args, loaded.tokenizer)
-    ctx = loaded.model.cfg.max_seq_len
-    if len(ids) + args.steps - 1 > ctx:
-        raise SimulationError(
-            f"prompt ({len(ids)} tokens) + {args.steps} steps needs {len(ids) + args.steps - 1} "
-            f"positions, more than the model's context of {ctx}"
-        )
-    sim = Simulator(loaded.model, loaded.tokenizer, ids, lanes, model_id=loaded.model_id, prompt_text=text)
-    sim.trace.meta["model_info"] = loaded.info
-    records = list(sim.run(args.steps, stop_at_eos=False))
-    return records, sim.trace.meta

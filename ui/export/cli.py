@@ -130,6 +130,6 @@ def film(window, spec: MovieSpec, app) -> int:
 def compute_run(args) -> tuple[list, dict]:
     """The run's records and metadata, computed as ``kvsim run`` does (every step, EOS or not): the engine's,
     which ``kvsim export --html`` computes its page from too."""
-    from kvsim.cli.export import compute_run as engine_compute_run
+    from kvsim.cli.run import compute_run as engine_compute_run
 
     return engine_compute_run(args)
