@@ -58,7 +58,9 @@ COMMANDS = {
     "gqa": Command("gqa", "MHA → GQA → MQA → MLA: one model shape with fewer K/V heads (and a latent), bytes and times measured"),
     "inspect": Command("inspect", "check a saved run (.kvsim) and print what it holds"),
     "screenshot": Command("screenshot", "render the main window offscreen and write PNGs"),
-    "export": Command("export", "render a run offscreen to an animation (GIF or MP4, from the extension)"),
+    "export": Command(
+        "export", "render a run offscreen to an animation (GIF or MP4, from the extension) or write it as a web page (--html)"
+    ),
 }
 _TOP_LEVEL_VALUES = ("--model", "--threads", "--lang", "--scale")  # kvsim's own options that take a value
 

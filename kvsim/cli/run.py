@@ -354,3 +354,26 @@ def _print_summary(sim: Simulator, summary: dict[str, Any], out: TextIO) -> None
             out.write(f"{'':>{width}}  " + "; ".join(extra) + "\n")
     same = "identical" if summary["tokens_identical"] else "DIFFERENT"
     out.write(f"tokens chosen by every lane: {same}\n")
+
+
+def compute_run(args: argparse.Namespace) -> tuple[list[StepRecord], dict[str, Any]]:
+    """The run's records and metadata, computed as ``kvsim run`` does (every step, EOS or not): what
+    ``kvsim export`` films (``--out``) or writes as a web page (``--html``)."""
+    from ..engine.simulate import Simulator
+    from ..models.loading import load_model
+
+    lanes = parse_lanes(args.lanes)
+    if args.prompt is not None and not args.prompt.strip():
+        raise SimulationError("the prompt is empty: give --prompt TEXT or --prompt-ids 1,2,3")
+    loaded = load_model(args.model)
+    ids, text = _prompt_ids(args, loaded.tokenizer)
+    ctx = loaded.model.cfg.max_seq_len
+    if len(ids) + args.steps - 1 > ctx:
+        raise SimulationError(
+            f"prompt ({len(ids)} tokens) + {args.steps} steps needs {len(ids) + args.steps - 1} "
+            f"positions, more than the model's context of {ctx}"
+        )
+    sim = Simulator(loaded.model, loaded.tokenizer, ids, lanes, model_id=loaded.model_id, prompt_text=text)
+    sim.trace.meta["model_info"] = loaded.info
+    records = list(sim.run(args.steps, stop_at_eos=False))
+    return records, sim.trace.meta

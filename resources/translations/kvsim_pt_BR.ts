@@ -210,6 +210,10 @@
         <translation>Números por passo como CSV…</translation>
     </message>
     <message>
+        <source>Web page (the run, for any browser)…</source>
+        <translation>Página web (a execução, para qualquer navegador)…</translation>
+    </message>
+    <message>
         <source>the whole window</source>
         <translation>a janela inteira</translation>
     </message>
@@ -276,6 +280,14 @@
     <message>
         <source>Save the figures per step</source>
         <translation>Salvar os números por passo</translation>
+    </message>
+    <message>
+        <source>Save the run as a web page</source>
+        <translation>Salvar a execução como página web</translation>
+    </message>
+    <message>
+        <source>wrote {path}; left out to stay under {mb} MB: {what}</source>
+        <translation>{path} gravado; deixado de fora para ficar abaixo de {mb} MB: {what}</translation>
     </message>
     <message>
         <source>Save the run as {format}</source>

@@ -208,6 +208,21 @@ def test_export_refuses_a_fifo(tmp_path):
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
 
 
+def test_web_page_under_a_file_size_limit_and_refusing_a_fifo(tmp_path, capsys):
+    from kvsim.cli.entry import main
+    from kvsim.engine.html_page import write_page
+
+    target = _good(tmp_path / "good.html")
+    trace = Trace.load(ROOT / "resources" / "demos" / "cache-vs-no-cache.kvsim")  # a 0.3 MB page
+    with file_size_limit(100_000), pytest.raises(WriteError, match="File too large"):
+        write_page(trace, target)
+    _intact(tmp_path, target)
+    fifo = tmp_path / "page.html"
+    os.mkfifo(fifo)
+    assert main(["export", "--from", str(ROOT / "resources" / "demos" / "cache-vs-no-cache.kvsim"), "--html", str(fifo)]) == 2
+    assert "not a regular file" in capsys.readouterr().err and stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
 def test_screenshot_under_a_file_size_limit(tmp_path):
     target = _good(tmp_path / "kvsim.png")
     args = ["screenshot", "--model", MODEL, "--prompt", "a b", "--steps", "1", "--size", "640x360", "--out", str(tmp_path)]

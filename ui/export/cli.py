@@ -128,25 +128,8 @@ def film(window, spec: MovieSpec, app) -> int:
 
 
 def compute_run(args) -> tuple[list, dict]:
-    """The run's records and metadata, computed as ``kvsim run`` does (every step, EOS or not)."""
-    from kvsim.caches import parse_lanes
-    from kvsim.cli.run import _prompt_ids
-    from kvsim.core.sampling import SimulationError
-    from kvsim.engine.simulate import Simulator
-    from kvsim.models.loading import load_model
+    """The run's records and metadata, computed as ``kvsim run`` does (every step, EOS or not): the engine's,
+    which ``kvsim export --html`` computes its page from too."""
+    from kvsim.cli.run import compute_run as engine_compute_run
 
-    lanes = parse_lanes(args.lanes)
-    if args.prompt is not None and not args.prompt.strip():
-        raise SimulationError("the prompt is empty: give --prompt TEXT or --prompt-ids 1,2,3")
-    loaded = load_model(args.model)
-    ids, text = _prompt_ids(args, loaded.tokenizer)
-    ctx = loaded.model.cfg.max_seq_len
-    if len(ids) + args.steps - 1 > ctx:
-        raise SimulationError(
-            f"prompt ({len(ids)} tokens) + {args.steps} steps needs {len(ids) + args.steps - 1} "
-            f"positions, more than the model's context of {ctx}"
-        )
-    sim = Simulator(loaded.model, loaded.tokenizer, ids, lanes, model_id=loaded.model_id, prompt_text=text)
-    sim.trace.meta["model_info"] = loaded.info
-    records = list(sim.run(args.steps, stop_at_eos=False))
-    return records, sim.trace.meta
+    return engine_compute_run(args)

@@ -1,11 +1,11 @@
 """Export for slides: ☰ → Export. A view or the whole window as PNG (1× or 2× pixels) or SVG (the
 pyqtgraph plots), the run as GIF or MP4 (with a progress bar and Cancel; the window never freezes),
-and the per-step figures as CSV.
+the per-step figures as CSV, and the run as one web page that replays it in any browser (HTML).
 
 ``install(window)`` adds the menu and its keys once (calling it again does nothing):
 Ctrl+E the window as PNG, Ctrl+Shift+E a picture of a chosen view, Ctrl+Shift+M the run as a movie,
-Ctrl+Shift+C the figures as CSV. The functions below the menu (``save_view``, ``save_csv``,
-``start_movie``) take paths, not dialogs: tests and scripts call them directly.
+Ctrl+Shift+C the figures as CSV, Ctrl+Shift+H the web page. The functions below the menu (``save_view``,
+``save_csv``, ``save_web_page``, ``start_movie``) take paths, not dialogs: tests and scripts call them directly.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from .images import save_png, save_svg
 from .movie import ExportError, MovieExport, MovieSpec, check_length, check_output
 from .table import write_csv
 
-KEYS = {"window": "Ctrl+E", "picture": "Ctrl+Shift+E", "movie": "Ctrl+Shift+M", "csv": "Ctrl+Shift+C"}
+KEYS = {"window": "Ctrl+E", "picture": "Ctrl+Shift+E", "movie": "Ctrl+Shift+M", "csv": "Ctrl+Shift+C", "web": "Ctrl+Shift+H"}
 
 
 def install(window) -> QMenu:
@@ -47,6 +47,7 @@ def install(window) -> QMenu:
     action(translate("export", "Picture of a view (PNG 1×/2×, SVG)…"), "picture", lambda: _ask_picture(window))
     action(translate("export", "Run as GIF or MP4…"), "movie", lambda: _ask_movie(window))
     action(translate("export", "Figures per step as CSV…"), "csv", lambda: _ask_csv(window))
+    action(translate("export", "Web page (the run, for any browser)…"), "web", lambda: _ask_web_page(window))
     window.toolbar.menu.addSeparator()
     window.toolbar.menu.addMenu(menu)
     window.export_menu = menu
@@ -102,6 +103,22 @@ def save_csv(window, path: str | Path) -> Path:
     if not records:
         raise ExportError(_nothing_yet())
     return write_csv(records, path)
+
+
+def save_web_page(window, path: str | Path):
+    """The run shown (every step, whatever the cursor) as one self-contained web page, in the app's language;
+    returns the writer's ``PageReport`` (its ``dropped``: what the size budget left out, which the page says too)."""
+    from kvsim.engine.html_page import write_page
+    from kvsim.engine.trace import Trace
+
+    from ..i18n import language
+
+    run, records = window.session.run, window.session.records
+    if run is None or not records:
+        raise ExportError(_nothing_yet())
+    if window.controller.busy:
+        raise ExportError(translate("export", "a step is being computed: export when it is done"))
+    return write_page(Trace(meta=dict(run.meta), records=list(records)), path, lang=language())
 
 
 def start_movie(window, choice: MovieChoice, path: str | Path, progress: bool = True) -> MovieExport:
@@ -182,6 +199,28 @@ def _ask_csv(window) -> None:
     path = ask_save(window, title, _default_name(window, "csv").replace("-step", "-run"), "CSV (*.csv)")
     if path:
         _report(window, lambda: save_csv(window, path))
+
+
+def _ask_web_page(window) -> None:
+    if not window.session.records:
+        window.show_message(_nothing_yet(), error=True)
+        return
+    title = translate("export", "Save the run as a web page")
+    path = ask_save(window, title, _default_name(window, "html").replace("-step", "-run"), "HTML (*.html)")
+    if not path:
+        return
+    try:
+        report = save_web_page(window, path)
+    except (ExportError, OSError) as exc:
+        window.show_message(translate("export", "export failed: {error}").format(error=exc), error=True)
+        return
+    if report.dropped:  # the page says what it left out too
+        left_out = translate("export", "wrote {path}; left out to stay under {mb} MB: {what}")
+        window.show_message(
+            left_out.format(path=report.path, mb=num(report.budget_bytes / 1e6, 0), what="; ".join(report.dropped))
+        )
+    else:
+        window.show_message(translate("export", "wrote {path}").format(path=report.path))
 
 
 def _ask_movie(window) -> None:

@@ -164,14 +164,21 @@ def test_csv_has_the_recorded_numbers(short, tmp_path):
         assert int(row["rows_computed"]) == expected
 
 
-def test_install_is_idempotent_and_keys_work_with_the_menu_closed(short):
+def test_install_is_idempotent_and_keys_work_with_the_menu_closed(short, tmp_path):
     from PySide6.QtGui import QKeySequence
+
+    from kvsim.engine.html_page import read_page_data
 
     menu = export.install(short)
     assert export.install(short) is menu
     keys = [a.shortcut().toString() for a in short.actions()]
     assert keys.count(QKeySequence("Ctrl+E").toString()) == 1
-    assert len(menu.actions()) == 4
+    assert keys.count(QKeySequence("Ctrl+Shift+H").toString()) == 1
+    assert len(menu.actions()) == 5
+    report = export.save_web_page(short, tmp_path / "run.html")  # the web page item's writer: the run shown, every step
+    data = read_page_data(report.path)
+    assert data["n_steps"] == short.session.n_steps == 4 and report.dropped == ()
+    assert [lane["name"] for lane in data["lanes"]] == [lane.name for lane in short.session.lanes]
 
 
 def test_movie_refuses_bad_requests(short, tmp_path):
