@@ -1151,13 +1151,36 @@ ITL: inter-token latency — the time per generated token after the first (mean 
 K/V rows: rows of K and V computed so far, summed over the steps
 cache: bytes of K and V the lane holds now (all layers)
 × the K/V rows: how many times more rows one lane computed than the other
-≈ before a lane&apos;s ITL: within noise of the first lane&apos;s (the 95% interval of their paired per-step ratio includes 1)</source>
+≈ before a lane&apos;s ITL: within noise of the first lane&apos;s (the 95% interval of their paired per-step ratio includes 1)
+≈ before a lane&apos;s TTFT: within noise of the first lane&apos;s (one timing each has no spread; two lanes whose
+prefill is the same computation differ only by the machine&apos;s noise)
+faster / slower only when the whole interval is below / above 1; otherwise: within noise</source>
         <translation>TTFT: tempo até o primeiro token — o tempo medido do passo de prefill (prompt → primeiro token)
 ITL: latência entre tokens — o tempo por token gerado depois do primeiro (média dos passos de decode até agora)
 linhas K/V: linhas de K e V calculadas até agora, somadas ao longo dos passos
 cache: bytes de K e V que a faixa guarda agora (todas as camadas)
 × as linhas K/V: quantas vezes mais linhas uma faixa calculou que a outra
-≈ antes da ITL de uma faixa: dentro do ruído em relação à da primeira faixa (o intervalo de 95% da razão pareada passo a passo inclui 1)</translation>
+≈ antes da ITL de uma faixa: dentro do ruído em relação à da primeira faixa (o intervalo de 95% da razão pareada passo a passo inclui 1)
+≈ antes do TTFT de uma faixa: dentro do ruído em relação ao da primeira faixa (uma medida só não tem dispersão; duas faixas
+cujo prefill é o mesmo cálculo só diferem pelo ruído da máquina)
+mais rápido / mais lento só quando o intervalo inteiro fica abaixo / acima de 1; senão: dentro do ruído</translation>
+    </message>
+    <message>
+        <source>Within noise: at this length a step&apos;s fixed cost (reading every weight once) outweighs the rows the cache saves; the saving shows as the text grows.</source>
+        <extracomment>when an uncached lane&apos;s time per token is within noise of a cached one&apos;s</extracomment>
+        <translation>Dentro do ruído: neste comprimento o custo fixo de cada passo (ler todos os pesos uma vez) pesa mais que as linhas que o cache economiza; a economia aparece à medida que o texto cresce.</translation>
+    </message>
+    <message>
+        <source>faster</source>
+        <translation>mais rápido</translation>
+    </message>
+    <message>
+        <source>slower</source>
+        <translation>mais lento</translation>
+    </message>
+    <message>
+        <source>within noise</source>
+        <translation>dentro do ruído</translation>
     </message>
     <message>
         <source>log scale</source>
