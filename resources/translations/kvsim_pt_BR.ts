@@ -440,6 +440,38 @@
     </message>
 </context>
 <context>
+    <name>lanes</name>
+    <message>
+        <source>last {n}</source>
+        <extracomment>a lane option in words (its spec&apos;s numbers, as a label says them): what ``window:64`` means, not how it is typed</extracomment>
+        <translation>últimas {n}</translation>
+    </message>
+    <message>
+        <source>first {n}</source>
+        <translation>primeiras {n}</translation>
+    </message>
+    <message>
+        <source>{n} most read</source>
+        <translation>{n} mais lidas</translation>
+    </message>
+    <message>
+        <source>{n} recent</source>
+        <translation>{n} recentes</translation>
+    </message>
+    <message>
+        <source>{n} rows</source>
+        <translation>{n} linhas</translation>
+    </message>
+    <message>
+        <source>blocks of {n}</source>
+        <translation>blocos de {n}</translation>
+    </message>
+    <message>
+        <source>rank {n}</source>
+        <translation>posto {n}</translation>
+    </message>
+</context>
+<context>
     <name>language_menu</name>
     <message>
         <source>Language</source>
