@@ -1198,9 +1198,9 @@ cujo prefill é o mesmo cálculo só diferem pelo ruído da máquina)
 mais rápido / mais lento só quando o intervalo inteiro fica abaixo / acima de 1; senão: dentro do ruído</translation>
     </message>
     <message>
-        <source>Within noise: at this length a step&apos;s fixed cost (reading every weight once) outweighs the rows the cache saves; the saving shows as the text grows.</source>
+        <source>Within noise: at this length a step&apos;s fixed cost (reading every weight once) can outweigh the rows the cache saves, and the machine&apos;s noise hides the rest; the saving shows as the text grows.</source>
         <extracomment>when an uncached lane&apos;s time per token is within noise of a cached one&apos;s</extracomment>
-        <translation>Dentro do ruído: neste comprimento o custo fixo de cada passo (ler todos os pesos uma vez) pesa mais que as linhas que o cache economiza; a economia aparece à medida que o texto cresce.</translation>
+        <translation>Dentro do ruído: neste comprimento o custo fixo de cada passo (ler todos os pesos uma vez) pode pesar mais que as linhas que o cache economiza, e o ruído da máquina esconde o resto; a economia aparece à medida que o texto cresce.</translation>
     </message>
     <message>
         <source>faster</source>

@@ -76,8 +76,8 @@ STATS_TIP = QT_TRANSLATE_NOOP(
 #: when an uncached lane's time per token is within noise of a cached one's
 FIXED_COST_CAPTION = QT_TRANSLATE_NOOP(
     "views.chart_text",
-    "Within noise: at this length a step's fixed cost (reading every weight once) outweighs the rows the cache "
-    "saves; the saving shows as the text grows.",
+    "Within noise: at this length a step's fixed cost (reading every weight once) can outweigh the rows the "
+    "cache saves, and the machine's noise hides the rest; the saving shows as the text grows.",
 )
 VERDICT_WORDS = {
     "faster": QT_TRANSLATE_NOOP("views.chart_text", "faster"),
@@ -182,7 +182,7 @@ def verdict_lines(session) -> list[tuple[int, str]]:
         c = session.itl_compared(lane.index)
         if c is None or not c.pairs:
             continue
-        lines.append((lane.index, f"{short_label(session, lane)} · ITL: {verdict_words(c)}"))
+        lines.append((lane.index, f"{policy_text.title(lane)} · ITL: {verdict_words(c)}"))  # a line of its own: in words
         if c.verdict == "within noise" and not c.same_work and first is not None and first.reuses_past != lane.reuses_past:
             caption = True
     if caption:

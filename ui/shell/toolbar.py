@@ -249,7 +249,7 @@ class ControlsToolBar(QToolBar):
         reflows the toolbar, so Reset stays where the pointer is."""
         for action, texts in self.button_texts().items():
             button = self.widgetForAction(action)
-            if button is None:
+            if not isinstance(button, QToolButton):
                 continue
             shown = action.text()
             button.setMinimumWidth(0)
