@@ -19,7 +19,7 @@ LONG="It is a truth universally acknowledged, that a single man in possession of
 shot() {  # name steps lanes prompt [more kvsim screenshot flags]
   python -m kvsim screenshot --model "$MODEL" --prompt "$4" --steps "$2" --lanes "$3" --out "$TMP/$1" --size 1920x1080 "${@:5}"
 }
-shot decode 16 uncached,cached "$SHORT"
+shot decode 16 uncached,cached "$SHORT" --variants
 shot prefill 1 uncached,cached "$SHORT"
 shot windows 24 kv,window:16,sink:4+window:12 "$LONG"
 shot quantized 24 kv,int8,int4:g8:r8 "$LONG"
@@ -29,11 +29,11 @@ shot projector 16 uncached,cached "$SHORT" --size 1280x720 --scale 1.5 --lanes-o
 mkdir -p "$OUT"
 cp "$TMP/decode/kvsim-1920x1080.png" "$OUT/main-1920x1080.png"
 cp "$TMP/decode/kvsim-1280x720.png" "$OUT/main-1280x720.png"
-cp "$TMP/prefill/kvsim-1920x1080.png" "$OUT/prefill-1920x1080.png"
-cp "$TMP/windows/kvsim-1920x1080.png" "$OUT/window-sinks-1920x1080.png"
-cp "$TMP/quantized/kvsim-1920x1080.png" "$OUT/quantized-1920x1080.png"
-cp "$TMP/paged/kvsim-1920x1080.png" "$OUT/paged-1920x1080.png"
-cp "$TMP/light/kvsim-1920x1080.png" "$OUT/main-light-1920x1080.png"
+cp "$TMP/prefill/kvsim.png" "$OUT/prefill-1920x1080.png"
+cp "$TMP/windows/kvsim.png" "$OUT/window-sinks-1920x1080.png"
+cp "$TMP/quantized/kvsim.png" "$OUT/quantized-1920x1080.png"
+cp "$TMP/paged/kvsim.png" "$OUT/paged-1920x1080.png"
+cp "$TMP/light/kvsim.png" "$OUT/main-light-1920x1080.png"
 cp "$TMP/projector/kvsim.png" "$OUT/lanes-only-1280x720-scale1.5.png"
 # the layouts and presenter mode (one process per screen size), the light theme's contrast, the docks,
 # the lesson and the Portuguese window

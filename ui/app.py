@@ -223,9 +223,16 @@ def _preload() -> None:
             pass
 
 
-def main(model: str | None = None, lang: str | None = None, threads: int | None = None) -> int:
+def main(
+    model: str | None = None,
+    lang: str | None = None,
+    threads: int | None = None,
+    lanes: str | None = None,
+    prompt: str | None = None,
+) -> int:
     """The app: Qt and a splash first, then the main window (painted before torch is imported), then the
-    engine, imported on a Python thread while the window is on screen (``engine_import``)."""
+    engine, imported on a Python thread while the window is on screen (``engine_import``). ``lanes`` and
+    ``prompt`` (``kvsim --lanes … --prompt …``): the run it opens on, as if typed into the toolbar."""
     launch_mark("main")
     app = make_app(lang=lang, styled=False)
     launch_mark("qapplication")
@@ -239,7 +246,7 @@ def main(model: str | None = None, lang: str | None = None, threads: int | None 
     from .shell.window import MainWindow
 
     engine_import.expect()
-    window = MainWindow(model=model)  # the engine is not imported: the window's boot waits for it
+    window = MainWindow(model=model, prompt=prompt, lanes=lanes)  # the engine is not imported: the window's boot waits for it
     launch_mark("window-built")
 
     def engine_done() -> None:

@@ -407,14 +407,27 @@ class Session(QObject):
     def itl_compared(self, lane: int, step: int | None = None):
         """Lane ``lane``'s decode steps against the first lane's up to ``step``, paired step by step as the
         engine pairs them (``kvsim.core.compare.compare_paired``: ratio, 95% interval, verdict); None for
-        the first lane, before a decode step, or when either lane's steps are not one forward each."""
+        the first lane, before a decode step, or when either lane's steps are not one forward each. Lanes
+        whose every step did the same counted work read within noise whatever their clocks say."""
         step = self.cursor if step is None else step
         if lane == 0 or step < 1 or not (self._stepwise[0] and self._stepwise[lane]):
             return None
-        from kvsim.core.compare import compare_paired
+        from kvsim.engine.summary import decode_compared
 
-        first, this = self._wall_ms[0][1 : step + 1], self._wall_ms[lane][1 : step + 1]
-        return compare_paired(first, this, name=self.lanes[lane].name, baseline_name=self.lanes[0].name)
+        records = self.records[1 : step + 1]
+        return decode_compared([r.lanes[0] for r in records], [r.lanes[lane] for r in records])
+
+    def ttft_compared(self, lane: int):
+        """Lane ``lane``'s prefill time against the first lane's as the run summary compares them
+        (``kvsim.engine.summary.prefill_compared``): within noise with one timing each, and within noise
+        when the two prefills did the same work (``Comparison.same_work``); None for the first lane and
+        before the prefill."""
+        if lane == 0 or not self.records:
+            return None
+        from kvsim.engine.summary import prefill_compared
+
+        first = self.records[0]
+        return prefill_compared(first.lanes[0], first.lanes[lane])
 
     def ttft_itl(self, lane: int, step: int | None = None) -> tuple[float | None, float | None]:
         step = self.cursor if step is None else step

@@ -62,7 +62,7 @@ COMMANDS = {
         "export", "render a run offscreen to an animation (GIF or MP4, from the extension) or write it as a web page (--html)"
     ),
 }
-_TOP_LEVEL_VALUES = ("--model", "--threads", "--lang", "--scale")  # kvsim's own options that take a value
+_TOP_LEVEL_VALUES = ("--model", "--threads", "--lang", "--scale", "--lanes", "--prompt")  # kvsim's own options that take a value
 
 
 def command_module(name: str) -> ModuleType:
@@ -82,6 +82,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         f"Warnings and errors (with tracebacks) are logged to {log_path()} (KVSIM_LOG_DIR moves it).",
         **examples(
             "kvsim",
+            "kvsim --model tiny --lanes kv,kv@w8,kv@w4:g64 --prompt 'Once upon a time'",
             "kvsim run --prompt 'Once upon a time' --steps 8",
             "kvsim memory --preset llama-3-8b --context 8192",
         ),
@@ -91,6 +92,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--model",
         help="model to open the app with: a name, a Hugging Face repository ORG/NAME, a folder or a .gguf (default: tiny)",
     )
+    p.add_argument(
+        "--lanes",
+        help="the lanes the app opens with, comma-separated lane specs as the lanes box takes them (e.g. kv,kv@w8,kv@w4:g64)",
+    )
+    p.add_argument("--prompt", help="the prompt the app opens with (default: the model's first example)")
     p.add_argument("--threads", type=positive_int, help="torch compute threads (default: half the cores, ≤ 4)")
     p.add_argument("--lang", help="the app's language: pt_BR or en (default: the remembered choice, else the system's)")
     p.add_argument("--scale", type=float, help="the app's size factor, e.g. 1.5 for a projector (0.5 to 4)")
@@ -154,6 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError(
                 "no display to open the window on (set DISPLAY, e.g. under Xvfb); `kvsim run` is the terminal version"
             )
+        if args.lanes is not None and not args.lanes.strip(" ,"):
+            raise UsageError("--lanes needs at least one lane spec, e.g. --lanes kv,kv@w8")
         known = ("en", "en_us", "en_gb", "pt", "pt_br")
         if args.lang is not None and args.lang.replace("-", "_").lower().split(".")[0] not in known:
             raise UsageError(f"--lang must be pt_BR or en, got {args.lang!r}")
@@ -163,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.environ["QT_SCALE_FACTOR"] = f"{args.scale:g}"  # read when the QApplication starts
         from ..ui import app  # the app, imported only when asked for (the engine never needs it)
 
-        return app.main(model=args.model, lang=args.lang, threads=args.threads)
+        return app.main(model=args.model, lang=args.lang, threads=args.threads, lanes=args.lanes, prompt=args.prompt)
     except UsageError as exc:
         return _fail(str(exc))
     except user_errors() as exc:

@@ -33,6 +33,11 @@ def add_parser(sub: Subcommands) -> None:
     s.add_argument("--show", action="append", metavar="DOCK", help="open an extra dock: memory, roofline, requests (repeatable)")
     s.add_argument("--theme", choices=["dark", "light"], help="the colour theme (default: dark)")
     s.add_argument("--lang", default=argparse.SUPPRESS, help="the pictures' language: pt_BR or en (default: English)")
+    s.add_argument(
+        "--variants",
+        action="store_true",
+        help="also write kvsim-1280x720.png and kvsim-1920x1080.png (default: only kvsim.png, at --size)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

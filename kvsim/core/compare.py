@@ -81,10 +81,13 @@ class Comparison:
     coverage: float  # the interval's exact confidence (≥ the one asked for, unless too few pairs)
     pairs: int
     confidence: float = CONFIDENCE  # the confidence asked for
+    #: the two did the very same work (the same counted FLOPs and bytes): whatever their times say, the
+    #: difference is the machine's noise, so the verdict is "within noise" (two lanes' identical prefills)
+    same_work: bool = False
 
     @property
     def verdict(self) -> str:
-        if self.coverage < self.confidence or self.low <= 1.0 <= self.high:
+        if self.same_work or self.coverage < self.confidence or self.low <= 1.0 <= self.high:
             return WITHIN_NOISE
         return FASTER if self.high < 1.0 else SLOWER
 

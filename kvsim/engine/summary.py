@@ -9,13 +9,15 @@ the medians and its spread the extremes' ratios (within noise with a single repe
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Sequence
 from typing import Any, TypedDict
 
 import numpy as np
 
-from ..core.compare import compare_paired, compare_ranges
-from .records import StepRecord
+from ..core.compare import Comparison, compare_paired, compare_ranges
+from .records import LaneStep, StepRecord
 from .trace import Trace
 
 
@@ -159,6 +161,40 @@ class RunSummary:
                     itl_verdict=c.verdict,
                 )
         return out
+
+
+def work_of(step: LaneStep) -> tuple[Any, ...]:
+    """What a lane's step computed and moved, as counted (rows, rows read, FLOPs, bytes per component,
+    forwards): two steps with equal work ran the same computation, so their times differ only by noise."""
+    return (step.kv_positions, step.context, step.flops, tuple(sorted(step.bytes_by_component.items())), step.forwards)
+
+
+def prefill_compared(first: LaneStep, other: LaneStep) -> Comparison:
+    """``other``'s prefill time against ``first``'s as the run summary compares them (the ratio of the medians,
+    the spread from the repeats' extremes, within noise with a single timing), and within noise whatever
+    the clock says when the two prefills did the same work: the one computation, timed twice."""
+    timed = first.wall_ms_min is not None and first.wall_ms_max is not None
+    c = compare_ranges(
+        (first.wall_ms, first.wall_ms_min or first.wall_ms, first.wall_ms_max or first.wall_ms),
+        (other.wall_ms, other.wall_ms_min or other.wall_ms, other.wall_ms_max or other.wall_ms),
+        name=other.name,
+        baseline_name=first.name,
+        repeats=2 if timed else 1,
+    )
+    return dataclasses.replace(c, same_work=work_of(first) == work_of(other))
+
+
+def decode_compared(first: Sequence[LaneStep], other: Sequence[LaneStep]) -> Comparison:
+    """``other``'s decode steps against ``first``'s, paired step by step (``compare_paired``: the median
+    ratio, its 95% interval, the verdict), within noise when every step did the same work as its pair."""
+    c = compare_paired(
+        [s.wall_ms for s in first],
+        [s.wall_ms for s in other],
+        name=other[0].name if other else "B",
+        baseline_name=first[0].name if first else "A",
+    )
+    same = len(first) == len(other) and all(work_of(a) == work_of(b) for a, b in zip(first, other, strict=True))
+    return dataclasses.replace(c, same_work=same and bool(first))
 
 
 def compared_text(figures: dict[str, Any]) -> str | None:

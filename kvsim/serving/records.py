@@ -196,6 +196,22 @@ class RequestsRun:
     meta: dict[str, object] = field(default_factory=dict)
     batches: tuple[BatchStep, ...] = ()  # continuous batching: one per step, snapshots[i] is the pool after batches[i]
 
+    def physical_blocks(self) -> tuple[int, ...]:
+        """Per request, the physical blocks of the pool its block table brought in: those its table mapped
+        at its last step that no earlier request's table mapped (a block is the same physical block while it
+        holds the same rows; one handed out again for other rows is another). Their sum is every physical
+        block behind the requests' logical blocks (``RequestResult.blocks_held``), each counted once — the
+        allocator's count, as vLLM's separates physical blocks from the block tables' logical ones."""
+        seen: set[tuple[int, tuple[int, ...]]] = set()
+        brought = []
+        for r in self.requests:
+            snap = self.snapshots[r.last_step] if 0 <= r.last_step < len(self.snapshots) else None
+            table = snap.table(r.index) if snap is not None else None
+            blocks = {(b, snap.token_ids[b]) for b in table.blocks} if snap is not None and table is not None else set()
+            brought.append(len(blocks - seen))
+            seen |= blocks
+        return tuple(brought)
+
     def summary(self) -> dict[str, object]:
         out = self._base_summary()
         if self.batches:

@@ -456,6 +456,38 @@
     </message>
 </context>
 <context>
+    <name>lanes</name>
+    <message>
+        <source>last {n}</source>
+        <extracomment>a lane option in words (its spec&apos;s numbers, as a label says them): what ``window:64`` means, not how it is typed</extracomment>
+        <translation>últimas {n}</translation>
+    </message>
+    <message>
+        <source>first {n}</source>
+        <translation>primeiras {n}</translation>
+    </message>
+    <message>
+        <source>{n} most read</source>
+        <translation>{n} mais lidas</translation>
+    </message>
+    <message>
+        <source>{n} recent</source>
+        <translation>{n} recentes</translation>
+    </message>
+    <message>
+        <source>{n} rows</source>
+        <translation>{n} linhas</translation>
+    </message>
+    <message>
+        <source>blocks of {n}</source>
+        <translation>blocos de {n}</translation>
+    </message>
+    <message>
+        <source>rank {n}</source>
+        <translation>posto {n}</translation>
+    </message>
+</context>
+<context>
     <name>language_menu</name>
     <message>
         <source>Language</source>
@@ -1167,13 +1199,36 @@ ITL: inter-token latency — the time per generated token after the first (mean 
 K/V rows: rows of K and V computed so far, summed over the steps
 cache: bytes of K and V the lane holds now (all layers)
 × the K/V rows: how many times more rows one lane computed than the other
-≈ before a lane&apos;s ITL: within noise of the first lane&apos;s (the 95% interval of their paired per-step ratio includes 1)</source>
+≈ before a lane&apos;s ITL: within noise of the first lane&apos;s (the 95% interval of their paired per-step ratio includes 1)
+≈ before a lane&apos;s TTFT: within noise of the first lane&apos;s (one timing each has no spread; two lanes whose
+prefill is the same computation differ only by the machine&apos;s noise)
+faster / slower only when the whole interval is below / above 1; otherwise: within noise</source>
         <translation>TTFT: tempo até o primeiro token — o tempo medido do passo de prefill (prompt → primeiro token)
 ITL: latência entre tokens — o tempo por token gerado depois do primeiro (média dos passos de decode até agora)
 linhas K/V: linhas de K e V calculadas até agora, somadas ao longo dos passos
 cache: bytes de K e V que a faixa guarda agora (todas as camadas)
 × as linhas K/V: quantas vezes mais linhas uma faixa calculou que a outra
-≈ antes da ITL de uma faixa: dentro do ruído em relação à da primeira faixa (o intervalo de 95% da razão pareada passo a passo inclui 1)</translation>
+≈ antes da ITL de uma faixa: dentro do ruído em relação à da primeira faixa (o intervalo de 95% da razão pareada passo a passo inclui 1)
+≈ antes do TTFT de uma faixa: dentro do ruído em relação ao da primeira faixa (uma medida só não tem dispersão; duas faixas
+cujo prefill é o mesmo cálculo só diferem pelo ruído da máquina)
+mais rápido / mais lento só quando o intervalo inteiro fica abaixo / acima de 1; senão: dentro do ruído</translation>
+    </message>
+    <message>
+        <source>Within noise: at this length a step&apos;s fixed cost (reading every weight once) can outweigh the rows the cache saves, and the machine&apos;s noise hides the rest; the saving shows as the text grows.</source>
+        <extracomment>when an uncached lane&apos;s time per token is within noise of a cached one&apos;s</extracomment>
+        <translation>Dentro do ruído: neste comprimento o custo fixo de cada passo (ler todos os pesos uma vez) pode pesar mais que as linhas que o cache economiza, e o ruído da máquina esconde o resto; a economia aparece à medida que o texto cresce.</translation>
+    </message>
+    <message>
+        <source>faster</source>
+        <translation>mais rápido</translation>
+    </message>
+    <message>
+        <source>slower</source>
+        <translation>mais lento</translation>
+    </message>
+    <message>
+        <source>within noise</source>
+        <translation>dentro do ruído</translation>
     </message>
     <message>
         <source>log scale</source>
@@ -2330,12 +2385,20 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
         <translation>os prefills das duas execuções cronometrados alternadamente (desligado, ligado, ligado, desligado, …) e pareados: dentro do ruído quando o intervalo de 95% da razão pareada inclui 1</translation>
     </message>
     <message>
-        <source>blocks held</source>
-        <translation>blocos ocupados</translation>
+        <source>blocks mapped</source>
+        <translation>blocos mapeados</translation>
     </message>
     <message>
-        <source>with caching on: blocks in its table when it finished (shared ones included)</source>
-        <translation>com o cache ligado: blocos na sua tabela quando ela terminou (incluindo os compartilhados)</translation>
+        <source>with caching on: logical blocks, the entries of its block table when it finished; a block several requests share is mapped in each of their tables (all: the sum of the tables&apos; entries)</source>
+        <translation>com o cache ligado: blocos lógicos, as entradas da sua tabela de blocos quando terminou; um bloco que várias requisições compartilham é mapeado em cada uma das tabelas (todas: a soma das entradas das tabelas)</translation>
+    </message>
+    <message>
+        <source>physical blocks</source>
+        <translation>blocos físicos</translation>
+    </message>
+    <message>
+        <source>with caching on: blocks of the pool behind those entries, each counted once, as vLLM&apos;s allocator counts them; per request, the ones no earlier request&apos;s table mapped (all: every physical block)</source>
+        <translation>com o cache ligado: os blocos do pool por trás dessas entradas, cada um contado uma vez, como o alocador do vLLM os conta; por requisição, os que a tabela de nenhuma requisição anterior mapeou (todas: todos os blocos físicos)</translation>
     </message>
     <message>
         <source>faster</source>

@@ -142,8 +142,9 @@ def test_no_arguments_opens_the_app_with_scale(monkeypatch) -> None:
 
     opened = {}
 
-    def app_main(model=None, lang=None, threads=None) -> int:
+    def app_main(model=None, lang=None, threads=None, lanes=None, prompt=None) -> int:
         opened.update(model=model, lang=lang, threads=threads)
+        assert lanes is None and prompt is None  # none given (tests/app/window/test_reach.py gives them)
         return 0
 
     monkeypatch.setattr(kvsim.ui.app, "main", app_main)

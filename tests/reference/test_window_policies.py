@@ -303,11 +303,14 @@ def test_the_app_draws_window_and_sink_lanes(qtbot, qapp) -> None:
     s = w.session
     n = s.n_rows()
     assert n > 8
-    lanes = ((2, "sliding window (window:4)", 0, 4), (3, "attention sinks + window (sink:1+window:3)", 1, 3))
-    for index, title, sinks, window in lanes:
+    lanes = (
+        (2, "sliding window (last 4)", "window:4", 0, 4),
+        (3, "attention sinks + window (first 1, last 3)", "sink:1+window:3", 1, 3),
+    )
+    for index, title, spec, sinks, window in lanes:
         panel = w.lane_panels[index]
-        assert title in policy_text.lane_label(s, index)  # the header shows it, or its spec where it is narrow
-        assert title in panel.header.text() or title.split(" (")[1].rstrip(")") in panel.header.text()
+        assert policy_text.lane_label(s, index) == title  # in words; the spec is in the tooltip
+        assert title.split(" (")[0] in panel.header.text() and spec in panel.header.toolTip()
         read = s.read_positions(index)
         expect_read = list(range(sinks)) + list(range(n - window, n))
         assert read is not None and read.tolist() == expect_read

@@ -1,9 +1,9 @@
 """``kvsim screenshot --model M --prompt TEXT --steps N --out DIR [--size WxH] [--scale F] [--lanes-only]
-[--step K] [--show DOCK]… [--theme dark|light]``.
+[--step K] [--show DOCK]… [--theme dark|light] [--variants]``.
 
-Renders the main window offscreen after N steps (animation instant) and writes PNGs: the window
-at ``--size`` (``kvsim.png``) and the 1280x720 and 1920x1080 variants (``kvsim-1280x720.png``,
-``kvsim-1920x1080.png``). Settings are not read or written.
+Renders the main window offscreen after N steps (animation instant) and writes the PNG asked for: the
+window at ``--size`` (``kvsim.png``), and nothing else — with ``--variants`` also the 1280x720 and 1920x1080
+ones (``kvsim-1280x720.png``, ``kvsim-1920x1080.png``). Settings are not read or written.
 
 ``--size`` is in pixels of the PNG; ``--scale`` is the app's size factor (as ``kvsim --scale``, e.g.
 1.5 for a projector): the window is laid out at size / scale and drawn at scale, so a 1280x720 PNG at
@@ -139,13 +139,28 @@ def check_docks(names: list[str] | None) -> list[str]:
 
 
 def prepare(window, *, lanes_only: bool = False, show: list[str] | None = None) -> None:
-    """The layout asked for: the F layout (lanes only) and the extra docks shown."""
+    """The layout asked for: the F layout (lanes only) and the extra docks shown. Lanes only with docks
+    (``--lanes-only --show memory``) films both: the lanes and the docks side by side, never the stage's one
+    view at a time (it would show the dock instead of the lanes). A lanes-only frame has no toolbars."""
+    from ..shell.stage import wanted
+
+    stage = window.stage
+    if lanes_only:
+        # pinned, so that the later resizes to the frame's size never move the window between the stage
+        # and the docks (each move would show the toolbars again)
+        stage.forced = False if show else (stage.active or wanted(window.size()))
+        stage.update()
     for name in show or []:
         dock = window.extra_docks[name]
         dock.setVisible(True)
         dock.raise_()
     if lanes_only and window.costs_dock.isVisible():
         window.toggle_lanes_only()
+    if lanes_only:
+        if stage.active:
+            stage.show("lanes")
+        for bar in (window.toolbar, window.toolbar.more):
+            bar.setVisible(False)  # a slide of the lanes: no controls in the frame
 
 
 def main(args) -> int:
@@ -188,7 +203,7 @@ def main(args) -> int:
         prepare(window, lanes_only=bool(getattr(args, "lanes_only", False)), show=docks)
         try:
             written = [render(window, size, out / "kvsim.png", scale)]
-            for w, h in ((1280, 720), (1920, 1080)):
+            for w, h in ((1280, 720), (1920, 1080)) if getattr(args, "variants", False) else ():
                 written.append(render(window, (w, h), out / f"kvsim-{w}x{h}.png", scale))
         except OSError as exc:
             detail = f"cannot write the screenshots into {out}: {exc.strerror}" if exc.strerror else str(exc).splitlines()[0]

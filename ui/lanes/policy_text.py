@@ -17,7 +17,7 @@ from typing import Any
 
 from kvsim.core.words import QT_TRANSLATE_NOOP
 
-from ..i18n import LocalFormatter, translate
+from ..i18n import LocalFormatter, integer, translate
 
 CONTEXT = "policies"  # kvsim.core.words.POLICIES: the context every policy marks its words in
 WEIGHTS = QT_TRANSLATE_NOOP("policies", " · weights {weights}")
@@ -103,10 +103,48 @@ def known_policies() -> str:
     return ", ".join(out)
 
 
+#: a lane option in words (its spec's numbers, as a label says them): what ``window:64`` means, not how it is typed
+OPTION_WORDS = {
+    "window": QT_TRANSLATE_NOOP("lanes", "last {n}"),
+    "sinks": QT_TRANSLATE_NOOP("lanes", "first {n}"),
+    "heavy": QT_TRANSLATE_NOOP("lanes", "{n} most read"),
+    "recent": QT_TRANSLATE_NOOP("lanes", "{n} recent"),
+    "budget": QT_TRANSLATE_NOOP("lanes", "{n} rows"),
+    "block_size": QT_TRANSLATE_NOOP("lanes", "blocks of {n}"),
+    "rank": QT_TRANSLATE_NOOP("lanes", "rank {n}"),
+}
+
+
+def option_words(lane) -> str | None:
+    """A lane's options in words ("last 64", "first 4, last 60"), in the app's language; "" when it has
+    none the title does not already show; None when one has no words here (a plug-in's own option)."""
+    words = words_of(lane) or {}
+    in_title = str(words.get("title", ""))
+    said = []
+    for key, value in (lane.options or {}).items():
+        if "{" + key + "}" in in_title:
+            continue  # "INT4 cache (g32, r16)": the title says it already
+        template = OPTION_WORDS.get(key)
+        if template is None or isinstance(value, bool) or not isinstance(value, int):
+            return None
+        said.append(translate("lanes", template).format(n=integer(value)))
+    return ", ".join(said)
+
+
 def lane_label(session, index: int) -> str:
-    """``session.lane_label(index)`` (the title, with the spec where it says more) with the title translated."""
-    label = session.lane_label(index)
+    """A lane's name in words, in the app's language: its title, and its options in words where it has
+    some ("sliding window (last 64)"); its spec in their place where they have no words (a plug-in's
+    options) or two lanes would read alike. The spec itself is for tooltips (``lane_tooltip``)."""
     lane = session.lanes[index]
-    if lane.title and label.startswith(lane.title):
-        return title(lane) + label[len(lane.title) :]
+
+    def said(info) -> str:
+        options = option_words(info)
+        name = title(info) if info.title else info.name
+        if options is None:
+            return f"{name} ({info.name})"
+        return f"{name} ({options})" if options else name
+
+    label = said(lane)
+    if any(said(other) == label for other in session.lanes if other.index != index):
+        return f"{title(lane) if lane.title else lane.name} ({lane.name})"  # twins: the spec tells them apart
     return label

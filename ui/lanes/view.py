@@ -249,16 +249,19 @@ class LanePanel(LaneHover, QWidget):
 
     def _set_header(self) -> None:
         """One line: the lane's label, then its explanation — or, where the whole does not fit, a
-        deliberate short form (the explanation's first clause, then none, then the lane's spec for its
-        label); never text cut mid-word. The whole explanation is in the tooltip."""
+        deliberate short form (the explanation's first clause, then none, then the lane's title alone, then
+        its spec for its label); never text cut mid-word. The whole label, the spec and the explanation are
+        in the tooltip."""
         info = self.info
         label = policy_text.lane_label(self.session, self.index)
         explanation = policy_text.explanation(info)
         bold = QFont(self.header.font())
         bold.setBold(True)
         width = self.header.width() - 12
-        if QFontMetrics(bold).horizontalAdvance(f"● {label}") > width and getattr(info, "name", ""):
-            label = info.name  # the spec ("sink:4+window:16") is the short form of its label
+        full = label
+        for short in (policy_text.title(info) if getattr(info, "title", "") else "", getattr(info, "name", "")):
+            if short and QFontMetrics(bold).horizontalAdvance(f"● {label}") > width:
+                label = short  # its title in words, then its spec ("sink:4+window:16"), as the short forms
         room = width - QFontMetrics(bold).horizontalAdvance(f"● {label}")
         first = re.split(r"[,;:(]", explanation or "")[0].strip()
         fm = self.header.fontMetrics()
@@ -270,7 +273,9 @@ class LanePanel(LaneHover, QWidget):
         )
         if text != self.header.text():
             self.header.setText(text)
-        self.header.setToolTip(f"{label}: {explanation}" if explanation else label)  # the whole explanation
+        spec = getattr(info, "name", "")
+        named = f"{full} — `{spec}`" if spec and spec != full else full  # its spec, as code: what one types for it
+        self.header.setToolTip(f"{named}: {explanation}" if explanation else named)  # the whole explanation
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)

@@ -123,6 +123,7 @@ class CostsPanel(QWidget):
         self.stats.setToolTip(stats_tip())
         self.stats.setFixedWidth(int(self.stats.fontMetrics().horizontalAdvance("M") * 19))  # no relayout per step
         self.stats.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.stats.setWordWrap(True)  # the caption on the fixed per-step cost wraps; the table does not (no-break spaces)
         side.addWidget(self.stats, 1)
         self.log_box = QCheckBox(log_scale())
         self.log_box.toggled.connect(self.set_log)

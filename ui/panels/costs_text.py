@@ -68,8 +68,22 @@ STATS_TIP = QT_TRANSLATE_NOOP(
     "K/V rows: rows of K and V computed so far, summed over the steps\n"
     "cache: bytes of K and V the lane holds now (all layers)\n"
     "× the K/V rows: how many times more rows one lane computed than the other\n"
-    "≈ before a lane's ITL: within noise of the first lane's (the 95% interval of their paired per-step ratio includes 1)",
+    "≈ before a lane's ITL: within noise of the first lane's (the 95% interval of their paired per-step ratio includes 1)\n"
+    "≈ before a lane's TTFT: within noise of the first lane's (one timing each has no spread; two lanes whose\n"
+    "prefill is the same computation differ only by the machine's noise)\n"
+    "faster / slower only when the whole interval is below / above 1; otherwise: within noise",
 )
+#: when an uncached lane's time per token is within noise of a cached one's
+FIXED_COST_CAPTION = QT_TRANSLATE_NOOP(
+    "views.chart_text",
+    "Within noise: at this length a step's fixed cost (reading every weight once) can outweigh the rows the "
+    "cache saves, and the machine's noise hides the rest; the saving shows as the text grows.",
+)
+VERDICT_WORDS = {
+    "faster": QT_TRANSLATE_NOOP("views.chart_text", "faster"),
+    "slower": QT_TRANSLATE_NOOP("views.chart_text", "slower"),
+    "within noise": QT_TRANSLATE_NOOP("views.chart_text", "within noise"),
+}
 
 
 def plot_tip(i: int) -> str:
@@ -135,7 +149,7 @@ def stats_html(session) -> str:
     rows = {n: s.cumulative(n)[0] for n in names}
     ttft_itl = {n: s.ttft_itl(n) for n in names}
     lines = [
-        ("TTFT", [ms_or_dash(ttft_itl[n][0]) for n in names]),
+        ("TTFT", [ttft_cell(s, lane, ms_or_dash(ttft_itl[lane.index][0])) for lane in s.lanes]),
         ("ITL", [itl_cell(s, lane, ms_or_dash(ttft_itl[lane.index][1])) for lane in s.lanes]),
         (rows_label(), [grouped(rows[n]) for n in names]),
         ("cache", [local(theme.human_bytes(r.lanes[n].cache_bytes)) for n in names]),
@@ -149,7 +163,39 @@ def stats_html(session) -> str:
         times = num(max(rows.values()) / min(rows.values()), 1)
         said = translate("views.chart_text", "{ratio}× the K/V rows").format(ratio=times)
         ratio = f"<div style='color:{theme.ACCENT}'>{said}</div>"
-    return f"<table cellspacing=0 cellpadding=1><tr><th></th>{head}</tr>{body}</table>{ratio}"
+    return f"<table cellspacing=0 cellpadding=1><tr><th></th>{head}</tr>{body}</table>{ratio}{verdicts_html(s)}"
+
+
+def verdict_words(c) -> str:
+    """A comparison's verdict in the app's language: "within noise", or "0.54× faster" / "1.8× slower"
+    (faster or slower only when the whole interval lies below or above 1: ``Comparison.verdict``)."""
+    said = translate(CONTEXT, VERDICT_WORDS[c.verdict])
+    return said if c.verdict == "within noise" else f"{num(c.ratio, 2)}× {said}"
+
+
+def verdict_lines(session) -> list[tuple[int, str]]:
+    """(lane, words) for each lane after the first: its ITL against the first lane's, in words; then the
+    caption on the fixed per-step cost when a lane with a cache and one without are within noise."""
+    lines, caption = [], False
+    first = session.lanes[0] if session.lanes else None
+    for lane in session.lanes[1:]:
+        c = session.itl_compared(lane.index)
+        if c is None or not c.pairs:
+            continue
+        lines.append((lane.index, f"{policy_text.title(lane)} · ITL: {verdict_words(c)}"))  # a line of its own: in words
+        if c.verdict == "within noise" and not c.same_work and first is not None and first.reuses_past != lane.reuses_past:
+            caption = True
+    if caption:
+        lines.append((-1, translate(CONTEXT, FIXED_COST_CAPTION)))
+    return lines
+
+
+def verdicts_html(session) -> str:
+    out = []
+    for lane, words in verdict_lines(session):
+        color = theme.MUTED if lane < 0 else theme.lane_color(lane)
+        out.append(f"<div style='color:{color}'>{escape(words)}</div>")
+    return "".join(out)
 
 
 def itl_cell(session, lane, shown: str) -> str:
@@ -163,3 +209,12 @@ def itl_cell(session, lane, shown: str) -> str:
     if c.verdict == "within noise":
         return f"<span style='color:{theme.MUTED}'>≈{shown}</span>"
     return f"<span style='color:{theme.ACCENT}'>{shown}</span>"
+
+
+def ttft_cell(session, lane, shown: str) -> str:
+    """A lane's TTFT, "≈" and muted when within noise of the first lane's (``Session.ttft_compared``: one
+    timing each has no spread, and two prefills of the same work differ only by noise); as it is otherwise."""
+    c = session.ttft_compared(lane.index)
+    if c is None or not c.pairs or c.verdict != "within noise":
+        return shown
+    return f"<span style='color:{theme.MUTED}'>≈{shown}</span>"

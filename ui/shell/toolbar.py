@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QAction, QFont, QKeySequence
 from PySide6.QtWidgets import QComboBox, QLineEdit, QMenu, QSizePolicy, QToolBar, QToolButton, QWidget
 
@@ -63,6 +63,17 @@ def editor(box: QComboBox) -> QLineEdit:
     if line is None:
         raise ValueError("the combo box is not editable")
     return line
+
+
+def fit_popup(box: QComboBox) -> None:
+    """``box``'s list as wide as its widest item (within the screen), nothing elided: a narrow box's items
+    read whole when it opens ("no cache | KV cache | sliding window:64", not "no ca…dow:64")."""
+    view = box.view()
+    view.setTextElideMode(Qt.TextElideMode.ElideNone)
+    fm = view.fontMetrics()
+    widest = max((fm.horizontalAdvance(box.itemText(i)) for i in range(box.count())), default=0)
+    room = box.screen().availableGeometry().width() - 16 if box.screen() is not None else widest + 48
+    view.setMinimumWidth(min(widest + 48, room))  # the item's margins and the scroll bar
 
 
 def example_prompts(model: str | None = None) -> list[tuple[str, str]]:
@@ -163,6 +174,7 @@ class ControlsToolBar(QToolBar):
         )
         for a in (self.reset_action, self.back_action, self.step_action, self.play_action):
             self.widgetForAction(a).setFont(big)
+        self.fix_button_widths()
 
         # the rarer controls live in a second toolbar: beside this one when the window is wide enough,
         # on a row of its own below it when not (the window wraps it: nothing hides behind an extension handle)
@@ -222,6 +234,38 @@ class ControlsToolBar(QToolBar):
         self.addAction(a)
         return a
 
+    def button_texts(self) -> dict[QAction, tuple[str, ...]]:
+        """Each step button's action and every text it shows (Play turns into Pause while playing)."""
+        play = (translate("toolbar", "▶▶ Play"), translate("toolbar", "❚❚ Pause"))
+        return {
+            self.reset_action: (self.reset_action.text(),),
+            self.back_action: (self.back_action.text(),),
+            self.step_action: (self.step_action.text(),),
+            self.play_action: play,
+        }
+
+    def fix_button_widths(self) -> None:
+        """Each step button as wide as its widest text, fixed: Play turning into Pause (and back) never
+        reflows the toolbar, so Reset stays where the pointer is."""
+        for action, texts in self.button_texts().items():
+            button = self.widgetForAction(action)
+            if not isinstance(button, QToolButton):
+                continue
+            shown = action.text()
+            button.setMinimumWidth(0)
+            button.setMaximumWidth(16777215)
+            widths = []
+            for text in texts:
+                button.setText(text)
+                widths.append(button.sizeHint().width())
+            button.setText(shown)
+            button.setFixedWidth(max(widths))
+
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange) and hasattr(self, "play_action"):
+            self.fix_button_widths()  # a larger type (presenter mode, --scale) or another style's padding
+
     # ------------------------------------------------------------------ intents
     def _lanes_activated(self, index: int) -> None:
         value = self.lanes_box.itemData(index)
@@ -272,6 +316,7 @@ class ControlsToolBar(QToolBar):
             self.lanes_box.addItem(label, value)
         self.lanes_box.blockSignals(False)
         self.show_lanes(current or DEFAULT_LANES)
+        fit_popup(self.lanes_box)
         self.lanes_box.setToolTip(
             translate(
                 "toolbar",
@@ -349,6 +394,7 @@ class ControlsToolBar(QToolBar):
             box.setItemData(box.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
         box.setEditText(text)
         box.blockSignals(False)
+        fit_popup(box)
 
     def show_examples(self, model_id: str) -> None:
         """Offer ``model_id``'s own example prompts (an instruction for a chat model); when the prompt
@@ -377,6 +423,7 @@ class ControlsToolBar(QToolBar):
         if index < 0:
             self.lanes_box.addItem(lanes_label(specs), specs)
             index = self.lanes_box.count() - 1
+            fit_popup(self.lanes_box)
         self.lanes_box.setCurrentIndex(index)
         editor(self.lanes_box).setCursorPosition(0)  # the start of the lanes, when the box is narrow
 

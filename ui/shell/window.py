@@ -79,7 +79,12 @@ class MainWindow(QMainWindow):
         return self.lanes.panels
 
     def __init__(
-        self, model: str | None = None, prompt: str | None = None, persist: bool = True, fallback: bool | None = None
+        self,
+        model: str | None = None,
+        prompt: str | None = None,
+        persist: bool = True,
+        fallback: bool | None = None,
+        lanes: str | None = None,
     ) -> None:
         super().__init__()
         self.setWindowTitle(translate("window", "kvsim — the KV cache, step by step"))
@@ -91,6 +96,9 @@ class MainWindow(QMainWindow):
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar.more)
         self.controller = Controller(self.session, self.animator, self.toolbar.prompt_text, self)
+        if lanes:  # `kvsim --lanes …`: the first run's lanes, shown in the lanes box as if typed there
+            self.controller.lanes = lanes.strip()
+            self.toolbar.show_lanes(self.controller.lanes)
         self.worker: WorkerThread | None = None  # created after the first paint (it imports torch)
         self.model_spec = model or DEFAULT_MODEL
         self.fallback = (model is None or model == DEFAULT_MODEL) if fallback is None else fallback
@@ -165,6 +173,9 @@ class MainWindow(QMainWindow):
         tb.play_toggled.connect(c.toggle_play)
         tb.speed_chosen.connect(self.animator.set_speed)
         tb.lanes_chosen.connect(c.set_lanes)
+        for box in (tb.lanes_box, tb.prompt_box):  # Enter or a pick: the keys drive the stage again (F, Space, →)
+            editor(box).returnPressed.connect(self.focus_stage)
+            box.activated.connect(lambda _i: self.focus_stage())
         tb.selection_changed.connect(self._on_selection)
         self.timeline.scrubbed.connect(c.scrub_to)
         self.timeline.cancel_requested.connect(c.cancel)
@@ -222,6 +233,13 @@ class MainWindow(QMainWindow):
                 self.toolbar.show_model(self.controller.model_spec or self.model_spec, self.toolbar.model_box.toolTip())
                 return
         self.controller.load_model(spec, fallback=False)
+
+    def focus_stage(self) -> None:
+        """The keyboard back to the stage (the central widget), out of the toolbar's text boxes: after Enter
+        in the lane or prompt box, F and Space act on the run instead of being typed into the box."""
+        central = self.centralWidget()
+        if central is not None:
+            central.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _on_run_shown(self, run) -> None:
         self.flush_views()

@@ -137,6 +137,27 @@ def test_the_selected_requests_mapping_equals_the_snapshot_table(view, computed)
                 assert view.table.item(2, j).text().endswith("hit") == (j < state.hit_blocks)
 
 
+def test_the_blocks_row_says_physical_blocks_held_apart_from_logical_blocks_mapped(view, computed):
+    """As vLLM's allocator counts them: the requests' tables map 3 × 11 logical blocks, the 8 blocks of the shared
+    opening are one physical block each, so the pool holds 17 physical blocks for them — the "all" column no
+    longer adds the shared blocks once per request (the issue's "blocks held · all 36" of a pool holding 12)."""
+    run = computed.both.on
+    t = view.numbers.table
+    n = len(run.requests)
+    mapped = [r.blocks_held for r in run.requests]
+    distinct = set()  # every (physical block, the rows it holds) behind the tables, from the snapshots themselves
+    for r in run.requests:
+        snap = run.snapshots[r.last_step]
+        distinct |= {(b, snap.token_ids[b]) for b in snap.table(r.index).blocks}
+    assert t.value("held", n) == sum(mapped)
+    assert t.value("physical", n) == len(distinct) == run.waste.paged_shared_slots // BLOCK  # nothing evicted here
+    assert len(distinct) < sum(mapped)  # the shared opening: fewer physical blocks than mapped ones
+    assert [t.value("physical", i) for i in range(n)] == list(run.physical_blocks())
+    assert t.value("physical", 0) == mapped[0] and all(t.value("physical", i) < mapped[i] for i in range(1, n))
+    labels = [t.verticalHeaderItem(i).text().strip() for i in range(t.rowCount())]
+    assert "blocks mapped" in labels and "physical blocks" in labels and "blocks held" not in labels
+
+
 def test_side_by_side_numbers_equal_the_request_results(view, computed):
     off, on = computed.both.off.requests, computed.both.on.requests
     t = view.numbers.table

@@ -240,6 +240,35 @@ def test_screenshot_flags(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     shot = iio.imread(tmp_path / "kvsim.png")
     assert shot.shape[:2] == (720, 1280)  # --size is the PNG's pixels; the window was laid out at 853x480
+    assert [p.name for p in tmp_path.glob("*.png")] == ["kvsim.png"]  # what was asked for, and nothing else
+
+
+def test_a_lanes_only_frame_with_a_dock_films_both_and_no_toolbar(short, qapp):
+    """``--lanes-only --show memory`` at the stage's size (853×480: one view at a time) lays the lanes and the
+    memory dock side by side, and a lanes-only frame has no toolbars — also where the stage stays."""
+    from kvsim.ui.export.screenshot import prepare
+
+    w = short
+    w.resize(853, 480)
+    qapp.processEvents()
+    assert w.stage.active  # the size alone would make it a stage
+    prepare(w, lanes_only=True, show=["memory"])
+    w.resize(853, 480)  # the export resizes to the frame again: the layout stays
+    for _ in range(5):
+        qapp.processEvents()
+    assert not w.stage.active
+    assert w.lanes_page.isVisible() and w.extra_docks["memory"].isVisible()
+    assert not w.costs_dock.isVisible() and not w.text_dock.isVisible()
+    assert not w.toolbar.isVisible() and not w.toolbar.more.isVisible()
+    # lanes only, no dock: the stage's lanes view, still no toolbars
+    w.extra_docks["memory"].setVisible(False)
+    w.stage.forced = None
+    w.stage.update()
+    prepare(w, lanes_only=True)
+    w.resize(853, 480)
+    qapp.processEvents()
+    assert w.stage.active and w.stage.current_page() is w.lanes_page
+    assert not w.toolbar.isVisible() and not w.toolbar.more.isVisible()
 
 
 @pytest.mark.parametrize(

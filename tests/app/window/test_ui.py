@@ -383,10 +383,10 @@ def test_screenshot_command_writes_pngs(tmp_path):
     )
     assert screenshot.main(args) == 0
     names = sorted(p.name for p in tmp_path.glob("*.png"))
-    assert names == ["kvsim-1280x720.png", "kvsim-1920x1080.png", "kvsim.png"]
+    assert names == ["kvsim.png"]  # what was asked for and nothing else (--variants adds 1280x720 and 1920x1080)
     from PySide6.QtGui import QImage
 
-    assert QImage(str(tmp_path / "kvsim-1280x720.png")).width() == 1280
+    assert QImage(str(tmp_path / "kvsim.png")).width() == 800
 
 
 def test_switching_lanes_rebuilds_the_panels(window, qtbot):

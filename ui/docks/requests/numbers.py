@@ -96,9 +96,20 @@ ROWS = (
     ),
     (
         "held",
-        QT_TRANSLATE_NOOP("views.requests_numbers", "blocks held"),
+        QT_TRANSLATE_NOOP("views.requests_numbers", "blocks mapped"),
         QT_TRANSLATE_NOOP(
-            "views.requests_numbers", "with caching on: blocks in its table when it finished (shared ones included)"
+            "views.requests_numbers",
+            "with caching on: logical blocks, the entries of its block table when it finished; a block several "
+            "requests share is mapped in each of their tables (all: the sum of the tables' entries)",
+        ),
+    ),
+    (
+        "physical",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "physical blocks"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers",
+            "with caching on: blocks of the pool behind those entries, each counted once, as vLLM's allocator "
+            "counts them; per request, the ones no earlier request's table mapped (all: every physical block)",
         ),
     ),
 )
@@ -190,6 +201,7 @@ class SideBySideTable(QTableWidget):
             head.setForeground(QBrush(QColor(ink_on(request_color(i)))))
             head.setToolTip(on[i].prompt or "")
         ratios = both.ttft_ratios()
+        physical = both.on.physical_blocks()
         for i, (a, b) in enumerate(zip(off, on, strict=True)):
             self._column(
                 i,
@@ -206,6 +218,7 @@ class SideBySideTable(QTableWidget):
                     "ratio": (ratios[i], _ratio(ratios[i])),
                     "verdict": verdict_cell(both.ttft[i] if both.ttft else None),
                     "held": (b.blocks_held, None),
+                    "physical": (physical[i], None),
                 },
             )
         t_off, t_on = sum(r.ttft_ms for r in off), sum(r.ttft_ms for r in on)
@@ -222,6 +235,7 @@ class SideBySideTable(QTableWidget):
             "ratio": (t_on / t_off if t_off > 0 else None, _ratio(t_on / t_off if t_off > 0 else None)),
             "verdict": (None, ""),
             "held": (sum(r.blocks_held for r in on), None),
+            "physical": (sum(physical), None),
         }
         total["hits"] = (total["hits"][0], "{} / {}".format(*total["hits"][0]))
         self._column(n, total, bold=True)

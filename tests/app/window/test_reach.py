@@ -1,0 +1,111 @@
+"""Reach from a script and the keyboard (issue 31): ``kvsim --model M --lanes … --prompt …`` opens the app on
+that run; Enter in the lane or prompt box gives the keys back to the stage; the step buttons keep their
+width (Play ↔ Pause moves nothing); the popups show whole items; lane headers in words, the spec in the
+tooltip. One window serves every check."""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest  # noqa: E402
+from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtTest import QTest  # noqa: E402
+
+MODEL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,ctx=256,seed=0"  # small: the window is what is tested
+LANES = "kv,kv@w8,kv@w4:g32"
+PROMPT = "Era uma vez um cache"
+
+
+def test_the_command_line_hands_model_lanes_and_prompt_to_the_app(monkeypatch):
+    """``kvsim --model … --lanes … --prompt …`` parses at the top level (no subcommand) and reaches ``app.main``."""
+    import kvsim.ui
+    from kvsim.cli import entry
+
+    called = {}
+    fake = types.ModuleType("kvsim.ui.app")
+    fake.main = lambda **kwargs: called.update(kwargs) or 0  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "kvsim.ui.app", fake)
+    monkeypatch.setattr(kvsim.ui, "app", fake, raising=False)
+    assert entry.main(["--model", MODEL, "--lanes", LANES, "--prompt", PROMPT]) == 0
+    assert called == {"model": MODEL, "lang": None, "threads": None, "lanes": LANES, "prompt": PROMPT}
+    assert entry.parse(["--prompt", "run", "--lanes", "kv"]).command is None  # "run" here is the prompt's text
+    assert entry.main(["--lanes", " , "]) == 2  # no lane at all: one error line, no window
+
+
+@pytest.fixture(scope="module")
+def window(qapp):
+    from kvsim.ui import theme
+    from kvsim.ui.shell.window import MainWindow
+
+    theme.apply(qapp)
+    w = MainWindow(model=MODEL, prompt=PROMPT, lanes=LANES, persist=False)
+    w.animator.set_speed("instant")
+    w.resize(1280, 720)
+    w.show()
+    assert w.controller.wait_ready(60), w.controller.last_error
+    yield w
+    w.shutdown()
+    w.close()
+
+
+def test_the_app_opens_on_the_run_the_command_line_asked_for(window):
+    s = window.session
+    assert [lane.name for lane in s.lanes] == LANES.split(",")
+    assert PROMPT in s.run.prompt_text
+    assert window.toolbar.lanes_box.currentData() == LANES
+
+
+def test_enter_in_the_lane_or_prompt_box_gives_the_keys_back_to_the_stage(window, qtbot):
+    from kvsim.ui.shell.toolbar import editor
+
+    central = window.centralWidget()
+    for box in (window.toolbar.lanes_box, window.toolbar.prompt_box):
+        line = editor(box)
+        line.setFocus()
+        assert window.focusWidget() in (line, box)  # the box is its line edit's focus proxy
+        QTest.keyClick(line, Qt.Key.Key_Return)
+        assert window.focusWidget() is central, box
+    qtbot.waitUntil(lambda: window.controller.can_step, timeout=20_000)  # the restart Enter asked for
+
+
+def test_play_and_pause_keep_every_step_button_in_place(window):
+    tb = window.toolbar
+    buttons = [tb.widgetForAction(a) for a in (tb.reset_action, tb.back_action, tb.step_action, tb.play_action)]
+    before = [(b.x(), b.width()) for b in buttons]
+    play = tb.widgetForAction(tb.play_action)
+    texts = tb.button_texts()[tb.play_action]
+    assert all(play.fontMetrics().horizontalAdvance(t) < play.width() for t in texts)  # either text fits whole
+    tb.show_playing(True)
+    tb.layout().activate()  # the toolbar lays its buttons out again now, as a paint would
+    assert [(b.x(), b.width()) for b in buttons] == before
+    tb.show_playing(False)
+    tb.layout().activate()
+    assert [(b.x(), b.width()) for b in buttons] == before
+
+
+def test_the_lane_and_prompt_popups_show_whole_items(window):
+    for box in (window.toolbar.lanes_box, window.toolbar.prompt_box):
+        view = box.view()
+        widest = max(view.fontMetrics().horizontalAdvance(box.itemText(i)) for i in range(box.count()))
+        room = box.screen().availableGeometry().width() - 16
+        assert view.textElideMode() == Qt.TextElideMode.ElideNone
+        assert view.minimumWidth() >= min(widest, room), box.itemText(0)
+
+
+def test_lane_headers_say_the_lane_in_words_with_the_spec_in_the_tooltip(window, qapp):
+    from kvsim.ui import i18n
+    from kvsim.ui.lanes import policy_text
+
+    s = window.session
+    header = window.lane_panels[2].header
+    assert "kv@w4:g32" in header.toolTip()
+    assert "kv@w4:g32" not in header.text()
+    i18n.install(qapp, "pt_BR")
+    try:
+        assert policy_text.lane_label(s, 1) == "KV cache · pesos W8"
+    finally:
+        i18n.install(qapp, "en")
