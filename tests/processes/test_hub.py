@@ -215,3 +215,55 @@ def test_gemma_terms_come_before_any_download_on_the_command_line(monkeypatch, c
         == "gemma3-270m is under the Gemma Terms of Use (https://ai.google.dev/gemma/terms). Read them before you use the model."
     )
     assert err[-1].startswith("error: gemma3-270m: its terms must be accepted first: pass --accept-license")
+
+
+# ------------------------------------------------------------------- a Hub that hangs, fails or truncates
+def test_a_silent_failing_or_truncating_hub_is_one_line_by_kind_within_its_deadline(hub_online, repo, monkeypatch) -> None:
+    import time
+
+    monkeypatch.setenv("HF_HUB_ETAG_TIMEOUT", "1")
+    monkeypatch.setenv("HF_HUB_DOWNLOAD_TIMEOUT", "1")
+    hub_online.hang = True  # accepts the connection, never answers: bounded by the read deadline, not for ever
+    started = time.monotonic()
+    with pytest.raises(ModelLoadError) as hung:
+        hub.fetch_repo("kvsim-test/silent", progress=lambda _: None)
+    assert time.monotonic() - started < 30
+    assert "timed out after 1 s" in str(hung.value) and "\n" not in str(hung.value)
+    hub_online.hang = False
+    hub_online.status = 500  # an HTTP 500 is a status, not "could not be reached"
+    with pytest.raises(ModelLoadError) as failed:
+        hub.fetch_repo("kvsim-test/failing", progress=lambda _: None)
+    assert f"the Hub at {hub_online.url} answered HTTP 500" in str(failed.value), failed.value
+    assert "could not be reached" not in str(failed.value) and "\n" not in str(failed.value)
+    hub_online.status = None
+    hub_online.add_repo("kvsim-test/truncating", repo)
+    hub_online.short["model.safetensors"] = 50_000  # every answer for the weights is cut short
+    messages: list[str] = []
+    with pytest.raises(ModelLoadError) as cut:
+        hub.fetch_repo("kvsim-test/truncating", progress=messages.append)
+    assert str(cut.value).startswith("fetching kvsim-test/truncating@main failed: ") and "\n" not in str(cut.value)
+    assert sum("resuming (attempt" in m for m in messages) == hub.ATTEMPTS - 1
+    assert not any("ready at" in m for m in messages)
+
+
+def test_an_unreachable_hub_is_said_so(hub_online, monkeypatch) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}"
+    monkeypatch.setenv("HF_ENDPOINT", closed)
+    with pytest.raises(ModelLoadError) as refused:
+        hub.fetch_repo("kvsim-test/nowhere", progress=lambda _: None)
+    assert f"and the Hub at {closed} could not be reached (" in str(refused.value), refused.value
+    assert "\n" not in str(refused.value)
+
+
+def test_a_deadline_that_is_not_a_number_of_seconds_is_one_line(monkeypatch) -> None:
+    monkeypatch.delenv("HF_HUB_ETAG_TIMEOUT", raising=False)
+    for value in ("abc", "0", "1.5", ""):
+        monkeypatch.setenv("HF_HUB_DOWNLOAD_TIMEOUT", value)
+        with pytest.raises(ModelLoadError, match="^HF_HUB_DOWNLOAD_TIMEOUT=.*a whole number of seconds"):
+            hub.fetch_repo("kvsim-test/any", progress=lambda _: None)
+    monkeypatch.setenv("HF_HUB_DOWNLOAD_TIMEOUT", "7")
+    assert hub.deadlines() == {"connect": hub.DEFAULT_DEADLINE_S, "read": 7, "write": 7, "pool": 7}
