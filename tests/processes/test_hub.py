@@ -267,3 +267,28 @@ def test_a_deadline_that_is_not_a_number_of_seconds_is_one_line(monkeypatch) -> 
             hub.fetch_repo("kvsim-test/any", progress=lambda _: None)
     monkeypatch.setenv("HF_HUB_DOWNLOAD_TIMEOUT", "7")
     assert hub.deadlines() == {"connect": hub.DEFAULT_DEADLINE_S, "read": 7, "write": 7, "pool": 7}
+
+
+def test_a_damaged_snapshot_is_not_fetched_and_models_get_repairs_it(hub_online, repo, monkeypatch) -> None:
+    repo_id = "kvsim-test/damaged"
+    commit = hub_online.add_repo(repo_id, repo)
+    folder = hub.fetch_repo(repo_id, progress=lambda _: None)
+    assert folder.name == commit and hub.cached_snapshot(repo_id) == folder and hub.snapshot_problems(folder, hashes=True) == {}
+    weights = (folder / "model.safetensors").resolve()
+    whole = weights.read_bytes()
+    with weights.open("r+b") as f:  # a killed copy, or a disk that lost the end
+        f.truncate(len(whole) // 2)
+    assert "incomplete" in hub.snapshot_problems(folder)["model.safetensors"]
+    assert hub.cached_snapshot(repo_id) is None and hub.cached_repo(repo_id) is None  # `models list` and `run` agree
+    messages: list[str] = []
+    assert hub.fetch_repo(repo_id, progress=messages.append) == folder
+    assert any("damaged in the cache (model.safetensors: " in m for m in messages), messages
+    assert (folder / "model.safetensors").read_bytes() == whole and hub.cached_snapshot(repo_id) == folder
+    # the same length, other bytes: only the hash (its blob's name) tells, and models get checks it
+    weights = (folder / "model.safetensors").resolve()
+    weights.write_bytes(whole[:-4] + b"\0\0\0\0")
+    assert hub.snapshot_problems(folder) == {} and "hash" in hub.snapshot_problems(folder, hashes=True)["model.safetensors"]
+    hub.fetch_repo(repo_id, progress=lambda _: None)
+    assert (folder / "model.safetensors").read_bytes() == whole
+    (folder / "model.safetensors").unlink()  # a download killed before the weights arrived
+    assert hub.cached_snapshot(repo_id) is None and hub.snapshot_problems(folder) == {"*.safetensors": "no weights"}
