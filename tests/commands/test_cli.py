@@ -288,3 +288,22 @@ def test_repeats_give_each_step_a_median_and_its_spread(capsys):
     assert main([*args, "--json"]) == 0  # one forward: no spread to report
     assert "wall_ms_min" not in capsys.readouterr().out
     assert main([*args, "--repeats", "101"]) == 2
+
+
+def test_compile_with_several_requests_is_refused_not_ignored(capsys) -> None:
+    argv = ["run", "--model", "random:layers=1,heads=2,kv_heads=1,dim=32", "--prompt", "a", "--prompt", "b", "--compile"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --compile applies to one prompt, not to several requests"], err
+
+
+def test_a_memory_error_without_a_message_is_one_line_that_says_so(capsys, monkeypatch) -> None:
+    from kvsim.cli import memory
+
+    def exhausted(args):
+        raise MemoryError()  # what an allocation that fails usually raises: no message at all
+
+    monkeypatch.setattr(memory, "run", exhausted)
+    assert main(["memory", "--list"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: not enough memory (MemoryError); fewer steps"), err
