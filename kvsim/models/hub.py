@@ -101,11 +101,11 @@ def licence_accepted(name: str, terms: str, accept: bool = False, ask: Callable[
     a terminal to ask on and without the flag: one clear error line."""
     if _accepted().get(name) == terms:
         return
+    interactive = ask is not None or sys.stdin.isatty()
+    if not accept and not interactive:  # the error names the terms: no line before it
+        raise ModelLoadError(f"{name}: its terms must be accepted first: pass --accept-license (having read {terms})")
     print(f"{name} is under {terms}. Read them before you use the model.", file=sys.stderr, flush=True)
     if not accept:
-        interactive = ask is not None or sys.stdin.isatty()
-        if not interactive:
-            raise ModelLoadError(f"{name}: its terms must be accepted first: pass --accept-license (having read {terms})")
         answer = (ask or input)("Do you accept these terms? [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             raise ModelLoadError(f"{name}: the terms were not accepted; nothing was downloaded")
@@ -261,15 +261,17 @@ def cached_repo(repo_id: str, revision: str | None = None) -> Path | None:
     return path if not snapshot_problems(path) else None
 
 
-def _byte_bars() -> type | None:
+def _byte_bars(started: Callable[[], None] = lambda: None) -> type | None:
     """A tqdm class whose bars always show (huggingface_hub's own hide themselves when stderr is not a
-    terminal): byte progress on every download, in a log too. None when HF_HUB_DISABLE_PROGRESS_BARS is set."""
+    terminal): byte progress on every download, in a log too (``started`` called before a bar is drawn).
+    None when HF_HUB_DISABLE_PROGRESS_BARS is set."""
     if os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS", "").strip().lower() in ("1", "true", "yes", "on"):
         return None
     from tqdm import tqdm  # type: ignore[import-untyped]  # no stubs installed; a plain subclass below
 
     class Bytes(tqdm):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
+            started()
             kwargs.pop("name", None)
             kwargs.setdefault("mininterval", 0.2 if sys.stderr.isatty() else 2.0)
             super().__init__(*args, **kwargs)
@@ -379,7 +381,53 @@ def fetch_repo(spec: str, progress: Callable[[str], None] | None = None) -> Path
     offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
     where = f"{repo_id}@{revision or 'main'}"
     doing = "looking in the Hugging Face cache (HF_HUB_OFFLINE)" if offline else "fetching from the Hugging Face Hub …"
-    say(f"{where}: {doing}")
+    # said once a download starts or a second has passed, never before an error that came at once
+    # (an unknown repository, a refused connection): the error line alone then
+    opening = _Pending(say, f"{where}: {doing}")
+    try:
+        folder = _fetch(repo_id, revision, where, offline, say, opening, huggingface_hub, errors, snapshot_download)
+    finally:
+        opening.cancel()
+    say(f"{where}: ready at {folder}")
+    return folder
+
+
+class _Pending:
+    """One progress line, said after ``delay`` seconds (a timer) or when ``now()`` is called, whichever is
+    first; ``cancel()`` drops it if still unsaid."""
+
+    def __init__(self, say: Callable[[str], None], line: str, delay: float = 1.0) -> None:
+        import threading
+
+        self._say, self._lock = say, threading.Lock()
+        self._line: str | None = line
+        self._timer = threading.Timer(delay, self.now)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def now(self) -> None:
+        with self._lock:
+            line, self._line = self._line, None
+        if line is not None:
+            self._say(line)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+        with self._lock:
+            self._line = None
+
+
+def _fetch(
+    repo_id: str,
+    revision: str | None,
+    where: str,
+    offline: bool,
+    say: Callable[[str], None],
+    opening: _Pending,
+    huggingface_hub: Any,
+    errors: Any,
+    snapshot_download: Callable[..., str],
+) -> Path:
     repaired = False
     attempt = 0
     while attempt < ATTEMPTS:
@@ -393,7 +441,7 @@ def fetch_repo(spec: str, progress: Callable[[str], None] | None = None) -> Path
                 endpoint=_endpoint(),
                 local_files_only=offline,
                 max_workers=2,
-                tqdm_class=_byte_bars(),
+                tqdm_class=_byte_bars(opening.now),
             )
         except errors.GatedRepoError:
             raise ModelLoadError(
@@ -437,5 +485,5 @@ def fetch_repo(spec: str, progress: Callable[[str], None] | None = None) -> Path
     folder = Path(path)
     if not (folder / "config.json").is_file() or not any(folder.glob("*.safetensors")):  # (found whole, but not a checkpoint)
         raise ModelLoadError(f"{repo_id} has no config.json and *.safetensors weights: not a checkpoint kvsim can read")
-    say(f"{where}: ready at {folder}")
+    opening.now()  # (found: what was being done is said before where it is)
     return folder

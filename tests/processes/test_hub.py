@@ -107,8 +107,10 @@ def test_offline_without_the_cache_and_unknown_repositories_are_one_line(tmp_pat
         server.add_repo(REPO, repo)
         done = _kvsim(tmp_path, server.url, "models", "get", "kvsim-test/nope")
         assert done.returncode == 2 and "Traceback" not in done.stderr
-        last = done.stderr.strip().splitlines()[-1]
-        assert last == "error: kvsim-test/nope: no such repository on the Hub (or it is private: set HF_TOKEN)"
+        # the error alone: no "fetching …" line before an answer that came at once
+        assert done.stderr.strip().splitlines() == [
+            "error: kvsim-test/nope: no such repository on the Hub (or it is private: set HF_TOKEN)"
+        ], done.stderr
         done = _kvsim(tmp_path, server.url, "run", "--model", "kvsim-test/nope", "--prompt", "hi", "--steps", "1")
         assert done.returncode == 2 and "no such repository" in done.stderr.strip().splitlines()[-1]
 
@@ -176,8 +178,11 @@ def test_terms_are_shown_and_accepted_once(hub_online, repo, monkeypatch, capsys
     _named(monkeypatch, "https://example.invalid/terms")
     hub_online.add_repo(REPO, repo)
     monkeypatch.setattr(sys.stdin, "isatty", lambda: False)
-    with pytest.raises(ModelLoadError, match="pass --accept-license"):  # a script, without the flag
+    with pytest.raises(ModelLoadError, match=r"pass --accept-license \(having read the Fake Terms"):  # a script
         catalog.fetch_model("fake-named", progress=lambda _: None)
+    assert capsys.readouterr().err == ""  # (the error says which terms: no line before it)
+    with pytest.raises(ModelLoadError, match="not accepted"):  # asked: the terms are shown first
+        catalog.fetch_model("fake-named", progress=lambda _: None, ask=lambda _: "n")
     assert "is under the Fake Terms" in capsys.readouterr().err
     with pytest.raises(ModelLoadError, match="not accepted; nothing was downloaded"):
         catalog.fetch_model("fake-named", progress=lambda _: None, ask=lambda _: "n")
@@ -210,11 +215,10 @@ def test_gemma_terms_come_before_any_download_on_the_command_line(monkeypatch, c
     monkeypatch.setattr(sys.stdin, "isatty", lambda: False)
     assert cli_main(["models", "get", "gemma3-270m"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert (
-        err[0]
-        == "gemma3-270m is under the Gemma Terms of Use (https://ai.google.dev/gemma/terms). Read them before you use the model."
-    )
-    assert err[-1].startswith("error: gemma3-270m: its terms must be accepted first: pass --accept-license")
+    assert err == [  # one line: no licence line before the error, which names the terms itself
+        "error: gemma3-270m: its terms must be accepted first: pass --accept-license "
+        "(having read the Gemma Terms of Use (https://ai.google.dev/gemma/terms))"
+    ], err
 
 
 # ------------------------------------------------------------------- a Hub that hangs, fails or truncates
