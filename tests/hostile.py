@@ -977,6 +977,18 @@ def _meta_lane(m: dict[str, Any], key: str) -> dict[str, Any]:
     return next(lane for lane in m["meta"]["lanes"] if key in lane)
 
 
+def _h2o_over_budget(m: dict[str, Any], a: dict[str, np.ndarray]) -> None:
+    """An ``h2o:4`` lane (4 heavy + 4 recent rows) holding 12 rows at its first step: each one consistent
+    with the others (positions, scores, its count), only more than the policy keeps."""
+    j = next(j for j, lane in enumerate(m["steps"][0]["lanes"]) if lane["policy"] == "h2o")
+    rows = 12
+    a[f"s0_l{j}_held_positions"] = (
+        np.arange(rows, dtype=np.int32).reshape(1, 1, rows).repeat(a[f"s0_l{j}_held_positions"].shape[1], 1)
+    )
+    a[f"s0_l{j}_held_scores"] = np.full(a[f"s0_l{j}_held_positions"].shape, 0.5, dtype=np.float32)
+    m["steps"][0]["lanes"][j]["cache_tokens"] = rows
+
+
 def lane_run_changes() -> dict[str, Any]:
     """Damage to a trace whose lanes evict by attention, draft and quantize weights: each is impossible."""
     return {
@@ -988,6 +1000,7 @@ def lane_run_changes() -> dict[str, Any]:
         "held-rows-not-its-count": lambda m, a: next(lane for lane in m["steps"][0]["lanes"] if lane["policy"] == "h2o").update(
             cache_tokens=17
         ),
+        "h2o-over-its-budget": _h2o_over_budget,
         "evicted-position-huge": lambda m, a: _set(a, "_held_evicted", (0, 0, 0), 2**30),
         "score-minus-1e30": lambda m, a: _set(a, "_held_scores", (0, 0, 0), -1e30),
         "score-huge": lambda m, a: _set(a, "_held_scores", (0, 0, 0), 3e38),

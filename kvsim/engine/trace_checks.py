@@ -152,6 +152,7 @@ def _short_scalar(value: Any) -> bool:
 def check_sequence(records: list[StepRecord], meta: dict[str, Any]) -> None:
     """Steps 0..N-1 of one run, each carrying every lane the metadata names, positions contiguous."""
     names = [lane["name"] for lane in meta["lanes"]]
+    budgets = {lane["name"]: _row_budget(lane, meta["config"]) for lane in meta["lanes"]}
     next_position = 0
     max_len = meta["config"]["max_seq_len"]
     for i, r in enumerate(records):
@@ -170,6 +171,29 @@ def check_sequence(records: list[StepRecord], meta: dict[str, Any]) -> None:
             raise TraceError(f"step {i}: position {next_position - 1} is beyond the model's context of {max_len}")
         for lane in r.lanes:
             _check_lane(i, lane, r, next_position, meta["config"])
+            budget = budgets.get(lane.name)
+            if lane.held is not None and budget is not None and lane.held.positions.shape[2] > budget:
+                raise TraceError(
+                    f"step {i}, lane {printable(lane.name, 60)!r}: holds {lane.held.positions.shape[2]} rows per head, "
+                    f"more than its budget of {budget}"
+                )
+
+
+def _row_budget(lane: dict[str, Any], cfg: dict[str, Any]) -> int | None:
+    """The rows per head a lane's policy keeps at most between steps (its bill's window: ``h2o:B:rR`` B + R,
+    ``tova:B`` B), from the policy and options its metadata names; None when it has no fixed budget."""
+    from ..caches.registry import policy_class
+    from ..core.formulas import KVShape
+
+    cls = policy_class(str(lane.get("policy", "")))
+    options = lane.get("options")
+    if cls is None or not isinstance(options, dict):
+        return None
+    try:  # options read from the file: a policy that cannot bill them has nothing to say here
+        bill = cls.bill(options, KVShape(cfg["n_layers"], cfg["n_kv_heads"], cfg["head_dim"]), cfg["max_seq_len"], 1, 16)
+    except Exception:  # noqa: BLE001
+        return None
+    return bill.window if bill is not None and is_int(bill.window) else None
 
 
 def _check_lane(i: int, lane: LaneStep, r: StepRecord, n: int, cfg: dict[str, Any]) -> None:
