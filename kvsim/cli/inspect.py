@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             f"cache {human_bytes(s['cache_bytes'])}"
         )
         if compared := compared_text(s):
-            print(f"{'':>{width}}  {compared}")
+            print(f"{'':>{width}}  {printable(compared)}")  # (it names the first lane, read from the file)
     return 0
 
 

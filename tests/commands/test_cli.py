@@ -307,3 +307,27 @@ def test_a_memory_error_without_a_message_is_one_line_that_says_so(capsys, monke
     assert main(["memory", "--list"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: not enough memory (MemoryError); fewer steps"), err
+
+
+def test_inspect_escapes_a_lane_name_read_from_the_file_everywhere(capsys, tmp_path) -> None:
+    import hostile
+
+    good = tmp_path / "good.kvsim"
+    model = "random:layers=1,heads=2,kv_heads=1,dim=32,seed=2"
+    assert (
+        main(["run", "--model", model, "--prompt-ids", "1,2,3", "--steps", "6", "--lanes", "kv,window:4", "--save", str(good)])
+        == 0
+    )
+    capsys.readouterr()
+    hostile_name = "\x1b]0;owned\x07kv"  # a title-setting escape as the first lane's name (the others compare to it)
+
+    def rename(m, a) -> None:
+        for lane in [*m["meta"]["lanes"], *(step["lanes"][0] for step in m["steps"])]:
+            if lane["name"] == "kv":
+                lane["name"] = hostile_name
+
+    path = tmp_path / "renamed.kvsim"
+    path.write_bytes(hostile._damaged_copies(good, {"renamed": rename})["renamed"])
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\\x1b]0;owned\\x07kv's" in out, out
