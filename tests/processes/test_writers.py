@@ -249,6 +249,14 @@ def test_export_under_a_file_size_limit(tmp_path, ext, limit):
     _intact(tmp_path, target)
 
 
+def test_export_whose_run_file_is_over_the_limit_is_one_line(tmp_path):
+    target = _good(tmp_path / "good.gif")
+    args = ["export", "--model", MODEL, "--prompt-ids", "1,2", "--steps", "3", "--size", "320x180", "--out", str(target)]
+    proc = _kvsim(args, limit=2_000)  # the run it films (~3.6 KB, kept in the temporary folder) is larger than this
+    _one_error_line(proc, "the run to film could not be kept in the temporary folder")
+    _intact(tmp_path, target)
+
+
 def test_export_refuses_a_fifo(tmp_path):
     fifo = tmp_path / "film.gif"
     os.mkfifo(fifo)
