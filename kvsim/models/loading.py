@@ -51,11 +51,42 @@ def default_threads() -> int:
     return max(1, min(4, (os.cpu_count() or 2) // 2))
 
 
+def threads_that_fit() -> int:
+    """The most compute threads whose stacks and BLAS buffers take at most half of what is left of this
+    process's address-space limit (RLIMIT_AS; each thread's stack is RLIMIT_STACK, 8 MB where unlimited;
+    the rest is for the model); MAX_THREADS without a limit. A guess on the safe side: past it libgomp or
+    OpenBLAS end the process with a line of their own."""
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return MAX_THREADS
+    space = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if space == resource.RLIM_INFINITY or space <= 0:
+        return MAX_THREADS
+    stack = resource.getrlimit(resource.RLIMIT_STACK)[0]
+    stack = 8 * 1024**2 if stack == resource.RLIM_INFINITY or stack <= 0 else stack
+    used = 0
+    try:  # Linux: the address space already mapped (torch alone maps a few GB)
+        with open("/proc/self/status", encoding="ascii") as f:
+            used = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:")), 0)
+    except (OSError, ValueError):
+        pass
+    arenas = 1024**3  # glibc reserves up to 64 MB of address space per malloc arena (8 × cores of them)
+    per_thread = stack + 32 * 1024**2  # its stack and OpenBLAS's buffer (numpy's BLAS gets as many threads)
+    return max(1, min(MAX_THREADS, max(0, space - used - arenas) // 2 // per_thread))
+
+
 def set_threads(n: int | None = None) -> int:
     """Set torch's intra-op thread count (``None`` = ``default_threads()``); returns it."""
+    asked = n is not None
     n = default_threads() if n is None else n
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_THREADS:
         raise ModelLoadError(f"threads must be from 1 to {MAX_THREADS}, got {n}")
+    if asked and n > (most := threads_that_fit()):  # libgomp would end the process ("Thread creation failed"), exit 1
+        raise ModelLoadError(
+            f"threads: the stacks and buffers of {n} threads do not fit in this process's address-space limit "
+            f"(ulimit -v); at most {most} here"
+        )
     torch.set_num_threads(n)
     limit_threads(n)  # numpy's BLAS runs the one-row products (kvsim.models.kernels.row_matmul)
     return n

@@ -331,3 +331,28 @@ def test_inspect_escapes_a_lane_name_read_from_the_file_everywhere(capsys, tmp_p
     assert main(["inspect", str(path)]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "\\x1b]0;owned\\x07kv's" in out, out
+
+
+def test_more_threads_than_an_address_space_limit_holds_are_one_line(capsys, monkeypatch) -> None:
+    import resource
+
+    from kvsim.models import loading
+
+    limits = {resource.RLIMIT_AS: (4 * 1024**3, resource.RLIM_INFINITY), resource.RLIMIT_STACK: (8 * 1024**2, -1)}
+    monkeypatch.setattr(resource, "getrlimit", lambda which: limits.get(which, (resource.RLIM_INFINITY,) * 2))
+    most = loading.threads_that_fit()
+    assert 1 <= most < 64  # 4 GB, less what is mapped and the arenas, over 40 MB a thread
+    argv = ["run", "--model", "random:layers=1,heads=2,kv_heads=1,dim=32", "--prompt-ids", "1,2", "--steps", "1"]
+    assert main([*argv, "--threads", "512"]) == 2  # (libgomp ended the process: "Thread creation failed", exit 1)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "error: threads: the stacks and buffers of 512 threads do not fit in this process's address-space limit "
+        f"(ulimit -v); at most {most} here"
+    ], err
+    import torch
+
+    before = torch.get_num_threads()
+    assert loading.set_threads(None) >= 1  # the default is never refused
+    loading.set_threads(before)
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY,) * 2)
+    assert loading.threads_that_fit() == loading.MAX_THREADS
