@@ -42,7 +42,7 @@ VOCAB, DIM, FFN, LAYERS, HEADS, KV_HEADS = 96, 32, 64, 2, 4, 2
 class Case:
     name: str
     argv: list[str]
-    kind: str = "cli"  # "cli": kvsim.cli.entry.main(argv); "trace": Trace.load(argv[0])
+    kind: str = "cli"  # "cli": kvsim.cli.entry.main(argv); "trace": Trace.load(argv[0]); "requests": load_runs(argv[0])
     seconds: int = 30  # the alarm; shorter for a case known to block
 
 
@@ -932,6 +932,139 @@ def build_trace_corpus(root: Path, good: Path) -> list[Case]:
     return cases
 
 
+# ------------------------------------------------------------- saved runs of the newer kinds
+LANES = "kv,h2o:4,tova:4,snapkv:4,spec:2:lookup,kv@w8"  # eviction by attention, drafts, quantized weights
+
+
+def _npz(arrays: dict[str, np.ndarray]) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def _damaged_copies(good: Path, changes: dict[str, Any]) -> dict[str, bytes]:
+    """``good`` with each change applied to a copy of its manifest and arrays (``change(manifest, arrays)``)."""
+    import io
+
+    with zipfile.ZipFile(good) as zf:
+        manifest = json.loads(zf.read("manifest.json"))
+        with np.load(io.BytesIO(zf.read("arrays.npz")), allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    out = {}
+    for name, change in changes.items():
+        m, a = copy.deepcopy(manifest), {k: v.copy() for k, v in arrays.items()}
+        change(m, a)
+        out[name] = _zip({"manifest.json": json.dumps(m).encode(), "arrays.npz": _npz(a)})
+    return out
+
+
+def _first(arrays: dict[str, np.ndarray], suffix: str) -> str:
+    return next(k for k in sorted(arrays) if k.endswith(suffix))
+
+
+def _set(arrays: dict[str, np.ndarray], suffix: str, index: tuple, value: float) -> None:
+    arrays[_first(arrays, suffix)][index] = value
+
+
+def _lane_at(m: dict[str, Any], key: str) -> dict[str, Any]:
+    """The first step's lane record that has ``key`` set (a drafting lane: ``drafted``)."""
+    return next(lane for step in m["steps"] for lane in step["lanes"] if lane.get(key))
+
+
+def _meta_lane(m: dict[str, Any], key: str) -> dict[str, Any]:
+    return next(lane for lane in m["meta"]["lanes"] if key in lane)
+
+
+def _h2o_over_budget(m: dict[str, Any], a: dict[str, np.ndarray]) -> None:
+    """An ``h2o:4`` lane (4 heavy + 4 recent rows) holding 12 rows at its first step: each one consistent
+    with the others (positions, scores, its count), only more than the policy keeps."""
+    j = next(j for j, lane in enumerate(m["steps"][0]["lanes"]) if lane["policy"] == "h2o")
+    rows = 12
+    a[f"s0_l{j}_held_positions"] = (
+        np.arange(rows, dtype=np.int32).reshape(1, 1, rows).repeat(a[f"s0_l{j}_held_positions"].shape[1], 1)
+    )
+    a[f"s0_l{j}_held_scores"] = np.full(a[f"s0_l{j}_held_positions"].shape, 0.5, dtype=np.float32)
+    m["steps"][0]["lanes"][j]["cache_tokens"] = rows
+
+
+def lane_run_changes() -> dict[str, Any]:
+    """Damage to a trace whose lanes evict by attention, draft and quantize weights: each is impossible."""
+    return {
+        "held-position-negative": lambda m, a: _set(a, "_held_positions", (0, 0, 0), -5),
+        "held-position-huge": lambda m, a: _set(a, "_held_positions", (0, 0, -1), 2**30),
+        "held-positions-backwards": lambda m, a: a[_first(a, "_held_positions")].__setitem__(
+            (0, 0, slice(None)), a[_first(a, "_held_positions")][0, 0, ::-1].copy()
+        ),
+        "held-rows-not-its-count": lambda m, a: next(lane for lane in m["steps"][0]["lanes"] if lane["policy"] == "h2o").update(
+            cache_tokens=17
+        ),
+        "h2o-over-its-budget": _h2o_over_budget,
+        "evicted-position-huge": lambda m, a: _set(a, "_held_evicted", (0, 0, 0), 2**30),
+        "score-minus-1e30": lambda m, a: _set(a, "_held_scores", (0, 0, 0), -1e30),
+        "score-huge": lambda m, a: _set(a, "_held_scores", (0, 0, 0), 3e38),
+        "score-nan": lambda m, a: _set(a, "_held_scores", (0, 0, 0), float("nan")),
+        "draft-token-1e9": lambda m, a: _set(a, "_draft_token_ids", (0,), 10**9),
+        "draft-token-negative": lambda m, a: _set(a, "_draft_token_ids", (0,), -1),
+        "accepted-and-rolled-back-over-drafted": lambda m, a: _lane_at(m, "drafted").update(accepted=2, rolled_back=2),
+        "drafted-1e9": lambda m, a: _lane_at(m, "drafted").update(drafted=10**9),
+        "weight-bytes-nan": lambda m, a: _meta_lane(m, "weight_bytes").update(weight_bytes=float("nan")),
+        "weight-bytes-text": lambda m, a: _meta_lane(m, "weight_bytes").update(weight_bytes="\x1b[2J"),
+        "weight-bytes-negative": lambda m, a: _meta_lane(m, "weight_bytes").update(weight_bytes=-1),
+        "quantized-over-total": lambda m, a: _meta_lane(m, "quantized_weight_bytes").update(quantized_weight_bytes=10**12),
+        "draft-k-1e9": lambda m, a: _meta_lane(m, "draft_k").update(draft_k=10**9),
+        "draft-name-not-text": lambda m, a: _meta_lane(m, "draft").update(draft=[1]),
+    }
+
+
+def _run0(m: dict[str, Any]) -> dict[str, Any]:
+    return m["runs"][0]
+
+
+def _preempted(m: dict[str, Any]) -> int:
+    return next(r["index"] for r in _run0(m)["requests"] if r.get("preemptions"))
+
+
+def batched_run_changes() -> dict[str, Any]:
+    """Damage to a continuously batched requests run (version 2) that preempted a request: each impossible."""
+    return {
+        "pool-free-1048576": lambda m, a: _run0(m)["batches"][0].update(free_blocks=1048576),
+        "held-more-than-the-pool": lambda m, a: _run0(m)["batches"][0].update(held_blocks=_run0(m)["pool_blocks"] + 1),
+        "cached-over-free": lambda m, a: _run0(m)["batches"][-1].update(
+            cached_free_blocks=_run0(m)["batches"][-1]["free_blocks"] + 1
+        ),
+        "preemptions-1e18": lambda m, a: _run0(m)["requests"][_preempted(m)].update(preemptions=10**18),
+        "preemptions-not-its-steps": lambda m, a: _run0(m)["requests"][0].update(preemptions=1),
+        "recomputed-1e9": lambda m, a: _run0(m)["requests"][_preempted(m)].update(recomputed_rows=10**9),
+        "clock-backwards": lambda m, a: _run0(m)["batches"][-1].update(clock_ms=0.0),
+        "max-batched-tokens-escape": lambda m, a: _run0(m)["meta"].update(max_batched_tokens="\x1b[2J\x1b]0;owned\x07"),
+        "max-batched-tokens-zero": lambda m, a: _run0(m)["meta"].update(max_batched_tokens=0),
+        "chunked-prefill-text": lambda m, a: _run0(m)["meta"].update(chunked_prefill="yes"),
+        "meta-unknown-key": lambda m, a: _run0(m)["meta"].update(shown="\x1b[31m"),
+        "step-over-budget": lambda m, a: _run0(m)["batches"][0]["entries"][0].__setitem__(3, 10**6),
+        "entry-twice": lambda m, a: _run0(m)["batches"][0]["entries"].append(list(_run0(m)["batches"][0]["entries"][0])),
+        "arrived-after-its-token": lambda m, a: _run0(m)["requests"][0].update(arrival_ms=1e8),
+    }
+
+
+def build_new_kinds_corpus(root: Path, lanes_good: Path, batched_good: Path) -> list[Case]:
+    """Generated damaged copies of a real trace with the newer lanes and of a real batched requests run:
+    each must be refused in one line, by ``Trace.load`` / ``load_runs`` and by ``kvsim inspect``."""
+    root.mkdir(parents=True, exist_ok=True)
+    cases: list[Case] = []
+    for kind, good, changes in (
+        ("trace", lanes_good, lane_run_changes()),
+        ("requests", batched_good, batched_run_changes()),
+    ):
+        for name, raw in _damaged_copies(good, changes).items():
+            path = root / f"{kind}-{name}.kvsim"
+            path.write_bytes(raw)
+            cases.append(Case(f"{kind}/{name}", [str(path)], kind=kind))
+            cases.append(Case(f"inspect/{kind}-{name}", ["inspect", str(path)]))
+    return cases
+
+
 def _zip(members: dict[str, bytes]) -> bytes:
     import io
 
@@ -1006,11 +1139,12 @@ def run_one(case: Case, scratch: Path) -> dict[str, Any]:
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.alarm(case.seconds * HANG_FACTOR)  # a hang guard, not a speed bound (a busy machine is slow, not hung)
     try:
-        if case.kind == "trace":
+        if case.kind in ("trace", "requests"):
             from kvsim.engine.trace import Trace, TraceError
+            from kvsim.serving.saved_runs import load_runs
 
             try:
-                Trace.load(case.argv[0])
+                Trace.load(case.argv[0]) if case.kind == "trace" else load_runs(case.argv[0])
                 outcome["rc"] = "loaded"
             except TraceError as exc:
                 outcome["rc"] = "TraceError"

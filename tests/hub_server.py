@@ -3,7 +3,9 @@ from folders, on the two routes ``huggingface_hub.snapshot_download`` uses —
 ``GET /api/models/{repo}/revision/{rev}`` (the commit and the file list) and ``HEAD``/``GET``
 ``/{repo}/resolve/{rev}/{file}`` (each file, with its ETag, size and commit; ``Range`` honoured) — and
 records every request. ``cut_after``: the first GET of a file sends only that many bytes, then drops the
-connection (an interrupted download)."""
+connection (an interrupted download); ``short``: every GET of that file is a complete answer of only that many
+bytes (a truncated file, where the HEAD announced the whole size). ``hang``: every request is
+accepted and never answered (until the server stops); ``status``: every request is answered with that HTTP status."""
 
 from __future__ import annotations
 
@@ -22,6 +24,10 @@ class HubStandIn:
         self.requests: list[tuple[str, str, str | None]] = []  # (method, path, Range header)
         self.cut_after: dict[str, int] = {}  # file name -> bytes sent by its first GET before the connection drops
         self.gated: set[str] = set()
+        self.short: dict[str, int] = {}  # file name -> the bytes every GET of it answers with
+        self.hang = False
+        self.status: int | None = None
+        self._stopping = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -45,6 +51,7 @@ class HubStandIn:
         return self
 
     def __exit__(self, *exc) -> None:
+        self._stopping.set()  # a hanging request's thread ends
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -69,6 +76,12 @@ class HubStandIn:
     def _handle(self, h: BaseHTTPRequestHandler, head: bool) -> None:
         path = unquote(urlparse(h.path).path)
         self.requests.append((h.command, path, h.headers.get("Range")))
+        if self.hang:
+            self._stopping.wait(60)
+            h.close_connection = True
+            return
+        if self.status is not None:
+            return self._send(h, self.status, b'{"error": "stand-in failure"}', {"Content-Type": "application/json"}, head)
         parts = path.strip("/").split("/")
         if parts[:2] == ["api", "models"] and "tree" in parts:
             i = parts.index("tree")
@@ -124,6 +137,8 @@ class HubStandIn:
             start = int(wanted[6:].split("-")[0] or 0)
             status, body = 206, data[start:]
             headers["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
+        if file in self.short and not head:
+            body = body[: self.short[file]]
         cut = self.cut_after.pop(file, None) if not head else None
         if cut is not None:  # promise the whole body, send part of it, drop the connection
             h.send_response(status)

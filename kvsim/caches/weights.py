@@ -31,6 +31,8 @@ def parse_weights(text: str) -> dict[str, Any]:
         raise SpecError(f"weights suffix @{text} is not w8, w4, gguf or bf16 (e.g. kv@w8, kv@w4:g64, kv@gguf, kv@bf16)")
     bits = int(head[1:])
     group: int | None = DEFAULT_W4_GROUP if bits == 4 else None
+    if len(parts) > 2:  # one group at most (kv@w8:g64:g32 took the last; int4:g32:g32 is refused the same way)
+        raise SpecError(f"weights suffix @{text}: one group at most (w8:gG or w4:gG)")
     for part in parts[1:]:
         if part.startswith("g") and part[1:].isdigit():
             group = int(part[1:])

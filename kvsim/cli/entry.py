@@ -181,6 +181,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except MemoryError as exc:  # (its message is often empty: say what it means)
+        detail = f": {str(exc).splitlines()[0][:200]}" if str(exc).strip() else ""
+        return _fail(f"not enough memory (MemoryError{detail}); fewer steps, lanes or requests, or a smaller model, need less")
     except SystemExit:
         raise
     except BaseException as exc:  # noqa: BLE001 - last resort (a Rust panic is not an Exception): one line

@@ -32,7 +32,7 @@ def add_parser(sub: Subcommands) -> None:
 def run(args: argparse.Namespace) -> int:
     """Validate a ``.kvsim`` file as the app's Open run does, then summarise it."""
     from ..engine.summary import summarize  # numpy only: inspecting a run never imports torch
-    from ..engine.trace import Trace
+    from ..engine.trace import OtherKindError, Trace
     from ..engine.trace_checks import TraceError
 
     try:
@@ -43,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             runs = load_runs(args.file)  # several requests through a paged pool (`kvsim run --requests … --save`)
         except TraceError:
+            if isinstance(not_a_run, OtherKindError):
+                raise  # a requests file: what its reader found wrong, not "not a trace"
             raise not_a_run from None
         return _inspect_requests(args, runs)
     from ..engine.summary import compared_text
@@ -77,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             f"cache {human_bytes(s['cache_bytes'])}"
         )
         if compared := compared_text(s):
-            print(f"{'':>{width}}  {compared}")
+            print(f"{'':>{width}}  {printable(compared)}")  # (it names the first lane, read from the file)
     return 0
 
 

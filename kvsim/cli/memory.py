@@ -252,6 +252,9 @@ def _latent_memory(args: argparse.Namespace, preset: Any, layers: int, warnings:
     if _warned_or_json(report, warnings, args.json):
         return 0
     n = "min(n, W)" if args.window else "n"
+    # the ratio per token when nothing is held yet (0 over 0 said "0.0×")
+    mha_per_token = kv_cache_bytes(layers, preset.heads, preset.head_dim, 1, 1, args.kv_bits)
+    ratio = as_mha / total if total else mha_per_token / max(per_token, 1)
     print(f"{preset.name}: latent KV cache (MLA) for {args.context:,} tokens × batch {args.batch} at {args.kv_bits} bits")
     print(
         f"  = {layers} layers × ({r} latent d_c + {dr} RoPE key d_R) × {n} × batch {args.batch} × {args.kv_bits / 8:g} B"
@@ -263,7 +266,7 @@ def _latent_memory(args: argparse.Namespace, preset: Any, layers: int, warnings:
     )
     print(
         f"  as MHA (2 × {layers} × {preset.heads} kv heads × {preset.head_dim} × {n}) it would hold {as_mha:,} bytes "
-        f"({human_bytes(as_mha)}): {as_mha / max(total, 1):.1f}× the latent's"
+        f"({human_bytes(as_mha)}): {ratio:.1f}× the latent's"
     )
     for line in notes:
         print(line)

@@ -82,7 +82,11 @@ def cmd_requests(args: argparse.Namespace) -> int:
 
     if args.steps <= 0:
         raise UsageError(f"--steps must be ≥ 1, got {args.steps}")
-    for flag, value in (("--free-running", args.free_running or None), ("--reference", args.reference)):
+    for flag, value in (
+        ("--free-running", args.free_running or None),
+        ("--reference", args.reference),
+        ("--compile", getattr(args, "compile", False) or None),  # (was silently ignored)
+    ):
         if value is not None:
             raise UsageError(f"{flag} applies to one prompt, not to several requests")
     if args.lanes.replace(" ", "") != "uncached,cached":

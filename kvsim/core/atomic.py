@@ -1,12 +1,15 @@
 """One way to write every file kvsim produces (runs, requests runs, pictures, movies, tables).
 
 ``atomic_target(path, check)`` hands the caller a temporary file in the target's own folder (same
-filesystem, so the final rename is atomic), named ``.NAME.XXXX.tmpEXT`` (the extension kept, for
-encoders that read it). When the caller's block ends, ``check(tmp)`` reads the result back (a PNG
-opened, a movie's frames counted: a writer that failed quietly is caught here), the data are
-fsynced, the file is given the mode of the file it replaces (a new file follows the umask), and it
-is renamed over the target. On any failure — an exception in the block, a failed check, a full disk,
-a file-size limit, an interruption — the temporary file is removed and the target is untouched.
+filesystem, so the final rename is atomic), named ``.NAME.kvsim-PID.XXXX.tmpEXT`` (the extension kept,
+for encoders that read it; the writer's process id in it). When the caller's block ends, ``check(tmp)``
+reads the result back (a PNG opened, a movie's frames counted: a writer that failed quietly is caught
+here), the data are fsynced, the file is given the mode and, where permitted, the owner and group of the
+file it replaces (a new file follows the umask), and it is renamed over the target (a target with other
+hard links is said to lose them: one warning line). On any failure — an exception in the block, a failed
+check, a full disk, a file-size limit, an interruption — the temporary file is removed and the target is
+untouched. A kill leaves no such chance: the next write into that folder removes the temporary files of
+writers whose process is gone (``remove_stale``).
 
 Refused before anything is written: an empty path, a target that exists and is not a regular file (a
 folder, a FIFO, a device: ``--save /dev/null`` must never replace the device), a missing folder. A
@@ -18,13 +21,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["WriteError", "atomic_target", "check_target", "write_bytes"]
+__all__ = ["WriteError", "atomic_target", "check_target", "remove_stale", "temporary_prefix", "write_bytes"]
 
 
 class WriteError(OSError):
@@ -71,6 +76,63 @@ def _umask() -> int:
     return mask
 
 
+TAG = "kvsim-"  # temporary names carry "kvsim-PID": a later start knows whose they were
+_STALE = re.compile(r"^\..+\.kvsim-(\d+)\.[^/]*\.tmp[^/]*$|^kvsim-[a-z]+-(\d+)-[^/]*$")
+
+
+def temporary_prefix(kind: str) -> str:
+    """The prefix of a temporary folder of this process (``kvsim-KIND-PID-``), which ``remove_stale``
+    removes once the process is gone (a killed download's folder in the system's temporary folder)."""
+    return f"{TAG}{kind}-{os.getpid()}-"
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # someone else's process (or cannot tell): not ours to clean
+    return True
+
+
+def remove_stale(folder: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temporary files (``atomic_target``'s) and folders (``temporary_prefix``'s) in ``folder``
+    that a killed kvsim left: those whose process is gone. What was removed."""
+    import shutil
+
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _STALE.match(entry.name)
+        if match is None or _alive(int(match.group(1) or match.group(2))):
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            continue
+        removed.append(Path(entry.path))
+    return removed
+
+
+def _keep_owner(tmp: Path, old: os.stat_result | None) -> None:
+    """The replaced file's owner and group, where this process may give them (root, or a group it is in)."""
+    if old is None or not hasattr(os, "chown"):
+        return
+    with contextlib.suppress(OSError):
+        st = os.stat(tmp)
+        if (st.st_uid, st.st_gid) != (old.st_uid, old.st_gid):
+            os.chown(tmp, old.st_uid, old.st_gid)
+
+
 @contextlib.contextmanager
 def atomic_target(path: str | os.PathLike[str] | None, check: Callable[[Path], None] | None = None) -> Iterator[Path]:
     """Yield a temporary path to write; on success check it, fsync it and rename it over ``path``.
@@ -79,9 +141,12 @@ def atomic_target(path: str | os.PathLike[str] | None, check: Callable[[Path], N
     raised inside the block pass through unchanged after the temporary file is removed; an ``OSError``
     becomes a ``WriteError`` naming the target."""
     target = check_target(path)
+    remove_stale(target.parent)
     try:
-        old_mode = stat.S_IMODE(os.stat(target).st_mode) if target.exists() else None
-        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent)
+        old = os.stat(target) if target.exists() else None
+        old_mode = stat.S_IMODE(old.st_mode) if old is not None else None
+        prefix = f".{target.name[:150]}.{TAG}{os.getpid()}."  # (cut: the name's own limit leaves room for ours)
+        fd, name = tempfile.mkstemp(prefix=prefix, suffix=f".tmp{target.suffix[:20]}", dir=target.parent)
     except OSError as exc:
         raise WriteError(f"cannot write {target}: {exc.strerror or exc}") from None
     os.close(fd)
@@ -103,7 +168,14 @@ def atomic_target(path: str | os.PathLike[str] | None, check: Callable[[Path], N
             os.fsync(fd)
         finally:
             os.close(fd)
+        _keep_owner(tmp, old)
         os.chmod(tmp, old_mode if old_mode is not None else 0o666 & ~_umask())
+        if old is not None and old.st_nlink > 1:
+            print(
+                f"warning: {target} had {old.st_nlink - 1} other hard link(s); they keep the old content "
+                "(the new file replaces this name only)",
+                file=sys.stderr,
+            )
         os.replace(tmp, target)
         _sync_folder(target.parent)
     except WriteError:

@@ -163,6 +163,11 @@ def _read_manifest(path: Path, zf: zipfile.ZipFile, what: str, limits: ArchiveLi
         raise TraceError(f"{path}: manifest.json is not valid JSON ({exc})") from None
 
 
+class OtherKindError(TraceError):
+    """A kvsim file of another kind (a requests run where a trace was asked for): its own reader says what
+    is wrong with it, if anything."""
+
+
 def _check_schema(
     path: Path, manifest: object, schema: str, versions: tuple[int, ...], what: str, others: Mapping[str, str]
 ) -> tuple[dict[str, Any], int]:
@@ -170,7 +175,7 @@ def _check_schema(
         raise TraceError(f"{path}: manifest is not an object")
     found = manifest.get("schema")
     if isinstance(found, str) and found in others:
-        raise TraceError(f"{path}: {others[found]}")
+        raise OtherKindError(f"{path}: {others[found]}")
     if found != schema:
         raise TraceError(f"{path}: not a {what} (schema {short(found)})")
     version = manifest.get("version")

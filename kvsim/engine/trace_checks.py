@@ -84,6 +84,7 @@ def check_meta(meta: object) -> None:
         w = x.get("window")
         if w is not None and not (is_int(w) and w >= 1):
             raise TraceError(f"lane {x['name']!r}: window must be a whole number ≥ 1, got {w!r}")
+        _check_model_side(x)
     vocab = cfg.get("vocab_size") or 2**31
     ids = meta.get("prompt_ids", [])
     if not isinstance(ids, list) or not all(is_int(i) and 0 <= i < vocab for i in ids):
@@ -96,6 +97,25 @@ def check_meta(meta: object) -> None:
     for key in ("model_id", "prompt"):
         if meta.get(key) is not None and not isinstance(meta[key], str):
             raise TraceError(f"{key} is not text")
+
+
+MAX_MODEL_BYTES = 1 << 50  # a lane's weights: no model kvsim runs is a petabyte
+
+
+def _check_model_side(lane: dict[str, Any]) -> None:
+    """A lane's model side (``engine.model_side.lane_meta``): its weights' bytes whole numbers, the quantized
+    part within the whole; a speculative lane's draft named, its K a small whole number."""
+    where = f"lane {printable(lane['name'], 60)!r}"
+    for key in ("weight_bytes", "quantized_weight_bytes"):
+        if key in lane and not (is_int(lane[key]) and 0 <= lane[key] <= MAX_MODEL_BYTES):
+            raise TraceError(f"{where}: {key} must be a whole number of bytes, got {printable(repr(lane[key]), 60)}")
+    if "quantized_weight_bytes" in lane and lane["quantized_weight_bytes"] > lane.get("weight_bytes", 0):
+        raise TraceError(f"{where}: quantized_weight_bytes is more than weight_bytes")
+    for key in ("weights", "draft", "spec"):
+        if key in lane and not (isinstance(lane[key], str) and len(lane[key]) <= MAX_WORDS_CHARS):
+            raise TraceError(f"{where}: {key} is not short text")
+    if "draft_k" in lane and not (is_int(lane["draft_k"]) and 1 <= lane["draft_k"] <= 64):
+        raise TraceError(f"{where}: draft_k must be a whole number from 1 to 64, got {printable(repr(lane['draft_k']), 60)}")
 
 
 def _check_words(lane: dict[str, Any]) -> None:
@@ -132,6 +152,7 @@ def _short_scalar(value: Any) -> bool:
 def check_sequence(records: list[StepRecord], meta: dict[str, Any]) -> None:
     """Steps 0..N-1 of one run, each carrying every lane the metadata names, positions contiguous."""
     names = [lane["name"] for lane in meta["lanes"]]
+    budgets = {lane["name"]: _row_budget(lane, meta["config"]) for lane in meta["lanes"]}
     next_position = 0
     max_len = meta["config"]["max_seq_len"]
     for i, r in enumerate(records):
@@ -149,10 +170,33 @@ def check_sequence(records: list[StepRecord], meta: dict[str, Any]) -> None:
         if next_position > max_len:
             raise TraceError(f"step {i}: position {next_position - 1} is beyond the model's context of {max_len}")
         for lane in r.lanes:
-            _check_lane(i, lane, r, next_position)
+            _check_lane(i, lane, r, next_position, meta["config"])
+            budget = budgets.get(lane.name)
+            if lane.held is not None and budget is not None and lane.held.positions.shape[2] > budget:
+                raise TraceError(
+                    f"step {i}, lane {printable(lane.name, 60)!r}: holds {lane.held.positions.shape[2]} rows per head, "
+                    f"more than its budget of {budget}"
+                )
 
 
-def _check_lane(i: int, lane: LaneStep, r: StepRecord, n: int) -> None:
+def _row_budget(lane: dict[str, Any], cfg: dict[str, Any]) -> int | None:
+    """The rows per head a lane's policy keeps at most between steps (its bill's window: ``h2o:B:rR`` B + R,
+    ``tova:B`` B), from the policy and options its metadata names; None when it has no fixed budget."""
+    from ..caches.registry import policy_class
+    from ..core.formulas import KVShape
+
+    cls = policy_class(str(lane.get("policy", "")))
+    options = lane.get("options")
+    if cls is None or not isinstance(options, dict):
+        return None
+    try:  # options read from the file: a policy that cannot bill them has nothing to say here
+        bill = cls.bill(options, KVShape(cfg["n_layers"], cfg["n_kv_heads"], cfg["head_dim"]), cfg["max_seq_len"], 1, 16)
+    except Exception:  # noqa: BLE001
+        return None
+    return bill.window if bill is not None and is_int(bill.window) else None
+
+
+def _check_lane(i: int, lane: LaneStep, r: StepRecord, n: int, cfg: dict[str, Any]) -> None:
     where = f"step {i}, lane {lane.name!r}"
     for key in (
         "kv_positions",
@@ -173,8 +217,16 @@ def _check_lane(i: int, lane: LaneStep, r: StepRecord, n: int) -> None:
             raise TraceError(f"{where}: {key} must be a whole number ≥ 0, got {value!r}")
     if not (_is_number(lane.ref_logprob) and lane.ref_logprob <= 0):
         raise TraceError(f"{where}: ref_logprob must be a finite number ≤ 0, got {lane.ref_logprob!r}")
-    if lane.accepted > lane.drafted or lane.forwards > 1 or (lane.drafted and not lane.forwards):
-        raise TraceError(f"{where}: accepted {lane.accepted} of {lane.drafted} drafted in {lane.forwards} forwards")
+    if (
+        lane.accepted + lane.rolled_back > lane.drafted
+        or lane.forwards > 1
+        or (lane.drafted and not lane.forwards)
+        or lane.drafted > n + 64  # (a draft is at most 64 tokens ahead of a sequence that long)
+    ):
+        raise TraceError(
+            f"{where}: accepted {lane.accepted} and rolled back {lane.rolled_back} of {lane.drafted} drafted "
+            f"in {lane.forwards} forwards"
+        )
     for key in ("wall_ms", "logit_diff", "kl_div", "draft_ms"):
         value = getattr(lane, key)
         if not _is_number(value) or value < 0:
@@ -209,8 +261,28 @@ def _check_lane(i: int, lane: LaneStep, r: StepRecord, n: int) -> None:
             raise TraceError(f"{where}: its own rows do not fit the step's shapes and positions")
         if not all(np.isfinite(a).all() for a in (rows.k, rows.v, rows.q)):
             raise TraceError(f"{where}: its own rows hold values that are not numbers")
+    held = lane.held
+    if held is not None:  # rows per layer and KV head of a lane that evicts by attention
+        L, Hkv = r.k.shape[:2]
+        S = held.positions.shape[2]
+        group = cfg["n_heads"] // cfg["n_kv_heads"]
+        if held.positions.shape[:2] != (L, Hkv) or S != lane.cache_tokens or S > n:
+            raise TraceError(f"{where}: its {S} rows per head do not fit the step ({lane.cache_tokens} held of {n})")
+        pos, evicted = held.positions.astype(np.int64), held.evicted.astype(np.int64)
+        if (S and (pos.min() < 0 or pos.max() >= n or (S > 1 and not (np.diff(pos, axis=2) > 0).all()))) or (
+            evicted.size and (evicted.min() < 0 or evicted.max() >= n)
+        ):
+            raise TraceError(f"{where}: its rows per head are not increasing positions within 0..{n - 1}")
+        scores = held.scores.astype(np.float64)
+        # a score is attention received (summed over at most n queries and the group's heads, pooled at most
+        # over a few neighbours): never negative, never more than a few times n × group
+        if scores.size and not (np.isfinite(scores).all() and scores.min() >= 0 and scores.max() <= 8 * n * group):
+            raise TraceError(f"{where}: its rows' scores are not sums of attention weights (from 0 to {8 * n * group})")
     drafts = lane.drafts
     if drafts is not None:  # a speculative check's drafted rows: at n, n+1, ..., as many as it drafted
+        vocab = cfg.get("vocab_size") or 2**31
+        if drafts.token_ids.size and (int(drafts.token_ids.min()) < 0 or int(drafts.token_ids.max()) >= vocab):
+            raise TraceError(f"{where}: a drafted token id is outside the model's vocabulary of {vocab}")
         L, Hkv, _, D = r.k.shape
         d = lane.drafted
         if (

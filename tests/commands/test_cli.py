@@ -289,3 +289,71 @@ def test_repeats_give_each_step_a_median_and_its_spread(capsys):
     assert main([*args, "--json"]) == 0  # one forward: no spread to report
     assert "wall_ms_min" not in capsys.readouterr().out
     assert main([*args, "--repeats", "101"]) == 2
+
+
+def test_compile_with_several_requests_is_refused_not_ignored(capsys) -> None:
+    argv = ["run", "--model", "random:layers=1,heads=2,kv_heads=1,dim=32", "--prompt", "a", "--prompt", "b", "--compile"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --compile applies to one prompt, not to several requests"], err
+
+
+def test_a_memory_error_without_a_message_is_one_line_that_says_so(capsys, monkeypatch) -> None:
+    from kvsim.cli import memory
+
+    def exhausted(args):
+        raise MemoryError()  # what an allocation that fails usually raises: no message at all
+
+    monkeypatch.setattr(memory, "run", exhausted)
+    assert main(["memory", "--list"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: not enough memory (MemoryError); fewer steps"), err
+
+
+def test_inspect_escapes_a_lane_name_read_from_the_file_everywhere(capsys, tmp_path) -> None:
+    import hostile
+
+    good = tmp_path / "good.kvsim"
+    model = "random:layers=1,heads=2,kv_heads=1,dim=32,seed=2"
+    assert (
+        main(["run", "--model", model, "--prompt-ids", "1,2,3", "--steps", "6", "--lanes", "kv,window:4", "--save", str(good)])
+        == 0
+    )
+    capsys.readouterr()
+    hostile_name = "\x1b]0;owned\x07kv"  # a title-setting escape as the first lane's name (the others compare to it)
+
+    def rename(m, a) -> None:
+        for lane in [*m["meta"]["lanes"], *(step["lanes"][0] for step in m["steps"])]:
+            if lane["name"] == "kv":
+                lane["name"] = hostile_name
+
+    path = tmp_path / "renamed.kvsim"
+    path.write_bytes(hostile._damaged_copies(good, {"renamed": rename})["renamed"])
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\\x1b]0;owned\\x07kv's" in out, out
+
+
+def test_more_threads_than_an_address_space_limit_holds_are_one_line(capsys, monkeypatch) -> None:
+    import resource
+
+    from kvsim.models import loading
+
+    limits = {resource.RLIMIT_AS: (4 * 1024**3, resource.RLIM_INFINITY), resource.RLIMIT_STACK: (8 * 1024**2, -1)}
+    monkeypatch.setattr(resource, "getrlimit", lambda which: limits.get(which, (resource.RLIM_INFINITY,) * 2))
+    most = loading.threads_that_fit()
+    assert 1 <= most < 64  # 4 GB, less what is mapped and the arenas, over 40 MB a thread
+    argv = ["run", "--model", "random:layers=1,heads=2,kv_heads=1,dim=32", "--prompt-ids", "1,2", "--steps", "1"]
+    assert main([*argv, "--threads", "512"]) == 2  # (libgomp ended the process: "Thread creation failed", exit 1)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "error: threads: the stacks and buffers of 512 threads do not fit in this process's address-space limit "
+        f"(ulimit -v); at most {most} here"
+    ], err
+    import torch
+
+    before = torch.get_num_threads()
+    assert loading.set_threads(None) >= 1  # the default is never refused
+    loading.set_threads(before)
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY,) * 2)
+    assert loading.threads_that_fit() == loading.MAX_THREADS

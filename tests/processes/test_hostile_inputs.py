@@ -176,3 +176,47 @@ def test_formerly_known_gaps_are_closed(outcomes):
         if (results[name]["rc"] not in ("TraceError",) if name.startswith("trace/") else _bad_outcome(results[name]))
     }
     assert not still, "\n".join(f"{k}: {v}" for k, v in still.items())
+
+
+# ------------------------------------------------------------------ saved runs of the newer kinds
+@pytest.fixture(scope="module")
+def new_kinds(tmp_path_factory) -> tuple[list[hostile.Case], dict]:
+    """Real runs of the newer kinds (lanes that evict by attention, draft and quantize weights; continuous
+    batching with a preemption), their generated damaged copies, and each case's outcome — all in this one
+    process (``run_one``: fd 2 captured, under an alarm)."""
+    from kvsim.cli.entry import main as cli_main
+
+    root = tmp_path_factory.mktemp("hostile-new")
+    model = ["--model", "random:layers=1,heads=2,kv_heads=1,dim=32,seed=1"]
+    lanes, batched = root / "lanes.kvsim", root / "batched.kvsim"
+    assert (
+        cli_main(["run", *model, "--prompt", "hi there you all", "--steps", "6", "--lanes", hostile.LANES, "--save", str(lanes)])
+        == 0
+    )
+    batching = ["--batching", "continuous", "--max-batched-tokens", "32", "--block-size", "4", "--pool-blocks", "7"]
+    prompts = ["--prompt", "abcdefghijkl", "--prompt", "mnopqrstuvwx"]
+    assert cli_main(["run", *model, "--steps", "8", "--ignore-eos", *batching, *prompts, "--save", str(batched)]) == 0
+    cases = hostile.build_new_kinds_corpus(root / "damaged", lanes, batched)
+    good = [
+        hostile.Case("good/trace", [str(lanes)], kind="trace"),
+        hostile.Case("good/requests", [str(batched)], kind="requests"),
+    ]
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__  # the real descriptors, which run_one captures
+    try:
+        return cases, {c.name: hostile.run_one(c, root) for c in good + cases}
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def test_damaged_runs_of_the_newer_kinds_are_refused_in_one_line_through_each_route(new_kinds) -> None:
+    cases, results = new_kinds
+    assert results["good/trace"]["rc"] == "loaded" and results["good/requests"]["rc"] == "loaded"
+    assert len(cases) >= 64  # (19 + 14 damages) × (the reader, `kvsim inspect`)
+    accepted = [c.name for c in cases if c.kind != "cli" and results[c.name]["rc"] != "TraceError"]
+    assert not accepted, {n: results[n] for n in accepted}
+    wrong = {c.name: why for c in cases if c.kind == "cli" and (why := _bad_outcome(results[c.name]))}
+    assert not wrong, "\n".join(f"{k}: {v}" for k, v in wrong.items())
+    for c in cases:  # one line, and a file's control codes never reach the terminal
+        text = results[c.name].get("message") or results[c.name]["stderr"]
+        assert "\x1b" not in text and "\x07" not in text and text.strip().count("\n") == 0, (c.name, text)

@@ -107,8 +107,10 @@ def test_offline_without_the_cache_and_unknown_repositories_are_one_line(tmp_pat
         server.add_repo(REPO, repo)
         done = _kvsim(tmp_path, server.url, "models", "get", "kvsim-test/nope")
         assert done.returncode == 2 and "Traceback" not in done.stderr
-        last = done.stderr.strip().splitlines()[-1]
-        assert last == "error: kvsim-test/nope: no such repository on the Hub (or it is private: set HF_TOKEN)"
+        # the error alone: no "fetching …" line before an answer that came at once
+        assert done.stderr.strip().splitlines() == [
+            "error: kvsim-test/nope: no such repository on the Hub (or it is private: set HF_TOKEN)"
+        ], done.stderr
         done = _kvsim(tmp_path, server.url, "run", "--model", "kvsim-test/nope", "--prompt", "hi", "--steps", "1")
         assert done.returncode == 2 and "no such repository" in done.stderr.strip().splitlines()[-1]
 
@@ -176,8 +178,11 @@ def test_terms_are_shown_and_accepted_once(hub_online, repo, monkeypatch, capsys
     _named(monkeypatch, "https://example.invalid/terms")
     hub_online.add_repo(REPO, repo)
     monkeypatch.setattr(sys.stdin, "isatty", lambda: False)
-    with pytest.raises(ModelLoadError, match="pass --accept-license"):  # a script, without the flag
+    with pytest.raises(ModelLoadError, match=r"pass --accept-license \(having read the Fake Terms"):  # a script
         catalog.fetch_model("fake-named", progress=lambda _: None)
+    assert capsys.readouterr().err == ""  # (the error says which terms: no line before it)
+    with pytest.raises(ModelLoadError, match="not accepted"):  # asked: the terms are shown first
+        catalog.fetch_model("fake-named", progress=lambda _: None, ask=lambda _: "n")
     assert "is under the Fake Terms" in capsys.readouterr().err
     with pytest.raises(ModelLoadError, match="not accepted; nothing was downloaded"):
         catalog.fetch_model("fake-named", progress=lambda _: None, ask=lambda _: "n")
@@ -210,8 +215,84 @@ def test_gemma_terms_come_before_any_download_on_the_command_line(monkeypatch, c
     monkeypatch.setattr(sys.stdin, "isatty", lambda: False)
     assert cli_main(["models", "get", "gemma3-270m"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert (
-        err[0]
-        == "gemma3-270m is under the Gemma Terms of Use (https://ai.google.dev/gemma/terms). Read them before you use the model."
-    )
-    assert err[-1].startswith("error: gemma3-270m: its terms must be accepted first: pass --accept-license")
+    assert err == [  # one line: no licence line before the error, which names the terms itself
+        "error: gemma3-270m: its terms must be accepted first: pass --accept-license "
+        "(having read the Gemma Terms of Use (https://ai.google.dev/gemma/terms))"
+    ], err
+
+
+# ------------------------------------------------------------------- a Hub that hangs, fails or truncates
+def test_a_silent_failing_or_truncating_hub_is_one_line_by_kind_within_its_deadline(hub_online, repo, monkeypatch) -> None:
+    import time
+
+    monkeypatch.setenv("HF_HUB_ETAG_TIMEOUT", "1")
+    monkeypatch.setenv("HF_HUB_DOWNLOAD_TIMEOUT", "1")
+    hub_online.hang = True  # accepts the connection, never answers: bounded by the read deadline, not for ever
+    started = time.monotonic()
+    with pytest.raises(ModelLoadError) as hung:
+        hub.fetch_repo("kvsim-test/silent", progress=lambda _: None)
+    assert time.monotonic() - started < 30
+    assert "timed out after 1 s" in str(hung.value) and "\n" not in str(hung.value)
+    hub_online.hang = False
+    hub_online.status = 500  # an HTTP 500 is a status, not "could not be reached"
+    with pytest.raises(ModelLoadError) as failed:
+        hub.fetch_repo("kvsim-test/failing", progress=lambda _: None)
+    assert f"the Hub at {hub_online.url} answered HTTP 500" in str(failed.value), failed.value
+    assert "could not be reached" not in str(failed.value) and "\n" not in str(failed.value)
+    hub_online.status = None
+    hub_online.add_repo("kvsim-test/truncating", repo)
+    hub_online.short["model.safetensors"] = 50_000  # every answer for the weights is cut short
+    messages: list[str] = []
+    with pytest.raises(ModelLoadError) as cut:
+        hub.fetch_repo("kvsim-test/truncating", progress=messages.append)
+    assert str(cut.value).startswith("fetching kvsim-test/truncating@main failed: ") and "\n" not in str(cut.value)
+    assert sum("resuming (attempt" in m for m in messages) == hub.ATTEMPTS - 1
+    assert not any("ready at" in m for m in messages)
+
+
+def test_an_unreachable_hub_is_said_so(hub_online, monkeypatch) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}"
+    monkeypatch.setenv("HF_ENDPOINT", closed)
+    with pytest.raises(ModelLoadError) as refused:
+        hub.fetch_repo("kvsim-test/nowhere", progress=lambda _: None)
+    assert f"and the Hub at {closed} could not be reached (" in str(refused.value), refused.value
+    assert "\n" not in str(refused.value)
+
+
+def test_a_deadline_that_is_not_a_number_of_seconds_is_one_line(monkeypatch) -> None:
+    monkeypatch.delenv("HF_HUB_ETAG_TIMEOUT", raising=False)
+    for value in ("abc", "0", "1.5", ""):
+        monkeypatch.setenv("HF_HUB_DOWNLOAD_TIMEOUT", value)
+        with pytest.raises(ModelLoadError, match="^HF_HUB_DOWNLOAD_TIMEOUT=.*a whole number of seconds"):
+            hub.fetch_repo("kvsim-test/any", progress=lambda _: None)
+    monkeypatch.setenv("HF_HUB_DOWNLOAD_TIMEOUT", "7")
+    assert hub.deadlines() == {"connect": hub.DEFAULT_DEADLINE_S, "read": 7, "write": 7, "pool": 7}
+
+
+def test_a_damaged_snapshot_is_not_fetched_and_models_get_repairs_it(hub_online, repo, monkeypatch) -> None:
+    repo_id = "kvsim-test/damaged"
+    commit = hub_online.add_repo(repo_id, repo)
+    folder = hub.fetch_repo(repo_id, progress=lambda _: None)
+    assert folder.name == commit and hub.cached_snapshot(repo_id) == folder and hub.snapshot_problems(folder, hashes=True) == {}
+    weights = (folder / "model.safetensors").resolve()
+    whole = weights.read_bytes()
+    with weights.open("r+b") as f:  # a killed copy, or a disk that lost the end
+        f.truncate(len(whole) // 2)
+    assert "incomplete" in hub.snapshot_problems(folder)["model.safetensors"]
+    assert hub.cached_snapshot(repo_id) is None and hub.cached_repo(repo_id) is None  # `models list` and `run` agree
+    messages: list[str] = []
+    assert hub.fetch_repo(repo_id, progress=messages.append) == folder
+    assert any("damaged in the cache (model.safetensors: " in m for m in messages), messages
+    assert (folder / "model.safetensors").read_bytes() == whole and hub.cached_snapshot(repo_id) == folder
+    # the same length, other bytes: only the hash (its blob's name) tells, and models get checks it
+    weights = (folder / "model.safetensors").resolve()
+    weights.write_bytes(whole[:-4] + b"\0\0\0\0")
+    assert hub.snapshot_problems(folder) == {} and "hash" in hub.snapshot_problems(folder, hashes=True)["model.safetensors"]
+    hub.fetch_repo(repo_id, progress=lambda _: None)
+    assert (folder / "model.safetensors").read_bytes() == whole
+    (folder / "model.safetensors").unlink()  # a download killed before the weights arrived
+    assert hub.cached_snapshot(repo_id) is None and hub.snapshot_problems(folder) == {"*.safetensors": "no weights"}

@@ -121,6 +121,55 @@ def test_a_link_is_written_through(tmp_path):
     assert (tmp_path / "link.bin").is_symlink() and real.read_bytes() == b"new"
 
 
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_killed_writers_temporary_files_are_removed_by_the_next_write(tmp_path):
+    from kvsim.core.atomic import remove_stale, temporary_prefix
+
+    gone, here = _dead_pid(), os.getpid()
+    left = tmp_path / f".run.kvsim.kvsim-{gone}.abcd1234.tmp.kvsim"  # what a kill -9 mid-write leaves
+    left.write_bytes(b"half a run")
+    ours = tmp_path / f".run.kvsim.kvsim-{here}.efgh5678.tmp.kvsim"  # a write still going on (this process)
+    ours.write_bytes(b"in progress")
+    folder = tmp_path / f"kvsim-fetch-{gone}-xyz"  # a killed download's folder
+    folder.mkdir()
+    (folder / "part").write_bytes(b"x")
+    other = tmp_path / ".notes.txt.tmp"  # not kvsim's: never touched
+    other.write_bytes(b"keep")
+    assert temporary_prefix("fetch") == f"kvsim-fetch-{here}-"
+    write_bytes(tmp_path / "run.kvsim", b"new")  # the next write into the folder cleans what the dead left
+    assert not left.exists() and not folder.exists() and ours.exists() and other.exists()
+    left.write_bytes(b"again")
+    assert remove_stale(tmp_path) == [left] and remove_stale(tmp_path) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([ours.name, other.name, "run.kvsim"])
+
+
+def test_a_replaced_file_keeps_its_owner_and_a_hard_link_is_said_lost(tmp_path, capsys):
+    target = _good(tmp_path / "shared.kvsim", 0o640)
+    if os.geteuid() == 0:  # only root may give a file to someone else
+        os.chown(target, 12345, 23456)
+    before = target.stat()
+    os.link(target, tmp_path / "other-name.kvsim")
+    write_bytes(target, b"new")
+    after = target.stat()
+    assert (after.st_uid, after.st_gid, stat.S_IMODE(after.st_mode)) == (before.st_uid, before.st_gid, 0o640)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"warning: {target} had 1 other hard link(s); they keep the old content (the new file replaces this name only)"
+    ]
+    assert (tmp_path / "other-name.kvsim").read_bytes() == GOOD  # (what the warning says)
+
+
+def test_a_long_legal_file_name_is_written(tmp_path):
+    target = tmp_path / ("r" * 240 + ".kvsim")  # 246 characters: the file system allows 255
+    write_bytes(target, b"x")
+    assert target.read_bytes() == b"x" and [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
 def _special_files(tmp_path: Path) -> list[Path]:
     fifo = tmp_path / "fifo.kvsim"
     os.mkfifo(fifo)
@@ -197,6 +246,14 @@ def test_export_under_a_file_size_limit(tmp_path, ext, limit):
     args = ["export", "--model", MODEL, "--prompt-ids", "1,2", "--steps", "3", "--size", "320x180", "--out", str(target)]
     proc = _kvsim(args, limit=limit)
     _one_error_line(proc, str(target))
+    _intact(tmp_path, target)
+
+
+def test_export_whose_run_file_is_over_the_limit_is_one_line(tmp_path):
+    target = _good(tmp_path / "good.gif")
+    args = ["export", "--model", MODEL, "--prompt-ids", "1,2", "--steps", "3", "--size", "320x180", "--out", str(target)]
+    proc = _kvsim(args, limit=2_000)  # the run it films (~3.6 KB, kept in the temporary folder) is larger than this
+    _one_error_line(proc, "the run to film could not be kept in the temporary folder")
     _intact(tmp_path, target)
 
 

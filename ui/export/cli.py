@@ -77,9 +77,15 @@ def main(args) -> int:
         ready = window.controller.wait_ready(timeout_s=300)
         if not ready and not window.controller.run_failed:  # the window's own run failing does not matter:
             return _fail(window.controller.last_error or "the model did not load in time")  # the computed run is opened
-        with tempfile.TemporaryDirectory(prefix="kvsim-export-") as tmp:
+        from kvsim.core.atomic import WriteError, remove_stale, temporary_prefix
+
+        remove_stale(tempfile.gettempdir())  # the run files of exports a kill stopped
+        with tempfile.TemporaryDirectory(prefix=temporary_prefix("export")) as tmp:
             trace_path = Path(tmp) / "run.kvsim"
-            Trace(meta=meta, records=records).save(trace_path)
+            try:  # (a file-size limit or a full temporary folder: one line, not an unexpected failure)
+                Trace(meta=meta, records=records).save(trace_path)
+            except WriteError as exc:
+                return _fail(f"the run to film could not be kept in the temporary folder: {exc}")
             if not window.controller.open_run(str(trace_path)):
                 return _fail(window.controller.last_error or "the run could not be shown")
         window.setWindowTitle(f"kvsim — {meta.get('model_id', args.model)}")

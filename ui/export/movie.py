@@ -178,7 +178,7 @@ class Encoder(threading.Thread):
             pixelformat="yuv420p",
             quality=8,
             macro_block_size=2,
-            ffmpeg_log_level="error",
+            ffmpeg_log_level="quiet",  # its lines would go to the terminal beside ours ("Broken pipe" ×7): said in one, below
             # one core (the window keeps the other); ultrafast: no look-ahead or B-frames to buffer, so the
             # encoder holds ~110 MB at 1280x720 instead of ~250 MB (files are larger: docs/export.md)
             output_params=["-threads", "1", "-preset", "ultrafast"],
@@ -236,8 +236,7 @@ class Encoder(threading.Thread):
         except _Cancelled:
             return
         except Exception as exc:  # noqa: BLE001 - reported to the GUI as one line
-            text = str(exc).splitlines()[0] if str(exc) else ""
-            self.error = text if isinstance(exc, OSError) and text.startswith("cannot write") else f"{type(exc).__name__}: {text}"
+            self.error = encoder_failure(exc, self.spec.path, self.spec.format)
 
     def cancel(self) -> None:
         self.cancelled.set()
@@ -245,6 +244,25 @@ class Encoder(threading.Thread):
             self.frames.put_nowait(None)
         except queue.Full:
             pass
+
+
+def encoder_failure(exc: BaseException, path: str | os.PathLike[str], fmt: str) -> str:
+    """One line for a failed export: a write refused by kvsim as it is; an MP4 whose encoder (ffmpeg, a
+    separate process) stopped — imageio says "Broken pipe", then its command and its log — by the likely
+    cause: the disk full, else the first line of what it said."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if isinstance(exc, OSError) and text.startswith("cannot write"):
+        return text
+    if fmt == "mp4" and isinstance(exc, OSError):
+        import shutil
+
+        try:
+            full = shutil.disk_usage(Path(path).absolute().parent).free < 16 * 1024 * 1024
+        except OSError:
+            full = False
+        why = "no space left on the disk" if full else (text or type(exc).__name__)
+        return f"cannot write {path}: the MP4 encoder (ffmpeg) stopped: {why}"
+    return f"{type(exc).__name__}: {text}"
 
 
 class MovieExport(QObject):

@@ -74,7 +74,10 @@ def start_app(scale: float, theme_name: str | None, lang: str = "en", screen: tu
         import shutil
         import tempfile
 
-        folder = tempfile.mkdtemp(prefix="kvsim-screen-")
+        from kvsim.core.atomic import remove_stale, temporary_prefix
+
+        remove_stale(tempfile.gettempdir())  # the folders of runs a kill stopped
+        folder = tempfile.mkdtemp(prefix=temporary_prefix("screen"))
         atexit.register(shutil.rmtree, folder, True)
         width, height = max(screen[0], 1920), max(screen[1], 1080)
         os.environ["QT_QPA_PLATFORM"] = offscreen_platform(width, height, folder)

@@ -340,3 +340,24 @@ def test_qt_own_dialogs_speak_portuguese(qapp):
         assert not any("Look in" in t or "Files of" in t for t in plain), texts
     finally:
         i18n.install(qapp, "en")
+
+
+def test_an_mp4_encoder_that_stops_is_one_line_naming_the_cause(tmp_path, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    from kvsim.ui.export.movie import encoder_failure
+
+    said = "[Errno 32] Broken pipe\n\nFFMPEG COMMAND:\nffmpeg -y ...\n\nFFMPEG STDERR OUTPUT:\nNo space left on device\n"
+    usage = namedtuple("usage", "total used free")
+    target = tmp_path / "run.mp4"
+    monkeypatch.setattr(shutil, "disk_usage", lambda _: usage(10**9, 10**9, 4096))  # a full disk
+    assert encoder_failure(BrokenPipeError(said), target, "mp4") == (
+        f"cannot write {target}: the MP4 encoder (ffmpeg) stopped: no space left on the disk"
+    )
+    monkeypatch.setattr(shutil, "disk_usage", lambda _: usage(10**12, 0, 10**12))
+    assert encoder_failure(BrokenPipeError(said), target, "mp4") == (
+        f"cannot write {target}: the MP4 encoder (ffmpeg) stopped: [Errno 32] Broken pipe"
+    )
+    assert encoder_failure(OSError(f"cannot write {target}: File too large"), target, "mp4").count("\n") == 0
+    assert encoder_failure(ValueError("the GIF holds 3 frames\nmore"), target, "gif") == "ValueError: the GIF holds 3 frames"

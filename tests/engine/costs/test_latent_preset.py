@@ -80,6 +80,10 @@ def test_kvsim_memory_prints_the_latent_formula(capsys) -> None:
     assert report["params"] == 671_026_419_200
     listed = cli_json(capsys, "--list")["presets"]
     assert [r["latent"] for r in listed if r["name"] == "deepseek-v3"] == [[512, 64]]
+    ratio = 2 * 128 * 128 / 576  # MHA's K and V of 128 heads × 128 over one latent of 512 + 64, per token
+    for context in (0, 4096):  # nothing held yet is the same ratio, not "0.0×"
+        assert main(["memory", "--preset", "deepseek-v3", "--context", str(context)]) == 0
+        assert f": {ratio:.1f}× the latent's" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

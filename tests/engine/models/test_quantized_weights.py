@@ -191,7 +191,7 @@ def test_weight_lane_trace_round_trip(tmp_path) -> None:
     assert a.logit_diff == b.logit_diff and a.rows is not None and np.array_equal(a.rows.k, b.rows.k)
 
 
-@pytest.mark.parametrize("bad", ["kv@w3", "kv@w4:g3", "kv@w8:x", "kv@", "@w8", "kv@w8@w4"])
+@pytest.mark.parametrize("bad", ["kv@w3", "kv@w4:g3", "kv@w8:x", "kv@", "@w8", "kv@w8@w4", "kv@w8:g64:g32", "kv@w4:g32:g32"])
 def test_bad_weight_suffixes_are_one_clear_error(bad: str) -> None:
     with pytest.raises(SpecError):
         parse_lanes(bad)

@@ -98,3 +98,53 @@ def test_the_apps_banner_names_the_log(log_dir, qtbot, qapp):
     qtbot.waitUntil(lambda: bool(shown), timeout=5_000)
     assert str(log_dir / "kvsim.log") in shown[0] and str(log_dir / "kvsim.log") in handlers.lines[0]
     assert "KeyError: 'slot failed'" in (log_dir / "kvsim.log").read_text(encoding="utf-8")
+
+
+def _one_warning(capsys, path: Path, reason: str) -> None:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"warning: the log file {path} cannot be used ({reason}); logging to a file is off"], err
+
+
+def test_a_log_that_is_not_a_regular_file_is_one_warning_and_no_log_never_a_block(log_dir, capsys):
+    log_dir.mkdir()
+    path = log_dir / "kvsim.log"
+    os.mkfifo(path)  # a FIFO with no reader: opening it to write would wait for ever
+    assert logfile.setup() is None
+    _one_warning(capsys, path, "it is not a regular file")
+    logging.getLogger("kvsim").warning("not written anywhere")
+    assert capsys.readouterr().err == ""  # (the warning is said once)
+    path.unlink()
+    path.mkdir()  # a folder where the file should be
+    assert logfile.setup() is None
+    assert logfile.log_exception("still fine", exc_info=False) is None
+    assert "it is a folder" in capsys.readouterr().err
+
+
+def test_a_log_that_breaks_after_setup_turns_logging_off_in_one_line(log_dir, capsys):
+    path = logfile.setup()
+    assert path == log_dir / "kvsim.log" and not path.exists()  # opened on the first record
+    os.mkfifo(path)  # replaced by a FIFO before the first record: opened without blocking, refused
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        assert logfile.log_exception("it failed") is None  # no "traceback in …" pointing at nothing
+    err = capsys.readouterr().err
+    assert "--- Logging error ---" not in err and "Traceback" not in err
+    assert err.strip().splitlines() == [
+        f"warning: the log file {path} cannot be used (no such device or address); logging to a file is off"
+    ]
+    logging.getLogger("kvsim").warning("after: nothing, not even a warning")
+    assert capsys.readouterr().err == ""
+
+
+def test_an_unwritable_log_folder_is_one_warning(tmp_path, monkeypatch, capsys):
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("KVSIM_LOG_DIR", str(tmp_path / "file" / "logs"))
+    assert logfile.setup() is None
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot be used (its folder cannot be made: not a directory)" in err[0], err
+    monkeypatch.setenv("KVSIM_LOG_DIR", str(tmp_path / "locked"))
+    (tmp_path / "locked").mkdir(mode=0o500)
+    monkeypatch.setattr(os, "access", lambda *a, **k: False)  # (root may write anywhere: the check is what is tested)
+    assert logfile.setup() is None
+    assert "(permission denied)" in capsys.readouterr().err
