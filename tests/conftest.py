@@ -22,6 +22,12 @@ import pytest
 
 # GUI tests run without a display; set before any Qt import
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# one intra-op thread per process, as the app itself runs on 2 cores (kvsim.models.loading.default_threads), set
+# before torch is imported and inherited by every child (the layout probes, the CLI's processes): the suite runs
+# several processes side by side, and a second OpenMP thread per process only spins at each barrier waiting for a
+# core another process holds — measured on 2 cores with other work beside it, one language of the lesson's layout
+# probe took 300 s of CPU with torch's default two threads and 32 s with one (docs/testing.md)
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 # the log file (kvsim/core/logfile.py) goes to a temporary folder, never the user's log folder
 os.environ["KVSIM_LOG_DIR"] = tempfile.mkdtemp(prefix="kvsim-test-log-")
 atexit.register(shutil.rmtree, os.environ["KVSIM_LOG_DIR"], True)
