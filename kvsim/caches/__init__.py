@@ -5,12 +5,14 @@ lanes = parse_lanes("none,kv")           # LaneSpec("none", ...), LaneSpec("kv",
 cache = make_cache(lanes[1], n_layers)   # a KVCache
 """
 
+from .adakv import AdaKVCache  # noqa: F401 - registers adakv:B[:wW]
 from .base import Cache, PolicyInfo, PolicyWords, SpecError, visibility
 from .h2o import H2OCache  # noqa: F401 - registers h2o:B[:rR]
 from .kv import KVCache
 from .latent import LatentSVDCache  # noqa: F401 - registers latent:R
 from .none import NoCache
 from .paged import PagedCache  # noqa: F401 - registers paged:B
+from .pyramid import PyramidKVCache  # noqa: F401 - registers pyramid:B[:wW]
 from .quantized import Int4Cache, Int8Cache  # noqa: F401 - registers int8 / int4
 from .registry import (
     LaneSpec,
