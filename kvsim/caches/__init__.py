@@ -26,6 +26,7 @@ from .registry import (
     register_policy,
     unregister_policy,
 )
+from .rotated import HadamardInt4Cache  # noqa: F401 - registers int4:hadamard (int4:g32:hadamard)
 from .snapkv import SnapKVCache  # noqa: F401 - registers snapkv:B[:wW]
 from .speculative import SpeculativeCache  # noqa: F401 - registers spec:K:DRAFT
 from .stream import StreamCache  # noqa: F401 - registers stream:S+window:W
