@@ -44,10 +44,6 @@ from .snapkv import DEFAULT_WINDOW, KERNEL, SnapKVCache
 
 BETA = 20  # the authors' β: the top layer keeps 1/β of the mean budget
 
-LAYERS = QT_TRANSLATE_NOOP(
-    "policies", "lower layers keep more prompt rows, upper ones fewer: {first:,} in the first layer, {last:,} in the last"
-)
-
 
 def pyramid_budgets(budget: int, window: int, layers: int, prompt: int) -> list[int]:
     """The prompt rows each layer keeps (its window included) after a prompt of ``prompt`` tokens: the
@@ -124,7 +120,8 @@ class PyramidKVCache(SnapKVCache):
         context: Mapping[str, Any] | None = None,
     ) -> LaneBill | None:
         """Each layer's prompt budget (``pyramid_budgets``), then every new row: Σ_l min(prompt, B_l) + L·(n − prompt)
-        rows. The seed formula is ``snapkv``'s at the same B (the same total); None without the prompt's length."""
+        rows, summed layer by layer. The seed formula is ``snapkv``'s at the same B: the same total, split differently.
+        None without the prompt's length."""
         prompt = (context or {}).get("prompt_tokens")
         if prompt is None:
             return None
@@ -136,9 +133,7 @@ class PyramidKVCache(SnapKVCache):
         per_layer = [min(tokens, rows) + after for rows in kept]
         held = sum(kv_cache_bytes(1, heads, dim, rows, 1, elem_bits) for rows in per_layer)
         formula = kv_cache_bytes(layers, heads, dim, min(int(prompt), budget) + after, 1, elem_bits)
-        if held == formula:
-            return LaneBill(formula, held, elem_bits, None, "")
-        return LaneBill.explained(formula, held, elem_bits, None, LAYERS, {"first": per_layer[0], "last": per_layer[-1]})
+        return LaneBill(formula, held, elem_bits, None, "")  # equal: the layers' budgets sum to B·L
 
     def describe(self) -> PolicyInfo:
         b, w = self.budget, self.window
