@@ -15,11 +15,8 @@ the highest score, then keeps the layer's top rows of all heads flattened), with
 ``snapkv`` (the window's attention summed over its queries and the group's query heads, average-pooled,
 kernel 5). Ties go to the lower head, then to the older row.
 
-Heads now hold different counts; attention reads them as one (H_kv, S) block, a head with fewer rows
-padded with rows at position ``PAD`` (after every query, so the causal mask hides them: they get zero
-attention). The padding is how this simulator lays rows out, not what is held: the bytes count only
-real rows (the authors' kernel stores the heads' rows flattened, one varlen block). ``n_tokens`` is the
-widest head's count; the records' context is that width.
+Heads now hold different counts: ``padded_heads`` lays them out (the shorter heads padded with rows the
+causal mask hides; the bytes count only real rows, as the authors' kernel stores the heads flattened).
 
 Bytes: the rows each head holds (K and V), the same total as ``snapkv:B``; the scores are not kept.
 """
@@ -32,12 +29,12 @@ import torch
 
 from ..core.words import QT_TRANSLATE_NOOP
 from .base import PolicyInfo, PolicyWords, SpecError
+from .padded_heads import PaddedHeadsCache
 from .registry import register_policy
-from .scored import _Held, parse_count
+from .scored import parse_count
 from .snapkv import DEFAULT_WINDOW, KERNEL, SnapKVCache
 
 ALPHA = 0.2  # the safeguard: each head keeps at least ⌊α·(B − W)⌋ of its own best rows (kvpress's default)
-PAD = 1 << 30  # the position of a padding row: after every query, so the causal mask hides it
 
 
 def safeguard_rows(budget: int, window: int) -> int:
@@ -60,7 +57,7 @@ def head_choice(scores: torch.Tensor, per_head: int, safe: int) -> torch.Tensor:
 
 
 @register_policy
-class AdaKVCache(SnapKVCache):
+class AdaKVCache(PaddedHeadsCache, SnapKVCache):
     terms = ("adakv",)
     grammar = "adakv:B[:wW]"
     example = "adakv:64:w16"
@@ -107,19 +104,6 @@ class AdaKVCache(SnapKVCache):
         words = self.words({"budget": b, "window": w})
         return PolicyInfo.from_words(f"adakv:{b}:w{w}", words, reuses_past=True, lossy=False, evicts=True)
 
-    # ---------------------------------------------------------------- heads of different counts
-    def update(
-        self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor, positions: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        k, v = super().update(layer, k_new, v_new, positions)
-        held = self._held[layer]
-        assert held is not None  # set by the update
-        if bool((held.pos == PAD).any()):  # the new rows went after the padding: padding back to the end
-            held = _in_order(held)
-            self._held[layer], self._read[layer] = held, held.pos
-            return held.k, held.v
-        return k, v
-
     def observe_attention(self, layer: int, probs: torch.Tensor) -> None:
         held = self._held[layer]
         if held is None:
@@ -133,56 +117,4 @@ class AdaKVCache(SnapKVCache):
         keep = head_choice(pooled, self.budget - w, safeguard_rows(self.budget, w))
         keep = torch.cat([keep, torch.ones((keep.shape[0], w), dtype=torch.bool, device=keep.device)], 1)
         score = torch.cat([pooled, observed[:, s - w :]], 1)
-        pos = torch.where(keep, held.pos, torch.full_like(held.pos, PAD))
-        self._held[layer] = _trimmed(_in_order(_Held(held.k, held.v, pos, torch.where(keep, score, 0.0))))
-
-    def truncate(self, n_tokens: int) -> None:
-        """Undo the last update of every layer that stored positions ≥ ``n_tokens``; then drop any held row at
-        or past ``n_tokens`` (each head its own: the padding takes their place)."""
-        for layer in range(self.n_layers):
-            first = self._first[layer]
-            if first is not None and first >= n_tokens:
-                self._held[layer] = self._before[layer]
-                self._first[layer] = None
-            held = self._held[layer]
-            if held is not None:
-                late = (held.pos >= n_tokens) & (held.pos != PAD)
-                if bool(late.any()):
-                    pos = torch.where(late, torch.full_like(held.pos, PAD), held.pos)
-                    held = _trimmed(_in_order(_Held(held.k, held.v, pos, held.score)))
-                    held = None if held.pos.shape[1] == 0 else held
-                self._held[layer] = held
-            self._read[layer] = None if held is None else held.pos
-
-    def head_rows(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, str] | None:
-        """None: the heads hold different counts, which the records' per-head rows (one count) cannot carry."""
-        return None
-
-    def kept_positions(self, layer: int) -> list[list[int]]:
-        """The positions each KV head of ``layer`` holds, in order, the padding left out."""
-        held = self._held[layer]
-        if held is None:
-            return []
-        return [[p for p in row if p != PAD] for row in held.pos.tolist()]
-
-    def bytes_split(self) -> tuple[int, int]:
-        """(K and V of the rows the heads hold, all layers, the padding left out; 0: no scores are kept)."""
-        payload = 0
-        for held in self._held:
-            if held is not None:
-                real = int((held.pos != PAD).sum())
-                payload += 2 * real * held.k.shape[3] * held.k.element_size()
-        return payload, 0
-
-
-def _in_order(held: _Held) -> _Held:
-    """``held`` with each head's rows in position order, its padding (position ``PAD``) last."""
-    order = torch.sort(held.pos, dim=1, stable=True).indices
-    index = order[None, :, :, None].expand(1, -1, -1, held.k.shape[3])
-    return _Held(held.k.gather(2, index), held.v.gather(2, index), held.pos.gather(1, order), held.score.gather(1, order))
-
-
-def _trimmed(held: _Held) -> _Held:
-    """``held`` (in order) without the columns that are padding in every head."""
-    width = int((held.pos != PAD).sum(1).max()) if held.pos.numel() else 0
-    return _Held(held.k[:, :, :width], held.v[:, :, :width], held.pos[:, :width], held.score[:, :width])
+        self.keep_only(layer, keep, score)
