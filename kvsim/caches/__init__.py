@@ -7,6 +7,7 @@ cache = make_cache(lanes[1], n_layers)   # a KVCache
 
 from .adakv import AdaKVCache  # noqa: F401 - registers adakv:B[:wW]
 from .base import Cache, PolicyInfo, PolicyWords, SpecError, visibility
+from .duo import DuoAttentionCache  # noqa: F401 - registers duo:P[:sS][:wW]
 from .h2o import H2OCache  # noqa: F401 - registers h2o:B[:rR]
 from .kv import KVCache
 from .latent import LatentSVDCache  # noqa: F401 - registers latent:R

@@ -787,6 +787,30 @@
         <source>keys turned by a Hadamard rotation before {bits}-bit quantization, which spreads outlier channels over all; then as INT{bits}: groups of {group}, the last {residual} tokens in full precision</source>
         <translation>chaves giradas por uma rotação de Hadamard antes da quantização em {bits} bits, que espalha os canais com outliers por todos os canais; depois como o INT{bits}: grupos de {group}, os últimos {residual} tokens em precisão plena</translation>
     </message>
+    <message>
+        <source>{retrieval} of {heads} KV heads keep every row; the other {streaming} keep {sinks} sinks and the last {window} rows</source>
+        <translation>{retrieval} de {heads} cabeças KV guardam todas as linhas; as outras {streaming} guardam {sinks} sinks e as últimas {window} linhas</translation>
+    </message>
+    <message>
+        <source>DuoAttention: retrieval and streaming heads</source>
+        <translation>DuoAttention: cabeças de retrieval e de streaming</translation>
+    </message>
+    <message>
+        <source>{percent}% of the KV heads keep every row; the others keep {sinks} sinks and the last {window} rows. The split: the heads whose prompt attention falls most outside those rows (measured here, not trained)</source>
+        <translation>{percent}% das cabeças KV guardam todas as linhas; as outras guardam {sinks} sinks e as últimas {window} linhas. A divisão: as cabeças cuja atenção no prompt mais cai fora dessas linhas (medida aqui, não treinada)</translation>
+    </message>
+    <message>
+        <source>% of KV heads kept whole</source>
+        <translation>% das cabeças KV guardadas inteiras</translation>
+    </message>
+    <message>
+        <source>sinks of a streaming head</source>
+        <translation>sinks de uma cabeça de streaming</translation>
+    </message>
+    <message>
+        <source>recent rows of a streaming head</source>
+        <translation>linhas recentes de uma cabeça de streaming</translation>
+    </message>
 </context>
 <context>
     <name>presenter</name>

@@ -1,5 +1,6 @@
-"""Budgets per layer and per head — ``pyramid:B:wW`` (PyramidKV) and ``adakv:B:wW`` (Ada-KV on SnapKV's
-scores) — against an independent reference written here from the papers' definitions.
+"""Budgets per layer and per head — ``pyramid:B:wW`` (PyramidKV), ``adakv:B:wW`` (Ada-KV on SnapKV's
+scores) and ``duo:P:sS:wW`` (DuoAttention, its head split measured on the prompt) — against an independent
+reference written here from the papers' definitions.
 
 The reference runs the same random Llama (3 layers, GQA: 4 query heads on 2 KV heads) with its own
 plain attention (loops over the rows each KV head keeps, ``softmax(q·k/√d)`` of a list), holds K/V in
@@ -64,6 +65,8 @@ class Reference:
         self.k: list[dict[int, torch.Tensor]] = [{} for _ in range(L)]
         self.v: list[dict[int, torch.Tensor]] = [{} for _ in range(L)]
         self.kept: list[list[list[int]]] = [[[] for _ in range(hkv)] for _ in range(L)]
+        self.lost: list[list[float]] = [[] for _ in range(L)]  # duo: each head's measure at the prefill
+        self.retrieval: set[tuple[int, int]] | None = None  # duo: the (layer, head) kept whole
 
     @torch.no_grad()
     def forward(self, ids: list[int], positions: list[int]) -> torch.Tensor:
@@ -79,6 +82,7 @@ class Reference:
                 self.v[layer][p] = v[t]
             rows = [self.kept[layer][j] + positions for j in range(hkv)]
             observed = [dict.fromkeys(rows[j], 0.0) for j in range(hkv)]  # the window's attention, per KV head
+            lost = [0.0] * hkv  # duo: the mass outside sinks + window, summed over the group's heads and the queries
             y = torch.zeros(len(positions), h * d)
             for head in range(h):
                 j = head // g
@@ -89,14 +93,36 @@ class Reference:
                     if t >= len(positions) - self.policy["window"]:
                         for i, r in enumerate(seen):
                             observed[j][r] += float(w[i])
+                    if self.policy["kind"] == "duo":
+                        sinks, window = self.policy["sinks"], self.policy["window"]
+                        lost[j] += sum(float(w[i]) for i, r in enumerate(seen) if not (r < sinks or r >= p - window))
                     y[t, head * d : (head + 1) * d] = sum(w[i] * self.v[layer][r][j] for i, r in enumerate(seen))
             x = x + a.wo(y)
             x = x + block.mlp(block.mlp_norm(x))
             first = not self.kept[layer][0]
             self.kept[layer] = rows
-            if first and len(positions) > self.policy["budget"]:
+            if self.policy["kind"] == "duo":
+                if first:
+                    self.lost[layer] = [x / (g * len(positions)) for x in lost]
+                else:
+                    self._stream(layer)
+            elif first and len(positions) > self.policy["budget"]:
                 self._compress(layer, positions, observed)
+        if self.policy["kind"] == "duo" and self.retrieval is None:  # the split, once every layer is measured
+            heads = [(layer, j) for layer in range(cfg.n_layers) for j in range(hkv)]
+            count = math.floor(self.policy["percent"] / 100 * len(heads) + 0.5)
+            ranked = sorted(heads, key=lambda lj: (-self.lost[lj[0]][lj[1]], lj[0], lj[1]))
+            self.retrieval = set(ranked[:count])
+            for layer in range(cfg.n_layers):
+                self._stream(layer)
         return m.lm_head(m.norm(x))[-1]
+
+    def _stream(self, layer: int) -> None:
+        """DuoAttention's streaming heads keep the first S positions and the W newest."""
+        sinks, window = self.policy["sinks"], self.policy["window"]
+        for j, rows in enumerate(self.kept[layer]):
+            if (layer, j) not in self.retrieval:
+                self.kept[layer][j] = [r for r in rows if r < sinks or r > max(rows) - window]
 
     def _compress(self, layer: int, prompt: list[int], observed: list[dict[int, float]]) -> None:
         budget, w, hkv = self.policy["budget"], self.policy["window"], self.cfg.n_kv_heads
@@ -205,12 +231,52 @@ def test_bills_equal_the_recorded_bytes_every_step() -> None:
             assert all(s is not None and s[-1][1] == record.n_tokens for s in (pyr.spans, ada.spans))
 
 
-@pytest.mark.parametrize("spec", ["pyramid:8:w3", "adakv:8:w3"])
+# ------------------------------------------------------------------------------------ duo
+def test_duo_keeps_the_rows_of_its_split_at_every_step() -> None:
+    lm = load_model(LLAMA)
+    ids = torch.randint(0, 300, (23 + DECODE,), generator=torch.Generator().manual_seed(11)).tolist()
+    cache = make_cache("duo:50:s2:w5", 3)
+    ref = Reference(lm.model, {"kind": "duo", "percent": 50, "sinks": 2, "window": 5, "budget": 0})
+    done = 0
+    for n in [23] + list(range(24, 23 + DECODE + 1)):
+        positions = list(range(done, n))
+        out = lm.model(torch.tensor([ids[done:n]]), torch.tensor(positions), cache, last_only=True)
+        want = ref.forward(ids[done:n], positions)
+        assert float((out.logits[0, -1] - want).abs().max()) < 1e-5, f"duo: logits differ at n={n}"
+        assert [_kept(cache, layer) for layer in range(3)] == ref.kept, f"duo: rows kept differ at n={n}"
+        done = n
+    split = cache.retrieval_heads()
+    assert split is not None and {(i, j) for i, j in split.nonzero().tolist()} == ref.retrieval and int(split.sum()) == 3
+    for layer in range(3):  # a streaming head: 2 sinks and the 5 newest; a retrieval head: every row
+        for j, rows in enumerate(_kept(cache, layer)):
+            assert rows == (list(range(done)) if (layer, j) in ref.retrieval else [0, 1, *range(done - 5, done)])
+
+
+def test_duo_bill_and_spec() -> None:
+    from kvsim.costs.memory import lane_bill
+
+    lm = load_model(LLAMA)
+    sim = Simulator(lm.model, lm.tokenizer, list(range(1, 15)), parse_lanes("duo:34:s2:w4,duo:0:s0:w3"), warmup=False)
+    for step in range(4):
+        record = sim.step()
+        for lane, done in zip(sim.trace.meta["lanes"], record.lanes, strict=True):
+            bill = lane_bill(lane, 3, 2, 8, 14 + step, done.kv_positions)
+            assert bill is not None and bill.expected_bytes == done.cache_bytes, (step, lane["name"])
+    assert bill.why_values["retrieval"] == 0 and record.lane("duo:0:s0:w3").cache_bytes == 6 * 3 * 2 * 8 * 4
+    assert lane_bill(sim.trace.meta["lanes"][0], 3, 2, 8, 20, 1).why_values["retrieval"] == 2  # 34 % of 6, rounded
+    assert make_cache("duo:50", 2).describe().spec == "duo:50:s4:w64"
+    with pytest.raises(SpecError, match="percentage"):
+        parse_spec("duo:101")
+
+
+@pytest.mark.parametrize("spec", ["pyramid:8:w3", "adakv:8:w3", "duo:50:s1:w3"])
 def test_a_cancelled_step_is_undone_exactly(spec: str) -> None:
     model = load_model(LLAMA).model
     cache = make_cache(spec, 3)
     model(torch.arange(1, 15)[None], torch.arange(14), cache)
+    earlier = []
     for n in range(14, 16):
+        earlier = [_kept(cache, layer) for layer in range(3)]  # what it held before the step at n
         model(torch.tensor([[n]]), torch.tensor([n]), cache)
     before = [_kept(cache, layer) for layer in range(3)]
     nbytes = cache.nbytes
@@ -223,8 +289,11 @@ def test_a_cancelled_step_is_undone_exactly(spec: str) -> None:
         model(torch.tensor([[3]]), torch.tensor([16]), cache, layer_hook=stop)
     cache.truncate(16)
     assert [_kept(cache, layer) for layer in range(3)] == before and cache.nbytes == nbytes
-    cache.truncate(15)  # one decoded row less in every head
-    assert [[h[:-1] for h in layer] for layer in before] == [_kept(cache, layer) for layer in range(3)]
+    cache.truncate(15)  # a second step back: rows at 15 dropped (one step is undone exactly, as ScoredCache)
+    if spec.startswith("duo"):  # a streaming head's rows evicted by the step at 15 are gone, as in a window
+        assert all(max(h) == 14 for layer in range(3) for h in _kept(cache, layer))
+    else:  # nothing was evicted after the prefill: exactly what it held before the step at 15
+        assert [_kept(cache, layer) for layer in range(3)] == earlier
 
 
 @pytest.mark.parametrize(
