@@ -82,7 +82,7 @@ def build_prompt(tok, fact: str, question: str, lead: str, filler_tokens: int) -
     """The prompt ids, the filler and the format used: the fact, ~``filler_tokens`` tokens of held-out Austen,
     the question — one user turn of the model's chat template, or (a base model without one, such as the
     fetched Gemma 3 270M) a completion ending ``Answer: <lead>``."""
-    from benchmarks.stream_positions import held_out_text
+    from benchmarks.quality.stream_positions import held_out_text
 
     filler = ""
     for word in held_out_text().split(" "):

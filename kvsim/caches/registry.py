@@ -5,7 +5,8 @@ Grammar (case-insensitive names, parameters as the policy defines them)::
     SPEC := TERM ("+" TERM)*        e.g.  kv   window:64   sink:4+window:60   int4:g32:r16
     TERM := NAME (":" ARG)*
 
-A policy class names its terms (``terms = ("sink", "window")``), may have whole-spec aliases
+A policy class names its terms (``terms = ("sink", "window")``; a term ``"int4:hadamard"`` is a variant of
+``int4`` that a spec names by the word among its arguments: ``int4:g32:hadamard``), may have whole-spec aliases
 (``cached`` for ``kv``), and turns the terms' arguments into options (``parse_options``). A lane is
 keyed everywhere by its spec exactly as the user gave it; ``LaneSpec.policy`` is the canonical
 term list, ``LaneSpec.options`` what the policy parsed (JSON values, saved in traces).
@@ -109,6 +110,11 @@ def parse_spec(text: str) -> LaneSpec:
     if any(not t[0] for t in terms):
         raise SpecError(f"lane spec {given!r} has an empty term")
     key = tuple(t[0].lower() for t in terms)
+    for i, term in enumerate(terms):  # a variant named by a word among a term's arguments: int4:g32:hadamard
+        variant = next((a for a in term[1:] if key[:i] + (f"{key[i]}:{a.strip().lower()}",) + key[i + 1 :] in _POLICIES), None)
+        if variant is not None:
+            key = key[:i] + (f"{key[i]}:{variant.strip().lower()}",) + key[i + 1 :]
+            term.remove(variant)
     cls = _POLICIES.get(key)
     if cls is None:
         raise SpecError(f"unknown lane {given!r} (known: {', '.join(known_specs())}; aliases: {', '.join(sorted(_ALIASES))})")

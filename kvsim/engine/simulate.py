@@ -280,6 +280,7 @@ class Simulator:
             context = int(key_pos.shape[-1])  # the rows each head read
             if key_pos.ndim == 2:  # heads hold different rows (eviction by attention): spans of their union
                 key_pos = np.unique(key_pos)
+                key_pos = key_pos[key_pos < n]  # a head holding fewer rows is padded past every query (adakv)
             cost = step_cost(cfg, new=t, context=context, out=1, dtype_bytes=elem) if spec is None else spec.cost
             assert cost is not None, "a speculative lane's step always records its cost"
             cost = with_weight_bytes(cost, lane.model, elem)

@@ -740,6 +740,18 @@
         <translation>linhas do prompt guardadas</translation>
     </message>
     <message>
+        <source>AdaKV: heads share the layer&apos;s budget</source>
+        <translation>AdaKV: as cabeças dividem o orçamento da camada</translation>
+    </message>
+    <message>
+        <source>keeps {budget} prompt rows per KV head on average; the heads split the layer&apos;s rows by the attention of the last {window} tokens (each keeps at least {floor} of its own); then appends</source>
+        <translation>guarda em média {budget} linhas do prompt por cabeça KV; as cabeças dividem as linhas da camada pela atenção dos últimos {window} tokens (cada uma guarda pelo menos {floor} das suas); depois acrescenta</translation>
+    </message>
+    <message>
+        <source>prompt rows kept per KV head on average</source>
+        <translation>linhas do prompt guardadas por cabeça KV, em média</translation>
+    </message>
+    <message>
         <source>observation window</source>
         <translation>janela de observação</translation>
     </message>
@@ -754,6 +766,50 @@
     <message>
         <source>rows kept</source>
         <translation>linhas guardadas</translation>
+    </message>
+    <message>
+        <source>PyramidKV: fewer rows in upper layers</source>
+        <translation>PyramidKV: menos linhas nas camadas de cima</translation>
+    </message>
+    <message>
+        <source>keeps {budget} prompt rows per layer on average, more in lower layers and fewer in upper ones, chosen by the attention of the last {window} tokens; then appends</source>
+        <translation>guarda em média {budget} linhas do prompt por camada, mais nas camadas de baixo e menos nas de cima, escolhidas pela atenção dos últimos {window} tokens; depois acrescenta</translation>
+    </message>
+    <message>
+        <source>prompt rows kept per layer on average</source>
+        <translation>linhas do prompt guardadas por camada, em média</translation>
+    </message>
+    <message>
+        <source>INT{bits} cache, keys rotated (g{group}, r{residual})</source>
+        <translation>cache INT{bits}, chaves rotacionadas (g{group}, r{residual})</translation>
+    </message>
+    <message>
+        <source>keys turned by a Hadamard rotation before {bits}-bit quantization, which spreads outlier channels over all; then as INT{bits}: groups of {group}, the last {residual} tokens in full precision</source>
+        <translation>chaves giradas por uma rotação de Hadamard antes da quantização em {bits} bits, que espalha os canais com outliers por todos os canais; depois como o INT{bits}: grupos de {group}, os últimos {residual} tokens em precisão plena</translation>
+    </message>
+    <message>
+        <source>{retrieval} of {heads} KV heads keep every row; the other {streaming} keep {sinks} sinks and the last {window} rows</source>
+        <translation>{retrieval} de {heads} cabeças KV guardam todas as linhas; as outras {streaming} guardam {sinks} sinks e as últimas {window} linhas</translation>
+    </message>
+    <message>
+        <source>DuoAttention: retrieval and streaming heads</source>
+        <translation>DuoAttention: cabeças de retrieval e de streaming</translation>
+    </message>
+    <message>
+        <source>{percent}% of the KV heads keep every row; the others keep {sinks} sinks and the last {window} rows. The split: the heads whose prompt attention falls most outside those rows (measured here, not trained)</source>
+        <translation>{percent}% das cabeças KV guardam todas as linhas; as outras guardam {sinks} sinks e as últimas {window} linhas. A divisão: as cabeças cuja atenção no prompt mais cai fora dessas linhas (medida aqui, não treinada)</translation>
+    </message>
+    <message>
+        <source>% of KV heads kept whole</source>
+        <translation>% das cabeças KV guardadas inteiras</translation>
+    </message>
+    <message>
+        <source>sinks of a streaming head</source>
+        <translation>sinks de uma cabeça de streaming</translation>
+    </message>
+    <message>
+        <source>recent rows of a streaming head</source>
+        <translation>linhas recentes de uma cabeça de streaming</translation>
     </message>
 </context>
 <context>
