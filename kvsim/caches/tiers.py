@@ -21,8 +21,10 @@ serves exactly the prefixes it served before.
   tier (when there is one) or is dropped.
 * **disk**: one safetensors file per block (K and V of every layer, the block's token ids in its metadata)
   in a temporary folder the pool owns and removes (``close``, or when the pool is collected); each file is
-  written atomically (``kvsim.core.atomic``: a temporary file, fsync, rename) and read back with
-  ``safe_open`` (memory-mapped). Least recently used block first out: dropped.
+  written atomically (a temporary file renamed over it; not fsynced: the folder is scratch, see
+  ``DiskTier.write``) and read back with ``safe_open`` (memory-mapped). Least recently used block first
+  out: dropped. A block read soon after it was written comes from the page cache, not the platter: the
+  measured loads are the page cache's unless the machine was short of memory in between.
 
 A tier keeps a block it gave back (a cache, not a move): evicted again from the device, it costs nothing.
 
@@ -34,6 +36,7 @@ since the save are journaled and put back, disk files dropped since are kept unt
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -46,7 +49,6 @@ from pathlib import Path
 
 import torch
 
-from ..core.atomic import write_bytes
 from ..core.devices import sync
 from ..core.sampling import SimulationError
 from .blocks import BlockPool
@@ -146,6 +148,21 @@ class DiskTier:
 
     def path(self, h: int) -> Path:
         return self.folder / f"{h:016x}.safetensors"
+
+    def write(self, h: int, data: bytes) -> None:
+        """The block's file, atomically: written whole under a temporary name, then renamed over its own (a
+        reader sees the old file or the new one, never part of one). Not fsynced: the folder is scratch,
+        removed with the pool, so durability would only add a disk flush to every store (as offload caches
+        do, the file goes to the page cache and the disk writes it back when it will)."""
+        path = self.path(h)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=self.folder)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
     def sweep(self) -> None:
         """Remove the files of blocks the tier no longer holds."""
@@ -296,7 +313,7 @@ class TieredBlockPool(BlockPool):
         t0 = time.perf_counter()
         k_rows, v_rows = rows()
         data = save({"k": k_rows.contiguous(), "v": v_rows.contiguous()}, metadata={"tokens": ",".join(map(str, tokens))})
-        write_bytes(disk.path(h), data)
+        disk.write(h, data)
         self.moves.append(TierMove("disk", "store", disk.block_bytes, (time.perf_counter() - t0) * 1e3, f"{h:016x}", -1))
         disk.index[h] = tokens
         disk.stale.discard(h)

@@ -100,6 +100,15 @@ def _arrivals(args: argparse.Namespace, requests: RequestList, n: int) -> list[i
     return list(requests.arrivals) if requests.arrivals is not None else [0] * n
 
 
+def tier_hits(run: RequestsRun, index: int) -> dict[str, int]:
+    """A request's prefix-hit blocks brought back from the host and disk tiers (nothing when the run had no tiers)."""
+    offload = run.meta.get("offload")
+    if not isinstance(offload, dict):
+        return {}
+    host, disk = offload["recalled"][index]
+    return {"hits_from_host": host, "hits_from_disk": disk}
+
+
 def cmd_batching(
     args: argparse.Namespace, loaded: LoadedModel, requests: RequestList, inputs: list[RequestInput], sampling: Sampling
 ) -> int:
@@ -116,6 +125,7 @@ def cmd_batching(
         stop_at_eos=not args.ignore_eos,
         model_id=loaded.model_id,
         keep_snapshots=bool(args.save),
+        offload=getattr(args, "offload_spec", None),
     )
     limits = BatchLimits(
         max_batched_tokens=args.max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS,
@@ -136,7 +146,7 @@ def cmd_batching(
         for step in run.batches:
             out.write(json_line({"batch_step": step.as_dict()}) + "\n")
         for req in run.requests:
-            out.write(json_line({**req.as_dict(), "prefix_cache": run.prefix_caching}) + "\n")
+            out.write(json_line({**req.as_dict(), "prefix_cache": run.prefix_caching, **tier_hits(run, req.index)}) + "\n")
         out.write(json_line({"summary": run.summary()}) + "\n")
         return 0
     cfg = loaded.model.cfg

@@ -20,9 +20,10 @@ from ..core.sampling import Sampling
 from ..costs.memory import human_bytes
 from ..serving.request_lists import RequestList, check_prompts, encode_requests, load_requests
 from .args import UsageError, json_line, positive_int
-from .batching import add_batching_arguments, batching_flags_given, check_batching_flags
+from .batching import add_batching_arguments, batching_flags_given, check_batching_flags, tier_hits
 
 if TYPE_CHECKING:
+    from ..caches.tiers import OffloadSpec
     from ..serving.records import RequestsRun
 
 DEFAULT_BLOCK_SIZE = 16
@@ -42,6 +43,12 @@ def add_requests_arguments(r: argparse.ArgumentParser) -> None:
         "--compare-prefix-cache", action="store_true", help="several requests: run them without, then with prefix caching"
     )
     r.add_argument(
+        "--offload",
+        metavar="host:BYTES,disk:BYTES",
+        help="several requests: host and/or disk tiers under the pool (e.g. host:64MB,disk:1GB): evicted cached blocks "
+        "are kept there and brought back on a prefix hit",
+    )
+    r.add_argument(
         "--interleave", action="store_true", help="several requests: decode them round-robin (default: one after another)"
     )
     add_batching_arguments(r)
@@ -57,6 +64,7 @@ def check_single_prompt_flags(args: argparse.Namespace) -> None:
             ("--no-prefix-cache", args.no_prefix_cache or None),
             ("--compare-prefix-cache", args.compare_prefix_cache or None),
             ("--interleave", args.interleave or None),
+            ("--offload", args.offload),
             *batching_flags_given(args),
         )
         if value is not None
@@ -103,6 +111,7 @@ def cmd_requests(args: argparse.Namespace) -> int:
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
             raise UsageError(f"--save: cannot write into {folder} (no such folder or no permission)")
     check_batching_flags(args)
+    args.offload_spec = _offload_spec(args)
     requests = _request_list(args)  # a bad file is one error line before the model loads
     sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
     loaded = load_model(args.model, device=args.device, dtype=args.dtype)
@@ -120,6 +129,7 @@ def cmd_requests(args: argparse.Namespace) -> int:
         stop_at_eos=not args.ignore_eos,
         model_id=loaded.model_id,
         keep_snapshots=bool(args.save),  # the pool's step-by-step snapshots go into the saved file
+        offload=args.offload_spec,
     )
     schedule = "interleaved" if args.interleave else "sequential"
     repeats = args.repeats or DEFAULT_REQUEST_REPEATS
@@ -143,7 +153,7 @@ def cmd_requests(args: argparse.Namespace) -> int:
     if args.json:
         for run in runs:
             for req in run.requests:
-                out.write(json_line({**req.as_dict(), "prefix_cache": run.prefix_caching}) + "\n")
+                out.write(json_line({**req.as_dict(), "prefix_cache": run.prefix_caching, **tier_hits(run, req.index)}) + "\n")
         summaries: dict[str, object] = {("on" if run.prefix_caching else "off"): run.summary() for run in runs}
         if len(runs) == 2:
             summaries["ttft_ratio_on_off"] = [
@@ -152,6 +162,10 @@ def cmd_requests(args: argparse.Namespace) -> int:
             ]
         if both is not None and both.ttft:  # per request, on against off, paired: ratio, interval, verdict
             summaries["on_vs_off"] = both.comparisons()
+            if args.offload_spec is not None:  # what loading from the tiers saved against computing the rows again
+                summaries["ttft_saved_ms"] = [
+                    round(a.ttft_ms - b.ttft_ms, 4) for a, b in zip(runs[0].requests, runs[1].requests, strict=True)
+                ]
             summaries["load"] = [load_start, load_average()]
         out.write(json_line({"summary": summaries}) + "\n")
         return 0
@@ -173,10 +187,49 @@ def cmd_requests(args: argparse.Namespace) -> int:
         for i, (ttft, itl) in enumerate(zip(both.ttft, both.itl, strict=True)):
             t = ttft.describe() if ttft is not None else "-"
             d = itl.describe() if itl is not None else "-"
-            out.write(f"  request {i + 1}: TTFT {t}; ITL {d}\n")
+            out.write(f"  request {i + 1}: TTFT {t}; ITL {d}{_tier_note(runs, i)}\n")
         out.write(f"  {load_note(load_start, load_average())}\n")
     _print_waste(runs[-1], out)
     return 0
+
+
+def _offload_spec(args: argparse.Namespace) -> OffloadSpec | None:
+    """``--offload``'s tiers, checked before the model loads (they need prefix caching: nothing else is reused)."""
+    if args.offload is None:
+        return None
+    from ..caches.tiers import OffloadSpec
+    from ..core.sampling import SimulationError
+
+    if args.no_prefix_cache:
+        raise UsageError("--offload keeps evicted prefix blocks for later hits: it needs prefix caching (drop --no-prefix-cache)")
+    try:
+        return OffloadSpec.parse(args.offload)
+    except SimulationError as exc:
+        raise UsageError(f"--offload: {exc}") from None
+
+
+def _tier_note(runs: list[RequestsRun], i: int) -> str:
+    """For the off-vs-on table of a run with tiers: request ``i``'s hits from host and disk, and the TTFT they
+    saved against the run that computed every row (prefix caching off)."""
+    hits = tier_hits(runs[-1], i)
+    if not hits:
+        return ""
+    saved = runs[0].requests[i].ttft_ms - runs[-1].requests[i].ttft_ms
+    host, disk = hits["hits_from_host"], hits["hits_from_disk"]
+    return f"; hits from host {host}, from disk {disk}; TTFT saved {saved:+.2f} ms against recompute"
+
+
+def _print_offload(run: RequestsRun, out: TextIO) -> None:
+    offload = run.meta.get("offload")
+    if not isinstance(offload, dict):
+        return
+    out.write(f"    offload {offload['spec']} ({offload['host_memory'] or 'no host tier'}):\n")
+    for tier, t in offload["tiers"].items():
+        out.write(
+            f"      {tier:<4} stored {t['store_blocks']} blocks ({human_bytes(t['store_bytes'])}) in {t['store_ms']:.2f} ms, "
+            f"loaded {t['load_blocks']} ({human_bytes(t['load_bytes'])}) in {t['load_ms']:.2f} ms; "
+            f"holds {t['held_blocks']} of {t['capacity_blocks']} at the end\n"
+        )
 
 
 def _print_run(run: RequestsRun, out: TextIO) -> None:
@@ -196,6 +249,7 @@ def _print_run(run: RequestsRun, out: TextIO) -> None:
         f"    prefill rows computed {s['prefill_rows_total']}, reused {s['reused_rows_total']}; "
         f"TTFT total {s['ttft_ms_total']:.2f} ms; evictions {run.evictions}\n"
     )
+    _print_offload(run, out)
 
 
 def _print_waste(run: RequestsRun, out: TextIO) -> None:
