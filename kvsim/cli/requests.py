@@ -24,7 +24,9 @@ from .batching import add_batching_arguments, batching_flags_given, check_batchi
 
 if TYPE_CHECKING:
     from ..caches.tiers import OffloadSpec
+    from ..models.base import LoadedModel
     from ..serving.records import RequestsRun
+    from ..serving.request_lists import RequestInput
 
 DEFAULT_BLOCK_SIZE = 16
 DEFAULT_REQUEST_REPEATS = 3
@@ -49,6 +51,12 @@ def add_requests_arguments(r: argparse.ArgumentParser) -> None:
         "are kept there and brought back on a prefix hit",
     )
     r.add_argument(
+        "--disaggregate",
+        action="store_true",
+        help="several requests: run them colocated (continuous batching) and disaggregated (prefill here, decode in a "
+        "second process, K/V moved through shared memory); greedy",
+    )
+    r.add_argument(
         "--interleave", action="store_true", help="several requests: decode them round-robin (default: one after another)"
     )
     add_batching_arguments(r)
@@ -65,6 +73,7 @@ def check_single_prompt_flags(args: argparse.Namespace) -> None:
             ("--compare-prefix-cache", args.compare_prefix_cache or None),
             ("--interleave", args.interleave or None),
             ("--offload", args.offload),
+            ("--disaggregate", args.disaggregate or None),
             *batching_flags_given(args),
         )
         if value is not None
@@ -112,10 +121,13 @@ def cmd_requests(args: argparse.Namespace) -> int:
             raise UsageError(f"--save: cannot write into {folder} (no such folder or no permission)")
     check_batching_flags(args)
     args.offload_spec = _offload_spec(args)
+    _check_disaggregate(args)
     requests = _request_list(args)  # a bad file is one error line before the model loads
     sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
     loaded = load_model(args.model, device=args.device, dtype=args.dtype)
     inputs = encode_requests(loaded.tokenizer, requests, chat=not args.no_chat_template)
+    if args.disaggregate:
+        return _cmd_disaggregate(args, loaded, inputs)
     if args.batching == "continuous":
         from .batching import cmd_batching
 
@@ -206,6 +218,61 @@ def _offload_spec(args: argparse.Namespace) -> OffloadSpec | None:
         return OffloadSpec.parse(args.offload)
     except SimulationError as exc:
         raise UsageError(f"--offload: {exc}") from None
+
+
+def _check_disaggregate(args: argparse.Namespace) -> None:
+    if not args.disaggregate:
+        return
+    given = [
+        flag
+        for flag, value in (
+            ("--compare-prefix-cache", args.compare_prefix_cache),
+            ("--offload", args.offload is not None),
+            ("--save", args.save is not None),
+            ("--interleave", args.interleave),
+            ("--pool-blocks", args.pool_blocks is not None),
+        )
+        if value
+    ]
+    if given:
+        raise UsageError(f"--disaggregate runs its own two pools (colocated and split): drop {given[0]}")
+    if args.temperature != 0:
+        raise UsageError("--disaggregate compares the tokens of the two runs: greedy only (--temperature 0)")
+    if args.device not in (None, "cpu"):
+        raise UsageError("--disaggregate runs its decode instance on the CPU: drop --device")
+
+
+def _cmd_disaggregate(args: argparse.Namespace, loaded: LoadedModel, inputs: list[RequestInput]) -> int:
+    from ..serving.disagg import run_colocated, run_disaggregated
+
+    size, steps = args.block_size or DEFAULT_BLOCK_SIZE, args.steps
+    colocated = run_colocated(loaded.model, loaded.tokenizer, inputs, steps, size)
+    split = run_disaggregated(args.model, loaded.model, loaded.tokenizer, inputs, steps, size, dtype=args.dtype)
+    same = [a.tokens == b.tokens for a, b in zip(colocated.requests, split.requests, strict=True)]
+    out = sys.stdout
+    if args.json:
+        for run in (colocated, split):
+            out.write(json_line(run.as_dict()) + "\n")
+        out.write(json_line({"summary": {"tokens_identical": all(same), "block_size": size, "steps": steps}}) + "\n")
+        return 0
+    out.write(f"model {loaded.model_id}: {len(inputs)} requests, blocks of {size}, {steps} steps, greedy\n")
+    out.write(f"{'req':>3} {'prompt':>6} {'TTFT co':>8} {'TTFT split':>10} {'ITL co':>7} {'ITL split':>9} {'ITL max co':>10} ")
+    out.write(f"{'ITL max split':>13} {'moved':>9} {'transfer ms':>11} {'same':>4}\n")
+    for a, b, t, ok, given in zip(colocated.requests, split.requests, split.transfers, same, inputs, strict=True):
+
+        def median(xs: tuple[float, ...]) -> str:
+            return f"{sorted(xs)[len(xs) // 2]:.2f}" if xs else "-"
+
+        out.write(
+            f"{a.index + 1:>3} {len(given.prompt_ids):>6} {a.ttft_ms:8.2f} {b.ttft_ms:10.2f} {median(a.itl_ms):>7} "
+            f"{median(b.itl_ms):>9} {max(a.itl_ms, default=0):10.2f} {max(b.itl_ms, default=0):13.2f} "
+            f"{human_bytes(t.nbytes):>9} {t.pack_ms + t.unpack_ms:11.2f} {'yes' if ok else 'NO':>4}\n"
+        )
+    out.write(
+        "  (co: continuous batching in one pool; split: prefill here, decode in a second process; transfer = the copies "
+        "into and out of shared memory)\n"
+    )
+    return 0
 
 
 def _tier_note(runs: list[RequestsRun], i: int) -> str:

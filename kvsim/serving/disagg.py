@@ -38,7 +38,7 @@ from ..caches.paged import PagedCache
 from ..core.sampling import Sampling, SimulationError, choose
 from ..models.tokenizer import Tokenizer
 from ..models.transformer import Transformer
-from .core import BatchLimits, RunOptions
+from .core import BatchLimits, RunOptions, warm_up
 from .request_lists import RequestInput
 
 #: how long the run waits for the decode process to load its model and answer
@@ -129,14 +129,16 @@ def run_disaggregated(
     inputs: Sequence[RequestInput | Sequence[int]],
     steps: int,
     block_size: int = 16,
+    dtype: str | None = None,
 ) -> Served:
-    """Prefill here, decode in a spawned process that loads ``model_spec`` (the same model as ``model``)."""
+    """Prefill here, decode in a spawned process that loads ``model_spec`` (the same model as ``model``, on the
+    CPU, in ``dtype``)."""
     prompts = _ids(inputs)
     if steps < 1:
         raise SimulationError(f"steps must be ≥ 1, got {steps}")
     ctx = mp.get_context("spawn")  # a forked child would inherit torch's thread pool mid-state
     here, there = ctx.Pipe()
-    worker = ctx.Process(target=_decode_instance, args=(model_spec, there, block_size, steps), daemon=True)
+    worker = ctx.Process(target=_decode_instance, args=(model_spec, dtype, there, block_size, steps), daemon=True)
     worker.start()
     segments: dict[int, SharedMemory] = {}
     try:
@@ -201,16 +203,17 @@ def run_disaggregated(
         here.close()
 
 
-def _decode_instance(model_spec: str, conn: Connection, block_size: int, steps: int) -> None:
+def _decode_instance(model_spec: str, dtype: str | None, conn: Connection, block_size: int, steps: int) -> None:
     """The decode process: load the model, take requests' rows as they arrive, decode them round-robin."""
     try:
         from ..models.loading import load_model
 
         torch.set_num_threads(1)
-        model = load_model(model_spec).model
+        model = load_model(model_spec, dtype=dtype).model
         cfg = model.cfg
         pool = BlockPool(block_size, None, prefix_caching=False)
         pool.ensure_storage(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, model.dtype, model.device)
+        warm_up(model, block_size, [0, 1, 2, 3])  # the first timed step pays no lazy set-up (as the engines do)
         conn.send("ready")
         conn.recv()  # ("start", t0)
         active: list[dict[str, Any]] = []
