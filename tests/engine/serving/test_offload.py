@@ -163,3 +163,22 @@ def test_cli_offload_json_and_table(tmp_path: Path, capsys) -> None:
     assert "from host" in out and "TTFT saved" in out
     assert main([*base, "--offload", "gpu:1MB"]) == 2
     assert "--offload" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--offload", "host:1MB", "--no-prefix-cache"], "needs prefix caching"),
+        (["--disaggregate", "--offload", "host:1MB"], "drop --offload"),
+        (["--disaggregate", "--temperature", "0.8"], "greedy only"),
+    ],
+)
+def test_cli_refuses_offload_and_disaggregate_flags_that_do_not_go_together(capsys, flags: list[str], says: str) -> None:
+    argv = ["run", "--model", SMALL, "--prompt", "ab", "--prompt", "ac", "--steps", "2", *flags]
+    assert main(argv) == 2
+    assert says in capsys.readouterr().err
+
+
+def test_one_prompt_refuses_the_several_requests_flags(capsys) -> None:
+    assert main(["run", "--model", SMALL, "--prompt", "ab", "--offload", "host:1MB"]) == 2
+    assert "--offload applies to several requests" in capsys.readouterr().err
