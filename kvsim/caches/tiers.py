@@ -114,7 +114,7 @@ def _pin(shape: tuple[int, ...], dtype: torch.dtype) -> tuple[torch.Tensor, bool
     try:
         return torch.empty(shape, dtype=dtype, pin_memory=True), True, "pinned (page-locked) host memory"
     except (RuntimeError, AssertionError) as exc:  # no CUDA: pin_memory raises
-        reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+        reason = str(exc).splitlines()[0].split(";")[0][:100] if str(exc) else type(exc).__name__
         return torch.empty(shape, dtype=dtype), False, f"ordinary host memory: torch cannot pin here ({reason})"
 
 

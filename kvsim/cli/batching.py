@@ -109,6 +109,20 @@ def tier_hits(run: RequestsRun, index: int) -> dict[str, int]:
     return {"hits_from_host": host, "hits_from_disk": disk}
 
 
+def print_offload(run: RequestsRun, out: TextIO) -> None:
+    """What the run's offload tiers stored and loaded (nothing when it had none)."""
+    offload = run.meta.get("offload")
+    if not isinstance(offload, dict):
+        return
+    out.write(f"    offload {offload['spec']} ({offload['host_memory'] or 'no host tier'}):\n")
+    for tier, t in offload["tiers"].items():
+        out.write(
+            f"      {tier:<4} stored {t['store_blocks']} blocks ({human_bytes(t['store_bytes'])}) in {t['store_ms']:.2f} ms, "
+            f"loaded {t['load_blocks']} ({human_bytes(t['load_bytes'])}) in {t['load_ms']:.2f} ms; "
+            f"holds {t['held_blocks']} of {t['capacity_blocks']} at the end\n"
+        )
+
+
 def cmd_batching(
     args: argparse.Namespace, loaded: LoadedModel, requests: RequestList, inputs: list[RequestInput], sampling: Sampling
 ) -> int:
@@ -174,6 +188,7 @@ def cmd_batching(
         f"{s['tokens_per_forward']:.2f} tokens a forward, {_rate(s['tokens_per_s'])} tokens/s; "
         f"{s['preemptions']} preemptions ({s['recomputed_rows']} rows recomputed), {run.evictions} evictions\n"
     )
+    print_offload(run, out)
     return 0
 
 

@@ -20,7 +20,7 @@ from ..core.sampling import Sampling
 from ..costs.memory import human_bytes
 from ..serving.request_lists import RequestList, check_prompts, encode_requests, load_requests
 from .args import UsageError, json_line, positive_int
-from .batching import add_batching_arguments, batching_flags_given, check_batching_flags, tier_hits
+from .batching import add_batching_arguments, batching_flags_given, check_batching_flags, print_offload, tier_hits
 
 if TYPE_CHECKING:
     from ..caches.tiers import OffloadSpec
@@ -286,19 +286,6 @@ def _tier_note(runs: list[RequestsRun], i: int) -> str:
     return f"; hits from host {host}, from disk {disk}; TTFT saved {saved:+.2f} ms against recompute"
 
 
-def _print_offload(run: RequestsRun, out: TextIO) -> None:
-    offload = run.meta.get("offload")
-    if not isinstance(offload, dict):
-        return
-    out.write(f"    offload {offload['spec']} ({offload['host_memory'] or 'no host tier'}):\n")
-    for tier, t in offload["tiers"].items():
-        out.write(
-            f"      {tier:<4} stored {t['store_blocks']} blocks ({human_bytes(t['store_bytes'])}) in {t['store_ms']:.2f} ms, "
-            f"loaded {t['load_blocks']} ({human_bytes(t['load_bytes'])}) in {t['load_ms']:.2f} ms; "
-            f"holds {t['held_blocks']} of {t['capacity_blocks']} at the end\n"
-        )
-
-
 def _print_run(run: RequestsRun, out: TextIO) -> None:
     out.write(f"\nprefix caching {'on' if run.prefix_caching else 'off'}:\n")
     out.write(
@@ -316,7 +303,7 @@ def _print_run(run: RequestsRun, out: TextIO) -> None:
         f"    prefill rows computed {s['prefill_rows_total']}, reused {s['reused_rows_total']}; "
         f"TTFT total {s['ttft_ms_total']:.2f} ms; evictions {run.evictions}\n"
     )
-    _print_offload(run, out)
+    print_offload(run, out)
 
 
 def _print_waste(run: RequestsRun, out: TextIO) -> None:
