@@ -19,8 +19,8 @@ from kvsim.cli.entry import main
 from kvsim.core.sampling import SimulationError
 from kvsim.models.loading import load_model
 from kvsim.serving.batching import BatchingEngine
-from kvsim.serving.core import BatchLimits, RunOptions
-from kvsim.serving.requests import run_requests
+from kvsim.serving.core import BatchLimits, OneAtATime, RunOptions
+from kvsim.serving.requests import RequestsEngine, run_requests
 
 SMALL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,vocab=300,ctx=128,seed=5"
 P, Q, R = list(range(40, 64)), list(range(100, 124)), list(range(150, 174))
@@ -114,7 +114,11 @@ def test_a_prefix_lookup_counts_an_offloaded_block_and_taking_it_recalls_it() ->
 def test_requests_with_offload_give_the_tokens_of_runs_without(small) -> None:
     spec = "host:4KiB,disk:64KB"  # host holds 4 blocks: the 6-block prefix goes down to disk
     plain = run_requests(small.model, small.tokenizer, PROMPTS, pool_blocks=9, repeats=1, **RUN)
-    tiered = run_requests(small.model, small.tokenizer, PROMPTS, pool_blocks=9, offload=OffloadSpec.parse(spec), repeats=2, **RUN)
+    options = RunOptions(pool_blocks=9, offload=OffloadSpec.parse(spec), **RUN)
+    engine = RequestsEngine(small.model, small.tokenizer, PROMPTS, options, OneAtATime(repeats=2))  # rolled back once a prefill
+    tiered = engine.run()
+    assert isinstance(engine.pool, TieredBlockPool) and engine.pool.disk is not None
+    assert not engine.pool.disk.folder.exists()  # the run's disk tier is removed with it
     assert [r.output_ids for r in tiered.requests] == [r.output_ids for r in plain.requests]
     assert [r.reused_rows for r in plain.requests] == [0] * 5  # without tiers the small pool lost every prefix
     assert [r.reused_rows for r in tiered.requests] == [0, 0, 0, 24, 24]  # with them, both came back
