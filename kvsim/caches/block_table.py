@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from .blocks import BlockPool, block_hash
+from .tiers import OFFLOADED, TieredBlockPool
 
 
 @dataclass(frozen=True)
@@ -85,11 +86,13 @@ class SequenceBlocks:
             for j in range((len(tokens) - 1) // size):
                 h = block_hash(parent, tokens[j * size : (j + 1) * size])
                 b = pool.lookup(h)
-                if b is None:
-                    break
+                if b is None:  # not on the device: an offload tier may hold it (taking it takes a free block)
+                    if not (isinstance(pool, TieredBlockPool) and pool.offloaded(h)):
+                        break
+                    b = OFFLOADED
                 blocks.append(b)
                 hashes.append(h)
-                free += pool.ref[b] == 0
+                free += b == OFFLOADED or pool.ref[b] == 0
                 parent = h
         found = CachedPrefix(tuple(blocks), tuple(hashes), tuple(int(t) for t in tokens[: len(blocks) * size]), free)
         if take:
@@ -103,13 +106,19 @@ class SequenceBlocks:
         if self.blocks:
             raise RuntimeError("a cached prefix taken by a sequence that already holds blocks")
         pool = self.pool
-        stale = next((b for b, h in zip(prefix.blocks, prefix.hashes, strict=True) if pool.hash[b] != h), None)
+        pairs = list(zip(prefix.blocks, prefix.hashes, strict=True))
+        stale = next((b for b, h in pairs if b != OFFLOADED and pool.hash[b] != h), None)
         if stale is not None:
             raise RuntimeError(f"block {stale} was handed out again after the prefix was found")
-        for b in prefix.blocks:
-            pool.touch(b)
-            pool.events[b] = "hit"
-        self.blocks, self.hashes = list(prefix.blocks), list(prefix.hashes)
+        for b, _ in pairs:
+            if b != OFFLOADED:
+                pool.touch(b)
+                pool.events[b] = "hit"
+        if OFFLOADED in prefix.blocks:  # brought back once every device hit is held (a recall may evict)
+            if not isinstance(pool, TieredBlockPool):
+                raise RuntimeError("an offloaded prefix block taken by a pool without offload tiers")
+            pairs = [(pool.recall(h, self.owner) if b == OFFLOADED else b, h) for b, h in pairs]
+        self.blocks, self.hashes = [b for b, _ in pairs], list(prefix.hashes)
         self.hit_blocks = len(self.blocks)
         self.n_tokens = prefix.rows
         self.token_ids = list(prefix.token_ids)

@@ -100,6 +100,29 @@ def _arrivals(args: argparse.Namespace, requests: RequestList, n: int) -> list[i
     return list(requests.arrivals) if requests.arrivals is not None else [0] * n
 
 
+def tier_hits(run: RequestsRun, index: int) -> dict[str, int]:
+    """A request's prefix-hit blocks brought back from the host and disk tiers (nothing when the run had no tiers)."""
+    offload = run.meta.get("offload")
+    if not isinstance(offload, dict):
+        return {}
+    host, disk = offload["recalled"][index]
+    return {"hits_from_host": host, "hits_from_disk": disk}
+
+
+def print_offload(run: RequestsRun, out: TextIO) -> None:
+    """What the run's offload tiers stored and loaded (nothing when it had none)."""
+    offload = run.meta.get("offload")
+    if not isinstance(offload, dict):
+        return
+    out.write(f"    offload {offload['spec']} ({offload['host_memory'] or 'no host tier'}):\n")
+    for tier, t in offload["tiers"].items():
+        out.write(
+            f"      {tier:<4} stored {t['store_blocks']} blocks ({human_bytes(t['store_bytes'])}) in {t['store_ms']:.2f} ms, "
+            f"loaded {t['load_blocks']} ({human_bytes(t['load_bytes'])}) in {t['load_ms']:.2f} ms; "
+            f"holds {t['held_blocks']} of {t['capacity_blocks']} at the end\n"
+        )
+
+
 def cmd_batching(
     args: argparse.Namespace, loaded: LoadedModel, requests: RequestList, inputs: list[RequestInput], sampling: Sampling
 ) -> int:
@@ -116,6 +139,7 @@ def cmd_batching(
         stop_at_eos=not args.ignore_eos,
         model_id=loaded.model_id,
         keep_snapshots=bool(args.save),
+        offload=getattr(args, "offload_spec", None),
     )
     limits = BatchLimits(
         max_batched_tokens=args.max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS,
@@ -136,7 +160,7 @@ def cmd_batching(
         for step in run.batches:
             out.write(json_line({"batch_step": step.as_dict()}) + "\n")
         for req in run.requests:
-            out.write(json_line({**req.as_dict(), "prefix_cache": run.prefix_caching}) + "\n")
+            out.write(json_line({**req.as_dict(), "prefix_cache": run.prefix_caching, **tier_hits(run, req.index)}) + "\n")
         out.write(json_line({"summary": run.summary()}) + "\n")
         return 0
     cfg = loaded.model.cfg
@@ -164,6 +188,7 @@ def cmd_batching(
         f"{s['tokens_per_forward']:.2f} tokens a forward, {_rate(s['tokens_per_s'])} tokens/s; "
         f"{s['preemptions']} preemptions ({s['recomputed_rows']} rows recomputed), {run.evictions} evictions\n"
     )
+    print_offload(run, out)
     return 0
 
 

@@ -20,10 +20,13 @@ from ..core.sampling import Sampling
 from ..costs.memory import human_bytes
 from ..serving.request_lists import RequestList, check_prompts, encode_requests, load_requests
 from .args import UsageError, json_line, positive_int
-from .batching import add_batching_arguments, batching_flags_given, check_batching_flags
+from .batching import add_batching_arguments, batching_flags_given, check_batching_flags, print_offload, tier_hits
 
 if TYPE_CHECKING:
+    from ..caches.tiers import OffloadSpec
+    from ..models.base import LoadedModel
     from ..serving.records import RequestsRun
+    from ..serving.request_lists import RequestInput
 
 DEFAULT_BLOCK_SIZE = 16
 DEFAULT_REQUEST_REPEATS = 3
@@ -42,6 +45,18 @@ def add_requests_arguments(r: argparse.ArgumentParser) -> None:
         "--compare-prefix-cache", action="store_true", help="several requests: run them without, then with prefix caching"
     )
     r.add_argument(
+        "--offload",
+        metavar="host:BYTES,disk:BYTES",
+        help="several requests: host and/or disk tiers under the pool (e.g. host:64MB,disk:1GB): evicted cached blocks "
+        "are kept there and brought back on a prefix hit",
+    )
+    r.add_argument(
+        "--disaggregate",
+        action="store_true",
+        help="several requests: run them colocated (continuous batching) and disaggregated (prefill here, decode in a "
+        "second process, K/V moved through shared memory); greedy",
+    )
+    r.add_argument(
         "--interleave", action="store_true", help="several requests: decode them round-robin (default: one after another)"
     )
     add_batching_arguments(r)
@@ -57,6 +72,8 @@ def check_single_prompt_flags(args: argparse.Namespace) -> None:
             ("--no-prefix-cache", args.no_prefix_cache or None),
             ("--compare-prefix-cache", args.compare_prefix_cache or None),
             ("--interleave", args.interleave or None),
+            ("--offload", args.offload),
+            ("--disaggregate", args.disaggregate or None),
             *batching_flags_given(args),
         )
         if value is not None
@@ -107,10 +124,14 @@ def cmd_requests(args: argparse.Namespace) -> int:
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
             raise UsageError(f"--save: cannot write into {folder} (no such folder or no permission)")
     check_batching_flags(args)
+    args.offload_spec = _offload_spec(args)
+    _check_disaggregate(args)
     requests = _request_list(args)  # a bad file is one error line before the model loads
     sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
     loaded = load_model(args.model, device=args.device, dtype=args.dtype)
     inputs = encode_requests(loaded.tokenizer, requests, chat=not args.no_chat_template)
+    if args.disaggregate:
+        return _cmd_disaggregate(args, loaded, inputs)
     if args.batching == "continuous":
         from .batching import cmd_batching
 
@@ -124,6 +145,7 @@ def cmd_requests(args: argparse.Namespace) -> int:
         stop_at_eos=not args.ignore_eos,
         model_id=loaded.model_id,
         keep_snapshots=bool(args.save),  # the pool's step-by-step snapshots go into the saved file
+        offload=args.offload_spec,
     )
     schedule = "interleaved" if args.interleave else "sequential"
     repeats = args.repeats or DEFAULT_REQUEST_REPEATS
@@ -147,7 +169,7 @@ def cmd_requests(args: argparse.Namespace) -> int:
     if args.json:
         for run in runs:
             for req in run.requests:
-                out.write(json_line({**req.as_dict(), "prefix_cache": run.prefix_caching}) + "\n")
+                out.write(json_line({**req.as_dict(), "prefix_cache": run.prefix_caching, **tier_hits(run, req.index)}) + "\n")
         summaries: dict[str, object] = {("on" if run.prefix_caching else "off"): run.summary() for run in runs}
         if len(runs) == 2:
             summaries["ttft_ratio_on_off"] = [
@@ -156,6 +178,10 @@ def cmd_requests(args: argparse.Namespace) -> int:
             ]
         if both is not None and both.ttft:  # per request, on against off, paired: ratio, interval, verdict
             summaries["on_vs_off"] = both.comparisons()
+            if args.offload_spec is not None:  # what loading from the tiers saved against computing the rows again
+                summaries["ttft_saved_ms"] = [
+                    round(a.ttft_ms - b.ttft_ms, 4) for a, b in zip(runs[0].requests, runs[1].requests, strict=True)
+                ]
             summaries["load"] = [load_start, load_average()]
         out.write(json_line({"summary": summaries}) + "\n")
         return 0
@@ -177,10 +203,91 @@ def cmd_requests(args: argparse.Namespace) -> int:
         for i, (ttft, itl) in enumerate(zip(both.ttft, both.itl, strict=True)):
             t = ttft.describe() if ttft is not None else "-"
             d = itl.describe() if itl is not None else "-"
-            out.write(f"  request {i + 1}: TTFT {t}; ITL {d}\n")
+            out.write(f"  request {i + 1}: TTFT {t}; ITL {d}{_tier_note(runs, i)}\n")
         out.write(f"  {load_note(load_start, load_average())}\n")
     _print_waste(runs[-1], out)
     return 0
+
+
+def _offload_spec(args: argparse.Namespace) -> OffloadSpec | None:
+    """``--offload``'s tiers, checked before the model loads (they need prefix caching: nothing else is reused)."""
+    if args.offload is None:
+        return None
+    from ..caches.tiers import OffloadSpec
+    from ..core.sampling import SimulationError
+
+    if args.no_prefix_cache:
+        raise UsageError("--offload keeps evicted prefix blocks for later hits: it needs prefix caching (drop --no-prefix-cache)")
+    try:
+        return OffloadSpec.parse(args.offload)
+    except SimulationError as exc:
+        raise UsageError(f"--offload: {exc}") from None
+
+
+def _check_disaggregate(args: argparse.Namespace) -> None:
+    if not args.disaggregate:
+        return
+    given = [
+        flag
+        for flag, value in (
+            ("--compare-prefix-cache", args.compare_prefix_cache),
+            ("--offload", args.offload is not None),
+            ("--save", args.save is not None),
+            ("--interleave", args.interleave),
+            ("--pool-blocks", args.pool_blocks is not None),
+        )
+        if value
+    ]
+    if given:
+        raise UsageError(f"--disaggregate runs its own two pools (colocated and split): drop {given[0]}")
+    if args.temperature != 0:
+        raise UsageError("--disaggregate compares the tokens of the two runs: greedy only (--temperature 0)")
+    if args.device not in (None, "cpu"):
+        raise UsageError("--disaggregate runs its decode instance on the CPU: drop --device")
+
+
+def _cmd_disaggregate(args: argparse.Namespace, loaded: LoadedModel, inputs: list[RequestInput]) -> int:
+    from ..serving.disagg import run_colocated, run_disaggregated
+
+    size, steps = args.block_size or DEFAULT_BLOCK_SIZE, args.steps
+    colocated = run_colocated(loaded.model, loaded.tokenizer, inputs, steps, size)
+    split = run_disaggregated(args.model, loaded.model, loaded.tokenizer, inputs, steps, size, dtype=args.dtype)
+    same = [a.tokens == b.tokens for a, b in zip(colocated.requests, split.requests, strict=True)]
+    out = sys.stdout
+    if args.json:
+        for run in (colocated, split):
+            out.write(json_line(run.as_dict()) + "\n")
+        out.write(json_line({"summary": {"tokens_identical": all(same), "block_size": size, "steps": steps}}) + "\n")
+        return 0
+    out.write(f"model {loaded.model_id}: {len(inputs)} requests, blocks of {size}, {steps} steps, greedy\n")
+    out.write(f"{'req':>3} {'prompt':>6} {'TTFT co':>8} {'TTFT split':>10} {'ITL co':>7} {'ITL split':>9} {'ITL max co':>10} ")
+    out.write(f"{'ITL max split':>13} {'moved':>9} {'transfer ms':>11} {'same':>4}\n")
+    for a, b, t, ok, given in zip(colocated.requests, split.requests, split.transfers, same, inputs, strict=True):
+
+        def median(xs: tuple[float, ...]) -> str:
+            return f"{sorted(xs)[len(xs) // 2]:.2f}" if xs else "-"
+
+        out.write(
+            f"{a.index + 1:>3} {len(given.prompt_ids):>6} {a.ttft_ms:8.2f} {b.ttft_ms:10.2f} {median(a.itl_ms):>7} "
+            f"{median(b.itl_ms):>9} {max(a.itl_ms, default=0):10.2f} {max(b.itl_ms, default=0):13.2f} "
+            f"{human_bytes(t.nbytes):>9} {t.pack_ms + t.unpack_ms:11.2f} {'yes' if ok else 'NO':>4}\n"
+        )
+    out.write(
+        "  (co: continuous batching in one pool; split: prefill here, decode in a second process; transfer = the copies "
+        "into and out of shared memory)\n"
+    )
+    return 0
+
+
+def _tier_note(runs: list[RequestsRun], i: int) -> str:
+    """For the off-vs-on table of a run with tiers: request ``i``'s hits from host and disk, and the TTFT they
+    saved against the run that computed every row (prefix caching off)."""
+    hits = tier_hits(runs[-1], i)
+    if not hits:
+        return ""
+    saved = runs[0].requests[i].ttft_ms - runs[-1].requests[i].ttft_ms
+    host, disk = hits["hits_from_host"], hits["hits_from_disk"]
+    return f"; hits from host {host}, from disk {disk}; TTFT saved {saved:+.2f} ms against recompute"
 
 
 def _print_run(run: RequestsRun, out: TextIO) -> None:
@@ -200,6 +307,7 @@ def _print_run(run: RequestsRun, out: TextIO) -> None:
         f"    prefill rows computed {s['prefill_rows_total']}, reused {s['reused_rows_total']}; "
         f"TTFT total {s['ttft_ms_total']:.2f} ms; evictions {run.evictions}\n"
     )
+    print_offload(run, out)
 
 
 def _print_waste(run: RequestsRun, out: TextIO) -> None:

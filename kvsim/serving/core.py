@@ -25,6 +25,7 @@ import torch
 from ..caches.block_table import SequenceBlocks
 from ..caches.blocks import BlockPool
 from ..caches.paged import PagedCache
+from ..caches.tiers import OffloadSpec, TieredBlockPool
 from ..core.sampling import Sampling, SimulationError
 from ..models.tokenizer import Tokenizer
 from ..models.transformer import Transformer
@@ -60,6 +61,7 @@ class RunOptions:
     model_id: str = "model"  # recorded in the run
     warmup: bool = True  # one untimed prefill and decode first, so the first timed step pays no set-up
     keep_snapshots: bool = True  # the pool after every step (views and saved runs draw them)
+    offload: OffloadSpec | None = None  # host/disk tiers under the pool (prefix caching on): evicted blocks kept there
 
     def __post_init__(self) -> None:
         _whole("block size", self.block_size)
@@ -110,7 +112,11 @@ class RunOptions:
     def make_pool(self, model: Transformer, pool_blocks: int) -> BlockPool:
         """The run's shared pool, its rows allocated for ``model``."""
         cfg = model.cfg
-        pool = BlockPool(self.block_size, pool_blocks, prefix_caching=self.prefix_caching)
+        pool: BlockPool
+        if self.offload is not None and self.prefix_caching:  # without prefix caching nothing is reused: no tiers
+            pool = TieredBlockPool(self.block_size, pool_blocks, self.offload)
+        else:
+            pool = BlockPool(self.block_size, pool_blocks, prefix_caching=self.prefix_caching)
         pool.ensure_storage(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, model.dtype, model.device)
         return pool
 
@@ -333,6 +339,9 @@ def build_run(
     held, and the settings (``meta``: the engine's own, after the common ones)."""
     size = options.block_size
     results = [build_result(r, tokenizer, size) for r in states]
+    if isinstance(pool, TieredBlockPool):  # what the tiers moved, then their disk folder removed
+        meta = {**(meta or {}), "offload": pool.offload_summary(len(states))}
+        pool.close()
     return RequestsRun(
         model_id=options.model_id,
         block_size=size,

@@ -230,6 +230,8 @@ class RequestsRun:
                     "tokens_per_forward": round(generated / len(self.batches), 4),
                 }
             )
+        if "offload" in self.meta:  # a run with offload tiers: bytes and measured ms per tier and per move
+            out["offload"] = self.meta["offload"]
         return out
 
     def _base_summary(self) -> dict[str, object]:
