@@ -53,10 +53,17 @@ class PoolSnapshot:
     free_blocks: int  # blocks in the free queue (cached ones included)
     cached_free_blocks: int  # of those, blocks that still hold reusable rows
     evictions: int  # cached blocks handed out again so far
+    free_queue: tuple[int, ...] | None = None  # the free blocks in eviction order, next handed out first (None: not recorded)
+    null_block: int | None = None  # vLLM's reserved placeholder block (never handed out), under "vllm"
 
     @property
     def n_blocks(self) -> int:
         return int(self.ref_counts.size)
+
+    @property
+    def next_block(self) -> int | None:
+        """The block the pool hands out next (the free queue's first), when the queue was recorded."""
+        return self.free_queue[0] if self.free_queue else None
 
     def table(self, request: int) -> TableState | None:
         return next((t for t in self.tables if t.request == request), None)
@@ -195,6 +202,17 @@ class RequestsRun:
     evictions: int
     meta: dict[str, object] = field(default_factory=dict)
     batches: tuple[BatchStep, ...] = ()  # continuous batching: one per step, snapshots[i] is the pool after batches[i]
+    pool_semantics: str = "kvsim"  # the free queue's order (kvsim.caches.blocks.POOL_SEMANTICS); files before it: kvsim
+
+    @property
+    def null_block(self) -> int | None:
+        """vLLM's reserved block 0 (counted in ``pool_blocks``, never handed out), under "vllm"."""
+        return 0 if self.pool_semantics == "vllm" else None
+
+    @property
+    def usable_blocks(self) -> int:
+        """Blocks requests can be handed: ``pool_blocks`` less the null block."""
+        return self.pool_blocks - (self.null_block is not None)
 
     def physical_blocks(self) -> tuple[int, ...]:
         """Per request, the physical blocks of the pool its block table brought in: those its table mapped
@@ -236,9 +254,10 @@ class RequestsRun:
         return {
             "model_id": self.model_id,
             "block_size": self.block_size,
-            "pool_blocks": self.pool_blocks,
+            "pool_blocks": self.usable_blocks,  # what --pool-blocks asked for (the null block aside)
             "block_bytes": self.block_bytes,
             "prefix_caching": self.prefix_caching,
+            "pool_semantics": self.pool_semantics,
             "schedule": self.schedule,
             "repeats": self.repeats,
             "requests": len(self.requests),
@@ -310,6 +329,8 @@ def take_snapshot(
         free_blocks=pool.n_free,
         cached_free_blocks=pool.n_cached_free,
         evictions=pool.evictions,
+        free_queue=pool.free_queue(),
+        null_block=pool.null_block,
     )
 
 
