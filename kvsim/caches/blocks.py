@@ -44,7 +44,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from ..core.pool_semantics import DEFAULT_POOL_SEMANTICS, POOL_SEMANTICS
+from ..core.pool_semantics import POOL_SEMANTICS
 from ..core.sampling import SimulationError
 
 #: the parent hash of a sequence's first block (any fixed value: it only starts the chain)
@@ -127,7 +127,7 @@ class BlockPool:
         block_size: int,
         n_blocks: int | None = None,
         prefix_caching: bool = True,
-        semantics: str = DEFAULT_POOL_SEMANTICS,
+        semantics: str = "kvsim",  # a lane's own pool and the tests' pools; requests runs choose (RunOptions)
     ) -> None:
         check_pool_figures(block_size, n_blocks)
         self.semantics = check_semantics(semantics)

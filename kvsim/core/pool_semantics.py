@@ -6,4 +6,4 @@ views read it before the engine loads). ``kvsim.caches.blocks`` says what each o
 """
 
 POOL_SEMANTICS = ("vllm", "kvsim")
-DEFAULT_POOL_SEMANTICS = "kvsim"
+DEFAULT_POOL_SEMANTICS = "vllm"

@@ -411,7 +411,7 @@ class BatchingEngine:
             preempted=preempted,
             finished=finished,
             waiting=tuple(r.index for r in self.waiting),
-            held_blocks=pool.n_blocks - pool.n_free,
+            held_blocks=pool.n_usable - pool.n_free,
             cached_free_blocks=pool.n_cached_free,
             free_blocks=pool.n_free,
         )

@@ -23,8 +23,9 @@ import numpy as np
 import torch
 
 from ..caches.block_table import SequenceBlocks
-from ..caches.blocks import DEFAULT_POOL_SEMANTICS, BlockPool, check_semantics
+from ..caches.blocks import BlockPool, check_semantics
 from ..caches.paged import PagedCache
+from ..core.pool_semantics import DEFAULT_POOL_SEMANTICS
 from ..core.sampling import Sampling, SimulationError
 from ..models.tokenizer import Tokenizer
 from ..models.transformer import Transformer

@@ -61,6 +61,11 @@ class PoolSnapshot:
         return int(self.ref_counts.size)
 
     @property
+    def usable_blocks(self) -> int:
+        """Blocks a request can be handed: all but vLLM's null block."""
+        return self.n_blocks - (self.null_block is not None)
+
+    @property
     def next_block(self) -> int | None:
         """The block the pool hands out next (the free queue's first), when the queue was recorded."""
         return self.free_queue[0] if self.free_queue else None
