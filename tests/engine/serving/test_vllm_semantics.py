@@ -15,13 +15,18 @@ under the same rules and checks the block ids, hits and evictions it records aga
 
 from __future__ import annotations
 
+import json
+import zipfile
+
 import pytest
 
 from kvsim.caches.block_table import CachedPrefix, SequenceBlocks
 from kvsim.caches.blocks import BlockPool, PoolFullError, block_hash, prefix_hashes
 from kvsim.core.sampling import SimulationError
+from kvsim.engine.trace_checks import TraceError
 from kvsim.models.loading import load_model
 from kvsim.serving.requests import run_requests
+from kvsim.serving.saved_runs import load_runs, save_runs
 
 SMALL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,vocab=300,ctx=256,seed=5"
 COMMON = [i for i in range(3) for _ in range(16)]  # vLLM's "complete 3 blocks (48 tokens)"
@@ -247,25 +252,40 @@ def test_kvsim_order_is_kept_and_vllm_needs_its_null_block() -> None:
         BlockPool(16, 4, semantics="sglang")
 
 
-def test_a_requests_run_records_what_a_vllm_block_manager_would() -> None:
-    """A small random model (cheaper than tiny here) through a sequential requests run (block 16, 10 blocks
-    + the null block, one token each: rows = the prompt), prompts as ``test_prefill``'s: the block ids,
-    hits, evictions and free queue the run records are those vLLM's rules give for this order — each
-    request's partial block goes to the front when it finishes and is the next one handed out; the
-    160-token miss evicts 3, 2, 1 last."""
-    prompts = [COMMON + [3] * 7, COMMON + [3] * 5, COMMON + [3] * 6, [99] * 160]
-    small = load_model(SMALL)
-    run = run_requests(
+@pytest.fixture(scope="module")
+def small():
+    return load_model(SMALL)
+
+
+PROMPTS = [COMMON + [3] * 7, COMMON + [3] * 5, COMMON + [3] * 6, [99] * 160]
+
+
+def _run(small, semantics: str):
+    return run_requests(
         small.model,
         small.tokenizer,
-        prompts,
+        PROMPTS,
         block_size=16,
         pool_blocks=10,
         steps=1,
         repeats=1,
         warmup=False,
-        pool_semantics="vllm",
+        pool_semantics=semantics,
     )
+
+
+@pytest.fixture(scope="module")
+def vllm_run(small):
+    return _run(small, "vllm")
+
+
+def test_a_requests_run_records_what_a_vllm_block_manager_would(vllm_run) -> None:
+    """A small random model (cheaper than tiny here) through a sequential requests run (block 16, 10 blocks
+    + the null block, one token each: rows = the prompt), prompts as ``test_prefill``'s: the block ids,
+    hits, evictions and free queue the run records are those vLLM's rules give for this order — each
+    request's partial block goes to the front when it finishes and is the next one handed out; the
+    160-token miss evicts 3, 2, 1 last."""
+    run = vllm_run
     assert run.pool_semantics == "vllm" and run.null_block == 0 and run.pool_blocks == 11 and run.usable_blocks == 10
     assert run.summary()["pool_blocks"] == 10
     tables = [run.snapshots[r.last_step].table(r.index) for r in run.requests]
@@ -282,3 +302,45 @@ def test_a_requests_run_records_what_a_vllm_block_manager_would() -> None:
     assert after_first.free_queue == (4, 5, 6, 7, 8, 9, 10, 3, 2, 1) and after_first.next_block == 4
     assert all(s.null_block == 0 and s.ref_counts[0] == 0 and 0 not in (s.free_queue or ()) for s in run.snapshots)
     assert run.snapshots[-1].free_queue == (1, 2, 3, 10, 9, 8, 7, 6, 5, 4)  # all cached: back, tail first
+
+
+def _rewrite_manifest(path, change) -> None:
+    with zipfile.ZipFile(path) as zf:
+        manifest, arrays = json.loads(zf.read("manifest.json")), zf.read("arrays.npz")
+    change(manifest)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("manifest.json", json.dumps(manifest))
+        zf.writestr("arrays.npz", arrays)
+
+
+def test_saved_runs_keep_the_free_queue_and_files_without_it_still_load(small, vllm_run, tmp_path) -> None:
+    """A saved vLLM-order run reads back with its order, null block and free queue per step; a file written
+    before these fields (no pool_semantics, no free_queue) loads as kvsim's order with no queue recorded; a
+    free queue that is not the unheld blocks is one error line."""
+    run = vllm_run
+    path = save_runs([run], tmp_path / "vllm.kvsim")
+    (back,) = load_runs(path)
+    assert back.pool_semantics == "vllm" and back.null_block == 0 and back.pool_blocks == 11
+    assert [s.free_queue for s in back.snapshots] == [s.free_queue for s in run.snapshots]
+    assert all(s.null_block == 0 for s in back.snapshots) and back.summary() == run.summary()
+
+    old = save_runs([_run(small, "kvsim")], tmp_path / "old.kvsim")
+
+    def strip(manifest) -> None:
+        for r in manifest["runs"]:
+            assert "pool_semantics" not in r  # kvsim's order writes the run as before
+            for snap in r["snapshots"]:
+                del snap["free_queue"]
+
+    _rewrite_manifest(old, strip)
+    (legacy,) = load_runs(old)
+    assert legacy.pool_semantics == "kvsim" and legacy.null_block is None and legacy.pool_blocks == 10
+    assert all(s.free_queue is None and s.next_block is None for s in legacy.snapshots)
+
+    def swap(manifest) -> None:
+        snap = next(s for s in manifest["runs"][0]["snapshots"] if len(s["free_queue"]) > 1)
+        snap["free_queue"][0] = 0  # the null block queued
+
+    _rewrite_manifest(path, swap)
+    with pytest.raises(TraceError, match="free queue"):
+        load_runs(path)
