@@ -268,6 +268,10 @@ class RequestsRun:
             "requests": len(self.requests),
             "prefill_rows_total": sum(r.prefill_rows for r in self.requests),
             "reused_rows_total": sum(r.reused_rows for r in self.requests),
+            # as vLLM's PrefixCacheStats counts them: per request on its first admission, its prompt tokens
+            # queried and the tokens its hit blocks cover (a preempted request's return is not counted again)
+            "prefix_cache_queries": sum(len(r.prompt_ids) for r in self.requests) if self.prefix_caching else 0,
+            "prefix_cache_hits": sum(r.reused_rows for r in self.requests),
             "ttft_ms_total": round(sum(r.ttft_ms for r in self.requests), 4),
             "evictions": self.evictions,
             "steps": len(self.snapshots),

@@ -19,9 +19,11 @@ import json
 import zipfile
 
 import pytest
+from helpers import cli_json_lines
 
 from kvsim.caches.block_table import CachedPrefix, SequenceBlocks
 from kvsim.caches.blocks import BlockPool, PoolFullError, block_hash, prefix_hashes
+from kvsim.cli.entry import main
 from kvsim.core.sampling import SimulationError
 from kvsim.engine.trace_checks import TraceError
 from kvsim.models.loading import load_model
@@ -287,7 +289,10 @@ def test_a_requests_run_records_what_a_vllm_block_manager_would(vllm_run) -> Non
     160-token miss evicts 3, 2, 1 last."""
     run = vllm_run
     assert run.pool_semantics == "vllm" and run.null_block == 0 and run.pool_blocks == 11 and run.usable_blocks == 10
-    assert run.summary()["pool_blocks"] == 10
+    summary = run.summary()
+    assert summary["pool_blocks"] == 10 and summary["pool_semantics"] == "vllm"
+    # vLLM's PrefixCacheStats: queries = the requests' prompt tokens, hits = the tokens of their hit blocks
+    assert summary["prefix_cache_queries"] == 55 + 53 + 54 + 160 and summary["prefix_cache_hits"] == 96
     tables = [run.snapshots[r.last_step].table(r.index) for r in run.requests]
     assert [t.blocks for t in tables if t is not None] == [
         (1, 2, 3, 4),
@@ -344,3 +349,20 @@ def test_saved_runs_keep_the_free_queue_and_files_without_it_still_load(small, v
     _rewrite_manifest(path, swap)
     with pytest.raises(TraceError, match="free queue"):
         load_runs(path)
+
+
+def test_cli_pool_semantics_both_ways(capsys) -> None:
+    """``--pool-semantics`` reaches both engines: vllm by default (the null block named, the summary's order),
+    kvsim when asked (the first pool's ids, from 0); with one prompt it is refused like the other pool flags."""
+    prompts = ["--prompt", "The same opening, one", "--prompt", "The same opening, two"]
+    base = ("run", "--model", SMALL, "--json", "--steps", "2", "--block-size", "4", *prompts)
+    _, summary = cli_json_lines(capsys, *base)
+    assert summary["on"]["pool_semantics"] == "vllm"
+    _, summary = cli_json_lines(capsys, *base, "--pool-semantics", "kvsim")
+    assert summary["on"]["pool_semantics"] == "kvsim"
+    _, summary = cli_json_lines(capsys, *base, "--batching", "continuous", "--pool-semantics", "kvsim")
+    assert summary["pool_semantics"] == "kvsim"
+    assert main(["run", "--model", SMALL, "--steps", "2", "--block-size", "4", "--batching", "continuous", *prompts]) == 0
+    assert "+ null block 0 (vLLM's order)" in capsys.readouterr().out
+    assert main(["run", "--model", SMALL, "--prompt", "one", "--pool-semantics", "vllm"]) == 2
+    assert "--pool-semantics applies to several requests" in capsys.readouterr().err
