@@ -27,6 +27,7 @@ from kvsim.cli.entry import main
 from kvsim.core.sampling import SimulationError
 from kvsim.engine.trace_checks import TraceError
 from kvsim.models.loading import load_model
+from kvsim.serving.batching import run_batched
 from kvsim.serving.requests import run_requests
 from kvsim.serving.saved_runs import load_runs, save_runs
 
@@ -366,3 +367,30 @@ def test_cli_pool_semantics_both_ways(capsys) -> None:
     assert "+ null block 0 (vLLM's order)" in capsys.readouterr().out
     assert main(["run", "--model", SMALL, "--prompt", "one", "--pool-semantics", "vllm"]) == 2
     assert "--pool-semantics applies to several requests" in capsys.readouterr().err
+
+
+def test_continuous_batching_hits_blocks_a_request_fills_in_the_same_step(small) -> None:
+    """vLLM's scheduler caches the blocks a step fills when it schedules them (``allocate_slots`` →
+    ``cache_blocks``), so a request admitted later in that step already hits them: two prompts sharing two
+    full blocks that arrive together share them under vLLM's order (the second computes only its own rows),
+    not under kvsim's (registered after the forward) — with the same tokens either way."""
+    shared = list(range(10, 42))  # two full blocks of 16
+    prompts = [shared + [1, 2, 3], shared + [4, 5]]
+    runs = {
+        semantics: run_batched(
+            small.model,
+            small.tokenizer,
+            prompts,
+            block_size=16,
+            steps=3,
+            max_batched_tokens=256,
+            warmup=False,
+            pool_semantics=semantics,
+        )
+        for semantics in ("vllm", "kvsim")
+    }
+    vllm, kvsim = runs["vllm"], runs["kvsim"]
+    assert [r.reused_rows for r in vllm.requests] == [0, 32] and [r.reused_rows for r in kvsim.requests] == [0, 0]
+    first = vllm.snapshots[0]
+    assert first.table(0).blocks[:2] == first.table(1).blocks[:2] == (1, 2) and list(first.ref_counts[1:3]) == [2, 2]
+    assert [r.output_ids for r in vllm.requests] == [r.output_ids for r in kvsim.requests]
