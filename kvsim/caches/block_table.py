@@ -190,8 +190,7 @@ class SequenceBlocks:
         keep = -(-n_tokens // size)
         if n_tokens == self.n_tokens and len(self.blocks) <= keep:
             return  # (a reserve that ran out of blocks may have left blocks past n_tokens)
-        for b in reversed(self.blocks[keep:]):
-            pool.release(b)
+        pool.free_blocks(self.blocks[keep:][::-1])
         del self.blocks[keep:]
         if keep and n_tokens % size:
             b = self.blocks[-1]
@@ -205,9 +204,9 @@ class SequenceBlocks:
         self._valid = {layer: min(valid, n_tokens) for layer, valid in self._valid.items()}
 
     def free(self) -> None:
-        """Release every block, tail first (so the tail is evicted before a shared prefix)."""
-        for b in reversed(self.blocks):
-            self.pool.release(b)
+        """Release every block, tail first (so the tail is evicted before a shared prefix), in one call:
+        the pool orders them as a group (vLLM puts the ones with no hash at the front together)."""
+        self.pool.free_blocks(self.blocks[::-1])
         self.blocks, self.token_ids, self.hashes = [], [], []
         self.n_tokens = self.hit_blocks = 0
         self._table = None

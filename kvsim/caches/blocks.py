@@ -20,6 +20,13 @@ Prefix caching (as vLLM's v1 block pool does it; written here from its descripti
   be hit until it is handed out again. The free queue is in eviction order — least recently used
   first; a finished sequence returns its blocks tail first, so its tail is evicted before the
   prefix that other requests share;
+* two orders of the free queue (``POOL_SEMANTICS``): ``"vllm"`` is vLLM v1's block pool step for step
+  — block 0 is the *null block* (reserved, never handed out, never freed: ``num_gpu_blocks`` counts
+  it), a freed block with no hash goes to the *front* of the queue (it can never be hit, so it is
+  handed out first) while a freed cached block goes to the back, and a second block registered
+  under a hash already held stays findable (vLLM does not deduplicate; a lookup takes the first
+  one registered, and evicting it leaves the next); ``"kvsim"`` is kvsim's first pool — every freed
+  block to the back, no null block, one block per hash;
 * a block is only written while its sequence alone holds it and it has no hash. Writing into a
   block that is shared (a ``fork``) or registered (a ``truncate`` back into it) first copies it to
   a fresh block (copy-on-write).
@@ -37,10 +44,18 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from ..core.pool_semantics import POOL_SEMANTICS
 from ..core.sampling import SimulationError
 
 #: the parent hash of a sequence's first block (any fixed value: it only starts the chain)
 ROOT_HASH = int.from_bytes(hashlib.sha256(b"kvsim prefix cache").digest()[:8], "little")
+
+
+def check_semantics(semantics: object) -> str:
+    """``semantics`` when it names a free-queue order, else ``SimulationError`` naming the choices."""
+    if semantics not in POOL_SEMANTICS:
+        raise SimulationError(f"pool semantics must be one of {', '.join(POOL_SEMANTICS)}, got {semantics!r}")
+    return str(semantics)
 
 
 #: the largest pool kvsim makes: its bookkeeping is a few Python objects a block (~130 bytes: 2^20 blocks
@@ -103,10 +118,21 @@ class BlockPool:
     """Physical blocks of ``block_size`` slots, their reference counts, hashes and the free queue.
 
     ``n_blocks`` fixes the pool's size (so eviction and a full pool can be shown); ``None`` lets it
-    grow (doubling; block ids stay valid) for a single sequence that should never run out."""
+    grow (doubling; block ids stay valid) for a single sequence that should never run out. Under
+    ``semantics="vllm"`` ``n_blocks`` counts the null block 0 as vLLM's ``num_gpu_blocks`` does (one
+    fewer is ever handed out)."""
 
-    def __init__(self, block_size: int, n_blocks: int | None = None, prefix_caching: bool = True) -> None:
+    def __init__(
+        self,
+        block_size: int,
+        n_blocks: int | None = None,
+        prefix_caching: bool = True,
+        semantics: str = "kvsim",  # a lane's own pool and the tests' pools; requests runs choose (RunOptions)
+    ) -> None:
         check_pool_figures(block_size, n_blocks)
+        self.semantics = check_semantics(semantics)
+        if self.semantics == "vllm" and n_blocks is not None and n_blocks < 2:
+            raise SimulationError(f"a vLLM pool needs at least 2 blocks (block 0 is the null block), got {n_blocks}")
         self.block_size = block_size
         self.fixed = n_blocks is not None
         self.prefix_caching = prefix_caching
@@ -116,11 +142,15 @@ class BlockPool:
         self.filled: list[int] = []  # slots written (by the sequence that last held the block)
         self.hash: list[int | None] = []  # set while the block is registered (full, reusable)
         self.free: OrderedDict[int, None] = OrderedDict()  # eviction order: first = least recently used
-        self.cached: dict[int, int] = {}  # hash → block
+        self.cached: dict[int, int] = {}  # hash → block (the first registered under it: what a lookup finds)
+        self.duplicates: dict[int, list[int]] = {}  # hash → later blocks registered under it, in order ("vllm")
         self.tokens: dict[int, tuple[int, ...]] = {}  # registered block → the token ids its rows belong to
         self.evictions = 0
         self.events: dict[int, str] = {}  # block → what happened to it since the last snapshot
         self._grow(n_blocks if n_blocks is not None else 16)
+        self.null_block: int | None = None
+        if self.semantics == "vllm":  # as vLLM's pool: the first block of the queue is the placeholder
+            self.null_block, _ = self.free.popitem(last=False)
 
     # ------------------------------------------------------------------ storage
     @property
@@ -195,8 +225,7 @@ class BlockPool:
         b, _ = self.free.popitem(last=False)
         old = self.hash[b]
         if old is not None:
-            if self.cached.get(old) == b:
-                del self.cached[old]
+            self._forget(old, b)
             self.hash[b] = None
             self.tokens.pop(b, None)
             self.evictions += 1
@@ -206,6 +235,20 @@ class BlockPool:
         self.ref[b] = 1
         self.filled[b] = 0
         return b
+
+    def _forget(self, h: int, b: int) -> None:
+        """``b`` no longer answers hash ``h`` (it is handed out again): a later block registered under
+        ``h`` ("vllm") answers it instead."""
+        later = self.duplicates.get(h)
+        if self.cached.get(h) == b:
+            if later:
+                self.cached[h] = later.pop(0)
+            else:
+                del self.cached[h]
+        elif later and b in later:
+            later.remove(b)
+        if later is not None and not later:
+            del self.duplicates[h]
 
     def lookup(self, h: int) -> int | None:
         """The block registered under hash ``h``, if any (prefix caching on)."""
@@ -218,25 +261,47 @@ class BlockPool:
         self.ref[b] += 1
 
     def release(self, b: int) -> None:
-        """One holder fewer; at zero the block joins the free queue as its most recently used end."""
-        if self.ref[b] <= 0:
-            raise RuntimeError(f"block {b} released more often than it was held")
-        self.ref[b] -= 1
-        if self.ref[b] == 0:
-            self.free[b] = None
+        """One holder fewer; at zero the block joins the free queue (``free_blocks`` says where)."""
+        self.free_blocks((b,))
+
+    def free_blocks(self, ordered: Sequence[int]) -> None:
+        """One holder fewer for each of ``ordered`` (the first to be evicted first); those at zero join
+        the free queue. "kvsim": all at its back, in order. "vllm" (as vLLM's ``free_blocks``): cached
+        ones at its back in order, those with no hash — nothing to hit — at its front in order, so they
+        are handed out first (with prefix caching off vLLM puts every one at the back)."""
+        front: list[int] = []
+        for b in ordered:
+            if b == self.null_block:
+                continue  # never counted, never freed
+            if self.ref[b] <= 0:
+                raise RuntimeError(f"block {b} released more often than it was held")
+            self.ref[b] -= 1
+            if self.ref[b]:
+                continue
             if self.hash[b] is None:
                 self.filled[b] = 0
                 self.events[b] = "freed"
+                if self.semantics == "vllm" and self.prefix_caching:
+                    front.append(b)
+                    continue
             else:
                 self.events.setdefault(b, "cached")
+            self.free[b] = None
+        for b in reversed(front):
+            self.free[b] = None
+            self.free.move_to_end(b, last=False)
 
     def register(self, b: int, h: int, tokens: Sequence[int] = ()) -> None:
         """``b`` is full and its contents hash to ``h``: later sequences may reuse it. As vLLM, a
-        second block with a hash already registered is not deduplicated (block tables only grow)."""
+        second block with a hash already registered is not deduplicated (block tables only grow);
+        "vllm" keeps it findable once the first is evicted, "kvsim" only marks it."""
         if self.prefix_caching and self.hash[b] is None:
             self.hash[b] = h
             self.tokens[b] = tuple(int(t) for t in tokens)
-            self.cached.setdefault(h, b)
+            if h not in self.cached:
+                self.cached[h] = b
+            elif self.semantics == "vllm":
+                self.duplicates.setdefault(h, []).append(b)
 
     def copy_block(self, src: int, dst: int, slots: int) -> None:
         """Copy the first ``slots`` rows of every layer from ``src`` to ``dst`` (copy-on-write)."""
@@ -256,12 +321,14 @@ class BlockPool:
             dict(self.cached),
             dict(self.tokens),
             self.evictions,
+            {h: list(bs) for h, bs in self.duplicates.items()},
         )
 
     def restore_state(self, state: tuple) -> None:
-        ref, filled, hashes, free, cached, tokens, evictions = state
+        ref, filled, hashes, free, cached, tokens, evictions, duplicates = state
         self.ref, self.filled, self.hash = list(ref), list(filled), list(hashes)
         self.free, self.cached, self.tokens, self.evictions = OrderedDict(free), dict(cached), dict(tokens), evictions
+        self.duplicates = {h: list(bs) for h, bs in duplicates.items()}
 
     def take_events(self) -> dict[int, str]:
         events, self.events = self.events, {}
@@ -272,6 +339,15 @@ class BlockPool:
         return len(self.free)
 
     @property
+    def n_usable(self) -> int:
+        """Blocks a sequence can be handed (all but the null block)."""
+        return self.n_blocks - (self.null_block is not None)
+
+    def free_queue(self) -> tuple[int, ...]:
+        """The free blocks in eviction order: the first is the next one ``allocate`` hands out."""
+        return tuple(self.free)
+
+    @property
     def n_cached_free(self) -> int:
         """Free blocks that still hold reusable rows (registered by hash): a prefix hit may take them back."""
         return sum(1 for b in self.free if self.hash[b] is not None)
@@ -279,8 +355,15 @@ class BlockPool:
     def check(self) -> None:
         """Invariants (tests call this): free ⇔ ref 0, the hash table and the hashes agree."""
         for b in range(self.n_blocks):
+            if b == self.null_block:
+                if b in self.free or self.ref[b] or self.hash[b] is not None:
+                    raise AssertionError(f"the null block {b} was handed out, freed or registered")
+                continue
             if (self.ref[b] == 0) != (b in self.free) or self.ref[b] < 0:
                 raise AssertionError(f"block {b}: ref {self.ref[b]}, in free queue {b in self.free}")
         for h, b in self.cached.items():
             if self.hash[b] != h:
                 raise AssertionError(f"hash table maps {h:x} to block {b}, which has {self.hash[b]}")
+        for h, bs in self.duplicates.items():
+            if h not in self.cached or any(self.hash[b] != h for b in bs):
+                raise AssertionError(f"the later blocks under hash {h:x} do not hold it")

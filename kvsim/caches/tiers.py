@@ -177,8 +177,10 @@ class DiskTier:
 class TieredBlockPool(BlockPool):
     """A ``BlockPool`` whose evicted cached blocks go to a host tier, then a disk tier, and come back on a hit."""
 
-    def __init__(self, block_size: int, n_blocks: int | None, spec: OffloadSpec, prefix_caching: bool = True) -> None:
-        super().__init__(block_size, n_blocks, prefix_caching=prefix_caching)
+    def __init__(
+        self, block_size: int, n_blocks: int | None, spec: OffloadSpec, prefix_caching: bool = True, semantics: str = "kvsim"
+    ) -> None:
+        super().__init__(block_size, n_blocks, prefix_caching=prefix_caching, semantics=semantics)
         if not (spec.host_bytes or spec.disk_bytes):
             raise SimulationError("an offload pool needs a host or a disk tier")
         self.spec = spec

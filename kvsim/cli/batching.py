@@ -15,6 +15,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, TextIO
 
+from ..core.pool_semantics import DEFAULT_POOL_SEMANTICS
 from ..costs.memory import human_bytes
 from .args import UsageError, json_line, nonneg_int, positive_int
 
@@ -134,6 +135,7 @@ def cmd_batching(
         block_size=args.block_size or 16,
         pool_blocks=args.pool_blocks,
         prefix_caching=not args.no_prefix_cache,
+        pool_semantics=args.pool_semantics or DEFAULT_POOL_SEMANTICS,
         steps=args.steps,
         sampling=sampling,
         stop_at_eos=not args.ignore_eos,
@@ -169,7 +171,7 @@ def cmd_batching(
         f"model {loaded.model_id}: {cfg.n_layers} layers, {cfg.n_kv_heads} kv heads × {cfg.head_dim}; "
         f"{len(inputs)} requests{' (' + requests.title + ')' if requests.title else ''}, continuous batching, "
         f"≤ {s['max_batched_tokens']} positions a step, chunked prefill {'on' if s['chunked_prefill'] else 'off'}; "
-        f"blocks of {run.block_size} slots ({human_bytes(run.block_bytes)} each), pool {run.pool_blocks} blocks, "
+        f"blocks of {run.block_size} slots ({human_bytes(run.block_bytes)} each), pool {pool_words(run)}, "
         f"prefix caching {'on' if run.prefix_caching else 'off'}\n\n"
     )
     write_steps(run, out)
@@ -199,6 +201,13 @@ def _rate(tokens_per_s: object) -> str:
     return f"{tokens_per_s:.0f}" if tokens_per_s >= 100 else f"{tokens_per_s:.1f}"
 
 
+def pool_words(run: RequestsRun) -> str:
+    """The pool's size as a line says it: the blocks requests can be handed (and vLLM's null block)."""
+    if run.null_block is None:
+        return f"{run.usable_blocks} blocks"
+    return f"{run.usable_blocks} blocks + null block {run.null_block} (vLLM's order)"
+
+
 def step_line(step: BatchStep, pool_blocks: int) -> str:
     """``step 3  r1:d1 r2:p7  | preempted r3 · arrived r4 · finished r1 · pool 11/12`` (requests from 1)."""
     batch = " ".join(f"r{e.request + 1}:{KIND_LETTERS.get(e.kind, '?')}{e.tokens}" for e in step.entries)
@@ -216,6 +225,6 @@ def step_line(step: BatchStep, pool_blocks: int) -> str:
 def write_steps(run: RequestsRun, out: TextIO, limit: int | None = None) -> None:
     steps = run.batches if limit is None else run.batches[:limit]
     for step in steps:
-        out.write(step_line(step, run.pool_blocks) + "\n")
+        out.write(step_line(step, run.usable_blocks) + "\n")
     if limit is not None and len(run.batches) > limit:
         out.write(f"… {len(run.batches) - limit} more steps\n")

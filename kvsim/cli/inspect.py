@@ -106,7 +106,7 @@ def _inspect_requests(args: argparse.Namespace, runs: tuple[RequestsRun, ...]) -
         caching = "on" if run.prefix_caching else "off"
         print(
             f"{printable(args.file)}: {s['requests']} requests of {printable(run.model_id, 200)} "
-            f"through a pool of {run.pool_blocks} blocks of "
+            f"through a pool of {run.usable_blocks} blocks of "
             f"{run.block_size} ({run.schedule}, prefix caching {caching}): {s['prefill_rows_total']} prefill rows computed, "
             f"{s['reused_rows_total']} reused"
         )

@@ -16,11 +16,19 @@ import os
 import sys
 from typing import TYPE_CHECKING, TextIO
 
+from ..core.pool_semantics import DEFAULT_POOL_SEMANTICS, POOL_SEMANTICS
 from ..core.sampling import Sampling
 from ..costs.memory import human_bytes
 from ..serving.request_lists import RequestList, check_prompts, encode_requests, load_requests
 from .args import UsageError, json_line, positive_int
-from .batching import add_batching_arguments, batching_flags_given, check_batching_flags, print_offload, tier_hits
+from .batching import (
+    add_batching_arguments,
+    batching_flags_given,
+    check_batching_flags,
+    pool_words,
+    print_offload,
+    tier_hits,
+)
 
 if TYPE_CHECKING:
     from ..caches.tiers import OffloadSpec
@@ -41,6 +49,13 @@ def add_requests_arguments(r: argparse.ArgumentParser) -> None:
         "--pool-blocks", type=positive_int, help="several requests: blocks in the shared pool (default: room for all at once)"
     )
     r.add_argument("--no-prefix-cache", action="store_true", help="several requests: do not reuse shared prefix blocks")
+    r.add_argument(
+        "--pool-semantics",
+        choices=POOL_SEMANTICS,
+        help=f"several requests: the free queue's order — vllm: vLLM v1's block pool step for step (null block 0 "
+        f"besides the pool, freed blocks with no hash handed out first); kvsim: every freed block to the back "
+        f"(default {DEFAULT_POOL_SEMANTICS})",
+    )
     r.add_argument(
         "--compare-prefix-cache", action="store_true", help="several requests: run them without, then with prefix caching"
     )
@@ -70,6 +85,7 @@ def check_single_prompt_flags(args: argparse.Namespace) -> None:
             ("--block-size", args.block_size),
             ("--pool-blocks", args.pool_blocks),
             ("--no-prefix-cache", args.no_prefix_cache or None),
+            ("--pool-semantics", args.pool_semantics),
             ("--compare-prefix-cache", args.compare_prefix_cache or None),
             ("--interleave", args.interleave or None),
             ("--offload", args.offload),
@@ -140,6 +156,7 @@ def cmd_requests(args: argparse.Namespace) -> int:
         block_size=args.block_size or DEFAULT_BLOCK_SIZE,
         pool_blocks=args.pool_blocks,
         prefix_caching=not args.no_prefix_cache,
+        pool_semantics=args.pool_semantics or DEFAULT_POOL_SEMANTICS,
         steps=args.steps,
         sampling=sampling,
         stop_at_eos=not args.ignore_eos,
@@ -189,7 +206,7 @@ def cmd_requests(args: argparse.Namespace) -> int:
     out.write(
         f"model {loaded.model_id}: {cfg.n_layers} layers, {cfg.n_kv_heads} kv heads × {cfg.head_dim}; "
         f"{len(inputs)} requests{' (' + requests.title + ')' if requests.title else ''}, "
-        f"blocks of {runs[0].block_size} slots ({human_bytes(runs[0].block_bytes)} each), pool {runs[0].pool_blocks} blocks, "
+        f"blocks of {runs[0].block_size} slots ({human_bytes(runs[0].block_bytes)} each), pool {pool_words(runs[0])}, "
         f"{runs[0].schedule}, TTFT = median of "
         f"{'the interleaved trials' if both is not None else runs[0].repeats}\n"
     )

@@ -288,7 +288,7 @@ class BatchingEngine:
                 if victim is r:
                     break
             if r.status == "running":
-                plan.append(Scheduled.reserve(r, start, n))
+                plan.append(self._reserve(r, start, n))
                 budget -= n
         while not preempted and self.waiting and budget > 0:
             if limits.max_running is not None and len(self.running) >= limits.max_running:
@@ -313,9 +313,19 @@ class BatchingEngine:
                 r.reused, r.first_step = reused, len(self.batches)
             r.status = "running"
             self.running.append(r)
-            plan.append(Scheduled.reserve(r, start, n))
+            plan.append(self._reserve(r, start, n))
             budget -= n
         return plan, preempted
+
+    def _reserve(self, r: RequestState, start: int, n: int) -> Scheduled:
+        """Room for ``r``'s next ``n`` rows. Under vLLM's order the blocks they fill are registered now, as
+        vLLM's ``allocate_slots`` caches them when it schedules them: a request admitted later in the same
+        step hits them (each layer writes the earlier request's rows before a later one reads them: the
+        plan's order, as vLLM's cache write precedes its attention)."""
+        scheduled = Scheduled.reserve(r, start, n)
+        if self.pool.semantics == "vllm":
+            r.seq.commit()
+        return scheduled
 
     def _preempt(self, r: RequestState) -> None:
         r.seq.free()
@@ -411,7 +421,7 @@ class BatchingEngine:
             preempted=preempted,
             finished=finished,
             waiting=tuple(r.index for r in self.waiting),
-            held_blocks=pool.n_blocks - pool.n_free,
+            held_blocks=pool.n_usable - pool.n_free,
             cached_free_blocks=pool.n_cached_free,
             free_blocks=pool.n_free,
         )

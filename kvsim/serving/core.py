@@ -23,9 +23,10 @@ import numpy as np
 import torch
 
 from ..caches.block_table import SequenceBlocks
-from ..caches.blocks import BlockPool
+from ..caches.blocks import BlockPool, check_semantics
 from ..caches.paged import PagedCache
 from ..caches.tiers import OffloadSpec, TieredBlockPool
+from ..core.pool_semantics import DEFAULT_POOL_SEMANTICS
 from ..core.sampling import Sampling, SimulationError
 from ..models.tokenizer import Tokenizer
 from ..models.transformer import Transformer
@@ -53,8 +54,11 @@ class RunOptions:
     ``check_requests`` — the same checks for both engines, written once."""
 
     block_size: int = 16  # token slots per block
-    pool_blocks: int | None = None  # blocks in the shared pool; None: room for every request at once
+    pool_blocks: int | None = None  # blocks requests can be handed; None: room for every request at once
     prefix_caching: bool = True  # reuse registered full blocks of a prompt's prefix
+    # the free queue's order: "vllm" (vLLM v1's block pool: null block 0 in front of the pool_blocks, freed
+    # blocks with no hash handed out first) or "kvsim" (the first pool: every freed block to the back)
+    pool_semantics: str = DEFAULT_POOL_SEMANTICS
     steps: int = 16  # tokens each request generates at most
     sampling: Sampling = field(default_factory=Sampling)
     stop_at_eos: bool = True  # a request ends at the tokenizer's end token
@@ -66,6 +70,7 @@ class RunOptions:
     def __post_init__(self) -> None:
         _whole("block size", self.block_size)
         _whole("steps", self.steps)
+        check_semantics(self.pool_semantics)
         if self.sampling is None:  # as the engines always took it: None is greedy, seed 0
             object.__setattr__(self, "sampling", Sampling())
 
@@ -110,13 +115,17 @@ class RunOptions:
         return given, pool_blocks
 
     def make_pool(self, model: Transformer, pool_blocks: int) -> BlockPool:
-        """The run's shared pool, its rows allocated for ``model``."""
+        """The run's shared pool, its rows allocated for ``model``: ``pool_blocks`` blocks requests can be
+        handed (under "vllm" one more in front, the null block 0: vLLM's ``num_gpu_blocks`` is pool_blocks + 1)."""
         cfg = model.cfg
+        null = self.pool_semantics == "vllm"
         pool: BlockPool
         if self.offload is not None and self.prefix_caching:  # without prefix caching nothing is reused: no tiers
-            pool = TieredBlockPool(self.block_size, pool_blocks, self.offload)
+            pool = TieredBlockPool(self.block_size, pool_blocks + null, self.offload, semantics=self.pool_semantics)
         else:
-            pool = BlockPool(self.block_size, pool_blocks, prefix_caching=self.prefix_caching)
+            pool = BlockPool(
+                self.block_size, pool_blocks + null, prefix_caching=self.prefix_caching, semantics=self.pool_semantics
+            )
         pool.ensure_storage(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, model.dtype, model.device)
         return pool
 
@@ -348,6 +357,7 @@ def build_run(
         pool_blocks=pool.n_blocks,
         block_bytes=pool.block_bytes,
         prefix_caching=pool.prefix_caching,
+        pool_semantics=pool.semantics,
         schedule=schedule,
         repeats=repeats,
         requests=tuple(results),

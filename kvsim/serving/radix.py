@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from ..caches.block_table import SequenceBlocks
 from ..caches.blocks import BlockPool
+from ..core.pool_semantics import DEFAULT_POOL_SEMANTICS
 from ..core.sampling import SimulationError
 
 
@@ -240,11 +241,13 @@ def compare_reuse(
     outputs: Sequence[Sequence[int]] | None = None,
     block_size: int = 16,
     capacity: int | None = None,
+    semantics: str = DEFAULT_POOL_SEMANTICS,
 ) -> ReuseComparison:
     """Run the requests one after another through a radix tree and through the block pool (prefix
     caching on): each looks its prompt up (the last token always computed), then caches what it
     computed — its prompt and all but the last of its ``outputs`` (the last token's row is never
-    computed). ``capacity`` (tokens) bounds both: the pool gets ``capacity // block_size`` blocks."""
+    computed). ``capacity`` (tokens) bounds both: the pool gets ``capacity // block_size`` blocks (and,
+    under ``semantics="vllm"``, the null block besides, as a requests run's pool)."""
     outputs = [()] * len(prompts) if outputs is None else outputs
     if len(outputs) != len(prompts):
         raise SimulationError(f"{len(outputs)} outputs for {len(prompts)} prompts")
@@ -257,7 +260,7 @@ def compare_reuse(
         n_blocks = capacity // block_size
     if n_blocks < 1:
         raise SimulationError(f"a capacity of {capacity} tokens holds no block of {block_size}")
-    pool = BlockPool(block_size, n_blocks, prefix_caching=True)
+    pool = BlockPool(block_size, n_blocks + (semantics == "vllm"), prefix_caching=True, semantics=semantics)
     radix, blocks = [], []
     for i, (prompt, output) in enumerate(zip(prompts, outputs, strict=True)):
         prompt = [int(t) for t in prompt]

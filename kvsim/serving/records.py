@@ -53,10 +53,22 @@ class PoolSnapshot:
     free_blocks: int  # blocks in the free queue (cached ones included)
     cached_free_blocks: int  # of those, blocks that still hold reusable rows
     evictions: int  # cached blocks handed out again so far
+    free_queue: tuple[int, ...] | None = None  # the free blocks in eviction order, next handed out first (None: not recorded)
+    null_block: int | None = None  # vLLM's reserved placeholder block (never handed out), under "vllm"
 
     @property
     def n_blocks(self) -> int:
         return int(self.ref_counts.size)
+
+    @property
+    def usable_blocks(self) -> int:
+        """Blocks a request can be handed: all but vLLM's null block."""
+        return self.n_blocks - (self.null_block is not None)
+
+    @property
+    def next_block(self) -> int | None:
+        """The block the pool hands out next (the free queue's first), when the queue was recorded."""
+        return self.free_queue[0] if self.free_queue else None
 
     def table(self, request: int) -> TableState | None:
         return next((t for t in self.tables if t.request == request), None)
@@ -195,6 +207,17 @@ class RequestsRun:
     evictions: int
     meta: dict[str, object] = field(default_factory=dict)
     batches: tuple[BatchStep, ...] = ()  # continuous batching: one per step, snapshots[i] is the pool after batches[i]
+    pool_semantics: str = "kvsim"  # the free queue's order (kvsim.caches.blocks.POOL_SEMANTICS); files before it: kvsim
+
+    @property
+    def null_block(self) -> int | None:
+        """vLLM's reserved block 0 (counted in ``pool_blocks``, never handed out), under "vllm"."""
+        return 0 if self.pool_semantics == "vllm" else None
+
+    @property
+    def usable_blocks(self) -> int:
+        """Blocks requests can be handed: ``pool_blocks`` less the null block."""
+        return self.pool_blocks - (self.null_block is not None)
 
     def physical_blocks(self) -> tuple[int, ...]:
         """Per request, the physical blocks of the pool its block table brought in: those its table mapped
@@ -238,14 +261,19 @@ class RequestsRun:
         return {
             "model_id": self.model_id,
             "block_size": self.block_size,
-            "pool_blocks": self.pool_blocks,
+            "pool_blocks": self.usable_blocks,  # what --pool-blocks asked for (the null block aside)
             "block_bytes": self.block_bytes,
             "prefix_caching": self.prefix_caching,
+            "pool_semantics": self.pool_semantics,
             "schedule": self.schedule,
             "repeats": self.repeats,
             "requests": len(self.requests),
             "prefill_rows_total": sum(r.prefill_rows for r in self.requests),
             "reused_rows_total": sum(r.reused_rows for r in self.requests),
+            # as vLLM's PrefixCacheStats counts them: per request on its first admission, its prompt tokens
+            # queried and the tokens its hit blocks cover (a preempted request's return is not counted again)
+            "prefix_cache_queries": sum(len(r.prompt_ids) for r in self.requests) if self.prefix_caching else 0,
+            "prefix_cache_hits": sum(r.reused_rows for r in self.requests),
             "ttft_ms_total": round(sum(r.ttft_ms for r in self.requests), 4),
             "evictions": self.evictions,
             "steps": len(self.snapshots),
@@ -312,6 +340,8 @@ def take_snapshot(
         free_blocks=pool.n_free,
         cached_free_blocks=pool.n_cached_free,
         evictions=pool.evictions,
+        free_queue=pool.free_queue(),
+        null_block=pool.null_block,
     )
 
 

@@ -14,6 +14,10 @@ Version 2 (written when a run used continuous batching, ``kvsim.serving.batching
 and each request its arrival, token steps and clock, preemptions and recomputed rows. Version 1 files
 read as before.
 
+Optional fields (a file without them reads as before): a snapshot's ``"free_queue"`` (the free blocks in
+eviction order, the next one handed out first) and a RUN's ``"pool_semantics"`` (``"vllm"``: block 0 is
+vLLM's null block, counted in ``pool_blocks``, never held; absent: ``"kvsim"``).
+
 Written atomically (``kvsim.core.atomic``); read with ``allow_pickle=False``, sizes checked before
 anything is read, then every figure checked (types, finiteness, ranges, and the counts that must agree
 with each other) into the same frozen records the engine returns; a bad file is one ``TraceError`` line.
@@ -31,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ..caches.blocks import MAX_BLOCK_SIZE, MAX_POOL_BLOCKS
+from ..caches.blocks import MAX_BLOCK_SIZE, MAX_POOL_BLOCKS, POOL_SEMANTICS
 from ..engine.trace import SCHEMA as TRACE_SCHEMA
 from ..engine.trace import ArchiveLimits, read_archive, short, write_archive
 from ..engine.trace_checks import TraceError
@@ -65,6 +69,8 @@ def save_runs(runs: list[RequestsRun] | tuple[RequestsRun, ...], path: str | os.
         manifest_runs.append(
             {
                 **{name: getattr(run, name) for name in _RUN_FIELDS},
+                # written only when not the order every file before it had (those files say nothing: "kvsim")
+                **({"pool_semantics": run.pool_semantics} if run.pool_semantics != "kvsim" else {}),
                 "meta": run.meta,
                 "waste": {"max_len": run.waste.max_len, "bytes_per_slot": run.waste.bytes_per_slot},
                 "requests": [
@@ -90,6 +96,7 @@ def save_runs(runs: list[RequestsRun] | tuple[RequestsRun, ...], path: str | os.
                         "free_blocks": s.free_blocks,
                         "cached_free_blocks": s.cached_free_blocks,
                         "evictions": s.evictions,
+                        **({"free_queue": list(s.free_queue)} if s.free_queue is not None else {}),
                     }
                     for s in snaps
                 ],
@@ -168,6 +175,7 @@ _BATCH_FIELDS = (
     "entries",
 )
 _TABLE_FIELDS = ("request", "blocks", "n_tokens", "hit_blocks", "finished")
+_SNAPSHOT_OPTIONAL = ("free_queue",)  # files written before the free queue was recorded lack it
 _SNAPSHOT_FIELDS = (
     "step",
     "request",
@@ -263,6 +271,12 @@ def _run(i: int, data: dict, arrays: dict[str, np.ndarray]) -> RequestsRun:
     if data.get("schedule") not in SCHEDULES:
         raise TraceError(f"{where}: schedule must be one of {', '.join(SCHEDULES)}, got {short(data.get('schedule'))}")
     repeats = _int(data.get("repeats"), f"{where}: repeats", 1, MAX_REPEATS)
+    semantics = data.get("pool_semantics", "kvsim")  # files before it had kvsim's order
+    if semantics not in POOL_SEMANTICS:
+        raise TraceError(f"{where}: pool_semantics must be one of {', '.join(POOL_SEMANTICS)}, got {short(semantics)}")
+    if semantics == "vllm" and n < 2:
+        raise TraceError(f"{where}: a vLLM pool holds the null block and at least one more, got {n} blocks")
+    null = 0 if semantics == "vllm" else None
     evictions = _int(data.get("evictions"), f"{where}: evictions")
     if not isinstance(data.get("meta"), dict):
         raise TraceError(f"{where}: meta is not an object")
@@ -297,7 +311,7 @@ def _run(i: int, data: dict, arrays: dict[str, np.ndarray]) -> RequestsRun:
         raise TraceError(f"{where}: rows are reused although prefix caching is off")
     snapshots, last_evictions = [], 0
     for s, snap in enumerate(snaps):
-        snapshot = _snapshot(f"{where}, step {s}", s, snap, ref[s], filled[s], tokens[s], size, n, n_req)
+        snapshot = _snapshot(f"{where}, step {s}", s, snap, ref[s], filled[s], tokens[s], size, n, n_req, null)
         full = [b for b in range(n) if filled[s][b] == size]
         on = data["prefix_caching"]
         if (on and any(snapshot.hashes[b] is None for b in full)) or (not on and any(h is not None for h in snapshot.hashes)):
@@ -333,6 +347,7 @@ def _run(i: int, data: dict, arrays: dict[str, np.ndarray]) -> RequestsRun:
         waste=waste,
         meta=dict(data["meta"]),
         batches=batches,
+        pool_semantics=semantics,
     )
 
 
@@ -457,9 +472,18 @@ def _request(where: str, j: int, r: object, size: int, n_snaps: int, batched: bo
 
 
 def _snapshot(
-    where: str, s: int, snap: object, ref: np.ndarray, filled: np.ndarray, tokens: np.ndarray, size: int, n: int, n_req: int
+    where: str,
+    s: int,
+    snap: object,
+    ref: np.ndarray,
+    filled: np.ndarray,
+    tokens: np.ndarray,
+    size: int,
+    n: int,
+    n_req: int,
+    null: int | None = None,
 ) -> PoolSnapshot:
-    snap = _obj(snap, where, _SNAPSHOT_FIELDS)
+    snap = _obj(snap, where, _SNAPSHOT_FIELDS, _SNAPSHOT_OPTIONAL)
     if _int(snap["step"], f"{where}: step") != s:
         raise TraceError(f"{where}: step number {snap['step']} is not its place {s}")
     request = _int(snap["request"], f"{where}: request", 0, n_req - 1)
@@ -495,10 +519,19 @@ def _snapshot(
                 live[b].add(t.request)
     if any(set(owners[b]) != live[b] or len(owners[b]) != int(ref[b]) for b in range(n)):
         raise TraceError(f"{where}: the blocks' owners and reference counts do not match the block tables")
+    if null is not None and (ref[null] or filled[null] or hashes[null] is not None):
+        raise TraceError(f"{where}: the null block {null} is held, written or registered")
+    unheld = [b for b in range(n) if ref[b] == 0 and b != null]
     free = _int(snap["free_blocks"], f"{where}: free_blocks", 0, n)
     cached = _int(snap["cached_free_blocks"], f"{where}: cached_free_blocks", 0, free)
-    if free != int((ref == 0).sum()) or cached != sum(1 for b in range(n) if ref[b] == 0 and hashes[b] is not None):
+    if free != len(unheld) or cached != sum(1 for b in unheld if hashes[b] is not None):
         raise TraceError(f"{where}: free_blocks / cached_free_blocks do not match the reference counts")
+    queue = None
+    if "free_queue" in snap:
+        listed = _list(snap["free_queue"], f"{where}: free_queue", 0, n)
+        queue = tuple(_int(b, f"{where}: a free-queue block", 0, n - 1) for b in listed)
+        if sorted(queue) != unheld:
+            raise TraceError(f"{where}: the free queue is not the blocks no table holds")
     return PoolSnapshot(
         step=s,
         request=request,
@@ -514,6 +547,8 @@ def _snapshot(
         free_blocks=free,
         cached_free_blocks=cached,
         evictions=_int(snap["evictions"], f"{where}: evictions"),
+        free_queue=queue,
+        null_block=null,
     )
 
 

@@ -1152,6 +1152,14 @@
         <translation>liberado</translation>
     </message>
     <message>
+        <source>next</source>
+        <translation>próximo</translation>
+    </message>
+    <message>
+        <source>null</source>
+        <translation>nulo</translation>
+    </message>
+    <message>
         <source>taken from the free list for this request</source>
         <translation>tirado da lista livre para esta requisição</translation>
     </message>
@@ -1178,6 +1186,14 @@
     <message>
         <source>freed, nothing to reuse</source>
         <translation>liberado, nada a reutilizar</translation>
+    </message>
+    <message>
+        <source>first in the free queue: the block handed out next</source>
+        <translation>primeiro da fila livre: o bloco entregue a seguir</translation>
+    </message>
+    <message>
+        <source>vLLM&apos;s null block: reserved, never handed out</source>
+        <translation>o bloco nulo do vLLM: reservado, nunca entregue</translation>
     </message>
     <message>
         <source>press Run: the pool&apos;s blocks are drawn here</source>
@@ -2541,12 +2557,32 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
         <translation>{n} referência(s)</translation>
     </message>
     <message>
+        <source>#{block}: vLLM&apos;s null block (reserved, never handed out)</source>
+        <translation>#{block}: o bloco nulo do vLLM (reservado, nunca entregue)</translation>
+    </message>
+    <message>
+        <source>, place {k} of {n} in the free queue</source>
+        <translation>, posição {k} de {n} na fila livre</translation>
+    </message>
+    <message>
         <source>#{block}: {state} · held by request(s) {holders} · {filled}/{size} slots · {hash}</source>
         <translation>#{block}: {state} · ocupado pela(s) requisição(ões) {holders} · {filled}/{size} slots · {hash}</translation>
     </message>
     <message>
         <source> · tokens: “{text}”</source>
         <translation> · tokens: “{text}”</translation>
+    </message>
+    <message>
+        <source>free queue: empty (the next block must come from a finished request)</source>
+        <translation>fila livre: vazia (o próximo bloco tem de vir de uma requisição que terminar)</translation>
+    </message>
+    <message>
+        <source>… {n} more</source>
+        <translation>… mais {n}</translation>
+    </message>
+    <message>
+        <source>free queue, next first: {blocks} · next block handed out: #{next}</source>
+        <translation>fila livre, o próximo primeiro: {blocks} · próximo bloco entregue: #{next}</translation>
     </message>
     <message>
         <source>each cell is one physical block of the pool: its B slots (filled in its holder&apos;s colour), its id #b</source>
@@ -2563,6 +2599,10 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     <message>
         <source>L j: the block is logical block j of the request chosen above</source>
         <translation>L j: o bloco é o bloco lógico j da requisição escolhida acima</translation>
+    </message>
+    <message>
+        <source>q k: a free block&apos;s place in the free queue, q1 (next) handed out first; the queue&apos;s order is the pool&apos;s (vLLM: freed blocks with no hash at the front, cached ones at the back, tail first)</source>
+        <translation>q k: a posição de um bloco livre na fila livre, q1 (o próximo) entregue primeiro; a ordem da fila é a do pool (vLLM: blocos liberados sem hash na frente, os em cache no fim, a cauda primeiro)</translation>
     </message>
     <message>
         <source>&lt;b style=&apos;color:{accent}&apos;&gt;×N&lt;/b&gt; shared · &lt;span style=&apos;color:{accent}&apos;&gt;gold: hit&lt;/span&gt; · bold: new/written · dashed: cached · &lt;span style=&apos;color:{error}&apos;&gt;evict(ed)&lt;/span&gt; · L j: logical block</source>

@@ -276,7 +276,7 @@ def test_a_small_pool_evicts_and_the_grid_says_so(qtbot, qapp, tiny):
     settings = RequestsSettings(block_size=BLOCK, pool_blocks=pool, steps=2, schedule="sequential", repeats=1)
     result = compute(tiny, RequestsInput(PROMPTS, SYSTEM), settings)
     run = result.both.on
-    assert run.evictions > 0 and run.pool_blocks == pool
+    assert run.evictions > 0 and run.usable_blocks == pool  # pool_blocks also counts vLLM's null block
     view = RequestsView(SyncHost(tiny))
     qtbot.addWidget(view)
     view.show_result(result)
@@ -311,3 +311,22 @@ def test_result_is_the_shown_side_by_side(view, computed):
     assert view.result is computed.both
     second = next(i for i, s in enumerate(view.result.on.snapshots) if s.request == 1)
     assert second == view.prefill_step(1) and view.result.on.snapshots[second].phase == "prefill"
+
+
+def test_the_grid_shows_the_free_queue_in_its_order_and_the_next_block(view, computed):
+    """Each free block's cell carries its place in the recorded free queue (q1: handed out next, its footer
+    "next"), the null block 0 of vLLM's order is marked and never queued, and the step's summary names the
+    queue in order with the next block."""
+    run = computed.both.on
+    assert run.pool_semantics == "vllm" and run.null_block == 0
+    seen_next = 0
+    for i, snap in enumerate(run.snapshots):
+        view.show_step(i)
+        cells = view.grid.cells()
+        queued = sorted((c.queue_place, c.block) for c in cells if c.queue_place is not None)
+        assert tuple(b for _, b in queued) == snap.free_queue
+        assert [c.block for c in cells if c.null] == [0] and cells[0].queue_place is None
+        if snap.free_queue:
+            assert f"#{snap.next_block}" in view.summary.text() and "next block" in view.summary.text()
+            seen_next += 1
+    assert seen_next > 0

@@ -5,6 +5,8 @@ rows they hold, empty slots as outlines), its id (#b), its reference count when 
 a stripe per holder on its left edge), what happened to it in this step (new, write, hit, copy, evicted,
 cached, freed), and — for the selected request — its logical index (L j). A free block that still holds
 reusable rows (registered by hash) is drawn dimmed with a dashed border, in its last holder's colour.
+A free block also shows its place in the free queue (q1 is the block handed out next, marked "next"),
+and vLLM's null block 0 (reserved, never handed out) says "null".
 
 ``cells()`` is what ``paintEvent`` draws (and what the tests read).
 """
@@ -46,6 +48,8 @@ EVENT_LABELS = {  # the word as drawn, marked for translation
     "evict": QT_TRANSLATE_NOOP("views.blocks", "evict"),
     "cached": QT_TRANSLATE_NOOP("views.blocks", "cached"),
     "freed": QT_TRANSLATE_NOOP("views.blocks", "freed"),
+    "next": QT_TRANSLATE_NOOP("views.blocks", "next"),
+    "null": QT_TRANSLATE_NOOP("views.blocks", "null"),
 }
 EVENT_MEANING = {
     "new": QT_TRANSLATE_NOOP("views.blocks", "taken from the free list for this request"),
@@ -55,6 +59,8 @@ EVENT_MEANING = {
     "evict": QT_TRANSLATE_NOOP("views.blocks", "its cached rows were dropped so it could be handed out again"),
     "cached": QT_TRANSLATE_NOOP("views.blocks", "freed, but its rows stay findable by hash"),
     "freed": QT_TRANSLATE_NOOP("views.blocks", "freed, nothing to reuse"),
+    "next": QT_TRANSLATE_NOOP("views.blocks", "first in the free queue: the block handed out next"),
+    "null": QT_TRANSLATE_NOOP("views.blocks", "vLLM's null block: reserved, never handed out"),
 }
 MIN_CELL_W = 74  # at least; wider when the cell's words need it (cell_width)
 WITH_LOGICAL = ("new", "write", "hit", "copy", "evict")  # the words drawn beside a logical index "L j"
@@ -100,6 +106,8 @@ class BlockCell:
     event: str  # the short word ("" when nothing happened)
     cached: bool  # free, but holds rows findable by hash
     logical: int | None  # its index in the selected request's block table
+    queue_place: int | None = None  # its place in the free queue (0: handed out next); None: held, or not recorded
+    null: bool = False  # vLLM's reserved null block
 
 
 class BlocksGrid(QWidget):
@@ -223,6 +231,8 @@ class BlocksGrid(QWidget):
         n_cols, cell_w, cell_h = self._metrics()
         table = snap.table(self.selected) if self.selected is not None else None
         logical = {b: j for j, b in enumerate(table.blocks)} if table is not None and not table.finished else {}
+        queue = {b: k for k, b in enumerate(snap.free_queue or ())}
+        null = snap.null_block
         cells = []
         for b in range(snap.n_blocks):
             r, c = divmod(b, n_cols)
@@ -249,6 +259,8 @@ class BlocksGrid(QWidget):
                     event=EVENT_WORDS.get(snap.events[b], snap.events[b]),
                     cached=cached,
                     logical=logical.get(b),
+                    queue_place=queue.get(b),
+                    null=b == null,
                 )
             )
         return cells
@@ -315,6 +327,10 @@ class BlocksGrid(QWidget):
                 (Qt.AlignmentFlag.AlignLeft if self.one_line else Qt.AlignmentFlag.AlignRight) | Qt.AlignmentFlag.AlignVCenter,
                 f"×{cell.refs}",
             )
+        elif cell.queue_place is not None and not self.one_line:  # its place in the free queue (q1: next)
+            p.setFont(self.small_font())
+            p.setPen(QColor(theme.ACCENT if cell.queue_place == 0 else theme.MUTED))
+            p.drawText(head, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, f"q{cell.queue_place + 1}")
         # the slots
         slot = min(MAX_SLOT, (rect.width() - 10) / cols, self.slot)
         x0, y0 = rect.left() + 7, rect.top() + line_h + 3
@@ -341,11 +357,12 @@ class BlocksGrid(QWidget):
             refs = f"×{cell.refs}" if cell.refs >= 2 else ""
             ident = QFontMetrics(self.font()).horizontalAdvance(f"#{cell.block}{refs}") + 8
             foot = QRectF(rect.left() + 7 + ident, rect.top() + 1, rect.width() - 10 - ident, line_h)
-        word = (cell.event or ("cached" if cell.cached else "")) if not self.one_line else ""
+        word = cell.event or ("null" if cell.null else "next" if cell.queue_place == 0 else "cached" if cell.cached else "")
+        word = word if not self.one_line else ""
         logical = f"L{cell.logical}" if cell.logical is not None else ""
         if word:  # elided before the logical index, so a long word never runs under it
             room = foot.width() - (QFontMetrics(small).horizontalAdvance(logical) + 3 if logical else 0)
-            p.setPen(QColor(theme.ACCENT if word == "hit" else theme.ERROR if word == "evict" else theme.MUTED))
+            p.setPen(QColor(theme.ACCENT if word in ("hit", "next") else theme.ERROR if word == "evict" else theme.MUTED))
             label = QFontMetrics(small).elidedText(event_label(word), Qt.TextElideMode.ElideRight, int(room))
             p.drawText(foot, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, label)
         if logical:
@@ -359,8 +376,12 @@ class BlocksGrid(QWidget):
             pen = QPen(QColor(theme.ERROR), 2)
         elif cell.event in ("new", "write", "copy"):
             pen = QPen(QColor(theme.TEXT), 2)
+        elif cell.queue_place == 0:  # the block handed out next
+            pen = QPen(QColor(theme.ACCENT), 2, Qt.PenStyle.DotLine)
         if cell.cached and not cell.event:
             pen.setStyle(Qt.PenStyle.DashLine)
+        if cell.null:
+            pen = QPen(QColor(theme.MUTED), 1, Qt.PenStyle.DotLine)
         if cell.logical is not None and pen.width() < 2:
             pen = QPen(QColor(request_color(self.selected or 0)), 2)
         if cell.block == self.hover_block:

@@ -239,7 +239,7 @@ class TimelineView(QWidget):
 
     def _draw_pool(self, p: QPainter, w: float, top: float) -> None:
         batches = self.run.batches
-        n = max(1, self.run.pool_blocks)
+        n = max(1, self.run.usable_blocks)  # held + free: the null block of vLLM's order is neither
         h = POOL_H - 16
         held = [QPointF(LABEL_W, top + h)]
         cached = []

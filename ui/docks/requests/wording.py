@@ -49,6 +49,13 @@ def block_text(snap, block: int, token_text: dict[int, str]) -> str:
         )
     else:
         state = translate("views.requests_panels", "{n} reference(s)").format(n=refs)
+    if block == snap.null_block:
+        return translate("views.requests_panels", "#{block}: vLLM's null block (reserved, never handed out)").format(block=block)
+    queue = snap.free_queue or ()
+    if block in queue:
+        state += translate("views.requests_panels", ", place {k} of {n} in the free queue").format(
+            k=queue.index(block) + 1, n=len(queue)
+        )
     words = translate(
         "views.requests_panels", "#{block}: {state} · held by request(s) {holders} · {filled}/{size} slots · {hash}"
     )
@@ -59,6 +66,24 @@ def block_text(snap, block: int, token_text: dict[int, str]) -> str:
     if ids:
         words += translate("views.requests_panels", " · tokens: “{text}”").format(text=tokens_text(ids, token_text))
     return words
+
+
+FREE_QUEUE_SHOWN = 12  # blocks of the free queue a line names (then "… N more")
+
+
+def free_queue_text(snap) -> str:
+    """The free queue in its order, the next block first (empty when the run did not record it)."""
+    queue = snap.free_queue
+    if queue is None:
+        return ""
+    if not queue:
+        return translate("views.requests_panels", "free queue: empty (the next block must come from a finished request)")
+    names = " ".join(f"#{b}" for b in queue[:FREE_QUEUE_SHOWN])
+    if len(queue) > FREE_QUEUE_SHOWN:
+        names += " " + translate("views.requests_panels", "… {n} more").format(n=len(queue) - FREE_QUEUE_SHOWN)
+    return translate("views.requests_panels", "free queue, next first: {blocks} · next block handed out: #{next}").format(
+        blocks=names, next=queue[0]
+    )
 
 
 def legend_tooltip() -> str:
@@ -76,6 +101,11 @@ def legend_tooltip() -> str:
             "views.requests_panels", "dashed and dimmed: free, but its rows are kept and can still be found by hash (cached)"
         ),
         translate("views.requests_panels", "L j: the block is logical block j of the request chosen above"),
+        translate(
+            "views.requests_panels",
+            "q k: a free block's place in the free queue, q1 (next) handed out first; the queue's order is the pool's "
+            "(vLLM: freed blocks with no hash at the front, cached ones at the back, tail first)",
+        ),
         "",
     ]
     return "\n".join(lines + [f"{event_label(word)}: {event_meaning(word)}" for word in EVENT_MEANING])
@@ -106,7 +136,7 @@ def run_summary(computed) -> str:
         model=computed.model_id,
         n=len(on.requests),
         b=on.block_size,
-        pool=integer(on.pool_blocks),
+        pool=integer(on.usable_blocks),
         schedule=schedule_label(on.schedule),
         reused=integer(sum(r.reused_rows for r in on.requests)),
         hits=integer(sum(r.hit_blocks for r in on.requests)),
@@ -162,8 +192,9 @@ def step_summary(computed, caching: bool, step: int) -> str:
             text = translate("views.requests_panels", "{who} finished: its {n} block(s) go back to the free list.")
             text = text.format(who=who, n=r.blocks_held)
     held = sum(1 for refs in snap.ref_counts if refs > 0)
+    usable = snap.usable_blocks  # vLLM's null block is no pool block
     pool = translate("views.requests_panels", "pool: {held} of {n} blocks held · {free} free").format(
-        held=held, n=snap.n_blocks, free=snap.free_blocks
+        held=held, n=usable, free=snap.free_blocks
     )
     if snap.cached_free_blocks:
         pool += translate("views.requests_panels", " ({n} cached)").format(n=snap.cached_free_blocks)
@@ -173,7 +204,10 @@ def step_summary(computed, caching: bool, step: int) -> str:
     if events:
         words = ", ".join(event_label(EVENT_WORDS.get(e, e)) for e in events)
         pool += translate("views.requests_panels", " · this step: {events}").format(events=words)
-    return f"{text}<br><span style='color:{theme.MUTED}'>{html.escape(pool)}</span>"
+    queue_line = free_queue_text(snap)
+    if queue_line:
+        pool += "\n" + queue_line
+    return f"{text}<br><span style='color:{theme.MUTED}'>{html.escape(pool).replace(chr(10), '<br>')}</span>"
 
 
 BATCH_KIND_WORDS = {
