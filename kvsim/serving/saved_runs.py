@@ -300,7 +300,8 @@ def _run(i: int, data: dict, arrays: dict[str, np.ndarray]) -> RequestsRun:
             for k, b in enumerate(_list(data["batches"], f"{where}: batches", n_snaps, n_snaps))
         )
     if batched:
-        _check_batched(where, data["meta"], requests, batches, n, n_snaps)
+        # a vLLM pool's null block (block 0) is neither held nor free: held + free covers the others
+        _check_batched(where, data["meta"], requests, batches, n - (null is not None), n_snaps)
     ref, filled, tokens = (arrays[f"r{i}_{k}"] for k in ("ref_counts", "filled", "tokens"))
     if ref.min() < 0 or ref.max() > n_req or filled.min() < 0 or filled.max() > size or tokens.min() < -1:
         raise TraceError(f"{where}: reference counts, filled slots or token ids out of range")
