@@ -10,8 +10,9 @@
   zero-padded first column: the last 3 equal).
 * The memory bill (``lane_bill``) equals the recorded bytes at every step; the states' bytes are flat in n and
   the attention layer's K/V bytes linear.
-* Mutations the test catches (tried): the decay without its ``exp`` (state * g instead of state * exp(g)), the
-  delta rule without ``β`` — each moves the logits far past 1e-4 (``test_each_part_matters``).
+* Mutations tried on ``kvsim/models/hybrid.py``, each failing ``test_logits_equal_transformers_at_every_step`` at
+  step 0: the decay without its ``exp`` (``state * g``: off by 3.3), the delta rule without ``β`` (off by 0.79);
+  ``test_each_part_matters`` keeps one such change (a halved softplus) in the suite.
 """
 
 from __future__ import annotations
@@ -122,17 +123,19 @@ def kvsim_model(hf: torch.nn.Module) -> Transformer:
 
 
 @pytest.fixture(scope="module")
-def pair() -> tuple[torch.nn.Module, Transformer, torch.Tensor]:
+def pair() -> tuple[Transformer, torch.Tensor, list[torch.Tensor], object]:
+    """kvsim's model, the ids, and transformers' logits at every step and its cache after the last (run once)."""
     hf = hf_model()
     ids = torch.randint(1, VOCAB, (1, PROMPT_LEN + STEPS), generator=torch.Generator().manual_seed(5))
-    return hf, kvsim_model(hf), ids
+    theirs, cache = hf_run(hf, ids)
+    return kvsim_model(hf), ids, theirs, cache
 
 
 def hf_run(hf: torch.nn.Module, ids: torch.Tensor) -> tuple[list[torch.Tensor], object]:
     """The last position's logits after the prompt and after each decode step, and transformers' cache."""
     with torch.no_grad():
         out = hf(ids[:, :PROMPT_LEN], use_cache=True)
-        cache = out.past_key_values if hasattr(out, "past_key_values") and out.past_key_values is not None else out.cache
+        cache = out.cache if "cache" in out else out.past_key_values  # transformers ≥ 5.2x names it cache
         logits = [out.logits[0, -1]]
         for i in range(PROMPT_LEN, ids.shape[1]):
             out = hf(ids[:, i : i + 1], cache=cache, use_cache=True)
@@ -141,8 +144,7 @@ def hf_run(hf: torch.nn.Module, ids: torch.Tensor) -> tuple[list[torch.Tensor], 
 
 
 def test_logits_equal_transformers_at_every_step(pair) -> None:
-    hf, ours, ids = pair
-    theirs, _ = hf_run(hf, ids)
+    ours, ids, theirs, _ = pair
     kv, none = KVCache(4), NoCache(4)
     got = [ours(ids[:, :PROMPT_LEN], torch.arange(PROMPT_LEN), kv).logits[0, -1]]
     for i in range(PROMPT_LEN, ids.shape[1]):
@@ -156,8 +158,7 @@ def test_logits_equal_transformers_at_every_step(pair) -> None:
 
 
 def test_the_cache_holds_transformers_states(pair) -> None:
-    hf, ours, ids = pair
-    _, cache = hf_run(hf, ids)
+    ours, ids, _, cache = pair
     kv = KVCache(4)
     ours(ids[:, :PROMPT_LEN], torch.arange(PROMPT_LEN), kv)
     for i in range(PROMPT_LEN, ids.shape[1]):
@@ -174,8 +175,7 @@ def test_the_cache_holds_transformers_states(pair) -> None:
 
 def test_each_part_matters(pair, monkeypatch) -> None:
     """The parity cannot pass by accident: the recurrence with a part changed gives other logits."""
-    hf, ours, ids = pair
-    theirs, _ = hf_run(hf, ids[:, : PROMPT_LEN + 1])
+    ours, ids, theirs, _ = pair
     real = hybrid.F.softplus
     monkeypatch.setattr(hybrid.F, "softplus", lambda x: real(x) * 0.5)  # a different decay
     kv = KVCache(4)
@@ -185,7 +185,7 @@ def test_each_part_matters(pair, monkeypatch) -> None:
 
 
 def test_bill_equals_the_recorded_bytes_every_step(pair) -> None:
-    _, ours, ids = pair
+    ours, ids, _, _ = pair
     cfg = ours.cfg
     sim = Simulator(ours, Ids(), ids[0, :PROMPT_LEN].tolist(), parse_lanes("none,kv"), warmup=True)
     conv, rec = cfg.recurrent_state_values()
@@ -216,6 +216,6 @@ def test_bill_equals_the_recorded_bytes_every_step(pair) -> None:
 def test_only_lanes_that_hold_the_state_run(pair) -> None:
     from kvsim.core.sampling import SimulationError
 
-    _, ours, ids = pair
+    ours, ids, _, _ = pair
     with pytest.raises(SimulationError, match="only the lanes none and kv"):
         Simulator(ours, Ids(), ids[0, :4].tolist(), parse_lanes("window:4"), warmup=False)
