@@ -22,17 +22,8 @@ import torch
 from torch import nn
 
 from ..caches.base import Cache, PackedBatch, visibility
-from ..core.words import QT_TRANSLATE_NOOP
 from .config import ModelConfig
 
-#: the option's words (context "families"): its name and what the cache holds
-WORDS = (
-    QT_TRANSLATE_NOOP("families", "cross-layer KV sharing (CLA)"),
-    QT_TRANSLATE_NOOP(
-        "families",
-        "groups of {share} layers read the K/V of the group's first layer: only those layers cache rows, 1/{share} of the bytes",
-    ),
-)
 
 
 def ownership(cfg: ModelConfig) -> list[int]:

@@ -32,17 +32,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..caches.base import Cache, PackedBatch, visibility
-from ..core.words import QT_TRANSLATE_NOOP
 from .config import ModelConfig
 
-#: the family's words (context "families"): its name and what its cache holds
-WORDS = (
-    QT_TRANSLATE_NOOP("families", "hybrid linear attention (Qwen3-Next)"),
-    QT_TRANSLATE_NOOP(
-        "families",
-        "three Gated DeltaNet layers in four hold a fixed-size recurrent state; every fourth layer is attention with a growing K/V cache",
-    ),
-)
 
 Rope = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
