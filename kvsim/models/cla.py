@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from torch import nn
@@ -25,16 +25,26 @@ from ..caches.base import Cache, PackedBatch, visibility
 from .config import ModelConfig
 
 
-
 def ownership(cfg: ModelConfig) -> list[int]:
     """Each layer's K/V owner (itself for an owner): what the lanes view and the records say of the layers."""
     return [cfg.kv_owner(i) for i in range(cfg.n_layers)]
 
 
+class Lender(Protocol):
+    """What a borrower asks of its owner (``kvsim.models.transformer.Attention``)."""
+
+    #: (k_all, v_all, key positions, k_new, v_new) its cache returned this forward; None before it ran
+    lent: tuple[torch.Tensor, ...] | None
+
+    def rotate(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor: ...
+
+
 class SharedKVAttention(nn.Module):
     """A borrower layer's attention: its own queries (and QK-norm, RoPE) over its owner's rows of this step."""
 
-    def __init__(self, cfg: ModelConfig, layer: int, owner: nn.Module, norm: Callable[[ModelConfig, int], nn.Module]) -> None:
+    owner: Lender
+
+    def __init__(self, cfg: ModelConfig, layer: int, owner: Lender, norm: Callable[[ModelConfig, int], nn.Module]) -> None:
         """``owner``: the group's first layer's ``Attention`` (held, not registered: its weights are its own
         layer's); ``norm``: the family's norm maker (handed in: no import back)."""
         super().__init__()

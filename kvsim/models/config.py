@@ -182,7 +182,9 @@ class ModelConfig:
                 f"linear_value_heads ({self.linear_value_heads}) must be a multiple of linear_heads ({self.linear_heads})"
             )
         if self.head_dim % 8:  # a quarter of each head is rotated (partial RoPE), and that quarter must be even
-            raise ConfigError(f"family=qwen3_next rotates a quarter of each head: head_dim must be a multiple of 8, got {self.head_dim}")
+            raise ConfigError(
+                f"family=qwen3_next rotates a quarter of each head: head_dim must be a multiple of 8, got {self.head_dim}"
+            )
         if self.sliding_window is not None or self.layer_windows is not None:
             raise ConfigError("family=qwen3_next has no attention windows")
 

@@ -34,7 +34,6 @@ from torch import nn
 from ..caches.base import Cache, PackedBatch, visibility
 from .config import ModelConfig
 
-
 Rope = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 

@@ -32,10 +32,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..caches.base import Cache, PackedBatch, visibility
-from .config import ModelConfig
-from .kernels import huge_pages, row_matmul
 from .cla import SharedKVAttention
+from .config import ModelConfig
 from .hybrid import GatedAttention, GatedDeltaNet
+from .kernels import huge_pages, row_matmul
 from .kernels.row_matmul import Linear, RowLinear
 from .mla import MLAAttention
 
@@ -408,7 +408,7 @@ class Transformer(nn.Module):
         for i in range(cfg.n_layers):  # cross-layer attention: a borrower reads its group's first layer's K/V
             if cfg.kv_owner(i) != i:
                 block, owner = self.layers[i], self.layers[cfg.kv_owner(i)]
-                assert isinstance(block, Block) and isinstance(owner, Block)
+                assert isinstance(block, Block) and isinstance(owner, Block) and isinstance(owner.attn, Attention)
                 block.attn = SharedKVAttention(cfg, i, owner.attn, make_norm)
         self.norm = make_norm(cfg)
         self.lm_head = Linear(cfg.dim, cfg.vocab_size, bias=False)

@@ -13,7 +13,8 @@ HYBRID = (
     QT_TRANSLATE_NOOP("families", "hybrid linear attention (Qwen3-Next)"),
     QT_TRANSLATE_NOOP(
         "families",
-        "{linear} of {layers} layers are Gated DeltaNet, each holding a fixed-size recurrent state; the rest are attention, with a growing K/V cache",
+        "{linear} of {layers} layers are Gated DeltaNet, each holding a fixed-size recurrent state; "
+        "the rest are attention, with a growing K/V cache",
     ),
 )
 #: kv_share > 1 (``kvsim.models.cla``)

@@ -82,7 +82,11 @@ def reference_logits(model: Transformer, ids: torch.Tensor) -> torch.Tensor:
         y = torch.softmax(scores.masked_fill(~causal, float("-inf")), -1) @ v  # (H, T, d)
         x = x + y.transpose(0, 1).reshape(t, h * d) @ attn.wo.weight.T
         m = rms(x, block.mlp_norm.weight)
-        x = x + (torch.nn.functional.silu(m @ block.mlp.w_gate.weight.T) * (m @ block.mlp.w_up.weight.T)) @ block.mlp.w_down.weight.T
+        x = (
+            x
+            + (torch.nn.functional.silu(m @ block.mlp.w_gate.weight.T) * (m @ block.mlp.w_up.weight.T))
+            @ block.mlp.w_down.weight.T
+        )
     return (rms(x, model.norm.weight) @ model.lm_head.weight.T)[-1]
 
 

@@ -117,7 +117,9 @@ def kvsim_model(hf: torch.nn.Module) -> Transformer:
         elif module == "mlp_norm":
             mapping[name] = prefix + "post_attention_layernorm.weight"
         elif module == "mlp":
-            mapping[name] = prefix + "mlp." + {"w_gate": "gate_proj", "w_up": "up_proj", "w_down": "down_proj"}[parts[3]] + ".weight"
+            mapping[name] = (
+                prefix + "mlp." + {"w_gate": "gate_proj", "w_up": "up_proj", "w_down": "down_proj"}[parts[3]] + ".weight"
+            )
     ours.load_state_dict({k: theirs[v] for k, v in mapping.items()})
     return ours
 
