@@ -456,6 +456,26 @@
     </message>
 </context>
 <context>
+    <name>families</name>
+    <message>
+        <source>hybrid linear attention (Qwen3-Next)</source>
+        <translation>atenção linear híbrida (Qwen3-Next)</translation>
+    </message>
+    <message>
+        <source>{linear} of {layers} layers are Gated DeltaNet, each holding a fixed-size recurrent state; the rest are attention, with a growing K/V cache</source>
+        <translation>{linear} de {layers} camadas são Gated DeltaNet, cada uma com um estado recorrente de tamanho fixo; as demais são de atenção, com um KV cache que cresce</translation>
+    </message>
+    <message>
+        <source>cross-layer KV sharing (CLA)</source>
+        <extracomment>kv_share &gt; 1 (``kvsim.models.cla``)</extracomment>
+        <translation>K/V compartilhado entre camadas (CLA)</translation>
+    </message>
+    <message>
+        <source>groups of {share} layers read the K/V of the group&apos;s first layer: only {owners} of {layers} layers cache rows</source>
+        <translation>grupos de {share} camadas leem o K/V da primeira camada do grupo: só {owners} de {layers} camadas guardam linhas no cache</translation>
+    </message>
+</context>
+<context>
     <name>lanes</name>
     <message>
         <source>last {n}</source>
@@ -755,6 +775,10 @@
         <source>rows kept</source>
         <translation>linhas guardadas</translation>
     </message>
+    <message>
+        <source>+ {state:,} B of recurrent state: {layers} Gated DeltaNet layers hold a fixed-size state each (flat in n), beside the K/V rows of {attention} attention layers (linear in n)</source>
+        <translation>+ {state:,} B de estado recorrente: {layers} camadas Gated DeltaNet guardam um estado de tamanho fixo cada (constante em n), ao lado das linhas K/V de {attention} camadas de atenção (linear em n)</translation>
+    </message>
 </context>
 <context>
     <name>presenter</name>
@@ -971,6 +995,14 @@
     <message>
         <source>prompt: pick an example (English / Português) or type; Enter restarts</source>
         <translation>prompt: escolha um exemplo (English / Português) ou digite; Enter recomeça</translation>
+    </message>
+    <message>
+        <source>random · Qwen3-Next hybrid (3 Gated DeltaNet : 1 attention, 8 layers)</source>
+        <translation>aleatório · Qwen3-Next híbrido (3 Gated DeltaNet : 1 atenção, 8 camadas)</translation>
+    </message>
+    <message>
+        <source>random · Llama with cross-layer KV sharing (CLA: 2 layers a K/V)</source>
+        <translation>aleatório · Llama com K/V compartilhado entre camadas (CLA: 2 camadas por K/V)</translation>
     </message>
     <message>
         <source>↺ Reset</source>
