@@ -998,7 +998,7 @@
     </message>
     <message>
         <source>random · Qwen3-Next hybrid (3 Gated DeltaNet : 1 attention, 8 layers)</source>
-        <translation>aleatório · Qwen3-Next híbrido (3 Gated DeltaNet : 1 atenção, 8 camadas)</translation>
+        <translation>aleatório · híbrido de atenção linear (3 Gated DeltaNet : 1 atenção, 8 camadas)</translation>
     </message>
     <message>
         <source>random · Llama with cross-layer KV sharing (CLA: 2 layers a K/V)</source>
@@ -1599,6 +1599,57 @@ mais rápido / mais lento só quando o intervalo inteiro fica abaixo / acima de 
     <message>
         <source>V: nothing more is cached for the values — each head&apos;s value is W_UV · c from the same latent; the table shows the latent again.</source>
         <translation>V: nada mais fica em cache para os valores — o valor de cada cabeça é W_UV · c do mesmo latente; a tabela mostra o latente de novo.</translation>
+    </message>
+</context>
+<context>
+    <name>views.layer_kinds</name>
+    <message>
+        <source>layer {layer}: no K/V rows · a fixed state of {size} B</source>
+        <translation>camada {layer}: sem linhas K/V · um estado fixo de {size} B</translation>
+    </message>
+    <message>
+        <source>fixed state · {size} B</source>
+        <translation>estado fixo · {size} B</translation>
+    </message>
+    <message>
+        <source>state</source>
+        <translation>estado</translation>
+    </message>
+    <message>
+        <source>Gated DeltaNet</source>
+        <translation>Gated DeltaNet</translation>
+    </message>
+    <message>
+        <source>no V rows</source>
+        <translation>sem linhas V</translation>
+    </message>
+    <message>
+        <source>K of layer {owner} (shared, CLA)</source>
+        <translation>K da camada {owner} (compartilhado, CLA)</translation>
+    </message>
+    <message>
+        <source>K of L{owner}</source>
+        <translation>K de C{owner}</translation>
+    </message>
+    <message>
+        <source>q · head {head}</source>
+        <translation>q · cabeça {head}</translation>
+    </message>
+    <message>
+        <source>V of layer {owner} (shared, CLA)</source>
+        <translation>V da camada {owner} (compartilhado, CLA)</translation>
+    </message>
+    <message>
+        <source>V of L{owner}</source>
+        <translation>V de C{owner}</translation>
+    </message>
+    <message>
+        <source>A Gated DeltaNet layer (linear attention) keeps no K/V rows in the cache: it carries a state of fixed size from token to token — the short convolution&apos;s last inputs ({conv} values) and one dk × dv matrix per value head ({rec} values) — however long the text grows. Only the attention layers&apos; tables grow.</source>
+        <translation>Uma camada Gated DeltaNet (atenção linear) não guarda linhas K/V no cache: ela leva um estado de tamanho fixo de token em token — as últimas entradas da convolução curta ({conv} valores) e uma matriz dk × dv por cabeça de valor ({rec} valores) —, por mais que o texto cresça. Só as tabelas das camadas de atenção crescem.</translation>
+    </message>
+    <message>
+        <source>Cross-layer KV sharing (CLA): layer {layer} computes no K or V; it reads layer {owner}&apos;s, which alone are cached. Its own queries meet them.</source>
+        <translation>K/V compartilhado entre camadas (CLA): a camada {layer} não calcula K nem V; ela lê os da camada {owner}, os únicos em cache. As queries dela mesma os encontram.</translation>
     </message>
 </context>
 <context>

@@ -65,7 +65,7 @@ def recurrent_tips(cfg: ModelConfig) -> list[str]:
     conv, rec = cfg.recurrent_state_values()
     tip = translate(
         "views.layer_kinds",
-        "A Gated DeltaNet layer (linear attention) caches no K/V rows: it carries a state of fixed size from token to"
+        "A Gated DeltaNet layer (linear attention) keeps no K/V rows in the cache: it carries a state of fixed size from token to"
         " token — the short convolution's last inputs ({conv} values) and one dk × dv matrix per value head ({rec}"
         " values) — however long the text grows. Only the attention layers' tables grow.",
     ).format(conv=integer(conv), rec=integer(rec))
