@@ -134,3 +134,19 @@ def test_share_settings_are_checked() -> None:
         parse_random_spec("random:family=llama,layers=2,cla=3")
     with pytest.raises(ConfigError, match="cla"):
         parse_random_spec("random:family=gemma3,layers=2,cla=2")
+
+
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        ("random:family=qwen3_next,layers=4,heads=4,kv_heads=2,dim=64", "3 of 4 layers are Gated DeltaNet"),
+        ("random:family=llama,layers=4,heads=4,kv_heads=2,dim=64,cla=2", "only 2 of 4 layers cache rows"),
+    ],
+)
+def test_both_families_run_in_the_cli(spec: str, words: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``kvsim run --model random:…`` reaches each family, says its words and runs the default lanes."""
+    from kvsim.cli.entry import main as cli_main
+
+    assert cli_main(["run", "--model", spec, "--prompt", "hi", "--steps", "3"]) == 0
+    out = capsys.readouterr().out
+    assert words in out and "max |Δlogit|" in out

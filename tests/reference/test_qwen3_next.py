@@ -157,6 +157,7 @@ def test_logits_equal_transformers_at_every_step(pair) -> None:
         recomputed = ours(ids[:, :n], torch.arange(n), none).logits[0, -1]
         assert (recomputed - b).abs().max() < ATOL, f"step {step}: the uncached lane differs"
     assert theirs[0].std() > 0.3 and (theirs[1] - theirs[0]).abs().max() > 0.1  # spread-out, step-dependent logits
+    assert ours.n_params() == ours.cfg.n_params()  # the closed form counts the hybrid's two kinds of layer
 
 
 def test_the_cache_holds_transformers_states(pair) -> None:
