@@ -20,8 +20,8 @@ from ..core.words import QT_TRANSLATE_NOOP
 #: the memory dock's line on a hybrid model's bill: what the states add to the K/V rows' bytes
 STATE_WHY = QT_TRANSLATE_NOOP(
     "policies",
-    "+ {state:,} B of recurrent state: {layers} Gated DeltaNet layers hold a fixed-size state each "
-    "(flat in n), beside the K/V rows of {attention} attention layers (linear in n)",
+    "the recurrent states: {layers} Gated DeltaNet layers hold {state:,} B in all, flat in n, "
+    "beside the K/V rows that only the attention layers ({attention} of them) hold, linear in n",
 )
 
 

@@ -776,8 +776,8 @@
         <translation>linhas guardadas</translation>
     </message>
     <message>
-        <source>+ {state:,} B of recurrent state: {layers} Gated DeltaNet layers hold a fixed-size state each (flat in n), beside the K/V rows of {attention} attention layers (linear in n)</source>
-        <translation>+ {state:,} B de estado recorrente: {layers} camadas Gated DeltaNet guardam um estado de tamanho fixo cada (constante em n), ao lado das linhas K/V de {attention} camadas de atenção (linear em n)</translation>
+        <source>the recurrent states: {layers} Gated DeltaNet layers hold {state:,} B in all, flat in n, beside the K/V rows that only the attention layers ({attention} of them) hold, linear in n</source>
+        <translation>os estados recorrentes: {layers} camadas Gated DeltaNet guardam {state:,} B ao todo, constantes em n, ao lado das linhas K/V que só as camadas de atenção ({attention} delas) guardam, lineares em n</translation>
     </message>
 </context>
 <context>
