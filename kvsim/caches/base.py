@@ -104,6 +104,19 @@ class Cache(ABC):
     #: True when it stores rows of any width, so it can hold a latent-attention (mla) model's latents
     holds_latent: ClassVar[bool] = False
 
+    #: True when it holds a recurrent layer's state (a hybrid linear-attention model's Gated DeltaNet layers:
+    #: ``layer_state`` / ``keep_state``, kept by ``kvsim.caches.state.RecurrentStates``)
+    holds_state: ClassVar[bool] = False
+
+    def layer_state(self, layer: int, n_tokens: int) -> tuple[torch.Tensor, ...] | None:
+        """A recurrent ``layer``'s state after the first ``n_tokens`` positions, as ``keep_state`` was given it;
+        None when it holds none for that point (a policy that holds no state: the default)."""
+        return None
+
+    def keep_state(self, layer: int, states: dict[int, tuple[torch.Tensor, ...]]) -> None:  # noqa: B027 - a hook
+        """Hold a recurrent ``layer``'s state after a forward: ``states`` maps a number of positions seen to the
+        state after them (the newest, and the one a step before it, so a step can be undone). Default: nothing."""
+
     def bind_model(self, model: Any) -> None:  # noqa: B027 - a hook; model: a kvsim Transformer (models/ sits above)
         """Called by the model before its layers run, every forward: a cache built from the model's own
         weights (``latent:R``) factors them here. Default: nothing."""

@@ -20,6 +20,7 @@ from ..core.formulas import KVShape, LaneBill, kv_cache_bytes
 from ..core.words import QT_TRANSLATE_NOOP
 from .base import Cache, PolicyInfo, PolicyWords, SpecError
 from .registry import register_policy
+from .state import RecurrentStates
 from .window import SlidingWindowCache
 
 
@@ -33,6 +34,7 @@ class KVCache(Cache):
     aliases: ClassVar[tuple[str, ...]] = ("cached", "kvcache")
     grammar = "kv[:full]"
     holds_latent: ClassVar[bool] = True  # stores rows of any width: an mla model's latents (values 0 wide)
+    holds_state: ClassVar[bool] = True  # and a hybrid model's recurrent states (kvsim.caches.state)
 
     @classmethod
     def parse_options(cls, args: list[list[str]]) -> dict[str, Any]:
@@ -112,11 +114,20 @@ class KVCache(Cache):
         self._len = [0] * self.n_layers
         windows = self.layer_windows or (None,) * self.n_layers
         self._local = {i: SlidingWindowCache(1, w) for i, w in enumerate(windows) if w is not None}
+        self._states = RecurrentStates()  # a hybrid model's recurrent layers: no rows, a fixed-size state each
+
+    def layer_state(self, layer: int, n_tokens: int) -> tuple[torch.Tensor, ...] | None:
+        return self._states.get(layer, n_tokens)
+
+    def keep_state(self, layer: int, states: dict[int, tuple[torch.Tensor, ...]]) -> None:
+        self._states.keep(layer, states)
 
     @property
     def record_layer(self) -> int:
-        """The layer whose rows the records show: a global one (it holds every row) when there is one."""
-        return next((i for i in range(self.n_layers) if i not in self._local), 0)
+        """The layer whose rows the records show: a global one (it holds every row) when there is one, and one
+        that holds rows at all (not a recurrent layer, not a layer that reads another's: CLA)."""
+        global_layers = [i for i in range(self.n_layers) if i not in self._local]
+        return next((i for i in global_layers if self._k[i] is not None), global_layers[0] if global_layers else 0)
 
     def _ensure_capacity(self, layer: int, like: torch.Tensor, needed: int, v_like: torch.Tensor | None = None) -> None:
         buf = self._k[layer]
@@ -171,6 +182,7 @@ class KVCache(Cache):
         self._len = [min(n, n_tokens) for n in self._len]
         for local in self._local.values():
             local.truncate(n_tokens)
+        self._states.truncate(n_tokens)
 
     def stored(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The rows held for ``layer`` (views, not copies)."""
@@ -191,7 +203,7 @@ class KVCache(Cache):
     def n_tokens(self) -> int:
         """Rows held by the layer that holds the most (a global one): the tokens whose K/V some layer keeps."""
         if not self._local:
-            return self._len[0]
+            return max(self._len)  # a layer that holds no rows (recurrent, or reading another's) holds 0
         held = [self._len[i] for i in range(self.n_layers) if i not in self._local]
         return max(held + [c.n_tokens for c in self._local.values()])
 
@@ -202,7 +214,7 @@ class KVCache(Cache):
             if k is not None and v is not None:
                 row_bytes = k.shape[0] * k.shape[1] * (k.shape[3] + v.shape[3]) * k.element_size()  # a K and a V row
                 total += row_bytes * self._len[layer]
-        return total, 0
+        return total + self._states.nbytes, 0
 
     @property
     def allocated_bytes(self) -> int:

@@ -49,6 +49,11 @@ class NoCache(Cache):
             raise RuntimeError("key_positions before update")
         return pos
 
+    @property
+    def record_layer(self) -> int:
+        """The first layer that had rows (a hybrid model's recurrent layers and CLA's borrowers have none)."""
+        return next((i for i, p in enumerate(self._positions) if p is not None), 0)
+
     def reset(self) -> None:
         self._positions = [None] * len(self._positions)
 

@@ -145,6 +145,16 @@ def cmd_requests(args: argparse.Namespace) -> int:
     requests = _request_list(args)  # a bad file is one error line before the model loads
     sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
     loaded = load_model(args.model, device=args.device, dtype=args.dtype)
+    if loaded.model.cfg.linear_layers:  # the paged pool holds K/V blocks; a recurrent layer's state is no block (yet)
+        raise UsageError(
+            "several requests through the paged pool hold K/V blocks; a hybrid (qwen3_next) model's Gated DeltaNet "
+            "layers hold a recurrent state instead, which the pool does not keep yet: run one prompt at a time"
+        )
+    if loaded.model.cfg.kv_share > 1 and args.batching == "continuous":  # a packed row attends per request
+        raise UsageError(
+            "continuous batching packs the requests into one row; a CLA model's borrowing layers read their owner's "
+            "rows per sequence, which a packed row does not give them yet: leave --batching off"
+        )
     inputs = encode_requests(loaded.tokenizer, requests, chat=not args.no_chat_template)
     if args.disaggregate:
         return _cmd_disaggregate(args, loaded, inputs)

@@ -305,6 +305,10 @@ def _print_header(sim: Simulator, loaded: LoadedModel, out: TextIO) -> None:
         f"({cfg.n_kv_heads} kv), dim {cfg.dim}, {sim.model.n_params():,} parameters, "
         f"on {sim.model.device}\n"
     )
+    from ..models.words import described
+
+    for line in described(cfg.to_dict()):  # a hybrid's recurrent states, CLA's shared K/V
+        out.write(f"  {line}\n")
     warnings = loaded.info.get("warnings")
     for warning in warnings if isinstance(warnings, list) else ():  # loaded, but with something the user should know
         print(f"warning: {warning}", file=sys.stderr)

@@ -169,6 +169,8 @@ def lane_bill(
     prompt_tokens: int | None = None,
     layer_windows: tuple[int | None, ...] | None = None,
     latent: tuple[int, int] | None = None,
+    kv_layers: int | None = None,
+    recurrent: tuple[int, int, int] | None = None,
 ) -> LaneBill | None:
     """The formula for one lane of a kvsim run (``lane``: its entry in a trace's ``meta["lanes"]``) after a
     step that fed ``new_tokens`` and left ``tokens`` positions in the sequence: the lane's policy, found in
@@ -178,19 +180,28 @@ def lane_bill(
     speculative lane's accepted drafts) is billed for them too, by its own formula.
     ``prompt_tokens`` (the prompt's length) and ``layer_windows`` (the model's own window of each layer, None =
     global) are facts of the run, handed as one ``context`` mapping to every policy whose ``bill`` takes one
-    (``kv`` honours the windows, ``snapkv`` needs the prompt's length); a fact not given is absent."""
+    (``kv`` honours the windows, ``snapkv`` needs the prompt's length); a fact not given is absent.
+    ``kv_layers``: the layers that hold K/V rows when not all do (``ModelConfig.kv_layers``: a hybrid model's
+    attention layers, a CLA model's owners); ``recurrent``: a hybrid model's (recurrent layers, conv values,
+    recurrent values) a layer (``ModelConfig.recurrent_state_values``), whose states a policy that holds them
+    adds (``kvsim.caches.state``)."""
     from ..caches.registry import policy_class  # the policies import torch: only when a run is there
 
     elem_bits = DTYPE_BITS.get(dtype, 32)
     cls = policy_class(str(lane.get("policy", lane.get("name", ""))))
     options = dict(lane.get("options") or {})
-    shape = KVShape(layers, kv_heads, head_dim)
+    shape = KVShape(layers if kv_layers is None else kv_layers, kv_heads, head_dim)
     # latent: an mla model's (kv_lora_rank, qk_rope_head_dim): kv holds L · (r + d_R) values a token
     facts = {"prompt_tokens": prompt_tokens, "layer_windows": layer_windows, "latent": latent}
     context = {k: v for k, v in facts.items() if v is not None}
     bill = _bill(cls, options, shape, tokens, new_tokens, elem_bits, context) if cls is not None else None
     if bill is None and not lane.get("reuses_past", True):
         return nothing_held(elem_bits)
+    if bill is not None and cls is not None and recurrent is not None and cls.holds_state and lane.get("reuses_past", True):
+        from ..caches.state import state_bytes, with_states
+
+        n_rec, conv, rec = recurrent
+        return with_states(bill, state_bytes(conv, rec, n_rec, elem_bits), n_rec, shape.layers)
     ahead = max(0, held_tokens - tokens) if held_tokens is not None else 0
     if bill is not None and cls is not None and ahead and lane.get("reuses_past", True):
         with_ahead = _bill(cls, options, shape, tokens + ahead, new_tokens + ahead, elem_bits, context)

@@ -116,6 +116,13 @@ class Simulator:
                         f"lane {lane.name!r}: a latent-attention (mla) model caches one latent per token and layer; "
                         "only the lanes none and kv run on it (this one keeps K and V per head)"
                     )
+        if cfg.family == "qwen3_next":  # a hybrid: its recurrent layers' states are held by a cache that holds them
+            for lane in self.lanes:
+                if (lane.cache.reuses_past and not lane.cache.holds_state) or lane.spec.weights:
+                    raise SimulationError(
+                        f"lane {lane.name!r}: a hybrid linear-attention (qwen3_next) model's Gated DeltaNet layers "
+                        "hold a recurrent state; only the lanes none and kv run on it"
+                    )
         attach(self.lanes, model, tokenizer, sampling)  # quantized weights (@w8, @w4), speculative drivers (spec:K:DRAFT)
         self.reference = names.index(reference) if reference is not None else 0
         self.progress = progress

@@ -15,7 +15,11 @@ import operator
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-FAMILIES = ("gpt2", "llama", "gemma3", "mla")
+FAMILIES = ("gpt2", "llama", "gemma3", "mla", "qwen3_next")
+# the fields only some families use, left out of ``to_dict`` at their defaults (a trace of another family
+# keeps its config unchanged)
+HYBRID_FIELDS = ("attention_every", "linear_heads", "linear_value_heads", "linear_head_dim", "conv_kernel")
+SHARE_FIELDS = ("kv_share",)
 
 # The largest model kvsim agrees to describe: a parameter count (a few times the largest open models)
 # and per-field sizes no real checkpoint comes near. A config past them is a damaged or hostile file,
@@ -68,6 +72,17 @@ class ModelConfig:
     # query/key part and its value width (models/mla.py)
     kv_lora_rank: int = 0
     qk_rope_head_dim: int = 0
+    # qwen3_next (Qwen3-Next's hybrid, models/hybrid.py): every ``attention_every``-th layer is gated full
+    # attention (a growing K/V), the others Gated DeltaNet linear attention (a constant-size state: a short
+    # convolution's last conv_kernel - 1 inputs and one dk × dv matrix per value head)
+    attention_every: int = 0
+    linear_heads: int = 0  # the Gated DeltaNet's query/key heads
+    linear_value_heads: int = 0  # …and value heads (a multiple of linear_heads)
+    linear_head_dim: int = 0  # one width for its keys and values (Qwen3-Next: 128 each)
+    conv_kernel: int = 0  # its causal depthwise convolution's width (Qwen3-Next: 4)
+    # cross-layer attention (CLA, Brandon et al. 2024; models/cla.py): groups of kv_share consecutive layers
+    # read the K/V of the group's first layer, which alone computes and caches them (1: every layer its own)
+    kv_share: int = 1
     name: str = "model"
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -122,6 +137,11 @@ class ModelConfig:
             self._check_mla()
         elif self.kv_lora_rank or self.qk_rope_head_dim:
             raise ConfigError("kv_lora_rank and qk_rope_head_dim are for family=mla")
+        if self.family == "qwen3_next":
+            self._check_hybrid()
+        elif any(getattr(self, key) for key in HYBRID_FIELDS):
+            raise ConfigError("attention_every and the linear_* settings are for family=qwen3_next")
+        self._check_share()
         if self.sliding_window is not None:
             window = _strict_int("sliding_window", self.sliding_window)
             if window <= 0:
@@ -151,6 +171,57 @@ class ModelConfig:
             checked.append(w)
         object.__setattr__(self, "layer_windows", tuple(checked))
 
+    def _check_hybrid(self) -> None:
+        for key in HYBRID_FIELDS:
+            value = _strict_int(key, getattr(self, key))
+            if not 0 < value <= 2**14:
+                raise ConfigError(f"{key} must be a positive integer for family=qwen3_next, got {value}")
+            object.__setattr__(self, key, value)
+        if self.linear_value_heads % self.linear_heads:
+            raise ConfigError(
+                f"linear_value_heads ({self.linear_value_heads}) must be a multiple of linear_heads ({self.linear_heads})"
+            )
+        if self.head_dim % 8:  # a quarter of each head is rotated (partial RoPE), and that quarter must be even
+            raise ConfigError(
+                f"family=qwen3_next rotates a quarter of each head: head_dim must be a multiple of 8, got {self.head_dim}"
+            )
+        if self.sliding_window is not None or self.layer_windows is not None:
+            raise ConfigError("family=qwen3_next has no attention windows")
+
+    def _check_share(self) -> None:
+        share = _strict_int("kv_share", self.kv_share)
+        if not 1 <= share <= self.n_layers:
+            raise ConfigError(f"kv_share must be from 1 to the number of layers ({self.n_layers}), got {share}")
+        object.__setattr__(self, "kv_share", share)
+        if share > 1 and self.family not in ("llama", "gpt2"):
+            raise ConfigError("cross-layer KV sharing (cla) is for family=llama or gpt2")
+
+    @property
+    def linear_layers(self) -> tuple[int, ...]:
+        """The layers that hold a recurrent state instead of K/V rows (qwen3_next's Gated DeltaNet layers)."""
+        if self.family != "qwen3_next":
+            return ()
+        return tuple(i for i in range(self.n_layers) if (i + 1) % self.attention_every)
+
+    def kv_owner(self, layer: int) -> int:
+        """The layer whose K/V ``layer`` reads: itself, or its CLA group's first layer."""
+        return layer - layer % self.kv_share
+
+    @property
+    def kv_layers(self) -> tuple[int, ...]:
+        """The layers that compute and cache K/V rows: every layer but the recurrent ones and the CLA borrowers."""
+        linear = set(self.linear_layers)
+        return tuple(i for i in range(self.n_layers) if i not in linear and self.kv_owner(i) == i)
+
+    def recurrent_state_values(self) -> tuple[int, int]:
+        """(conv values, recurrent values) one Gated DeltaNet layer holds per sequence: the convolution's last
+        conv_kernel - 1 inputs of its q, k and v channels, and one dk × dv matrix per value head."""
+        if self.family != "qwen3_next":
+            return 0, 0
+        dk = self.linear_head_dim
+        channels = 2 * self.linear_heads * dk + self.linear_value_heads * dk
+        return channels * (self.conv_kernel - 1), self.linear_value_heads * dk * dk
+
     def _check_mla(self) -> None:
         for key in ("kv_lora_rank", "qk_rope_head_dim"):
             value = _strict_int(key, getattr(self, key))
@@ -169,6 +240,8 @@ class ModelConfig:
     @property
     def rope_head_dim(self) -> int:
         """The dimensions RoPE rotates in a query or key: the whole head, or MLA's decoupled RoPE part."""
+        if self.family == "qwen3_next":  # Qwen3-Next's partial_rotary_factor 0.25
+            return self.head_dim // 4
         return self.qk_rope_head_dim if self.family == "mla" else self.head_dim
 
     @property
@@ -202,7 +275,18 @@ class ModelConfig:
         if self.family == "mla":  # wq, wkv_a (latent + RoPE key), the latent's norm, wkv_b (up to K and V), wo
             r, dr = self.kv_lora_rank, self.qk_rope_head_dim
             attn = d * h * (hd + dr) + d * (r + dr) + r + r * h * 2 * hd + h * hd * d
-        return top + self.n_layers * (attn + mlp + norms)
+        if self.family == "qwen3_next":  # gated attention (a gate per query value) and Gated DeltaNet layers
+            attn = d * (2 * h + 2 * hkv) * hd + h * hd * d + 2 * hd
+            hk, hv, dk = self.linear_heads, self.linear_value_heads, self.linear_head_dim
+            channels = (2 * hk + hv) * dk  # the convolution's q, k and v channels
+            # in_proj_qkvz, in_proj_ba, conv1d, dt_bias + A_log, the gated norm, out_proj
+            linear = d * (2 * hk + 2 * hv) * dk + d * 2 * hv + channels * self.conv_kernel + 2 * hv + dk + hv * dk * d
+            n_linear = len(self.linear_layers)
+            return top + n_linear * (linear + mlp + norms) + (self.n_layers - n_linear) * (attn + mlp + norms)
+        # a CLA borrower has no K/V projections
+        borrowers = self.n_layers - len(self.kv_layers) if self.kv_share > 1 else 0
+        kv_proj = 2 * d * hkv * hd + (2 * hkv * hd if gpt2 or self.qkv_bias else 0)
+        return top + self.n_layers * (attn + mlp + norms) - borrowers * kv_proj
 
     @property
     def group_size(self) -> int:
@@ -211,7 +295,13 @@ class ModelConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """The shape numbers as plain JSON values (what traces and the app carry)."""
-        return {k: v for k, v in asdict(self).items() if k != "extra"}
+        out = {k: v for k, v in asdict(self).items() if k != "extra"}
+        if self.family != "qwen3_next":
+            for key in HYBRID_FIELDS:
+                del out[key]
+        if self.kv_share == 1:
+            del out["kv_share"]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
@@ -244,6 +334,12 @@ _RANDOM_KEYS = {
     "global_every": "global_every",  # gemma3: every Nth layer attends globally, the others over `window`
     "latent": "kv_lora_rank",  # mla: the latent's width
     "rope_dim": "qk_rope_head_dim",  # mla: the decoupled RoPE key's width
+    "attention_every": "attention_every",  # qwen3_next: every Nth layer full attention, the others Gated DeltaNet
+    "linear_heads": "linear_heads",  # qwen3_next: the Gated DeltaNet's query/key heads…
+    "linear_value_heads": "linear_value_heads",  # …its value heads…
+    "linear_head_dim": "linear_head_dim",  # …their width
+    "conv": "conv_kernel",  # qwen3_next: the short convolution's width
+    "cla": "kv_share",  # cross-layer attention: groups of N layers read their first layer's K/V
 }
 
 
@@ -303,6 +399,15 @@ def parse_random_spec(spec: str) -> tuple[ModelConfig, int]:
         head_dim = values.get("head_dim") or values["dim"] // values["n_heads"]
         values.setdefault("kv_lora_rank", 4 * head_dim)
         values.setdefault("qk_rope_head_dim", max(2, head_dim // 2))
+    if values["family"] == "qwen3_next":  # Qwen3-Next's proportions: 3 Gated DeltaNet layers to 1 attention
+        head_dim = values.get("head_dim") or values["dim"] // values["n_heads"]
+        values.setdefault("attention_every", 4)
+        values.setdefault("linear_heads", max(1, values["n_heads"] // 2))
+        values.setdefault("linear_value_heads", values["n_heads"])
+        values.setdefault("linear_head_dim", head_dim)
+        values.setdefault("conv_kernel", 4)
+        values.setdefault("norm_eps", 1e-6)
+        values["qk_norm"] = True  # its attention layers normalise each head's q and k, as Gemma 3's
     every = values.pop("global_every", None)
     if values["family"] == "gemma3":
         values["qk_norm"] = True

@@ -32,7 +32,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..caches.base import Cache, PackedBatch, visibility
+from .cla import SharedKVAttention
 from .config import ModelConfig
+from .hybrid import GatedAttention, GatedDeltaNet
 from .kernels import huge_pages, row_matmul
 from .kernels.row_matmul import Linear, RowLinear
 from .mla import MLAAttention
@@ -102,7 +104,8 @@ def make_norm(cfg: ModelConfig, dim: int | None = None) -> nn.Module:
     dim = cfg.dim if dim is None else dim
     if cfg.family == "gpt2":
         return nn.LayerNorm(dim, eps=cfg.norm_eps)
-    return GemmaRMSNorm(dim, cfg.norm_eps) if cfg.family == "gemma3" else RMSNorm(dim, cfg.norm_eps)
+    # Qwen3-Next's RMSNorm is Gemma's: the weight an offset from 1, the product in float32
+    return GemmaRMSNorm(dim, cfg.norm_eps) if cfg.family in ("gemma3", "qwen3_next") else RMSNorm(dim, cfg.norm_eps)
 
 
 def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
@@ -202,6 +205,14 @@ class Attention(nn.Module):
         self.q_norm = make_norm(cfg, d) if cfg.qk_norm else None
         self.k_norm = make_norm(cfg, d) if cfg.qk_norm else None
         self.fused_qkv: RowLinear | None = None  # see fuse_qkv
+        # cross-layer attention: the first layer of a group lends the rows its cache returned this step to the
+        # group's other layers (kvsim.models.cla.SharedKVAttention)
+        self.lends = cfg.kv_share > 1 and cfg.kv_owner(layer) == layer
+        self.lent: tuple[torch.Tensor, ...] | None = None
+
+    def rotate(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """``x`` rotated to ``rope``'s positions (a CLA borrower rotates its queries as its owner does)."""
+        return apply_rope(x, rope[0], rope[1])
 
     def fuse_qkv(self, rows: bool = False) -> None:
         """One matmul for Q, K and V (``fuse_columns``): a decode step saves two GEMV calls."""
@@ -274,6 +285,8 @@ class Attention(nn.Module):
         k_all, v_all = cache.update(layer, k, v, positions)  # (B, H_kv, S, D)
         key_pos = cache.key_positions(layer)  # (S,), or (H_kv, S) when heads hold different rows (eviction by attention)
         s = k_all.shape[2]
+        if self.lends:
+            self.lent = (k_all, v_all, key_pos, k, v)
 
         # query heads that share a K/V head are stacked along the row axis: no K/V copies
         if rope_at_read:  # StreamingLLM: (B, H_kv, g, T, S) from the unrotated rows, rotated by slot
@@ -349,7 +362,12 @@ class Block(nn.Module):
         super().__init__()
         self.attn_norm = make_norm(cfg)
         mla = cfg.family == "mla"  # DeepSeek's latent attention
-        self.attn = MLAAttention(cfg, layer, RMSNorm, apply_rope) if mla else Attention(cfg, layer)
+        self.attn: Attention | MLAAttention | GatedAttention | GatedDeltaNet | SharedKVAttention
+        if cfg.family == "qwen3_next":  # Qwen3-Next: Gated DeltaNet layers, every attention_every-th one attention
+            linear = layer in cfg.linear_layers
+            self.attn = GatedDeltaNet(cfg, layer) if linear else GatedAttention(cfg, layer, GemmaRMSNorm, apply_rope)
+        else:
+            self.attn = MLAAttention(cfg, layer, RMSNorm, apply_rope) if mla else Attention(cfg, layer)
         self.mlp_norm = make_norm(cfg)
         self.mlp = MLP(cfg)
         # Gemma 3 normalises each sub-layer's output too, before it joins the residual stream
@@ -387,6 +405,11 @@ class Transformer(nn.Module):
         self.tok_embeddings = nn.Embedding(cfg.vocab_size, cfg.dim)
         self.pos_embeddings = nn.Embedding(cfg.max_seq_len, cfg.dim) if cfg.family == "gpt2" else None
         self.layers = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
+        for i in range(cfg.n_layers):  # cross-layer attention: a borrower reads its group's first layer's K/V
+            if cfg.kv_owner(i) != i:
+                block, owner = self.layers[i], self.layers[cfg.kv_owner(i)]
+                assert isinstance(block, Block) and isinstance(owner, Block) and isinstance(owner.attn, Attention)
+                block.attn = SharedKVAttention(cfg, i, owner.attn, make_norm)
         self.norm = make_norm(cfg)
         self.lm_head = Linear(cfg.dim, cfg.vocab_size, bias=False)
         if cfg.tie_embeddings:

@@ -456,6 +456,26 @@
     </message>
 </context>
 <context>
+    <name>families</name>
+    <message>
+        <source>hybrid linear attention (Qwen3-Next)</source>
+        <translation>atenção linear híbrida (Qwen3-Next)</translation>
+    </message>
+    <message>
+        <source>{linear} of {layers} layers are Gated DeltaNet, each holding a fixed-size recurrent state; the rest are attention, with a growing K/V cache</source>
+        <translation>{linear} de {layers} camadas são Gated DeltaNet, cada uma com um estado recorrente de tamanho fixo; as demais são de atenção, com um KV cache que cresce</translation>
+    </message>
+    <message>
+        <source>cross-layer KV sharing (CLA)</source>
+        <extracomment>kv_share &gt; 1 (``kvsim.models.cla``)</extracomment>
+        <translation>K/V compartilhado entre camadas (CLA)</translation>
+    </message>
+    <message>
+        <source>groups of {share} layers read the K/V of the group&apos;s first layer: only {owners} of {layers} layers cache rows</source>
+        <translation>grupos de {share} camadas leem o K/V da primeira camada do grupo: só {owners} de {layers} camadas guardam linhas no cache</translation>
+    </message>
+</context>
+<context>
     <name>lanes</name>
     <message>
         <source>last {n}</source>
@@ -811,6 +831,10 @@
         <source>recent rows of a streaming head</source>
         <translation>linhas recentes de uma cabeça de streaming</translation>
     </message>
+    <message>
+        <source>the recurrent states: {layers} Gated DeltaNet layers hold {state:,} B in all, flat in n, beside the K/V rows that only the attention layers ({attention} of them) hold, linear in n</source>
+        <translation>os estados recorrentes: {layers} camadas Gated DeltaNet guardam {state:,} B ao todo, constantes em n, ao lado das linhas K/V que só as camadas de atenção ({attention} delas) guardam, lineares em n</translation>
+    </message>
 </context>
 <context>
     <name>presenter</name>
@@ -1027,6 +1051,14 @@
     <message>
         <source>prompt: pick an example (English / Português) or type; Enter restarts</source>
         <translation>prompt: escolha um exemplo (English / Português) ou digite; Enter recomeça</translation>
+    </message>
+    <message>
+        <source>random · Qwen3-Next hybrid (3 Gated DeltaNet : 1 attention, 8 layers)</source>
+        <translation>aleatório · híbrido de atenção linear (3 Gated DeltaNet : 1 atenção, 8 camadas)</translation>
+    </message>
+    <message>
+        <source>random · Llama with cross-layer KV sharing (CLA: 2 layers a K/V)</source>
+        <translation>aleatório · Llama com K/V compartilhado entre camadas (CLA: 2 camadas por K/V)</translation>
     </message>
     <message>
         <source>↺ Reset</source>
@@ -1639,6 +1671,57 @@ mais rápido / mais lento só quando o intervalo inteiro fica abaixo / acima de 
     <message>
         <source>V: nothing more is cached for the values — each head&apos;s value is W_UV · c from the same latent; the table shows the latent again.</source>
         <translation>V: nada mais fica em cache para os valores — o valor de cada cabeça é W_UV · c do mesmo latente; a tabela mostra o latente de novo.</translation>
+    </message>
+</context>
+<context>
+    <name>views.layer_kinds</name>
+    <message>
+        <source>layer {layer}: no K/V rows · a fixed state of {size} B</source>
+        <translation>camada {layer}: sem linhas K/V · um estado fixo de {size} B</translation>
+    </message>
+    <message>
+        <source>fixed state · {size} B</source>
+        <translation>estado fixo · {size} B</translation>
+    </message>
+    <message>
+        <source>state</source>
+        <translation>estado</translation>
+    </message>
+    <message>
+        <source>Gated DeltaNet</source>
+        <translation>Gated DeltaNet</translation>
+    </message>
+    <message>
+        <source>no V rows</source>
+        <translation>sem linhas V</translation>
+    </message>
+    <message>
+        <source>K of layer {owner} (shared, CLA)</source>
+        <translation>K da camada {owner} (compartilhado, CLA)</translation>
+    </message>
+    <message>
+        <source>K of L{owner}</source>
+        <translation>K de C{owner}</translation>
+    </message>
+    <message>
+        <source>q · head {head}</source>
+        <translation>q · cabeça {head}</translation>
+    </message>
+    <message>
+        <source>V of layer {owner} (shared, CLA)</source>
+        <translation>V da camada {owner} (compartilhado, CLA)</translation>
+    </message>
+    <message>
+        <source>V of L{owner}</source>
+        <translation>V de C{owner}</translation>
+    </message>
+    <message>
+        <source>A Gated DeltaNet layer (linear attention) keeps no K/V rows in the cache: it carries a state of fixed size from token to token — the short convolution&apos;s last inputs ({conv} values) and one dk × dv matrix per value head ({rec} values) — however long the text grows. Only the attention layers&apos; tables grow.</source>
+        <translation>Uma camada Gated DeltaNet (atenção linear) não guarda linhas K/V no cache: ela leva um estado de tamanho fixo de token em token — as últimas entradas da convolução curta ({conv} valores) e uma matriz dk × dv por cabeça de valor ({rec} valores) —, por mais que o texto cresça. Só as tabelas das camadas de atenção crescem.</translation>
+    </message>
+    <message>
+        <source>Cross-layer KV sharing (CLA): layer {layer} computes no K or V; it reads layer {owner}&apos;s, which alone are cached. Its own queries meet them.</source>
+        <translation>K/V compartilhado entre camadas (CLA): a camada {layer} não calcula K nem V; ela lê os da camada {owner}, os únicos em cache. As queries dela mesma os encontram.</translation>
     </message>
 </context>
 <context>

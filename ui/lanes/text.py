@@ -11,7 +11,7 @@ from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lu
 
 from .. import theme
 from ..i18n import fmt, local, num, translate
-from . import latent
+from . import latent, layer_kinds
 
 SWEEP_END = 0.7  # the recompute sweep runs over t in [0, 0.7]; the new rows fade in over [0.7, 1]
 
@@ -216,11 +216,15 @@ def title_options(cfg, layer: int, head: int, kv_head: int, error: float | None 
         ]
     if latent.is_latent(cfg):  # MLA: the cache is one latent a token and layer, not K and V per head
         columns[:3] = latent.title_columns(cfg, layer, head)
+    if layer_kinds.is_recurrent(cfg, layer):  # a hybrid's Gated DeltaNet layer: a fixed state, no rows
+        columns[:3] = layer_kinds.recurrent_columns(cfg, layer)
+    elif layer_kinds.owner_of(cfg, layer) != layer:  # CLA: it reads its group's first layer's K/V
+        columns[:3] = layer_kinds.borrower_columns(cfg, layer, head)
     return columns
 
 
-def title_tips(cfg, head: int, kv_head: int) -> list[str]:
-    """Plain-language tooltips of the four columns."""
+def title_tips(cfg, head: int, kv_head: int, layer: int = 0) -> list[str]:
+    """Plain-language tooltips of the four columns (of ``layer``: a hybrid's or a CLA model's layers differ)."""
     d = cfg.head_dim
     if uses_rope(cfg):
         k = translate(
@@ -248,6 +252,10 @@ def title_tips(cfg, head: int, kv_head: int) -> list[str]:
         )
     if latent.is_latent(cfg):  # MLA: the cache is one latent a token and layer, not K and V per head
         return [*latent.title_tips(cfg, head), _attention_tip()]
+    if layer_kinds.is_recurrent(cfg, layer):
+        return [*layer_kinds.recurrent_tips(cfg), _attention_tip()]
+    if layer_kinds.owner_of(cfg, layer) != layer:
+        return [*layer_kinds.borrower_tips(cfg, layer), _attention_tip()]
     return [
         k.format(d=d, kv_head=kv_head),
         q.format(head=head),

@@ -359,7 +359,7 @@ class LanePanel(LaneHover, QWidget):
         if err is not None and not self.session.has_own_rows(self.index):
             err = None
         fm = QFontMetrics(self._title_font())
-        tips = title_tips(cfg, head, g)
+        tips = title_tips(cfg, head, g, layer)
         for i, (label, options) in enumerate(zip(self.titles, title_options(cfg, layer, head, g, err), strict=True)):
             room = self._col_widths[i] - 4  # K's title may use the token axis's width too (it is centred there)
             text = next((o for o in options if fm.horizontalAdvance(o) <= room), options[-1])

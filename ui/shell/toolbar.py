@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QComboBox, QLineEdit, QMenu, QSizePolicy, QToolBar
 
 from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 from kvsim.models.config import ModelConfig
+from kvsim.models.words import family_words
 
 from .. import i18n
 from ..i18n import translate
@@ -38,6 +39,14 @@ RANDOM_PRESETS = [  # (label, spec): the label is translated where it is shown
     (
         QT_TRANSLATE_NOOP("toolbar", "random · GPT-2 (4 layers, 4 heads, 128 dim)"),
         "random:family=gpt2,layers=4,heads=4,dim=128,seed=0",
+    ),
+    (
+        QT_TRANSLATE_NOOP("toolbar", "random · Qwen3-Next hybrid (3 Gated DeltaNet : 1 attention, 8 layers)"),
+        "random:family=qwen3_next,layers=8,heads=8,kv_heads=2,dim=256,seed=0",
+    ),
+    (
+        QT_TRANSLATE_NOOP("toolbar", "random · Llama with cross-layer KV sharing (CLA: 2 layers a K/V)"),
+        "random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,cla=2,seed=0",
     ),
 ]
 DEFAULT_LANES = "uncached,cached"
@@ -362,6 +371,8 @@ class ControlsToolBar(QToolBar):
             context=i18n.integer(cfg["max_seq_len"]),
             params=i18n.integer(info["params"]),
         )
+        for title, explanation, values in family_words(cfg):  # a hybrid's states, CLA's shared layers
+            text += "; " + translate("families", title) + ": " + translate("families", explanation).format(**values)
         self.show_model(info["model_id"], text)
         self.show_examples(info["model_id"])
         return text

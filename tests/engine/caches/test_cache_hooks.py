@@ -16,7 +16,14 @@ from kvsim.caches.base import Cache, PackedBatch, PolicyInfo, SequenceAttention
 
 ENGINE = ROOT / "kvsim"
 #: the files that call a lane's cache whatever its policy (elsewhere a cache is a known policy, e.g. speculative)
-ANY_POLICY = ["kvsim/models/transformer.py", "kvsim/models/mla.py", "kvsim/engine/simulate.py", "kvsim/engine/lane.py"]
+ANY_POLICY = [
+    "kvsim/models/transformer.py",
+    "kvsim/models/mla.py",
+    "kvsim/models/hybrid.py",
+    "kvsim/models/cla.py",
+    "kvsim/engine/simulate.py",
+    "kvsim/engine/lane.py",
+]
 
 
 def _declared() -> set[str]:

@@ -44,6 +44,9 @@ def lane_bills(session, step: int | None = None) -> list[tuple[int, int, LaneBil
             prompt_tokens=len(meta.get("prompt_ids") or ()) or None,
             layer_windows=tuple(cfg.window_of(i) for i in range(cfg.n_layers)),
             latent=(cfg.kv_lora_rank, cfg.qk_rope_head_dim) if cfg.family == "mla" else None,
+            # a hybrid's attention layers / a CLA model's owners hold the rows; a hybrid's others a state each
+            kv_layers=len(cfg.kv_layers) if len(cfg.kv_layers) != cfg.n_layers else None,
+            recurrent=(len(cfg.linear_layers), *cfg.recurrent_state_values()) if cfg.linear_layers else None,
         )
         out.append((lane.index, int(ls.cache_bytes), bill))
     return out
