@@ -461,16 +461,16 @@
         <translation>◀ Voltar</translation>
     </message>
     <message>
-        <source>previous lesson step (Page Up)</source>
-        <translation>passo anterior da lição (Page Up)</translation>
-    </message>
-    <message>
         <source>Next ▶</source>
         <translation>Próximo ▶</translation>
     </message>
     <message>
-        <source>next lesson step (Page Down)</source>
-        <translation>próximo passo da lição (Page Down)</translation>
+        <source>the previous page, or the previous lesson step (Page Up)</source>
+        <translation>a página anterior, ou o passo anterior da lição (Page Up)</translation>
+    </message>
+    <message>
+        <source>the next page, or the next lesson step (Page Down)</source>
+        <translation>a próxima página, ou o próximo passo da lição (Page Down)</translation>
     </message>
     <message>
         <source>getting there …</source>
@@ -854,12 +854,12 @@
         <translation>todos os painéis (S: de volta ao palco, uma vista por vez)</translation>
     </message>
     <message>
-        <source>Next lesson step, or the next view on the stage</source>
-        <translation>Próximo passo da lição, ou a próxima vista no palco</translation>
+        <source>Next lesson page or step, or the next view on the stage</source>
+        <translation>Próxima página ou passo da lição, ou a próxima vista no palco</translation>
     </message>
     <message>
-        <source>Previous lesson step, or the previous view on the stage</source>
-        <translation>Passo anterior da lição, ou a vista anterior no palco</translation>
+        <source>Previous lesson page or step, or the previous view on the stage</source>
+        <translation>Página ou passo anterior da lição, ou a vista anterior no palco</translation>
     </message>
     <message>
         <source>Stage: one view at a time (on / off)</source>
