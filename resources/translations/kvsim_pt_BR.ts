@@ -762,8 +762,8 @@
         <translation>KV cache vs janela deslizante vs sinks + janela — tiny</translation>
     </message>
     <message>
-        <source>KV cache vs int8 and int4 caches — tiny</source>
-        <translation>KV cache vs caches int8 e int4 — tiny</translation>
+        <source>KV cache vs int8 and int4 caches (R = 2 exact rows) — tiny</source>
+        <translation>KV cache vs caches int8 e int4 (R = 2 linhas exatas) — tiny</translation>
     </message>
     <message>
         <source>Recent runs</source>
@@ -1636,6 +1636,14 @@ linhas esmaecidas: lidas do cache (não calculadas neste passo)</translation>
     <message>
         <source>weights of {n} parameters: {sizes}</source>
         <translation>pesos de {n} parâmetros: {sizes}</translation>
+    </message>
+    <message>
+        <source>LM head in Q8_0</source>
+        <translation>camada de saída em Q8_0</translation>
+    </message>
+    <message>
+        <source>LM head as loaded</source>
+        <translation>camada de saída como foi carregada</translation>
     </message>
     <message>
         <source>this run&apos;s lanes hold: {sizes}</source>
@@ -3001,6 +3009,10 @@ não tem nenhuma até o próximo passo processá-lo) · tokens: o texto até ago
     <message>
         <source>Lanes only</source>
         <translation>Só as faixas</translation>
+    </message>
+    <message>
+        <source>Lane sets (L: the next one)</source>
+        <translation>Conjuntos de faixas (L: o próximo)</translation>
     </message>
     <message>
         <source>Free-running lanes (each continues on its own choice)</source>
