@@ -139,6 +139,15 @@ def test_the_clicker_walks_every_page_of_every_step_and_back_in_both_languages(q
                 qtbot.keyClick(band, key)
                 assert (lesson.index, band.at) == expect, (lang, key)
             assert w.session.cursor == cursor  # the run did not step
+        # the lane sets L cycles through are in ☰ too, the weights set among them (reached in two keys: L, or ☰)
+        from kvsim.ui.shell.toolbar import WEIGHTS_LANES
+
+        menu = w.toolbar.menu
+        (sets,) = [a.menu() for a in menu.actions() if a.menu() is not None and a.menu().title().startswith("Lane sets")]
+        sets.aboutToShow.emit()
+        box = w.toolbar.lanes_box
+        assert [a.text() for a in sets.actions()] == [box.itemText(i) for i in range(box.count())]
+        assert box.findData(WEIGHTS_LANES) >= 0
     finally:
         i18n.install(qapp, "en")
         w.shutdown()

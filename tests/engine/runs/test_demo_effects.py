@@ -159,25 +159,25 @@ def test_every_bundled_demo_shows_its_effect() -> None:
 @pytest.mark.parametrize("lang", ["en", "pt"])
 def test_every_lesson_step_shows_its_effect(tiny, lang) -> None:
     seen: set[str] = set()
-    model_side: dict[str, int] = {}  # the lanes that need the model, each as far as its furthest step
-    prompts = {step["state"]["prompt"][lang] for step in LESSON}
-    assert len(prompts) == 1  # the lesson's live steps share one prompt: one model run serves them all
-    (prompt,) = prompts
-    n_prompt = len(prompt_ids(tiny, prompt))
+    model_side: dict[str, dict[str, int]] = {}  # by prompt: the lanes that need the model, each to its furthest step
     for step in LESSON:
         state, at = step["state"], int(step["state"].get("step", 0))
         if at == 0:
             continue  # the prefill: the steps at 0 show a dock's own run (requests, batching)
-        seen |= by_rows(tiny, state["lanes"], n_prompt, at, f"{step['id']} ({lang})")
+        prompt = state["prompt"][lang]
+        seen |= by_rows(tiny, state["lanes"], len(prompt_ids(tiny, prompt)), at, f"{step['id']} ({lang})")
         for name in state["lanes"].split(","):
             spec = parse_spec(name)
             if spec.policy not in BY_ROWS or spec.weights:
                 canonical = "none" if spec.policy == "none" else name  # "uncached" is "none"
-                model_side[canonical] = max(model_side.get(canonical, 0), at)
+                lanes = model_side.setdefault(prompt, {})
+                lanes[canonical] = max(lanes.get(canonical, 0), at)
         if any(parse_spec(n).policy in ("int8", "int4") for n in state["lanes"].split(",")):
             assert "R = " in step["text"][lang]  # the caption says how many rows stay exact
-    assert all(at >= MODEL_RUNS[lanes] for lanes in MODEL_RUNS for name, at in model_side.items() if name in lanes)
-    seen |= model_effects(tiny, prompt, set(model_side), f"lesson ({lang})")
+    assert len(model_side) == 1  # the steps that need the model share one prompt: its runs serve them all
+    for prompt, lanes in model_side.items():
+        assert all(at >= MODEL_RUNS[run] for run in MODEL_RUNS for name, at in lanes.items() if name in run)
+        seen |= model_effects(tiny, prompt, set(lanes), f"lesson ({lang})")
     assert {"int8", "int4", "drops rows", "drafts accepted and rejected", "weights w8", "weights w4", "recomputes"} <= seen
 
 
