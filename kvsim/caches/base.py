@@ -86,7 +86,8 @@ class Cache(ABC):
     aliases: ClassVar[tuple[str, ...]] = ()
     #: the grammar shown in errors and in the app's lane chooser, e.g. "window:W"
     grammar: ClassVar[str] = ""
-    #: an example spec for the lane chooser (a policy with parameters needs one)
+    #: an example spec for the lane chooser (a policy with parameters needs one): the app's preset, sized so
+    #: its effect shows on the example prompts within a short run (tests/engine/runs/test_demo_effects.py)
     example: ClassVar[str] = ""
     #: True when rows computed in earlier steps are reused (the lane feeds only new tokens)
     reuses_past: ClassVar[bool] = True

@@ -39,7 +39,7 @@ SCORES = QT_TRANSLATE_NOOP(
 class H2OCache(ScoredCache):
     terms = ("h2o",)
     grammar = "h2o:B[:rR]"
-    example = "h2o:32:r32"
+    example = "h2o:8:r8"
     score_meaning = "attention received since the row was stored (summed over queries and the group's heads)"
     scores_held = True
 

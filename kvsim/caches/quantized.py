@@ -369,7 +369,7 @@ class Int8Cache(QuantizedCache):
 
     terms = ("int8",)
     grammar = "int8[:gG][:rR]"
-    example = "int8"
+    example = "int8:r8"  # R = 8: rows quantized once 8 + 32 are held
     bits = 8
 
 
@@ -379,5 +379,5 @@ class Int4Cache(QuantizedCache):
 
     terms = ("int4",)
     grammar = "int4[:gG][:rR]"
-    example = "int4:g32:r16"
+    example = "int4:r8"
     bits = 4

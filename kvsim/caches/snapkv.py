@@ -42,7 +42,7 @@ KERNEL = 5
 class SnapKVCache(ScoredCache):
     terms = ("snapkv",)
     grammar = "snapkv:B[:wW]"
-    example = "snapkv:64:w16"
+    example = "snapkv:8:w4"  # a budget the app's example prompts exceed
     score_meaning = "the observation window's attention at prefill, pooled (kernel 5)"
 
     @classmethod

@@ -60,7 +60,7 @@ class StreamCache(_WindowCache):
 
     terms = ("stream", "window")
     grammar = "stream:S+window:W"
-    example = "stream:4+window:60"
+    example = "stream:4+window:12"
     #: the model leaves RoPE to this cache: keys are stored unrotated, ``read_scores`` rotates them
     rope_at_read = True
 

@@ -28,7 +28,7 @@ from .scored import ScoredCache, _Held, parse_count, top_rows
 class TOVACache(ScoredCache):
     terms = ("tova",)
     grammar = "tova:B"
-    example = "tova:64"
+    example = "tova:16"
     score_meaning = "the newest query's attention, averaged over the layer's query heads"
 
     @classmethod

@@ -5,6 +5,8 @@ lives here, so any cache policy can carry a weight format.
     w8          INT8, one scale per output channel (per row of each weight matrix)
     w8:gG       INT8, one scale per G consecutive inputs of each row
     w4[:gG]     INT4, one scale per G consecutive inputs of each row (G = 32 unless given)
+                either one also stores the LM head (a tied embedding with it) as llama.cpp's Q8_0 blocks;
+    …:fphead    keeps the LM head as loaded instead (kv@w8:fphead), as GPTQ/AWQ do
     gguf        the .gguf file's own Q8_0 / Q4_0 / Q4_1 blocks, kept as they are (kvsim.models.gguf.blocks)
     bf16        every weight rounded to bfloat16, the lane computing in it (kvsim.models.precision)
 """
@@ -20,7 +22,8 @@ DEFAULT_W4_GROUP = 32
 
 
 def parse_weights(text: str) -> dict[str, Any]:
-    """``{"bits": 8|4, "group": G or None}`` of a suffix (without the ``@``); ``SpecError`` when bad."""
+    """``{"bits": 8|4, "group": G or None}`` of a suffix (without the ``@``), with ``"fphead": True`` when
+    the LM head stays as loaded; ``SpecError`` when bad."""
     parts = [p.strip().lower() for p in text.split(":")]
     head = parts[0]
     if parts == ["gguf"]:
@@ -31,16 +34,19 @@ def parse_weights(text: str) -> dict[str, Any]:
         raise SpecError(f"weights suffix @{text} is not w8, w4, gguf or bf16 (e.g. kv@w8, kv@w4:g64, kv@gguf, kv@bf16)")
     bits = int(head[1:])
     group: int | None = DEFAULT_W4_GROUP if bits == 4 else None
-    if len(parts) > 2:  # one group at most (kv@w8:g64:g32 took the last; int4:g32:g32 is refused the same way)
+    if sum(p.startswith("g") for p in parts[1:]) > 1:  # one group at most (kv@w8:g64:g32 took the last before)
         raise SpecError(f"weights suffix @{text}: one group at most (w8:gG or w4:gG)")
+    fphead = False
     for part in parts[1:]:
-        if part.startswith("g") and part[1:].isdigit():
+        if part == "fphead" and not fphead:
+            fphead = True
+        elif part.startswith("g") and part[1:].isdigit():
             group = int(part[1:])
             if not 2 <= group <= 65536 or group % 2:
                 raise SpecError(f"weights suffix @{text}: the group must be an even number from 2 to 65536")
         else:
-            raise SpecError(f"weights suffix @{text}: unknown part {part!r} (expected gG, e.g. g64)")
-    return {"bits": bits, "group": group}
+            raise SpecError(f"weights suffix @{text}: unknown part {part!r} (expected gG, e.g. g64, or fphead)")
+    return {"bits": bits, "group": group, **({"fphead": True} if fphead else {})}
 
 
 def weights_label(weights: dict[str, Any] | None) -> str:
@@ -49,4 +55,5 @@ def weights_label(weights: dict[str, Any] | None) -> str:
         return ""
     if weights.get("format") in ("gguf", "bf16"):
         return str(weights["format"])
-    return f"w{weights['bits']}" + (f":g{weights['group']}" if weights.get("group") else "")
+    label = f"w{weights['bits']}" + (f":g{weights['group']}" if weights.get("group") else "")
+    return label + (":fphead" if weights.get("fphead") else "")

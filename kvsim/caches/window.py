@@ -260,7 +260,7 @@ class SlidingWindowCache(_WindowCache):
 
     terms = ("window",)
     grammar = "window:W"
-    example = "window:64"
+    example = "window:16"  # the app's preset: rows dropped within a short run
 
     @classmethod
     def parse_options(cls, args: list[list[str]]) -> dict[str, Any]:
@@ -294,7 +294,7 @@ class SinkWindowCache(_WindowCache):
 
     terms = ("sink", "window")
     grammar = "sink:S+window:W"
-    example = "sink:4+window:60"
+    example = "sink:4+window:12"
 
     @classmethod
     def parse_options(cls, args: list[list[str]]) -> dict[str, Any]:

@@ -185,6 +185,9 @@ def run(args: argparse.Namespace) -> int:
         summary["lanes"][lane.name]["weight_bytes"] = lane.weight_bytes["total"]
         if lane.spec.weights:
             summary["lanes"][lane.name]["weights"] = weights_label(lane.spec.weights)
+            from ..models.kernels.quantized_weights import head_format  # torch: imported once a run is under way
+
+            summary["lanes"][lane.name]["weight_head"] = head_format(lane.model)  # "Q8_0" or "as loaded"
     if compile_s is not None:
         summary["compile_s"] = round(compile_s, 3)  # compiling + the warm-up forwards, outside every timed step
     if args.free_running:
@@ -340,7 +343,8 @@ def _print_summary(sim: Simulator, summary: dict[str, Any], out: TextIO) -> None
         if compared := compared_text(s):
             extra.append(compared)
         if s.get("weights"):
-            extra.append(f"weights {s['weights']}: {human_bytes(s['weight_bytes'])}")
+            head = f", LM head {s['weight_head']}" if s.get("weight_head") else ""
+            extra.append(f"weights {s['weights']}: {human_bytes(s['weight_bytes'])}{head}")
         if s.get("weights") == "bf16":  # a reduced-precision lane says how far it strays from the reference
             first = s.get("first_divergent_step")
             extra.append(

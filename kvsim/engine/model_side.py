@@ -11,7 +11,7 @@ from ..caches.speculative import SpeculativeCache
 from ..caches.weights import weights_label
 from ..core.sampling import Sampling, SimulationError
 from ..models.gguf.blocks import BLOCK_BYTES, GGUFBlockLinear, keep_gguf_blocks
-from ..models.kernels.quantized_weights import QuantizedLinear, quantize_model, weight_bytes
+from ..models.kernels.quantized_weights import QuantizedLinear, head_format, quantize_model, weight_bytes
 from ..models.tokenizer import Tokenizer
 from ..models.transformer import Transformer
 from .counting import StepCost
@@ -46,7 +46,7 @@ def _weights_model(model: Transformer, weights: dict[str, Any]) -> Transformer:
         if not kinds:
             raise ValueError(f"{path} has no projections in a block format kept as it is ({', '.join(BLOCK_BYTES)})")
         return kept
-    return quantize_model(model, weights["bits"], weights.get("group"))
+    return quantize_model(model, weights["bits"], weights.get("group"), head=not weights.get("fphead"))
 
 
 def attach(lanes: list[Lane], model: Transformer, tokenizer: Tokenizer, sampling: Sampling) -> None:
@@ -76,6 +76,7 @@ def lane_meta(lane: Lane) -> dict[str, Any]:
     if lane.spec.weights:
         meta["weights"] = weights_label(lane.spec.weights)
         meta["quantized_weight_bytes"] = lane.weight_bytes["quantized"]
+        meta["weight_head"] = head_format(lane.model)  # "Q8_0", or "as loaded" (the bill says which)
     if lane.driver is not None:
         meta["draft"] = lane.driver.drafter.label
         meta["draft_k"] = lane.driver.k

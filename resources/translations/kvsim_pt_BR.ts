@@ -529,16 +529,16 @@
         <translation>◀ Voltar</translation>
     </message>
     <message>
-        <source>previous lesson step (Page Up)</source>
-        <translation>passo anterior da lição (Page Up)</translation>
-    </message>
-    <message>
         <source>Next ▶</source>
         <translation>Próximo ▶</translation>
     </message>
     <message>
-        <source>next lesson step (Page Down)</source>
-        <translation>próximo passo da lição (Page Down)</translation>
+        <source>the previous page, or the previous lesson step (Page Up)</source>
+        <translation>a página anterior, ou o passo anterior da lição (Page Up)</translation>
+    </message>
+    <message>
+        <source>the next page, or the next lesson step (Page Down)</source>
+        <translation>a próxima página, ou o próximo passo da lição (Page Down)</translation>
     </message>
     <message>
         <source>getting there …</source>
@@ -890,8 +890,8 @@
         <translation>KV cache vs janela deslizante vs sinks + janela — tiny</translation>
     </message>
     <message>
-        <source>KV cache vs int8 and int4 caches — tiny</source>
-        <translation>KV cache vs caches int8 e int4 — tiny</translation>
+        <source>KV cache vs int8 and int4 caches (R = 2 exact rows) — tiny</source>
+        <translation>KV cache vs caches int8 e int4 (R = 2 linhas exatas) — tiny</translation>
     </message>
     <message>
         <source>Recent runs</source>
@@ -982,12 +982,12 @@
         <translation>todos os painéis (S: de volta ao palco, uma vista por vez)</translation>
     </message>
     <message>
-        <source>Next lesson step, or the next view on the stage</source>
-        <translation>Próximo passo da lição, ou a próxima vista no palco</translation>
+        <source>Next lesson page or step, or the next view on the stage</source>
+        <translation>Próxima página ou passo da lição, ou a próxima vista no palco</translation>
     </message>
     <message>
-        <source>Previous lesson step, or the previous view on the stage</source>
-        <translation>Passo anterior da lição, ou a vista anterior no palco</translation>
+        <source>Previous lesson page or step, or the previous view on the stage</source>
+        <translation>Página ou passo anterior da lição, ou a vista anterior no palco</translation>
     </message>
     <message>
         <source>Stage: one view at a time (on / off)</source>
@@ -1862,6 +1862,14 @@ linhas esmaecidas: lidas do cache (não calculadas neste passo)</translation>
     <message>
         <source>weights of {n} parameters: {sizes}</source>
         <translation>pesos de {n} parâmetros: {sizes}</translation>
+    </message>
+    <message>
+        <source>LM head in Q8_0</source>
+        <translation>camada de saída em Q8_0</translation>
+    </message>
+    <message>
+        <source>LM head as loaded</source>
+        <translation>camada de saída como foi carregada</translation>
     </message>
     <message>
         <source>this run&apos;s lanes hold: {sizes}</source>
@@ -3259,6 +3267,10 @@ não tem nenhuma até o próximo passo processá-lo) · tokens: o texto até ago
     <message>
         <source>Lanes only</source>
         <translation>Só as faixas</translation>
+    </message>
+    <message>
+        <source>Lane sets (L: the next one)</source>
+        <translation>Conjuntos de faixas (L: o próximo)</translation>
     </message>
     <message>
         <source>Free-running lanes (each continues on its own choice)</source>

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from PySide6.QtCore import QObject, QRect, Qt, QTimer
-from PySide6.QtGui import QAction, QColor, QFontMetrics, QPainter, QPen
+from PySide6.QtCore import QEvent, QObject, QRect, Qt, QTimer
+from PySide6.QtGui import QAction, QColor, QFontMetrics, QKeyEvent, QPainter, QPen
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from ..i18n import translate
@@ -132,7 +132,8 @@ class Highlight(QWidget):
 class LessonPanel(QFrame):
     """The caption band under the stage: title, where we are (k / N), Back / Next, and at most three
     lines of the step's paragraph (a longer paragraph is shown a page of three lines at a time: Next
-    turns the page before it moves on). It takes its own place in the window: it never covers a view."""
+    turns the page before it moves on). It takes its own place in the window: it never covers a view.
+    Clicked, it takes the keyboard: → / ← then turn its pages (and its steps) as Page Down / Page Up do."""
 
     LINES = 3
 
@@ -159,9 +160,9 @@ class LessonPanel(QFrame):
         self.counter.setAlignment(Qt.AlignmentFlag.AlignCenter)
         row.addWidget(self.counter)
         self.back = QPushButton(translate("lesson", "◀ Back"))
-        self.back.setToolTip(translate("lesson", "previous lesson step (Page Up)"))
+        self.back.setToolTip(translate("lesson", "the previous page, or the previous lesson step (Page Up)"))
         self.next = QPushButton(translate("lesson", "Next ▶"))
-        self.next.setToolTip(translate("lesson", "next lesson step (Page Down)"))
+        self.next.setToolTip(translate("lesson", "the next page, or the next lesson step (Page Down)"))
         self.back.clicked.connect(lesson.retreat)
         self.next.clicked.connect(lesson.advance)
         row.addWidget(self.back)
@@ -180,6 +181,7 @@ class LessonPanel(QFrame):
         self.at = 0
         self._full_title = ""
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)  # clicked: → / ← turn its pages (keyPressEvent)
 
     def set_step(self, title: str, text: str) -> None:
         self._full_title = title
@@ -207,6 +209,15 @@ class LessonPanel(QFrame):
         if len(self.pages) > 1:
             text += f" · {self.at + 1}/{len(self.pages)}"
         self.counter.setText(text)
+        # Back / Next reach every page: a step's later pages, then the next step (the last step's too)
+        self.back.setEnabled(self.at > 0 or lesson.index > 0)
+        self.next.setEnabled(self.at < len(self.pages) - 1 or lesson.index < len(lesson.steps) - 1)
+
+    def last_page(self) -> None:
+        """Show the paragraph's last page (Page Up into a step arrives where Page Down left it)."""
+        self.at = len(self.pages) - 1
+        self.page.setText(self.pages[self.at])
+        self.show_counter()
 
     def turn(self, direction: int) -> bool:
         """The next (or previous) page of this step's paragraph; False when there is none."""
@@ -221,6 +232,22 @@ class LessonPanel(QFrame):
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
         self.fit()
+
+    _TURN_KEYS = {Qt.Key.Key_Right: +1, Qt.Key.Key_Left: -1}
+
+    def event(self, event: QEvent) -> bool:
+        # → / ← are the window's step keys; with the caption focused they are its page keys instead
+        if event.type() == QEvent.Type.ShortcutOverride and isinstance(event, QKeyEvent) and event.key() in self._TURN_KEYS:
+            event.accept()
+            return True
+        return super().event(event)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt API
+        direction = self._TURN_KEYS.get(Qt.Key(event.key()))
+        if direction is None:
+            super().keyPressEvent(event)
+            return
+        (self.lesson.advance if direction > 0 else self.lesson.retreat)()
 
     def showEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().showEvent(event)
@@ -280,13 +307,16 @@ class Lesson(QObject):
         self.go(max(self.index - 1, 0))
 
     def advance(self) -> None:
-        """Next (the button, Page Down): the paragraph's next page, else the next step."""
+        """Next (the button, Page Down, → in the caption): the paragraph's next page, else the next step."""
         if not self.panel.turn(+1) and self.index < len(self.steps) - 1:
             self.next()
 
     def retreat(self) -> None:
+        """Back (the button, Page Up, ← in the caption): the previous page, else the previous step at its
+        last page, so that Page Up retraces exactly what Page Down showed."""
         if not self.panel.turn(-1) and self.index > 0:
             self.back()
+            self.panel.last_page()
 
     def shown(self) -> bool:
         return self.panel.isVisible()
@@ -310,9 +340,7 @@ class Lesson(QObject):
         self._asked.clear()
         self._started = time.monotonic()
         p = self.panel
-        p.set_step(step.title[self.lang], step.text[self.lang])
-        p.back.setEnabled(index > 0)
-        p.next.setEnabled(index < len(self.steps) - 1)
+        p.set_step(step.title[self.lang], step.text[self.lang])  # its counter enables Back / Next
         self._say(translate("lesson", "getting there …"))
         self.highlight.show_on(None)
         self._timer.start()
@@ -422,7 +450,7 @@ class Lesson(QObject):
 def install(window) -> tuple[Lesson, LessonPanel, QAction]:
     """The lesson, its caption band (hidden until asked for: F2 or ☰ → Lesson; the window puts it under
     the stage) and its action, on ``window``'s keys; Page Down / Page Up (what presentation clickers send)
-    move through it while it is shown (``ui/shell/stage.py`` owns those two keys)."""
+    turn its pages and steps while it is shown (``ui/shell/stage.py`` owns those two keys)."""
     lesson = Lesson(window)
     band = lesson.panel
     band.setVisible(False)

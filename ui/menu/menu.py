@@ -40,6 +40,8 @@ def build(w) -> WindowMenu:
     recent = RecentRuns(w.settings, menu, w.open_run, w.show_message, w)
     menu.addSeparator()
     menu.addMenu(w.lanes.menu)
+    sets = menu.addMenu(translate("window", "Lane sets (L: the next one)"))
+    sets.aboutToShow.connect(lambda: _fill_lane_sets(sets, w.toolbar))
     w.stage.install_keys(w, menu)  # ☰ → Views: one key per view
     menu.addAction(w.lesson_action)
     w.lesson_action.toggled.connect(w.stage.set_lesson)
@@ -59,3 +61,14 @@ def build(w) -> WindowMenu:
     export.install(w)  # ☰ → Export for slides, and its keys
     menu.addAction(translate("window", "Default layout"), w.default_layout)
     return WindowMenu(recent, presenter, theme_setting, language_setting)
+
+
+def _fill_lane_sets(sets, toolbar) -> None:
+    """☰ → Lane sets: the lane chooser's presets (what L cycles through), the current one checked."""
+    sets.clear()
+    box = toolbar.lanes_box
+    for i in range(box.count()):
+        action = sets.addAction(box.itemText(i))
+        action.setCheckable(True)
+        action.setChecked(i == box.currentIndex())
+        action.triggered.connect(lambda _checked=False, i=i: toolbar.choose_lanes_at(i))

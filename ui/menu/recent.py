@@ -24,7 +24,7 @@ MAX_RECENT = 8
 DEMO_TITLES = (  # the bundled demos' titles (demos.json), so the menu shows them in the app's language
     QT_TRANSLATE_NOOP("recent", "No cache vs KV cache (the default pair) — tiny"),
     QT_TRANSLATE_NOOP("recent", "KV cache vs a sliding window vs sinks + window — tiny"),
-    QT_TRANSLATE_NOOP("recent", "KV cache vs int8 and int4 caches — tiny"),
+    QT_TRANSLATE_NOOP("recent", "KV cache vs int8 and int4 caches (R = 2 exact rows) — tiny"),
 )
 
 

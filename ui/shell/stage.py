@@ -236,8 +236,8 @@ class Stage(QObject):
             made.append(a)
         lesson = getattr(window, "lesson", None)
         for key, words, direction in (
-            ("PgDown", QT_TRANSLATE_NOOP("stage", "Next lesson step, or the next view on the stage"), +1),
-            ("PgUp", QT_TRANSLATE_NOOP("stage", "Previous lesson step, or the previous view on the stage"), -1),
+            ("PgDown", QT_TRANSLATE_NOOP("stage", "Next lesson page or step, or the next view on the stage"), +1),
+            ("PgUp", QT_TRANSLATE_NOOP("stage", "Previous lesson page or step, or the previous view on the stage"), -1),
         ):
             a = QAction(translate("stage", words), window)
             a.setShortcut(QKeySequence(key))
@@ -258,6 +258,6 @@ class Stage(QObject):
 
     def _page_key(self, lesson, direction: int) -> None:
         if lesson is not None and lesson.shown():
-            (lesson.next if direction > 0 else lesson.back)()
+            (lesson.advance if direction > 0 else lesson.retreat)()  # its pages, then its steps
         elif self.active:
             self.step(direction)

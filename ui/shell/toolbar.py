@@ -50,6 +50,7 @@ RANDOM_PRESETS = [  # (label, spec): the label is translated where it is shown
     ),
 ]
 DEFAULT_LANES = "uncached,cached"
+WEIGHTS_LANES = "kv,kv@w8,kv@w4:g64"  # the weights preset: the same cache, the weights in fp32, INT8, INT4
 PORTUGUESE_MODEL = "gemma3-270m"  # the fetchable model that writes Portuguese (Gemma 3 270M)
 OPEN_ITEM = "__open__"
 KIND_ROLE = Qt.ItemDataRole.UserRole + 1  # a model item's kind in the catalog: bundled / fetched / fetchable
@@ -113,6 +114,7 @@ def lane_choices() -> list[tuple[str, str]]:
     for example, _grammar in policy_examples():
         if parse_spec(example).policy not in shown:
             choices.append((lanes_label(f"uncached,cached,{example}"), f"uncached,cached,{example}"))
+    choices.append((lanes_label(WEIGHTS_LANES), WEIGHTS_LANES))  # the model side: weights in INT8 and INT4
     return choices
 
 
@@ -307,8 +309,12 @@ class ControlsToolBar(QToolBar):
         """The next set of lanes in the chooser (key L), from the last back to the first."""
         box = self.lanes_box
         if box.count():
-            box.setCurrentIndex((box.currentIndex() + 1) % box.count())
-            self._lanes_activated(box.currentIndex())
+            self.choose_lanes_at((box.currentIndex() + 1) % box.count())
+
+    def choose_lanes_at(self, index: int) -> None:
+        """Run the chooser's set ``index`` (L, ☰ → Lane sets)."""
+        self.lanes_box.setCurrentIndex(index)
+        self._lanes_activated(index)
 
     def prompt_text(self) -> str:
         return self.prompt_box.currentText()

@@ -11,8 +11,13 @@ Formats (symmetric, round to nearest, ties to even as ``torch.round``):
   4 bits, two per byte: the even input in the low nibble, the odd one in the high nibble.
 
 Dequantized ``W' = q · s`` (float32 scales). Every ``nn.Linear`` of the transformer blocks (Q, K, V,
-output projection, MLP) is quantized; the token embeddings, the final norm and the LM head stay as
-loaded (weight-only schemes such as GPTQ/AWQ keep them), which the lane's byte count shows.
+output projection, MLP) is quantized. The LM head — on a tied model the embedding table too, one matrix —
+is quantized as llama.cpp's Q8_0 does it (``quantize_q8_0``: blocks of 32 weights, an fp16 scale
+each, 34 bytes per 32 weights; llama.cpp keeps its output matrix at Q8_0 or Q6_K whatever the rest): on
+a small model it is the largest matrix (tiny: 27 % of the weights, Gemma 3 270M: 62 %), so leaving it
+in fp32 would leave half the bytes where they were. ``head=False`` (the ``:fphead`` suffix) keeps it as
+loaded, as weight-only schemes such as GPTQ/AWQ do; an untied model's input embedding (one row read per
+token) stays as loaded either way, and so does a head whose width is not a multiple of 32.
 
 The matmul: INT8 per-channel uses ``torch._weight_int8pack_mm`` where that kernel is faster than
 dequantize-then-matmul (``benchmarks/weights/weight_kernels.py`` measures both; see ``INT8_KERNEL``), every
@@ -22,13 +27,18 @@ other format dequantizes then multiplies.
 from __future__ import annotations
 
 import copy
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+if TYPE_CHECKING:
+    from ..gguf.blocks import GGUFBlockLinear
+
 M = TypeVar("M", bound=nn.Module)
+
+Q8_0_BLOCK = 32  # weights per Q8_0 block: an fp16 scale, then 32 int8 codes (34 bytes)
 
 #: which INT8 per-channel matmul a lane uses, by device type: "dequant" (dequantize, then F.linear) or
 #: "int8pack" (torch._weight_int8pack_mm). Measured by benchmarks/weights/weight_kernels.py and benchmarks/decode/model_side.py
@@ -123,9 +133,10 @@ class QuantizedLinear(nn.Module):
         return sum(t.numel() * t.element_size() for t in tensors)
 
 
-def quantize_model(model: M, bits: int, group: int | None = None) -> M:
-    """A copy of ``model`` whose block projections hold ``bits``-bit codes; every other tensor
-    (embeddings, norms, LM head) is shared with ``model``, not copied."""
+def quantize_model(model: M, bits: int, group: int | None = None, head: bool = True) -> M:
+    """A copy of ``model`` whose block projections hold ``bits``-bit codes and, with ``head``, whose LM
+    head (a tied embedding with it) holds Q8_0 blocks; every other tensor (norms, an untied input
+    embedding) is shared with ``model``, not copied."""
     memo: dict[int, Any] = {id(t): t for t in list(model.parameters()) + list(model.buffers())}
     qmodel = copy.deepcopy(model, memo)
     blocks: Any = qmodel.layers  # a Transformer's blocks
@@ -135,7 +146,74 @@ def quantize_model(model: M, bits: int, group: int | None = None) -> M:
             for name, child in list(parent.named_children()):
                 if isinstance(child, nn.Linear):
                     setattr(parent, name, QuantizedLinear(child, bits, group))
+    if head:
+        _quantize_head(qmodel)
     return qmodel.eval()
+
+
+def quantize_q8_0(w: torch.Tensor) -> torch.Tensor:
+    """llama.cpp's Q8_0 blocks of a (out, in) matrix, uint8 (out, in / 32 · 34), as ``quantize_row_q8_0_ref``
+    writes them: per 32 consecutive inputs ``d = max|x| / 127``, codes ``roundf(x / d)`` (computed with the
+    float32 ``d``, ties away from zero), then ``d`` stored as fp16 before its 32 codes."""
+    x = w.detach().float().contiguous()
+    out, inp = x.shape
+    if inp % Q8_0_BLOCK:
+        raise ValueError(f"{inp} inputs do not split into Q8_0 blocks of {Q8_0_BLOCK}")
+    blocks = x.reshape(out, inp // Q8_0_BLOCK, Q8_0_BLOCK)
+    d = blocks.abs().amax(-1, keepdim=True) / 127.0
+    inv = torch.where(d > 0, 1.0 / d, torch.zeros_like(d))
+    scaled = blocks * inv
+    codes = (torch.sign(scaled) * torch.floor(scaled.abs() + 0.5)).to(torch.int8)  # C's roundf
+    scale_bytes = d.to(torch.float16).view(torch.uint8)  # (out, nb, 2), little-endian as the file's
+    return torch.cat((scale_bytes, codes.view(torch.uint8)), dim=-1).reshape(out, -1).contiguous()
+
+
+class BlockEmbedding(nn.Module):
+    """A tied model's token embeddings read from the LM head's Q8_0 blocks (one table in memory, as
+    llama.cpp's ``token_embd``): a lookup dequantizes only the rows of the tokens asked for."""
+
+    _probe: torch.Tensor
+
+    def __init__(self, head: GGUFBlockLinear, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.head: GGUFBlockLinear = head  # the GGUFBlockLinear that holds the blocks (counted once: modules() are unique)
+        self.embedding_dim = head.in_features
+        # what Transformer.device / .dtype read of ``tok_embeddings.weight``: an empty tensor of the table's
+        # device and dtype (the table itself is the head's blocks)
+        self.register_buffer("_probe", torch.empty(0, dtype=dtype, device=head.raw.device), persistent=False)
+
+    @property
+    def weight(self) -> torch.Tensor:
+        return self._probe
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        from ..gguf.blocks import dequantize_blocks
+
+        rows = self.head.raw[ids.reshape(-1)]
+        table = dequantize_blocks(rows, "Q8_0", rows.shape[0], self.embedding_dim)
+        return table.view(*ids.shape, self.embedding_dim).to(self._probe.dtype)
+
+
+def _quantize_head(qmodel: Any) -> None:
+    """The LM head as Q8_0 blocks (and a tied embedding read from them), in place on ``qmodel``."""
+    from ..gguf.blocks import GGUFBlockLinear
+
+    head = qmodel.lm_head
+    if head.bias is not None or head.in_features % Q8_0_BLOCK:
+        return  # kept as loaded (the bill says which: weight_bytes' "head")
+    tied = head.weight is qmodel.tok_embeddings.weight
+    dtype = head.weight.dtype
+    raw = quantize_q8_0(head.weight).cpu().numpy()
+    blocks = GGUFBlockLinear(raw, "Q8_0", head.out_features, head.in_features, dtype).to(head.weight.device)
+    qmodel.lm_head = blocks
+    if tied:
+        qmodel.tok_embeddings = BlockEmbedding(blocks, dtype)
+
+
+def head_format(model: nn.Module) -> str:
+    """How a model holds its LM head: "Q8_0" (blocks, quantize_model's default) or "as loaded"."""
+    head = getattr(model, "lm_head", None)
+    return str(head.kind) if head is not None and hasattr(head, "raw") else "as loaded"
 
 
 def weight_bytes(model: nn.Module) -> dict[str, int]:

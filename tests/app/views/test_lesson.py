@@ -76,3 +76,78 @@ def test_walking_the_lesson_reaches_every_state(qtbot, qapp, lang) -> None:
     qtbot.waitUntil(lambda: lesson.done or bool(lesson.problem), timeout=150_000)
     assert lesson.index == len(lesson.steps) - 2 and w.session.cursor == lesson.steps[-2].step
     w.shutdown()
+
+
+def _walk(qtbot, w, key) -> list[tuple[int, int, str]]:
+    """(step, page, page text) after each press of ``key`` until a press changes nothing."""
+    from PySide6.QtWidgets import QApplication
+
+    lesson, seen = w.lesson, []
+    for _ in range(200):  # far more pages than the lesson has: a walk that never ends fails below
+        before = (lesson.index, lesson.panel.at)
+        qtbot.keyClick(w.focusWidget() or w, key)
+        QApplication.processEvents()
+        if (lesson.index, lesson.panel.at) == before:
+            return seen
+        seen.append((lesson.index, lesson.panel.at, lesson.panel.page.text()))
+    raise AssertionError(f"{key} never reached the end of the lesson")
+
+
+def test_the_clicker_walks_every_page_of_every_step_and_back_in_both_languages(qtbot, qapp) -> None:
+    """Page Down shows every page of every step's caption, then the next step, up to the closing
+    summary's last page; Page Up retraces exactly that path; → / ← do the same in the caption. At the
+    stage's smallest size (853×480 logical: 1280×720 at 150 %), in English and in Portuguese. The
+    walk is about the keys, so the steps' states are not reached (the driver's timer is unhooked):
+    one window, no run computed."""
+    from PySide6.QtCore import Qt
+
+    from kvsim.ui import i18n
+
+    w = ready_window(qtbot, qapp, "tiny", "Hello", size=(853, 480))
+    lesson, band = w.lesson, w.lesson_dock
+    lesson._timer.timeout.disconnect()  # navigation only: no state to reach
+    try:
+        for lang, ui_lang in (("en", "en"), ("pt", "pt_BR")):
+            i18n.install(qapp, ui_lang)
+            lesson.set_language(lang)
+            band.setVisible(True)
+            lesson.go(0)
+            assert w.stage.active and band.isVisible()
+            start = (0, 0, band.page.text())
+            forward = _walk(qtbot, w, Qt.Key.Key_PageDown)
+            path = [start, *forward]
+            pages_of: dict[int, list[str]] = {}
+            for (i, at, _text), (j, at2, _) in zip(path, path[1:], strict=False):
+                assert (j, at2) in ((i, at + 1), (i + 1, 0)), (lang, i, at, j, at2)  # one page, or the next step's first
+            for i, _at, text in path:
+                pages_of.setdefault(i, []).append(text)
+            assert sorted(pages_of) == list(range(len(lesson.steps)))  # every step visited, in order
+            for i, step in enumerate(lesson.steps):
+                assert " ".join(pages_of[i]) == " ".join(step.text[lang].split()), (lang, step.id)  # every page, in order
+            assert sum(len(p) > 1 for p in pages_of.values()) >= 3, lang  # at 853×480 many captions have a 2nd page
+            last = path[-1]
+            assert last[0] == len(lesson.steps) - 1 and last[1] == len(band.pages) - 1  # the closing summary's last page
+            assert not band.next.isEnabled() and band.back.isEnabled()
+            backward = _walk(qtbot, w, Qt.Key.Key_PageUp)
+            assert backward == path[-2::-1], lang  # the same pages, the other way, back to the first
+            assert not band.back.isEnabled() and band.next.isEnabled()
+            # → / ← in the caption (clicked, it takes the keys the toolbar's Step / Back otherwise have)
+            w.activateWindow()
+            band.setFocus()
+            cursor = w.session.cursor
+            for key, expect in ((Qt.Key.Key_Right, path[1][:2]), (Qt.Key.Key_Left, (0, 0))):
+                qtbot.keyClick(band, key)
+                assert (lesson.index, band.at) == expect, (lang, key)
+            assert w.session.cursor == cursor  # the run did not step
+        # the lane sets L cycles through are in ☰ too, the weights set among them (reached in two keys: L, or ☰)
+        from kvsim.ui.shell.toolbar import WEIGHTS_LANES
+
+        menu = w.toolbar.menu
+        (sets,) = [a.menu() for a in menu.actions() if a.menu() is not None and a.menu().title().startswith("Lane sets")]
+        sets.aboutToShow.emit()
+        box = w.toolbar.lanes_box
+        assert [a.text() for a in sets.actions()] == [box.itemText(i) for i in range(box.count())]
+        assert box.findData(WEIGHTS_LANES) >= 0
+    finally:
+        i18n.install(qapp, "en")
+        w.shutdown()

@@ -43,4 +43,5 @@ def test_the_app_draws_spec_and_weight_lanes(qtbot, qapp) -> None:
         assert f"{lane['name']} {human_bytes(lane['weight_bytes'])}" in text, text
     sizes = {lane["name"]: lane["weight_bytes"] for lane in s.run.meta["lanes"]}
     assert sizes["kv@w8"] < sizes["kv"] == sizes["spec:3:lookup"]
+    assert "kv@w8 " in text and "(LM head in Q8_0)" in text  # the bill says how the head is held
     w.shutdown()

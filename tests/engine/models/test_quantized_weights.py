@@ -1,22 +1,34 @@
 """Weight-quantized lanes (``kv@w8``, ``kv@w4:g64``, ``int4@w8``): the stored codes and scales,
 dequantized, equal an independent quantizer written here from the formats' definitions (numpy,
-element by element); the bytes are those of the stored tensors; the lane's forward is the
-full-precision model run on those dequantized weights."""
+element by element); the LM head's Q8_0 blocks are gguf-py's own, byte for byte; the bytes are those of the
+stored tensors; the lane's forward is the full-precision model run on those dequantized weights (the head's
+dequantized by gguf-py, an implementation independent of kvsim's)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
+from gguf import GGMLQuantizationType
+from gguf.quants import dequantize, quantize
 from torch import nn
 
 from kvsim.caches import KVCache, SpecError, parse_lanes
 from kvsim.engine.simulate import Simulator, summarize
 from kvsim.engine.trace import Trace
-from kvsim.models.kernels.quantized_weights import QuantizedLinear, quantize_model, weight_bytes
+from kvsim.models.kernels.quantized_weights import (
+    BlockEmbedding,
+    QuantizedLinear,
+    head_format,
+    quantize_model,
+    quantize_q8_0,
+    weight_bytes,
+)
 from kvsim.models.loading import load_model
 
 SPEC = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,vocab=300,ctx=128,seed=21,qkv_bias=true"
+TIED = SPEC.replace("seed=21", "seed=22,tie=true")  # one matrix for the embedding and the LM head
+Q8_0 = GGMLQuantizationType.Q8_0
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -114,30 +126,53 @@ def test_int8pack_kernel_and_dequantize_then_matmul_agree() -> None:
     torch.testing.assert_close(b, expected, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize(("bits", "group"), [(8, None), (4, 32)])
-def test_a_quantized_model_is_the_model_on_dequantized_weights(bits, group) -> None:
-    loaded = load_model(SPEC)
+def test_the_heads_q8_0_blocks_are_llama_cpps_byte_for_byte() -> None:
+    w = _weight(7, 96, seed=4)
+    w[2, :32] = 0.0  # an all-zero block: scale 0, codes 0
+    w[4, 40] = -3.0  # an outlier that sets its block's scale
+    w[6, :32] = torch.arange(32) * (2.0 / 254)  # codes landing on .5 ties (C's roundf: away from zero)
+    raw = quantize_q8_0(w)
+    assert raw.dtype == torch.uint8 and raw.shape == (7, 96 // 32 * 34)
+    np.testing.assert_array_equal(raw.numpy(), quantize(w.numpy(), Q8_0))  # gguf-py's quantizer
+
+
+@pytest.mark.parametrize(("spec", "bits", "group"), [(SPEC, 8, None), (SPEC, 4, 32), (TIED, 8, None), (TIED, 4, 64)])
+def test_a_quantized_model_is_the_model_on_dequantized_weights(spec, bits, group) -> None:
+    loaded = load_model(spec)
     model = loaded.model
     qmodel = quantize_model(model, bits, group)
     # an independent copy: the full-precision architecture with every block projection replaced by the
-    # reference quantizer's dequantized weight
-    ref = load_model(SPEC).model
-    for (_, mod), (_, qmod) in zip(ref.named_modules(), qmodel.named_modules(), strict=True):
-        if isinstance(qmod, QuantizedLinear):
+    # reference quantizer's dequantized weight, and the LM head by gguf-py's Q8_0 round trip (on the tied
+    # model the same matrix is the embedding: its lookups read the dequantized rows too)
+    ref = load_model(spec).model
+    quantized = dict(qmodel.named_modules())
+    for name, mod in ref.named_modules():
+        if isinstance(quantized.get(name), QuantizedLinear):
             w = mod.weight.detach().numpy()
             deq = reference_int8(w, group) if bits == 8 else reference_int4(w, group)[0]
             with torch.no_grad():
                 mod.weight.copy_(torch.from_numpy(deq))
+    head = ref.lm_head.weight.detach().numpy()
+    with torch.no_grad():
+        ref.lm_head.weight.copy_(torch.from_numpy(dequantize(quantize(head, Q8_0), Q8_0)))
     for block in ref.layers:
         block.attn.fused_qkv = None  # read wq/wk/wv (views of the fused weight, overwritten above)
     ids = torch.tensor([[5, 17, 42, 7, 99, 3]])
     a = qmodel(ids, torch.arange(6), KVCache(2)).logits
     b = ref(ids, torch.arange(6), KVCache(2)).logits
     torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
-    # the copy shares what it does not quantize, and the original is untouched
-    assert qmodel.tok_embeddings.weight is model.tok_embeddings.weight
-    assert qmodel.lm_head.weight is model.lm_head.weight
-    assert not any(isinstance(m, QuantizedLinear) for m in model.modules())
+    assert head_format(qmodel) == "Q8_0" and head_format(model) == "as loaded"
+    tied = spec == TIED
+    assert isinstance(qmodel.tok_embeddings, BlockEmbedding) == tied  # a tied table: one Q8_0 matrix for both
+    assert qmodel.dtype == model.dtype and qmodel.device == model.device
+    if not tied:  # an untied input embedding (one row read a token) is shared as loaded
+        assert qmodel.tok_embeddings.weight is model.tok_embeddings.weight
+    # the original is untouched
+    assert not any(isinstance(m, QuantizedLinear) for m in model.modules()) and head_format(model) == "as loaded"
+    # :fphead keeps the head (and a tied embedding) as loaded, shared with the model
+    kept = quantize_model(model, bits, group, head=False)
+    assert kept.lm_head.weight is model.lm_head.weight and kept.tok_embeddings.weight is model.tok_embeddings.weight
+    assert head_format(kept) == "as loaded"
 
 
 @pytest.mark.parametrize(("bits", "group"), [(8, None), (8, 32), (4, 32), (4, 64)])
@@ -155,11 +190,13 @@ def test_weight_bytes_are_the_stored_tensors(bits, group) -> None:
         n_scales = m.out_features * (1 if group is None else m.in_features // group)
         bias = 4 * m.out_features if m.bias is not None else 0
         formula += m.out_features * m.in_features * bits // 8 + 4 * n_scales + bias
+    vocab, dim = cfg.vocab_size, cfg.dim
+    formula += vocab * dim // 32 * 34  # the LM head: Q8_0, 34 bytes a block of 32
     got = weight_bytes(qmodel)
-    assert got["quantized"] == stored == formula
+    assert got["quantized"] == stored + qmodel.lm_head.raw.numel() == formula
     full = weight_bytes(model)["total"]
     linear = sum(m.in_features * m.out_features * 4 + (4 * m.out_features if m.bias is not None else 0) for m in layers)
-    assert got["full"] == full - linear
+    assert got["full"] == full - linear - vocab * dim * 4  # SPEC is untied: its input embedding stays fp32
     assert got["total"] == got["quantized"] + got["full"] < full
 
 
@@ -172,6 +209,7 @@ def test_weight_lanes_run_beside_full_precision_and_save() -> None:
     assert 0 < summary["kv@w8"]["max_abs_logit_diff"] < summary["int4@w4:g32"]["max_abs_logit_diff"]
     meta = {lane["name"]: lane for lane in sim.trace.meta["lanes"]}
     assert meta["kv@w8"]["weights"] == "w8" and meta["int4@w4:g32"]["weights"] == "w4:g32"
+    assert meta["kv@w8"]["weight_head"] == "Q8_0"
     assert meta["int4@w4:g32"]["weight_bytes"] < meta["kv@w8"]["weight_bytes"] < meta["kv"]["weight_bytes"]
     assert meta["kv@w8"]["lossy"] and not meta["kv"]["lossy"]
     # the step's weight bytes are the stored ones (codes + scales in place of the fp32 matrices)
@@ -191,7 +229,9 @@ def test_weight_lane_trace_round_trip(tmp_path) -> None:
     assert a.logit_diff == b.logit_diff and a.rows is not None and np.array_equal(a.rows.k, b.rows.k)
 
 
-@pytest.mark.parametrize("bad", ["kv@w3", "kv@w4:g3", "kv@w8:x", "kv@", "@w8", "kv@w8@w4", "kv@w8:g64:g32", "kv@w4:g32:g32"])
+@pytest.mark.parametrize(
+    "bad", ["kv@w3", "kv@w4:g3", "kv@w8:x", "kv@", "@w8", "kv@w8@w4", "kv@w8:g64:g32", "kv@w4:g32:g32", "kv@w8:fphead:fphead"]
+)
 def test_bad_weight_suffixes_are_one_clear_error(bad: str) -> None:
     with pytest.raises(SpecError):
         parse_lanes(bad)

@@ -406,7 +406,15 @@ class MemoryDock(QWidget):
         lanes = [lane for lane in run.meta.get("lanes", []) if isinstance(lane.get("weight_bytes"), int)]
         if not any(lane.get("weights") for lane in lanes):  # every lane holds the weights as loaded: said above
             return ""
-        sizes = " · ".join(f"{lane['name']} {local(human_bytes(lane['weight_bytes']))}" for lane in lanes)
+        heads = {  # which way a quantized lane holds its LM head (kv@w8: Q8_0 blocks; kv@w8:fphead: as loaded)
+            "Q8_0": translate("views.memory_dock", "LM head in Q8_0"),
+            "as loaded": translate("views.memory_dock", "LM head as loaded"),
+        }
+        sizes = " · ".join(
+            f"{lane['name']} {local(human_bytes(lane['weight_bytes']))}"
+            + (f" ({heads.get(lane['weight_head'], lane['weight_head'])})" if lane.get("weight_head") else "")
+            for lane in lanes
+        )
         return "\n" + translate("views.memory_dock", "this run's lanes hold: {sizes}").format(sizes=sizes)
 
     def _redraw_plot(self, *_: object) -> None:
