@@ -60,7 +60,7 @@ def head_choice(scores: torch.Tensor, per_head: int, safe: int) -> torch.Tensor:
 class AdaKVCache(PaddedHeadsCache, SnapKVCache):
     terms = ("adakv",)
     grammar = "adakv:B[:wW]"
-    example = "adakv:64:w16"
+    example = "adakv:8:w4"  # a budget the app's example prompts exceed
     score_meaning = "the observation window's attention at prefill, pooled (kernel 5); the heads share the layer's budget"
 
     @classmethod

@@ -56,7 +56,7 @@ def retrieval_count(percent: int, heads: int) -> int:
 class DuoAttentionCache(PaddedHeadsCache):
     terms = ("duo",)
     grammar = "duo:P[:sS][:wW]"
-    example = "duo:50:s4:w32"
+    example = "duo:50:s4:w8"  # streaming heads drop rows within a short run
     score_meaning = "the attention mass the prompt's queries put outside sinks + window (the head split's measure)"
 
     @classmethod

@@ -73,7 +73,7 @@ def pyramid_budgets(budget: int, window: int, layers: int, prompt: int) -> list[
 class PyramidKVCache(SnapKVCache):
     terms = ("pyramid",)
     grammar = "pyramid:B[:wW]"
-    example = "pyramid:64:w16"
+    example = "pyramid:8:w4"  # a budget the app's example prompts exceed
     score_meaning = "the observation window's attention at prefill, pooled (kernel 5); each layer keeps its own count"
 
     @classmethod

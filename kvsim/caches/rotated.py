@@ -55,7 +55,7 @@ class HadamardInt4Cache(Int4Cache):
 
     terms = ("int4:hadamard",)
     grammar = "int4:hadamard[:gG][:rR]"
-    example = "int4:g32:hadamard"
+    example = "int4:g32:r8:hadamard"  # R = 8, as int4's example: quantized rows within a short run
     _rotation: torch.Tensor | None = None  # H of the last head dimension seen
 
     @classmethod

@@ -18,16 +18,20 @@ from helpers import ROOT
 from kvsim.caches import make_cache, parse_lanes, parse_spec
 from kvsim.engine.simulate import Simulator
 
-INT8_MAX, INT4_MAX = 0.6, 0.35  # of the exact cache's bytes, at the step on screen
 WINDOWED = {"window", "sink+window", "stream+window", "h2o", "tova", "snapkv"}  # policies that drop rows
+PROMPT_BUDGETS = {"snapkv", "pyramid", "adakv"}  # they compress the prompt once, to a budget (per layer or head)
+QUANTIZED = {"int8": 0.6, "int4": 0.35, "int4:hadamard": 0.35}  # at most, of the exact cache's bytes
 PRESET_STEPS = 60  # how far a lecturer steps a preset (the lesson's quantized step): two groups of 32 rows in codes
 # every lane of the lesson and the presets whose effect needs the model, run once per language for both tests:
 # speculation as far as the lesson's step 24 (prompt lookup first drafts right at step 14 on the English prompt),
 # the others for 12 steps (h2o/tova hold 16 rows; a weight lane's bytes are a step's)
-MODEL_RUNS = {"kv,spec:4:lookup,spec:4:early:2": 24, "kv,none,h2o:8:r8,tova:16,snapkv:8:w4,latent:64,kv@w8,kv@w4:g64": 12}
+MODEL_RUNS = {
+    "kv,spec:4:lookup,spec:4:early:2": 24,
+    "kv,none,h2o:8:r8,tova:16,snapkv:8:w4,pyramid:8:w4,adakv:8:w4,duo:50:s4:w8,latent:64,kv@w8,kv@w4:g64": 12,
+}
 MODEL_LANES = {name for lanes in MODEL_RUNS for name in lanes.split(",")}
 LESSON = json.loads((ROOT / "resources" / "lesson" / "lesson.json").read_text(encoding="utf-8"))["steps"]
-BY_ROWS = {"kv", "int8", "int4", "window", "sink+window", "stream+window"}  # rows held: a function of rows given
+BY_ROWS = {"kv", "int8", "int4", "int4:hadamard", "window", "sink+window", "stream+window"}  # rows held: a function of rows given
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -88,9 +92,9 @@ def by_rows(tiny, lanes: str, prompt: int, steps: int, where: str) -> set[str]:
         if spec.policy not in BY_ROWS - {"kv"} or spec.weights:
             continue
         rows, nbytes = held(tiny, name, prompt, steps)
-        if spec.policy in ("int8", "int4"):
+        if spec.policy in QUANTIZED:
             ratio = nbytes / exact[1]
-            assert ratio < (INT8_MAX if spec.policy == "int8" else INT4_MAX), (where, name, ratio)
+            assert ratio < QUANTIZED[spec.policy], (where, name, ratio)
             seen.add(spec.policy)
         else:
             assert rows <= 0.75 * exact[0], (where, name, rows, exact[0])  # rows dropped
@@ -112,16 +116,21 @@ def effects(records, lanes: str, where: str) -> set[str]:
             band = (0.22, 0.30) if spec.weights["bits"] == 8 else (0.14, 0.22)  # ≈ 0.26× and ≈ 0.18× of fp32
             assert band[0] <= ratio <= band[1], (what, ratio)
             seen.add(f"weights w{spec.weights['bits']}")
-        elif spec.policy in ("int8", "int4"):
+        elif spec.policy in QUANTIZED:
             assert exact is not None, what
             ratio = lane.cache_bytes / last.lane(exact).cache_bytes
-            assert ratio < (INT8_MAX if spec.policy == "int8" else INT4_MAX), (what, ratio)
+            assert ratio < QUANTIZED[spec.policy], (what, ratio)
             seen.add(spec.policy)
-        elif spec.policy == "snapkv":  # it compresses the prompt once: a prompt well over its budget, cut to it
+        elif spec.policy in PROMPT_BUDGETS:  # it compresses the prompt once: a prompt well over its budget, cut
             assert exact is not None, what
             first, prompt = records[0].lane(name), records[0].lane(exact).cache_tokens
-            assert prompt >= 1.5 * spec.options["budget"] >= first.cache_tokens, (what, prompt, first.cache_tokens)
+            assert prompt >= 1.5 * spec.options["budget"] and first.cache_tokens < prompt, (what, prompt, first.cache_tokens)
             assert lane.cache_tokens == last.lane(exact).cache_tokens - (prompt - first.cache_tokens), what
+            seen.add("drops rows")
+        elif spec.policy == "duo":  # retrieval heads keep every row, streaming heads sinks + a window: fewer bytes
+            assert exact is not None, what
+            ratio = lane.cache_bytes / last.lane(exact).cache_bytes
+            assert ratio <= 0.8, (what, ratio)
             seen.add("drops rows")
         elif spec.policy in WINDOWED:
             assert exact is not None, what
@@ -193,10 +202,11 @@ def test_every_lane_preset_shows_its_effect(tiny, lang) -> None:
     seen = by_rows(tiny, ",".join(presets), len(prompt_ids(tiny, prompt)), PRESET_STEPS, f"presets ({lang})")
     needs_model = [p for p in sorted(presets) if parse_spec(p).policy not in BY_ROWS | {"paged"} or parse_spec(p).weights]
     seen |= model_effects(tiny, prompt, set(needs_model), f"presets ({lang})")
-    shown = {"int8", "int4", "drops rows", "drafts accepted and rejected", "weights w8", "weights w4", "latent", "recomputes"}
-    assert seen == shown, (lang, seen)
+    shown = {"int8", "int4", "int4:hadamard", "drops rows", "drafts accepted and rejected", "weights w8", "weights w4"}
+    assert seen == shown | {"latent", "recomputes"}, (lang, seen)
     # every preset was checked but the paged cache's, whose effect (blocks) is the requests view's
-    assert {parse_spec(p).policy for p in presets} - {"int8", "int4", "spec", "latent", "none", "kv"} - WINDOWED == {"paged"}
+    checked = {"spec", "latent", "none", "kv", "duo"} | set(QUANTIZED) | WINDOWED | PROMPT_BUDGETS
+    assert {parse_spec(p).policy for p in presets} - checked == {"paged"}
 
 
 def test_weight_lanes_read_a_quarter_and_a_sixth_of_fp32(tiny) -> None:

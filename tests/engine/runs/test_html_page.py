@@ -124,7 +124,8 @@ def test_export_html_from_a_saved_run_and_its_refusals(tmp_path, capsys):
     out = tmp_path / "demo.html"
     assert cli_main(["export", "--from", str(DEMOS / "quantized-cache.kvsim"), "--html", str(out), "--lang", "pt_BR"]) == 0
     said = capsys.readouterr().out
-    assert f"{out}: web page, 25 steps, 3 lanes, 24 of 24 (layer, head) views" in said
+    steps = len(Trace.load(DEMOS / "quantized-cache.kvsim").records)  # the page's steps: every record of the run
+    assert f"{out}: web page, {steps} steps, 3 lanes, 24 of 24 (layer, head) views" in said
     assert read_page_data(out)["lang"] == "pt_BR" and '<html lang="pt-BR">' in out.read_text()
     assert cli_main(["export", "--from", str(DEMOS / "quantized-cache.kvsim"), "--html", str(out), "--max-mb", "0.3"]) == 0
     assert "left out: attention and K/V of" in capsys.readouterr().out
