@@ -199,6 +199,7 @@ class CostsPanel(QWidget):
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange and self.session.lanes:  # presenter mode's larger type
             self.stats.setFixedWidth(stats_width(self.session, self.font()))
+            self._stats()  # the verdicts' words chosen again for the new widths
 
     def _rebuild(self) -> None:
         """Curves for the run's lanes: kept where a lane index stays (a new run costs no new items),
