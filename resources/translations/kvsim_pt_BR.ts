@@ -2548,20 +2548,12 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
         <translation>os prefills das duas execuções cronometrados alternadamente (desligado, ligado, ligado, desligado, …) e pareados: dentro do ruído quando o intervalo de 95% da razão pareada inclui 1</translation>
     </message>
     <message>
-        <source>blocks mapped</source>
-        <translation>blocos mapeados</translation>
+        <source>blocks: physical / mapped</source>
+        <translation>blocos: físicos / mapeados</translation>
     </message>
     <message>
-        <source>with caching on: logical blocks, the entries of its block table when it finished; a block several requests share is mapped in each of their tables (all: the sum of the tables&apos; entries)</source>
-        <translation>com o cache ligado: blocos lógicos, as entradas da sua tabela de blocos quando terminou; um bloco que várias requisições compartilham é mapeado em cada uma das tabelas (todas: a soma das entradas das tabelas)</translation>
-    </message>
-    <message>
-        <source>physical blocks</source>
-        <translation>blocos físicos</translation>
-    </message>
-    <message>
-        <source>with caching on: blocks of the pool behind those entries, each counted once, as vLLM&apos;s allocator counts them; per request, the ones no earlier request&apos;s table mapped (all: every physical block)</source>
-        <translation>com o cache ligado: os blocos do pool por trás dessas entradas, cada um contado uma vez, como o alocador do vLLM os conta; por requisição, os que a tabela de nenhuma requisição anterior mapeou (todas: todos os blocos físicos)</translation>
+        <source>with caching on: physical blocks, the blocks of the pool behind its block table, each counted once as vLLM&apos;s allocator counts them (per request: the ones no earlier request&apos;s table mapped; all: every physical block) / logical blocks mapped, the entries of its block table when it finished (a block several requests share is mapped in each of their tables; all: the sum of the tables&apos; entries)</source>
+        <translation>com o cache ligado: blocos físicos, os blocos do pool por trás da sua tabela de blocos, cada um contado uma vez, como o alocador do vLLM os conta (por requisição: os que a tabela de nenhuma requisição anterior mapeou; todas: todos os blocos físicos) / blocos lógicos mapeados, as entradas da sua tabela de blocos quando terminou (um bloco que várias requisições compartilham é mapeado em cada uma das tabelas; todas: a soma das entradas das tabelas)</translation>
     </message>
     <message>
         <source>faster</source>

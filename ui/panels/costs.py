@@ -12,7 +12,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QFontMetrics
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from .. import theme
 from ..lanes import policy_text
@@ -27,6 +27,8 @@ from .costs_text import (
     stats_html,
     stats_tip,
     stats_width,
+    verdict_html,
+    verdicts_tip,
 )
 
 
@@ -78,6 +80,7 @@ class SIAxis(pg.AxisItem):
 __all__ = ["STATS_TIP", "CostsPanel", "formulas"]  # STATS_TIP, formulas: the tests read them here
 
 SERIES = ("rows", "flops", "ms", "bytes")  # the plots, left to right (session.series names)
+VERDICT_GAP = 8  # px between the log-scale check box and the verdicts beside it
 MAX_LEGEND = 4  # lanes named in the legend (more would cover the curves; the table names them all)
 
 
@@ -123,11 +126,21 @@ class CostsPanel(QWidget):
         self.stats.setToolTip(stats_tip())
         self.stats.setFixedWidth(int(self.stats.fontMetrics().horizontalAdvance("M") * 19))  # no relayout per step
         self.stats.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        self.stats.setWordWrap(True)  # the caption on the fixed per-step cost wraps; the table does not (no-break spaces)
         side.addWidget(self.stats, 1)
+        # the lanes' time verdicts in words share the check box's line: the dock has no height for one more line
+        # at 1920×1080 (tests/app/window/test_layout.py), nor for a wrapped one; the full sentences are in the tooltip
+        bottom = QHBoxLayout()
+        bottom.setSpacing(VERDICT_GAP)
         self.log_box = QCheckBox(log_scale())
         self.log_box.toggled.connect(self.set_log)
-        side.addWidget(self.log_box)
+        bottom.addWidget(self.log_box)
+        self.verdict = QLabel()
+        self.verdict.setTextFormat(Qt.TextFormat.RichText)
+        self.verdict.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        # its words are chosen to fit what the check box leaves (verdict_html): they never widen the column
+        self.verdict.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        bottom.addWidget(self.verdict, 1)
+        side.addLayout(bottom)
         lay.addLayout(side)
 
         self._dirty_plots: set[int] = set()
@@ -186,6 +199,7 @@ class CostsPanel(QWidget):
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange and self.session.lanes:  # presenter mode's larger type
             self.stats.setFixedWidth(stats_width(self.session, self.font()))
+            self._stats()  # the verdicts' words chosen again for the new widths
 
     def _rebuild(self) -> None:
         """Curves for the run's lanes: kept where a lane index stays (a new run costs no new items),
@@ -412,3 +426,8 @@ class CostsPanel(QWidget):
 
     def _stats(self) -> None:
         self.stats.setText(stats_html(self.session))
+        tip = verdicts_tip(self.session)
+        self.stats.setToolTip(tip)
+        self.verdict.setToolTip(tip)
+        room = self.stats.width() - self.log_box.sizeHint().width() - VERDICT_GAP
+        self.verdict.setText(verdict_html(self.session, room, self.verdict.fontMetrics()))

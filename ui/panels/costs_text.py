@@ -4,6 +4,7 @@ rows, cache bytes). Pure functions of the session: the panel (``charts.py``) onl
 
 from __future__ import annotations
 
+import textwrap
 from html import escape
 
 from PySide6.QtGui import QFont, QFontMetrics
@@ -163,7 +164,7 @@ def stats_html(session) -> str:
         times = num(max(rows.values()) / min(rows.values()), 1)
         said = translate("views.chart_text", "{ratio}× the K/V rows").format(ratio=times)
         ratio = f"<div style='color:{theme.ACCENT}'>{said}</div>"
-    return f"<table cellspacing=0 cellpadding=1><tr><th></th>{head}</tr>{body}</table>{ratio}{verdicts_html(s)}"
+    return f"<table cellspacing=0 cellpadding=1><tr><th></th>{head}</tr>{body}</table>{ratio}"
 
 
 def verdict_words(c) -> str:
@@ -175,14 +176,15 @@ def verdict_words(c) -> str:
 
 def verdict_lines(session) -> list[tuple[int, str]]:
     """(lane, words) for each lane after the first: its ITL against the first lane's, in words; then the
-    caption on the fixed per-step cost when a lane with a cache and one without are within noise."""
+    caption on the fixed per-step cost when a lane with a cache and one without are within noise (-1). The
+    panel says them in full in its tooltip; on screen, beside the check box, the short form ``verdict_html``."""
     lines, caption = [], False
     first = session.lanes[0] if session.lanes else None
     for lane in session.lanes[1:]:
         c = session.itl_compared(lane.index)
         if c is None or not c.pairs:
             continue
-        lines.append((lane.index, f"{policy_text.title(lane)} · ITL: {verdict_words(c)}"))  # a line of its own: in words
+        lines.append((lane.index, f"{policy_text.title(lane)} · ITL: {verdict_words(c)}"))
         if c.verdict == "within noise" and not c.same_work and first is not None and first.reuses_past != lane.reuses_past:
             caption = True
     if caption:
@@ -190,12 +192,56 @@ def verdict_lines(session) -> list[tuple[int, str]]:
     return lines
 
 
-def verdicts_html(session) -> str:
-    out = []
-    for lane, words in verdict_lines(session):
-        color = theme.MUTED if lane < 0 else theme.lane_color(lane)
-        out.append(f"<div style='color:{color}'>{escape(words)}</div>")
-    return "".join(out)
+def verdicts_tip(session) -> str:
+    """The table's tooltip: what its marks mean, then each lane's verdict in full and the caption (wrapped)."""
+    said = [textwrap.fill(words, 100) for _lane, words in verdict_lines(session)]
+    return "\n\n".join([stats_tip(), *(["\n".join(said)] if said else [])])
+
+
+def _noise_marked(session) -> bool:
+    """Whether a cell of the table carries "≈" (an ITL or a TTFT within noise of the first lane's)."""
+    for lane in session.lanes[1:]:
+        for c in (session.itl_compared(lane.index), session.ttft_compared(lane.index)):
+            if c is not None and c.pairs and c.verdict == "within noise":
+                return True
+    return False
+
+
+def verdict_forms(session) -> list[list[tuple[str, str]]]:
+    """What the line beside the check box may say, longest first, as (colour, words) pieces: each lane's ITL
+    verdict in its colour ("≈ within noise", "ITL 0.53× faster") with the legend of the table's "≈" when no
+    piece says it; then the verdicts without "ITL"; then the legend alone. Empty before a comparison."""
+    noise = translate(CONTEXT, VERDICT_WORDS["within noise"])
+    legend = (theme.MUTED, f"≈\u00a0{noise}") if _noise_marked(session) else None
+    full, short = [], []
+    for lane in session.lanes[1:]:
+        c = session.itl_compared(lane.index)
+        if c is None or not c.pairs:
+            continue
+        color = theme.lane_color(lane.index)
+        if c.verdict == "within noise":
+            full.append((color, f"≈\u00a0{noise}"))
+            short.append((color, f"≈\u00a0{noise}"))
+        else:
+            full.append((color, f"ITL {verdict_words(c)}"))
+            short.append((color, verdict_words(c)))
+    forms = []
+    for pieces in (full, short):
+        if pieces:
+            said = any(words == f"≈\u00a0{noise}" for _color, words in pieces)
+            forms.append(pieces + ([legend] if legend is not None and not said else []))
+    if legend is not None:
+        forms.append([legend])
+    return forms
+
+
+def verdict_html(session, room: float, fm: QFontMetrics) -> str:
+    """The longest of ``verdict_forms`` whose words fit ``room`` pixels on one line (nothing when none does:
+    the line never wraps, so the table above keeps its height and the dock does not scroll)."""
+    for pieces in verdict_forms(session):
+        if fm.horizontalAdvance(" · ".join(words for _color, words in pieces)) <= room:
+            return " · ".join(f"<span style='color:{color}'>{escape(words)}</span>" for color, words in pieces)
+    return ""
 
 
 def itl_cell(session, lane, shown: str) -> str:

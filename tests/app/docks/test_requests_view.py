@@ -149,13 +149,16 @@ def test_the_blocks_row_says_physical_blocks_held_apart_from_logical_blocks_mapp
     for r in run.requests:
         snap = run.snapshots[r.last_step]
         distinct |= {(b, snap.token_ids[b]) for b in snap.table(r.index).blocks}
-    assert t.value("held", n) == sum(mapped)
-    assert t.value("physical", n) == len(distinct) == run.waste.paged_shared_slots // BLOCK  # nothing evicted here
+    physical_all, mapped_all = t.value("blocks", n)  # one row: physical blocks held / logical blocks mapped
+    assert mapped_all == sum(mapped)
+    assert physical_all == len(distinct) == run.waste.paged_shared_slots // BLOCK  # nothing evicted here
     assert len(distinct) < sum(mapped)  # the shared opening: fewer physical blocks than mapped ones
-    assert [t.value("physical", i) for i in range(n)] == list(run.physical_blocks())
-    assert t.value("physical", 0) == mapped[0] and all(t.value("physical", i) < mapped[i] for i in range(1, n))
+    per_request = [t.value("blocks", i) for i in range(n)]
+    assert [p for p, _ in per_request] == list(run.physical_blocks()) and [m for _, m in per_request] == mapped
+    assert per_request[0][0] == mapped[0] and all(per_request[i][0] < mapped[i] for i in range(1, n))
+    assert t.text("blocks", n) == f"{len(distinct)} / {sum(mapped)}"  # both figures on screen, physical first
     labels = [t.verticalHeaderItem(i).text().strip() for i in range(t.rowCount())]
-    assert "blocks mapped" in labels and "physical blocks" in labels and "blocks held" not in labels
+    assert "blocks: physical / mapped" in labels and "blocks held" not in labels
 
 
 def test_side_by_side_numbers_equal_the_request_results(view, computed):
@@ -178,7 +181,7 @@ def test_side_by_side_numbers_equal_the_request_results(view, computed):
         paired = computed.both.ttft[i]  # the engine's paired comparison, shown as it is (never recomputed)
         assert t.value("verdict", i) is paired and t.text("verdict", i) == paired.verdict
         assert paired.pairs >= 8 and paired.low <= paired.ratio <= paired.high
-        assert t.value("held", i) == b.blocks_held == math.ceil(b.rows_held / BLOCK)
+        assert t.value("blocks", i)[1] == b.blocks_held == math.ceil(b.rows_held / BLOCK)  # (physical, mapped)
     n = len(on)
     assert t.value("reused", n) == sum(r.reused_rows for r in on)
     assert t.value("computed_on", n) == sum(r.prefill_rows for r in on)

@@ -76,13 +76,55 @@ def test_equal_times_with_noise_read_within_noise_and_the_caption_says_why(recor
     assert lines[1].endswith("ITL: within noise")
     assert "fixed cost" in lines[-1]  # none vs kv within noise: the caption on the per-step cost
     assert "faster" not in costs_text.stats_html(s) and "slower" not in costs_text.stats_html(s)
+    assert "fixed cost" in costs_text.verdicts_tip(s)  # the caption in full: in the table's tooltip
+    panel = _panel(s)  # on screen: the words beside the check box, on its line (no line of their own)
+    assert "≈\u00a0within noise" in panel.verdict.text() and "fixed cost" in panel.verdict.toolTip()
+    assert _fits(panel)
     i18n.install(qapp, "pt_BR")
     try:
         lines = dict(costs_text.verdict_lines(s))
         assert lines[1].endswith("ITL: dentro do ruído")
         assert "custo fixo" in lines[-1]
+        panel = _panel(s)
+        assert "≈\u00a0dentro do ruído" in panel.verdict.text() and _fits(panel)
     finally:
         i18n.install(qapp, "en")
+
+
+def _panel(session):
+    """The costs panel on ``session``'s run, its table filled; deleted by Qt before the test ends (a pyqtgraph
+    widget left to Python's collector at exit crashes the process)."""
+    from kvsim.ui.panels.costs import CostsPanel
+
+    panel = CostsPanel(session)
+    panel._rebuild()  # the run started before the panel: its table's width for these lanes
+    panel._stats()
+    _PANELS.append(panel)
+    return panel
+
+
+_PANELS: list = []
+
+
+@pytest.fixture(autouse=True)
+def _delete_panels(qapp):
+    yield
+    import shiboken6
+
+    while _PANELS:
+        shiboken6.delete(_PANELS.pop())
+
+
+def _fits(panel) -> bool:
+    """The verdicts' words fit what the check box leaves of the table's width, on one line."""
+    import html
+    import re
+
+    from kvsim.ui.panels.costs import VERDICT_GAP
+
+    room = panel.stats.width() - panel.log_box.sizeHint().width() - VERDICT_GAP
+    words = html.unescape(re.sub("<[^>]+>", "", panel.verdict.text()))
+    return 0 < panel.verdict.fontMetrics().horizontalAdvance(words) <= room
 
 
 def test_a_clear_gap_reads_the_right_word(recorded, qapp):
@@ -94,6 +136,12 @@ def test_a_clear_gap_reads_the_right_word(recorded, qapp):
     assert slower.verdict == "slower" and slower.low > 1.0
     lines = dict(costs_text.verdict_lines(s))
     assert "faster" in lines[1] and "slower" in lines[2] and -1 not in lines  # no caption: the saving shows
+    from PySide6.QtGui import QFont, QFontMetrics
+
+    fm = QFontMetrics(QFont())
+    wide = costs_text.verdict_html(s, 10_000, fm)  # room enough: each lane's verdict in its words
+    assert "faster" in wide and "slower" in wide and wide.index("faster") < wide.index("slower")
+    assert costs_text.verdict_html(s, 5, fm) == ""  # no room: nothing rather than a wrapped or cut line
     # the same gap reversed: the uncached lane is the faster one, and the words follow the clock
     s = _session(recorded, _noisy(3, {0: 5.0, 1: 10.0, 2: 10.0}, spread=0.05))
     assert s.itl_compared(1).verdict == "slower"

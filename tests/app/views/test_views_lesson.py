@@ -182,7 +182,9 @@ def test_outside_the_window_is_cross_hatched_not_masked(window, qtbot):
 def test_every_number_has_a_plain_language_tooltip(window):
     assert window.controller.run_steps(2)
     assert "ITL: inter-token latency — the time per generated token after the first" in STATS_TIP
-    assert window.costs.stats.toolTip() == STATS_TIP and "TTFT: time to first token" in STATS_TIP
+    # what the table's marks mean, then the lanes' verdicts in full (their short form beside the check box)
+    assert window.costs.stats.toolTip().startswith(STATS_TIP) and "TTFT: time to first token" in STATS_TIP
+    assert window.costs.verdict.toolTip() == window.costs.stats.toolTip()
     for p in window.costs.plots:
         assert len(p.toolTip()) > 40
     for panel in window.lane_panels:

@@ -95,21 +95,14 @@ ROWS = (
         ),
     ),
     (
-        "held",
-        QT_TRANSLATE_NOOP("views.requests_numbers", "blocks mapped"),
+        "blocks",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "blocks: physical / mapped"),
         QT_TRANSLATE_NOOP(
             "views.requests_numbers",
-            "with caching on: logical blocks, the entries of its block table when it finished; a block several "
-            "requests share is mapped in each of their tables (all: the sum of the tables' entries)",
-        ),
-    ),
-    (
-        "physical",
-        QT_TRANSLATE_NOOP("views.requests_numbers", "physical blocks"),
-        QT_TRANSLATE_NOOP(
-            "views.requests_numbers",
-            "with caching on: blocks of the pool behind those entries, each counted once, as vLLM's allocator "
-            "counts them; per request, the ones no earlier request's table mapped (all: every physical block)",
+            "with caching on: physical blocks, the blocks of the pool behind its block table, each counted once as "
+            "vLLM's allocator counts them (per request: the ones no earlier request's table mapped; all: every "
+            "physical block) / logical blocks mapped, the entries of its block table when it finished (a block "
+            "several requests share is mapped in each of their tables; all: the sum of the tables' entries)",
         ),
     ),
 )
@@ -146,6 +139,11 @@ def verdict_tip(comparison) -> str:
         pairs=comparison.pairs,
         verdict=translate("views.requests_numbers", VERDICT_WORDS[comparison.verdict]),
     )
+
+
+def _blocks(physical: int, mapped: int) -> tuple[tuple[int, int], str]:
+    """The blocks cell: physical blocks held / logical blocks mapped (one row: the stage has no height for two)."""
+    return (physical, mapped), f"{integer(physical)} / {integer(mapped)}"
 
 
 def _ratio(value: float | None) -> str:
@@ -217,8 +215,7 @@ class SideBySideTable(QTableWidget):
                     "spread_on": ((b.ttft_ms_min, b.ttft_ms_max), f"{ms_figure(b.ttft_ms_min)}–{ms_figure(b.ttft_ms_max)}"),
                     "ratio": (ratios[i], _ratio(ratios[i])),
                     "verdict": verdict_cell(both.ttft[i] if both.ttft else None),
-                    "held": (b.blocks_held, None),
-                    "physical": (physical[i], None),
+                    "blocks": _blocks(physical[i], b.blocks_held),
                 },
             )
         t_off, t_on = sum(r.ttft_ms for r in off), sum(r.ttft_ms for r in on)
@@ -234,8 +231,7 @@ class SideBySideTable(QTableWidget):
             "spread_on": (None, ""),
             "ratio": (t_on / t_off if t_off > 0 else None, _ratio(t_on / t_off if t_off > 0 else None)),
             "verdict": (None, ""),
-            "held": (sum(r.blocks_held for r in on), None),
-            "physical": (sum(physical), None),
+            "blocks": _blocks(sum(physical), sum(r.blocks_held for r in on)),
         }
         total["hits"] = (total["hits"][0], "{} / {}".format(*total["hits"][0]))
         self._column(n, total, bold=True)
