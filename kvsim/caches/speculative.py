@@ -5,7 +5,8 @@ agrees with and rolls the K/V rows of the rejected drafts back (``truncate``). T
 
 DRAFT is ``lookup`` (prompt lookup: the tokens that followed the latest earlier occurrence of the
 context's last n-gram — no second model), ``early:N`` (the model's first N layers, its final norm
-and its head) or ``model:NAME`` (a smaller model with the same tokenizer).
+and its head), ``head`` (a learned EAGLE-style draft head over the model's last hidden state, trained
+for that model: kvsim ships tiny's) or ``model:NAME`` (a smaller model with the same tokenizer).
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ class SpeculativeCache(KVCache):
         if not a[0].isdigit() or not 1 <= int(a[0]) <= MAX_DRAFT:
             raise SpecError(f"K must be a whole number from 1 to {MAX_DRAFT}, got {a[0]!r}")
         k, source, rest = int(a[0]), a[1].lower(), a[2:]
-        if source == "lookup" and not rest:
-            return {"k": k, "draft": "lookup"}
+        if source in ("lookup", "head") and not rest:
+            return {"k": k, "draft": source}
         if source == "early":
             if len(rest) != 1 or not rest[0].isdigit() or int(rest[0]) < 1:
                 raise SpecError("early:N needs the number of layers the draft runs, e.g. spec:4:early:2")
@@ -55,7 +56,7 @@ class SpeculativeCache(KVCache):
             if not name:
                 raise SpecError("model:NAME needs the draft model's name, e.g. spec:4:model:tiny")
             return {"k": k, "draft": "model", "model": name}
-        raise SpecError(f"unknown draft source {':'.join(a[1:])!r} (lookup, early:N or model:NAME)")
+        raise SpecError(f"unknown draft source {':'.join(a[1:])!r} (lookup, early:N, head or model:NAME)")
 
     def draft_label(self) -> str:
         if self.draft == "early":
@@ -69,13 +70,18 @@ class SpeculativeCache(KVCache):
         # its formula is the kv cache's (inherited ``bill``): the drafts it accepted ahead of the text are
         # billed by ``lane_bill`` from the rows the lane reports holding
         draft = str(options.get("draft", "lookup"))
+        explanation = QT_TRANSLATE_NOOP("policies", "drafts {k} tokens, checks them in one forward, rolls back the rejected rows")
+        if draft == "head":  # the one source that is a trained model of its own: the lane says so
+            explanation = QT_TRANSLATE_NOOP(
+                "policies", "drafts {k} tokens with a head trained on the model's last hidden state, checks them in one forward"
+            )
         if draft == "early":
             draft = f"early:{options.get('layers')}"
         elif draft == "model":
             draft = f"model:{options.get('model')}"
         return PolicyWords(
             QT_TRANSLATE_NOOP("policies", "Speculative (k={k}, {draft})"),
-            QT_TRANSLATE_NOOP("policies", "drafts {k} tokens, checks them in one forward, rolls back the rejected rows"),
+            explanation,
             {"k": int(options.get("k", 4)), "draft": draft},
             {
                 "K": QT_TRANSLATE_NOOP("policies", "the drafted tokens per check"),

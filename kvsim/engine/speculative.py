@@ -14,7 +14,9 @@ back to the common prefix and checks again — counted in ``rolled_back`` as wel
 Acceptance: greedy — a draft is kept while it equals the target's argmax; sampling — the standard
 rule, kept with probability min(1, p(d)/q(d)) (q = 1 for prompt lookup), from the lane's own seeded
 draws. Draft sources: ``LookupDraft`` (n-grams copied from the context), ``ModelDraft`` over the
-target's first N layers (``early_exit``) or over a second, smaller model with the same tokenizer.
+target's first N layers (``early_exit``) or over a second, smaller model with the same tokenizer, and
+``HeadDraft``: a learned one-layer head over the target's last hidden states (EAGLE), which the lane hands
+it from each check forward.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ from ..caches import KVCache
 from ..caches.speculative import SpeculativeCache
 from ..core.devices import sync
 from ..core.sampling import Sampling, SimulationError, draw, probabilities
+from ..models.base import ModelLoadError
 from ..models.config import ModelConfig
+from ..models.draft_head import DraftHead, find_head
 from ..models.tokenizer import Tokenizer
 from ..models.transformer import ForwardOutput, LayerHook, Transformer
 from .counting import StepCost, step_cost
@@ -118,6 +122,68 @@ class ModelDraft:
         return drafts, probs
 
 
+class HeadDraft:
+    """EAGLE-style drafting: the head reads the target's last hidden state of token t and the embedding of
+    token t+1 and predicts the hidden state of t+1, which the target's own final norm and LM head turn into a
+    draft; from the second draft on it reads its own prediction. The target's hidden states come from the
+    lane's check forwards (``observe``); the head keeps its one layer's rows in its own KV cache, row t (read:
+    h_t, token t+1) at position t, and drops the rows it built from its own predictions at the next proposal."""
+
+    label = "head"
+
+    def __init__(self, target: Transformer, head: DraftHead) -> None:
+        self.target, self.head = target, head
+        self.cache = KVCache(1)
+        self.tokens: list[int] = []  # the tokens whose target hidden states ``hidden`` holds, position by position
+        self.hidden = torch.zeros(0, target.cfg.dim, dtype=target.dtype, device=target.device)
+        self.rows_true = 0  # head rows 0..rows_true-1 were built from the target's own hidden states
+        self.head_tokens: list[int] = []  # the tokens those rows read (row t: tokens 0..t+1)
+
+    def observe(self, tokens: list[int], start: int, hidden: torch.Tensor) -> None:
+        """The target's hidden states (T, dim) of positions start..start+T-1, computed over ``tokens``."""
+        keep = min(common_prefix(self.tokens, tokens), self.hidden.shape[0])
+        if keep < start:  # a gap: the states before ``start`` are gone (never in a lockstep run), start over
+            self.tokens, self.hidden = [], self.hidden[:0]
+            return
+        self.hidden = torch.cat([self.hidden[:start], hidden.to(self.hidden.dtype)])
+        self.tokens = list(tokens[: start + hidden.shape[0]])
+
+    def propose(self, context: list[int], k: int, sampling: Sampling, gen: torch.Generator) -> tuple[list[int], list[float]]:
+        n = len(context)
+        known = min(self.hidden.shape[0], common_prefix(self.tokens, context))
+        if n < 2 or known < n - 1 or k <= 0:  # the prompt's first check: no hidden state to read yet
+            return [], []
+        device = self.target.device
+        # the head's rows still built from the target's states over this context; at least the last is redone
+        rows = min(self.rows_true, max(0, common_prefix(self.head_tokens, context) - 1), n - 2)
+        self.cache.truncate(rows)
+        embed = self.target.tok_embeddings
+        drafts: list[int] = []
+        probs: list[float] = []
+        with torch.no_grad():
+            ids = torch.tensor([context[rows + 1 : n]], dtype=torch.long, device=device)
+            pred = self.head(self.hidden[rows : n - 1][None], embed(ids), torch.arange(rows, n - 1, device=device), self.cache)
+            pred = pred[:, -1:]  # the predicted hidden state of position n - 1
+            for j in range(k):
+                logits = self.target.head(pred)[0, -1].float()
+                if sampling.temperature > 0:
+                    q = probabilities(logits, sampling)
+                    token = draw(q, float(torch.rand((), generator=gen)))
+                    probs.append(float(q[token]))
+                else:
+                    token = int(torch.argmax(logits))
+                    probs.append(1.0)
+                drafts.append(token)
+                if j < k - 1:
+                    ids = torch.tensor([[token]], dtype=torch.long, device=device)
+                    pred = self.head(pred, embed(ids), torch.tensor([n - 1 + j], device=device), self.cache)
+        self.rows_true, self.head_tokens = n - 1, list(context)
+        return drafts, probs
+
+
+Drafter = LookupDraft | ModelDraft | HeadDraft
+
+
 @dataclass
 class SpecStep:
     """What the lane did this step (the record's per-lane speculative fields)."""
@@ -144,9 +210,7 @@ class SpeculativeLane:
     """Drives one ``spec:K:DRAFT`` lane: its cache (a ``SpeculativeCache``), its drafter, the logits
     and rows verified ahead of the run."""
 
-    def __init__(
-        self, target: Transformer, cache: KVCache, k: int, drafter: LookupDraft | ModelDraft, sampling: Sampling
-    ) -> None:
+    def __init__(self, target: Transformer, cache: KVCache, k: int, drafter: Drafter, sampling: Sampling) -> None:
         self.target, self.cache, self.k, self.drafter, self.sampling = target, cache, k, drafter, sampling
         self.gen = torch.Generator().manual_seed(sampling.seed + 7919)  # the lane's own acceptance draws
         self.fed: list[int] = []  # tokens whose K/V rows the cache holds, in position order
@@ -208,13 +272,16 @@ class SpeculativeLane:
         ids = torch.tensor([seq[c:] + drafts], dtype=torch.long, device=device)
         positions = torch.arange(c, n + len(drafts), device=device)
         times = []
+        wants_hidden = isinstance(self.drafter, HeadDraft)  # the head reads the target's hidden states
         for repeat in range(repeats):
             if repeat:
                 self.cache.truncate(c)
             in_hook[0] = 0.0
             sync(device)
             t1 = time.perf_counter()
-            out = self.target(ids, positions, self.cache, record=True, last_only=len(drafts) + 1, layer_hook=hook)
+            out = self.target(
+                ids, positions, self.cache, record=True, last_only=len(drafts) + 1, layer_hook=hook, hidden=wants_hidden
+            )
             sync(device)
             times.append((time.perf_counter() - t1 - in_hook[0]) * 1e3)
         # out.logits[0, j]: the target's logits after position n - 1 + j
@@ -233,6 +300,9 @@ class SpeculativeLane:
         keep = n + accepted
         self.cache.truncate(keep)  # the rejected drafts' rows go
         self.fed = list(seq) + drafts[:accepted]
+        if isinstance(self.drafter, HeadDraft):
+            assert out.hidden is not None  # hidden=True
+            self.drafter.observe(self.fed, c, out.hidden[0, : keep - c])
         for j in range(accepted + 1):
             self.logits[n - 1 + j] = out.logits[0, j]
         assert out.q is not None and out.k is not None and out.v is not None  # record=True
@@ -268,13 +338,18 @@ def make_drafter(
     target: Transformer,
     tokenizer: Tokenizer,
     load_draft: Callable[[str], tuple[Transformer, Tokenizer]] | None = None,
-) -> LookupDraft | ModelDraft:
+) -> Drafter:
     """The drafter a ``SpeculativeCache`` names. ``load_draft(name)`` loads a second model (for ``model:NAME``)."""
     if cache.draft == "lookup":
         return LookupDraft()
     if cache.draft == "early":
         assert cache.draft_layers is not None, "an early:N draft always names its layer count"
         return ModelDraft(early_exit(target, cache.draft_layers), f"early:{cache.draft_layers}")
+    if cache.draft == "head":
+        try:
+            return HeadDraft(target, find_head(target))
+        except ModelLoadError as exc:
+            raise SimulationError(f"spec:{cache.k}:head: {exc}") from None
     if cache.draft == "model":
         assert cache.draft_model is not None, "a model:NAME draft always names its model"
         if load_draft is None:

@@ -48,6 +48,7 @@ class ForwardOutput:
     q: torch.Tensor | None = None  # (L, B, H, T, D)
     k: torch.Tensor | None = None  # (L, B, H_kv, T, D), after RoPE: exactly what the cache holds
     v: torch.Tensor | None = None  # (L, B, H_kv, T, D)
+    hidden: torch.Tensor | None = None  # (B, T, dim): the last layer's output of every fed position, if hidden=True
 
     def rows(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """q, k, v of a forward with ``record=True``."""
@@ -492,7 +493,10 @@ class Transformer(nn.Module):
         last_only: bool | int = False,
         layer_hook: LayerHook | None = None,
         rows: torch.Tensor | None = None,
+        hidden: bool = False,
     ) -> ForwardOutput:
+        """``hidden``: also return the last layer's output (before the final norm) of every fed position,
+        what a learned draft head reads (``kvsim.models.draft_head``)."""
         cfg = self.cfg
         if isinstance(cache, Cache):
             cache.bind_model(self)  # a cache built from the model's own weights (latent:R) factors them
@@ -515,14 +519,15 @@ class Transformer(nn.Module):
                 vs.append(v)
             if layer_hook is not None:
                 layer_hook(i + 1, cfg.n_layers)
+        last_hidden = x if hidden else None
         if last_only:  # True: the last position's logits; an int k: the last k positions' (a speculative check)
             x = x[:, -int(last_only) :, :]
         elif rows is not None:  # the logits of these positions only (the last row of each packed sequence)
             x = x[:, rows, :]
         logits = self.head(x)
         if not record:
-            return ForwardOutput(logits)
-        return ForwardOutput(logits, torch.stack(qs), torch.stack(ks), torch.stack(vs))
+            return ForwardOutput(logits, hidden=last_hidden)
+        return ForwardOutput(logits, torch.stack(qs), torch.stack(ks), torch.stack(vs), last_hidden)
 
 
 def init_random(model: Transformer, seed: int) -> Transformer:

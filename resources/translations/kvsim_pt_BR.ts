@@ -698,6 +698,10 @@
         <translation>rascunha {k} tokens, confere-os num único forward, desfaz as linhas rejeitadas</translation>
     </message>
     <message>
+        <source>drafts {k} tokens with a head trained on the model&apos;s last hidden state, checks them in one forward</source>
+        <translation>rascunha {k} tokens com uma cabeça treinada sobre o último estado oculto do modelo, confere-os num único forward</translation>
+    </message>
+    <message>
         <source>the drafted tokens per check</source>
         <translation>os tokens rascunhados por conferência</translation>
     </message>

@@ -53,6 +53,8 @@ def check_the_wheel_holds_kvsim_ui_and_resources_and_imports_outside_the_checkou
         "kvsim/py.typed",  # the engine ships its types (PEP 561)
         "kvsim/models/transformer.py",
         "kvsim/resources/models/tiny/model.safetensors",
+        "kvsim/resources/draft_heads/tiny/head.safetensors",  # spec:K:head's learned draft head, and its card
+        "kvsim/resources/draft_heads/tiny/MODEL_CARD.md",
     ):
         assert needed in names, needed
     with zipfile.ZipFile(wheel) as z:
