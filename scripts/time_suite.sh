@@ -18,12 +18,12 @@ done
 echo "before: $(uptime)"
 start=$(date +%s.%N)
 set +e
-QT_QPA_PLATFORM=offscreen python -m pytest -q -p no:cacheprovider "$@" > /tmp/time_suite.$$.log 2>&1
+QT_QPA_PLATFORM=offscreen python -m pytest -q -p no:cacheprovider "$@" > "${LOG:-/tmp/time_suite.$$.log}" 2>&1
 rc=$?
 set -e
 end=$(date +%s.%N)
 echo "after:  $(uptime)"
-tail -n 1 /tmp/time_suite.$$.log
+tail -n 1 "${LOG:-/tmp/time_suite.$$.log}"
 python3 -c "print(f'wall {float($end) - float($start):.1f} s with $BURNERS busy processes beside (pytest exit $rc)')"
-rm -f /tmp/time_suite.$$.log
+[ -n "${LOG:-}" ] || rm -f /tmp/time_suite.$$.log
 exit "$rc"

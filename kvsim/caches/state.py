@@ -1,6 +1,6 @@
 """A hybrid model's recurrent states: what a linear-attention layer holds instead of K/V rows.
 
-Qwen3-Next's Gated DeltaNet layers (``kvsim.models.hybrid``) carry two tensors per sequence from step to step:
+Qwen3-Next's Gated DeltaNet layers (``kvsim.models.attention.hybrid``) carry two tensors per sequence from step to step:
 the short convolution's last ``conv_kernel - 1`` inputs (``conv``) and one dk × dv matrix per value head
 (``recurrent``). Their size does not depend on how many tokens came before: a layer's state bytes are flat in
 n, where an attention layer's K/V grow by a row a token. ``RecurrentStates`` holds them for a cache policy that
@@ -46,7 +46,7 @@ class RecurrentStates:
 
     def truncate(self, n_tokens: int) -> None:
         """Forget the states past ``n_tokens``; a layer left with no state at exactly ``n_tokens`` holds none,
-        and the next forward that starts there fails loudly (``kvsim.models.hybrid``) rather than guess."""
+        and the next forward that starts there fails loudly (``kvsim.models.attention.hybrid``) rather than guess."""
         for layer, held in self._by_layer.items():
             self._by_layer[layer] = {n: s for n, s in held.items() if n <= n_tokens}
 

@@ -81,7 +81,7 @@ def step_cost(
 def _mla_step_cost(
     cfg: ModelConfig, new: int, context: int, out: int, dtype_bytes: int, kv_dtype_bytes: float | None
 ) -> StepCost:
-    """Latent attention (``kvsim.models.mla``), absorbed as kvsim runs it: the query is projected into the
+    """Latent attention (``kvsim.models.attention.mla``), absorbed as kvsim runs it: the query is projected into the
     latent's space (W_UKᵀ q^C) and scores every cached latent [c | k_R] (r + d_R wide, one for all heads),
     the weighted latents are projected up per head (W_UV) before W_O. ``wkv_b`` is read, never applied to
     the cache. The cache moves L · (r + d_R) values per token, not 2 · L · H_kv · d."""

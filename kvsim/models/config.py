@@ -69,10 +69,10 @@ class ModelConfig:
     final_logit_softcap: float | None = None  # logits = c·tanh(logits / c) when set (Gemma 2; Gemma 3 has none)
     # mla (DeepSeek-V2 latent attention): the cache holds per token and layer one latent of kv_lora_rank
     # values and one RoPE key of qk_rope_head_dim shared by every head; head_dim is each head's no-RoPE
-    # query/key part and its value width (models/mla.py)
+    # query/key part and its value width (models/attention/mla.py)
     kv_lora_rank: int = 0
     qk_rope_head_dim: int = 0
-    # qwen3_next (Qwen3-Next's hybrid, models/hybrid.py): every ``attention_every``-th layer is gated full
+    # qwen3_next (Qwen3-Next's hybrid, models/attention/hybrid.py): every ``attention_every``-th layer is gated full
     # attention (a growing K/V), the others Gated DeltaNet linear attention (a constant-size state: a short
     # convolution's last conv_kernel - 1 inputs and one dk × dv matrix per value head)
     attention_every: int = 0
@@ -80,7 +80,7 @@ class ModelConfig:
     linear_value_heads: int = 0  # …and value heads (a multiple of linear_heads)
     linear_head_dim: int = 0  # one width for its keys and values (Qwen3-Next: 128 each)
     conv_kernel: int = 0  # its causal depthwise convolution's width (Qwen3-Next: 4)
-    # cross-layer attention (CLA, Brandon et al. 2024; models/cla.py): groups of kv_share consecutive layers
+    # cross-layer attention (CLA, Brandon et al. 2024; models/attention/cla.py): groups of kv_share consecutive layers
     # read the K/V of the group's first layer, which alone computes and caches them (1: every layer its own)
     kv_share: int = 1
     name: str = "model"

@@ -32,12 +32,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..caches.base import Cache, PackedBatch, visibility
-from .cla import SharedKVAttention
+from .attention.cla import SharedKVAttention
+from .attention.hybrid import GatedAttention, GatedDeltaNet
+from .attention.mla import MLAAttention
 from .config import ModelConfig
-from .hybrid import GatedAttention, GatedDeltaNet
 from .kernels import huge_pages, row_matmul
 from .kernels.row_matmul import Linear, RowLinear
-from .mla import MLAAttention
 
 LayerHook = Callable[[int, int], None]
 
@@ -207,7 +207,7 @@ class Attention(nn.Module):
         self.k_norm = make_norm(cfg, d) if cfg.qk_norm else None
         self.fused_qkv: RowLinear | None = None  # see fuse_qkv
         # cross-layer attention: the first layer of a group lends the rows its cache returned this step to the
-        # group's other layers (kvsim.models.cla.SharedKVAttention)
+        # group's other layers (kvsim.models.attention.cla.SharedKVAttention)
         self.lends = cfg.kv_share > 1 and cfg.kv_owner(layer) == layer
         self.lent: tuple[torch.Tensor, ...] | None = None
 

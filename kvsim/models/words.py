@@ -8,7 +8,7 @@ from typing import Any
 
 from ..core.words import QT_TRANSLATE_NOOP
 
-#: qwen3_next (``kvsim.models.hybrid``)
+#: qwen3_next (``kvsim.models.attention.hybrid``)
 HYBRID = (
     QT_TRANSLATE_NOOP("families", "hybrid linear attention (Qwen3-Next)"),
     QT_TRANSLATE_NOOP(
@@ -17,7 +17,7 @@ HYBRID = (
         "the rest are attention, with a growing K/V cache",
     ),
 )
-#: kv_share > 1 (``kvsim.models.cla``)
+#: kv_share > 1 (``kvsim.models.attention.cla``)
 SHARED = (
     QT_TRANSLATE_NOOP("families", "cross-layer KV sharing (CLA)"),
     QT_TRANSLATE_NOOP(

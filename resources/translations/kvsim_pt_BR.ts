@@ -467,7 +467,7 @@
     </message>
     <message>
         <source>cross-layer KV sharing (CLA)</source>
-        <extracomment>kv_share &gt; 1 (``kvsim.models.cla``)</extracomment>
+        <extracomment>kv_share &gt; 1 (``kvsim.models.attention.cla``)</extracomment>
         <translation>K/V compartilhado entre camadas (CLA)</translation>
     </message>
     <message>

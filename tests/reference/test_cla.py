@@ -25,7 +25,7 @@ import torch
 from kvsim.caches import KVCache, NoCache
 from kvsim.costs.memory import kv_cache_bytes, lane_bill
 from kvsim.engine.simulate import Simulator, parse_lanes
-from kvsim.models.cla import SharedKVAttention, ownership
+from kvsim.models.attention.cla import SharedKVAttention, ownership
 from kvsim.models.config import ConfigError, parse_random_spec
 from kvsim.models.transformer import Transformer, init_random
 

@@ -10,7 +10,7 @@
   zero-padded first column: the last 3 equal).
 * The memory bill (``lane_bill``) equals the recorded bytes at every step; the states' bytes are flat in n and
   the attention layer's K/V bytes linear.
-* Mutations tried on ``kvsim/models/hybrid.py``, each failing ``test_logits_equal_transformers_at_every_step`` at
+* Mutations tried on ``kvsim/models/attention/hybrid.py``, each failing ``test_logits_equal_transformers_at_every_step`` at
   step 0: the decay without its ``exp`` (``state * g``: off by 3.3), the delta rule without ``β`` (off by 0.79);
   ``test_each_part_matters`` keeps one such change (a halved softplus) in the suite.
 """
@@ -29,7 +29,7 @@ from kvsim.caches import KVCache, NoCache  # noqa: E402
 from kvsim.caches.state import state_bytes  # noqa: E402
 from kvsim.costs.memory import lane_bill  # noqa: E402
 from kvsim.engine.simulate import Simulator, parse_lanes  # noqa: E402
-from kvsim.models import hybrid  # noqa: E402
+from kvsim.models.attention import hybrid  # noqa: E402
 from kvsim.models.config import parse_random_spec  # noqa: E402
 from kvsim.models.transformer import Transformer  # noqa: E402
 

@@ -18,9 +18,9 @@ ENGINE = ROOT / "kvsim"
 #: the files that call a lane's cache whatever its policy (elsewhere a cache is a known policy, e.g. speculative)
 ANY_POLICY = [
     "kvsim/models/transformer.py",
-    "kvsim/models/mla.py",
-    "kvsim/models/hybrid.py",
-    "kvsim/models/cla.py",
+    "kvsim/models/attention/mla.py",
+    "kvsim/models/attention/hybrid.py",
+    "kvsim/models/attention/cla.py",
     "kvsim/engine/simulate.py",
     "kvsim/engine/lane.py",
 ]

@@ -15,9 +15,9 @@ from kvsim.caches import make_cache
 from kvsim.core.sampling import SimulationError
 from kvsim.costs.memory import kv_cache_bytes, mla_cache_bytes
 from kvsim.engine.simulate import Simulator, parse_lanes
+from kvsim.models.attention.mla import MLAAttention
 from kvsim.models.config import ConfigError, parse_random_spec
 from kvsim.models.loading import load_model
-from kvsim.models.mla import MLAAttention
 
 MLA = "random:family=mla,layers=3,heads=4,dim=64,vocab=300,ctx=128,seed=4"  # d = 16: r = 64, d_R = 8
 

@@ -14,8 +14,8 @@ from kvsim.caches import KVCache, NoCache
 from kvsim.engine.counting import step_cost
 from kvsim.engine.simulate import SimulationError, Simulator, parse_lanes
 from kvsim.engine.trace import Trace
+from kvsim.models.attention.mla import MLAAttention
 from kvsim.models.loading import load_model
-from kvsim.models.mla import MLAAttention
 
 MLA = "random:family=mla,layers=3,heads=4,dim=32,vocab=300,ctx=256,latent=20,rope_dim=6,seed=3"  # d = 8, r = 20, d_R = 6
 

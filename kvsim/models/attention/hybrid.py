@@ -31,8 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..caches.base import Cache, PackedBatch, visibility
-from .config import ModelConfig
+from ...caches.base import Cache, PackedBatch, visibility
+from ..config import ModelConfig
 
 Rope = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 

@@ -32,8 +32,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from ..caches.base import Cache, PackedBatch, visibility
-from .config import ModelConfig
+from ...caches.base import Cache, PackedBatch, visibility
+from ..config import ModelConfig
 
 
 class MLAAttention(nn.Module):

@@ -21,8 +21,8 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
-from ..caches.base import Cache, PackedBatch, visibility
-from .config import ModelConfig
+from ...caches.base import Cache, PackedBatch, visibility
+from ..config import ModelConfig
 
 
 def ownership(cfg: ModelConfig) -> list[int]:
