@@ -81,7 +81,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "without and with a cache, with real tensors, counts and times.\n"
         f"Warnings and errors (with tracebacks) are logged to {log_path()} (KVSIM_LOG_DIR moves it).",
         **examples(
-            "kvsim",
             "kvsim --model tiny --lanes kv,kv@w8,kv@w4:g64 --prompt 'Once upon a time'",
             "kvsim run --prompt 'Once upon a time' --steps 8",
             "kvsim memory --preset llama-3-8b --context 8192",

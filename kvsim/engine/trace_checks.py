@@ -152,7 +152,10 @@ def _short_scalar(value: Any) -> bool:
 def check_sequence(records: list[StepRecord], meta: dict[str, Any]) -> None:
     """Steps 0..N-1 of one run, each carrying every lane the metadata names, positions contiguous."""
     names = [lane["name"] for lane in meta["lanes"]]
-    budgets = {lane["name"]: _row_budget(lane, meta["config"]) for lane in meta["lanes"]}
+    # a lane's budget is read from its policy only when it holds rows (an evicting lane): the policies' modules
+    # import torch, which a run of full caches (and `kvsim inspect` of one) never needs
+    by_name = {lane["name"]: lane for lane in meta["lanes"]}
+    budgets: dict[str, int | None] = {}
     next_position = 0
     max_len = meta["config"]["max_seq_len"]
     for i, r in enumerate(records):
@@ -171,6 +174,8 @@ def check_sequence(records: list[StepRecord], meta: dict[str, Any]) -> None:
             raise TraceError(f"step {i}: position {next_position - 1} is beyond the model's context of {max_len}")
         for lane in r.lanes:
             _check_lane(i, lane, r, next_position, meta["config"])
+            if lane.held is not None and lane.name not in budgets:
+                budgets[lane.name] = _row_budget(by_name[lane.name], meta["config"])
             budget = budgets.get(lane.name)
             if lane.held is not None and budget is not None and lane.held.positions.shape[2] > budget:
                 raise TraceError(
