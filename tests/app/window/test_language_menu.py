@@ -122,8 +122,8 @@ def test_the_window_in_portuguese(qtbot, qapp, portuguese, tmp_path) -> None:
         # every key is described, in Portuguese: the stage's PgDn / PgUp, the views' letters, the requests view's own keys
         assert all(what.strip() for _, what in rows), rows
         described = dict(rows)
-        assert described["PgDown"] == "Próximo passo da lição, ou a próxima vista no palco"
-        assert described["PgUp"] == "Passo anterior da lição, ou a vista anterior no palco"
+        assert described["PgDown"] == "Próxima página ou passo da lição, ou a próxima vista no palco"
+        assert described["PgUp"] == "Página ou passo anterior da lição, ou a vista anterior no palco"
         assert described["Q"] == "Requisições: lotes contínuos" and described["F"] == "Só as faixas"
         assert described["← → · Shift+← → · Home / End"].startswith("na vista de requisições:")
     finally:

@@ -208,7 +208,7 @@ IDEAS = {  # idea: (the keys of docs/stage.md, what the stage must then show)
     "prefill-vs-decode": (((Qt.Key_1, ALT), (Qt.Key_R, None)), _prefill_and_decode),
     "memory-bill": (((Qt.Key_Right, None), (Qt.Key_M, None)), _bill),  # a fresh start has no step yet: one, then the bill
     "weight-quantization": (((Qt.Key_G, None),), _weights),
-    "kv-quantization": (((Qt.Key_3, ALT),), _lanes("kv", "int8", "int4:g8:r8")),
+    "kv-quantization": (((Qt.Key_3, ALT),), _lanes("kv", "int8:r2", "int4:r2")),
     "mqa-gqa": (((Qt.Key_H, None),), _heads),
     "window-and-sinks": (((Qt.Key_2, ALT),), _lanes("kv", "window:16", "sink:4+window:12")),
     "paged-blocks": (((Qt.Key_B, None),), _blocks),
