@@ -318,8 +318,8 @@ def test_result_is_the_shown_side_by_side(view, computed):
 
 def test_the_grid_shows_the_free_queue_in_its_order_and_the_next_block(view, computed):
     """Each free block's cell carries its place in the recorded free queue (q1: handed out next, its footer
-    "next"), the null block 0 of vLLM's order is marked and never queued, and the step's summary names the
-    queue in order with the next block."""
+    "next"), the null block 0 of vLLM's order is marked and never queued, and the step's summary's tooltip names
+    the queue in order with the next block."""
     run = computed.both.on
     assert run.pool_semantics == "vllm" and run.null_block == 0
     seen_next = 0
@@ -330,6 +330,6 @@ def test_the_grid_shows_the_free_queue_in_its_order_and_the_next_block(view, com
         assert tuple(b for _, b in queued) == snap.free_queue
         assert [c.block for c in cells if c.null] == [0] and cells[0].queue_place is None
         if snap.free_queue:
-            assert f"#{snap.next_block}" in view.summary.text() and "next block" in view.summary.text()
+            assert f"#{snap.next_block}" in view.summary.toolTip() and "next block" in view.summary.toolTip()
             seen_next += 1
     assert seen_next > 0

@@ -33,7 +33,7 @@ from .blocks_table import BlockTableView
 from .form import RequestListEditor, SettingsBar
 from .job import Computed, Pending, demo_lists, start, start_demo
 from .timeline import TimelineView, fill_prefix_tree, latency_lines, reuse_line
-from .wording import NumbersPanel, block_text, legend_html, legend_tooltip, run_summary, step_summary
+from .wording import NumbersPanel, block_text, free_queue_text, legend_html, legend_tooltip, run_summary, step_summary
 
 FOLLOW = -1  # the request chooser's "the step's request"
 
@@ -497,6 +497,7 @@ class RequestsView(QWidget):
             translate("views.requests", "step {i} / {n}").format(i=integer(i + 1), n=integer(len(run.snapshots)))
         )
         self.summary.setText(step_summary(self.computed, self.caching, i))
+        self.summary.setToolTip(free_queue_text(snap))
         self.timeline.set_step(i)
         self._hover(self.grid.hover_block)
 
