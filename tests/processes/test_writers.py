@@ -19,7 +19,7 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
-from helpers import ROOT
+from helpers import ROOT, kvsim_in_process
 
 from kvsim.core.atomic import WriteError, atomic_target, check_target, write_bytes  # noqa: E402
 from kvsim.engine.trace import Trace  # noqa: E402
@@ -212,31 +212,32 @@ def test_kvsim_run_save_under_a_file_size_limit(tmp_path, small_trace):
     _intact(tmp_path, target)
 
 
-def test_requests_save_under_a_file_size_limit(tmp_path_factory):
+def test_requests_save_under_a_file_size_limit(tmp_path_factory, capsys):
     scratch, folder = tmp_path_factory.mktemp("scratch"), tmp_path_factory.mktemp("requests")
     target = _good(folder / "good.kvsim")
     prompts = scratch / "prompts.txt"
     prompts.write_text("a b c\na b d\n")
     args = ["run", "--model", MODEL, "--requests", str(prompts), "--steps", "2", "--block-size", "2", "--save"]
-    proc = _kvsim([*args, str(scratch / "ref.kvsim")])  # the size of the file it writes
+    proc = kvsim_in_process(capsys, *args, str(scratch / "ref.kvsim"))  # the size of the file it writes
     assert proc.returncode == 0, proc.stderr
-    proc = _kvsim([*args, str(target)], limit=(scratch / "ref.kvsim").stat().st_size // 2)
+    proc = _kvsim([*args, str(target)], limit=(scratch / "ref.kvsim").stat().st_size // 2)  # the limit: its own process
     _one_error_line(proc, str(target), "File too large")
     _intact(folder, target)
-    proc = _kvsim([*args, str(target)])  # without the limit the same command writes it, readable, with the mode kept
+    proc = kvsim_in_process(capsys, *args, str(target))  # without the limit the same command writes it, with the mode kept
     assert proc.returncode == 0, proc.stderr
     from kvsim.serving.saved_runs import load_runs
 
     assert load_runs(target) and stat.S_IMODE(target.stat().st_mode) == 0o644
 
 
-def test_save_refuses_special_files_and_empty_paths(tmp_path):
+def test_save_refuses_special_files_and_empty_paths(tmp_path, capsys):
+    # refused before anything is written: no limit is involved, so the command runs in this process
     for p in _special_files(tmp_path):
         kind = stat.S_IFMT(os.stat(p).st_mode)
-        proc = _kvsim(["run", "--model", MODEL, "--prompt-ids", "1,2", "--steps", "1", "--save", str(p)])
+        proc = kvsim_in_process(capsys, "run", "--model", MODEL, "--prompt-ids", "1,2", "--steps", "1", "--save", str(p))
         _one_error_line(proc, "--save")
         assert stat.S_IFMT(os.stat(p).st_mode) == kind
-    proc = _kvsim(["run", "--model", MODEL, "--prompt-ids", "1,2", "--steps", "1", "--save", ""])
+    proc = kvsim_in_process(capsys, "run", "--model", MODEL, "--prompt-ids", "1,2", "--steps", "1", "--save", "")
     _one_error_line(proc, "empty")
 
 
