@@ -238,6 +238,8 @@ class TimelineView(QWidget):
                 p.drawText(box, Qt.AlignmentFlag.AlignCenter, str(cell.tokens))
 
     def _draw_pool(self, p: QPainter, w: float, top: float) -> None:
+        if self.run is None:  # paintEvent draws the pool only for a run
+            return
         batches = self.run.batches
         n = max(1, self.run.usable_blocks)  # held + free: the null block of vLLM's order is neither
         h = POOL_H - 16
