@@ -144,9 +144,10 @@ def run_disaggregated(
     try:
         if not here.poll(START_TIMEOUT_S):
             raise SimulationError("the decode instance did not start")
-        first = here.recv()
-        if first != "ready":  # ("error", what stopped it): said, not hidden behind "did not start"
-            raise SimulationError(f"the decode instance did not start: {first[1] if isinstance(first, tuple) else first}")
+        started = here.recv()
+        if started != "ready":  # ("error", what stopped it): said, not hidden behind "did not start"
+            said = started[1] if isinstance(started, tuple) else started
+            raise SimulationError(f"the decode instance did not start: {said}")
         cfg = model.cfg
         pool = BlockPool(block_size, None, prefix_caching=False)
         pool.ensure_storage(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, model.dtype, model.device)
