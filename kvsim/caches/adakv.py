@@ -28,10 +28,9 @@ from typing import Any
 import torch
 
 from ..core.words import QT_TRANSLATE_NOOP
-from .base import PolicyInfo, PolicyWords, SpecError
+from .base import PolicyInfo, PolicyWords
 from .padded_heads import PaddedHeadsCache
 from .registry import register_policy
-from .scored import parse_count
 from .snapkv import DEFAULT_WINDOW, KERNEL, SnapKVCache
 
 ALPHA = 0.2  # the safeguard: each head keeps at least ⌊α·(B − W)⌋ of its own best rows (kvpress's default)
@@ -62,22 +61,7 @@ class AdaKVCache(PaddedHeadsCache, SnapKVCache):
     grammar = "adakv:B[:wW]"
     example = "adakv:8:w4"  # a budget the app's example prompts exceed
     score_meaning = "the observation window's attention at prefill, pooled (kernel 5); the heads share the layer's budget"
-
-    @classmethod
-    def parse_options(cls, args: list[list[str]]) -> dict[str, Any]:
-        given = args[0]
-        if not given:
-            raise SpecError("adakv needs B (prompt rows kept per KV head on average), e.g. adakv:64:w16")
-        budget = parse_count("adakv", given[0], "B", "prompt rows kept per KV head on average", 1, "adakv:64")
-        options: dict[str, Any] = {"budget": budget}
-        for arg in given[1:]:
-            if arg[:1].lower() != "w" or "window" in options:
-                raise SpecError(f"adakv takes B and then wW (the observation window), got {arg!r}")
-            window = parse_count("adakv", arg[1:], "wW", "observation window", 1, "adakv:64:w16")
-            if window > budget:
-                raise SpecError(f"adakv's window W = {window} is larger than its budget B = {budget}")
-            options["window"] = window
-        return options
+    budget_meaning = "prompt rows kept per KV head on average"
 
     @classmethod
     def words(cls, options: dict[str, Any]) -> PolicyWords:

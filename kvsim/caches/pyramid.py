@@ -37,9 +37,9 @@ import torch.nn.functional as F
 
 from ..core.formulas import KVShape, LaneBill, kv_cache_bytes
 from ..core.words import QT_TRANSLATE_NOOP
-from .base import PolicyInfo, PolicyWords, SpecError
+from .base import PolicyInfo, PolicyWords
 from .registry import register_policy
-from .scored import _Held, parse_count, top_rows
+from .scored import _Held, top_rows
 from .snapkv import DEFAULT_WINDOW, KERNEL, SnapKVCache
 
 BETA = 20  # the authors' β: the top layer keeps 1/β of the mean budget
@@ -75,22 +75,7 @@ class PyramidKVCache(SnapKVCache):
     grammar = "pyramid:B[:wW]"
     example = "pyramid:8:w4"  # a budget the app's example prompts exceed
     score_meaning = "the observation window's attention at prefill, pooled (kernel 5); each layer keeps its own count"
-
-    @classmethod
-    def parse_options(cls, args: list[list[str]]) -> dict[str, Any]:
-        given = args[0]
-        if not given:
-            raise SpecError("pyramid needs B (prompt rows kept per layer on average), e.g. pyramid:64:w16")
-        budget = parse_count("pyramid", given[0], "B", "prompt rows kept per layer on average", 1, "pyramid:64")
-        options: dict[str, Any] = {"budget": budget}
-        for arg in given[1:]:
-            if arg[:1].lower() != "w" or "window" in options:
-                raise SpecError(f"pyramid takes B and then wW (the observation window), got {arg!r}")
-            window = parse_count("pyramid", arg[1:], "wW", "observation window", 1, "pyramid:64:w16")
-            if window > budget:
-                raise SpecError(f"pyramid's window W = {window} is larger than its budget B = {budget}")
-            options["window"] = window
-        return options
+    budget_meaning = "prompt rows kept per layer on average"
 
     @classmethod
     def words(cls, options: dict[str, Any]) -> PolicyWords:

@@ -45,19 +45,22 @@ class SnapKVCache(ScoredCache):
     example = "snapkv:8:w4"  # a budget the app's example prompts exceed
     score_meaning = "the observation window's attention at prefill, pooled (kernel 5)"
 
+    budget_meaning = "prompt rows kept"  # what B counts (PyramidKV: per layer on average; AdaKV: per KV head)
+
     @classmethod
     def parse_options(cls, args: list[list[str]]) -> dict[str, Any]:
-        given = args[0]
+        """B, then wW (the observation window, at most B): the grammar of SnapKV and of the policies built on it."""
+        term, given = cls.terms[0], args[0]
         if not given:
-            raise SpecError("snapkv needs B (prompt rows kept), e.g. snapkv:64:w16")
-        budget = parse_count("snapkv", given[0], "B", "prompt rows kept", 1, "snapkv:64")
+            raise SpecError(f"{term} needs B ({cls.budget_meaning}), e.g. {term}:64:w16")
+        budget = parse_count(term, given[0], "B", cls.budget_meaning, 1, f"{term}:64")
         options: dict[str, Any] = {"budget": budget}
         for arg in given[1:]:
             if arg[:1].lower() != "w" or "window" in options:
-                raise SpecError(f"snapkv takes B and then wW (the observation window), got {arg!r}")
-            window = parse_count("snapkv", arg[1:], "wW", "observation window", 1, "snapkv:64:w16")
+                raise SpecError(f"{term} takes B and then wW (the observation window), got {arg!r}")
+            window = parse_count(term, arg[1:], "wW", "observation window", 1, f"{term}:64:w16")
             if window > budget:
-                raise SpecError(f"snapkv's window W = {window} is larger than its budget B = {budget}")
+                raise SpecError(f"{term}'s window W = {window} is larger than its budget B = {budget}")
             options["window"] = window
         return options
 
