@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 
 from kvsim.cli.entry import main
 from kvsim.engine.trace import Trace
@@ -15,14 +14,6 @@ from kvsim.models.kernels.quantized_weights import quantize_model, weight_bytes
 from kvsim.models.loading import load_model
 
 SMALL = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,ctx=64,seed=0"
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_json_carries_the_model_side_fields(capsys, tmp_path) -> None:

@@ -31,15 +31,6 @@ TIED = SPEC.replace("seed=21", "seed=22,tie=true")  # one matrix for the embeddi
 Q8_0 = GGMLQuantizationType.Q8_0
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Many small forwards: one compute thread is ~25x faster than two on a shared 2-core machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def reference_int8(w: np.ndarray, group: int | None) -> np.ndarray:
     """INT8, symmetric: per row (or per group of G inputs) s = max|w| / 127, q = clip(round(w / s), ±127)."""
     out, inp = w.shape

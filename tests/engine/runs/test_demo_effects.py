@@ -34,14 +34,6 @@ LESSON = json.loads((ROOT / "resources" / "lesson" / "lesson.json").read_text(en
 BY_ROWS = {"kv", "int8", "int4", "int4:hadamard", "window", "sink+window", "stream+window"}  # rows held: a function of rows given
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # many one-row forwards: one thread is faster on a shared 2-core machine
-    yield
-    torch.set_num_threads(before)
-
-
 def prompt_ids(tiny, prompt: str) -> list[int]:
     """The prompt's tokens as the app runs it (chat-formatted)."""
     return tiny.tokenizer.encode(tiny.tokenizer.format_prompt(prompt, chat=True))

@@ -6,7 +6,6 @@ a model it was not trained over is refused with one clear error."""
 from __future__ import annotations
 
 import pytest
-import torch
 
 from kvsim.caches import SpecError, parse_lanes, parse_spec
 from kvsim.core.sampling import Sampling, SimulationError
@@ -16,15 +15,6 @@ from kvsim.models.draft_head import bundled_heads_dir, fits
 from kvsim.models.loading import load_model
 
 FREE_TEXT = "Once upon a time, in a small village by the sea, there lived"  # nothing to copy from the prompt
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Many small forwards: one compute thread is faster than two on a shared 2-core machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _totals(records, name: str) -> dict[str, int]:

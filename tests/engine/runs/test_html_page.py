@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from kvsim.caches import parse_lanes
 from kvsim.cli.entry import main as cli_main
@@ -25,13 +24,8 @@ HOSTILE = "</script><script>window.pwned=1</script><!-- <img src=x onerror=alert
 
 def _trace(tiny, steps: int, lanes: str = "uncached,cached", prompt: str = "Once upon a time", model_id: str = "tiny") -> Trace:
     ids = tiny.tokenizer.encode(prompt)
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # two busy cores: one thread is ten times quicker for the tiny model than two
     sim = Simulator(tiny.model, tiny.tokenizer, ids, parse_lanes(lanes), model_id=model_id, prompt_text=prompt, warmup=False)
-    try:
-        records = list(sim.run(steps, stop_at_eos=False))
-    finally:
-        torch.set_num_threads(before)
+    records = list(sim.run(steps, stop_at_eos=False))
     return Trace(meta=sim.trace.meta, records=records)
 
 

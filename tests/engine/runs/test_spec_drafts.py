@@ -12,7 +12,6 @@ import zipfile
 
 import numpy as np
 import pytest
-import torch
 
 from kvsim.caches import parse_lanes
 from kvsim.engine.simulate import Simulator
@@ -24,13 +23,10 @@ TARGET = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,vocab=300,ctx=2
 
 @pytest.fixture(scope="module")
 def run():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
     loaded = load_model(TARGET)
     ids = loaded.tokenizer.encode("the cat the cat the cat")
     sim = Simulator(loaded.model, loaded.tokenizer, ids, parse_lanes("kv,spec:4:lookup"), warmup=False)
     records = list(sim.run(24, stop_at_eos=False))
-    torch.set_num_threads(before)
     return sim, records
 
 

@@ -20,15 +20,6 @@ DRAFT = "random:family=llama,layers=1,heads=2,kv_heads=1,dim=32,vocab=300,ctx=25
 GPT2 = "random:family=gpt2,layers=2,heads=4,dim=64,vocab=300,ctx=256,seed=13"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Many small forwards: one compute thread is ~25x faster than two on a shared 2-core machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _prompts(count: int, vocab: int, seed: int) -> list[list[int]]:
     """Half copy a segment of themselves (prompt lookup finds n-grams), half are random."""
     rng = np.random.default_rng(seed)
