@@ -193,11 +193,13 @@ class Session(QObject):
         self.cursor = -1
         self.lanes: list[LaneInfo] = []
         self._token_labels: dict[int, str] = {}
+        self._compared: dict[tuple[str, int, int], Any] = {}  # itl/ttft_compared by (which, lane, step), this run
 
     # ------------------------------------------------------------------ building
     def start_run(self, run: RunInfo) -> None:
         self.run = run
         self.records = []
+        self._compared = {}  # a run's records only grow: a comparison up to a step holds until the next run
         self.cursor = -1
         cfg = run.config
         L, H, Hkv, D = cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.row_width  # MLA: the latent's width
@@ -412,10 +414,13 @@ class Session(QObject):
         step = self.cursor if step is None else step
         if lane == 0 or step < 1 or not (self._stepwise[0] and self._stepwise[lane]):
             return None
-        from kvsim.engine.summary import decode_compared
+        key = ("itl", lane, step)
+        if key not in self._compared:  # the costs panel asks for each lane several times a step (cells, words, tip)
+            from kvsim.engine.summary import decode_compared
 
-        records = self.records[1 : step + 1]
-        return decode_compared([r.lanes[0] for r in records], [r.lanes[lane] for r in records])
+            records = self.records[1 : step + 1]
+            self._compared[key] = decode_compared([r.lanes[0] for r in records], [r.lanes[lane] for r in records])
+        return self._compared[key]
 
     def ttft_compared(self, lane: int):
         """Lane ``lane``'s prefill time against the first lane's as the run summary compares them
@@ -424,10 +429,13 @@ class Session(QObject):
         before the prefill."""
         if lane == 0 or not self.records:
             return None
-        from kvsim.engine.summary import prefill_compared
+        key = ("ttft", lane, 0)
+        if key not in self._compared:
+            from kvsim.engine.summary import prefill_compared
 
-        first = self.records[0]
-        return prefill_compared(first.lanes[0], first.lanes[lane])
+            first = self.records[0]
+            self._compared[key] = prefill_compared(first.lanes[0], first.lanes[lane])
+        return self._compared[key]
 
     def ttft_itl(self, lane: int, step: int | None = None) -> tuple[float | None, float | None]:
         step = self.cursor if step is None else step
