@@ -16,6 +16,7 @@ from fractions import Fraction
 
 import pytest
 import torch
+from test_attention_eviction import _rope  # the reference's RoPE, one copy
 
 from kvsim.caches import SpecError, make_cache, parse_spec
 from kvsim.engine.simulate import Simulator, parse_lanes
@@ -26,18 +27,6 @@ DECODE = 6
 
 
 # ------------------------------------------------------------------------------------ the reference
-def _rope(x: torch.Tensor, pos: int, theta: float) -> torch.Tensor:
-    d = x.shape[0]
-    half = d // 2
-    out = x.clone()
-    for i in range(half):
-        angle = pos * theta ** (-2 * i / d)
-        c, s = math.cos(angle), math.sin(angle)
-        out[i] = x[i] * c - x[i + half] * s
-        out[i + half] = x[i + half] * c + x[i] * s
-    return out
-
-
 def pyramid_reference(budget: int, window: int, layers: int, prompt: int) -> list[int]:
     """PyramidKV's layer budgets from the paper and the authors' code: the top layer keeps (B − W)/β rows
     (β = 20, rounded down), the bottom 2(B − W) − top (capped at the prompt, the top raised to keep the

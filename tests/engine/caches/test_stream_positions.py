@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import torch
+from test_attention_eviction import _rope  # the reference's RoPE, one copy
 
 from kvsim.caches import make_cache, parse_spec
 from kvsim.costs.memory import lane_bill
@@ -20,18 +21,6 @@ from kvsim.models.loading import load_model
 
 LLAMA = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,vocab=300,ctx=256,seed=9"
 S, W = 2, 5
-
-
-def _rope(x: torch.Tensor, pos: int, theta: float) -> torch.Tensor:
-    d = x.shape[0]
-    half = d // 2
-    out = x.clone()
-    for i in range(half):
-        angle = pos * theta ** (-2 * i / d)
-        c, s = math.cos(angle), math.sin(angle)
-        out[i] = x[i] * c - x[i + half] * s
-        out[i + half] = x[i + half] * c + x[i] * s
-    return out
 
 
 @torch.no_grad()
