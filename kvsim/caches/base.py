@@ -116,7 +116,14 @@ class Cache(ABC):
 
     def keep_state(self, layer: int, states: dict[int, tuple[torch.Tensor, ...]]) -> None:  # noqa: B027 - a hook
         """Hold a recurrent ``layer``'s state after a forward: ``states`` maps a number of positions seen to the
-        state after them (the newest, and the one a step before it, so a step can be undone). Default: nothing."""
+        state after them (the newest, the one a step before it, so a step can be undone, and any point
+        ``state_checkpoints`` asked for). Default: nothing."""
+
+    def state_checkpoints(self, start: int, end: int) -> tuple[int, ...]:
+        """Points in ``start + 1 … end`` (positions seen) at which a recurrent layer feeding positions
+        ``start … end - 1`` should also hand ``keep_state`` its state: a paged pool's block boundaries, where a
+        prefix hit may later resume (``kvsim.caches.paged``). Default: none."""
+        return ()
 
     def bind_model(self, model: Any) -> None:  # noqa: B027 - a hook; model: a kvsim Transformer (models/ sits above)
         """Called by the model before its layers run, every forward: a cache built from the model's own

@@ -9,6 +9,10 @@ part of the matmul total that tests hold against torch's counter.
 
 Bytes moved are the roofline kind: weights read once per step, the K/V rows the attention reads,
 the new K/V rows written.
+
+A hybrid linear-attention model (``family=qwen3_next``) adds ``recurrence``: its recurrent layers' convolution and
+state products, the same for every token whatever n (``_hybrid_step_cost``), and the state read and written once a
+step (``state_read``, ``state_write``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from dataclasses import dataclass
 from ..models.config import ModelConfig
 
 MATMUL_COMPONENTS = ("qkv_proj", "attn_scores", "attn_values", "out_proj", "mlp", "lm_head")
+# a hybrid model's recurrent layers (family=qwen3_next): their short convolution and the state's three products a
+# token, matmul FLOPs too; only a hybrid's costs have this key (other families' records stay as they were)
+RECURRENCE = "recurrence"
 
 
 @dataclass(frozen=True)
@@ -27,7 +34,7 @@ class StepCost:
 
     @property
     def matmul_flops(self) -> int:
-        return sum(self.flops[c] for c in MATMUL_COMPONENTS)
+        return sum(self.flops[c] for c in MATMUL_COMPONENTS) + self.flops.get(RECURRENCE, 0)
 
     @property
     def total_flops(self) -> int:
@@ -51,6 +58,8 @@ def step_cost(
         raise ValueError(f"bad step shape: new={new}, context={context}, out={out}")
     if cfg.family == "mla":
         return _mla_step_cost(cfg, new, context, out, dtype_bytes, kv_dtype_bytes)
+    if cfg.family == "qwen3_next":
+        return _hybrid_step_cost(cfg, new, context, out, dtype_bytes, kv_dtype_bytes)
     L, H, Hkv, D = cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
     dim, hidden, vocab = cfg.dim, cfg.hidden_dim, cfg.vocab_size
     T, S = new, context
@@ -107,6 +116,59 @@ def _mla_step_cost(
         "weights": weights * dtype_bytes,
         "kv_read": int(L * (r + dr) * S * kv_b),
         "kv_write": int(L * (r + dr) * T * kv_b),
+    }
+    return StepCost(flops=flops, bytes=nbytes)
+
+
+def _hybrid_step_cost(
+    cfg: ModelConfig, new: int, context: int, out: int, dtype_bytes: int, kv_dtype_bytes: float | None
+) -> StepCost:
+    """A hybrid linear-attention model (``kvsim.models.attention.hybrid``): its gated attention layers cost what any
+    attention layer costs (the query projection twice as wide: each head's query and its output gate), its Gated
+    DeltaNet layers cost the same for every token however long the text — no term in ``context``:
+
+    * projections: ``in_proj_qkvz`` (q, k: Hk·dk each; v, z: Hv·dv each) and ``in_proj_ba`` (a write strength and
+      a decay per value head) in ``qkv_proj``, ``out_proj`` (Hv·dv → dim) in ``out_proj``;
+    * ``recurrence``: the causal depthwise convolution (conv_kernel taps on each of its (2·Hk + Hv)·dk channels),
+      and per value head the state's three products — Sᵀk (what the state returns for the key), the rank-one write
+      S + k·δᵀ, and Sᵀq (the output) — 2·dk·dv FLOPs each, as torch's counter counts them;
+    * bytes: the state (its conv inputs at the element width, its matrices in fp32) read once and written once a
+      step, beside the attention layers' K/V rows."""
+    T, S = new, context
+    dim, hidden, vocab = cfg.dim, cfg.hidden_dim, cfg.vocab_size
+    H, Hkv, D = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+    hk, hv, dk = cfg.linear_heads, cfg.linear_value_heads, cfg.linear_head_dim
+    La = cfg.n_layers - len(cfg.linear_layers)  # gated attention layers
+    Lr = len(cfg.linear_layers)  # Gated DeltaNet layers
+    channels = (2 * hk + hv) * dk  # the convolution's q, k and v channels
+    softcap = 3 * out * vocab if cfg.final_logit_softcap is not None else 0
+    flops = {
+        "qkv_proj": La * 2 * T * dim * (2 * H + 2 * Hkv) * D + Lr * 2 * T * dim * ((2 * hk + 2 * hv) * dk + 2 * hv),
+        "attn_scores": La * 2 * H * T * S * D,
+        "attn_values": La * 2 * H * T * S * D,
+        "out_proj": La * 2 * T * H * D * dim + Lr * 2 * T * hv * dk * dim,
+        "mlp": cfg.n_layers * 3 * 2 * T * dim * hidden,
+        "lm_head": 2 * out * dim * vocab,
+        RECURRENCE: Lr * (2 * T * channels * cfg.conv_kernel + 3 * 2 * T * hv * dk * dk),
+        # softmax and norms as every family; a recurrent layer's decay, δ and gate ~5 ops per state value a token
+        "elementwise": La * (5 * H * T * S + 2 * 5 * T * dim + 5 * (H + Hkv) * T * D + H * T * D)
+        + Lr * (5 * T * hv * dk * dk + 2 * 5 * T * dim + 5 * T * hv * dk)
+        + cfg.n_layers * T * hidden
+        + 5 * out * dim
+        + softcap,
+    }
+    kv_b = dtype_bytes if kv_dtype_bytes is None else kv_dtype_bytes
+    conv_values, rec_values = cfg.recurrent_state_values()
+    state = Lr * (conv_values * dtype_bytes + rec_values * 4)
+    attn_w = dim * (2 * H + 2 * Hkv) * D + H * D * dim
+    rec_w = dim * ((2 * hk + 2 * hv) * dk + 2 * hv) + channels * cfg.conv_kernel + hv * dk * dim
+    weights = La * attn_w + Lr * rec_w + cfg.n_layers * 3 * dim * hidden + dim * vocab
+    nbytes = {
+        "weights": weights * dtype_bytes,
+        "kv_read": int(La * 2 * Hkv * D * S * kv_b),
+        "kv_write": int(La * 2 * Hkv * D * T * kv_b),
+        "state_read": state,
+        "state_write": state,
     }
     return StepCost(flops=flops, bytes=nbytes)
 

@@ -136,18 +136,25 @@ class GatedDeltaNet(nn.Module):
         g = -self.A_log.float().exp() * F.softplus(a.float() + self.dt_bias)  # (B, T, Hv): log of the decay
         outs = []
         before_last = state
-        for i in range(t):  # the gated delta rule, one token at a time
+        wanted = set(cache.state_checkpoints(start, start + t))
+        kept: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        # the gated delta rule, one token at a time; its three products are matmuls (torch's FLOP counter counts
+        # them: 2·dk·dv each per value head, kvsim.engine.counting's "recurrence"), the decay and δ element-wise
+        for i in range(t):
             before_last = state
             state = state * g[:, i].exp()[..., None, None]
-            remembered = (state * kh[:, i, :, :, None]).sum(-2)  # S ᵀ k: what the state returns for this key
+            k_row = kh[:, i, :, None, :]  # (B, Hv, 1, dk)
+            remembered = (k_row @ state)[:, :, 0]  # S ᵀ k: what the state returns for this key (B, Hv, dv)
             delta = (vh[:, i] - remembered) * beta[:, i, :, None]
-            state = state + kh[:, i, :, :, None] * delta[:, :, None, :]
-            outs.append((state * qh[:, i, :, :, None]).sum(-2))
+            state = state + k_row.transpose(-1, -2) @ delta[:, :, None, :]  # + k δᵀ: the rank-one write
+            if start + i + 1 in wanted:  # a boundary the cache keeps a checkpoint at (a paged pool's full block)
+                kept[start + i + 1] = (stream[:, :, i + 1 : i + 1 + width], state)
+            outs.append((qh[:, i, :, None, :] @ state)[:, :, 0])  # S ᵀ q
         o = torch.stack(outs, 1).to(x.dtype)  # (B, T, Hv, dk)
         # the state after the step, and the one a token before it (so the step can be undone, kvsim.caches.state)
         new_conv = stream[:, :, -width:] if width else stream[:, :, :0]
         prev_conv = stream[:, :, -width - 1 : -1] if width else stream[:, :, :0]
-        cache.keep_state(layer, {start + t: (new_conv, state), start + t - 1: (prev_conv, before_last)})
+        cache.keep_state(layer, {**kept, start + t: (new_conv, state), start + t - 1: (prev_conv, before_last)})
         y = self.norm(o, z).reshape(b, t, self.value_dim)
         # the record's rows: a recurrent layer computes no K/V rows; zeros of the attention layers' shape
         hq, hkv, d = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
