@@ -66,6 +66,9 @@ class SequenceBlocks:
         self._table: torch.Tensor | None = None
         self._read: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # layer → (K, V) read buffers (1, H_kv, cap, D)
         self._valid: dict[int, int] = {}  # layer → leading positions the read buffer holds, as read through the table
+        # a hybrid model's recurrent states at this sequence's block boundaries not registered yet (positions seen →
+        # {layer: state}): ``commit`` hands each to the pool with its block, as the block's checkpoint
+        self.pending_states: dict[int, dict[int, tuple[torch.Tensor, ...]]] = {}
         self.rows_copied = 0  # rows read from the pool through the table into the read buffers (all layers; tests count them)
         self.rows_regrown = 0  # rows moved when a read buffer doubled its capacity (amortised, as kv's appends)
 
@@ -94,6 +97,11 @@ class SequenceBlocks:
                 hashes.append(h)
                 free += b == OFFLOADED or pool.ref[b] == 0
                 parent = h
+            if pool.keeps_states:  # a hybrid resumes only where a block keeps the recurrent state (vLLM's Mamba rule)
+                while blocks and blocks[-1] not in pool.checkpoints:
+                    free -= blocks[-1] == OFFLOADED or pool.ref[blocks[-1]] == 0
+                    blocks.pop()
+                    hashes.pop()
         found = CachedPrefix(tuple(blocks), tuple(hashes), tuple(int(t) for t in tokens[: len(blocks) * size]), free)
         if take:
             self.take_prefix(found)
@@ -181,7 +189,8 @@ class SequenceBlocks:
         for j in range(len(self.hashes), self.n_tokens // size):
             h = block_hash(self.hashes[-1] if self.hashes else None, self.token_ids[j * size : (j + 1) * size])
             self.hashes.append(h)
-            pool.register(self.blocks[j], h, self.token_ids[j * size : (j + 1) * size])
+            states = self.pending_states.pop((j + 1) * size, None)
+            pool.register(self.blocks[j], h, self.token_ids[j * size : (j + 1) * size], states)
 
     def truncate(self, n_tokens: int) -> None:
         """Forget positions ≥ ``n_tokens``: blocks past them go back to the pool (tail first)."""
@@ -202,6 +211,7 @@ class SequenceBlocks:
         self.hit_blocks = min(self.hit_blocks, n_tokens // size)
         self._table = None
         self._valid = {layer: min(valid, n_tokens) for layer, valid in self._valid.items()}
+        self.pending_states = {n: s for n, s in self.pending_states.items() if n <= n_tokens}
 
     def free(self) -> None:
         """Release every block, tail first (so the tail is evicted before a shared prefix), in one call:
@@ -209,6 +219,7 @@ class SequenceBlocks:
         self.pool.free_blocks(self.blocks[::-1])
         self.blocks, self.token_ids, self.hashes = [], [], []
         self.n_tokens = self.hit_blocks = 0
+        self.pending_states = {}
         self._table = None
         self._valid.clear()  # the buffers are kept (reused by the next rows), their contents forgotten
 
@@ -223,11 +234,13 @@ class SequenceBlocks:
         return other
 
     def save_state(self) -> tuple:
-        return (list(self.blocks), self.n_tokens, list(self.token_ids), list(self.hashes), self.hit_blocks)
+        pending = dict(self.pending_states)
+        return (list(self.blocks), self.n_tokens, list(self.token_ids), list(self.hashes), self.hit_blocks, pending)
 
     def restore_state(self, state: tuple) -> None:
-        blocks, self.n_tokens, token_ids, hashes, self.hit_blocks = state
+        blocks, self.n_tokens, token_ids, hashes, self.hit_blocks, pending = state
         self.blocks, self.token_ids, self.hashes = list(blocks), list(token_ids), list(hashes)
+        self.pending_states = dict(pending)
         self._table = None
         self._valid.clear()  # another table: every row is read again through it
 
@@ -241,6 +254,7 @@ class SequenceBlocks:
     def write(self, layer: int, blocks: torch.Tensor, slots: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor) -> None:
         """Store (1, H_kv, T, D) rows into their slots of ``layer``."""
         pool_k, pool_v = self.pool.rows()
+        layer = self.pool.row_layer(layer)
         if k_new.shape[2] == 1 and blocks.device.type == "cpu":  # a decode step's row: plain indexing, no index_put
             b, slot = int(blocks[0]), int(slots[0])
             pool_k[layer, b, slot] = k_new[0, :, 0]
@@ -256,6 +270,7 @@ class SequenceBlocks:
         pool (one per layer on a decode step)."""
         (pool_k, pool_v), n = self.pool.rows(), self.n_tokens
         _, _, size, heads, dim = pool_k.shape
+        row = self.pool.row_layer(layer)
         held = self._read.get(layer)
         valid = self._valid.get(layer, 0) if held is not None else 0
         if held is None or held[0].shape[2] < n or held[0].dtype != pool_k.dtype or held[0].device != pool_k.device:
@@ -267,14 +282,14 @@ class SequenceBlocks:
             if last - first <= 1:  # a step's rows: at most two blocks, read as slices
                 for j in range(first, last + 1):
                     lo, hi, b = max(valid, j * size), min(n, (j + 1) * size), self.blocks[j]
-                    buf_k[0, :, lo:hi] = pool_k[layer, b, lo - j * size : hi - j * size].transpose(0, 1)
-                    buf_v[0, :, lo:hi] = pool_v[layer, b, lo - j * size : hi - j * size].transpose(0, 1)
+                    buf_k[0, :, lo:hi] = pool_k[row, b, lo - j * size : hi - j * size].transpose(0, 1)
+                    buf_v[0, :, lo:hi] = pool_v[row, b, lo - j * size : hi - j * size].transpose(0, 1)
             else:  # a prefill, a prefix hit, a restored table: one indexed read of the missing rows
                 positions = torch.arange(valid, n, device=pool_k.device)
                 table = self.table(pool_k.device)
                 blocks, slots = table[positions // size], positions % size
-                buf_k[0, :, valid:n] = pool_k[layer, blocks, slots].transpose(0, 1)
-                buf_v[0, :, valid:n] = pool_v[layer, blocks, slots].transpose(0, 1)
+                buf_k[0, :, valid:n] = pool_k[row, blocks, slots].transpose(0, 1)
+                buf_v[0, :, valid:n] = pool_v[row, blocks, slots].transpose(0, 1)
             self.rows_copied += n - valid
             self._valid[layer] = n
         return buf_k[:, :, :n], buf_v[:, :, :n]
@@ -304,8 +319,9 @@ class SequenceBlocks:
         (pool_k, pool_v), n = self.pool.rows(), self.n_tokens
         table = self.table(pool_k.device)
         _, _, size, heads, dim = pool_k.shape
-        k = pool_k[layer].index_select(0, table).reshape(-1, heads, dim)[:n]  # (n, H_kv, D)
-        v = pool_v[layer].index_select(0, table).reshape(-1, heads, dim)[:n]
+        row = self.pool.row_layer(layer)
+        k = pool_k[row].index_select(0, table).reshape(-1, heads, dim)[:n]  # (n, H_kv, D)
+        v = pool_v[row].index_select(0, table).reshape(-1, heads, dim)[:n]
         return k.permute(1, 0, 2).unsqueeze(0), v.permute(1, 0, 2).unsqueeze(0)
 
     @property

@@ -31,8 +31,16 @@ Prefix caching (as vLLM's v1 block pool does it; written here from its descripti
   block that is shared (a ``fork``) or registered (a ``truncate`` back into it) first copies it to
   a fresh block (copy-on-write).
 
+A hybrid linear-attention model (``family=qwen3_next``) also needs, for a prefix hit, its recurrent layers' state
+*at* the hit's last block boundary — a recurrence cannot be resumed from K/V rows. With ``keeps_states`` the pool
+holds one state checkpoint per registered full block (what vLLM's hybrid KV cache manager keeps for its Mamba
+layers, a snapshot per block boundary): the state of every recurrent layer after the block's last token, dropped
+when the block is handed out again. A lookup hits only through a block that holds its checkpoint. The checkpoints
+are bytes the pool holds besides the rows (``checkpoint_bytes``: one state × the checkpoints kept).
+
 The bookkeeping is plain Python (a few integers per block); the rows are torch tensors allocated
-once the model's shape is known (``ensure_storage``).
+once the model's shape is known (``ensure_storage``). Only the layers that hold K/V rows get storage when the
+model says which (``layers``: a hybrid's attention layers); ``row_layer`` maps a model layer to its storage.
 """
 
 from __future__ import annotations
@@ -147,6 +155,11 @@ class BlockPool:
         self.tokens: dict[int, tuple[int, ...]] = {}  # registered block → the token ids its rows belong to
         self.evictions = 0
         self.events: dict[int, str] = {}  # block → what happened to it since the last snapshot
+        self.layer_rows: dict[int, int] | None = None  # model layer → its index in the storage (None: every layer)
+        # a hybrid model's state checkpoints (keeps_states): registered block → {recurrent layer: its state there}
+        self.keeps_states = False
+        self.checkpoints: dict[int, dict[int, tuple[torch.Tensor, ...]]] = {}
+        self.checkpoint_bytes_peak = 0
         self._grow(n_blocks if n_blocks is not None else 16)
         self.null_block: int | None = None
         if self.semantics == "vllm":  # as vLLM's pool: the first block of the queue is the placeholder
@@ -172,9 +185,21 @@ class BlockPool:
             self.k = torch.cat([self.k, self.k.new_zeros(extra)], 1)
             self.v = torch.cat([self.v, self.v.new_zeros(extra)], 1)
 
-    def ensure_storage(self, n_layers: int, n_kv_heads: int, head_dim: int, dtype: torch.dtype, device: torch.device) -> None:
-        """Allocate the rows once the model's shape is known (a second model must match it)."""
-        shape = (n_layers, self.n_blocks, self.block_size, n_kv_heads, head_dim)
+    def ensure_storage(
+        self,
+        n_layers: int,
+        n_kv_heads: int,
+        head_dim: int,
+        dtype: torch.dtype,
+        device: torch.device,
+        layers: Sequence[int] | None = None,
+    ) -> None:
+        """Allocate the rows once the model's shape is known (a second model must match it). ``layers``: the
+        model layers that hold rows, when not all of its ``n_layers`` do (the storage then has only theirs)."""
+        if self.k is None and layers is not None and list(layers) != list(range(n_layers)):
+            self.layer_rows = {int(layer): i for i, layer in enumerate(layers)}
+        stored = len(self.layer_rows) if self.layer_rows is not None else n_layers
+        shape = (stored, self.n_blocks, self.block_size, n_kv_heads, head_dim)
         if self.k is None:
             self._check_memory(shape, torch.empty(0, dtype=dtype).element_size())
             try:
@@ -197,6 +222,14 @@ class BlockPool:
                 f"{dim} × {element_size} bytes × K and V), more than {MEMORY_SHARE:.0%} of this machine's free memory "
                 f"({free / 1e9:,.2f} GB): fewer or smaller blocks"
             )
+
+    def row_layer(self, layer: int) -> int:
+        """Where model layer ``layer``'s rows are in the storage."""
+        if self.layer_rows is None:
+            return layer
+        if layer not in self.layer_rows:
+            raise RuntimeError(f"layer {layer} holds no K/V rows in this pool")
+        return self.layer_rows[layer]
 
     def rows(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The K and V storage (allocated by ``ensure_storage``)."""
@@ -228,6 +261,7 @@ class BlockPool:
             self._forget(old, b)
             self.hash[b] = None
             self.tokens.pop(b, None)
+            self.checkpoints.pop(b, None)
             self.evictions += 1
             self.events[b] = "evicted"
         else:
@@ -291,13 +325,19 @@ class BlockPool:
             self.free[b] = None
             self.free.move_to_end(b, last=False)
 
-    def register(self, b: int, h: int, tokens: Sequence[int] = ()) -> None:
+    def register(
+        self, b: int, h: int, tokens: Sequence[int] = (), states: dict[int, tuple[torch.Tensor, ...]] | None = None
+    ) -> None:
         """``b`` is full and its contents hash to ``h``: later sequences may reuse it. As vLLM, a
         second block with a hash already registered is not deduplicated (block tables only grow);
-        "vllm" keeps it findable once the first is evicted, "kvsim" only marks it."""
+        "vllm" keeps it findable once the first is evicted, "kvsim" only marks it. ``states``: a hybrid
+        model's recurrent states after the block's last token, kept as its checkpoint (``keeps_states``)."""
         if self.prefix_caching and self.hash[b] is None:
             self.hash[b] = h
             self.tokens[b] = tuple(int(t) for t in tokens)
+            if self.keeps_states and states:
+                self.checkpoints[b] = dict(states)
+                self.checkpoint_bytes_peak = max(self.checkpoint_bytes_peak, self.checkpoint_bytes)
             if h not in self.cached:
                 self.cached[h] = b
             elif self.semantics == "vllm":
@@ -311,6 +351,11 @@ class BlockPool:
         self.filled[dst] = slots
         self.events[dst] = "copied"
 
+    @property
+    def checkpoint_bytes(self) -> int:
+        """Bytes of the state checkpoints the pool keeps (a hybrid model's: one state per registered block)."""
+        return sum(t.numel() * t.element_size() for states in self.checkpoints.values() for s in states.values() for t in s)
+
     # ------------------------------------------------------------------ state, for exact repeats
     def save_state(self) -> tuple:
         return (
@@ -322,13 +367,15 @@ class BlockPool:
             dict(self.tokens),
             self.evictions,
             {h: list(bs) for h, bs in self.duplicates.items()},
+            (dict(self.checkpoints), self.checkpoint_bytes_peak),  # the states are never written in place: shared
         )
 
     def restore_state(self, state: tuple) -> None:
-        ref, filled, hashes, free, cached, tokens, evictions, duplicates = state
+        ref, filled, hashes, free, cached, tokens, evictions, duplicates, (checkpoints, peak) = state
         self.ref, self.filled, self.hash = list(ref), list(filled), list(hashes)
         self.free, self.cached, self.tokens, self.evictions = OrderedDict(free), dict(cached), dict(tokens), evictions
         self.duplicates = {h: list(bs) for h, bs in duplicates.items()}
+        self.checkpoints, self.checkpoint_bytes_peak = dict(checkpoints), peak
 
     def take_events(self) -> dict[int, str]:
         events, self.events = self.events, {}
@@ -367,3 +414,6 @@ class BlockPool:
         for h, bs in self.duplicates.items():
             if h not in self.cached or any(self.hash[b] != h for b in bs):
                 raise AssertionError(f"the later blocks under hash {h:x} do not hold it")
+        for b in self.checkpoints:
+            if self.hash[b] is None:
+                raise AssertionError(f"block {b} keeps a state checkpoint but is not registered")

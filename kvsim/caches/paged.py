@@ -20,6 +20,12 @@ Bytes (``bytes_split``), all layers:
 
 A block shared with another sequence (a prefix hit) counts fully in each holder's bytes: this is
 what the sequence reads, not what the pool holds (``allocated_bytes`` is the whole pool).
+
+On a hybrid linear-attention model (the requests engine's pool, ``keeps_states``) the cache also carries the
+recurrent layers' state (``layer_state`` / ``keep_state``, as ``kv`` does), asks those layers for their state at
+every block boundary a forward crosses (``state_checkpoints``) and hands it to its block table, which registers it
+with the block as the block's checkpoint (``kvsim.caches.blocks``); a sequence that starts with a prefix hit reads
+its first state from the checkpoint of its last hit block.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from .base import Cache, PolicyInfo, PolicyWords, SpecError
 from .block_table import SequenceBlocks
 from .blocks import BlockPool, PoolFullError, check_pool_figures
 from .registry import register_policy
+from .state import RecurrentStates
 from .window import _parse_int
 
 TABLE_ENTRY_BYTES = 8  # int64 block ids
@@ -80,6 +87,7 @@ class PagedCache(Cache):
         self._pending: tuple[int, torch.Tensor, torch.Tensor] | None = None  # (first position, blocks, slots) of this step
         self._feed: list[int] | None = None
         self._positions = torch.arange(0)
+        self._states = RecurrentStates()  # a hybrid model's recurrent layers: the newest state (and the one before)
 
     @classmethod
     def words(cls, options: dict[str, Any]) -> PolicyWords:
@@ -154,6 +162,33 @@ class PagedCache(Cache):
             self.seq.write(layer, blocks, slots, k_new, v_new)
         return self.seq.gather(layer)  # (1, H_kv, n, D) read through the block table
 
+    def layer_state(self, layer: int, n_tokens: int) -> tuple[torch.Tensor, ...] | None:
+        """The recurrent ``layer``'s state after ``n_tokens`` positions: the one this sequence computed, else — at a
+        block boundary it holds (a prefix hit) — its block's checkpoint in the pool."""
+        held = self._states.get(layer, n_tokens)
+        size = self.pool.block_size
+        if held is None and n_tokens and n_tokens % size == 0 and n_tokens <= len(self.seq.blocks) * size:
+            held = self.pool.checkpoints.get(self.seq.blocks[n_tokens // size - 1], {}).get(layer)
+        return held
+
+    def keep_state(self, layer: int, states: dict[int, tuple[torch.Tensor, ...]]) -> None:
+        """The newest state (and the one before it) held for the next step; those at block boundaries handed to the
+        block table (copies: each block's checkpoint is its own), registered with their blocks by ``commit``."""
+        size = self.pool.block_size
+        if self.pool.keeps_states:
+            for n, state in states.items():
+                if n and n % size == 0:
+                    self.seq.pending_states.setdefault(n, {})[layer] = tuple(t.clone() for t in state)
+        newest = max(states)
+        self._states.keep(layer, {n: states[n] for n in (newest - 1, newest) if n in states})
+
+    def state_checkpoints(self, start: int, end: int) -> tuple[int, ...]:
+        """Every block boundary in ``start + 1 … end`` when the pool keeps checkpoints (prefix caching on a hybrid)."""
+        if not self.pool.keeps_states:
+            return ()
+        size = self.pool.block_size
+        return tuple(range((start // size + 1) * size, end + 1, size))
+
     def key_positions(self, layer: int) -> torch.Tensor:
         n = self.seq.n_tokens
         device = self.pool.k.device if self.pool.k is not None else None
@@ -163,10 +198,12 @@ class PagedCache(Cache):
 
     def truncate(self, n_tokens: int) -> None:
         self.seq.truncate(n_tokens)
+        self._states.truncate(n_tokens)
         self._pending = None
 
     def reset(self) -> None:
         self.seq.free()
+        self._states.reset()
         self._pending = None
 
     @property
@@ -175,7 +212,7 @@ class PagedCache(Cache):
 
     def bytes_split(self) -> tuple[int, int]:
         held = len(self.seq.blocks)
-        return held * self.pool.block_bytes, held * TABLE_ENTRY_BYTES
+        return held * self.pool.block_bytes + self._states.nbytes, held * TABLE_ENTRY_BYTES
 
     @property
     def allocated_bytes(self) -> int:

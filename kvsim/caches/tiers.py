@@ -193,7 +193,17 @@ class TieredBlockPool(BlockPool):
         self._journal: dict[int, tuple[torch.Tensor, torch.Tensor]] | None = None  # evicted device rows since the save
 
     # ------------------------------------------------------------------ set-up
-    def ensure_storage(self, n_layers: int, n_kv_heads: int, head_dim: int, dtype: torch.dtype, device: torch.device) -> None:
+    def ensure_storage(
+        self,
+        n_layers: int,
+        n_kv_heads: int,
+        head_dim: int,
+        dtype: torch.dtype,
+        device: torch.device,
+        layers: Sequence[int] | None = None,
+    ) -> None:
+        if layers is not None and list(layers) != list(range(n_layers)):  # a tier's block holds every layer's rows
+            raise SimulationError("offload tiers hold every layer's rows: a model whose layers do not all hold K/V has none")
         super().ensure_storage(n_layers, n_kv_heads, head_dim, dtype, device)
         if self.host is None and self.disk is None:
             shape = (n_layers, self.block_size, n_kv_heads, head_dim)
@@ -209,8 +219,10 @@ class TieredBlockPool(BlockPool):
             self.disk.index.clear()
 
     # ------------------------------------------------------------------ the pool's hooks
-    def register(self, b: int, h: int, tokens: Sequence[int] = ()) -> None:
-        super().register(b, h, tokens)
+    def register(
+        self, b: int, h: int, tokens: Sequence[int] = (), states: dict[int, tuple[torch.Tensor, ...]] | None = None
+    ) -> None:
+        super().register(b, h, tokens, states)
         if self.hash[b] == h:
             self._registered[b] = (h, tuple(int(t) for t in tokens))
 

@@ -33,6 +33,7 @@ from .batching import (
 if TYPE_CHECKING:
     from ..caches.tiers import OffloadSpec
     from ..models.base import LoadedModel
+    from ..models.config import ModelConfig
     from ..serving.records import RequestsRun
     from ..serving.request_lists import RequestInput
 
@@ -145,11 +146,21 @@ def cmd_requests(args: argparse.Namespace) -> int:
     requests = _request_list(args)  # a bad file is one error line before the model loads
     sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
     loaded = load_model(args.model, device=args.device, dtype=args.dtype)
-    if loaded.model.cfg.linear_layers:  # the paged pool holds K/V blocks; a recurrent layer's state is no block (yet)
-        raise UsageError(
-            "several requests through the paged pool hold K/V blocks; a hybrid (qwen3_next) model's Gated DeltaNet "
-            "layers hold a recurrent state instead, which the pool does not keep yet: run one prompt at a time"
-        )
+    if loaded.model.cfg.linear_layers:  # its requests run one at a time; the pool keeps state checkpoints per block
+        given = [
+            flag
+            for flag, on in (
+                ("--batching continuous", args.batching == "continuous"),
+                ("--disaggregate", args.disaggregate),
+                ("--offload", args.offload is not None),
+            )
+            if on
+        ]
+        if given:
+            raise UsageError(
+                f"{given[0]}: a hybrid (qwen3_next) model's Gated DeltaNet layers carry a recurrent state per request, "
+                "which that way of serving does not carry yet: run the requests one at a time (the default)"
+            )
     if loaded.model.cfg.kv_share > 1 and args.batching == "continuous":  # a packed row attends per request
         raise UsageError(
             "continuous batching packs the requests into one row; a CLA model's borrowing layers read their owner's "
@@ -205,7 +216,9 @@ def cmd_requests(args: argparse.Namespace) -> int:
             ]
         if both is not None and both.ttft:  # per request, on against off, paired: ratio, interval, verdict
             summaries["on_vs_off"] = both.comparisons()
-            if args.offload_spec is not None:  # what loading from the tiers saved against computing the rows again
+            if args.offload_spec is not None or "recurrent" in runs[1].meta:
+                # what loading from the tiers, or resuming a hybrid's state from a checkpoint, saved against computing
+                # the rows (and the recurrence) again
                 summaries["ttft_saved_ms"] = [
                     round(a.ttft_ms - b.ttft_ms, 4) for a, b in zip(runs[0].requests, runs[1].requests, strict=True)
                 ]
@@ -214,7 +227,7 @@ def cmd_requests(args: argparse.Namespace) -> int:
         return 0
     cfg = loaded.model.cfg
     out.write(
-        f"model {loaded.model_id}: {cfg.n_layers} layers, {cfg.n_kv_heads} kv heads × {cfg.head_dim}; "
+        f"model {loaded.model_id}: {cfg.n_layers} layers{_layer_kinds(cfg)}, {cfg.n_kv_heads} kv heads × {cfg.head_dim}; "
         f"{len(inputs)} requests{' (' + requests.title + ')' if requests.title else ''}, "
         f"blocks of {runs[0].block_size} slots ({human_bytes(runs[0].block_bytes)} each), pool {pool_words(runs[0])}, "
         f"{runs[0].schedule}, TTFT = median of "
@@ -334,7 +347,36 @@ def _print_run(run: RequestsRun, out: TextIO) -> None:
         f"    prefill rows computed {s['prefill_rows_total']}, reused {s['reused_rows_total']}; "
         f"TTFT total {s['ttft_ms_total']:.2f} ms; evictions {run.evictions}\n"
     )
+    _print_recurrent(run, out)
     print_offload(run, out)
+
+
+def _layer_kinds(cfg: ModelConfig) -> str:
+    """A hybrid's layers by kind (which hold K/V rows in the pool, which a recurrent state); "" for any other."""
+    rec = len(cfg.linear_layers)
+    return f" ({cfg.n_layers - rec} attention with K/V blocks, {rec} Gated DeltaNet with a state)" if rec else ""
+
+
+def _print_recurrent(run: RequestsRun, out: TextIO) -> None:
+    """A hybrid model's run: the recurrent state checkpoints the pool keeps (one per registered block), their bytes
+    beside the K/V blocks', and what the hits restored from them."""
+    rec = run.meta.get("recurrent")
+    if not isinstance(rec, dict):
+        return
+    kept, each = int(rec["checkpoints_kept"]), int(rec["checkpoint_bytes_each"])
+    if not run.prefix_caching:
+        out.write(
+            f"    recurrent state: {rec['recurrent_layers']} Gated DeltaNet layers, {human_bytes(each)} a sequence; "
+            "no checkpoints without prefix caching (every prompt runs its recurrence from token 0)\n"
+        )
+        return
+    out.write(
+        f"    recurrent state checkpoints (one per registered block, the state at its last token): {kept} kept × "
+        f"{human_bytes(each)} = {human_bytes(int(rec['checkpoint_bytes']))} (peak "
+        f"{human_bytes(int(rec['checkpoint_bytes_peak']))}), beside {human_bytes(run.block_bytes)} of K/V a block; "
+        f"{rec['states_restored']} prefill(s) resumed from one, {rec['tokens_not_recomputed']} prompt tokens not "
+        "recomputed\n"
+    )
 
 
 def _print_waste(run: RequestsRun, out: TextIO) -> None:

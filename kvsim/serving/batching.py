@@ -175,6 +175,11 @@ class BatchingEngine:
         steps = check_arrivals(arrivals, n) if n else []
         given, pool_blocks = options.check_requests(model.cfg, requests)
         limits.check_requests(given, options.steps)
+        if model.cfg.linear_layers:
+            raise SimulationError(
+                "continuous batching packs the requests into one row; a hybrid model's Gated DeltaNet layers carry a "
+                "state per sequence, which a packed row does not give them yet: run the requests one at a time"
+            )
         self.model, self.tokenizer = model, tokenizer
         self.block_size, self.steps = options.block_size, options.steps
         self.sampling = options.sampling

@@ -25,6 +25,7 @@ import torch
 from ..caches.block_table import SequenceBlocks
 from ..caches.blocks import BlockPool, check_semantics
 from ..caches.paged import PagedCache
+from ..caches.state import state_bytes
 from ..caches.tiers import OffloadSpec, TieredBlockPool
 from ..core.pool_semantics import DEFAULT_POOL_SEMANTICS
 from ..core.sampling import Sampling, SimulationError
@@ -119,14 +120,23 @@ class RunOptions:
         handed (under "vllm" one more in front, the null block 0: vLLM's ``num_gpu_blocks`` is pool_blocks + 1)."""
         cfg = model.cfg
         null = self.pool_semantics == "vllm"
+        hybrid = bool(cfg.linear_layers)  # its recurrent layers hold a state, no rows: the pool stores the others'
         pool: BlockPool
+        if hybrid and self.offload is not None:
+            raise SimulationError(
+                "offload tiers move K/V blocks; a hybrid model's prefix hits also need the recurrent state checkpoints, "
+                "which the tiers do not move yet: drop the offload tiers"
+            )
         if self.offload is not None and self.prefix_caching:  # without prefix caching nothing is reused: no tiers
             pool = TieredBlockPool(self.block_size, pool_blocks + null, self.offload, semantics=self.pool_semantics)
         else:
             pool = BlockPool(
                 self.block_size, pool_blocks + null, prefix_caching=self.prefix_caching, semantics=self.pool_semantics
             )
-        pool.ensure_storage(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, model.dtype, model.device)
+        pool.ensure_storage(
+            cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, model.dtype, model.device, cfg.kv_layers if hybrid else None
+        )
+        pool.keeps_states = hybrid and self.prefix_caching  # a state checkpoint per registered block (kvsim.caches.blocks)
         return pool
 
 
@@ -289,7 +299,8 @@ def blocks_needed(prompt_len: int, steps: int, block_size: int) -> int:
 def run_waste(model: Transformer, pool: BlockPool, results: Sequence[RequestResult], size: int) -> WasteReport:
     """A finished run's three allocation figures (preallocated, exact, paged) for the rows its requests held."""
     cfg = model.cfg
-    bytes_per_slot = 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * model.dtype.itemsize  # one token's K and V
+    stored = len(pool.layer_rows) if pool.layer_rows is not None else cfg.n_layers  # a hybrid: its attention layers
+    bytes_per_slot = 2 * stored * cfg.n_kv_heads * cfg.head_dim * model.dtype.itemsize  # one token's K and V
     return allocation_waste(
         [r.rows_held for r in results],
         size,
@@ -299,11 +310,13 @@ def run_waste(model: Transformer, pool: BlockPool, results: Sequence[RequestResu
     )
 
 
-def build_result(r: RequestState, tokenizer: Tokenizer, block_size: int) -> RequestResult:
-    """The frozen record of a finished request (the same fields whichever engine ran it)."""
+def build_result(r: RequestState, tokenizer: Tokenizer, block_size: int, hybrid: bool = False) -> RequestResult:
+    """The frozen record of a finished request (the same fields whichever engine ran it); ``hybrid``: the model's
+    recurrent layers resumed from the state checkpoint at its hit's boundary (``state_restored_at``)."""
     n_prompt = len(r.given.prompt_ids)
     hits = r.reused // block_size
     return RequestResult(
+        state_restored_at=r.reused if hybrid else None,
         index=r.index,
         prompt=r.given.text,
         prompt_ids=tuple(r.given.prompt_ids),
@@ -347,7 +360,10 @@ def build_run(
     """The frozen record of a finished run: every request's ``build_result``, the waste of the rows they
     held, and the settings (``meta``: the engine's own, after the common ones)."""
     size = options.block_size
-    results = [build_result(r, tokenizer, size) for r in states]
+    cfg = model.cfg
+    results = [build_result(r, tokenizer, size, bool(cfg.linear_layers)) for r in states]
+    if cfg.linear_layers:  # a hybrid: its state checkpoints, what they cost and what the hits restored
+        meta = {**(meta or {}), "recurrent": recurrent_summary(model, pool, results)}
     if isinstance(pool, TieredBlockPool):  # what the tiers moved, then their disk folder removed
         meta = {**(meta or {}), "offload": pool.offload_summary(len(states))}
         pool.close()
@@ -374,6 +390,26 @@ def build_run(
         },
         batches=tuple(batches),
     )
+
+
+def recurrent_summary(model: Transformer, pool: BlockPool, results: Sequence[RequestResult]) -> dict[str, object]:
+    """A hybrid model's run: one state checkpoint's bytes (every recurrent layer's state at one block boundary: the
+    convolution's inputs at the model's element width, the recurrent matrices in fp32), the checkpoints the pool keeps
+    at the end (one per registered block) and their bytes — equal to the two multiplied — and their peak, and what
+    the hits restored: the requests that resumed from a checkpoint and the prompt tokens they did not recompute."""
+    cfg = model.cfg
+    conv, rec = cfg.recurrent_state_values()
+    one = state_bytes(conv, rec, len(cfg.linear_layers), 8 * model.dtype.itemsize)
+    kept = len(pool.checkpoints)
+    return {
+        "recurrent_layers": len(cfg.linear_layers),
+        "checkpoint_bytes_each": one,
+        "checkpoints_kept": kept,
+        "checkpoint_bytes": pool.checkpoint_bytes,
+        "checkpoint_bytes_peak": pool.checkpoint_bytes_peak,
+        "states_restored": sum(1 for r in results if r.reused_rows),
+        "tokens_not_recomputed": sum(r.reused_rows for r in results),
+    }
 
 
 def warm_up(model: Transformer, block_size: int, prompt: list[int]) -> None:

@@ -103,6 +103,9 @@ class RequestResult:
     token_ms: tuple[float, ...] = ()  # the run's clock when each output token came out
     preemptions: int = 0  # times its blocks were taken back (then recomputed)
     recomputed_rows: int = 0  # rows computed again after preemptions
+    # a hybrid model: the positions after which its recurrent state was restored from a block's checkpoint (its
+    # prefix hit: 0 when none); None on a model with no recurrent layers
+    state_restored_at: int | None = None
 
     @property
     def itl_gaps_ms(self) -> tuple[float, ...]:
@@ -124,7 +127,9 @@ class RequestResult:
         return self._base_dict()
 
     def _base_dict(self) -> dict[str, object]:
+        hybrid = {} if self.state_restored_at is None else {"state_restored_at": self.state_restored_at}
         return {
+            **hybrid,
             "request": self.index,
             "prompt": self.prompt,
             "prompt_tokens": len(self.prompt_ids),
@@ -255,6 +260,8 @@ class RequestsRun:
             )
         if "offload" in self.meta:  # a run with offload tiers: bytes and measured ms per tier and per move
             out["offload"] = self.meta["offload"]
+        if "recurrent" in self.meta:  # a hybrid model: its state checkpoints, their bytes, what the hits restored
+            out["recurrent_state"] = self.meta["recurrent"]
         return out
 
     def _base_summary(self) -> dict[str, object]:

@@ -160,7 +160,8 @@ MAX_REPEATS = 1000
 PHASES = ("prefill", "decode", "finish", "batch")  # "batch": a step of continuous batching
 EVENTS = ("", "allocated", "written", "freed", "cached", "hit", "evicted", "copied")
 _BATCHING_FIELDS = ("arrival_step", "arrival_ms", "token_steps", "token_ms", "preemptions", "recomputed_rows")
-_REQUEST_FIELDS = tuple(f.name for f in fields(RequestResult) if f.name not in _BATCHING_FIELDS)
+_HYBRID_FIELDS = ("state_restored_at",)  # a hybrid model's run only
+_REQUEST_FIELDS = tuple(f.name for f in fields(RequestResult) if f.name not in _BATCHING_FIELDS + _HYBRID_FIELDS)
 _BATCH_FIELDS = (
     "step",
     "ms",
@@ -403,7 +404,7 @@ def _check_batched(
 
 
 def _request(where: str, j: int, r: object, size: int, n_snaps: int, batched: bool) -> RequestResult:
-    r = _obj(r, where, _REQUEST_FIELDS, _BATCHING_FIELDS)
+    r = _obj(r, where, _REQUEST_FIELDS, _BATCHING_FIELDS + _HYBRID_FIELDS)
     if _int(r["index"], f"{where}: index", 0, MAX_REQUESTS) != j:
         raise TraceError(f"{where}: index {r['index']} is not its place {j}")
     if r["prompt"] is not None:
@@ -453,7 +454,11 @@ def _request(where: str, j: int, r: object, size: int, n_snaps: int, batched: bo
     for ok, message in checks:
         if not ok:
             raise TraceError(f"{where}: {message}")
+    restored = r.get("state_restored_at")
+    if restored is not None and _int(restored, f"{where}: state_restored_at") != counts["reused_rows"]:
+        raise TraceError(f"{where}: state_restored_at is not where its prefix hit ends (reused_rows)")
     return RequestResult(
+        state_restored_at=restored,
         index=j,
         prompt=r["prompt"],
         prompt_ids=prompt,
