@@ -22,6 +22,22 @@ def _freeze(obj: object, names: tuple[str, ...]) -> None:
         object.__setattr__(obj, name, arr)
 
 
+#: the widest recurrent state a record keeps as it is (values a side); a wider one is averaged over square blocks
+STATE_TILE = 32
+
+
+def state_tile(matrices: np.ndarray) -> np.ndarray:
+    """(H_v, dk, dv) recurrent matrices as a record keeps them: unchanged up to ``STATE_TILE`` a side, else the
+    mean of each f × f block (f = ceil(side / STATE_TILE); the last blocks padded by their own edge values)."""
+    heads, rows, cols = matrices.shape
+    f = -(-max(rows, cols) // STATE_TILE)
+    if f <= 1:
+        return matrices.astype(np.float32)
+    pad = ((0, 0), (0, (-rows) % f), (0, (-cols) % f))
+    m = np.pad(matrices.astype(np.float32), pad, mode="edge")
+    return m.reshape(heads, m.shape[1] // f, f, m.shape[2] // f, f).mean(axis=(2, 4))
+
+
 @dataclass(frozen=True)
 class LaneRows:
     """A lane's own rows where they differ from the record's shared ones (a lossy cache):
@@ -132,9 +148,15 @@ class StepRecord:
     k: np.ndarray  # (L, H_kv, T, D), after RoPE: what the cache holds
     v: np.ndarray  # (L, H_kv, T, D)
     lanes: tuple[LaneStep, ...] = field(default=())
+    # a hybrid model (family=qwen3_next): each Gated DeltaNet layer's recurrent matrices after this step, per value
+    # head — (L_rec, H_v, r, c), the dk × dv state itself when it is at most STATE_TILE wide, else its mean over
+    # square blocks (``state_tile``); the same size at every step. None: no recurrent layer, or no lane held the state
+    states: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         _freeze(self, ("positions", "input_ids", "q", "k", "v"))
+        if self.states is not None:
+            _freeze(self, ("states",))
 
     def lane(self, name: str) -> LaneStep:
         for lane in self.lanes:

@@ -33,7 +33,7 @@ from ..models.transformer import ForwardOutput, Transformer
 from .counting import step_cost
 from .lane import Lane, lane_spans
 from .model_side import attach, lane_meta, with_weight_bytes
-from .records import DraftRows, HeadRows, LaneRows, LaneStep, StepRecord
+from .records import DraftRows, HeadRows, LaneRows, LaneStep, StepRecord, state_tile
 from .speculative import SpecStep
 from .summary import RunSummary, summarize  # noqa: F401 - part of the simulator's API
 from .trace import Trace
@@ -364,7 +364,23 @@ class Simulator:
             k=as_np(k_new),
             v=as_np(v_new),
             lanes=tuple(lane_steps),
+            states=self._states(n),
         )
+
+    def _states(self, n: int) -> np.ndarray | None:
+        """A hybrid model's recurrent matrices after this step (``StepRecord.states``), from the first lane that holds
+        them (``kv``); None when no lane does (``none`` recomputes them every step and keeps nothing)."""
+        layers = self.model.cfg.linear_layers
+        holder = next((lane.cache for lane in self.lanes if lane.cache.holds_state), None)
+        if not layers or holder is None:
+            return None
+        tiles = []
+        for layer in layers:
+            held = holder.layer_state(layer, n)
+            if held is None:
+                return None
+            tiles.append(state_tile(held[-1][0].detach().float().cpu().numpy()))  # (H_v, dk, dv) of the one sequence
+        return np.stack(tiles)
 
     def _same_text(self, lane: int) -> bool:
         return self.lane_tokens is None or self.lane_tokens[lane] == self.tokens

@@ -238,6 +238,8 @@ class Trace:
             )
             for name in ("positions", "input_ids", "q", "k", "v"):
                 arrays[f"s{i}_{name}"] = getattr(r, name)
+            if r.states is not None:
+                arrays[f"s{i}_states"] = r.states
             for j, lane in enumerate(r.lanes):
                 if lane.rows is not None:
                     for name in ("positions", "k", "v", "q"):
@@ -415,7 +417,17 @@ def _record_from_json(i: int, step: object, arrays: dict[str, np.ndarray], meta:
     if not is_int(step.get("step")) or not isinstance(step.get("lanes"), list):
         raise TraceError(f"step {i}: step number or lanes missing")
     lanes = tuple(_lane_from_json(i, j, lane, arrays) for j, lane in enumerate(step["lanes"]))
+    states = arrays.get(f"s{i}_states")
+    if states is not None:
+        every = cfg.get("attention_every") or 0
+        recurrent = sum(1 for layer in range(cfg["n_layers"]) if every and (layer + 1) % every)
+        heads = cfg.get("linear_value_heads")
+        if states.ndim != 4 or states.shape[:2] != (recurrent, heads) or states.dtype != np.float32:
+            raise TraceError(f"step {i}: recurrent states of shape {states.shape} do not match the model config")
+        if not np.isfinite(states).all():
+            raise TraceError(f"step {i}: recurrent states hold values that are not numbers")
     return StepRecord(
+        states=states,
         run_id=step["run_id"],
         step=step["step"],
         phase=step["phase"],

@@ -217,7 +217,7 @@ def title_options(cfg, layer: int, head: int, kv_head: int, error: float | None 
     if latent.is_latent(cfg):  # MLA: the cache is one latent a token and layer, not K and V per head
         columns[:3] = latent.title_columns(cfg, layer, head)
     if layer_kinds.is_recurrent(cfg, layer):  # a hybrid's Gated DeltaNet layer: a fixed state, no rows
-        columns[:3] = layer_kinds.recurrent_columns(cfg, layer)
+        columns[:] = layer_kinds.recurrent_columns(cfg, layer)
     elif layer_kinds.owner_of(cfg, layer) != layer:  # CLA: it reads its group's first layer's K/V
         columns[:3] = layer_kinds.borrower_columns(cfg, layer, head)
     return columns
@@ -253,7 +253,7 @@ def title_tips(cfg, head: int, kv_head: int, layer: int = 0) -> list[str]:
     if latent.is_latent(cfg):  # MLA: the cache is one latent a token and layer, not K and V per head
         return [*latent.title_tips(cfg, head), _attention_tip()]
     if layer_kinds.is_recurrent(cfg, layer):
-        return [*layer_kinds.recurrent_tips(cfg), _attention_tip()]
+        return [*layer_kinds.recurrent_tips(cfg), layer_kinds.recurrent_tips(cfg)[0]]
     if layer_kinds.owner_of(cfg, layer) != layer:
         return [*layer_kinds.borrower_tips(cfg, layer), _attention_tip()]
     return [

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QSplitter, QVBoxLayout, QWidg
 
 from .. import theme
 from ..i18n import translate
-from . import policy_text
+from . import layer_kinds, policy_text
 from .attention import kv_head_of
 from .derived import DerivedImages
 from .drafts import DraftOverlay, spec_line
@@ -106,6 +106,8 @@ class LanePanel(LaneHover, QWidget):
         self.q_text.setZValue(20)
         self.q.vb.addItem(self.q_text, ignoreBounds=True)
         self._labels_state = None
+        self.state_tile = layer_kinds.StateTile(self.glw)  # a hybrid's recurrent layer: its state, in place of tables
+        self._recurrent = False  # the drawn layer is a recurrent one: no row overlays (it has no rows)
         lay.addWidget(self.glw, 1)
 
         self.readout = QLabel()
@@ -224,6 +226,8 @@ class LanePanel(LaneHover, QWidget):
     def eventFilter(self, obj, event) -> bool:  # noqa: N802
         if obj is self.glw and event.type() == QEvent.Type.Resize:
             self._fit_columns(event.size().width())
+            if self.state_tile.isVisible():
+                self.dirty = True  # placed again once the plots have their new geometry (the next flush)
         return False
 
     def _fit_columns(self, width: int) -> None:
@@ -300,6 +304,7 @@ class LanePanel(LaneHover, QWidget):
                     item.setVisible(False)
             for item in (self.cache_text, self.kv_text, self.q_text):
                 item.setVisible(False)
+            self.state_tile.hide()
             self.scores.clear()
             self.drafts.update(0, -1, 0, 0)  # nothing to draw: hides the draft rows
             self._labels_state = None
@@ -316,6 +321,11 @@ class LanePanel(LaneHover, QWidget):
         n = s.n_rows()
         lo = max(0, n - MAX_ROWS)
         self.axis.newest = n - 1
+        self._recurrent = layer_kinds.is_recurrent(cfg, layer)
+        if self._recurrent:  # no rows to draw: the state, one size at every n
+            self._draw_state(r, cfg, layer, head, lo, n, t)
+            return
+        self.state_tile.hide()
         k_img, v_img = self.derived.kv(self.index, layer, head, lo, n)
         a_img, a_width = self.derived.attention(self.index, layer, head, lo, n)
         d = cfg.row_width  # MLA: the latent [c | k_R], one row per token for every head
@@ -335,6 +345,29 @@ class LanePanel(LaneHover, QWidget):
         self._titles(layer, head)
         self.set_progress(t)
         self._hover_items()
+
+    def _draw_state(self, r, cfg, layer: int, head: int, lo: int, n: int, t: float) -> None:
+        """A hybrid's Gated DeltaNet layer: its plots stay empty (it has no K/V rows, no attention over rows) and
+        the state tile shows the recorded state over them, its size fixed whatever n."""
+        lane = r.lanes[self.index]
+        new_lo, _ = self.session.new_rows()
+        self._geom = (lo, n, n - lane.kv_positions, new_lo, n)
+        for p in self.plots:
+            p.set_rows(None, lo, n, p.width or 1.0)
+            for item in (p.pending, p.sweep, p.fade, p.outline):
+                item.setVisible(False)
+        self.scores.clear()
+        self._titles(layer, head)
+        self.set_progress(t)
+        self._hover_items()
+        self.glw.ci.layout.activate()  # the plots' geometry settled before the tile is placed over them
+        self.state_tile.show_state(cfg, r.states, layer, head, bool(self.info.reuses_past), self._plots_rect())
+
+    def _plots_rect(self):
+        """The lane's four plots, from the K column's left to the attention column's right, in the view's pixels."""
+        first = self.glw.mapFromScene(self.k.vb.sceneBoundingRect()).boundingRect()
+        last = self.glw.mapFromScene(self.a.vb.sceneBoundingRect()).boundingRect()
+        return first.united(last)
 
     def _show_drafts(self, lo: int, n: int, layer: int, head: int, t: float) -> None:
         """A spec lane's draft rows after the text's ``n`` (the rows and the token axis grow by them)."""
@@ -380,7 +413,7 @@ class LanePanel(LaneHover, QWidget):
         lo, hi, comp_lo, new_lo, n = self._geom
         pr = step_progress(t, comp_lo, new_lo, n)
         sweeping = t < 1 and new_lo > comp_lo and not pr.finished
-        for p in self.plots:
+        for p in self.plots if not self._recurrent else ():
             p.band(p.pending, max(lo, pr.sweep_to), max(lo, new_lo), alpha=0.8)  # not yet recomputed
             p.band(p.sweep, max(lo, pr.sweep_to - 1), max(lo, pr.sweep_to)) if sweeping else p.sweep.setVisible(False)
             p.band(p.fade, max(lo, new_lo), n, alpha=0.95 * pr.fade_alpha) if pr.fade_alpha > 0.01 else p.fade.setVisible(False)
@@ -392,7 +425,11 @@ class LanePanel(LaneHover, QWidget):
     def _cache_label(self, lo: int, comp_lo: int, new_lo: int, n: int, pr) -> None:
         """Name what the dim / swept rows are: K, V read from the cache; attention rows not recomputed;
         during a recompute, the rows swept so far (the count the readout shows)."""
-        if comp_lo > lo and comp_lo - lo >= 2:
+        cfg = self.session.config
+        recurrent = cfg is not None and layer_kinds.is_recurrent(cfg, min(self.layer, cfg.n_layers - 1))
+        if recurrent:  # no rows read from a cache: the state tile says what the layer holds
+            state = None
+        elif comp_lo > lo and comp_lo - lo >= 2:
             y = (lo + comp_lo) / 2
             read = self.session.read_positions(self.index)
             if read is not None:  # an evicting lane: over the last run of rows it still read, not the gap
