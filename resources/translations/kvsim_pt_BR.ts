@@ -1700,6 +1700,14 @@ mais rápido / mais lento só quando o intervalo inteiro fica abaixo / acima de 
         <translation>sem linhas V</translation>
     </message>
     <message>
+        <source>no attention over rows: the state answers each query</source>
+        <translation>sem atenção sobre linhas: o estado responde a cada query</translation>
+    </message>
+    <message>
+        <source>no attention over rows</source>
+        <translation>sem atenção sobre linhas</translation>
+    </message>
+    <message>
         <source>K of layer {owner} (shared, CLA)</source>
         <translation>K da camada {owner} (compartilhado, CLA)</translation>
     </message>
@@ -1726,6 +1734,30 @@ mais rápido / mais lento só quando o intervalo inteiro fica abaixo / acima de 
     <message>
         <source>Cross-layer KV sharing (CLA): layer {layer} computes no K or V; it reads layer {owner}&apos;s, which alone are cached. Its own queries meet them.</source>
         <translation>K/V compartilhado entre camadas (CLA): a camada {layer} não calcula K nem V; ela lê os da camada {owner}, os únicos em cache. As queries dela mesma os encontram.</translation>
+    </message>
+    <message>
+        <source>state S of value head {head} · {dk} × {dv}</source>
+        <translation>estado S da cabeça de valor {head} · {dk} × {dv}</translation>
+    </message>
+    <message>
+        <source> (block means)</source>
+        <translation> (médias por bloco)</translation>
+    </message>
+    <message>
+        <source>{size} B in this layer, the same at every n</source>
+        <translation>{size} B nesta camada, o mesmo a cada n</translation>
+    </message>
+    <message>
+        <source>no lane held the state: nothing recorded to draw</source>
+        <translation>nenhuma faixa guardou o estado: nada registrado para desenhar</translation>
+    </message>
+    <message>
+        <source>held in the cache, rewritten by each token</source>
+        <translation>guardado no cache, reescrito a cada token</translation>
+    </message>
+    <message>
+        <source>computed again from token 0 this step, then dropped</source>
+        <translation>recalculado desde o token 0 neste passo, depois descartado</translation>
     </message>
 </context>
 <context>

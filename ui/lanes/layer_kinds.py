@@ -122,9 +122,7 @@ class StateTile(QWidget):
         self.tile_shape: tuple[int, int] = (0, 0)  # (rows, columns) of the matrix drawn
         self.hide()
 
-    def show_state(
-        self, cfg: ModelConfig, states: np.ndarray | None, layer: int, head: int, holds: bool, area: QRect
-    ) -> None:
+    def show_state(self, cfg: ModelConfig, states: np.ndarray | None, layer: int, head: int, holds: bool, area: QRect) -> None:
         """Show ``layer``'s state (``states``: the record's, every recurrent layer) for the selected ``head`` inside
         ``area`` (the lane's plots, in the parent's coordinates), centred; ``holds``: the lane keeps it between steps."""
         index = cfg.linear_layers.index(layer)
@@ -171,9 +169,7 @@ class StateTile(QWidget):
         side = max(16, min(self.SIDE, area.height() - text_h - 3 * self.GAP, width - 2 * self.GAP))
         self.side = side
         height = min(area.height(), side + text_h + 3 * self.GAP)
-        self.setGeometry(
-            area.left() + (area.width() - width) // 2, area.top() + (area.height() - height) // 2, width, height
-        )
+        self.setGeometry(area.left() + (area.width() - width) // 2, area.top() + (area.height() - height) // 2, width, height)
         self.show()
         self.raise_()
 
