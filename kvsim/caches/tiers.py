@@ -106,7 +106,9 @@ class TierMove:
     nbytes: int
     ms: float
     block_hash: str  # 16 hex digits
-    owner: int  # the request whose prefix hit loaded it (-1: a store, made by whoever needed the block)
+    # a load: the request whose prefix hit brought it back; a store: the request whose allocation evicted it
+    # from the device (-1: not known, e.g. a host block moved down to disk by a tier's own pool)
+    owner: int
 
 
 def _pin(shape: tuple[int, ...], dtype: torch.dtype) -> tuple[torch.Tensor, bool, str]:
@@ -191,6 +193,7 @@ class TieredBlockPool(BlockPool):
         self._registered: dict[int, tuple[int, tuple[int, ...]]] = {}  # block → (hash, tokens) while registered
         self._save_point = False
         self._journal: dict[int, tuple[torch.Tensor, torch.Tensor]] | None = None  # evicted device rows since the save
+        self.acting = -1  # the request whose block table is taking blocks now (``SequenceBlocks`` says): a store's owner
 
     # ------------------------------------------------------------------ set-up
     def ensure_storage(self, n_layers: int, n_kv_heads: int, head_dim: int, dtype: torch.dtype, device: torch.device) -> None:
@@ -241,6 +244,7 @@ class TieredBlockPool(BlockPool):
         tier = self.offloaded(h)
         if tier is None:
             raise RuntimeError(f"block {h:016x} is in no offload tier")
+        self.acting = owner
         b = self.allocate()
         k, v = self.rows()
         sync(k.device)
@@ -297,7 +301,9 @@ class TieredBlockPool(BlockPool):
         host.slab[slot, 0].copy_(k[:, b])
         host.slab[slot, 1].copy_(v[:, b])
         sync(k.device)
-        self.moves.append(TierMove("host", "store", host.block_bytes, (time.perf_counter() - t0) * 1e3, f"{h:016x}", -1))
+        self.moves.append(
+            TierMove("host", "store", host.block_bytes, (time.perf_counter() - t0) * 1e3, f"{h:016x}", self.acting)
+        )
         host.index[h] = slot
         host.tokens[h] = tokens
 
@@ -316,7 +322,9 @@ class TieredBlockPool(BlockPool):
         k_rows, v_rows = rows()
         data = save({"k": k_rows.contiguous(), "v": v_rows.contiguous()}, metadata={"tokens": ",".join(map(str, tokens))})
         disk.write(h, data)
-        self.moves.append(TierMove("disk", "store", disk.block_bytes, (time.perf_counter() - t0) * 1e3, f"{h:016x}", -1))
+        self.moves.append(
+            TierMove("disk", "store", disk.block_bytes, (time.perf_counter() - t0) * 1e3, f"{h:016x}", self.acting)
+        )
         disk.index[h] = tokens
         disk.stale.discard(h)
 
@@ -361,6 +369,16 @@ class TieredBlockPool(BlockPool):
         self.recalled = {k: dict(v) for k, v in recalled.items()}
 
     # ------------------------------------------------------------------ the record
+    def held(self) -> list[tuple[str, int, list[int], list[tuple[int, ...]]]]:
+        """Per tier the pool has: (tier, capacity in blocks, the hashes it holds least recently used first —
+        the next out first —, their token ids); what a snapshot of the pool records."""
+        out: list[tuple[str, int, list[int], list[tuple[int, ...]]]] = []
+        if self.host is not None:
+            out.append(("host", self.host.n_slots, list(self.host.index), [self.host.tokens[h] for h in self.host.index]))
+        if self.disk is not None:
+            out.append(("disk", self.disk.n_slots, list(self.disk.index), list(self.disk.index.values())))
+        return out
+
     def offload_summary(self, n_requests: int = 0) -> dict[str, object]:
         """Per tier: capacity, blocks and bytes stored and loaded, their measured ms (total, and each move);
         per request: blocks its prefix hits brought back from host and from disk."""

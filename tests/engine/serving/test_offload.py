@@ -186,3 +186,30 @@ def test_cli_refuses_offload_and_disaggregate_flags_that_do_not_go_together(caps
 def test_one_prompt_refuses_the_several_requests_flags(capsys) -> None:
     assert main(["run", "--model", SMALL, "--prompt", "ab", "--offload", "host:1MB"]) == 2
     assert "--offload applies to several requests" in capsys.readouterr().err
+
+
+def test_snapshots_record_what_each_tier_holds_and_the_moves_of_each_step(small) -> None:
+    """What the views draw: every snapshot names the blocks each tier holds (least recently used first), the
+    moves of a step are those made between the previous snapshot and it (all of them, once, in order), and a
+    store names the request whose allocation evicted the block, a load the request whose hit brought it back."""
+    options = RunOptions(pool_blocks=9, offload=OffloadSpec.parse("host:4KiB,disk:64KB"), **RUN)
+    run = RequestsEngine(small.model, small.tokenizer, PROMPTS, options, OneAtATime(repeats=2)).run()
+    moves = run.moves
+    assert moves == tuple(run.meta["offload"]["moves"]) and moves
+    assert sum((run.moves_at(s) for s in range(len(run.snapshots))), ()) == moves
+    held: dict[str, list[str]] = {"host": [], "disk": []}
+    for s, snap in enumerate(run.snapshots):
+        assert [t.tier for t in snap.tiers] == ["host", "disk"] and snap.tier("host").capacity == 4
+        for m in run.moves_at(s):  # each move changes what its tier holds as the snapshot says
+            if m["direction"] == "store":
+                assert 0 <= m["owner"] < len(PROMPTS) and m["owner"] <= snap.request
+                held[m["tier"]].append(m["block_hash"])
+            else:
+                assert m["owner"] == snap.request and m["block_hash"] in held[m["tier"]]
+        for tier in snap.tiers:
+            assert set(tier.hashes) <= set(held[tier.tier]) and len(tier.hashes) <= tier.capacity
+            assert all(len(ids) == run.block_size for ids in tier.token_ids)
+    last = run.snapshots[-1]
+    assert len(last.tier("host").hashes) == 4 and len(last.tier("disk").hashes) >= 2
+    plain = run_requests(small.model, small.tokenizer, PROMPTS, pool_blocks=9, repeats=1, **RUN)
+    assert all(s.tiers == () and s.moves_done == 0 for s in plain.snapshots) and plain.moves == ()
