@@ -193,6 +193,7 @@ class TieredBlockPool(BlockPool):
         self._registered: dict[int, tuple[int, tuple[int, ...]]] = {}  # block → (hash, tokens) while registered
         self._save_point = False
         self._journal: dict[int, tuple[torch.Tensor, torch.Tensor]] | None = None  # evicted device rows since the save
+        self._pinned: int | None = None  # the block a recall is bringing back (no store may push it out of its tier)
         self.acting = -1  # the request whose block table is taking blocks now (``SequenceBlocks`` says): a store's owner
 
     # ------------------------------------------------------------------ set-up
@@ -245,7 +246,11 @@ class TieredBlockPool(BlockPool):
         if tier is None:
             raise RuntimeError(f"block {h:016x} is in no offload tier")
         self.acting = owner
-        b = self.allocate()
+        self._pinned = h  # the allocation may store an evicted block: it must not push this one out of its tier
+        try:
+            b = self.allocate()
+        finally:
+            self._pinned = None
         k, v = self.rows()
         sync(k.device)
         t0 = time.perf_counter()
@@ -288,7 +293,11 @@ class TieredBlockPool(BlockPool):
             return
         host = self.host
         if not host.free:  # the least recently used host block moves down (or is dropped)
-            old, slot = host.index.popitem(last=False)
+            old = next((x for x in host.index if x != self._pinned), None)
+            if old is None:  # the host holds only the block being brought back: this one goes straight to disk
+                self._to_disk(h, tokens, lambda: (k[:, b].cpu(), v[:, b].cpu()))
+                return
+            slot = host.index.pop(old)
             old_tokens = host.tokens.pop(old)
             if self.disk is not None:
                 self._to_disk(old, old_tokens, lambda: (host.slab[slot, 0], host.slab[slot, 1]))
@@ -314,7 +323,10 @@ class TieredBlockPool(BlockPool):
         if disk is None:
             return  # no disk tier: the block is dropped
         if len(disk.index) >= disk.n_slots:
-            old, _ = disk.index.popitem(last=False)
+            old = next((x for x in disk.index if x != self._pinned), None)
+            if old is None:  # the disk holds only the block being brought back: this one is dropped
+                return
+            del disk.index[old]
             disk.stale.add(old)
             if not self._save_point:
                 disk.sweep()

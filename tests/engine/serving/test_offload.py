@@ -91,6 +91,25 @@ def test_an_evicted_block_goes_to_host_then_disk_and_comes_back_bit_identical() 
     assert not pool.disk.folder.exists()
 
 
+@pytest.mark.parametrize("disk_blocks", [0, 1, 4])
+def test_a_recall_whose_allocation_stores_a_block_never_pushes_out_the_block_it_brings_back(disk_blocks: int) -> None:
+    """The allocation a recall makes may evict a cached device block into a full tier: the block being brought back
+    stays where it is (the evicted one goes down to disk, or is dropped), and comes back bit for bit."""
+    pool = _pool(host_blocks=1, disk_blocks=disk_blocks, n_blocks=1)
+    try:
+        hx, kx, vx = _fill_and_free(pool, [1, 1, 1, 1], seed=1)
+        hy, _, _ = _fill_and_free(pool, [2, 2, 2, 2], seed=2)  # x evicted: the host's one slot
+        assert pool.offloaded(hx) == "host" and pool.lookup(hy) == 0
+        b = pool.recall(hx, owner=3)  # takes block 0, evicting y into the full host tier
+        k, v = pool.rows()
+        assert torch.equal(k[:, b], kx) and torch.equal(v[:, b], vx)
+        assert pool.offloaded(hy) == ("disk" if disk_blocks else None) and pool.offloaded(hx) == "host"
+        assert [(m.tier, m.direction, m.owner) for m in pool.moves][-1] == ("host", "load", 3)
+        pool.check()
+    finally:
+        pool.close()
+
+
 def test_a_prefix_lookup_counts_an_offloaded_block_and_taking_it_recalls_it() -> None:
     pool = _pool(host_blocks=4, disk_blocks=0, n_blocks=3)
     try:
