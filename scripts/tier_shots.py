@@ -51,7 +51,11 @@ def main() -> int:
     tiers = compute(tiny, RequestsInput(PROMPTS), settings)
     split = compute_split(tiny, PROMPTS, None, block_size=4, steps=6)
     run = tiers.both.on
-    loads = [s for s in range(len(run.snapshots)) if {m["tier"] for m in run.moves_at(s) if m["direction"] == "load"} == {"host", "disk"}]
+    loads = [
+        s
+        for s in range(len(run.snapshots))
+        if {m["tier"] for m in run.moves_at(s) if m["direction"] == "load"} == {"host", "disk"}
+    ]
     shots = []
     for lang in ("en", "pt_BR"):
         i18n.install(app, lang)

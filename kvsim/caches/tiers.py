@@ -310,9 +310,7 @@ class TieredBlockPool(BlockPool):
         host.slab[slot, 0].copy_(k[:, b])
         host.slab[slot, 1].copy_(v[:, b])
         sync(k.device)
-        self.moves.append(
-            TierMove("host", "store", host.block_bytes, (time.perf_counter() - t0) * 1e3, f"{h:016x}", self.acting)
-        )
+        self.moves.append(TierMove("host", "store", host.block_bytes, (time.perf_counter() - t0) * 1e3, f"{h:016x}", self.acting))
         host.index[h] = slot
         host.tokens[h] = tokens
 
@@ -334,9 +332,7 @@ class TieredBlockPool(BlockPool):
         k_rows, v_rows = rows()
         data = save({"k": k_rows.contiguous(), "v": v_rows.contiguous()}, metadata={"tokens": ",".join(map(str, tokens))})
         disk.write(h, data)
-        self.moves.append(
-            TierMove("disk", "store", disk.block_bytes, (time.perf_counter() - t0) * 1e3, f"{h:016x}", self.acting)
-        )
+        self.moves.append(TierMove("disk", "store", disk.block_bytes, (time.perf_counter() - t0) * 1e3, f"{h:016x}", self.acting))
         disk.index[h] = tokens
         disk.stale.discard(h)
 

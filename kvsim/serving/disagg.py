@@ -162,7 +162,7 @@ def run_disaggregated(
         t0 = time.monotonic()
         here.send(("start", t0))
         first: dict[int, tuple[int, float]] = {}
-        packs: dict[int, tuple[float, float, int, int]] = {}
+        packs: dict[int, tuple[float, float, int, int, tuple[int, ...], int]] = {}
         for i, ids in enumerate(prompts):
             seq = SequenceBlocks(pool, owner=i)
             cache = PagedCache(cfg.n_layers, block_size, pool=pool, sequence=seq)

@@ -26,7 +26,9 @@ def tiers(tiny):
     and comes back from the host tier (2 blocks) or from disk."""
     from kvsim.ui.docks.requests.job import RequestsInput, RequestsSettings, compute
 
-    settings = RequestsSettings(block_size=4, pool_blocks=9, steps=3, schedule="sequential", repeats=1, offload="host:16KiB,disk:1MB")
+    settings = RequestsSettings(
+        block_size=4, pool_blocks=9, steps=3, schedule="sequential", repeats=1, offload="host:16KiB,disk:1MB"
+    )
     return compute(tiny, RequestsInput(PROMPTS), settings)
 
 
@@ -84,7 +86,12 @@ def view(qtbot, qapp, tiny, tiers, split):
 def test_the_run_loads_from_both_tiers(tiers) -> None:
     run = tiers.both.on
     assert run.meta["offload"]["recalled"][2:] == [[2, 0], [1, 1]]
-    assert {(m["tier"], m["direction"]) for m in run.moves} == {("host", "store"), ("host", "load"), ("disk", "store"), ("disk", "load")}
+    assert {(m["tier"], m["direction"]) for m in run.moves} == {
+        ("host", "store"),
+        ("host", "load"),
+        ("disk", "store"),
+        ("disk", "load"),
+    }
 
 
 def test_the_blocks_per_tier_are_the_snapshots_and_coloured_by_tier(view, tiers) -> None:
@@ -255,7 +262,9 @@ def test_no_text_is_cut_or_overlapping(qtbot, view, tiers, size) -> None:
             # the dock's tabs scroll on a short screen by design: text below the fold of a scroll area is reached
             # by scrolling, not cut; everything else the audit sees (overlaps, text wider than its label, elision) counts
             problems = [
-                p for p in audit(window) if not p.startswith("scrolls") and not p.startswith("text cut by") or "scrollarea" not in p
+                p
+                for p in audit(window)
+                if not p.startswith("scrolls") and not p.startswith("text cut by") or "scrollarea" not in p
             ]
             assert not problems, f"tab {tab} at {size}: {problems}"
             assert not _painted_texts_fit(view)

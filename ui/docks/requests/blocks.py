@@ -71,7 +71,9 @@ EVENT_MEANING = {
     "next": QT_TRANSLATE_NOOP("views.blocks", "first in the free queue: the block handed out next"),
     "null": QT_TRANSLATE_NOOP("views.blocks", "vLLM's null block: reserved, never handed out"),
     "stored": QT_TRANSLATE_NOOP("views.blocks", "a tier block written in this step: evicted from the device, its rows kept here"),
-    "loaded": QT_TRANSLATE_NOOP("views.blocks", "a tier block read back in this step: a prefix hit copied its rows to the device"),
+    "loaded": QT_TRANSLATE_NOOP(
+        "views.blocks", "a tier block read back in this step: a prefix hit copied its rows to the device"
+    ),
     "from host": QT_TRANSLATE_NOOP("views.blocks", "a device block filled in this step from the host tier (a prefix hit)"),
     "from disk": QT_TRANSLATE_NOOP("views.blocks", "a device block filled in this step from the disk tier (a prefix hit)"),
 }
@@ -422,7 +424,11 @@ class BlocksGrid(QWidget):
             p.setPen(QPen(QColor(theme.BORDER), 1))
             p.drawLine(rect.topLeft(), rect.topRight())
             p.setPen(QColor(theme.TEXT))
-            p.drawText(rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, fm.elidedText(text, Qt.TextElideMode.ElideRight, int(rect.width())))
+            p.drawText(
+                rect,
+                Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                fm.elidedText(text, Qt.TextElideMode.ElideRight, int(rect.width())),
+            )
         p.end()
 
     @staticmethod

@@ -223,7 +223,12 @@ class ClockView(QWidget):
         c = self.computed
         if c is None:
             return []
-        return [(r.index, mode, t) for mode, run in (("co", c.colocated), ("split", c.split)) for r in run.requests for t in r.token_ms]
+        return [
+            (r.index, mode, t)
+            for mode, run in (("co", c.colocated), ("split", c.split))
+            for r in run.requests
+            for t in r.token_ms
+        ]
 
     def bars(self) -> list[tuple[int, QRectF]]:
         """(request, rect) of every transfer drawn on its split row."""

@@ -118,7 +118,13 @@ def move_marks(run) -> list[MoveMark]:
         for (owner, tier, direction), moves in groups.items():
             out.append(
                 MoveMark(
-                    s, owner, tier, direction, len(moves), sum(int(m["nbytes"]) for m in moves), sum(float(m["ms"]) for m in moves)
+                    s,
+                    owner,
+                    tier,
+                    direction,
+                    len(moves),
+                    sum(int(m["nbytes"]) for m in moves),
+                    sum(float(m["ms"]) for m in moves),
                 )
             )
     return out
@@ -157,11 +163,19 @@ def move_lines(run) -> list[str]:
         for direction in ("store", "load"):
             group = [m for m in marks if m.tier == tier and m.direction == direction]
             if group:
-                total = MoveMark(-1, -1, tier, direction, sum(m.blocks for m in group), sum(m.nbytes for m in group), sum(m.ms for m in group))
-                lines.append(translate("views.requests_timeline", "in all: {what}").format(what=move_words(total).split(": ", 1)[1]))
+                total = MoveMark(
+                    -1, -1, tier, direction, sum(m.blocks for m in group), sum(m.nbytes for m in group), sum(m.ms for m in group)
+                )
+                lines.append(
+                    translate("views.requests_timeline", "in all: {what}").format(what=move_words(total).split(": ", 1)[1])
+                )
     lines += [move_words(m) for m in marks[:MOVE_LINES]]
     if len(marks) > MOVE_LINES:
-        lines.append(translate("views.requests_timeline", "… {n} more moves (the marks ▼ ▲ on the timeline)").format(n=len(marks) - MOVE_LINES))
+        lines.append(
+            translate("views.requests_timeline", "… {n} more moves (the marks ▼ ▲ on the timeline)").format(
+                n=len(marks) - MOVE_LINES
+            )
+        )
     return lines
 
 
@@ -295,7 +309,6 @@ class TimelineView(QWidget):
     def _describe_cell(self, request: int, step: int) -> str:
         state = int(self.states[request, step])
         if not self.run.batches:  # one at a time: the snapshot's phase
-            snap = self.run.snapshots[step]
             text = translate("views.requests_timeline", "request {n}, step {s}").format(n=request + 1, s=step + 1)
             return text + (": " + state_word(state) if state else "")
         batch = self.run.batches[step]

@@ -74,7 +74,8 @@ def tier_block_text(snap, tier: str, place: int, token_text: dict[int, str]) -> 
     if state is None or not 0 <= place < len(state.hashes):
         return ""
     words = translate(
-        "views.requests_panels", "{tier} tier, place {k} of {n} (the next out first) · hash {hash} · its rows were evicted from the device and kept here"
+        "views.requests_panels",
+        "{tier} tier, place {k} of {n} (the next out first) · hash {hash} · its rows were evicted from the device and kept here",
     ).format(tier=tier_name(tier), k=place + 1, n=len(state.hashes), hash=state.hashes[place])
     ids = state.token_ids[place]
     if ids:
