@@ -156,6 +156,8 @@ class SequenceBlocks:
         if start != self.n_tokens:
             raise RuntimeError(f"positions must follow the held ones: got {start}, holding {self.n_tokens}")
         pool, size = self.pool, self.pool.block_size
+        if isinstance(pool, TieredBlockPool):  # a block this allocation evicts is stored on this request's behalf
+            pool.acting = self.owner
         end = start + count
         if start % size and count:
             j = start // size

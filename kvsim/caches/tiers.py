@@ -106,7 +106,9 @@ class TierMove:
     nbytes: int
     ms: float
     block_hash: str  # 16 hex digits
-    owner: int  # the request whose prefix hit loaded it (-1: a store, made by whoever needed the block)
+    # a load: the request whose prefix hit brought it back; a store: the request whose allocation evicted it
+    # from the device (-1: not known, e.g. a host block moved down to disk by a tier's own pool)
+    owner: int
 
 
 def _pin(shape: tuple[int, ...], dtype: torch.dtype) -> tuple[torch.Tensor, bool, str]:
@@ -191,6 +193,8 @@ class TieredBlockPool(BlockPool):
         self._registered: dict[int, tuple[int, tuple[int, ...]]] = {}  # block → (hash, tokens) while registered
         self._save_point = False
         self._journal: dict[int, tuple[torch.Tensor, torch.Tensor]] | None = None  # evicted device rows since the save
+        self._pinned: int | None = None  # the block a recall is bringing back (no store may push it out of its tier)
+        self.acting = -1  # the request whose block table is taking blocks now (``SequenceBlocks`` says): a store's owner
 
     # ------------------------------------------------------------------ set-up
     def ensure_storage(
@@ -253,7 +257,12 @@ class TieredBlockPool(BlockPool):
         tier = self.offloaded(h)
         if tier is None:
             raise RuntimeError(f"block {h:016x} is in no offload tier")
-        b = self.allocate()
+        self.acting = owner
+        self._pinned = h  # the allocation may store an evicted block: it must not push this one out of its tier
+        try:
+            b = self.allocate()
+        finally:
+            self._pinned = None
         k, v = self.rows()
         sync(k.device)
         t0 = time.perf_counter()
@@ -296,7 +305,11 @@ class TieredBlockPool(BlockPool):
             return
         host = self.host
         if not host.free:  # the least recently used host block moves down (or is dropped)
-            old, slot = host.index.popitem(last=False)
+            old = next((x for x in host.index if x != self._pinned), None)
+            if old is None:  # the host holds only the block being brought back: this one goes straight to disk
+                self._to_disk(h, tokens, lambda: (k[:, b].cpu(), v[:, b].cpu()))
+                return
+            slot = host.index.pop(old)
             old_tokens = host.tokens.pop(old)
             if self.disk is not None:
                 self._to_disk(old, old_tokens, lambda: (host.slab[slot, 0], host.slab[slot, 1]))
@@ -309,7 +322,7 @@ class TieredBlockPool(BlockPool):
         host.slab[slot, 0].copy_(k[:, b])
         host.slab[slot, 1].copy_(v[:, b])
         sync(k.device)
-        self.moves.append(TierMove("host", "store", host.block_bytes, (time.perf_counter() - t0) * 1e3, f"{h:016x}", -1))
+        self.moves.append(TierMove("host", "store", host.block_bytes, (time.perf_counter() - t0) * 1e3, f"{h:016x}", self.acting))
         host.index[h] = slot
         host.tokens[h] = tokens
 
@@ -320,7 +333,10 @@ class TieredBlockPool(BlockPool):
         if disk is None:
             return  # no disk tier: the block is dropped
         if len(disk.index) >= disk.n_slots:
-            old, _ = disk.index.popitem(last=False)
+            old = next((x for x in disk.index if x != self._pinned), None)
+            if old is None:  # the disk holds only the block being brought back: this one is dropped
+                return
+            del disk.index[old]
             disk.stale.add(old)
             if not self._save_point:
                 disk.sweep()
@@ -328,7 +344,7 @@ class TieredBlockPool(BlockPool):
         k_rows, v_rows = rows()
         data = save({"k": k_rows.contiguous(), "v": v_rows.contiguous()}, metadata={"tokens": ",".join(map(str, tokens))})
         disk.write(h, data)
-        self.moves.append(TierMove("disk", "store", disk.block_bytes, (time.perf_counter() - t0) * 1e3, f"{h:016x}", -1))
+        self.moves.append(TierMove("disk", "store", disk.block_bytes, (time.perf_counter() - t0) * 1e3, f"{h:016x}", self.acting))
         disk.index[h] = tokens
         disk.stale.discard(h)
 
@@ -373,6 +389,16 @@ class TieredBlockPool(BlockPool):
         self.recalled = {k: dict(v) for k, v in recalled.items()}
 
     # ------------------------------------------------------------------ the record
+    def held(self) -> list[tuple[str, int, list[int], list[tuple[int, ...]]]]:
+        """Per tier the pool has: (tier, capacity in blocks, the hashes it holds least recently used first —
+        the next out first —, their token ids); what a snapshot of the pool records."""
+        out: list[tuple[str, int, list[int], list[tuple[int, ...]]]] = []
+        if self.host is not None:
+            out.append(("host", self.host.n_slots, list(self.host.index), [self.host.tokens[h] for h in self.host.index]))
+        if self.disk is not None:
+            out.append(("disk", self.disk.n_slots, list(self.disk.index), list(self.disk.index.values())))
+        return out
+
     def offload_summary(self, n_requests: int = 0) -> dict[str, object]:
         """Per tier: capacity, blocks and bytes stored and loaded, their measured ms (total, and each move);
         per request: blocks its prefix hits brought back from host and from disk."""

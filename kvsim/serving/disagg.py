@@ -56,6 +56,14 @@ class Transfer:
     unpack_ms: float  # decode side: rows copied from the segment into its pool
     delivered_ms: float  # from the start of the pack to the rows in the decode pool (waits for a decode step included)
     arrived_ms: float  # the run's clock when the rows were in the decode pool
+    # the two pools (a view draws them side by side): the prefill pool's blocks the rows left (block j first) and
+    # the decode pool's blocks they went into; each pool's size then; and every request the decode pool held
+    # right after they arrived, with its blocks (this one included)
+    prefill_blocks: tuple[int, ...] = ()
+    decode_blocks: tuple[int, ...] = ()
+    prefill_pool_blocks: int = 0
+    decode_pool_blocks: int = 0
+    decode_held: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -154,7 +162,7 @@ def run_disaggregated(
         t0 = time.monotonic()
         here.send(("start", t0))
         first: dict[int, tuple[int, float]] = {}
-        packs: dict[int, tuple[float, float, int, int]] = {}
+        packs: dict[int, tuple[float, float, int, int, tuple[int, ...], int]] = {}
         for i, ids in enumerate(prompts):
             seq = SequenceBlocks(pool, owner=i)
             cache = PagedCache(cfg.n_layers, block_size, pool=pool, sequence=seq)
@@ -169,7 +177,7 @@ def run_disaggregated(
             view[...] = rows.numpy()
             pack_ms = (time.monotonic() - start) * 1e3
             segments[i] = segment
-            packs[i] = (start, pack_ms, len(seq.blocks), segment.size)
+            packs[i] = (start, pack_ms, len(seq.blocks), segment.size, tuple(seq.blocks), pool.n_blocks)
             here.send(("kv", i, segment.name, tuple(rows.shape), str(view.dtype), ids, token))
             seq.free()  # the prefill pool lets the request go: its rows are in the segment
         here.send(("end",))
@@ -180,9 +188,22 @@ def run_disaggregated(
                 raise SimulationError("the decode instance stopped answering")
             msg = here.recv()
             if msg[0] == "got":
-                _, i, done_at, unpack_ms = msg
-                start, pack_ms, n_blocks, nbytes = packs[i]
-                transfers[i] = Transfer(i, n_blocks, nbytes, pack_ms, unpack_ms, (done_at - start) * 1e3, (done_at - t0) * 1e3)
+                _, i, done_at, unpack_ms, decode_blocks, decode_pool_blocks, held = msg
+                start, pack_ms, n_blocks, nbytes, prefill_blocks, prefill_pool_blocks = packs[i]
+                transfers[i] = Transfer(
+                    i,
+                    n_blocks,
+                    nbytes,
+                    pack_ms,
+                    unpack_ms,
+                    (done_at - start) * 1e3,
+                    (done_at - t0) * 1e3,
+                    prefill_blocks=prefill_blocks,
+                    decode_blocks=tuple(decode_blocks),
+                    prefill_pool_blocks=prefill_pool_blocks,
+                    decode_pool_blocks=decode_pool_blocks,
+                    decode_held=tuple((int(j), tuple(bs)) for j, bs in held),
+                )
                 segments.pop(i).unlink()
             elif msg[0] == "done":
                 _, i, tokens, times = msg
@@ -240,7 +261,8 @@ def _decode_instance(model_spec: str, dtype: str | None, conn: Connection, block
                 del rows
                 segment.close()
                 done = time.monotonic()
-                conn.send(("got", i, done, (done - start) * 1e3))
+                held = [(r["i"], tuple(r["seq"].blocks)) for r in active] + [(i, tuple(seq.blocks))]
+                conn.send(("got", i, done, (done - start) * 1e3, tuple(seq.blocks), pool.n_blocks, held))
                 if steps == 1:  # its one token came out of the prefill
                     conn.send(("done", i, [], []))
                     seq.free()

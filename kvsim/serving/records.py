@@ -4,6 +4,8 @@
     run.snapshots[s]           PoolSnapshot: the pool after step s (each block's holders, fill, refs, hash)
     run.snapshots[s].tables    TableState per request: its block table at that step
     run.waste                  WasteReport: preallocated / exact / paged (/ paged with prefix sharing)
+    run.snapshots[s].tiers     TierState per offload tier: the blocks it holds at that step (runs with --offload)
+    run.moves_at(s)            the tier moves (stores, loads) made during step s, from ``meta["offload"]["moves"]``
 
 A snapshot's per-block columns are arrays (or tuples) of the pool's length, indexed by physical
 block id. ``events[b]`` says what happened to block ``b`` during that step: "allocated", "written",
@@ -20,6 +22,7 @@ import numpy as np
 
 from ..caches.block_table import SequenceBlocks
 from ..caches.blocks import BlockPool
+from ..caches.tiers import TieredBlockPool
 from ..core.compare import Comparison
 from .waste import WasteReport
 
@@ -33,6 +36,16 @@ class TableState:
     n_tokens: int  # rows held (positions 0..n_tokens-1)
     hit_blocks: int  # leading blocks reused from the prefix cache
     finished: bool
+
+
+@dataclass(frozen=True)
+class TierState:
+    """One offload tier (``kvsim.caches.tiers``) at one step: the blocks it holds."""
+
+    tier: str  # "host" or "disk"
+    capacity: int  # blocks it can hold
+    hashes: tuple[str, ...]  # 16 hex digits each, least recently used (the next out) first
+    token_ids: tuple[tuple[int, ...], ...]  # the tokens whose rows each holds
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,6 +68,11 @@ class PoolSnapshot:
     evictions: int  # cached blocks handed out again so far
     free_queue: tuple[int, ...] | None = None  # the free blocks in eviction order, next handed out first (None: not recorded)
     null_block: int | None = None  # vLLM's reserved placeholder block (never handed out), under "vllm"
+    tiers: tuple[TierState, ...] = ()  # the offload tiers under the pool (none: a run without --offload)
+    moves_done: int = 0  # the pool's tier moves made up to this step (``RequestsRun.moves_at``)
+
+    def tier(self, name: str) -> TierState | None:
+        return next((t for t in self.tiers if t.tier == name), None)
 
     @property
     def n_blocks(self) -> int:
@@ -224,6 +242,20 @@ class RequestsRun:
         """Blocks requests can be handed: ``pool_blocks`` less the null block."""
         return self.pool_blocks - (self.null_block is not None)
 
+    @property
+    def moves(self) -> tuple[dict[str, object], ...]:
+        """Every tier move of the run (``TierMove`` as a dict: tier, direction, nbytes, ms, block_hash, owner),
+        in the order they were made; empty without offload tiers."""
+        offload = self.meta.get("offload")
+        return tuple(offload.get("moves", ())) if isinstance(offload, dict) else ()
+
+    def moves_at(self, step: int) -> tuple[dict[str, object], ...]:
+        """The tier moves made during snapshot ``step`` (between the previous snapshot and this one)."""
+        if not 0 <= step < len(self.snapshots):
+            return ()
+        start = self.snapshots[step - 1].moves_done if step > 0 else 0
+        return self.moves[start : self.snapshots[step].moves_done]
+
     def physical_blocks(self) -> tuple[int, ...]:
         """Per request, the physical blocks of the pool its block table brought in: those its table mapped
         at its last step that no earlier request's table mapped (a block is the same physical block while it
@@ -329,6 +361,14 @@ def take_snapshot(
             if not tokens[b]:
                 tokens[b] = tuple(seq.token_ids[j * size : min((j + 1) * size, seq.n_tokens)])
     events = pool.take_events()
+    tiers: tuple[TierState, ...] = ()
+    moves_done = 0
+    if isinstance(pool, TieredBlockPool):
+        tiers = tuple(
+            TierState(tier, capacity, tuple(f"{h:016x}" for h in hashes), tuple(tuple(t) for t in ids))
+            for tier, capacity, hashes, ids in pool.held()
+        )
+        moves_done = len(pool.moves)
     return PoolSnapshot(
         step=step,
         request=request,
@@ -349,6 +389,8 @@ def take_snapshot(
         evictions=pool.evictions,
         free_queue=pool.free_queue(),
         null_block=pool.null_block,
+        tiers=tiers,
+        moves_done=moves_done,
     )
 
 

@@ -63,6 +63,7 @@ class StudySettings:
     repeats: int = 3  # one-at-a-time schedules: timed prefill trials at least
     max_batched_tokens: int = 64  # continuous batching: positions per batched forward
     arrival_every: int = 2  # continuous batching: request i arrives at step i × this
+    offload: str | None = None  # offload tiers under the caching-on run's pool, as --offload takes them ("host:64KB,disk:1MB")
 
 
 def engine_for(
@@ -131,11 +132,15 @@ def start_study(
 ) -> Study:
     """Set up ``inputs``' two runs (prefix caching off and on, same settings; ``SimulationError`` on a bad
     figure). Nothing is computed yet but the engines' warm-up."""
+    from ..caches.tiers import OffloadSpec
     from .core import BatchLimits, OneAtATime, RunOptions
     from .requests import PrefixComparison
 
+    tiers = OffloadSpec.parse(settings.offload) if settings.offload else None
+
     def options(caching: bool) -> RunOptions:
         return RunOptions(
+            offload=tiers,
             block_size=settings.block_size,
             pool_blocks=settings.pool_blocks,
             prefix_caching=caching,

@@ -1196,6 +1196,22 @@
         <translation>nulo</translation>
     </message>
     <message>
+        <source>stored</source>
+        <translation>gravado</translation>
+    </message>
+    <message>
+        <source>loaded</source>
+        <translation>carregado</translation>
+    </message>
+    <message>
+        <source>from host</source>
+        <translation>do host</translation>
+    </message>
+    <message>
+        <source>from disk</source>
+        <translation>do disco</translation>
+    </message>
+    <message>
         <source>taken from the free list for this request</source>
         <translation>tirado da lista livre para esta requisição</translation>
     </message>
@@ -1230,6 +1246,38 @@
     <message>
         <source>vLLM&apos;s null block: reserved, never handed out</source>
         <translation>o bloco nulo do vLLM: reservado, nunca entregue</translation>
+    </message>
+    <message>
+        <source>a tier block written in this step: evicted from the device, its rows kept here</source>
+        <translation>um bloco de nível gravado neste passo: descartado do dispositivo, suas linhas guardadas aqui</translation>
+    </message>
+    <message>
+        <source>a tier block read back in this step: a prefix hit copied its rows to the device</source>
+        <translation>um bloco de nível lido de volta neste passo: um acerto de prefixo copiou suas linhas para o dispositivo</translation>
+    </message>
+    <message>
+        <source>a device block filled in this step from the host tier (a prefix hit)</source>
+        <translation>um bloco do dispositivo preenchido neste passo a partir do nível host (um acerto de prefixo)</translation>
+    </message>
+    <message>
+        <source>a device block filled in this step from the disk tier (a prefix hit)</source>
+        <translation>um bloco do dispositivo preenchido neste passo a partir do nível disco (um acerto de prefixo)</translation>
+    </message>
+    <message>
+        <source>device</source>
+        <translation>dispositivo</translation>
+    </message>
+    <message>
+        <source>host</source>
+        <translation>host</translation>
+    </message>
+    <message>
+        <source>disk</source>
+        <translation>disco</translation>
+    </message>
+    <message>
+        <source>{tier} tier: {n} of {cap} blocks held, the next out first</source>
+        <translation>nível {tier}: {n} de {cap} blocos ocupados, o próximo a sair primeiro</translation>
     </message>
     <message>
         <source>press Run: the pool&apos;s blocks are drawn here</source>
@@ -2290,6 +2338,14 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
         <translation>uma árvore radix do que as requisições calcularam (a estrutura do SGLang): um nó compartilhado por várias requisições é um prefixo que todas poderiam reutilizar, token a token, não só em blocos inteiros</translation>
     </message>
     <message>
+        <source>Prefill / decode</source>
+        <translation>Prefill / decode</translation>
+    </message>
+    <message>
+        <source>disaggregated prefill and decode: the request list served by one pool and by two instances with their own pools; the two pools, the transfers between them, TTFT and ITL both ways</source>
+        <translation>prefill e decode desagregados: a lista de requisições servida por um pool e por duas instâncias, cada uma com seu pool; os dois pools, as transferências entre eles, TTFT e ITL dos dois jeitos</translation>
+    </message>
+    <message>
         <source>the demo request lists could not be read: {error}</source>
         <translation>não foi possível ler as listas de requisições de demonstração: {error}</translation>
     </message>
@@ -2350,6 +2406,10 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
         <translation>{n} requisições</translation>
     </message>
     <message>
+        <source>serving {n} requests colocated, then split (a second process loads the model for the decode instance)…</source>
+        <translation>servindo {n} requisições num só pool, depois separadas (um segundo processo carrega o modelo para a instância de decode)…</translation>
+    </message>
+    <message>
         <source>cancelling…</source>
         <translation>cancelando…</translation>
     </message>
@@ -2403,6 +2463,27 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     <message>
         <source>continuous batching: positions one batched forward computes at most; a longer prompt is split into chunks over several steps (chunked prefill)</source>
         <translation>lotes contínuos: posições que um forward em lote calcula no máximo; um prompt mais longo é dividido em pedaços ao longo de vários passos (prefill em pedaços)</translation>
+    </message>
+    <message>
+        <source>offload tiers under the pool (prefix caching on): a cached block the pool evicts is copied to the host tier (then down to disk) instead of dropped, and a later prefix hit loads it back. Give a pool too small to keep every prefix, or nothing is evicted</source>
+        <translation>níveis de offload abaixo do pool (com prefix caching): um bloco em cache que o pool descarta é copiado para o nível host (depois para o disco) em vez de perdido, e um acerto de prefixo posterior o carrega de volta. Dê um pool pequeno demais para guardar todos os prefixos, senão nada é descartado</translation>
+    </message>
+    <message>
+        <source>no tiers</source>
+        <extracomment>the tiers the offload combo offers: (its words, the spec as ``--offload`` takes it; None: no tiers)</extracomment>
+        <translation>sem níveis</translation>
+    </message>
+    <message>
+        <source>host 1 MB</source>
+        <translation>host 1 MB</translation>
+    </message>
+    <message>
+        <source>disk 4 MB</source>
+        <translation>disco 4 MB</translation>
+    </message>
+    <message>
+        <source>host 256 KB + disk 4 MB</source>
+        <translation>host 256 KB + disco 4 MB</translation>
     </message>
     <message>
         <source>run the request list twice through one paged pool — prefix caching off, then on — and measure each request&apos;s TTFT (on the worker thread)</source>
@@ -2538,6 +2619,30 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     <message>
         <source>with caching on: prompt blocks found by hash (hits) and blocks its prefill had to write (misses)</source>
         <translation>com o cache ligado: blocos do prompt achados pelo hash (acertos) e blocos que o prefill teve de escrever (faltas)</translation>
+    </message>
+    <message>
+        <source>hits from host</source>
+        <translation>acertos do host</translation>
+    </message>
+    <message>
+        <source>of its hit blocks, those the device pool had evicted and the host tier gave back (its rows copied in)</source>
+        <translation>dos seus blocos com acerto, os que o pool do dispositivo tinha descartado e o nível host devolveu (suas linhas copiadas de volta)</translation>
+    </message>
+    <message>
+        <source>hits from disk</source>
+        <translation>acertos do disco</translation>
+    </message>
+    <message>
+        <source>of its hit blocks, those the disk tier gave back (read from its file, memory-mapped)</source>
+        <translation>dos seus blocos com acerto, os que o nível disco devolveu (lidos do seu arquivo, mapeado em memória)</translation>
+    </message>
+    <message>
+        <source>TTFT saved, ms</source>
+        <translation>TTFT poupado, ms</translation>
+    </message>
+    <message>
+        <source>TTFT off − TTFT on: what taking its hits (from the device and the tiers) saved against computing every row again, measured (loads, and the stores the loads&apos; allocations made, included)</source>
+        <translation>TTFT sem − TTFT com: o que usar seus acertos (do dispositivo e dos níveis) poupou em relação a calcular de novo todas as linhas, medido (incluídas as cargas e as gravações que as alocações das cargas fizeram)</translation>
     </message>
     <message>
         <source>TTFT off, ms</source>
@@ -2692,6 +2797,14 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
         <translation> · tokens: “{text}”</translation>
     </message>
     <message>
+        <source>{tier} tier, place {k} of {n} (the next out first) · hash {hash} · its rows were evicted from the device and kept here</source>
+        <translation>nível {tier}, posição {k} de {n} (o próximo a sair primeiro) · hash {hash} · suas linhas foram descartadas do dispositivo e guardadas aqui</translation>
+    </message>
+    <message>
+        <source>{swatches}: where a block&apos;s rows are (the band on its top edge)</source>
+        <translation>{swatches}: onde estão as linhas de um bloco (a faixa na sua borda de cima)</translation>
+    </message>
+    <message>
         <source>free queue: empty (the next block must come from a finished request)</source>
         <translation>fila livre: vazia (o próximo bloco tem de vir de uma requisição que terminar)</translation>
     </message>
@@ -2833,6 +2946,129 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     </message>
 </context>
 <context>
+    <name>views.requests_split</name>
+    <message>
+        <source>no model is loaded yet</source>
+        <translation>nenhum modelo carregado ainda</translation>
+    </message>
+    <message>
+        <source>r{n} co</source>
+        <translation>r{n} junto</translation>
+    </message>
+    <message>
+        <source>r{n} split</source>
+        <translation>r{n} separado</translation>
+    </message>
+    <message>
+        <source>{ms:.0f} ms</source>
+        <translation>{ms:.0f} ms</translation>
+    </message>
+    <message>
+        <source>prompt tokens</source>
+        <translation>tokens do prompt</translation>
+    </message>
+    <message>
+        <source>TTFT colocated, ms</source>
+        <translation>TTFT num só pool, ms</translation>
+    </message>
+    <message>
+        <source>TTFT split, ms</source>
+        <translation>TTFT separado, ms</translation>
+    </message>
+    <message>
+        <source>ITL median colocated, ms</source>
+        <translation>ITL mediana num só pool, ms</translation>
+    </message>
+    <message>
+        <source>ITL median split, ms</source>
+        <translation>ITL mediana separado, ms</translation>
+    </message>
+    <message>
+        <source>ITL worst colocated, ms</source>
+        <translation>pior ITL num só pool, ms</translation>
+    </message>
+    <message>
+        <source>ITL worst split, ms</source>
+        <translation>pior ITL separado, ms</translation>
+    </message>
+    <message>
+        <source>moved (blocks, bytes)</source>
+        <translation>movido (blocos, bytes)</translation>
+    </message>
+    <message>
+        <source>copies: pack + unpack, ms</source>
+        <translation>cópias: empacotar + desempacotar, ms</translation>
+    </message>
+    <message>
+        <source>delivered after, ms</source>
+        <translation>entregue após, ms</translation>
+    </message>
+    <message>
+        <source>same tokens</source>
+        <translation>mesmos tokens</translation>
+    </message>
+    <message>
+        <source>req {n}</source>
+        <translation>req {n}</translation>
+    </message>
+    <message>
+        <source>yes</source>
+        <translation>sim</translation>
+    </message>
+    <message>
+        <source>NO</source>
+        <translation>NÃO</translation>
+    </message>
+    <message>
+        <source>Run colocated and split</source>
+        <translation>Rodar junto e separado</translation>
+    </message>
+    <message>
+        <source>serve the request list twice, greedy: colocated (one pool, continuous batching) and split (prefill here, decode in a second process with its own pool, the K/V rows moved through shared memory)</source>
+        <translation>servir a lista de requisições duas vezes, greedy: num só pool (lotes contínuos) e separado (prefill aqui, decode num segundo processo com seu próprio pool, as linhas K/V movidas por memória compartilhada)</translation>
+    </message>
+    <message>
+        <source>press Run: the two pools and the transfers between them are drawn here</source>
+        <translation>aperte Rodar: os dois pools e as transferências entre eles são desenhados aqui</translation>
+    </message>
+    <message>
+        <source>the transfers, one per request, in the order they arrived</source>
+        <translation>as transferências, uma por requisição, na ordem em que chegaram</translation>
+    </message>
+    <message>
+        <source>on the run&apos;s clock, per request: | an output token (co: colocated, split: disaggregated) · ▬ its transfer, from the pack&apos;s start to the rows in the decode pool</source>
+        <translation>no relógio da execução, por requisição: | um token de saída (junto: num só pool, separado: desagregado) · ▬ sua transferência, do início do empacotamento até as linhas no pool de decode</translation>
+    </message>
+    <message>
+        <source>{model}: {n} requests, blocks of {b}, {steps} steps, greedy · tokens {same} colocated and split · {bytes} moved from the prefill pool to the decode pool</source>
+        <translation>{model}: {n} requisições, blocos de {b}, {steps} passos, greedy · tokens {same} num só pool e separados · {bytes} movidos do pool de prefill para o pool de decode</translation>
+    </message>
+    <message>
+        <source>the same</source>
+        <translation>iguais</translation>
+    </message>
+    <message>
+        <source>NOT the same</source>
+        <translation>DIFERENTES</translation>
+    </message>
+    <message>
+        <source>transfer {k} / {n}</source>
+        <translation>transferência {k} / {n}</translation>
+    </message>
+    <message>
+        <source>prefill instance: pool of {n} blocks; request {r}&apos;s rows leave {k} of them</source>
+        <translation>instância de prefill: pool de {n} blocos; as linhas da requisição {r} saem de {k} deles</translation>
+    </message>
+    <message>
+        <source>decode instance: pool of {n} blocks, {held} held by {reqs} request(s) after they arrive</source>
+        <translation>instância de decode: pool de {n} blocos, {held} ocupados por {reqs} requisição(ões) depois que elas chegam</translation>
+    </message>
+    <message>
+        <source>request {r}: {k} block(s), {size} → pack {pack:.2f} ms (prefill pool → shared memory), unpack {unpack:.2f} ms (→ decode pool); in the decode pool {delivered:.1f} ms after the pack began (waiting for the decode loop included), at {at:.0f} ms on the run&apos;s clock</source>
+        <translation>requisição {r}: {k} bloco(s), {size} → empacotar {pack:.2f} ms (pool de prefill → memória compartilhada), desempacotar {unpack:.2f} ms (→ pool de decode); no pool de decode {delivered:.1f} ms depois do início do empacotamento (a espera pelo laço de decode incluída), aos {at:.0f} ms no relógio da execução</translation>
+    </message>
+</context>
+<context>
     <name>views.requests_timeline</name>
     <message>
         <source>waiting</source>
@@ -2853,6 +3089,26 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     <message>
         <source>preempted</source>
         <translation>preemptada</translation>
+    </message>
+    <message>
+        <source>{n} block(s) stored to {tier}</source>
+        <translation>{n} bloco(s) gravado(s) no {tier}</translation>
+    </message>
+    <message>
+        <source>{n} block(s) loaded from {tier}</source>
+        <translation>{n} bloco(s) carregado(s) do {tier}</translation>
+    </message>
+    <message>
+        <source>step {s} · {who}: {what}, {size}, {ms:.2f} ms</source>
+        <translation>passo {s} · {who}: {what}, {size}, {ms:.2f} ms</translation>
+    </message>
+    <message>
+        <source>in all: {what}</source>
+        <translation>no total: {what}</translation>
+    </message>
+    <message>
+        <source>… {n} more moves (the marks ▼ ▲ on the timeline)</source>
+        <translation>… mais {n} movimentos (as marcas ▼ ▲ na linha do tempo)</translation>
     </message>
     <message>
         <source>r{n}: arrives at step {a}, TTFT {ttft:.1f} ms</source>
@@ -2887,8 +3143,8 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
         <translation> · lote de {k}, {t} posições, {ms:.1f} ms</translation>
     </message>
     <message>
-        <source>the timeline shows a continuous-batching run (schedule: continuous)</source>
-        <translation>a linha do tempo mostra uma execução com lotes contínuos (ordem: lotes contínuos)</translation>
+        <source>press Run: each request over the steps is drawn here</source>
+        <translation>aperte Rodar: cada requisição ao longo dos passos é desenhada aqui</translation>
     </message>
     <message>
         <source>pool: {held} of {n} blocks held, {cached} free but cached (dashed)</source>

@@ -65,3 +65,16 @@ def test_the_decode_instance_gives_the_colocated_tokens(tiny, decode_in_a_thread
 def test_a_model_the_decode_instance_cannot_load_is_its_error(tiny, decode_in_a_thread) -> None:
     with pytest.raises(SimulationError, match="the decode instance did not start: ModelLoadError: .*nonexistent"):
         run_disaggregated("/nonexistent/model/path", tiny.model, tiny.tokenizer, PROMPTS, steps=2, block_size=4)
+
+
+def test_transfers_record_the_blocks_of_both_pools(tiny, decode_in_a_thread) -> None:
+    """What the disaggregation view draws: the prefill pool's blocks each request's rows left, the decode pool's
+    blocks they went into (as many), each pool's size, and who the decode pool held right after they arrived."""
+    split = run_disaggregated("tiny", tiny.model, tiny.tokenizer, PROMPTS, steps=3, block_size=4)
+    for i, t in enumerate(split.transfers):
+        assert len(t.prefill_blocks) == len(t.decode_blocks) == t.blocks
+        assert max(t.prefill_blocks) < t.prefill_pool_blocks and max(t.decode_blocks) < t.decode_pool_blocks
+        held = dict(t.decode_held)
+        assert held[i] == t.decode_blocks
+        blocks = [b for bs in held.values() for b in bs]
+        assert len(blocks) == len(set(blocks))  # no block held by two requests

@@ -91,6 +91,25 @@ def test_an_evicted_block_goes_to_host_then_disk_and_comes_back_bit_identical() 
     assert not pool.disk.folder.exists()
 
 
+@pytest.mark.parametrize("disk_blocks", [0, 1, 4])
+def test_a_recall_whose_allocation_stores_a_block_never_pushes_out_the_block_it_brings_back(disk_blocks: int) -> None:
+    """The allocation a recall makes may evict a cached device block into a full tier: the block being brought back
+    stays where it is (the evicted one goes down to disk, or is dropped), and comes back bit for bit."""
+    pool = _pool(host_blocks=1, disk_blocks=disk_blocks, n_blocks=1)
+    try:
+        hx, kx, vx = _fill_and_free(pool, [1, 1, 1, 1], seed=1)
+        hy, _, _ = _fill_and_free(pool, [2, 2, 2, 2], seed=2)  # x evicted: the host's one slot
+        assert pool.offloaded(hx) == "host" and pool.lookup(hy) == 0
+        b = pool.recall(hx, owner=3)  # takes block 0, evicting y into the full host tier
+        k, v = pool.rows()
+        assert torch.equal(k[:, b], kx) and torch.equal(v[:, b], vx)
+        assert pool.offloaded(hy) == ("disk" if disk_blocks else None) and pool.offloaded(hx) == "host"
+        assert [(m.tier, m.direction, m.owner) for m in pool.moves][-1] == ("host", "load", 3)
+        pool.check()
+    finally:
+        pool.close()
+
+
 def test_a_prefix_lookup_counts_an_offloaded_block_and_taking_it_recalls_it() -> None:
     pool = _pool(host_blocks=4, disk_blocks=0, n_blocks=3)
     try:
@@ -186,3 +205,30 @@ def test_cli_refuses_offload_and_disaggregate_flags_that_do_not_go_together(caps
 def test_one_prompt_refuses_the_several_requests_flags(capsys) -> None:
     assert main(["run", "--model", SMALL, "--prompt", "ab", "--offload", "host:1MB"]) == 2
     assert "--offload applies to several requests" in capsys.readouterr().err
+
+
+def test_snapshots_record_what_each_tier_holds_and_the_moves_of_each_step(small) -> None:
+    """What the views draw: every snapshot names the blocks each tier holds (least recently used first), the
+    moves of a step are those made between the previous snapshot and it (all of them, once, in order), and a
+    store names the request whose allocation evicted the block, a load the request whose hit brought it back."""
+    options = RunOptions(pool_blocks=9, offload=OffloadSpec.parse("host:4KiB,disk:64KB"), **RUN)
+    run = RequestsEngine(small.model, small.tokenizer, PROMPTS, options, OneAtATime(repeats=2)).run()
+    moves = run.moves
+    assert moves == tuple(run.meta["offload"]["moves"]) and moves
+    assert sum((run.moves_at(s) for s in range(len(run.snapshots))), ()) == moves
+    held: dict[str, list[str]] = {"host": [], "disk": []}
+    for s, snap in enumerate(run.snapshots):
+        assert [t.tier for t in snap.tiers] == ["host", "disk"] and snap.tier("host").capacity == 4
+        for m in run.moves_at(s):  # each move changes what its tier holds as the snapshot says
+            if m["direction"] == "store":
+                assert 0 <= m["owner"] < len(PROMPTS) and m["owner"] <= snap.request
+                held[m["tier"]].append(m["block_hash"])
+            else:
+                assert m["owner"] == snap.request and m["block_hash"] in held[m["tier"]]
+        for tier in snap.tiers:
+            assert set(tier.hashes) <= set(held[tier.tier]) and len(tier.hashes) <= tier.capacity
+            assert all(len(ids) == run.block_size for ids in tier.token_ids)
+    last = run.snapshots[-1]
+    assert len(last.tier("host").hashes) == 4 and len(last.tier("disk").hashes) >= 2
+    plain = run_requests(small.model, small.tokenizer, PROMPTS, pool_blocks=9, repeats=1, **RUN)
+    assert all(s.tiers == () and s.moves_done == 0 for s in plain.snapshots) and plain.moves == ()

@@ -8,6 +8,11 @@ reusable rows (registered by hash) is drawn dimmed with a dashed border, in its 
 A free block also shows its place in the free queue (q1 is the block handed out next, marked "next"),
 and vLLM's null block 0 (reserved, never handed out) says "null".
 
+A run with offload tiers (``PoolSnapshot.tiers``) gets, under the device pool, one section per tier (a
+heading in words, then the blocks it holds, the next out first); every cell has a band in its tier's
+colour (device, host, disk). A tier block written this step says "stored", one read back "loaded"; the
+device block a load filled says "from host" / "from disk".
+
 ``cells()`` is what ``paintEvent`` draws (and what the tests read).
 """
 
@@ -50,6 +55,10 @@ EVENT_LABELS = {  # the word as drawn, marked for translation
     "freed": QT_TRANSLATE_NOOP("views.blocks", "freed"),
     "next": QT_TRANSLATE_NOOP("views.blocks", "next"),
     "null": QT_TRANSLATE_NOOP("views.blocks", "null"),
+    "stored": QT_TRANSLATE_NOOP("views.blocks", "stored"),
+    "loaded": QT_TRANSLATE_NOOP("views.blocks", "loaded"),
+    "from host": QT_TRANSLATE_NOOP("views.blocks", "from host"),
+    "from disk": QT_TRANSLATE_NOOP("views.blocks", "from disk"),
 }
 EVENT_MEANING = {
     "new": QT_TRANSLATE_NOOP("views.blocks", "taken from the free list for this request"),
@@ -61,7 +70,25 @@ EVENT_MEANING = {
     "freed": QT_TRANSLATE_NOOP("views.blocks", "freed, nothing to reuse"),
     "next": QT_TRANSLATE_NOOP("views.blocks", "first in the free queue: the block handed out next"),
     "null": QT_TRANSLATE_NOOP("views.blocks", "vLLM's null block: reserved, never handed out"),
+    "stored": QT_TRANSLATE_NOOP("views.blocks", "a tier block written in this step: evicted from the device, its rows kept here"),
+    "loaded": QT_TRANSLATE_NOOP(
+        "views.blocks", "a tier block read back in this step: a prefix hit copied its rows to the device"
+    ),
+    "from host": QT_TRANSLATE_NOOP("views.blocks", "a device block filled in this step from the host tier (a prefix hit)"),
+    "from disk": QT_TRANSLATE_NOOP("views.blocks", "a device block filled in this step from the disk tier (a prefix hit)"),
 }
+TIER_WORDS = ("stored", "loaded", "from host", "from disk")  # the cell words only a run with offload tiers draws
+TIERS = ("device", "host", "disk")
+TIER_COLORS = {  # a band on every cell: where the block's rows are (colour-blind-safe apart; the legend says it in words)
+    "dark": {"device": "#BBBBBB", "host": "#CC99EE", "disk": "#D9A560"},
+    "light": {"device": "#666666", "host": "#7B3294", "disk": "#8C510A"},
+}
+TIER_NAMES = {
+    "device": QT_TRANSLATE_NOOP("views.blocks", "device"),
+    "host": QT_TRANSLATE_NOOP("views.blocks", "host"),
+    "disk": QT_TRANSLATE_NOOP("views.blocks", "disk"),
+}
+TIER_BAND = 3  # px: the tier's band along a cell's top edge
 MIN_CELL_W = 74  # at least; wider when the cell's words need it (cell_width)
 WITH_LOGICAL = ("new", "write", "hit", "copy", "evict")  # the words drawn beside a logical index "L j"
 MAX_SLOT = 12
@@ -75,6 +102,23 @@ def event_label(word: str) -> str:
 def event_meaning(word: str) -> str:
     """What the cell word ``word`` means, in the app's language."""
     return translate("views.blocks", EVENT_MEANING[word]) if word in EVENT_MEANING else ""
+
+
+def tier_color(tier: str) -> str:
+    """The colour of offload tier ``tier`` ("device", "host", "disk") in the current theme."""
+    return TIER_COLORS[theme.current()][tier]
+
+
+def tier_name(tier: str) -> str:
+    """The tier's name in the app's language."""
+    return translate("views.blocks", TIER_NAMES[tier]) if tier in TIER_NAMES else tier
+
+
+def tier_heading(state) -> str:
+    """A tier section's heading: what it holds of its capacity, in words (``state``: a ``TierState``)."""
+    return translate("views.blocks", "{tier} tier: {n} of {cap} blocks held, the next out first").format(
+        tier=tier_name(state.tier), n=len(state.hashes), cap=state.capacity
+    )
 
 
 def request_color(index: int) -> str:
@@ -108,12 +152,15 @@ class BlockCell:
     logical: int | None  # its index in the selected request's block table
     queue_place: int | None = None  # its place in the free queue (0: handed out next); None: held, or not recorded
     null: bool = False  # vLLM's reserved null block
+    tier: str = "device"  # where its rows are: the device pool, or an offload tier ("host", "disk")
+    block_hash: str | None = None  # a tier block's hash (its ``block`` is then its place in the tier, 0 next out)
 
 
 class BlocksGrid(QWidget):
     """The pool of one snapshot; ``hovered(block)`` (-1 when off every block)."""
 
     hovered = Signal(int)
+    tier_hovered = Signal(str, int)  # a tier block: (tier, place), the next out 0
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -125,6 +172,9 @@ class BlocksGrid(QWidget):
         self.one_line = False  # the cell's text on one line (set by _metrics when fitted)
         self.slot = float(MAX_SLOT)
         self._cells: list[BlockCell] = []
+        self._headings: list[tuple[QRectF, str]] = []  # the tier sections' headings
+        self.hover_tier: tuple[str, int] | None = None
+        self.moves: tuple = ()  # the tier moves of the shown step (``RequestsRun.moves_at``)
         self.setMouseTracking(True)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # so ← → reach the view when the grid was clicked
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
@@ -132,9 +182,12 @@ class BlocksGrid(QWidget):
         theme.on_change(self._on_theme)
 
     # ---------------------------------------------------------------- state
-    def set_snapshot(self, snapshot, last_owner: np.ndarray | None = None, selected: int | None = None) -> None:
-        """Draw ``snapshot``; ``last_owner[b]``: the request that last held block b (-1: none)."""
-        self.snapshot, self.last_owner, self.selected = snapshot, last_owner, selected
+    def set_snapshot(
+        self, snapshot, last_owner: np.ndarray | None = None, selected: int | None = None, moves: tuple = ()
+    ) -> None:
+        """Draw ``snapshot``; ``last_owner[b]``: the request that last held block b (-1: none); ``moves``: the
+        tier moves made in its step (what marks tier blocks "stored"/"loaded")."""
+        self.snapshot, self.last_owner, self.selected, self.moves = snapshot, last_owner, selected, tuple(moves)
         self._relayout()
 
     def _on_theme(self, _name: str) -> None:
@@ -159,7 +212,7 @@ class BlocksGrid(QWidget):
             tight = 14 + fm.horizontalAdvance(f"#{nb - 1}") + 6 + QFontMetrics(self.small_font()).horizontalAdvance(f"L{nb - 1}")
             for n in range(n_cols, max(n_cols, width // max(tight, 1)) + 1):  # more, narrower cells while slots are small
                 cw = width / n
-                lines = -(-nb // n)
+                lines = -(-nb // n) + sum(1 + -(-len(t.hashes) // n) for t in self.snapshot.tiers)
                 s = max(2.0, min(MAX_SLOT, (cw - 14) / cols, ((room - 6) / lines - 4 - text_h) / rows))
                 n_cols, cell_w, slot = n, cw, s
                 if s >= 5:
@@ -196,7 +249,11 @@ class BlocksGrid(QWidget):
         n = self.snapshot.n_blocks if self.snapshot is not None else 100
         logical = fm.horizontalAdvance(f"L{max(0, n - 1)}") + 3
         beside = max(fm.horizontalAdvance(event_label(w)) for w in WITH_LOGICAL) + logical
-        alone = max(fm.horizontalAdvance(event_label(w)) for w in EVENT_LABELS)
+        tiers = bool(self.snapshot is not None and self.snapshot.tiers)
+        words = [w for w in EVENT_LABELS if tiers or w not in TIER_WORDS]
+        alone = max(fm.horizontalAdvance(event_label(w)) for w in words)
+        if tiers:  # a block loaded from a tier says so beside its logical index
+            beside = max(beside, max(fm.horizontalAdvance(event_label(w)) for w in ("from host", "from disk")) + logical + 4)
         if getattr(self, "one_line", False):  # fitted: the id and L j on one line; the border says the event (the legend)
             return max(48, 14 + self.fontMetrics().horizontalAdvance(f"#{max(0, n - 1)}×9") + 8 + logical)
         return max(MIN_CELL_W, 14 + max(beside, alone))  # the footer is the cell less 14 px
@@ -207,7 +264,11 @@ class BlocksGrid(QWidget):
             return 60
         n_cols, _, cell_h = self._metrics()
         rows = -(-self.snapshot.n_blocks // n_cols)
-        return int(rows * cell_h) + 4
+        tiers = sum(self.heading_height() + -(-len(t.hashes) // n_cols) * cell_h for t in self.snapshot.tiers)
+        return int(rows * cell_h + tiers) + 4
+
+    def heading_height(self) -> int:
+        return self.fontMetrics().height() + 8
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt
         return QSize(self.cell_width() * 8, self.needed_height())
@@ -226,9 +287,11 @@ class BlocksGrid(QWidget):
     # ---------------------------------------------------------------- cells
     def _make_cells(self) -> list[BlockCell]:
         snap = self.snapshot
+        self._headings = []
         if snap is None:
             return []
         n_cols, cell_w, cell_h = self._metrics()
+        loaded = {str(m["block_hash"]): str(m["tier"]) for m in self.moves if m["direction"] == "load"}
         table = snap.table(self.selected) if self.selected is not None else None
         logical = {b: j for j, b in enumerate(table.blocks)} if table is not None and not table.finished else {}
         queue = {b: k for k, b in enumerate(snap.free_queue or ())}
@@ -247,6 +310,9 @@ class BlocksGrid(QWidget):
                 color = request_color(last)
             else:
                 color = None
+            event = EVENT_WORDS.get(snap.events[b], snap.events[b])
+            if event == "hit" and snap.hashes[b] in loaded:  # a prefix hit whose rows came back from a tier
+                event = f"from {loaded[snap.hashes[b]]}"
             cells.append(
                 BlockCell(
                     block=b,
@@ -256,30 +322,77 @@ class BlocksGrid(QWidget):
                     stripes=tuple(request_color(o) for o in owners),
                     refs=refs,
                     filled=int(snap.filled[b]),
-                    event=EVENT_WORDS.get(snap.events[b], snap.events[b]),
+                    event=event,
                     cached=cached,
                     logical=logical.get(b),
                     queue_place=queue.get(b),
                     null=b == null,
                 )
             )
+        top = -(-snap.n_blocks // n_cols) * cell_h
+        for state in snap.tiers:
+            cells += self._tier_cells(state, top, n_cols, cell_w, cell_h)
+            top += self.heading_height() + -(-len(state.hashes) // n_cols) * cell_h
         return cells
+
+    def _tier_cells(self, state, top: float, n_cols: int, cell_w: int, cell_h: float) -> list[BlockCell]:
+        """One tier's section at height ``top``: its heading, then the blocks it holds (the next out first)."""
+        self._headings.append((QRectF(4, top + 4, self.width() - 8, self.heading_height() - 4), tier_heading(state)))
+        top += self.heading_height()
+        stored = {m["block_hash"] for m in self.moves if m["tier"] == state.tier and m["direction"] == "store"}
+        read = {m["block_hash"] for m in self.moves if m["tier"] == state.tier and m["direction"] == "load"}
+        color = tier_color(state.tier)
+        out = []
+        for k, h in enumerate(state.hashes):
+            r, c = divmod(k, n_cols)
+            out.append(
+                BlockCell(
+                    block=k,
+                    rect=QRectF(c * cell_w + 2, top + r * cell_h + 2, cell_w - 4, cell_h - 4),
+                    owners=(),
+                    color=color,
+                    stripes=(),
+                    refs=0,
+                    filled=len(state.token_ids[k]),
+                    event="loaded" if h in read else "stored" if h in stored else "",
+                    cached=False,
+                    logical=None,
+                    tier=state.tier,
+                    block_hash=h,
+                )
+            )
+        return out
+
+    def headings(self) -> list[tuple[QRectF, str]]:
+        """The tier sections' headings as drawn: (rect, text)."""
+        return list(self._headings)
 
     def cells(self) -> list[BlockCell]:
         return list(self._cells)
 
     def block_at(self, pos: QPointF) -> int:
-        return next((c.block for c in self._cells if c.rect.contains(pos)), -1)
+        return next((c.block for c in self._cells if c.tier == "device" and c.rect.contains(pos)), -1)
+
+    def tier_block_at(self, pos: QPointF) -> tuple[str, int] | None:
+        return next(((c.tier, c.block) for c in self._cells if c.tier != "device" and c.rect.contains(pos)), None)
 
     # ---------------------------------------------------------------- input
     def mouseMoveEvent(self, event) -> None:  # noqa: N802 - Qt
         b = self.block_at(event.position())
+        tier = self.tier_block_at(event.position())
+        if tier != self.hover_tier:
+            self.hover_tier = tier
+            if tier is not None:
+                self.tier_hovered.emit(*tier)
+            self.update()
         if b != self.hover_block:
             self.hover_block = b
-            self.hovered.emit(b)
+            if tier is None:
+                self.hovered.emit(b)
             self.update()
 
     def leaveEvent(self, event) -> None:  # noqa: N802 - Qt
+        self.hover_tier = None
         if self.hover_block != -1:
             self.hover_block = -1
             self.hovered.emit(-1)
@@ -306,7 +419,22 @@ class BlocksGrid(QWidget):
         small_h = int(fm.height() * 0.85)
         for cell in self._cells:
             self._draw_cell(p, cell, size, cols, fm.height(), small, small_h)
+        p.setFont(self.font())
+        for rect, text in self._headings:
+            p.setPen(QPen(QColor(theme.BORDER), 1))
+            p.drawLine(rect.topLeft(), rect.topRight())
+            p.setPen(QColor(theme.TEXT))
+            p.drawText(
+                rect,
+                Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                fm.elidedText(text, Qt.TextElideMode.ElideRight, int(rect.width())),
+            )
         p.end()
+
+    @staticmethod
+    def tier_label(cell: BlockCell) -> str:
+        """A tier block's header: the tier's initial and its place (1: the next out)."""
+        return f"{tier_name(cell.tier)[:1].upper()}{cell.block + 1}"
 
     def _draw_cell(self, p: QPainter, cell: BlockCell, size: int, cols: int, line_h: int, small: QFont, small_h: int) -> None:
         rect = cell.rect
@@ -315,7 +443,13 @@ class BlocksGrid(QWidget):
         p.setFont(self.font())
         p.setPen(QColor(theme.TEXT if cell.owners else theme.MUTED))
         head = QRectF(rect.left() + 7, rect.top() + 1, rect.width() - 10, line_h)
-        p.drawText(head, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, f"#{cell.block}")
+        if self.snapshot is not None and self.snapshot.tiers:  # every cell says where its rows are: its tier's band
+            p.fillRect(QRectF(rect.left() + 1, rect.top() + 1, rect.width() - 2, TIER_BAND), QColor(tier_color(cell.tier)))
+        if cell.tier != "device":
+            p.setPen(QColor(theme.TEXT))
+            p.drawText(head, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, self.tier_label(cell))
+        else:
+            p.drawText(head, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, f"#{cell.block}")
         if cell.refs >= 2:
             bold = QFont(self.font())
             bold.setBold(True)
@@ -362,7 +496,8 @@ class BlocksGrid(QWidget):
         logical = f"L{cell.logical}" if cell.logical is not None else ""
         if word:  # elided before the logical index, so a long word never runs under it
             room = foot.width() - (QFontMetrics(small).horizontalAdvance(logical) + 3 if logical else 0)
-            p.setPen(QColor(theme.ACCENT if word in ("hit", "next") else theme.ERROR if word == "evict" else theme.MUTED))
+            accent = ("hit", "next", "loaded", "from host", "from disk")
+            p.setPen(QColor(theme.ACCENT if word in accent else theme.ERROR if word == "evict" else theme.MUTED))
             label = QFontMetrics(small).elidedText(event_label(word), Qt.TextElideMode.ElideRight, int(room))
             p.drawText(foot, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, label)
         if logical:
@@ -370,11 +505,11 @@ class BlocksGrid(QWidget):
             p.drawText(foot, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, logical)
         # the border says the event (and the hover)
         pen = QPen(QColor(theme.BORDER), 1)
-        if cell.event == "hit":
+        if cell.event in ("hit", "from host", "from disk", "loaded"):
             pen = QPen(QColor(theme.ACCENT), 3)
         elif cell.event == "evict":
             pen = QPen(QColor(theme.ERROR), 2)
-        elif cell.event in ("new", "write", "copy"):
+        elif cell.event in ("new", "write", "copy", "stored"):
             pen = QPen(QColor(theme.TEXT), 2)
         elif cell.queue_place == 0:  # the block handed out next
             pen = QPen(QColor(theme.ACCENT), 2, Qt.PenStyle.DotLine)
@@ -384,7 +519,7 @@ class BlocksGrid(QWidget):
             pen = QPen(QColor(theme.MUTED), 1, Qt.PenStyle.DotLine)
         if cell.logical is not None and pen.width() < 2:
             pen = QPen(QColor(request_color(self.selected or 0)), 2)
-        if cell.block == self.hover_block:
+        if (cell.tier == "device" and cell.block == self.hover_block) or (cell.tier, cell.block) == self.hover_tier:
             pen = QPen(QColor(theme.HOVER), 2)
         p.setPen(pen)
         p.setBrush(Qt.BrushStyle.NoBrush)

@@ -32,8 +32,18 @@ from .blocks import BlocksGrid, request_color
 from .blocks_table import BlockTableView
 from .form import RequestListEditor, SettingsBar
 from .job import Computed, Pending, demo_lists, start, start_demo
-from .timeline import TimelineView, fill_prefix_tree, latency_lines, reuse_line
-from .wording import NumbersPanel, block_text, free_queue_text, legend_html, legend_tooltip, run_summary, step_summary
+from .split import SplitView, compute_split
+from .timeline import TimelineView, fill_prefix_tree, latency_lines, move_lines, reuse_line
+from .wording import (
+    NumbersPanel,
+    block_text,
+    free_queue_text,
+    legend_html,
+    legend_tooltip,
+    run_summary,
+    step_summary,
+    tier_block_text,
+)
 
 FOLLOW = -1  # the request chooser's "the step's request"
 
@@ -145,6 +155,21 @@ class RequestsView(QWidget):
                 "requests is a prefix they could all reuse, token by token, not only in whole blocks",
             ),
         )
+        self.split = SplitView()
+        self.split.run_button.clicked.connect(self.run_split)
+        split_scroll = QScrollArea()
+        split_scroll.setWidgetResizable(True)
+        split_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        split_scroll.setWidget(self.split)
+        self.tabs.addTab(split_scroll, translate("views.requests", "Prefill / decode"))
+        self.tabs.setTabToolTip(
+            5,
+            translate(
+                "views.requests",
+                "disaggregated prefill and decode: the request list served by one pool and by two instances with their "
+                "own pools; the two pools, the transfers between them, TTFT and ITL both ways",
+            ),
+        )
         try:
             self.editor.fill_demos(demo_lists())
         except Exception as exc:  # noqa: BLE001 - the dock still works with a typed list
@@ -217,6 +242,7 @@ class RequestsView(QWidget):
         lay.addWidget(self.summary)
         self.grid = BlocksGrid()
         self.grid.hovered.connect(self._hover)
+        self.grid.tier_hovered.connect(self._hover_tier)
         self.scroll = QScrollArea()
         self.scroll.setWidgetResizable(True)
         self.scroll.setWidget(self.grid)
@@ -331,6 +357,43 @@ class RequestsView(QWidget):
             return False
         what = translate("views.requests", "{n} requests").format(n=len(given.prompts))
         return self._submit(lambda loaded: self._first_slice(loaded, start(loaded, given, settings)), what, 0)
+
+    def run_split(self) -> bool:
+        """Serve the list in the editor colocated and disaggregated (the Prefill / decode tab; False while busy)."""
+        given, settings = self.editor.given(), self.bar.settings()
+        if self.busy:
+            return False
+        if not given.prompts:
+            self.say(
+                translate("views.requests", "the request list is empty: write one prompt per line in the 'Request list' tab"),
+                error=True,
+            )
+            return False
+        self._cancel_asked = False
+        self._set_busy(True)
+        self.say(
+            translate(
+                "views.requests",
+                "serving {n} requests colocated, then split (a second process loads the model for the decode instance)…",
+            ).format(n=len(given.prompts))
+        )
+
+        def job(loaded):
+            return compute_split(loaded, given.prompts, given.system, settings.block_size, settings.steps)
+
+        if not self.host.submit(job, self._split_done, self._failed):
+            self._set_busy(False)
+            return False
+        return True
+
+    def _split_done(self, result) -> None:
+        self._set_busy(False)
+        if self._cancel_asked:
+            self.say(translate("views.requests", "the requests run was cancelled: nothing of it was kept"))
+            return
+        self.split.show_result(result)
+        self.tabs.setCurrentIndex(5)
+        self.say(self.split.caption.text())
 
     @staticmethod
     def _first_slice(loaded, pending: Pending | None) -> Computed | Pending | None:
@@ -467,11 +530,13 @@ class RequestsView(QWidget):
         if run is not None:
             self.slider.setRange(0, max(0, len(run.snapshots) - 1))
             self._set_timeline(run)
+        self._update_legend()
         self._draw()
 
     def _set_timeline(self, run) -> None:
         self.timeline.set_run(run)
         lines = latency_lines(run) if run.batches else []
+        lines += move_lines(run)
         if self.computed is not None and self.computed.reuse is not None:
             lines.append(reuse_line(self.computed.reuse))
         self.latency.setText("\n".join(lines))
@@ -491,7 +556,7 @@ class RequestsView(QWidget):
         snap = run.snapshots[i]
         selected = self.selected_request()
         owners = self.computed.last_owner.get(self.caching)
-        self.grid.set_snapshot(snap, owners[i] if owners is not None and i < len(owners) else None, selected)
+        self.grid.set_snapshot(snap, owners[i] if owners is not None and i < len(owners) else None, selected, run.moves_at(i))
         self.table.set_table(snap.table(selected) if selected is not None else None, run.block_size)
         self.step_label.setText(
             translate("views.requests", "step {i} / {n}").format(i=integer(i + 1), n=integer(len(run.snapshots)))
@@ -507,6 +572,15 @@ class RequestsView(QWidget):
             self.readout.setText(_hover_hint())
             return
         text = block_text(run.snapshots[self.step], block, self.computed.token_text)
+        self.readout.setText(text)
+        if self.grid.underMouse():
+            QToolTip.showText(QCursor.pos(), text, self.grid)
+
+    def _hover_tier(self, tier: str, place: int) -> None:
+        run = self.current_run()
+        if run is None:
+            return
+        text = tier_block_text(run.snapshots[self.step], tier, place, self.computed.token_text)
         self.readout.setText(text)
         if self.grid.underMouse():
             QToolTip.showText(QCursor.pos(), text, self.grid)
@@ -532,7 +606,9 @@ class RequestsView(QWidget):
 
     def _update_legend(self) -> None:
         n = len(self.computed.both.on.requests) if self.computed is not None else 0
-        self.legend.setText(legend_html([request_color(i) for i in range(n)]))
+        run = self.current_run()
+        tiers = run is not None and bool(run.snapshots) and bool(run.snapshots[0].tiers)
+        self.legend.setText(legend_html([request_color(i) for i in range(n)], tiers))
 
     def _on_theme(self, _name: str) -> None:
         self._update_legend()

@@ -48,6 +48,19 @@ TIP_BUDGET = QT_TRANSLATE_NOOP(
     "continuous batching: positions one batched forward computes at most; a longer prompt is split into "
     "chunks over several steps (chunked prefill)",
 )
+TIP_OFFLOAD = QT_TRANSLATE_NOOP(
+    "views.requests_form",
+    "offload tiers under the pool (prefix caching on): a cached block the pool evicts is copied to the host tier "
+    "(then down to disk) instead of dropped, and a later prefix hit loads it back. Give a pool too small to keep "
+    "every prefix, or nothing is evicted",
+)
+#: the tiers the offload combo offers: (its words, the spec as ``--offload`` takes it; None: no tiers)
+OFFLOAD_CHOICES = (
+    (QT_TRANSLATE_NOOP("views.requests_form", "no tiers"), None),
+    (QT_TRANSLATE_NOOP("views.requests_form", "host 1 MB"), "host:1MB"),
+    (QT_TRANSLATE_NOOP("views.requests_form", "disk 4 MB"), "disk:4MB"),
+    (QT_TRANSLATE_NOOP("views.requests_form", "host 256 KB + disk 4 MB"), "host:256KB,disk:4MB"),
+)
 TIP_RUN = QT_TRANSLATE_NOOP(
     "views.requests_form",
     "run the request list twice through one paged pool — prefix caching off, then on — and measure each "
@@ -90,6 +103,11 @@ class SettingsBar(QWidget):
         )
         self.schedule.currentIndexChanged.connect(self._enable_budget)
         self._enable_budget()
+        self.offload = QComboBox()
+        for words, spec in OFFLOAD_CHOICES:
+            self.offload.addItem(translate("views.requests_form", words), spec)
+        self.offload.setToolTip(translate("views.requests_form", TIP_OFFLOAD))
+        lay.addWidget(self.offload)
         lay.addStretch(1)
         self.run_button = QPushButton(translate("views.requests_form", "Run"))
         self.run_button.setToolTip(translate("views.requests_form", TIP_RUN))
@@ -119,6 +137,7 @@ class SettingsBar(QWidget):
             steps=self.steps.value(),
             schedule=str(self.schedule.currentData()),
             max_batched_tokens=self.budget.value(),
+            offload=self.offload.currentData(),
         )
 
     def show_settings(self, settings: RequestsSettings) -> None:
@@ -128,6 +147,10 @@ class SettingsBar(QWidget):
         self.steps.setValue(settings.steps)
         self.schedule.setCurrentIndex(max(0, self.schedule.findData(settings.schedule)))
         self.budget.setValue(settings.max_batched_tokens)
+        spec = settings.offload
+        if spec is not None and self.offload.findData(spec) < 0:  # tiers none of the choices name: shown as given
+            self.offload.addItem(str(spec), spec)
+        self.offload.setCurrentIndex(0 if spec is None else self.offload.findData(spec))
 
     def set_busy(self, busy: bool) -> None:
         self.run_button.setEnabled(not busy)

@@ -54,6 +54,31 @@ ROWS = (
         ),
     ),
     (
+        "from_host",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "hits from host"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers",
+            "of its hit blocks, those the device pool had evicted and the host tier gave back (its rows copied in)",
+        ),
+    ),
+    (
+        "from_disk",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "hits from disk"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers",
+            "of its hit blocks, those the disk tier gave back (read from its file, memory-mapped)",
+        ),
+    ),
+    (
+        "saved",
+        QT_TRANSLATE_NOOP("views.requests_numbers", "TTFT saved, ms"),
+        QT_TRANSLATE_NOOP(
+            "views.requests_numbers",
+            "TTFT off − TTFT on: what taking its hits (from the device and the tiers) saved against computing every row "
+            "again, measured (loads, and the stores the loads' allocations made, included)",
+        ),
+    ),
+    (
         "ttft_off",
         QT_TRANSLATE_NOOP("views.requests_numbers", "TTFT off, ms"),
         QT_TRANSLATE_NOOP(
@@ -107,6 +132,7 @@ ROWS = (
     ),
 )
 ROW_KEYS = tuple(key for key, _, _ in ROWS)
+TIER_ROWS = ("from_host", "from_disk", "saved")  # shown for a run with offload tiers
 
 
 def ms_figure(value: float) -> str:
@@ -139,6 +165,11 @@ def verdict_tip(comparison) -> str:
         pairs=comparison.pairs,
         verdict=translate("views.requests_numbers", VERDICT_WORDS[comparison.verdict]),
     )
+
+
+def signed_ms(value: float) -> str:
+    """A time saved (negative: lost), with its sign."""
+    return ("+" if value > 0 else "−" if value < 0 else "") + ms_figure(abs(value))
 
 
 def _blocks(physical: int, mapped: int) -> tuple[tuple[int, int], str]:
@@ -200,6 +231,11 @@ class SideBySideTable(QTableWidget):
             head.setToolTip(on[i].prompt or "")
         ratios = both.ttft_ratios()
         physical = both.on.physical_blocks()
+        offload = both.on.meta.get("offload")
+        recalled = list(offload["recalled"]) if isinstance(offload, dict) else []
+        recalled += [[0, 0]] * (n - len(recalled))
+        for key in TIER_ROWS:  # the tiers' rows only for a run with tiers
+            self.setRowHidden(ROW_KEYS.index(key), not offload)
         for i, (a, b) in enumerate(zip(off, on, strict=True)):
             self._column(
                 i,
@@ -209,6 +245,9 @@ class SideBySideTable(QTableWidget):
                     "computed_on": (b.prefill_rows, None),
                     "reused": (b.reused_rows, None),
                     "hits": ((b.hit_blocks, b.miss_blocks), f"{b.hit_blocks} / {b.miss_blocks}"),
+                    "from_host": (int(recalled[i][0]), None),
+                    "from_disk": (int(recalled[i][1]), None),
+                    "saved": (a.ttft_ms - b.ttft_ms, signed_ms(a.ttft_ms - b.ttft_ms)),
                     "ttft_off": (a.ttft_ms, ms_figure(a.ttft_ms)),
                     "spread_off": ((a.ttft_ms_min, a.ttft_ms_max), f"{ms_figure(a.ttft_ms_min)}–{ms_figure(a.ttft_ms_max)}"),
                     "ttft_on": (b.ttft_ms, ms_figure(b.ttft_ms)),
@@ -225,6 +264,9 @@ class SideBySideTable(QTableWidget):
             "computed_on": (sum(r.prefill_rows for r in on), None),
             "reused": (sum(r.reused_rows for r in on), None),
             "hits": ((sum(r.hit_blocks for r in on), sum(r.miss_blocks for r in on)), None),
+            "from_host": (sum(int(h) for h, _ in recalled), None),
+            "from_disk": (sum(int(d) for _, d in recalled), None),
+            "saved": (t_off - t_on, signed_ms(t_off - t_on)),
             "ttft_off": (t_off, ms_figure(t_off)),
             "spread_off": (None, ""),
             "ttft_on": (t_on, ms_figure(t_on)),

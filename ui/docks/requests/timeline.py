@@ -1,11 +1,16 @@
-"""The Timeline view of a continuous-batching run: requests over steps, and the pool's occupancy over time.
+"""The Timeline view of a requests run: requests over steps, and the pool's occupancy over time.
 
-One row per request, one column per scheduler step (``RequestsRun.batches``). A cell says what the
+One row per request, one column per scheduler step (``RequestsRun.batches``; a one-at-a-time run: one
+column per snapshot, the request that ran it in its prefill or decode, the others started and not done
+waiting). A cell says what the
 request did in that step: waiting (arrived, not in the batch: a thin grey bar), a prefill chunk (its
 colour, the number of positions written in it), a decode (its colour, narrower), a recompute of rows
 lost to preemption (its colour, hatched), preempted (a red cross: its blocks were taken back), done or
 not arrived yet (empty). The column of the shown step is outlined. Under it, the pool over the same
 steps: blocks held by running requests (filled) and free blocks still holding reusable rows (a line).
+A run with offload tiers also marks, in the row of the request each concerns, the step's moves between the
+device pool and a tier (``RequestsRun.moves_at``): a store (▼, rows going down to a tier) and a load (▲,
+rows coming back) in the tier's colour; the tooltip gives the blocks, bytes and measured time.
 
 ``cells()`` / ``states`` are what ``paintEvent`` draws (and what the tests read).
 """
@@ -23,7 +28,7 @@ from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lu
 
 from ... import theme
 from ...i18n import fill, translate
-from .blocks import request_color
+from .blocks import request_color, tier_color, tier_name
 
 NONE, WAITING, PREFILL, DECODE, RECOMPUTE, PREEMPTED = range(6)
 STATE_WORDS = {
@@ -62,6 +67,116 @@ def timeline_states(run) -> tuple[np.ndarray, np.ndarray]:
     states.flags.writeable = False
     tokens.flags.writeable = False
     return states, tokens
+
+
+PHASE_STATES = {"prefill": PREFILL, "decode": DECODE}
+
+
+def snapshot_states(run) -> tuple[np.ndarray, np.ndarray]:
+    """(requests, snapshots) state codes and positions computed, from a one-at-a-time run's snapshots."""
+    n, steps = len(run.requests), len(run.snapshots)
+    states = np.zeros((n, steps), dtype=np.int8)
+    tokens = np.zeros((n, steps), dtype=np.int32)
+    for r in run.requests:
+        states[r.index, r.first_step : r.last_step] = WAITING  # started, not done
+    for s, snap in enumerate(run.snapshots):
+        if snap.phase in PHASE_STATES:
+            states[snap.request, s] = PHASE_STATES[snap.phase]
+            tokens[snap.request, s] = run.requests[snap.request].prefill_rows if snap.phase == "prefill" else 1
+        elif snap.phase == "finish":
+            states[snap.request, s] = NONE
+    states.flags.writeable = False
+    tokens.flags.writeable = False
+    return states, tokens
+
+
+def run_states(run) -> tuple[np.ndarray, np.ndarray]:
+    """The timeline of any run: its batch steps', or its snapshots' (one-at-a-time)."""
+    return timeline_states(run) if run.batches else snapshot_states(run)
+
+
+@dataclass(frozen=True)
+class MoveMark:
+    """The tier moves one request made in one step in one direction to or from one tier (``RequestsRun.moves_at``)."""
+
+    step: int
+    request: int  # -1: no request named (a move the tiers made on their own)
+    tier: str
+    direction: str  # "store" or "load"
+    blocks: int
+    nbytes: int
+    ms: float
+
+
+def move_marks(run) -> list[MoveMark]:
+    """Every tier move of the run, grouped by (step, request, tier, direction) in the order they were made."""
+    out: list[MoveMark] = []
+    for s in range(len(run.snapshots)):
+        groups: dict[tuple[int, str, str], list[dict]] = {}
+        for m in run.moves_at(s):
+            groups.setdefault((int(m["owner"]), str(m["tier"]), str(m["direction"])), []).append(m)
+        for (owner, tier, direction), moves in groups.items():
+            out.append(
+                MoveMark(
+                    s,
+                    owner,
+                    tier,
+                    direction,
+                    len(moves),
+                    sum(int(m["nbytes"]) for m in moves),
+                    sum(float(m["ms"]) for m in moves),
+                )
+            )
+    return out
+
+
+def move_words(mark: MoveMark) -> str:
+    """One mark in words: "step 7 · r4: 6 blocks loaded from disk, 196.6 KB, 0.84 ms"."""
+    from ...i18n import local
+
+    what = (
+        translate("views.requests_timeline", "{n} block(s) stored to {tier}")
+        if mark.direction == "store"
+        else translate("views.requests_timeline", "{n} block(s) loaded from {tier}")
+    ).format(n=mark.blocks, tier=tier_name(mark.tier))
+    who = f"r{mark.request + 1}" if mark.request >= 0 else "–"
+    return fill(
+        translate("views.requests_timeline", "step {s} · {who}: {what}, {size}, {ms:.2f} ms"),
+        s=mark.step + 1,
+        who=who,
+        what=what,
+        size=local(theme.human_bytes(mark.nbytes)),
+        ms=mark.ms,
+    )
+
+
+MOVE_LINES = 10  # marks listed under the timeline (then "… N more")
+
+
+def move_lines(run) -> list[str]:
+    """The run's tier moves in words (nothing without tiers): totals per tier and direction, then each mark."""
+    marks = move_marks(run)
+    if not marks:
+        return []
+    lines = []
+    for tier in ("host", "disk"):
+        for direction in ("store", "load"):
+            group = [m for m in marks if m.tier == tier and m.direction == direction]
+            if group:
+                total = MoveMark(
+                    -1, -1, tier, direction, sum(m.blocks for m in group), sum(m.nbytes for m in group), sum(m.ms for m in group)
+                )
+                lines.append(
+                    translate("views.requests_timeline", "in all: {what}").format(what=move_words(total).split(": ", 1)[1])
+                )
+    lines += [move_words(m) for m in marks[:MOVE_LINES]]
+    if len(marks) > MOVE_LINES:
+        lines.append(
+            translate("views.requests_timeline", "… {n} more moves (the marks ▼ ▲ on the timeline)").format(
+                n=len(marks) - MOVE_LINES
+            )
+        )
+    return lines
 
 
 def state_word(code: int) -> str:
@@ -123,17 +238,20 @@ class TimelineView(QWidget):
         self.step = 0
         self.states = np.zeros((0, 0), dtype=np.int8)
         self.tokens = np.zeros((0, 0), dtype=np.int32)
+        self.marks: list[MoveMark] = []
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.setMouseTracking(True)
         theme.on_change(lambda _name: self.update())
 
     def set_run(self, run) -> None:
         self.run = run
-        if run is None or not run.batches:
+        self.marks: list[MoveMark] = []
+        if run is None or not (run.batches or run.snapshots):
             self.states = np.zeros((0, 0), dtype=np.int8)
             self.tokens = np.zeros((0, 0), dtype=np.int32)
         else:
-            self.states, self.tokens = timeline_states(run)
+            self.states, self.tokens = run_states(run)
+            self.marks = move_marks(run) if len(run.snapshots) == self.states.shape[1] else []
         self.updateGeometry()
         self.update()
 
@@ -163,6 +281,19 @@ class TimelineView(QWidget):
             out.append(Cell(int(r), int(s), int(self.states[r, s]), int(self.tokens[r, s]), rect))
         return out
 
+    def mark_rects(self) -> list[tuple[MoveMark, QRectF]]:
+        """Every move mark and where it is drawn: in its request's row and step's column, a store in the upper
+        half, a load in the lower (a mark naming no request: in the first row)."""
+        w = self._col_w()
+        side = min(12.0, max(4.0, w - 2))
+        out = []
+        for m in self.marks:  # at the right end of the cell, clear of the positions' figure at its centre
+            row = max(0, m.request)
+            x = LABEL_W + (m.step + 1) * w - side - 1 - (side + 1) * (m.tier == "disk")  # disk left of host
+            y = row * ROW_H + (0 if m.direction == "store" else ROW_H / 2)
+            out.append((m, QRectF(x, y, side, ROW_H / 2)))
+        return out
+
     def cell_at(self, x: float, y: float) -> tuple[int, int] | None:
         if not self.states.size or x < LABEL_W:
             return None
@@ -170,8 +301,16 @@ class TimelineView(QWidget):
         return (r, s) if 0 <= r < self.states.shape[0] and 0 <= s < self.states.shape[1] else None
 
     def describe(self, request: int, step: int) -> str:
-        """Plain words on one cell (the tooltip)."""
+        """Plain words on one cell (the tooltip), with the moves it marks."""
+        text = self._describe_cell(request, step) if self.states[request, step] else ""
+        moves = [move_words(m) for m in self.marks if m.step == step and max(0, m.request) == request]
+        return "\n".join([t for t in (text, *moves) if t])
+
+    def _describe_cell(self, request: int, step: int) -> str:
         state = int(self.states[request, step])
+        if not self.run.batches:  # one at a time: the snapshot's phase
+            text = translate("views.requests_timeline", "request {n}, step {s}").format(n=request + 1, s=step + 1)
+            return text + (": " + state_word(state) if state else "")
         batch = self.run.batches[step]
         text = translate("views.requests_timeline", "request {n}, step {s}").format(n=request + 1, s=batch.step)
         if state in (PREFILL, DECODE, RECOMPUTE):
@@ -192,7 +331,7 @@ class TimelineView(QWidget):
 
     def mouseMoveEvent(self, event) -> None:  # noqa: N802 - Qt
         hit = self.cell_at(event.position().x(), event.position().y())
-        self.setToolTip(self.describe(*hit) if hit is not None and self.states[hit] else "")
+        self.setToolTip(self.describe(*hit) if hit is not None else "")
 
     # ---------------------------------------------------------------- drawing
     def paintEvent(self, _event) -> None:  # noqa: N802 - Qt
@@ -203,7 +342,7 @@ class TimelineView(QWidget):
             p.drawText(
                 self.rect().adjusted(6, 0, -6, 0),
                 Qt.AlignmentFlag.AlignVCenter | Qt.TextFlag.TextWordWrap,
-                translate("views.requests_timeline", "the timeline shows a continuous-batching run (schedule: continuous)"),
+                translate("views.requests_timeline", "press Run: each request over the steps is drawn here"),
             )
             return
         w = self._col_w()
@@ -214,6 +353,8 @@ class TimelineView(QWidget):
             )
         for cell in self.cells():
             self._draw_cell(p, cell, w)
+        for mark, rect in self.mark_rects():
+            self._draw_mark(p, mark, rect)
         x = LABEL_W + self.step * w
         p.setPen(QPen(QColor(theme.ACCENT), 2))
         p.setBrush(Qt.BrushStyle.NoBrush)
@@ -237,18 +378,37 @@ class TimelineView(QWidget):
                 p.setPen(QColor("#000000"))
                 p.drawText(box, Qt.AlignmentFlag.AlignCenter, str(cell.tokens))
 
+    @staticmethod
+    def _draw_mark(p: QPainter, mark: MoveMark, rect: QRectF) -> None:
+        """▼ a store (rows going down to the tier), ▲ a load (rows coming back), in the tier's colour."""
+        if mark.direction == "store":
+            points = [rect.topLeft(), rect.topRight(), QPointF(rect.center().x(), rect.bottom())]
+        else:
+            points = [rect.bottomLeft(), rect.bottomRight(), QPointF(rect.center().x(), rect.top())]
+        p.setPen(QPen(QColor("#000000"), 1))
+        p.setBrush(QColor(tier_color(mark.tier)))
+        p.drawPolygon(QPolygonF(points))
+
+    def pool_columns(self) -> list[tuple[int, int, int]]:
+        """Per column: (blocks held by running requests, free blocks still cached, free blocks)."""
+        run = self.run
+        if run.batches:
+            return [(b.held_blocks, b.cached_free_blocks, b.free_blocks) for b in run.batches]
+        return [(s.usable_blocks - s.free_blocks, s.cached_free_blocks, s.free_blocks) for s in run.snapshots]
+
     def _draw_pool(self, p: QPainter, w: float, top: float) -> None:
         if self.run is None:  # paintEvent draws the pool only for a run
             return
-        batches = self.run.batches
+        columns = self.pool_columns()
+        batches = columns
         n = max(1, self.run.usable_blocks)  # held + free: the null block of vLLM's order is neither
         h = POOL_H - 16
         held = [QPointF(LABEL_W, top + h)]
         cached = []
-        for s, b in enumerate(batches):
-            y = top + h * (1 - b.held_blocks / n)
+        for s, (held_blocks, cached_free, _free) in enumerate(columns):
+            y = top + h * (1 - held_blocks / n)
             held += [QPointF(LABEL_W + s * w, y), QPointF(LABEL_W + (s + 1) * w, y)]
-            yc = top + h * (1 - (b.held_blocks + b.cached_free_blocks) / n)
+            yc = top + h * (1 - (held_blocks + cached_free) / n)
             cached += [QPointF(LABEL_W + s * w, yc), QPointF(LABEL_W + (s + 1) * w, yc)]
         held.append(QPointF(LABEL_W + len(batches) * w, top + h))
         p.setPen(Qt.PenStyle.NoPen)
@@ -261,13 +421,13 @@ class TimelineView(QWidget):
         p.setPen(QColor(theme.BORDER))
         p.drawLine(QPointF(LABEL_W, top + h), QPointF(LABEL_W + len(batches) * w, top + h))
         p.drawLine(QPointF(LABEL_W, top), QPointF(LABEL_W + len(batches) * w, top))
-        b = batches[min(self.step, len(batches) - 1)]
+        shown_held, shown_cached, _ = batches[min(self.step, len(batches) - 1)]
         p.setPen(QColor(theme.TEXT))
         p.drawText(
             QRectF(LABEL_W, top + h + 1, max(10.0, self.width() - LABEL_W), 14),
             Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
             translate("views.requests_timeline", "pool: {held} of {n} blocks held, {cached} free but cached (dashed)").format(
-                held=b.held_blocks, n=n, cached=b.cached_free_blocks
+                held=shown_held, n=n, cached=shown_cached
             ),
         )
         p.setPen(QColor(theme.MUTED))

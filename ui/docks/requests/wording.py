@@ -13,7 +13,7 @@ from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lu
 
 from ... import theme
 from ...i18n import integer, local, num, translate
-from .blocks import EVENT_MEANING, EVENT_WORDS, event_label, event_meaning, request_color
+from .blocks import EVENT_MEANING, EVENT_WORDS, TIERS, event_label, event_meaning, request_color, tier_color, tier_name
 from .job import schedule_label
 from .numbers import ROW_KEYS, SideBySideTable, WasteBars
 
@@ -68,6 +68,29 @@ def block_text(snap, block: int, token_text: dict[int, str]) -> str:
     return words
 
 
+def tier_block_text(snap, tier: str, place: int, token_text: dict[int, str]) -> str:
+    """What hovering a block an offload tier holds says (``place``: 0 is the next out)."""
+    state = snap.tier(tier)
+    if state is None or not 0 <= place < len(state.hashes):
+        return ""
+    words = translate(
+        "views.requests_panels",
+        "{tier} tier, place {k} of {n} (the next out first) · hash {hash} · its rows were evicted from the device and kept here",
+    ).format(tier=tier_name(tier), k=place + 1, n=len(state.hashes), hash=state.hashes[place])
+    ids = state.token_ids[place]
+    if ids:
+        words += translate("views.requests_panels", " · tokens: “{text}”").format(text=tokens_text(ids, token_text))
+    return words
+
+
+def tiers_legend_html() -> str:
+    """The tiers' colours in words (a run with offload tiers)."""
+    swatches = " ".join(f"<span style='color:{tier_color(t)}'>▬</span> {html.escape(tier_name(t))}" for t in TIERS)
+    return translate("views.requests_panels", "{swatches}: where a block's rows are (the band on its top edge)").format(
+        swatches=swatches
+    )
+
+
 FREE_QUEUE_SHOWN = 12  # blocks of the free queue a line names (then "… N more")
 
 
@@ -111,10 +134,12 @@ def legend_tooltip() -> str:
     return "\n".join(lines + [f"{event_label(word)}: {event_meaning(word)}" for word in EVENT_MEANING])
 
 
-def legend_html(colors: list[str]) -> str:
-    """One short line (the event words are explained in its tooltip)."""
+def legend_html(colors: list[str], tiers: bool = False) -> str:
+    """One short line (the event words are explained in its tooltip); with ``tiers``, the tiers' colours too."""
     swatches = " ".join(f"<span style='color:{c}'>■</span>{i + 1}" for i, c in enumerate(colors))
     parts = [swatches] if colors else []
+    if tiers:
+        parts.append(tiers_legend_html())
     parts.append(
         translate(
             "views.requests_panels",
