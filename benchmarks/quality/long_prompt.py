@@ -17,7 +17,8 @@ default), beside ``kv`` (every row; on Gemma 3 its local layers hold their own 5
   overhead such as H2O's scores), and its median **time per decode step** (one token through the model
   with the lane's cache, this machine, ``--threads`` compute threads);
 * **the fact's rows** still held at the end (after the table): the layers where one KV head holds every
-  token of the answer's spelling in the fact, some of them, none — and DuoAttention's retrieval heads.
+  token of the answer's spelling in the fact, some of them, none; where a layer's own window (Gemma 3's
+  local layers) already hides them, held but masked — and DuoAttention's retrieval heads.
 
 The lanes run one after another, each from a fresh cache; the model's forward is called directly
 (not the app's Simulator, which also records attention and top-k for drawing, far more work).
@@ -160,22 +161,29 @@ def answer_positions(tok, ids: list[int], answer: str) -> list[int]:
     return list(range(start, end))
 
 
-def fact_rows(cache, n_layers: int, fact: list[int]) -> str:
+def fact_rows(cache, cfg, fact: list[int], next_pos: int) -> str:
     """Which layers' caches still hold the fact's rows: per layer, the most of ``fact`` that one KV head
-    holds; the layers holding all of them, some, none (and DuoAttention's split, where the lane has one)."""
+    holds; the layers holding all of them, some, none — those whose own window (Gemma 3's local layers)
+    hides them from the next query at ``next_pos`` apart, held but masked — and DuoAttention's split."""
     if not fact:
         return "the answer is not in the prompt's tokens"
-    full, some = [], []
-    for layer in range(n_layers):
+    full, some, masked = [], [], []
+    for layer in range(cfg.n_layers):
         if hasattr(cache, "kept_positions"):  # heads of different counts (adakv, duo): the padding left out
             heads = [set(h) for h in cache.kept_positions(layer)]
         else:
             pos = cache.held_rows(layer)[2]
             heads = [set(row) for row in (pos.tolist() if pos.dim() == 2 else [pos.tolist()])]
         most = max((len(h.intersection(fact)) for h in heads), default=0)
-        (full if most == len(fact) else some if most else []).append(layer)
-    none = n_layers - len(full) - len(some)
-    line = f"all {len(fact)} in layers {full or '-'}; some in {some or '-'}; none in {none} of {n_layers} layers"
+        window = cfg.window_of(layer)
+        if most and window is not None and max(fact) <= next_pos - window:  # visibility(): k > q - W
+            masked.append(layer)
+        elif most:
+            (full if most == len(fact) else some).append(layer)
+    none = cfg.n_layers - len(full) - len(some) - len(masked)
+    line = f"all {len(fact)} in layers {full or '-'}; some in {some or '-'}; none in {none} of {cfg.n_layers} layers"
+    if masked:
+        line += f"; held but outside the layer's own window (masked) in {masked}"
     split = getattr(cache, "retrieval_heads", lambda: None)()
     if split is not None:
         line += f"; retrieval heads (layer, head): {[tuple(x) for x in split.nonzero().tolist()]}"
@@ -249,7 +257,7 @@ def main() -> int:
             f"| {math.exp(statistics.fmean(nll)):.3f} | {lane.cache.nbytes:,} | {ms:.1f} |"
         )
         rows.append(row)
-        held.append(f"  `{spec}`: {fact_rows(lane.cache, model.cfg.n_layers, fact_at)}")
+        held.append(f"  `{spec}`: {fact_rows(lane.cache, model.cfg, fact_at, lane.n)}")
         print(f"  {spec}: {time.perf_counter() - t0:.1f} s; {load_line()}", flush=True)
     print()
     print(
