@@ -17,8 +17,9 @@ default), beside ``kv`` (every row; on Gemma 3 its local layers hold their own 5
   overhead such as H2O's scores), and its median **time per decode step** (one token through the model
   with the lane's cache, this machine, ``--threads`` compute threads);
 * **the fact's rows** still held at the end (after the table): the layers where one KV head holds every
-  token of the answer's spelling in the fact, some of them, none; where a layer's own window (Gemma 3's
-  local layers) already hides them, held but masked — and DuoAttention's retrieval heads.
+  token of the answer's spelling in the fact where the next query can read it, some of them, none; where
+  a layer holds them only outside its own window (Gemma 3's local layers), masked — and DuoAttention's
+  retrieval heads.
 
 The lanes run one after another, each from a fresh cache; the model's forward is called directly
 (not the app's Simulator, which also records attention and top-k for drawing, far more work).
@@ -162,9 +163,10 @@ def answer_positions(tok, ids: list[int], answer: str) -> list[int]:
 
 
 def fact_rows(cache, cfg, fact: list[int], next_pos: int) -> str:
-    """Which layers' caches still hold the fact's rows: per layer, the most of ``fact`` that one KV head
-    holds; the layers holding all of them, some, none — those whose own window (Gemma 3's local layers)
-    hides them from the next query at ``next_pos`` apart, held but masked — and DuoAttention's split."""
+    """Which layers' caches still hold the fact's rows where the next query (at ``next_pos``) can read them:
+    per layer, the most of ``fact`` one KV head holds inside the layer's own window (Gemma 3's local layers;
+    ``kvsim.core.masking.visibility``: k > q − W); the layers holding all of them, some, none — and apart,
+    those that hold some only outside their window (masked) — and DuoAttention's split, where it has one."""
     if not fact:
         return "the answer is not in the prompt's tokens"
     full, some, masked = [], [], []
@@ -174,16 +176,19 @@ def fact_rows(cache, cfg, fact: list[int], next_pos: int) -> str:
         else:
             pos = cache.held_rows(layer)[2]
             heads = [set(row) for row in (pos.tolist() if pos.dim() == 2 else [pos.tolist()])]
-        most = max((len(h.intersection(fact)) for h in heads), default=0)
         window = cfg.window_of(layer)
-        if most and window is not None and max(fact) <= next_pos - window:  # visibility(): k > q - W
-            masked.append(layer)
+        readable = {p for p in fact if window is None or p > next_pos - window}
+        most = max((len(h & readable) for h in heads), default=0)
+        if most == len(fact):
+            full.append(layer)
         elif most:
-            (full if most == len(fact) else some).append(layer)
+            some.append(layer)
+        elif any(h.intersection(fact) for h in heads):
+            masked.append(layer)
     none = cfg.n_layers - len(full) - len(some) - len(masked)
     line = f"all {len(fact)} in layers {full or '-'}; some in {some or '-'}; none in {none} of {cfg.n_layers} layers"
     if masked:
-        line += f"; held but outside the layer's own window (masked) in {masked}"
+        line += f"; held only outside the layer's own window (masked) in {masked}"
     split = getattr(cache, "retrieval_heads", lambda: None)()
     if split is not None:
         line += f"; retrieval heads (layer, head): {[tuple(x) for x in split.nonzero().tolist()]}"
