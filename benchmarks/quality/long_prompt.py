@@ -15,7 +15,11 @@ default), beside ``kv`` (every row; on Gemma 3 its local layers hold their own 5
   log-probability of each of ``kv``'s generated tokens, the first included);
 * **bytes** the lane's cache holds at the end of the teacher-forced run (``Cache.nbytes``: payload +
   overhead such as H2O's scores), and its median **time per decode step** (one token through the model
-  with the lane's cache, this machine, ``--threads`` compute threads).
+  with the lane's cache, this machine, ``--threads`` compute threads);
+* **the fact's rows** still held at the end (after the table): the layers where one KV head holds every
+  token of the answer's spelling in the fact where the next query can read it, some of them, none; where
+  a layer holds them only outside its own window (Gemma 3's local layers), masked — and DuoAttention's
+  retrieval heads.
 
 The lanes run one after another, each from a fresh cache; the model's forward is called directly
 (not the app's Simulator, which also records attention and top-k for drawing, far more work).
@@ -147,6 +151,50 @@ def forced(model, spec: str, ids: list[int], ref: list[int]) -> tuple[list[int],
     return own, nll, lane
 
 
+def answer_positions(tok, ids: list[int], answer: str) -> list[int]:
+    """The prompt positions of the tokens that spell ``answer`` where it first appears (in the fact)."""
+    end = next((e for e in range(1, len(ids) + 1) if answer in tok.decode(ids[:e])), None)
+    if end is None:
+        return []
+    start = end - 1
+    while answer not in tok.decode(ids[start:end]):
+        start -= 1
+    return list(range(start, end))
+
+
+def fact_rows(cache, cfg, fact: list[int], next_pos: int) -> str:
+    """Which layers' caches still hold the fact's rows where the next query (at ``next_pos``) can read them:
+    per layer, the most of ``fact`` one KV head holds inside the layer's own window (Gemma 3's local layers;
+    ``kvsim.core.masking.visibility``: k > q − W); the layers holding all of them, some, none — and apart,
+    those that hold some only outside their window (masked) — and DuoAttention's split, where it has one."""
+    if not fact:
+        return "the answer is not in the prompt's tokens"
+    full, some, masked = [], [], []
+    for layer in range(cfg.n_layers):
+        if hasattr(cache, "kept_positions"):  # heads of different counts (adakv, duo): the padding left out
+            heads = [set(h) for h in cache.kept_positions(layer)]
+        else:
+            pos = cache.held_rows(layer)[2]
+            heads = [set(row) for row in (pos.tolist() if pos.dim() == 2 else [pos.tolist()])]
+        window = cfg.window_of(layer)
+        readable = {p for p in fact if window is None or p > next_pos - window}
+        most = max((len(h & readable) for h in heads), default=0)
+        if most == len(fact):
+            full.append(layer)
+        elif most:
+            some.append(layer)
+        elif any(h.intersection(fact) for h in heads):
+            masked.append(layer)
+    none = cfg.n_layers - len(full) - len(some) - len(masked)
+    line = f"all {len(fact)} in layers {full or '-'}; some in {some or '-'}; none in {none} of {cfg.n_layers} layers"
+    if masked:
+        line += f"; held only outside the layer's own window (masked) in {masked}"
+    split = getattr(cache, "retrieval_heads", lambda: None)()
+    if split is not None:
+        line += f"; retrieval heads (layer, head): {[tuple(x) for x in split.nonzero().tolist()]}"
+    return line
+
+
 def load_line() -> str:
     load = os.getloadavg()
     return f"load average {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f} on {os.cpu_count()} CPUs ({time.strftime('%H:%M:%S')})"
@@ -198,7 +246,8 @@ def main() -> int:
         specs = ["kv"] + [s.strip() for s in args.lanes.split(",") if s.strip() and s.strip() != "kv"]
     else:
         specs = ["kv"] + [s for b in args.budgets.split(",") for s in lanes_for(int(b))]
-    rows = []
+    rows, held = [], []
+    fact_at = answer_positions(tok, ids, answer)
     for spec in specs:
         t0 = time.perf_counter()
         own, nll, lane = forced(model, spec, ids, ref)
@@ -213,6 +262,7 @@ def main() -> int:
             f"| {math.exp(statistics.fmean(nll)):.3f} | {lane.cache.nbytes:,} | {ms:.1f} |"
         )
         rows.append(row)
+        held.append(f"  `{spec}`: {fact_rows(lane.cache, model.cfg, fact_at, lane.n)}")
         print(f"  {spec}: {time.perf_counter() - t0:.1f} s; {load_line()}", flush=True)
     print()
     print(
@@ -222,6 +272,9 @@ def main() -> int:
     print("|---|---|---|---|---|---|")
     for row in rows:
         print(row)
+    spelled = [tok.token_text(ids[i]) for i in fact_at]
+    print(f"\nThe fact's rows (prompt positions {fact_at}: {spelled}) held at the end of the teacher-forced run:")
+    print("\n".join(held))
     print(f"\n{load_line()}")
     return 0
 
