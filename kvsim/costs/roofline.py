@@ -93,7 +93,8 @@ def component_counts(flops: dict[str, int], nbytes: dict[str, int], component: s
     if component == "linear":
         return sum(flops.get(c, 0) for c in LINEAR), nbytes.get("weights", 0)
     if component == "attention":
-        return sum(flops.get(c, 0) for c in ATTENTION), nbytes.get("kv_read", 0) + nbytes.get("kv_write", 0)
+        # a sparse-attention model's indexer keys (read whole every step) are cache reads too
+        return sum(flops.get(c, 0) for c in ATTENTION), sum(nbytes.get(c, 0) for c in ("kv_read", "index_read", "kv_write"))
     raise ValueError(f"unknown component {component!r} (known: {', '.join(COMPONENTS)})")
 
 
