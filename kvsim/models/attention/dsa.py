@@ -27,7 +27,10 @@ its weights load one to one; DeepSeek rotates the main attention's RoPE part in 
 (rotate-half), which is the same rotation of the weights' rows put in another order (the loader permutes them:
 ``tests/reference/test_deepseek_v32.py``). The indexer rotates its first ``d_R`` dims in halves, as transformers
 does. Its Hadamard rotation and FP8 scores (the reference kernel's) change no ranking in exact arithmetic and are
-left out, as transformers leaves them. Each forward leaves, on the layer, the positions every query read
+left out, as transformers leaves them. Rows whose scores tie exactly (the ReLU makes whole rows score 0 when
+every head's dot product is negative) are taken in position order, the earliest first: ``topk`` leaves that order
+to the kernel and the tensor's shape, so a lane that recomputes the prefix (``none``) read other rows than ``kv``
+(logits 3e-2 apart on the app's preset) where transformers' own eager path would differ the same way. Each forward leaves, on the layer, the positions every query read
 (``selected``): the transformer returns them (``ForwardOutput.selected``), the simulator records them.
 """
 
@@ -133,12 +136,16 @@ class SparseLatentAttention(MLAAttention):
         # 1. the indexer scores every held row; each query keeps its top k among those it may see
         visible = visibility(positions, key_pos, None, cache.mask_window, cache.mask_sinks)  # (T, S)
         index = self.indexer.scores(x, q_resid, index_all, rope).masked_fill(~visible, float("-inf"))
-        top = index.topk(min(cfg.index_topk, s), dim=-1)  # (B, T, k)
-        read = torch.isfinite(top.values)  # fewer visible rows than k: the rest are not read
-        picked = torch.where(read, key_pos[top.indices], torch.full_like(top.indices, torch.iinfo(torch.int64).max))
+        # the k best by a stable sort: rows of equal score (the ReLU makes exact zeros common) go in position order,
+        # so a query reads the same rows whether its step fed one position or the whole prefix
+        ranked = index.sort(dim=-1, descending=True, stable=True)
+        k = min(cfg.index_topk, s)
+        values, chosen = ranked.values[..., :k], ranked.indices[..., :k]  # (B, T, k)
+        read = torch.isfinite(values)  # fewer visible rows than k: the rest are not read
+        picked = torch.where(read, key_pos[chosen], torch.full_like(chosen, torch.iinfo(torch.int64).max))
         self.selected = torch.where(read.sort(-1, descending=True).values, picked.sort(-1).values, -1)
         # 2. MLA attention over the chosen latents only: each query gathers its k rows (B, T, k, r + d_R)
-        rows = k_all[:, 0][torch.arange(b, device=x.device)[:, None, None], top.indices]
+        rows = k_all[:, 0][torch.arange(b, device=x.device)[:, None, None], chosen]
         w_uk, w_uv = self.up()
         q_lat = torch.einsum("bhtd,hdr->bhtr", q_c, w_uk)
         q_abs = torch.cat([q_lat, q_r], -1)  # (B, H, T, r + d_R)
@@ -150,7 +157,7 @@ class SparseLatentAttention(MLAAttention):
             scores = torch.einsum("bhtd,bhtkd->bhtk", torch.cat([q_c, q_r], -1), k_full)
         scores = (scores * self.scale).masked_fill(~read[:, None], float("-inf"))
         weights = torch.softmax(scores.float(), dim=-1)  # (B, H, T, k)
-        full = weights.new_zeros(b, h, t, s).scatter_add_(-1, top.indices[:, None].expand(b, h, t, -1), weights)
+        full = weights.new_zeros(b, h, t, s).scatter_add_(-1, chosen[:, None].expand(b, h, t, -1), weights)
         cache.observe_attention(layer, full[:, None])  # (B, 1, H, T, S): zero on every row not read
         probs = weights.to(q.dtype)
         if self.absorbed:
