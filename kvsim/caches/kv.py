@@ -23,7 +23,6 @@ from .registry import register_policy
 from .state import RecurrentStates
 from .window import SlidingWindowCache
 
-
 #: the memory dock's line on a sparse-attention model's bill (deepseek_v32): the indexer's keys beside the latents
 INDEXER_WHY = QT_TRANSLATE_NOOP(
     "policies",

@@ -254,9 +254,7 @@ def test_bill_and_bytes_read_every_step(pair) -> None:
         n = record.n_tokens
         for i, lane in enumerate(sim.trace.meta["lanes"]):
             step = record.lanes[i]
-            bill = lane_bill(
-                lane, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, n, step.kv_positions, **model_facts(cfg)
-            )
+            bill = lane_bill(lane, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, n, step.kv_positions, **model_facts(cfg))
             assert bill is not None and bill.expected_bytes == step.cache_bytes, (record.step, lane["name"])
             assert step.selected is not None and step.selected.positions.shape == (layers, len(record.positions), TOPK)
             if lane["name"] != "kv":

@@ -26,12 +26,13 @@ Names follow transformers' ``DeepseekV32Attention`` / ``DeepseekV32Indexer`` (``
 its weights load one to one; DeepSeek rotates the main attention's RoPE part in interleaved pairs, kvsim in halves
 (rotate-half), which is the same rotation of the weights' rows put in another order (the loader permutes them:
 ``tests/reference/test_deepseek_v32.py``). The indexer rotates its first ``d_R`` dims in halves, as transformers
-does. Its Hadamard rotation and FP8 scores (the reference kernel's) change no ranking in exact arithmetic and are
+does. The reference kernel's Hadamard rotation (it keeps every dot product) and FP8 scores (a precision choice) are
 left out, as transformers leaves them. Rows whose scores tie exactly (the ReLU makes whole rows score 0 when
 every head's dot product is negative) are taken in position order, the earliest first: ``topk`` leaves that order
 to the kernel and the tensor's shape, so a lane that recomputes the prefix (``none``) read other rows than ``kv``
-(logits 3e-2 apart on the app's preset) where transformers' own eager path would differ the same way. Each forward leaves, on the layer, the positions every query read
-(``selected``): the transformer returns them (``ForwardOutput.selected``), the simulator records them.
+(logits 3e-2 apart on the app's preset) where transformers' own eager path would differ the same way. Each
+forward leaves, on the layer, the positions every query read (``selected``): the transformer returns them
+(``ForwardOutput.selected``), the simulator records them.
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ class SparseLatentAttention(MLAAttention):
         if rope is None:
             raise ValueError("a deepseek_v32 layer needs RoPE's tables (its decoupled keys are rotated)")
         if isinstance(cache, PackedBatch):
-            raise RuntimeError("a packed batch attends per request (attend_packed); sparse attention (deepseek_v32) does not pack")
+            raise RuntimeError("a packed batch attends per request (attend_packed); sparse attention does not pack")
         q_resid = self.q_norm(self.wq_a(x))  # (B, T, q_lora_rank): the compressed query, the indexer's too
         q = self.wq_b(q_resid).view(b, t, h, d + dr).transpose(1, 2)  # (B, H, T, d + d_R)
         q_c, q_r = q[..., :d], apply_rope(q[..., d:], *rope)
