@@ -378,6 +378,12 @@ class Session(QObject):
         """The exact rows 0..hi-1 (what a full-precision cache holds), for colour levels."""
         return self._k.buf[layer, kv_head, :hi], self._v.buf[layer, kv_head, :hi]
 
+    def selected_rows(self, lane: int, step: int | None = None):
+        """The rows each new query of lane ``lane`` read at ``step`` (a ``SelectedRows``: sparse attention, deepseek_v32),
+        or None when its queries read every row the lane held."""
+        r = self.record(step)
+        return None if r is None else getattr(r.lanes[lane], "selected", None)
+
     def read_positions(self, lane: int, step: int | None = None) -> np.ndarray | None:
         """Key positions lane ``lane``'s attention read at ``step``; None when it read every position."""
         r = self.record(step)

@@ -23,6 +23,13 @@ from .registry import register_policy
 from .state import RecurrentStates
 from .window import SlidingWindowCache
 
+#: the memory dock's line on a sparse-attention model's bill (deepseek_v32): the indexer's keys beside the latents
+INDEXER_WHY = QT_TRANSLATE_NOOP(
+    "policies",
+    "+ {index:,} B of indexer keys: {layers} layers × {width} values a token, held beside each latent; a step reads "
+    "all of them to choose the {topk} latents its attention reads",
+)
+
 
 @register_policy
 class KVCache(Cache):
@@ -96,6 +103,12 @@ class KVCache(Cache):
         if latent is not None:  # an mla model: one latent of r values and one RoPE key of d_R per token and layer
             r, dr = latent
             b = shape.layers * (int(r) + int(dr)) * tokens * elem_bits // 8
+            indexer = (context or {}).get("indexer")
+            if indexer is not None:  # deepseek_v32: each token's indexer key too (d_I a layer), read whole each step
+                width, topk = indexer
+                extra = shape.layers * int(width) * tokens * elem_bits // 8
+                values = {"index": extra, "layers": shape.layers, "width": width, "topk": topk}
+                return LaneBill.explained(b, b + extra, elem_bits, None, INDEXER_WHY, values)
             return LaneBill(b, b, elem_bits, None, "")
         lw = (context or {}).get("layer_windows")
         windows = None if options.get("full") or not lw or all(w is None for w in lw) else tuple(lw)

@@ -275,6 +275,8 @@ def step_json(record: StepRecord, drafting: Collection[str] = ()) -> dict[str, o
         }
         if lane.spans is not None:
             lanes[lane.name]["key_spans"] = [list(span) for span in lane.spans]
+        if lane.selected is not None:  # sparse attention: per layer, the rows the step's last query read
+            lanes[lane.name]["rows_read"] = [lane.selected.of(layer).tolist() for layer in range(len(lane.selected.positions))]
         if lane.name in drafting:  # a speculative lane: this step's check (forwards 0: a token an earlier check verified)
             lanes[lane.name].update(
                 forwards=lane.forwards,

@@ -44,6 +44,31 @@ def mla_cache_bytes(layers: int, latent: int, rope_dim: int, tokens: int, batch:
     return math.ceil(layers * (latent + rope_dim) * tokens * batch * bits / 8)
 
 
+def model_facts(cfg: Any) -> dict[str, Any]:
+    """The facts of a model's shape ``lane_bill`` takes beside the layers, heads and width (a ``ModelConfig``): an
+    mla model's latent, a sparse-attention model's indexer, a hybrid's recurrent layers, the layers that own K/V."""
+    facts: dict[str, Any] = {}
+    if cfg.latent:
+        facts["latent"] = (cfg.kv_lora_rank, cfg.qk_rope_head_dim)
+    if cfg.family == "deepseek_v32":
+        facts["indexer"] = (cfg.index_head_dim, cfg.index_topk)
+    if len(cfg.kv_layers) != cfg.n_layers:  # a hybrid's attention layers / a CLA model's owners hold the rows
+        facts["kv_layers"] = len(cfg.kv_layers)
+    if cfg.linear_layers:  # a hybrid's others a state each
+        facts["recurrent"] = (len(cfg.linear_layers), *cfg.recurrent_state_values())
+    return facts
+
+
+def sparse_read_bytes(cfg: Any, rows_read: int, tokens: int, elem_bits: int) -> tuple[int, int]:
+    """(bytes held, bytes read) by one decode step of a sparse-attention model (deepseek_v32) whose layers hold
+    ``tokens`` rows: held L · (r + d_R + d_I) · n; read, every indexer key and ``rows_read`` latents a layer —
+    L · (d_I · n + (r + d_R) · rows_read). At a decode step rows_read = min(index_topk, n)."""
+    r, dr, di, layers = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.index_head_dim, cfg.n_layers
+    held = layers * (r + dr + di) * tokens * elem_bits // 8
+    read = layers * (di * tokens + (r + dr) * rows_read) * elem_bits // 8
+    return held, read
+
+
 def weight_bytes(n_params: int, dtype: str) -> float:
     if dtype not in WEIGHT_DTYPE_BYTES:
         raise MemoryInputError(f"unknown weight precision {dtype!r} (known: {', '.join(WEIGHT_DTYPE_BYTES)})")
@@ -171,6 +196,7 @@ def lane_bill(
     latent: tuple[int, int] | None = None,
     kv_layers: int | None = None,
     recurrent: tuple[int, int, int] | None = None,
+    indexer: tuple[int, int] | None = None,
 ) -> LaneBill | None:
     """The formula for one lane of a kvsim run (``lane``: its entry in a trace's ``meta["lanes"]``) after a
     step that fed ``new_tokens`` and left ``tokens`` positions in the sequence: the lane's policy, found in
@@ -184,7 +210,8 @@ def lane_bill(
     ``kv_layers``: the layers that hold K/V rows when not all do (``ModelConfig.kv_layers``: a hybrid model's
     attention layers, a CLA model's owners); ``recurrent``: a hybrid model's (recurrent layers, conv values,
     recurrent values) a layer (``ModelConfig.recurrent_state_values``), whose states a policy that holds them
-    adds (``kvsim.caches.state``)."""
+    adds (``kvsim.caches.state``); ``indexer``: a sparse-attention model's (index_head_dim, index_topk)
+    (deepseek_v32: each token's indexer key is held beside its latent, ``sparse_bill``)."""
     from ..caches.registry import policy_class  # the policies import torch: only when a run is there
 
     elem_bits = DTYPE_BITS.get(dtype, 32)
@@ -192,7 +219,7 @@ def lane_bill(
     options = dict(lane.get("options") or {})
     shape = KVShape(layers if kv_layers is None else kv_layers, kv_heads, head_dim)
     # latent: an mla model's (kv_lora_rank, qk_rope_head_dim): kv holds L · (r + d_R) values a token
-    facts = {"prompt_tokens": prompt_tokens, "layer_windows": layer_windows, "latent": latent}
+    facts = {"prompt_tokens": prompt_tokens, "layer_windows": layer_windows, "latent": latent, "indexer": indexer}
     context = {k: v for k, v in facts.items() if v is not None}
     bill = _bill(cls, options, shape, tokens, new_tokens, elem_bits, context) if cls is not None else None
     if bill is None and not lane.get("reuses_past", True):

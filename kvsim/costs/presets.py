@@ -189,8 +189,8 @@ def preset_from_model_config(cfg: ModelConfig, name: str | None = None) -> Prese
         tied=cfg.tie_embeddings,
         qkv_bias=cfg.qkv_bias,
         layer_windows=tuple(windows) if windows else None,
-        kv_lora_rank=cfg.kv_lora_rank if cfg.family == "mla" else 0,  # a latent cache: L · (r + d_R) a token
-        qk_rope_head_dim=cfg.qk_rope_head_dim if cfg.family == "mla" else 0,
+        kv_lora_rank=cfg.kv_lora_rank if cfg.latent else 0,  # a latent cache: L · (r + d_R) a token
+        qk_rope_head_dim=cfg.qk_rope_head_dim if cfg.latent else 0,
     )
 
 

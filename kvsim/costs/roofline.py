@@ -47,6 +47,7 @@ class RooflinePoint:
     seconds: float  # the step's measured wall time
     new_positions: int  # query rows this lane computed this step
     context: int  # key rows it read
+    held: int | None = None  # sparse attention (deepseek_v32): the rows it held, of which it read ``context``
 
     @property
     def intensity(self) -> float:
@@ -66,8 +67,11 @@ class RooflinePoint:
     def describe(self, lane_label: str | None = None) -> str:
         """The point in plain words (the hover text)."""
         label = lane_label or self.lane_name
+        rows = f"{self.new_positions} new of {self.context} rows"
+        if self.held is not None:  # sparse attention: what a step reads is not what the cache holds
+            rows = f"{self.new_positions} new, read {self.context} of {self.held} rows held"
         return (
-            f"step {self.step} ({self.phase}, {self.new_positions} new of {self.context} rows) · lane {label} · "
+            f"step {self.step} ({self.phase}, {rows}) · lane {label} · "
             f"{COMPONENT_WORDS[self.component]}: {num(self.flops)}FLOP over {num(self.bytes)}B moved = "
             f"{self.intensity:.3g} FLOP/byte · {num(self.achieved)}FLOP/s achieved in {self.seconds * 1e3:.3g} ms"
         )
@@ -93,7 +97,8 @@ def component_counts(flops: dict[str, int], nbytes: dict[str, int], component: s
     if component == "linear":
         return sum(flops.get(c, 0) for c in LINEAR), nbytes.get("weights", 0)
     if component == "attention":
-        return sum(flops.get(c, 0) for c in ATTENTION), nbytes.get("kv_read", 0) + nbytes.get("kv_write", 0)
+        # a sparse-attention model's indexer keys (read whole every step) are cache reads too
+        return sum(flops.get(c, 0) for c in ATTENTION), sum(nbytes.get(c, 0) for c in ("kv_read", "index_read", "kv_write"))
     raise ValueError(f"unknown component {component!r} (known: {', '.join(COMPONENTS)})")
 
 
@@ -126,6 +131,7 @@ def points_from_records(records: Iterable, components: Iterable[str] = COMPONENT
                         seconds=seconds,
                         new_positions=lane.kv_positions,
                         context=lane.context,
+                        held=record.n_tokens if getattr(lane, "selected", None) is not None else None,
                     )
                 )
     return points

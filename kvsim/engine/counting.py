@@ -51,11 +51,21 @@ class StepCost:
 
 
 def step_cost(
-    cfg: ModelConfig, new: int, context: int, out: int = 1, dtype_bytes: int = 4, kv_dtype_bytes: float | None = None
+    cfg: ModelConfig,
+    new: int,
+    context: int,
+    out: int = 1,
+    dtype_bytes: int = 4,
+    kv_dtype_bytes: float | None = None,
+    read: int | None = None,
 ) -> StepCost:
-    """FLOPs and bytes of one forward over ``new`` positions attending to ``context`` rows."""
+    """FLOPs and bytes of one forward over ``new`` positions attending to ``context`` rows. ``read``: on a
+    sparse-attention model (deepseek_v32), the distinct latent rows its queries read, summed over the layers (the
+    simulator counts them from the indexer's choices); None: the closed form, L · min(S, T · min(k, S))."""
     if new < 0 or context < new or out < 0:
         raise ValueError(f"bad step shape: new={new}, context={context}, out={out}")
+    if cfg.family == "deepseek_v32":
+        return _sparse_step_cost(cfg, new, context, out, dtype_bytes, kv_dtype_bytes, read)
     if cfg.family == "mla":
         return _mla_step_cost(cfg, new, context, out, dtype_bytes, kv_dtype_bytes)
     if cfg.family == "qwen3_next":
@@ -169,6 +179,56 @@ def _hybrid_step_cost(
         "kv_write": int(La * 2 * Hkv * D * T * kv_b),
         "state_read": state,
         "state_write": state,
+    }
+    return StepCost(flops=flops, bytes=nbytes)
+
+
+def sparse_rows_read(cfg: ModelConfig, new: int, context: int) -> int:
+    """The latent rows one layer's attention reads at most on a sparse-attention model (deepseek_v32): each of the
+    ``new`` queries reads min(k, S) rows, and no more than the S held: a decode step reads exactly min(k, S)."""
+    return min(context, new * min(cfg.index_topk, context))
+
+
+def _sparse_step_cost(
+    cfg: ModelConfig, new: int, context: int, out: int, dtype_bytes: int, kv_dtype_bytes: float | None, read: int | None
+) -> StepCost:
+    """DeepSeek-V3.2's sparse MLA (``kvsim.models.attention.dsa``), as kvsim runs it: the query through
+    q_lora_rank, the lightning indexer's keys, queries and head weights, its scores over *every* held row
+    (H_I · d_I a row), then absorbed MLA over the k = min(index_topk, S) rows each query gathered. Bytes: every
+    indexer key is read (``index_read``: L · d_I · S), only the chosen latents (``kv_read``: the distinct rows
+    read, ``read`` when the run counted them); each new token writes a latent and an indexer key."""
+    L, H, d = cfg.n_layers, cfg.n_heads, cfg.head_dim
+    r, dr, qr = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.q_lora_rank
+    hi, di = cfg.index_heads, cfg.index_head_dim
+    dim, hidden, vocab = cfg.dim, cfg.hidden_dim, cfg.vocab_size
+    T, S = new, context
+    k = min(cfg.index_topk, S)
+    softcap = 3 * out * vocab if cfg.final_logit_softcap is not None else 0
+    query = 2 * T * dim * qr + 2 * T * qr * H * (d + dr)
+    indexer = 2 * T * dim * di + 2 * T * qr * hi * di + 2 * T * dim * hi  # its key, its queries, its head weights
+    flops = {
+        "qkv_proj": L * (query + 2 * T * dim * (r + dr) + 2 * H * T * d * r + indexer),
+        # the indexer's dot products with every held key and their weighted sum, then MLA over the k chosen rows
+        "attn_scores": L * (2 * hi * T * S * di + 2 * T * hi * S + 2 * H * T * k * (r + dr)),
+        "attn_values": L * 2 * H * T * k * r,
+        "out_proj": L * (2 * H * T * r * d + 2 * T * H * d * dim),
+        "mlp": L * 3 * 2 * T * dim * hidden,
+        "lm_head": 2 * out * dim * vocab,
+        # softmax over k; ReLU and top-k over the S index scores; norms
+        "elementwise": L * (5 * H * T * k + 3 * hi * T * S + 3 * 5 * T * dim + 5 * T * (r + qr + di) + T * hidden)
+        + 5 * out * dim
+        + softcap,
+    }
+    kv_b = dtype_bytes if kv_dtype_bytes is None else kv_dtype_bytes
+    attn_weights = dim * qr + qr * H * (d + dr) + dim * (r + dr) + r * H * 2 * d + H * d * dim
+    index_weights = qr * hi * di + dim * di + dim * hi
+    weights = L * (attn_weights + index_weights + 3 * dim * hidden) + dim * vocab
+    rows = read if read is not None else L * sparse_rows_read(cfg, T, S)
+    nbytes = {
+        "weights": weights * dtype_bytes,
+        "kv_read": int(rows * (r + dr) * kv_b),
+        "index_read": int(L * di * S * kv_b),
+        "kv_write": int(L * (r + dr + di) * T * kv_b),
     }
     return StepCost(flops=flops, bytes=nbytes)
 

@@ -72,6 +72,23 @@ class HeadRows:
 
 
 @dataclass(frozen=True)
+class SelectedRows:
+    """The rows a sparse-attention lane (deepseek_v32: DeepSeek Sparse Attention's top-k) read this step, per layer
+    and per new query: its lightning indexer scored every held row and the query's attention read only these. The
+    lane still holds every row; ``LaneStep.context`` is how many distinct rows the most-reading layer read."""
+
+    positions: np.ndarray  # (L, T, k) int32: each new query's k positions, increasing; -1 past its visible rows
+
+    def __post_init__(self) -> None:
+        _freeze(self, ("positions",))
+
+    def of(self, layer: int, query: int = -1) -> np.ndarray:
+        """The positions ``layer``'s query ``query`` (this step's last by default) read, increasing."""
+        row = self.positions[layer, query]
+        return row[row >= 0].astype(np.int64)
+
+
+@dataclass(frozen=True)
 class DraftRows:
     """A speculative lane's drafted tokens checked by this step's target forward: at ``positions`` (the
     positions after the text, n .. n+d-1), their token ids, and the Q/K/V rows the check computed for
@@ -125,6 +142,7 @@ class LaneStep:
     held: HeadRows | None = None
     evict_reason: str = ""  # one of EVICT_REASONS when this step dropped rows, else ""
     drafts: DraftRows | None = None  # the drafted rows this step checked (None: no check, or nothing drafted)
+    selected: SelectedRows | None = None  # the rows each new query read (sparse attention, deepseek_v32; None: all)
 
     def read_positions(self, n: int) -> np.ndarray:
         """The key positions this step read, for a sequence of ``n`` positions."""

@@ -33,7 +33,7 @@ from ..models.transformer import ForwardOutput, Transformer
 from .counting import step_cost
 from .lane import Lane, lane_spans
 from .model_side import attach, lane_meta, with_weight_bytes
-from .records import DraftRows, HeadRows, LaneRows, LaneStep, StepRecord, state_tile
+from .records import DraftRows, HeadRows, LaneRows, LaneStep, SelectedRows, StepRecord, state_tile
 from .speculative import SpecStep
 from .summary import RunSummary, summarize  # noqa: F401 - part of the simulator's API
 from .trace import Trace
@@ -109,12 +109,12 @@ class Simulator:
         # the model's own window of each layer: the kv cache keeps only that many rows there (Gemma 3's local layers)
         self._layer_windows = tuple(cfg.window_of(i) for i in range(cfg.n_layers))
         self.lanes = [Lane(spec, make_cache(spec, cfg.n_layers, self._layer_windows)) for spec in lanes]
-        if cfg.family == "mla":  # a latent cache: the policies that store K and V per head do not apply (yet)
+        if cfg.latent:  # a latent cache: the policies that store K and V per head do not apply (yet)
             for lane in self.lanes:
                 if not lane.cache.holds_latent or lane.spec.weights:
                     raise SimulationError(
-                        f"lane {lane.name!r}: a latent-attention (mla) model caches one latent per token and layer; "
-                        "only the lanes none and kv run on it (this one keeps K and V per head)"
+                        f"lane {lane.name!r}: a latent-attention ({cfg.family}) model caches one latent per token and "
+                        "layer; only the lanes none and kv run on it (this one keeps K and V per head)"
                     )
         if cfg.family == "qwen3_next":  # a hybrid: its recurrent layers' states are held by a cache that holds them
             for lane in self.lanes:
@@ -288,7 +288,11 @@ class Simulator:
             if key_pos.ndim == 2:  # heads hold different rows (eviction by attention): spans of their union
                 key_pos = np.unique(key_pos)
                 key_pos = key_pos[key_pos < n]  # a head holding fewer rows is padded past every query (adakv)
-            cost = step_cost(cfg, new=t, context=context, out=1, dtype_bytes=elem) if spec is None else spec.cost
+            selected, per_layer = _selected_rows(out, new_t)  # sparse attention: the rows each query read of those held
+            read = sum(per_layer) if per_layer else None
+            cost = step_cost(cfg, new=t, context=context, out=1, dtype_bytes=elem, read=read) if spec is None else spec.cost
+            if per_layer:  # the keys it read: the most any layer's queries read, not every row it holds
+                context = max(per_layer)
             assert cost is not None, "a speculative lane's step always records its cost"
             cost = with_weight_bytes(cost, lane.model, elem)
             logits = out.logits[0, -1].float()
@@ -337,6 +341,7 @@ class Simulator:
                     held=held,
                     evict_reason=reason,
                     drafts=_draft_rows(spec, as_np),
+                    selected=selected,
                     **(
                         {  # type: ignore[arg-type]  # int and float fields: each key has its LaneStep field's type
                             "drafted": spec.drafted,
@@ -515,6 +520,17 @@ class Simulator:
                 float((v_out[layer, :, :, :old] - v_first).abs().max()),
             )
         return diff
+
+
+def _selected_rows(out: ForwardOutput, new_t: int) -> tuple[SelectedRows | None, list[int]]:
+    """A sparse-attention forward's choices (``ForwardOutput.selected``): the rows this step's ``new_t`` new queries
+    read, per layer, and how many distinct rows each layer's queries read in all (a lane that recomputes the prefix
+    reads for every position it fed). (None, []) for a model that reads every row it holds."""
+    if out.selected is None:
+        return None, []
+    chosen = out.selected[:, 0]  # (L, T fed, k)
+    per_layer = [int(torch.unique(c[c >= 0]).numel()) for c in chosen]
+    return SelectedRows(positions=chosen[:, -new_t:].cpu().numpy().astype(np.int32)), per_layer
 
 
 def _head_rows(lane: Lane) -> tuple[HeadRows | None, str]:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..core.atomic import atomic_target
-from .records import EVICT_REASONS, DraftRows, HeadRows, LaneRows, LaneStep, StepRecord
+from .records import EVICT_REASONS, DraftRows, HeadRows, LaneRows, LaneStep, SelectedRows, StepRecord
 from .trace_checks import TraceError, check_meta, check_sequence, is_int
 
 SCHEMA = "kvsim-trace"
@@ -250,6 +250,8 @@ class Trace:
                 if lane.drafts is not None:
                     for name in DRAFT_ARRAYS:
                         arrays[f"s{i}_l{j}_draft_{name}"] = getattr(lane.drafts, name)
+                if lane.selected is not None:
+                    arrays[f"s{i}_l{j}_selected"] = lane.selected.positions
         manifest = {"schema": SCHEMA, "version": SCHEMA_VERSION, "meta": self.meta, "steps": steps}
         return write_archive(path, manifest, arrays)
 
@@ -291,17 +293,16 @@ class Trace:
 
 
 def _lane_to_json(lane: LaneStep) -> dict[str, Any]:
-    data = asdict(replace(lane, rows=None, held=None, drafts=None))  # their arrays go to arrays.npz
-    data.pop("rows")
-    data.pop("held")
-    data.pop("drafts")
+    data = asdict(replace(lane, rows=None, held=None, drafts=None, selected=None))  # their arrays go to arrays.npz
+    for name in ("rows", "held", "drafts", "selected"):
+        data.pop(name)
     data["top_ids"] = list(lane.top_ids)
     data["top_probs"] = list(lane.top_probs)
     data["spans"] = None if lane.spans is None else [list(s) for s in lane.spans]
     return data
 
 
-_LANE_FIELDS = {f.name for f in fields(LaneStep)} - {"rows", "held", "drafts"}
+_LANE_FIELDS = {f.name for f in fields(LaneStep)} - {"rows", "held", "drafts", "selected"}
 DRAFT_ARRAYS = ("positions", "token_ids", "k", "v", "q")  # a speculative check's drafted rows, saved as arrays
 
 
@@ -350,6 +351,9 @@ def _lane_from_json(i: int, j: int, data: object, arrays: dict[str, np.ndarray])
         ):
             raise TraceError(f"step {i}: lane {j}'s drafted rows have the wrong dtypes")
         drafts = DraftRows(**found)
+    selected = arrays.get(f"s{i}_l{j}_selected")
+    if selected is not None and (selected.ndim != 3 or selected.dtype.kind != "i"):
+        raise TraceError(f"step {i}: lane {j}'s rows read (sparse attention) are not whole numbers (L, T, k)")
     return LaneStep(
         **{
             **data,
@@ -359,6 +363,7 @@ def _lane_from_json(i: int, j: int, data: object, arrays: dict[str, np.ndarray])
             "rows": rows,
             "held": held,
             "drafts": drafts,
+            "selected": None if selected is None else SelectedRows(positions=selected.astype(np.int32)),
         }
     )
 
@@ -403,7 +408,8 @@ def _record_from_json(i: int, step: object, arrays: dict[str, np.ndarray], meta:
     if k.shape != v.shape or q.shape[0] != k.shape[0] or q.shape[3] != k.shape[3]:
         raise TraceError(f"step {i}: q {q.shape}, k {k.shape}, v {v.shape} do not fit together")
     cfg = meta["config"]
-    width = cfg["head_dim"] if cfg.get("family") != "mla" else cfg.get("kv_lora_rank", 0) + cfg.get("qk_rope_head_dim", 0)
+    latent = cfg.get("family") in ("mla", "deepseek_v32")
+    width = cfg.get("kv_lora_rank", 0) + cfg.get("qk_rope_head_dim", 0) if latent else cfg["head_dim"]
     expected = (cfg["n_layers"], cfg["n_heads"], cfg["n_kv_heads"], width)  # mla: rows are latents, r + d_R wide
     if (q.shape[0], q.shape[1], k.shape[1], q.shape[3]) != expected:
         raise TraceError(f"step {i}: rows of shape {q.shape}/{k.shape} do not match the model config {expected}")

@@ -283,6 +283,17 @@ def _check_lane(i: int, lane: LaneStep, r: StepRecord, n: int, cfg: dict[str, An
         # over a few neighbours): never negative, never more than a few times n × group
         if scores.size and not (np.isfinite(scores).all() and scores.min() >= 0 and scores.max() <= 8 * n * group):
             raise TraceError(f"{where}: its rows' scores are not sums of attention weights (from 0 to {8 * n * group})")
+    chosen = lane.selected
+    if chosen is not None:  # sparse attention: per layer, each new query's k positions read, increasing, -1 after
+        pos = chosen.positions.astype(np.int64)
+        L, T = r.k.shape[0], len(r.positions)
+        valid = pos >= 0
+        # increasing, the -1 padding only after the positions
+        disorder = ((np.diff(pos, axis=2) <= 0) & valid[..., 1:]) | (valid[..., 1:] & ~valid[..., :-1])
+        if pos.shape[:2] != (L, T) or pos.min(initial=0) < -1 or pos.max(initial=0) >= n or disorder.any():
+            raise TraceError(f"{where}: its rows read per query are not increasing positions within 0..{n - 1}")
+        if (np.where(valid, pos, -1) > r.positions[None, :, None]).any():
+            raise TraceError(f"{where}: a query read a row after its own position")
     drafts = lane.drafts
     if drafts is not None:  # a speculative check's drafted rows: at n, n+1, ..., as many as it drafted
         vocab = cfg.get("vocab_size") or 2**31

@@ -15,11 +15,14 @@ import operator
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-FAMILIES = ("gpt2", "llama", "gemma3", "mla", "qwen3_next")
+FAMILIES = ("gpt2", "llama", "gemma3", "mla", "qwen3_next", "deepseek_v32")
+#: the families whose cache holds one latent per token and layer (``kvsim.models.attention.mla``), not K/V heads
+LATENT_FAMILIES = ("mla", "deepseek_v32")
 # the fields only some families use, left out of ``to_dict`` at their defaults (a trace of another family
 # keeps its config unchanged)
 HYBRID_FIELDS = ("attention_every", "linear_heads", "linear_value_heads", "linear_head_dim", "conv_kernel")
 SHARE_FIELDS = ("kv_share",)
+SPARSE_FIELDS = ("q_lora_rank", "index_heads", "index_head_dim", "index_topk")
 
 # The largest model kvsim agrees to describe: a parameter count (a few times the largest open models)
 # and per-field sizes no real checkpoint comes near. A config past them is a damaged or hostile file,
@@ -72,6 +75,13 @@ class ModelConfig:
     # query/key part and its value width (models/attention/mla.py)
     kv_lora_rank: int = 0
     qk_rope_head_dim: int = 0
+    # deepseek_v32 (DeepSeek-V3.2's sparse attention, models/attention/dsa.py): MLA with the query compressed to
+    # q_lora_rank values, and a lightning indexer (index_heads heads of index_head_dim) that scores every cached
+    # row with its own small keys (cached beside the latents); each query attends only its index_topk best rows
+    q_lora_rank: int = 0
+    index_heads: int = 0
+    index_head_dim: int = 0
+    index_topk: int = 0
     # qwen3_next (Qwen3-Next's hybrid, models/attention/hybrid.py): every ``attention_every``-th layer is gated full
     # attention (a growing K/V), the others Gated DeltaNet linear attention (a constant-size state: a short
     # convolution's last conv_kernel - 1 inputs and one dk × dv matrix per value head)
@@ -133,10 +143,14 @@ class ModelConfig:
             raise ConfigError("GPT-2 family models use multi-head attention: kv_heads must equal heads")
         if self.family == "gpt2" and (self.qk_norm or self.rope_theta_local is not None):
             raise ConfigError("GPT-2 family models have learned positions and no QK-norm")
-        if self.family == "mla":
+        if self.family in LATENT_FAMILIES:
             self._check_mla()
         elif self.kv_lora_rank or self.qk_rope_head_dim:
-            raise ConfigError("kv_lora_rank and qk_rope_head_dim are for family=mla")
+            raise ConfigError("kv_lora_rank and qk_rope_head_dim are for family=mla or deepseek_v32")
+        if self.family == "deepseek_v32":
+            self._check_sparse()
+        elif any(getattr(self, key) for key in SPARSE_FIELDS):
+            raise ConfigError("q_lora_rank and the index_* settings are for family=deepseek_v32")
         if self.family == "qwen3_next":
             self._check_hybrid()
         elif any(getattr(self, key) for key in HYBRID_FIELDS):
@@ -226,29 +240,46 @@ class ModelConfig:
         for key in ("kv_lora_rank", "qk_rope_head_dim"):
             value = _strict_int(key, getattr(self, key))
             if not 0 < value <= 2**16:
-                raise ConfigError(f"{key} must be a positive integer for family=mla, got {value}")
+                raise ConfigError(f"{key} must be a positive integer for family={self.family}, got {value}")
             object.__setattr__(self, key, value)
         if self.qk_rope_head_dim % 2:
             raise ConfigError(f"RoPE needs an even qk_rope_head_dim, got {self.qk_rope_head_dim}")
         if self.n_kv_heads != 1:
-            raise ConfigError("family=mla caches one latent per token (kv_heads=1), not K/V heads")
+            raise ConfigError(f"family={self.family} caches one latent per token (kv_heads=1), not K/V heads")
         if self.qk_norm or self.sliding_window is not None or self.layer_windows is not None:
-            raise ConfigError("family=mla has no QK-norm and no attention windows")
+            raise ConfigError(f"family={self.family} has no QK-norm and no attention windows")
         if self.query_pre_attn_scalar is None:  # scores scaled by (no-RoPE + RoPE dims)**-0.5, as DeepSeek-V2
             object.__setattr__(self, "query_pre_attn_scalar", float(self.head_dim + self.qk_rope_head_dim))
+
+    def _check_sparse(self) -> None:
+        for key in SPARSE_FIELDS:
+            value = _strict_int(key, getattr(self, key))
+            if not 0 < value <= 2**16:
+                raise ConfigError(f"{key} must be a positive integer for family=deepseek_v32, got {value}")
+            object.__setattr__(self, key, value)
+        if self.index_head_dim < self.qk_rope_head_dim:
+            raise ConfigError(
+                f"the indexer rotates its first {self.qk_rope_head_dim} dims (qk_rope_head_dim): "
+                f"index_head_dim must be at least that, got {self.index_head_dim}"
+            )
+
+    @property
+    def latent(self) -> bool:
+        """True when the cache holds one latent per token and layer (MLA, DeepSeek-V3.2's sparse MLA)."""
+        return self.family in LATENT_FAMILIES
 
     @property
     def rope_head_dim(self) -> int:
         """The dimensions RoPE rotates in a query or key: the whole head, or MLA's decoupled RoPE part."""
         if self.family == "qwen3_next":  # Qwen3-Next's partial_rotary_factor 0.25
             return self.head_dim // 4
-        return self.qk_rope_head_dim if self.family == "mla" else self.head_dim
+        return self.qk_rope_head_dim if self.latent else self.head_dim
 
     @property
     def row_width(self) -> int:
         """Values in one recorded K, V or Q row: ``head_dim``; on mla the cached latent and its RoPE key,
         r + d_R (one row per token and layer, shared by every head; the queries recorded in that space)."""
-        return self.kv_lora_rank + self.qk_rope_head_dim if self.family == "mla" else self.head_dim
+        return self.kv_lora_rank + self.qk_rope_head_dim if self.latent else self.head_dim
 
     def window_of(self, layer: int) -> int | None:
         """The attention window of ``layer`` (None: it sees every earlier position)."""
@@ -275,6 +306,12 @@ class ModelConfig:
         if self.family == "mla":  # wq, wkv_a (latent + RoPE key), the latent's norm, wkv_b (up to K and V), wo
             r, dr = self.kv_lora_rank, self.qk_rope_head_dim
             attn = d * h * (hd + dr) + d * (r + dr) + r + r * h * 2 * hd + h * hd * d
+        if self.family == "deepseek_v32":  # the query through q_lora_rank (wq_a, its norm, wq_b), and the indexer
+            r, dr, qr = self.kv_lora_rank, self.qk_rope_head_dim, self.q_lora_rank
+            hi, di = self.index_heads, self.index_head_dim
+            query = d * qr + qr + qr * h * (hd + dr)
+            indexer = qr * hi * di + d * di + 2 * di + d * hi  # wq_b, wk, k_norm (weight and bias), weights_proj
+            attn = query + d * (r + dr) + r + r * h * 2 * hd + h * hd * d + indexer
         if self.family == "qwen3_next":  # gated attention (a gate per query value) and Gated DeltaNet layers
             attn = d * (2 * h + 2 * hkv) * hd + h * hd * d + 2 * hd
             hk, hv, dk = self.linear_heads, self.linear_value_heads, self.linear_head_dim
@@ -301,6 +338,9 @@ class ModelConfig:
                 del out[key]
         if self.kv_share == 1:
             del out["kv_share"]
+        if self.family != "deepseek_v32":
+            for key in SPARSE_FIELDS:
+                del out[key]
         return out
 
     @classmethod
@@ -340,6 +380,10 @@ _RANDOM_KEYS = {
     "linear_head_dim": "linear_head_dim",  # …their width
     "conv": "conv_kernel",  # qwen3_next: the short convolution's width
     "cla": "kv_share",  # cross-layer attention: groups of N layers read their first layer's K/V
+    "q_lora": "q_lora_rank",  # deepseek_v32: the compressed query's width
+    "index_heads": "index_heads",  # deepseek_v32: the lightning indexer's heads…
+    "index_dim": "index_head_dim",  # …and the width of its keys (cached beside each latent)
+    "topk": "index_topk",  # deepseek_v32: the rows each query attends
 }
 
 
@@ -394,11 +438,18 @@ def parse_random_spec(spec: str) -> tuple[ModelConfig, int]:
         values["n_kv_heads"] = values["n_heads"]
     if values["family"] == "gpt2":
         values["qkv_bias"] = True
-    if values["family"] == "mla":  # one latent per token; DeepSeek-V2's proportions by default (r = 4·d, RoPE d/2)
+    if values["family"] in LATENT_FAMILIES:  # one latent per token; DeepSeek-V2's proportions by default (r = 4·d, RoPE d/2)
         values["n_kv_heads"] = 1 if not kv_given else values["n_kv_heads"]
         head_dim = values.get("head_dim") or values["dim"] // values["n_heads"]
         values.setdefault("kv_lora_rank", 4 * head_dim)
         values.setdefault("qk_rope_head_dim", max(2, head_dim // 2))
+    if values["family"] == "deepseek_v32":  # DeepSeek-V3.2's proportions: q_lora ≈ dim / 4, an indexer of half the
+        head_dim = values.get("head_dim") or values["dim"] // values["n_heads"]  # heads, each head_dim wide
+        values.setdefault("q_lora_rank", max(8, values["dim"] // 4))
+        values.setdefault("index_heads", max(1, values["n_heads"] // 2))
+        values.setdefault("index_head_dim", max(head_dim, values["qk_rope_head_dim"]))
+        values.setdefault("index_topk", 16)  # V3.2 reads 2,048 rows; 16 shows the sparsity on a short prompt
+        values.setdefault("norm_eps", 1e-6)
     if values["family"] == "qwen3_next":  # Qwen3-Next's proportions: 3 Gated DeltaNet layers to 1 attention
         head_dim = values.get("head_dim") or values["dim"] // values["n_heads"]
         values.setdefault("attention_every", 4)

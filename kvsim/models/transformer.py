@@ -33,6 +33,7 @@ from torch import nn
 
 from ..caches.base import Cache, PackedBatch, visibility
 from .attention.cla import SharedKVAttention
+from .attention.dsa import SparseLatentAttention
 from .attention.hybrid import GatedAttention, GatedDeltaNet
 from .attention.mla import MLAAttention
 from .config import ModelConfig
@@ -49,6 +50,9 @@ class ForwardOutput:
     k: torch.Tensor | None = None  # (L, B, H_kv, T, D), after RoPE: exactly what the cache holds
     v: torch.Tensor | None = None  # (L, B, H_kv, T, D)
     hidden: torch.Tensor | None = None  # (B, T, dim): the last layer's output of every fed position, if hidden=True
+    # deepseek_v32 (sparse attention): (L, B, T, k) the positions each fed query's attention read, in order, -1
+    # past the rows it could see (fewer than k); None on every other family, which reads every row it holds
+    selected: torch.Tensor | None = None
 
     def rows(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """q, k, v of a forward with ``record=True``."""
@@ -362,9 +366,11 @@ class Block(nn.Module):
     def __init__(self, cfg: ModelConfig, layer: int = 0) -> None:
         super().__init__()
         self.attn_norm = make_norm(cfg)
-        mla = cfg.family == "mla"  # DeepSeek's latent attention
+        mla = cfg.family == "mla"  # DeepSeek-V2/V3's latent attention
         self.attn: Attention | MLAAttention | GatedAttention | GatedDeltaNet | SharedKVAttention
-        if cfg.family == "qwen3_next":  # Qwen3-Next: Gated DeltaNet layers, every attention_every-th one attention
+        if cfg.family == "deepseek_v32":  # DeepSeek-V3.2: MLA that reads only the indexer's top-k rows
+            self.attn = SparseLatentAttention(cfg, layer, RMSNorm, apply_rope)
+        elif cfg.family == "qwen3_next":  # Qwen3-Next: Gated DeltaNet layers, every attention_every-th one attention
             linear = layer in cfg.linear_layers
             self.attn = GatedDeltaNet(cfg, layer) if linear else GatedAttention(cfg, layer, GemmaRMSNorm, apply_rope)
         else:
@@ -525,9 +531,13 @@ class Transformer(nn.Module):
         elif rows is not None:  # the logits of these positions only (the last row of each packed sequence)
             x = x[:, rows, :]
         logits = self.head(x)
+        selected = None
+        if cfg.family == "deepseek_v32":  # the rows each query read, per layer (the layers keep their last forward's)
+            chosen = [block.attn.selected for block in self.layers if isinstance(block.attn, SparseLatentAttention)]
+            selected = torch.stack([c for c in chosen if c is not None]) if len(chosen) == cfg.n_layers else None
         if not record:
-            return ForwardOutput(logits, hidden=last_hidden)
-        return ForwardOutput(logits, torch.stack(qs), torch.stack(ks), torch.stack(vs), last_hidden)
+            return ForwardOutput(logits, hidden=last_hidden, selected=selected)
+        return ForwardOutput(logits, torch.stack(qs), torch.stack(ks), torch.stack(vs), last_hidden, selected)
 
 
 def init_random(model: Transformer, seed: int) -> Transformer:

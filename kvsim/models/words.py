@@ -26,6 +26,16 @@ SHARED = (
     ),
 )
 
+#: deepseek_v32 (``kvsim.models.attention.dsa``)
+SPARSE = (
+    QT_TRANSLATE_NOOP("families", "DeepSeek Sparse Attention (DeepSeek-V3.2)"),
+    QT_TRANSLATE_NOOP(
+        "families",
+        "latent attention whose lightning indexer scores every cached row with its own small keys ({index} values a "
+        "token and layer); each query reads only its top {topk} rows: the cache holds every row, a step reads {topk}",
+    ),
+)
+
 
 def family_words(config: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     """(title, explanation, values) templates for a model's config (``ModelConfig.to_dict``); empty for a plain one."""
@@ -35,6 +45,8 @@ def family_words(config: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]
         every = int(config.get("attention_every") or 1)
         attention = sum(1 for i in range(layers) if (i + 1) % every == 0)
         out.append((*HYBRID, {"linear": layers - attention, "layers": layers}))
+    if config.get("family") == "deepseek_v32":
+        out.append((*SPARSE, {"index": int(config.get("index_head_dim", 0)), "topk": int(config.get("index_topk", 0))}))
     share = int(config.get("kv_share") or 1)
     if share > 1:
         out.append((*SHARED, {"share": share, "owners": len(range(0, layers, share)), "layers": layers}))

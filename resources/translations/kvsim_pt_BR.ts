@@ -474,6 +474,15 @@
         <source>groups of {share} layers read the K/V of the group&apos;s first layer: only {owners} of {layers} layers cache rows</source>
         <translation>grupos de {share} camadas leem o K/V da primeira camada do grupo: só {owners} de {layers} camadas guardam linhas no cache</translation>
     </message>
+    <message>
+        <source>DeepSeek Sparse Attention (DeepSeek-V3.2)</source>
+        <extracomment>deepseek_v32 (``kvsim.models.attention.dsa``)</extracomment>
+        <translation>atenção esparsa do DeepSeek (DeepSeek-V3.2)</translation>
+    </message>
+    <message>
+        <source>latent attention whose lightning indexer scores every cached row with its own small keys ({index} values a token and layer); each query reads only its top {topk} rows: the cache holds every row, a step reads {topk}</source>
+        <translation>atenção latente cujo indexador rápido pontua cada linha em cache com as suas próprias chaves pequenas ({index} valores por token e camada); cada query lê só as suas {topk} melhores linhas: o cache guarda todas as linhas, um passo lê {topk}</translation>
+    </message>
 </context>
 <context>
     <name>lanes</name>
@@ -575,6 +584,11 @@
 </context>
 <context>
     <name>policies</name>
+    <message>
+        <source>+ {index:,} B of indexer keys: {layers} layers × {width} values a token, held beside each latent; a step reads all of them to choose the {topk} latents its attention reads</source>
+        <extracomment>the memory dock&apos;s line on a sparse-attention model&apos;s bill (deepseek_v32): the indexer&apos;s keys beside the latents</extracomment>
+        <translation>+ {index:,} B de chaves do indexador: {layers} camadas × {width} valores por token, guardadas ao lado de cada latente; um passo lê todas elas para escolher os {topk} latentes que a sua atenção lê</translation>
+    </message>
     <message>
         <source>KV cache, every row</source>
         <translation>KV cache, todas as linhas</translation>
@@ -1063,6 +1077,10 @@
     <message>
         <source>random · Llama with cross-layer KV sharing (CLA: 2 layers a K/V)</source>
         <translation>aleatório · Llama com K/V compartilhado entre camadas (CLA: 2 camadas por K/V)</translation>
+    </message>
+    <message>
+        <source>random · DeepSeek-V3.2 sparse attention (MLA, each query reads its top 16 rows)</source>
+        <translation>aleatório · atenção esparsa do DeepSeek-V3.2 (MLA, cada query lê as suas 16 melhores linhas)</translation>
     </message>
     <message>
         <source>↺ Reset</source>
@@ -3421,6 +3439,10 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     <message>
         <source>step {step} ({phase}, {new} new of {context} rows) · lane {lane} · {component}: {flops}FLOP over {bytes}B moved = {intensity} FLOP/byte · {achieved}FLOP/s achieved in {ms} ms</source>
         <translation>passo {step} ({phase}, {new} de {context} linhas novas) · faixa {lane} · {component}: {flops}FLOP para {bytes}B movidos = {intensity} FLOP/byte · {achieved}FLOP/s alcançados em {ms} ms</translation>
+    </message>
+    <message>
+        <source>step {step} ({phase}, {new} new, read {context} of {held} rows held) · lane {lane} · {component}: {flops}FLOP over {bytes}B moved = {intensity} FLOP/byte · {achieved}FLOP/s achieved in {ms} ms</source>
+        <translation>passo {step} ({phase}, {new} novas, lidas {context} das {held} linhas guardadas) · faixa {lane} · {component}: {flops}FLOP para {bytes}B movidos = {intensity} FLOP/byte · {achieved}FLOP/s alcançados em {ms} ms</translation>
     </message>
 </context>
 <context>

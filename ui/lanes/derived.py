@@ -138,7 +138,8 @@ class DerivedImages:
 
     def _own_view(self, lane: int) -> bool:
         info = self.session.lanes[lane]
-        return info.lossy or info.evicts or info.window is not None or self.session.has_own_rows(lane)
+        sparse = getattr(self.session.config, "family", "") == "deepseek_v32"  # each query reads its own top-k rows
+        return info.lossy or info.evicts or info.window is not None or sparse or self.session.has_own_rows(lane)
 
     def view_key(self, lane: int) -> int | str:
         """Lanes with the same key draw the same images."""
@@ -286,21 +287,37 @@ class DerivedImages:
                     if s.has_own_rows(lane)
                     else s.kv_rows(lane, layer, g, 0, n, step=step)[0]
                 )
-                block = attention_rows(
-                    s.q_rows(lane, layer, head, p, end),
-                    k_all[keys],
-                    np.arange(p, end),
-                    keys,
-                    cfg.window_of(layer),
-                    info.window,
-                    info.sinks,
-                    scale_dim=getattr(cfg, "query_pre_attn_scalar", None),
-                )
-                for i, q in enumerate(range(p, end)):
-                    full = np.full(q + 1, np.nan, dtype=np.float32)
-                    seen = keys <= q
-                    full[keys[seen]] = block[i, seen]
-                    done[q] = full
+                chosen = s.selected_rows(lane, step)
+                if chosen is not None:  # sparse attention: each query read only the rows its indexer chose
+                    first = n - chosen.positions.shape[1]  # the position of the step's first query
+                    for q in range(p, end):
+                        read = chosen.of(layer, q - first)
+                        block = attention_rows(
+                            s.q_rows(lane, layer, head, q, q + 1),
+                            k_all[read],
+                            np.array([q]),
+                            read,
+                            scale_dim=getattr(cfg, "query_pre_attn_scalar", None),
+                        )
+                        full = np.full(q + 1, np.nan, dtype=np.float32)  # NaN: a row held but not read (drawn masked)
+                        full[read] = block[0]
+                        done[q] = full
+                else:
+                    block = attention_rows(
+                        s.q_rows(lane, layer, head, p, end),
+                        k_all[keys],
+                        np.arange(p, end),
+                        keys,
+                        cfg.window_of(layer),
+                        info.window,
+                        info.sinks,
+                        scale_dim=getattr(cfg, "query_pre_attn_scalar", None),
+                    )
+                    for i, q in enumerate(range(p, end)):
+                        full = np.full(q + 1, np.nan, dtype=np.float32)
+                        seen = keys <= q
+                        full[keys[seen]] = block[i, seen]
+                        done[q] = full
             for q in range(p, end):
                 out[q - a, : q + 1] = done[q]
             p = end

@@ -9,7 +9,7 @@ from ..i18n import translate
 
 
 def is_latent(cfg) -> bool:
-    return getattr(cfg, "family", "") == "mla"
+    return getattr(cfg, "family", "") in ("mla", "deepseek_v32")
 
 
 def title_columns(cfg, layer: int, head: int) -> list[list[str]]:

@@ -71,7 +71,7 @@ class HeadsOverview(pg.GraphicsLayoutWidget):
         kind = "MHA" if group == 1 else "MQA"
         if group > 1 and hkv > 1:
             kind = translate("views.overview", "GQA: {group} share each").format(group=group)
-        if getattr(cfg, "family", "") == "mla":  # one latent a token, shared by every head (not one K/V head)
+        if getattr(cfg, "latent", False):  # one latent a token, shared by every head (not one K/V head)
             kind = translate("views.overview", "MLA: one latent shared by all")
         self.addLabel(
             translate("views.overview", "{h} heads, {hkv} K/V · {kind}").format(h=h, hkv=hkv, kind=kind),

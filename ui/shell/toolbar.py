@@ -48,6 +48,10 @@ RANDOM_PRESETS = [  # (label, spec): the label is translated where it is shown
         QT_TRANSLATE_NOOP("toolbar", "random · Llama with cross-layer KV sharing (CLA: 2 layers a K/V)"),
         "random:family=llama,layers=4,heads=8,kv_heads=2,dim=256,cla=2,seed=0",
     ),
+    (
+        QT_TRANSLATE_NOOP("toolbar", "random · DeepSeek-V3.2 sparse attention (MLA, each query reads its top 16 rows)"),
+        "random:family=deepseek_v32,layers=4,heads=8,dim=256,topk=16,seed=0",
+    ),
 ]
 DEFAULT_LANES = "uncached,cached"
 WEIGHTS_LANES = "kv,kv@w8,kv@w4:g64"  # the weights preset: the same cache, the weights in fp32, INT8, INT4

@@ -99,10 +99,13 @@ def test_the_views_words_equal_the_engines_sentences_in_english(qapp) -> None:
         for tokens in (1, 40, 5000):
             bill = lane_bill(lane, 30, 3, 64, tokens, 1)
             assert policy_text.why(bill) == bill.why
+    sparse = lane_bill({"name": "kv", "policy": "kv"}, 4, 1, 32, 40, 1, latent=(128, 16), indexer=(32, 16))
+    assert sparse is not None and "indexer keys" in sparse.why and policy_text.why(sparse) == sparse.why
     for i, (flops, nbytes, seconds) in enumerate(((3, 7, 1e-7), (2_113_929_216, 1_234_567, 0.0042), (5e17, 3e15, 12.5))):
         for component in roofline.COMPONENTS:
+            held = 40 + i if i == 1 else None  # sparse attention: read 10 of 41 rows held
             p = roofline.RooflinePoint(
-                i, 0, "kv", "decode" if i else "prefill", component, int(flops), int(nbytes), seconds, 1 + i, 9 + i
+                i, 0, "kv", "decode" if i else "prefill", component, int(flops), int(nbytes), seconds, 1 + i, 9 + i, held
             )
             assert roofline_words.describe(p, "KV cache") == p.describe("KV cache") and roofline_words.describe(p) == p.describe()
             assert roofline_words.brief(p) == p.brief()

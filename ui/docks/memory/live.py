@@ -12,7 +12,7 @@ from html import escape
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
 
-from kvsim.costs.memory import LaneBill, human_bytes, lane_bill
+from kvsim.costs.memory import LaneBill, human_bytes, lane_bill, model_facts
 
 from ... import theme
 from ...i18n import integer, local, translate
@@ -43,10 +43,8 @@ def lane_bills(session, step: int | None = None) -> list[tuple[int, int, LaneBil
             held_tokens=int(ls.cache_tokens),
             prompt_tokens=len(meta.get("prompt_ids") or ()) or None,
             layer_windows=tuple(cfg.window_of(i) for i in range(cfg.n_layers)),
-            latent=(cfg.kv_lora_rank, cfg.qk_rope_head_dim) if cfg.family == "mla" else None,
-            # a hybrid's attention layers / a CLA model's owners hold the rows; a hybrid's others a state each
-            kv_layers=len(cfg.kv_layers) if len(cfg.kv_layers) != cfg.n_layers else None,
-            recurrent=(len(cfg.linear_layers), *cfg.recurrent_state_values()) if cfg.linear_layers else None,
+            # an mla model's latent, a sparse-attention model's indexer keys, a hybrid's states, CLA's owners
+            **model_facts(cfg),
         )
         out.append((lane.index, int(ls.cache_bytes), bill))
     return out
@@ -126,7 +124,7 @@ class LiveBill(QWidget):
         cfg = s.config
         dtype = str(s.run.meta.get("dtype", "float32"))
         n = s.n_rows()
-        mla = cfg.family == "mla"  # a latent cache: one latent and one RoPE key a token and layer, not K/V heads
+        mla = cfg.latent  # a latent cache: one latent and one RoPE key a token and layer, not K/V heads
         self.title.setText(
             (
                 translate(
@@ -195,7 +193,7 @@ class LiveBill(QWidget):
             if bill is not None:
                 w = f"min(n, {bill.window})" if bill.window else "n"
                 product = f"2 × {cfg.n_layers} × {cfg.n_kv_heads} × {cfg.head_dim} × {w} × 1 × {bill.bits}/8"
-                if cfg.family == "mla":  # one latent (r) and one RoPE key (d_R) a token and layer, no factor 2
+                if cfg.latent:  # one latent (r) and one RoPE key (d_R) a token and layer, no factor 2
                     product = f"{cfg.n_layers} × ({cfg.kv_lora_rank} + {cfg.qk_rope_head_dim}) × {w} × {bill.bits}/8"
                 ftip = translate("views.memory_live", "{product} = {bytes} B ({size}) at {bits} bits").format(
                     product=product,

@@ -56,15 +56,25 @@ def brief(p: RooflinePoint, lane_label: str | None = None) -> str:
 
 def describe(p: RooflinePoint, lane_label: str | None = None) -> str:
     """The point in plain words, the hover text (``RooflinePoint.describe``)."""
-    return translate(
-        "views.roofline_words",
-        "step {step} ({phase}, {new} new of {context} rows) · lane {lane} · {component}: {flops}FLOP over {bytes}B moved = "
-        "{intensity} FLOP/byte · {achieved}FLOP/s achieved in {ms} ms",
-    ).format(
+    template = (
+        QT_TRANSLATE_NOOP(
+            "views.roofline_words",
+            "step {step} ({phase}, {new} new of {context} rows) · lane {lane} · {component}: {flops}FLOP over {bytes}B "
+            "moved = {intensity} FLOP/byte · {achieved}FLOP/s achieved in {ms} ms",
+        )
+        if p.held is None
+        else QT_TRANSLATE_NOOP(  # sparse attention: the rows read are not the rows held
+            "views.roofline_words",
+            "step {step} ({phase}, {new} new, read {context} of {held} rows held) · lane {lane} · {component}: {flops}FLOP "
+            "over {bytes}B moved = {intensity} FLOP/byte · {achieved}FLOP/s achieved in {ms} ms",
+        )
+    )
+    return translate("views.roofline_words", template).format(
         step=p.step,
         phase=p.phase,
         new=p.new_positions,
         context=p.context,
+        held=p.held,
         lane=lane_label or p.lane_name,
         component=component(p.component),
         flops=si(p.flops),
