@@ -346,7 +346,8 @@ class Trace:
             check_meta(meta)
             if not isinstance(steps, list) or not steps:
                 raise TraceError("the run has no steps" if isinstance(steps, list) else "the manifest has no list of steps")
-            records = [_record_from_json(i, s, arrays, meta) for i, s in enumerate(steps)]
+            with_arrays = _lanes_with_arrays(arrays)
+            records = [_record_from_json(i, s, arrays, meta, with_arrays) for i, s in enumerate(steps)]
             check_sequence(records, meta)
         except TraceError as exc:
             raise TraceError(f"{path}: {exc}") from None
@@ -370,12 +371,22 @@ _LANE_FIELDS = {f.name for f in fields(LaneStep)} - {"rows", "held", "drafts"}
 DRAFT_ARRAYS = ("positions", "token_ids", "k", "v", "q")  # a speculative check's drafted rows, saved as arrays
 
 
-def _lane_from_json(i: int, j: int, data: object, arrays: dict[str, np.ndarray]) -> LaneStep:
+def _lanes_with_arrays(arrays: dict[str, np.ndarray]) -> set[str]:
+    """The ``s{i}_l{j}`` of every lane step with arrays of its own (rows, rows per head, drafts): the others'
+    are not looked for (five lookups a lane and step: a long run's load)."""
+    found = set()
+    for key in arrays:
+        parts = key.split("_", 2)
+        if len(parts) == 3 and parts[1][:1] == "l":
+            found.add(f"{parts[0]}_{parts[1]}")
+    return found
+
+
+def _lane_from_json(i: int, j: int, data: object, arrays: dict[str, np.ndarray], own_arrays: bool = True) -> LaneStep:
     if not isinstance(data, dict):
         raise TraceError(f"step {i}: lane {j} is not an object")
-    unknown = set(data) - _LANE_FIELDS
-    if unknown:
-        raise TraceError(f"step {i}: lane {j} has unknown fields {sorted(unknown)}")
+    if not data.keys() <= _LANE_FIELDS:
+        raise TraceError(f"step {i}: lane {j} has unknown fields {sorted(set(data) - _LANE_FIELDS)}")
     for key in ("name", "policy"):
         if not isinstance(data.get(key), str):
             raise TraceError(f"step {i}: lane {j}'s {key} is not text")
@@ -388,7 +399,7 @@ def _lane_from_json(i: int, j: int, data: object, arrays: dict[str, np.ndarray])
             raise TraceError(f"step {i}: lane {j}'s spans are not [start, end] pairs")
         spans = tuple((s[0], s[1]) for s in spans)
     rows = None
-    if f"s{i}_l{j}_positions" in arrays:
+    if own_arrays and f"s{i}_l{j}_positions" in arrays:
         parts = {}
         for name in ("positions", "k", "v", "q"):
             key = f"s{i}_l{j}_{name}"
@@ -401,9 +412,9 @@ def _lane_from_json(i: int, j: int, data: object, arrays: dict[str, np.ndarray])
     reason = data.get("evict_reason", "")
     if reason not in ("", *EVICT_REASONS):
         raise TraceError(f"step {i}: lane {j}'s evict_reason {reason!r} is not one kvsim knows")
-    held = _held_from_arrays(i, j, arrays)
+    held = _held_from_arrays(i, j, arrays) if own_arrays else None
     drafts = None
-    if f"s{i}_l{j}_draft_positions" in arrays:
+    if own_arrays and f"s{i}_l{j}_draft_positions" in arrays:
         found = {}
         for name in DRAFT_ARRAYS:
             key = f"s{i}_l{j}_draft_{name}"
@@ -446,7 +457,9 @@ def _held_from_arrays(i: int, j: int, arrays: dict[str, np.ndarray]) -> HeadRows
     return HeadRows(positions=positions.astype(np.int32), scores=scores, evicted=evicted.astype(np.int32))
 
 
-def _record_from_json(i: int, step: object, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> StepRecord:
+def _record_from_json(
+    i: int, step: object, arrays: dict[str, np.ndarray], meta: dict[str, Any], with_arrays: set[str] | None = None
+) -> StepRecord:
     if not isinstance(step, dict):
         raise TraceError(f"step {i} is not an object")
 
@@ -481,7 +494,10 @@ def _record_from_json(i: int, step: object, arrays: dict[str, np.ndarray], meta:
             raise TraceError(f"step {i}: {key} is not text")
     if not is_int(step.get("step")) or not isinstance(step.get("lanes"), list):
         raise TraceError(f"step {i}: step number or lanes missing")
-    lanes = tuple(_lane_from_json(i, j, lane, arrays) for j, lane in enumerate(step["lanes"]))
+    lanes = tuple(
+        _lane_from_json(i, j, lane, arrays, with_arrays is None or f"s{i}_l{j}" in with_arrays)
+        for j, lane in enumerate(step["lanes"])
+    )
     return StepRecord(
         run_id=step["run_id"],
         step=step["step"],
