@@ -174,3 +174,74 @@ class SyncHost:
         else:
             done(result)
         return True
+
+
+def synthetic_long_run(steps: int, seed: int = 0):
+    """A valid two-lane run (``uncached,cached``) of ``steps`` steps, made in seconds whatever ``steps``: a real run of a
+    small random model for its first 4 steps (the metadata, the prefill), then one decode record a step built from the
+    last real one — positions, tokens, each lane's counts, FLOPs and bytes from the model's formulas
+    (``kvsim.engine.counting.step_cost``), its cache held, and a clock with seeded noise (the uncached lane's growing
+    with the sequence). Returns the ``Trace`` (``Trace.load`` of its save checks it as any file)."""
+    import random
+    from dataclasses import fields
+
+    import numpy as np
+
+    from kvsim.caches.registry import parse_lanes
+    from kvsim.engine.counting import step_cost
+    from kvsim.engine.records import LaneStep, StepRecord
+    from kvsim.engine.simulate import Simulator
+    from kvsim.engine.trace import Trace
+    from kvsim.models.loading import load_model
+
+    prompt = [1, 2, 3, 4]
+    real_steps = min(steps, 4)
+    loaded = load_model(f"random:family=llama,layers=1,heads=1,kv_heads=1,dim=8,vocab=256,ctx={steps + len(prompt)},seed={seed}")
+    sim = Simulator(loaded.model, loaded.tokenizer, prompt, parse_lanes("uncached,cached"), model_id="synthetic")
+    records = list(sim.run(real_steps, stop_at_eos=False))
+    cfg, rng = loaded.model.cfg, random.Random(seed)
+    base = records[-1]
+    per_row = base.lanes[1].cache_bytes // max(1, base.lanes[1].cache_tokens)
+    changed = {"kv_positions", "context", "flops", "flops_by_component", "bytes_by_component", "wall_ms", "cache_tokens"}
+    changed |= {"cache_bytes", "token_id", "top_ids", "top_probs", "recompute_diff"}
+    fixed = {lane.name: {f.name: getattr(lane, f.name) for f in fields(lane) if f.name not in changed} for lane in base.lanes}
+    for s in range(real_steps, steps):
+        n = len(prompt) + s  # the sequence after this step's row
+        token = rng.randrange(256)
+        lanes = []
+        for lane, new in zip(base.lanes, (n, 1), strict=True):  # uncached: every row again; cached: the new one
+            cost = step_cost(cfg, new, n)
+            ms = (0.002 * n if new > 1 else 0.05) * (1 + 0.2 * rng.random())
+            lanes.append(
+                LaneStep(
+                    **{**fixed[lane.name]},
+                    kv_positions=new,
+                    context=n,
+                    flops=cost.total_flops,
+                    flops_by_component=dict(cost.flops),
+                    bytes_by_component=dict(cost.bytes),
+                    wall_ms=ms,
+                    cache_tokens=n if new == 1 else 0,
+                    cache_bytes=n * per_row if new == 1 else 0,
+                    token_id=token,
+                    top_ids=(token,),
+                    top_probs=(0.5,),
+                    recompute_diff=0.0 if new > 1 else None,
+                )
+            )
+        records.append(
+            StepRecord(
+                run_id=base.run_id,
+                step=s,
+                phase="decode",
+                positions=np.array([n - 1]),
+                input_ids=np.array([records[-1].token_id]),
+                token_id=token,
+                token=loaded.tokenizer.token_text(token),
+                q=base.q,
+                k=base.k,
+                v=base.v,
+                lanes=tuple(lanes),
+            )
+        )
+    return Trace(meta=dict(sim.trace.meta), records=records)

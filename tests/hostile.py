@@ -977,6 +977,10 @@ def _meta_lane(m: dict[str, Any], key: str) -> dict[str, Any]:
     return next(lane for lane in m["meta"]["lanes"] if key in lane)
 
 
+def _policy_lane(m: dict[str, Any], policy: str) -> dict[str, Any]:
+    return next(lane for lane in m["meta"]["lanes"] if lane["policy"] == policy)
+
+
 def _h2o_over_budget(m: dict[str, Any], a: dict[str, np.ndarray]) -> None:
     """An ``h2o:4`` lane (4 heavy + 4 recent rows) holding 12 rows at its first step: each one consistent
     with the others (positions, scores, its count), only more than the policy keeps."""
@@ -1015,6 +1019,10 @@ def lane_run_changes() -> dict[str, Any]:
         "quantized-over-total": lambda m, a: _meta_lane(m, "quantized_weight_bytes").update(quantized_weight_bytes=10**12),
         "draft-k-1e9": lambda m, a: _meta_lane(m, "draft_k").update(draft_k=10**9),
         "draft-name-not-text": lambda m, a: _meta_lane(m, "draft").update(draft=[1]),
+        # a lane's options are what its grammar parsed: snapkv:0, snapkv:4:w5 and text where a count goes are not
+        "snapkv-budget-zero": lambda m, a: _policy_lane(m, "snapkv")["options"].update(budget=0),
+        "snapkv-window-over-budget": lambda m, a: _policy_lane(m, "snapkv")["options"].update(window=5),
+        "h2o-heavy-escape": lambda m, a: _policy_lane(m, "h2o")["options"].update(heavy="\x1b[2J"),
     }
 
 

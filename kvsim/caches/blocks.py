@@ -87,20 +87,67 @@ def check_pool_figures(block_size: object, n_blocks: object = None) -> None:
 
 
 def available_memory() -> int | None:
-    """Bytes of memory the machine has available now (Linux: MemAvailable), or None when unknown."""
+    """Bytes of memory the machine has available now (Linux: MemAvailable, or less where this process's
+    control group has a memory limit: its limit less what the group holds, reclaimable file pages aside),
+    or None when unknown."""
+    free: int | None = None
     try:
         with open("/proc/meminfo", encoding="ascii") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    free = int(line.split()[1]) * 1024
+                    break
     except (OSError, ValueError, IndexError):
         pass
-    try:
-        import os
+    if free is None:
+        try:
+            import os
 
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
+            free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            free = None
+    group = _cgroup_free()
+    if group is not None:
+        free = group if free is None else min(free, group)
+    return free
+
+
+_CGROUP_FILES = (  # (limit, usage, statistics, the reclaimable file pages' key): cgroup v2, then v1
+    ("memory.max", "memory.current", "memory.stat", "inactive_file"),
+    ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes", "memory/memory.stat", "total_inactive_file"),
+)
+
+
+def _cgroup_free() -> int | None:
+    """What this process's memory control group may still take (None: no limit, or not Linux)."""
+    from pathlib import Path
+
+    root = Path("/sys/fs/cgroup")
+    folders = [root]
+    try:
+        for line in Path("/proc/self/cgroup").read_text(encoding="ascii").splitlines():
+            if line.startswith("0::/") and line.strip() != "0::/":
+                folders.insert(0, root / line.strip()[4:])  # cgroup v2: the process's own group
+    except (OSError, ValueError):
+        pass
+    best: int | None = None
+    for folder in folders:
+        for limit_name, usage_name, stat_name, inactive_key in _CGROUP_FILES:
+            try:
+                raw = (folder / limit_name).read_text(encoding="ascii").strip()
+                if raw == "max" or int(raw) >= 1 << 60:  # no limit (v1 writes a huge number)
+                    continue
+                used = int((folder / usage_name).read_text(encoding="ascii").strip())
+                inactive = 0
+                for line in (folder / stat_name).read_text(encoding="ascii").splitlines():
+                    key, _, value = line.partition(" ")
+                    if key == inactive_key:
+                        inactive = int(value)
+                left = max(0, int(raw) - max(0, used - inactive))
+            except (OSError, ValueError):
+                continue
+            best = left if best is None else min(best, left)
+    return best
 
 
 class PoolFullError(SimulationError):

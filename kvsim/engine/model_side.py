@@ -1,36 +1,111 @@
 """The model side of a lane: which weights it runs (the model as loaded, or weight-only INT8/INT4
 codes for a ``@w8`` / ``@w4:gG`` spec) and, for a ``spec:K:DRAFT`` lane, its speculative driver.
-The simulator calls ``attach`` once per run; lanes with the same weight format share one copy."""
+The simulator calls ``attach`` once per run; lanes with the same weight format share one copy, lanes that draft
+with the same model (``spec:K:model:NAME``) share one load of it, and the copies' bytes are planned and checked
+against the memory available before any is made (``plan_copies``, ``check_copies``)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
+from ..caches import blocks
 from ..caches.speculative import SpeculativeCache
 from ..caches.weights import weights_label
 from ..core.sampling import Sampling, SimulationError
 from ..models.gguf.blocks import BLOCK_BYTES, GGUFBlockLinear, keep_gguf_blocks
-from ..models.kernels.quantized_weights import QuantizedLinear, head_format, quantize_model, weight_bytes
+from ..models.kernels.quantized_weights import QuantizedLinear, head_format, quantize_model, quantized_bytes, weight_bytes
 from ..models.tokenizer import Tokenizer
 from ..models.transformer import Transformer
 from .counting import StepCost
 from .lane import Lane
 from .speculative import SpeculativeLane, make_drafter
 
+#: the lanes' model copies may take at most this share of the memory free when the run starts (the rest: the
+#: caches, the activations, the app)
+COPY_SHARE = 0.5
+
 
 def _load_draft(target: Transformer) -> Callable[[str], tuple[Transformer, Tokenizer]]:
+    """Loads a draft model by name, once per name: lanes that draft with the same model share it (each
+    lane's drafter keeps its own KV cache over it)."""
+    loaded_models: dict[str, tuple[Transformer, Tokenizer]] = {}
+
     def load(name: str) -> tuple[Transformer, Tokenizer]:
         from ..models.loading import ModelLoadError, load_model
 
-        try:
-            loaded = load_model(name, device=target.device.type)
-        except ModelLoadError as exc:
-            raise SimulationError(f"draft model {name!r}: {exc}") from None
-        loaded.model = loaded.model.to(dtype=target.dtype)
-        return loaded.model, loaded.tokenizer
+        if name not in loaded_models:
+            try:
+                loaded = load_model(name, device=target.device.type)
+            except ModelLoadError as exc:
+                raise SimulationError(f"draft model {name!r}: {exc}") from None
+            loaded.model = loaded.model.to(dtype=target.dtype)
+            loaded_models[name] = (loaded.model, loaded.tokenizer)
+        return loaded_models[name]
 
     return load
+
+
+def _copy_bytes(model: Transformer, weights: dict[str, Any]) -> int:
+    """The bytes a weight format's copy of ``model`` takes while it is made (``_weights_model``)."""
+    if weights.get("format") == "bf16":  # a whole copy first, then converted tensor by tensor
+        return int(weight_bytes(model)["total"])
+    if weights.get("format") == "gguf":  # at most the file's bytes (its projections' blocks are kept)
+        path = getattr(model, "gguf_path", None)
+        try:
+            return os.stat(path).st_size if path is not None else 0
+        except OSError:
+            return 0
+    return quantized_bytes(model, weights["bits"], weights.get("group"), head=not weights.get("fphead"))
+
+
+def plan_copies(lanes: list[Lane], model: Transformer) -> list[tuple[str, int | None]]:
+    """What the lanes will load besides ``model``: (what, bytes) per weight format (one copy each, shared by its
+    lanes) and per draft model (one load each, shared); bytes None where not known before loading."""
+    planned: dict[str, int | None] = {}
+    for lane in lanes:
+        w = lane.spec.weights
+        if w and f"@{weights_label(w)}" not in planned:
+            planned[f"@{weights_label(w)}"] = _copy_bytes(model, w)
+        cache = lane.cache
+        if isinstance(cache, SpeculativeCache) and cache.draft == "model" and cache.draft_model:
+            name = f"model:{cache.draft_model}"
+            if name not in planned:
+                from ..models.loading import planned_bytes
+
+                planned[name] = planned_bytes(cache.draft_model, torch.empty((), dtype=model.dtype).element_size())
+    return list(planned.items())
+
+
+def free_memory(device: torch.device) -> int | None:
+    """Bytes free where a model copy on ``device`` goes: the GPU's free memory, else the machine's available memory."""
+    if device.type == "cuda":
+        try:
+            return int(torch.cuda.mem_get_info(device)[0])
+        except (RuntimeError, AssertionError):
+            return None
+    return blocks.available_memory()
+
+
+def check_copies(planned: list[tuple[str, int | None]], device: torch.device) -> None:
+    """``SimulationError`` (one line) when the planned copies would take more than ``COPY_SHARE`` of the memory free."""
+    need = sum(b for _, b in planned if b)
+    if not need:
+        return
+    free = free_memory(device)
+    if free is None or need <= COPY_SHARE * free:
+        return
+    parts = sorted(((b, what) for what, b in planned if b), reverse=True)
+    shown = ", ".join(f"{what} {b / 1e9:,.2f} GB" for b, what in parts[:4]) + (
+        f" and {len(parts) - 4} more" if len(parts) > 4 else ""
+    )
+    raise SimulationError(
+        f"the lanes' model copies need {need / 1e9:,.2f} GB ({shown}), more than {COPY_SHARE:.0%} of the memory "
+        f"free here ({free / 1e9:,.2f} GB): fewer weight formats (@w…) or draft models"
+    )
 
 
 def _weights_model(model: Transformer, weights: dict[str, Any]) -> Transformer:
@@ -51,6 +126,8 @@ def _weights_model(model: Transformer, weights: dict[str, Any]) -> Transformer:
 
 def attach(lanes: list[Lane], model: Transformer, tokenizer: Tokenizer, sampling: Sampling) -> None:
     """Give each lane its model (quantized where its spec says) and, for a speculative lane, its driver."""
+    check_copies(plan_copies(lanes, model), model.device)
+    load_draft = _load_draft(model)
     shared: dict[str, Transformer] = {}
     for lane in lanes:
         w = lane.spec.weights
@@ -66,7 +143,7 @@ def attach(lanes: list[Lane], model: Transformer, tokenizer: Tokenizer, sampling
         lane.model = own
         lane.weight_bytes = weight_bytes(own)
         if isinstance(lane.cache, SpeculativeCache):
-            drafter = make_drafter(lane.cache, own, tokenizer, _load_draft(model))
+            drafter = make_drafter(lane.cache, own, tokenizer, load_draft)
             lane.driver = SpeculativeLane(own, lane.cache, lane.cache.k, drafter, sampling)
 
 

@@ -91,12 +91,79 @@ class ArchiveContents:
             raise TraceError(f"{self.path}: arrays.npz is damaged ({exc})") from None
 
     def load_arrays(self) -> dict[str, np.ndarray]:
-        """Every array of ``arrays.npz``, unpacked."""
-        npz = self.open_arrays()
+        """Every array of ``arrays.npz``, unpacked (read-only: ``read_npz``)."""
+        with _archive_errors(self.path, self._what):
+            blob = self._zip.read("arrays.npz")
         try:
-            return {k: npz[k] for k in npz.files}
-        except Exception as exc:  # noqa: BLE001 - numpy raises many kinds for a corrupt archive
+            return read_npz(blob)
+        except Exception as exc:  # noqa: BLE001 - numpy and zipfile raise many kinds for a corrupt archive
             raise TraceError(f"{self.path}: arrays.npz is damaged ({exc})") from None
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+_LOCAL_HEADER = b"PK\x03\x04"
+
+
+def read_npz(blob: bytes) -> dict[str, np.ndarray]:
+    """The arrays of an ``.npz`` held in memory, as ``np.load(…, allow_pickle=False)`` reads them, read-only.
+
+    ``np.savez`` stores each member uncompressed: its bytes are read in place, and each distinct ``.npy`` header
+    is parsed once (numpy's reader parses every member's header with ``ast``: about 0.3 ms a member, most of the
+    load of a long run, whose every step has five arrays). A member stored otherwise, or a ``.npy`` format other
+    than 1.0 / 2.0, goes through numpy's own reader. A member that is not an array, an object array, or data
+    shorter than its header says: ``ValueError``."""
+    out: dict[str, np.ndarray] = {}
+    headers: dict[tuple[int, bytes], tuple[tuple[int, ...], bool, np.dtype]] = {}
+    view = memoryview(blob)
+    with zipfile.ZipFile(io.BytesIO(blob)) as zf:
+        for info in zf.infolist():
+            if not info.filename.endswith(".npy"):
+                raise ValueError(f"member {info.filename[:60]!r} is not an array")
+            key = info.filename[:-4]
+            if key in out:
+                raise ValueError(f"array {key[:60]!r} is there twice")
+            raw = _stored_member(view, info)
+            out[key] = _npy(raw if raw is not None else memoryview(zf.read(info)), headers)
+    return out
+
+
+def _stored_member(view: memoryview, info: zipfile.ZipInfo) -> memoryview | None:
+    """An uncompressed member's bytes, in place (None: compressed, or a local header that does not read: zipfile reads it)."""
+    if info.compress_type != zipfile.ZIP_STORED or info.compress_size != info.file_size:
+        return None
+    at = info.header_offset
+    if at < 0 or at + 30 > len(view) or bytes(view[at : at + 4]) != _LOCAL_HEADER:
+        return None
+    start = at + 30 + int.from_bytes(view[at + 26 : at + 28], "little") + int.from_bytes(view[at + 28 : at + 30], "little")
+    end = start + info.file_size
+    return view[start:end] if end <= len(view) else None
+
+
+def _npy(raw: memoryview, headers: dict[tuple[int, bytes], tuple[tuple[int, ...], bool, np.dtype]]) -> np.ndarray:
+    """One ``.npy`` member's array, read-only, over ``raw``; its header parsed once per distinct header."""
+    major = raw[6] if len(raw) > 8 and bytes(raw[:6]) == _NPY_MAGIC else 0
+    if major not in (1, 2):
+        array = np.lib.format.read_array(io.BytesIO(bytes(raw)), allow_pickle=False)
+        array.flags.writeable = False
+        return array
+    start = 10 if major == 1 else 12
+    size = int.from_bytes(raw[8:start], "little")
+    header = bytes(raw[start : start + size])
+    parsed = headers.get((major, header))
+    if parsed is None:
+        fp = io.BytesIO(bytes(raw[8 : start + size]))
+        read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+        parsed = headers[(major, header)] = read_header(fp)
+    shape, fortran, dtype = parsed
+    if dtype.hasobject:
+        raise ValueError("an object array (kvsim never writes one, and never unpickles)")
+    count = 1
+    for n in shape:
+        count *= n
+    data = raw[start + size :]
+    if len(data) < count * dtype.itemsize:
+        raise ValueError(f"an array's data is shorter than its shape {shape} says")
+    return np.frombuffer(data, dtype=dtype, count=count).reshape(shape, order="F" if fortran else "C")
 
 
 @contextmanager
@@ -283,7 +350,8 @@ class Trace:
             check_meta(meta)
             if not isinstance(steps, list) or not steps:
                 raise TraceError("the run has no steps" if isinstance(steps, list) else "the manifest has no list of steps")
-            records = [_record_from_json(i, s, arrays, meta) for i, s in enumerate(steps)]
+            with_arrays = _lanes_with_arrays(arrays)
+            records = [_record_from_json(i, s, arrays, meta, with_arrays) for i, s in enumerate(steps)]
             check_sequence(records, meta)
         except TraceError as exc:
             raise TraceError(f"{path}: {exc}") from None
@@ -306,12 +374,22 @@ _LANE_FIELDS = {f.name for f in fields(LaneStep)} - {"rows", "held", "drafts", "
 DRAFT_ARRAYS = ("positions", "token_ids", "k", "v", "q")  # a speculative check's drafted rows, saved as arrays
 
 
-def _lane_from_json(i: int, j: int, data: object, arrays: dict[str, np.ndarray]) -> LaneStep:
+def _lanes_with_arrays(arrays: dict[str, np.ndarray]) -> set[str]:
+    """The ``s{i}_l{j}`` of every lane step with arrays of its own (rows, rows per head, drafts): the others'
+    are not looked for (five lookups a lane and step: a long run's load)."""
+    found = set()
+    for key in arrays:
+        parts = key.split("_", 2)
+        if len(parts) == 3 and parts[1][:1] == "l":
+            found.add(f"{parts[0]}_{parts[1]}")
+    return found
+
+
+def _lane_from_json(i: int, j: int, data: object, arrays: dict[str, np.ndarray], own_arrays: bool = True) -> LaneStep:
     if not isinstance(data, dict):
         raise TraceError(f"step {i}: lane {j} is not an object")
-    unknown = set(data) - _LANE_FIELDS
-    if unknown:
-        raise TraceError(f"step {i}: lane {j} has unknown fields {sorted(unknown)}")
+    if not data.keys() <= _LANE_FIELDS:
+        raise TraceError(f"step {i}: lane {j} has unknown fields {sorted(set(data) - _LANE_FIELDS)}")
     for key in ("name", "policy"):
         if not isinstance(data.get(key), str):
             raise TraceError(f"step {i}: lane {j}'s {key} is not text")
@@ -324,7 +402,7 @@ def _lane_from_json(i: int, j: int, data: object, arrays: dict[str, np.ndarray])
             raise TraceError(f"step {i}: lane {j}'s spans are not [start, end] pairs")
         spans = tuple((s[0], s[1]) for s in spans)
     rows = None
-    if f"s{i}_l{j}_positions" in arrays:
+    if own_arrays and f"s{i}_l{j}_positions" in arrays:
         parts = {}
         for name in ("positions", "k", "v", "q"):
             key = f"s{i}_l{j}_{name}"
@@ -337,9 +415,9 @@ def _lane_from_json(i: int, j: int, data: object, arrays: dict[str, np.ndarray])
     reason = data.get("evict_reason", "")
     if reason not in ("", *EVICT_REASONS):
         raise TraceError(f"step {i}: lane {j}'s evict_reason {reason!r} is not one kvsim knows")
-    held = _held_from_arrays(i, j, arrays)
+    held = _held_from_arrays(i, j, arrays) if own_arrays else None
     drafts = None
-    if f"s{i}_l{j}_draft_positions" in arrays:
+    if own_arrays and f"s{i}_l{j}_draft_positions" in arrays:
         found = {}
         for name in DRAFT_ARRAYS:
             key = f"s{i}_l{j}_draft_{name}"
@@ -386,7 +464,9 @@ def _held_from_arrays(i: int, j: int, arrays: dict[str, np.ndarray]) -> HeadRows
     return HeadRows(positions=positions.astype(np.int32), scores=scores, evicted=evicted.astype(np.int32))
 
 
-def _record_from_json(i: int, step: object, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> StepRecord:
+def _record_from_json(
+    i: int, step: object, arrays: dict[str, np.ndarray], meta: dict[str, Any], with_arrays: set[str] | None = None
+) -> StepRecord:
     if not isinstance(step, dict):
         raise TraceError(f"step {i} is not an object")
 
@@ -422,7 +502,10 @@ def _record_from_json(i: int, step: object, arrays: dict[str, np.ndarray], meta:
             raise TraceError(f"step {i}: {key} is not text")
     if not is_int(step.get("step")) or not isinstance(step.get("lanes"), list):
         raise TraceError(f"step {i}: step number or lanes missing")
-    lanes = tuple(_lane_from_json(i, j, lane, arrays) for j, lane in enumerate(step["lanes"]))
+    lanes = tuple(
+        _lane_from_json(i, j, lane, arrays, with_arrays is None or f"s{i}_l{j}" in with_arrays)
+        for j, lane in enumerate(step["lanes"])
+    )
     states = arrays.get(f"s{i}_states")
     if states is not None:
         every = cfg.get("attention_every") or 0

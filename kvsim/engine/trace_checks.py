@@ -85,6 +85,7 @@ def check_meta(meta: object) -> None:
         if w is not None and not (is_int(w) and w >= 1):
             raise TraceError(f"lane {x['name']!r}: window must be a whole number ≥ 1, got {w!r}")
         _check_model_side(x)
+        _check_options(x)
     vocab = cfg.get("vocab_size") or 2**31
     ids = meta.get("prompt_ids", [])
     if not isinstance(ids, list) or not all(is_int(i) and 0 <= i < vocab for i in ids):
@@ -116,6 +117,52 @@ def _check_model_side(lane: dict[str, Any]) -> None:
             raise TraceError(f"{where}: {key} is not short text")
     if "draft_k" in lane and not (is_int(lane["draft_k"]) and 1 <= lane["draft_k"] <= 64):
         raise TraceError(f"{where}: draft_k must be a whole number from 1 to 64, got {printable(repr(lane['draft_k']), 60)}")
+
+
+MAX_OPTION = 999_999_999  # the largest whole number a lane spec's grammar takes (window:W)
+#: the options that count rows, heads, tokens or a group and are at least 1 in every policy's grammar (snapkv:B and its
+#: wW, h2o:B, tova:B, window:W, latent:R, spec:K and its early:N, paged:B:N, int4:gG); a percentage at most 100
+_AT_LEAST_ONE = frozenset({"budget", "window", "heavy", "rank", "k", "layers", "block_size", "pool_blocks", "group"})
+
+
+_TEXT_OPTIONS = {  # the options that are text: a speculative lane's draft source and its draft model's name
+    "draft": lambda v: v in ("lookup", "early", "head", "model"),
+    "model": lambda v: 0 < len(v) <= 4096,
+}
+
+
+def _check_options(lane: dict[str, Any]) -> None:
+    """A lane's options (what its spec's grammar parsed, ``options`` in the metadata) and the numbers its words show:
+    plain values — whole numbers from 0 to ``MAX_OPTION``, those that count rows or heads at least 1, a percentage at
+    most 100, an observation window within its budget (snapkv:B:wW) —, flags, or a draft's source and model name;
+    nothing the grammar would have refused (snapkv:0, snapkv:8:w9), so no bill or explanation shows impossible figures."""
+    where = f"lane {printable(lane['name'], 60)!r}"
+    options = lane.get("options", {})
+    if not isinstance(options, dict) or len(options) > 16:
+        raise TraceError(f"{where}: options are not an object of at most 16 entries")
+    values = lane.get("words", {}).get("values", {}) if isinstance(lane.get("words"), dict) else {}
+    for source, table in (("options", options), ("words", values if isinstance(values, dict) else {})):
+        for key, value in table.items():
+            if not isinstance(key, str) or not key.isidentifier() or len(key) > 40:
+                raise TraceError(f"{where}: {source} name {printable(repr(key), 60)} is not a plain name")
+            if source == "words" and key not in _AT_LEAST_ONE and key not in ("percent", "sinks", "recent", "residual"):
+                continue  # other words (a draft's name, a computed distance) are checked as words
+            if isinstance(value, str) and source == "options" and key in _TEXT_OPTIONS:
+                if not _TEXT_OPTIONS[key](value):
+                    raise TraceError(f"{where}: option {key} is not {key} text kvsim writes: {printable(repr(value), 60)}")
+                continue
+            if value is None or isinstance(value, bool):
+                continue
+            if not is_int(value) or not 0 <= value <= MAX_OPTION:
+                raise TraceError(
+                    f"{where}: {source} {key} must be a whole number from 0 to {MAX_OPTION:,}, got {printable(repr(value), 60)}"
+                )
+            if key in _AT_LEAST_ONE and value < 1:
+                raise TraceError(f"{where}: {source} {key} must be at least 1, got {value}")
+            if key == "percent" and value > 100:
+                raise TraceError(f"{where}: {source} percent must be at most 100, got {value}")
+    if is_int(options.get("window")) and is_int(options.get("budget")) and options["window"] > options["budget"]:
+        raise TraceError(f"{where}: its window W = {options['window']} is larger than its budget B = {options['budget']}")
 
 
 def _check_words(lane: dict[str, Any]) -> None:

@@ -179,6 +179,52 @@ def _load_on_cpu(spec: str) -> LoadedModel:
     )
 
 
+def planned_bytes(spec: str, element_size: int = 4) -> int | None:
+    """The bytes ``load_model(spec)``'s weights will take at ``element_size`` bytes a parameter, from its
+    configuration alone: nothing is loaded, nothing fetched (None when that cannot be known before loading,
+    e.g. a Hub repository not in the cache yet)."""
+    import json
+
+    from .hf_config import config_from_hf
+
+    try:
+        spec = spec.strip()
+        if spec == "random" or spec.startswith("random:"):
+            return parse_random_spec(spec)[0].n_params() * element_size
+        path: Path | None = None
+        for root in (bundled_models_dir(), user_models_dir()):
+            if "/" not in spec and os.sep not in spec and (root / spec).exists():
+                path = root / spec
+                break
+        if path is None and Path(spec).expanduser().exists():
+            path = Path(spec).expanduser()
+        if path is None:
+            from . import hub
+
+            named = hub.HUB_MODELS.get(spec)
+            if named is not None:
+                path = hub.cached_repo(named.repo_id, named.revision)
+            elif hub.is_repo_id(spec):
+                path = hub.cached_repo(*hub.split_revision(spec))
+        if path is None:
+            return None
+        if path.is_dir() and (path / "config.json").is_file():
+            if (path / "config.json").stat().st_size > 4_000_000:
+                return None
+            return config_from_hf(json.loads((path / "config.json").read_text(encoding="utf-8")), spec).n_params() * element_size
+        gguf = sorted(path.glob("*.gguf"))[:1] if path.is_dir() else [path]
+        if gguf and gguf[0].suffix.lower() == ".gguf" and gguf[0].is_file():
+            from .gguf.file import config_from_gguf
+            from .gguf.reader import open_gguf, read_metadata
+
+            reader = open_gguf(gguf[0])
+            names = {t.name for t in reader.tensors}
+            return config_from_gguf(read_metadata(reader), spec, names).n_params() * element_size
+    except Exception:  # noqa: BLE001 - unknown before loading: the load itself says what is wrong
+        return None
+    return None
+
+
 def _exists(path: Path) -> bool:
     try:
         return path.exists()

@@ -173,14 +173,15 @@ class Findings:
     tree_paths: dict[int, tuple[int, ...]]  # node id → the tokens from the root to the end of its edge
 
 
-def findings(tokenizer: Tokenizer, both: SideBySide, block_size: int) -> Findings:
+def findings(tokenizer: Tokenizer | None, both: SideBySide, block_size: int) -> Findings:
     """Each token's text, each block's last owner, the paged waste at other block sizes, and the prefix
-    reuse a radix tree would get on the same requests."""
+    reuse a radix tree would get on the same requests. Without a tokenizer (a saved run of a model not
+    loaded) no token has a text: the views show ids."""
     from .radix import RadixTree, compare_reuse
     from .waste import allocation_waste
 
     ids = {t for run in (both.off, both.on) for r in run.requests for t in (*r.prompt_ids, *r.output_ids)}
-    texts = {t: tokenizer.token_text(t) for t in sorted(ids)}
+    texts = {t: tokenizer.token_text(t) for t in sorted(ids)} if tokenizer is not None else {}
     w = both.on.waste
     prompts_ids = [r.prompt_ids for r in both.on.requests]
     by_size = tuple(

@@ -97,6 +97,10 @@
         <translation>aberto {path}: {n} passos de {model} — navegue com ← →; Recomeçar (Home) inicia uma execução ao vivo no modelo carregado</translation>
     </message>
     <message>
+        <source>opened {path}: {n} requests of {model} — shown in the Requests view (B)</source>
+        <translation>aberto {path}: {n} requisições de {model} — mostradas na vista Requisições (B)</translation>
+    </message>
+    <message>
         <source>prefill cancelled — nothing was kept of it; Step (→) runs it again</source>
         <translation>prefill cancelado — nada dele foi guardado; Avançar (→) o executa de novo</translation>
     </message>
@@ -2455,6 +2459,14 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
         <source>request {n}</source>
         <translation>requisição {n}</translation>
     </message>
+    <message>
+        <source>could not show {path}: {error}</source>
+        <translation>não foi possível mostrar {path}: {error}</translation>
+    </message>
+    <message>
+        <source>saved run: {summary}</source>
+        <translation>execução salva: {summary}</translation>
+    </message>
 </context>
 <context>
     <name>views.requests_form</name>
@@ -2865,6 +2877,10 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     <message>
         <source>&lt;b style=&apos;color:{color}&apos;&gt;Request {n}&lt;/b&gt;</source>
         <translation>&lt;b style=&apos;color:{color}&apos;&gt;Requisição {n}&lt;/b&gt;</translation>
+    </message>
+    <message>
+        <source>{who} prefill: {computed} rows computed, {reused} reused ({hits} block hits). TTFT {ttft}.</source>
+        <translation>{who} prefill: {computed} linhas calculadas, {reused} reutilizadas ({hits} acertos de bloco). TTFT {ttft}.</translation>
     </message>
     <message>
         <source>&lt;span style=&apos;color:{accent}&apos;&gt;{hits} block(s) found by hash&lt;/span&gt; ({reused} rows reused), {computed} rows computed</source>

@@ -212,7 +212,7 @@ def new_kinds(tmp_path_factory) -> tuple[list[hostile.Case], dict]:
 def test_damaged_runs_of_the_newer_kinds_are_refused_in_one_line_through_each_route(new_kinds) -> None:
     cases, results = new_kinds
     assert results["good/trace"]["rc"] == "loaded" and results["good/requests"]["rc"] == "loaded"
-    assert len(cases) >= 64  # (19 + 14 damages) × (the reader, `kvsim inspect`)
+    assert len(cases) >= 70  # (22 + 14 damages) × (the reader, `kvsim inspect`)
     accepted = [c.name for c in cases if c.kind != "cli" and results[c.name]["rc"] != "TraceError"]
     assert not accepted, {n: results[n] for n in accepted}
     wrong = {c.name: why for c in cases if c.kind == "cli" and (why := _bad_outcome(results[c.name]))}

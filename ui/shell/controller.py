@@ -41,6 +41,7 @@ class Controller(QObject):
     selectors_changed = Signal(object)  # ModelConfig: the layer/head choices to offer
     run_shown = Signal(object)  # RunInfo, after the session started it
     browsed = Signal()  # the cursor moved without an animation: views redraw at once
+    requests_opened = Signal(object, str)  # a saved requests run's runs (checked whole), its path: the Requests dock shows it
 
     def __init__(self, session: Session, animator: Animator, prompt_text=lambda: "", parent=None) -> None:
         super().__init__(parent)
@@ -207,7 +208,7 @@ class Controller(QObject):
     def open_run(self, path: str) -> bool:
         """Show a saved run (browse only: its model need not be loaded). Reset starts a live run again.
         The file is validated whole before anything is drawn; a bad one leaves the current run as it was."""
-        from kvsim.engine.trace import Trace, TraceError
+        from kvsim.engine.trace import OtherKindError, Trace, TraceError
 
         try:
             trace = Trace.load(path)
@@ -216,12 +217,10 @@ class Controller(QObject):
             run = RunInfo.from_trace(trace.meta, trace.records[0].run_id, info={"source": path})
             if not run.prompt_ids:
                 run.prompt_ids = [int(i) for i in trace.records[0].input_ids]
+        except OtherKindError:  # several requests through a paged pool: the Requests dock shows them
+            return self._open_requests(path)
         except Exception as exc:  # noqa: BLE001 - any failure of a damaged file is one banner, never a crash
-            text = str(exc)  # a TraceError already names the file
-            if text.startswith(str(path)):
-                self.say(translate("controller", "could not open {error}").format(error=text), error=True)
-            else:
-                self.say(translate("controller", "could not open {path}: {error}").format(path=path, error=text), error=True)
+            self._cannot_open(path, exc)
             return False
         self.stop_play()
         self.animator.stop()
@@ -242,6 +241,32 @@ class Controller(QObject):
                 "controller",
                 "opened {path}: {n} steps of {model} — browse with ← →; Reset (Home) starts a live run on the loaded model",
             ).format(path=Path(path).name, n=i18n.integer(len(trace.records)), model=run.model_id)
+        )
+        return True
+
+    def _cannot_open(self, path: str, exc: BaseException) -> None:
+        text = str(exc) or type(exc).__name__  # a TraceError already names the file
+        if text.startswith(str(path)):
+            self.say(translate("controller", "could not open {error}").format(error=text), error=True)
+        else:
+            self.say(translate("controller", "could not open {path}: {error}").format(path=path, error=text), error=True)
+
+    def _open_requests(self, path: str) -> bool:
+        """A saved requests run (``kvsim run --requests … --save``, a batched run too), checked whole by its reader
+        (``kvsim.serving.saved_runs``); the Requests dock shows it (``requests_opened``), the lanes' run stays."""
+        from kvsim.core.text import printable
+        from kvsim.serving.saved_runs import load_runs
+
+        try:
+            runs = load_runs(path)
+        except Exception as exc:  # noqa: BLE001 - any failure of a damaged file is one banner, never a crash
+            self._cannot_open(path, exc)
+            return False
+        self.requests_opened.emit(runs, str(path))
+        self.say(
+            translate("controller", "opened {path}: {n} requests of {model} — shown in the Requests view (B)").format(
+                path=Path(path).name, n=i18n.integer(len(runs[0].requests)), model=printable(runs[0].model_id, 120)
+            )
         )
         return True
 

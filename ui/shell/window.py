@@ -194,6 +194,7 @@ class MainWindow(QMainWindow):
         c.model_loaded.connect(lambda _info: launch_mark("model-loaded"))
         c.selectors_changed.connect(tb.fill_selectors)
         c.run_shown.connect(self._on_run_shown)
+        c.requests_opened.connect(self._show_requests)
         c.progress.connect(self.timeline.show_progress)
         c.progress_done.connect(self.timeline.hide_progress)
 
@@ -282,6 +283,12 @@ class MainWindow(QMainWindow):
         if ok:
             self.recent.add(path)
         return ok
+
+    def _show_requests(self, runs: tuple, path: str) -> None:
+        """A saved requests run opened: the Requests view shows it (its dock on the desktop, or the stage's view)."""
+        self.stage.show("requests")
+        dock = self.extra_docks["requests"]
+        dock.build().open_saved(runs, path)
 
     def save_run(self, path: str) -> bool:
         ok = self.controller.save_run(path)

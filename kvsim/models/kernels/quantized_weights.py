@@ -151,6 +151,26 @@ def quantize_model(model: M, bits: int, group: int | None = None, head: bool = T
     return qmodel.eval()
 
 
+def quantized_bytes(model: nn.Module, bits: int, group: int | None = None, head: bool = True) -> int:
+    """The bytes ``quantize_model(model, bits, group, head)`` adds, by arithmetic on the shapes (nothing is
+    quantized): each block projection's codes, scales and copied bias, and the LM head's Q8_0 blocks."""
+    total = 0
+    blocks: Any = getattr(model, "layers", ())
+    for block in blocks:
+        for parent in (block.attn, block.mlp):
+            for child in parent.children():
+                if isinstance(child, nn.Linear):
+                    out, inp = child.out_features, child.in_features
+                    codes = out * inp if bits == 8 else out * -(-inp // 2)
+                    scales = out * (1 if group is None else max(1, inp // group)) * 4
+                    bias = 0 if child.bias is None else child.bias.numel() * child.bias.element_size()
+                    total += codes + scales + bias
+    lm_head: Any = getattr(model, "lm_head", None)
+    if head and isinstance(lm_head, nn.Linear) and lm_head.bias is None and not lm_head.in_features % Q8_0_BLOCK:
+        total += lm_head.out_features * (lm_head.in_features // Q8_0_BLOCK) * (Q8_0_BLOCK + 2)
+    return total
+
+
 def quantize_q8_0(w: torch.Tensor) -> torch.Tensor:
     """llama.cpp's Q8_0 blocks of a (out, in) matrix, uint8 (out, in / 32 · 34), as ``quantize_row_q8_0_ref``
     writes them: per 32 consecutive inputs ``d = max|x| / 127``, codes ``roundf(x / d)`` (computed with the

@@ -45,3 +45,25 @@ def test_the_app_draws_spec_and_weight_lanes(qtbot, qapp) -> None:
     assert sizes["kv@w8"] < sizes["kv"] == sizes["spec:3:lookup"]
     assert "kv@w8 " in text and "(LM head in Q8_0)" in text  # the bill says how the head is held
     w.shutdown()
+
+
+def test_the_app_refuses_model_copies_over_the_memory_free_in_one_line(qtbot, qapp, monkeypatch) -> None:
+    """Lanes whose copies of the model (@w8, @w4) need more than the memory free: the run is refused with one
+    line in the banner before any copy is made; the window keeps working (a run of lanes that fit starts)."""
+    from kvsim.caches import blocks
+
+    w = ready_window(qtbot, qapp, LLAMA, "abcabc", size=(1280, 720))
+    c = w.controller
+    monkeypatch.setattr(blocks, "available_memory", lambda: 1000)
+    with qtbot.captureExceptions() as raised:
+        c.set_lanes("kv,kv@w8,kv@w4")
+        qtbot.waitUntil(lambda: c.run_failed, timeout=20_000)
+        text = w.banner.text()
+        assert w.banner.isVisible() and "model copies need" in text and "\n" not in text, text
+        assert "Traceback" not in c.last_error
+        monkeypatch.undo()
+        c.set_lanes("kv,kv@w8")
+        qtbot.waitUntil(lambda: c.can_step and len(w.session.lanes) == 2, timeout=20_000)
+        assert c.run_steps(2), c.last_error
+    assert not raised, raised
+    w.shutdown()

@@ -21,6 +21,7 @@ import torch
 from kvsim.caches import SpecError, make_cache, parse_spec
 from kvsim.engine.simulate import Simulator, parse_lanes
 from kvsim.engine.trace import Trace
+from kvsim.engine.trace_checks import TraceError
 from kvsim.models.loading import load_model
 
 LLAMA = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=32,vocab=300,ctx=256,seed=7"  # head_dim 8, g = 2
@@ -232,11 +233,72 @@ def test_a_cancelled_step_is_undone_exactly(tmp_path) -> None:
         ("tova:4:5", "tova takes one parameter"),
         ("snapkv:8:w9", "larger than its budget"),
         ("snapkv:8:k3", "snapkv takes B and then wW"),
+        # SnapKV's budget against impossible values, as every lane's: none, zero, negative, huge, not digits
+        ("snapkv", "snapkv needs B"),
+        ("snapkv:", "snapkv:B has no value"),
+        ("snapkv:0", "snapkv:B must be ≥ 1"),
+        ("snapkv:-3", "snapkv:B must be ≥ 1"),
+        ("snapkv:99999999999", "too large"),
+        ("snapkv:1e3", "must be a whole number"),
+        ("snapkv:٣", "must be a whole number"),
+        ("snapkv:8:w0", "snapkv:wW must be ≥ 1"),
+        ("snapkv:8:w", "snapkv:wW has no value"),
+        ("snapkv:8:w4:w2", "snapkv takes B and then wW"),
+        ("snapkv:8:w99999999999", "too large"),
     ],
 )
 def test_bad_specs_say_what_is_wrong(spec: str, message: str) -> None:
     with pytest.raises(SpecError, match=message):
         parse_spec(spec)
+
+
+@pytest.mark.parametrize("spec", ["snapkv:0", "snapkv:8:w9", "snapkv:99999999999", "snapkv:8:w0"])
+def test_kvsim_run_refuses_an_impossible_snapkv_budget_in_one_line(spec: str, capsys) -> None:
+    from kvsim.cli.entry import main
+
+    assert main(["run", "--model", LLAMA, "--prompt-ids", "1,2,3", "--steps", "1", "--lanes", f"kv,{spec}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and spec in err, err
+
+
+def test_a_saved_run_with_impossible_lane_options_is_refused_in_one_line(tmp_path) -> None:
+    """The options a saved run's lanes carry are what their grammar parsed: a budget of 0, a negative one, a window
+    over the budget, text or a fraction where a count goes (in the options, or in the numbers the words show) are
+    refused by ``Trace.load`` (so by ``kvsim inspect`` and the app's Open) in one line."""
+    import hostile
+
+    sim = Simulator(load_model(LLAMA).model, load_model(LLAMA).tokenizer, list(range(1, 12)), parse_lanes("kv,snapkv:4:w2"))
+    list(sim.run(2))
+    good = sim.trace.save(tmp_path / "good.kvsim")
+
+    def options(**changes):
+        return lambda m, a: m["meta"]["lanes"][1]["options"].update(changes)
+
+    def words(**changes):
+        return lambda m, a: m["meta"]["lanes"][1]["words"]["values"].update(changes)
+
+    damages = {
+        "budget-zero": options(budget=0),
+        "budget-negative": options(budget=-5),
+        "budget-huge": options(budget=10**12),
+        "budget-fraction": options(budget=1.5),
+        "budget-text": options(budget="\x1b[2J"),
+        "window-zero": options(window=0),
+        "window-over-budget": options(window=5),
+        "unknown-text-option": options(shown="\x1b[31m"),
+        "words-budget-negative": words(budget=-5),
+        "words-window-zero": words(window=0),
+        "options-not-an-object": lambda m, a: m["meta"]["lanes"][1].update(options=[4, 2]),
+        "draft-unknown": lambda m, a: m["meta"]["lanes"][1]["options"].update(draft="\x1b[2J"),
+    }
+    for name, raw in hostile._damaged_copies(good, damages).items():
+        path = tmp_path / f"{name}.kvsim"
+        path.write_bytes(raw)
+        with pytest.raises(TraceError) as info:
+            Trace.load(path)
+        text = str(info.value)
+        assert "\n" not in text and "\x1b" not in text and "snapkv:4:w2" in text, (name, text)
+    assert Trace.load(good).meta["lanes"][1]["options"] == {"budget": 4, "window": 2}
 
 
 def test_defaults_and_words() -> None:

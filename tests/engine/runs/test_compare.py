@@ -84,6 +84,44 @@ def test_a_long_run_gets_its_interval_without_freezing():
     assert low + high == n - 1 and n / 2 - 100 < high < n / 2 + 100
 
 
+def test_beyond_the_exact_sum_the_float_sum_gives_the_same_k():
+    """Past ``EXACT_UP_TO`` values the binomial terms are summed in floats near the middle only: the same k as the
+    exact integers (and the coverage to 1e-9) for sizes on both sides of the switch and several confidences."""
+    from kvsim.core.compare import EXACT_UP_TO, _exact_k, _float_k
+
+    for n in (EXACT_UP_TO + 1, EXACT_UP_TO + 2, 1500, 2047, 3001, 4096):
+        for confidence in (0.5, 0.8, 0.95, 0.99, 0.999999):
+            k, coverage = _exact_k(n, confidence)
+            k_float, coverage_float = _float_k(n, confidence)
+            assert k_float == k and coverage_float == pytest.approx(coverage, abs=1e-9), (n, confidence)
+    low, high, cov = median_interval(list(range(EXACT_UP_TO + 1)))
+    assert (int(low) + 1, cov) == pytest.approx(_exact_k(EXACT_UP_TO + 1, 0.95))
+
+
+def test_the_interval_of_a_50000_step_run_is_bounded_work(monkeypatch):
+    """A 50,000-step run's comparison: the binomial sum touches O(√n) terms (counted: the log-gamma calls), not n,
+    and no integer of n bits is built (the exact sum's were 50,000 bits long, its cost n²)."""
+    from kvsim.core import compare
+
+    calls = [0]
+
+    class CountingMath:
+        def __getattr__(self, name):
+            return getattr(math, name)
+
+        @staticmethod
+        def lgamma(x):
+            calls[0] += 1
+            return math.lgamma(x)
+
+    monkeypatch.setattr(compare, "math", CountingMath())
+    monkeypatch.setattr(compare, "_exact_k", lambda n, c: pytest.fail("the exact sum ran on 50,000 values"))
+    n = 50_000
+    low, high, cov = median_interval([float(i) for i in range(n)])
+    assert 0.95 <= cov < 1 and low + high == n - 1 and n / 2 - 300 < high < n / 2 + 300
+    assert calls[0] <= 2 * (compare._TAIL_SD + 2) * math.sqrt(n) / 2 + 3  # two per term, ~40 sd of terms
+
+
 def test_a_clearly_faster_candidate_is_ordered_and_stops_early():
     clock, rng = FakeClock(), random.Random(1)
     got = interleave(

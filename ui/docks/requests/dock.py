@@ -91,6 +91,7 @@ class RequestsView(QWidget):
             translate("views.requests", "Run: the request list goes through one paged pool, prefix caching off and then on")
         )
         self.status.setWordWrap(True)
+        self.status.setTextFormat(Qt.TextFormat.PlainText)  # it may name a model read from a saved file
         status_row.addWidget(self.status, 1)
         lay.addLayout(status_row)
 
@@ -480,6 +481,11 @@ class RequestsView(QWidget):
         for r in on.requests:
             self.request_box.addItem(translate("views.requests", "request {n}").format(n=r.index + 1), r.index)
         self.request_box.blockSignals(False)
+        single = bool(getattr(computed, "single", False))  # a saved file of one run (not off and on): shown as both
+        self.which_run.setEnabled(not single)
+        self.tabs.setTabEnabled(self.PARTS.index("numbers"), not single)
+        if single:
+            self.which_run.setCurrentIndex(0 if computed.both.on.prefix_caching else 1)
         self.numbers.set_computed(computed)
         self.say(run_summary(computed))
         self._update_legend()
@@ -490,6 +496,42 @@ class RequestsView(QWidget):
         fill_prefix_tree(self.prefix_tree, computed)
         self.show_step(self.prefill_step(self._land_on) or 0)
         self._draw()
+
+    # ---------------------------------------------------------------- a saved run (the app's Open)
+    def open_saved(self, runs: tuple, path: str) -> bool:
+        """Show the runs of a saved requests file (``kvsim.serving.saved_runs.load_runs(path)``, checked whole):
+        drawn as a run of Run is, on its first request's prefill (a batched run: on the Timeline). What drawing
+        needs besides the runs is computed on the worker (the loaded model's tokenizer gives the tokens' text);
+        a run under way here is dropped. False when it cannot be shown (the dock says why, in one line)."""
+        from .saved import saved_computed
+
+        self._auto_tried = True  # the demo never replaces what was opened
+
+        def failed(message: str) -> None:
+            self.say(translate("views.requests", "could not show {path}: {error}").format(path=path, error=message), error=True)
+
+        def job(loaded):
+            return saved_computed(runs, path, loaded)
+
+        if self.host.submit(job, self._show_saved, failed):
+            return True
+        try:  # no worker yet (the engine is starting): computed here, without token texts
+            self._show_saved(job(None))
+        except Exception as exc:  # noqa: BLE001 - one line in the dock, never a crash
+            failed(f"{type(exc).__name__}: {exc}")
+            return False
+        return True
+
+    def _show_saved(self, computed) -> None:
+        if self.busy:  # a run of Run under way is dropped (its next slice is not submitted)
+            self._cancel_asked = True
+        self._land_on = 0
+        self.show_result(computed)
+        if computed.both.on.batches:
+            self.tabs.setCurrentIndex(self.PARTS.index("timeline"))
+        elif not self.tabs.isTabEnabled(self.tabs.currentIndex()):
+            self.tabs.setCurrentIndex(self.PARTS.index("blocks"))
+        self.say(translate("views.requests", "saved run: {summary}").format(summary=run_summary(computed)))
 
     # ---------------------------------------------------------------- steps
     @property

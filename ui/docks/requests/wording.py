@@ -177,7 +177,13 @@ def step_summary(computed, caching: bool, step: int) -> str:
     color = request_color(snap.request)
     who = translate("views.requests_panels", "<b style='color:{color}'>Request {n}</b>").format(color=color, n=snap.request + 1)
     size = run.block_size
-    if snap.phase == "prefill":
+    if snap.phase == "prefill" and getattr(computed, "single", False):  # a saved file of one run: nothing to compare
+        text = translate(
+            "views.requests_panels", "{who} prefill: {computed} rows computed, {reused} reused ({hits} block hits). TTFT {ttft}."
+        ).format(
+            who=who, computed=integer(r.prefill_rows), reused=integer(r.reused_rows), hits=r.hit_blocks, ttft=ms_text(r.ttft_ms)
+        )
+    elif snap.phase == "prefill":
         other = computed.run(not caching).requests[snap.request]
         off, on = (other, r) if caching else (r, other)
         ratio = f" ({num(on.ttft_ms / off.ttft_ms, 2)}×)" if off.ttft_ms > 0 else ""
