@@ -168,8 +168,11 @@ class Simulator:
                 "dtype": str(model.dtype).replace("torch.", ""),
                 # the kernel of the decode steps' products, as the weights were laid out (kvsim.models.kernels.row_matmul)
                 "one_row_matmul": model.one_row_kernel,
-                # the weights' copies asked for 2 MiB pages (kvsim.models.kernels.huge_pages): a step streams them ~8 % faster
+                # the weights' copies asked for 2 MiB pages (kvsim.models.kernels.huge_pages), where measured faster
                 "huge_page_weights": model.huge_page_weights and model.device.type == "cpu",
+                # how both were chosen: measured on the model's matrices, cached or forced, and the figures
+                # (kvsim.models.kernels.kernel_choice); None where nothing was measured (GPUs, bf16)
+                "one_row_choice": model.kernel_choice.to_dict() if model.kernel_choice is not None else None,
                 "versions": {
                     "kvsim": __version__,
                     "torch": torch.__version__,
