@@ -16,8 +16,8 @@ when they make that kernel's products at least ``HUGE_MARGIN`` faster (median of
 
 The answer is cached beside the roofline's measured peaks (the user cache folder, ``row_kernels.json``), under a
 key naming the processor, torch, numpy and its BLAS, numba, the thread count and the matrices' shapes, with the
-read rate of the machine at that time (a ``torch.sum`` over a 64 MiB buffer, ``read_rate``). A later load reads
-the rate again (~50 ms) and measures anew when it moved by more than ``BANDWIDTH_CHANGE`` — a host whose neighbours
+read rate of the machine at that time (a ``torch.sum`` over a 128 MiB buffer, ``read_rate``). A later load reads
+the rate again (~0.1 s) and measures anew when it moved by more than ``BANDWIDTH_CHANGE`` — a host whose neighbours
 now starve its memory may want another kernel. One process decides once per key (``_decided``): every model it
 loads with the same shapes gets the same kernel, so two loads of a model compute the same values bit for bit.
 
@@ -47,15 +47,16 @@ from . import huge_pages, row_matmul
 #: the candidates, in the order a tie keeps (numba's kernel is one thread; numpy's BLAS and torch take torch's count)
 KERNELS = ("numba", "numpy", "torch")
 #: measure again when the machine's read rate moved by more than this fraction since the cached choice
-BANDWIDTH_CHANGE = 0.25
+BANDWIDTH_CHANGE = 0.35
 #: huge pages are kept only when they make the chosen kernel's products at least this much faster
 HUGE_MARGIN = 0.02
 #: bytes of each sampled group (the LM head's block of rows, the largest layer matrices), per candidate copy
 SAMPLE_BYTES = 16 << 20
 #: timed rounds (after one warm-up round)
 ROUNDS = 7
-#: the buffer the read rate is probed over: twice a large last-level cache, so the probe reads memory
-PROBE_BYTES = 64 << 20
+#: the buffer the read rate is probed over: four times a large last-level cache, so the probe reads memory (over 64 MiB
+#: a 32 MiB-L3 host read 15–21 GB/s where 512 MiB read 8–11: the probe compares with itself, never with other figures)
+PROBE_BYTES = 128 << 20
 CACHE_NAME = "row_kernels.json"
 
 Variant = tuple[str, bool]  # (kernel, huge pages)
