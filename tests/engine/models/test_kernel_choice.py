@@ -67,7 +67,8 @@ def fake_timer(fastest: str, calls: list):
 def test_choice_for_caches_and_measures_again_when_the_read_rate_moves(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(huge_pages, "ENABLED", True)
     head, layers = torch.zeros(1024, 1024), [torch.zeros(32, 16)]  # the head spans huge pages: both kinds timed
-    big = kernel_choice.PROBE_BYTES  # large enough that the read rate is probed
+    big = kernel_choice.PROBE_BYTES // 2  # large enough that the read rate is probed, too small for numba
+    assert big < row_matmul.NUMBA_MIN_BYTES
     cache = tmp_path / "row_kernels.json"
     calls: list = []
     first = choice_for(head, layers, big, probe=lambda: 10e9, timer=fake_timer("torch", calls), cache=cache)
