@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU check (< 5 min on one CUDA GPU): the device paths kvsim claims, measured on the real thing.
+# GPU check (< 10 min on one CUDA GPU; each step has its own limit): the device paths kvsim claims, measured on the real thing.
 #
 #   bash benchmarks/gpu_check.sh            # from the repository root, on a machine with CUDA torch
 #
@@ -9,6 +9,9 @@
 # 3. `kvsim run --device cuda` in fp32, fp16 and bf16 (and --device auto): the trace metadata records the
 #    device and dtype; in fp32 every lane picks the same tokens (fp16/bf16 differences are reported)
 # 4. the engine benchmark on CUDA (benchmarks/decode/engine.py, when present)
+# 5. the kv lane's decode step eager vs torch.compile vs CUDA graphs (mode="reduce-overhead") on SmolLM2-135M (a random
+#    model of its shape when it is not fetched), fp32 then bf16: ratios with their 10-90 % spread, kernel launches per
+#    step, greedy tokens identical to the eager lane's (required in fp32): benchmarks/decode/gpu_graphs.py
 # Every step has its own time limit; the script prints PASS/FAIL per step and exits non-zero on a failure.
 set -u
 cd "$(dirname "$0")/.."
@@ -68,7 +71,7 @@ export -f check_run
 for dt in fp32 fp16 bf16; do
   step "kvsim run random model cuda $dt" 60 check_run "$RANDOM_MODEL" "$dt"
 done
-if "$PY" -c 'from kvsim.registry import FETCHABLE, is_fetched; import sys; sys.exit(0 if is_fetched(FETCHABLE["smollm2-135m"]) else 1)'; then
+if "$PY" -c 'from kvsim.models.catalog import FETCHABLE, is_fetched; import sys; sys.exit(0 if is_fetched(FETCHABLE["smollm2-135m"]) else 1)'; then
   for dt in fp32 bf16; do
     step "kvsim run smollm2-135m cuda $dt" 90 check_run smollm2-135m "$dt"
   done
@@ -88,6 +91,9 @@ if [ -f benchmarks/decode/engine.py ]; then
 else
   echo "(benchmarks/decode/engine.py is absent: skipping the engine benchmark)"
 fi
+
+step "kv lane: eager vs compiled vs CUDA graphs (fp32)" 300 "$PY" benchmarks/decode/gpu_graphs.py --dtype fp32 --steps 48
+step "kv lane: eager vs compiled vs CUDA graphs (bf16)" 240 "$PY" benchmarks/decode/gpu_graphs.py --dtype bf16 --steps 48
 
 echo "outputs in $OUT"
 if [ "$failed" -ne 0 ]; then

@@ -1,43 +1,57 @@
-"""kvsim's cached decode against transformers, step by step in lockstep, one thread (issue 24).
+"""kvsim's cached decode against transformers, step by step in lockstep, one thread (issues 24 and 37).
 
 Engines, all on the same weights (the fetched GGUF file, dequantized by kvsim's loader and by
 transformers' own GGUF loader — the first step's logits are compared to show they are the same model):
 
-* ``kvsim``: ``Transformer`` + ``KVCache``, eager (what a lane runs);
+* ``kv lane``: a ``Simulator`` with the ``kv`` lane, its whole step timed (the forward, the token, the record:
+  top-5, KL, the rows as numpy) — what the app and ``kvsim run`` pay a token;
+* ``kvsim``: the bare model, ``Transformer`` + ``KVCache``, eager (the lane's forward without the record);
 * ``kvsim-compiled`` (``--kvsim-compile``): the same with ``kvsim.models.kernels.compiled`` (``run --compile``);
-* ``hf-eager``: transformers' model, its default dynamic cache, passed as ``cache=`` (5.24's name);
-* ``hf-compiled`` (unless ``--no-hf-compiled``): transformers' best CPU configuration, a ``StaticCache``
-  and ``torch.compile`` of the forward.
+* ``hf-eager`` and ``hf-sdpa``: transformers' model with its eager attention and with PyTorch's
+  ``scaled_dot_product_attention``, its dynamic cache passed as ``cache=`` (5.24's name);
+* ``hf-compiled`` (unless ``--no-hf-compiled``): a ``StaticCache`` and ``torch.compile`` of the forward (SDPA).
 
-Each decode step runs every engine once, in an order that rotates from step to step, each fed the same
-token (kvsim's greedy choice), so machine noise hits all alike. Per step the ratio kvsim / peer is taken;
-the report gives the median ratio with its spread (10th–90th percentile of the per-step ratios) and says
-"within noise" when that spread includes 1.
+The best transformers configuration of the host is the ``hf-*`` engine with the lowest median step; the kv lane
+and the bare model are reported against it and against each other. Each decode step runs every engine once, in
+an order that rotates from step to step, each fed the same token (kvsim's greedy choice), so machine noise hits
+all alike. Per step the ratio A / B is taken; the report gives the median ratio with its spread (10th–90th
+percentile of the per-step ratios) and says "within noise" when that spread includes 1.
+
+The host is printed beside the figures: the processor, the load (``uptime``'s, before and after; ratios are
+withheld when it moved by more than ``KVSIM_BENCH_MAX_LOAD_CHANGE``), the single-thread read bandwidth
+(``kvsim.costs.hardware.read_bandwidth``: a ``torch.sum`` over a weight-sized buffer in huge pages, best of a few;
+before and after) and the one-row kernel and page kind kvsim measured fastest on this host, with why.
 
 The floor: bytes a decode step must read (every weight once — a tied embedding once, as the LM head; an
-untied embedding table only its one row — plus the K/V rows read) divided by this machine's single-thread
-read bandwidth, measured as ``torch.sum`` over a float32 buffer of the weights' size
-(``kvsim.costs.hardware.read_bandwidth``, the roofline's own method: best of a few).
-``uptime``'s load is printed before and after.
+untied embedding table only its one row — plus the K/V rows read) divided by that read bandwidth.
 
-    python benchmarks/decode/decode_vs_transformers.py --model smollm2-135m [--dtype bf16] [--prompt-len 16]
-        [--steps 32] [--no-hf-compiled] [--kvsim-compile]
+``--prompt-len 16,2000`` runs each prompt length in turn (each its own lockstep run). ``--busy`` runs a
+CPU-saturating process (``while True: pass``) on every other core for the whole run, started before the
+first measurement and ended by its id at exit. ``--clock cpu`` times each step by the thread's CPU time (one
+thread: descheduling by other jobs is not charged; a memory stall still is) instead of the wall clock.
+
+    python benchmarks/decode/decode_vs_transformers.py --model smollm2-135m --prompt-len 16,2000 [--steps 32]
+        [--dtype bf16] [--no-hf-compiled] [--kvsim-compile] [--busy] [--clock cpu]
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import copy
 import os
 import statistics
+import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
-from kvsim.caches import KVCache
-from kvsim.costs.hardware import read_bandwidth
+from kvsim.caches import KVCache, parse_lanes
+from kvsim.costs.hardware import cpu_name, read_bandwidth
+from kvsim.engine.simulate import Simulator
 from kvsim.models.base import user_models_dir
 from kvsim.models.loading import load_model, set_threads
 from kvsim.models.precision import bf16_model
@@ -85,6 +99,29 @@ class KvsimEngine:
         return self.model(torch.tensor([[token]]), torch.tensor([pos]), self.cache, last_only=True).logits[0, -1]
 
 
+class LaneEngine:
+    """The ``kv`` lane of a ``Simulator``: its whole step (forward and record). It picks its own greedy token, which
+    is the bare model's (same weights, same cache, same kernel); the step returns that token as one-hot logits."""
+
+    def __init__(self, model: Transformer, tokenizer: object) -> None:
+        self.model, self.tokenizer = model, tokenizer
+
+    def _onehot(self, token: int) -> torch.Tensor:
+        out = torch.zeros(self.model.cfg.vocab_size)
+        out[token] = 1.0
+        return out
+
+    def prefill(self, ids: list[int]) -> torch.Tensor:
+        self.sim = Simulator(self.model, self.tokenizer, ids, parse_lanes("kv"))  # type: ignore[arg-type]
+        self.sim.keep_records = False
+        return self._onehot(self.sim.step().token_id)
+
+    def step(self, token: int, pos: int) -> torch.Tensor:
+        if self.sim.tokens[-1] != token:
+            raise SystemExit(f"error: the kv lane chose {self.sim.tokens[-1]} where the bare model chose {token}")
+        return self._onehot(self.sim.step().token_id)
+
+
 class HFEngine:
     """transformers' forward with its default (dynamic) cache, or a static cache and torch.compile."""
 
@@ -106,47 +143,43 @@ class HFEngine:
         return out.logits[0, -1]
 
 
-@torch.no_grad()
-def main() -> int:
-    watch = LoadWatch()  # the load beside the figures; no ratio when it moved during the run
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", default="smollm2-135m")
-    p.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"))
-    p.add_argument("--prompt-len", type=int, default=16)
-    p.add_argument("--steps", type=int, default=32)
-    p.add_argument("--warmup", type=int, default=4, help="lockstep steps run before the timed ones")
-    p.add_argument("--no-hf-compiled", action="store_true")
-    p.add_argument("--kvsim-compile", action="store_true")
-    args = p.parse_args()
-    set_threads(1)  # torch's and numpy's BLAS: kvsim's one-row products run there (kvsim.models.kernels.row_matmul)
-    import transformers
+def start_busy(n: int) -> list[subprocess.Popen]:
+    """``n`` processes that keep a core each busy (``while True: pass``), ended by their ids at exit."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
 
-    load_before = load_avg()
-    path = gguf_path(args.model)
-    fp32 = load_model(args.model).model
-    model = bf16_model(fp32) if args.dtype == "bf16" else fp32
-    dt = torch.bfloat16 if args.dtype == "bf16" else torch.float32
-    ids = load_model(args.model).tokenizer.encode(TEXT)
-    ids = (ids * (args.prompt_len // max(1, len(ids)) + 1))[: args.prompt_len]
-    max_len = len(ids) + args.warmup + args.steps + 2
+    def stop() -> None:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
 
-    hf = transformers.AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32).eval()
-    hf = hf.to(dt)
-    engines: dict[str, object] = {"kvsim": KvsimEngine(model), "hf-eager": HFEngine(hf, False, max_len)}
+    atexit.register(stop)
+    return procs
+
+
+def spread(ratios: list[float]) -> tuple[float, float, float]:
+    ratios = sorted(ratios)
+    return tuple(ratios[int(q * (len(ratios) - 1))] for q in (0.5, 0.1, 0.9))  # type: ignore[return-value]
+
+
+def describe(watch: LoadWatch, a: list[float], b: list[float]) -> str:
+    mid, lo, hi = spread([x / y for x, y in zip(a, b, strict=True)])
+    noise = " (within noise)" if lo <= 1.0 <= hi else ""
+    return f"{watch.ratio(mid, '.3f')} (10–90%: {lo:.3f}–{hi:.3f}){noise}"
+
+
+def lockstep(
+    engines: dict[str, object],
+    ids: list[int],
+    args: argparse.Namespace,
+    clock: Callable[[], float],
+    ref32: KvsimEngine,
+) -> tuple[dict[str, list[float]], dict[str, float], dict[str, int], float, int | None, dict[str, float]]:
     compile_s: dict[str, float] = {}
-    if args.kvsim_compile:
-        from kvsim.models.kernels.compiled import compile_decode, warm_up
-
-        compiled = compile_decode(copy.deepcopy(model))
-        compile_s["kvsim-compiled"] = warm_up(compiled, len(ids), lambda: KVCache(compiled.cfg.n_layers))
-        engines["kvsim-compiled"] = KvsimEngine(compiled)
-    if not args.no_hf_compiled:
-        engines["hf-compiled"] = HFEngine(hf, True, max_len)
-
-    ref32 = KvsimEngine(fp32)  # the fp32 reference, for the divergence of bf16 (not timed)
+    t0 = time.perf_counter()
     first = {name: e.prefill(ids) for name, e in engines.items()}  # type: ignore[attr-defined]
+    prefill_s = time.perf_counter() - t0
     r32 = ref32.prefill(ids)
-    same_model = {name: float((first[name].float() - first["kvsim"].float()).abs().max()) for name in engines}
+    same_model = {n: float((first[n].float() - first["kvsim"].float()).abs().max()) for n in engines if n != "kv lane"}
     token = int(first["kvsim"].argmax())
     times: dict[str, list[float]] = {name: [] for name in engines}
     names = list(engines)
@@ -157,9 +190,9 @@ def main() -> int:
         order = names[step % len(names) :] + names[: step % len(names)]
         outs = {}
         for name in order:
-            t0 = time.perf_counter()
+            t0 = clock()
             outs[name] = engines[name].step(token, pos)  # type: ignore[attr-defined]
-            dt_s = time.perf_counter() - t0
+            dt_s = clock() - t0
             if step >= args.warmup:
                 times[name].append(dt_s)
         if step == 0 and "hf-compiled" in engines:
@@ -171,40 +204,111 @@ def main() -> int:
         for name in names:
             agree[name] += int(outs[name].argmax()) == int(outs["kvsim"].argmax())
         token = int(outs["kvsim"].argmax())
-    load_after = load_avg()
+    compile_s["prefill, every engine"] = prefill_s
+    return times, same_model, agree, worst_div, first_div, compile_s
 
-    nbytes = bytes_per_token(model, len(ids) + args.warmup + args.steps // 2)
-    bw = read_bandwidth(model.weight_bytes())
-    floor_ms = nbytes / bw * 1e3
-    med = {name: statistics.median(t) * 1e3 for name, t in times.items()}
+
+@torch.no_grad()
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="smollm2-135m")
+    p.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"))
+    p.add_argument("--prompt-len", default="16", help="prompt length(s), comma-separated: 16,2000")
+    p.add_argument("--steps", type=int, default=32)
+    p.add_argument("--warmup", type=int, default=4, help="lockstep steps run before the timed ones")
+    p.add_argument("--no-hf-compiled", action="store_true")
+    p.add_argument("--kvsim-compile", action="store_true")
+    p.add_argument("--busy", action="store_true", help="a CPU-saturating process on every other core, all run long")
+    p.add_argument("--clock", default="wall", choices=("wall", "cpu"), help="cpu: the thread's CPU time (one thread)")
+    args = p.parse_args()
+    try:
+        lengths = [int(x) for x in args.prompt_len.split(",") if x.strip()]
+    except ValueError:
+        sys.exit(f"error: --prompt-len takes whole numbers separated by commas, got {args.prompt_len!r}")
+    if not lengths or min(lengths) < 1:
+        sys.exit("error: --prompt-len must be at least 1")
+    busy = start_busy(max(1, (os.cpu_count() or 2) - 1)) if args.busy else []
+    if busy:
+        time.sleep(5)  # the spinners running before anything is measured
+    watch = LoadWatch(max_change=float(os.environ.get("KVSIM_BENCH_MAX_LOAD_CHANGE", "1.0")) + len(busy))
+    set_threads(1)  # torch's and numpy's BLAS: kvsim's one-row products run there (kvsim.models.kernels.row_matmul)
+    clock = time.thread_time if args.clock == "cpu" else time.perf_counter
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()  # the GGUF conversion's bar: not a figure
+    load_before = load_avg()
+    bw_before = read_bandwidth(512 << 20)
+    path = gguf_path(args.model)
+    loaded = load_model(args.model)
+    fp32 = loaded.model
+    model = bf16_model(fp32) if args.dtype == "bf16" else fp32
+    dt = torch.bfloat16 if args.dtype == "bf16" else torch.float32
+    base_ids = loaded.tokenizer.encode(TEXT)
+
+    hf = transformers.AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32).eval()
+    hf = hf.to(dt)
+    default_attn = hf.config._attn_implementation
+    hf_sdpa = hf
+    hf_sdpa.set_attn_implementation("sdpa")
+    hf_eager = copy.deepcopy(hf)
+    hf_eager.set_attn_implementation("eager")
+    choice = model.kernel_choice
+    why = f"{choice.reason}" if choice is not None else "not measured (not fp32 on the CPU)"
     print(
-        f"# {args.model} {args.dtype}, prompt {len(ids)}, {args.steps} timed steps (+{args.warmup} warm-up), 1 thread; "
-        f"kvsim's one-row products: {model.one_row_kernel}"
+        f"# host: {cpu_name()}, {os.cpu_count()} CPUs; single-thread read (torch.sum, huge pages) {bw_before / 1e9:.2f} GB/s; "
+        f"load (1/5/15 min) {load_before}; busy processes beside: {len(busy)}; clock: {args.clock}"
     )
+    print(f"# kvsim's one-row products: {model.one_row_kernel}, huge pages {model.huge_page_weights}: {why}")
     print(
-        f"torch {torch.__version__}, transformers {transformers.__version__}; "
-        f"load (1/5/15 min) before {load_before}, after {load_after}"
+        f"# torch {torch.__version__}, transformers {transformers.__version__} (default attention: {default_attn}); "
+        f"{args.model} {args.dtype}, 1 thread"
     )
-    print("same model: step-0 max |Δlogit| vs kvsim: " + ", ".join(f"{n} {v:.2e}" for n, v in same_model.items()))
-    print(
-        "greedy agreement with kvsim over the steps: "
-        + ", ".join(f"{n} {a}/{args.warmup + args.steps}" for n, a in agree.items())
-    )
-    if args.dtype != "fp32":
-        where = "never" if first_div is None else f"step {first_div}"
-        print(f"kvsim {args.dtype} vs kvsim fp32: max |Δlogit| {worst_div:.3e}, greedy choice first differs: {where}")
-    for name, s in compile_s.items():
-        print(f"compile: {name} {s:.1f} s")
-    print(f"floor: {nbytes / 1e6:.1f} MB read per token / {bw / 1e9:.2f} GB/s read (1 thread) = {floor_ms:.2f} ms")
-    print("| engine | median ms/token | of the floor |")
-    print("|---|---|---|")
-    for name in names:
-        print(f"| {name} | {med[name]:.2f} | {floor_ms / med[name]:.0%} |")
-    for peer in [n for n in names if n != "kvsim"]:
-        ratios = sorted(a / b for a, b in zip(times["kvsim"], times[peer], strict=True))
-        lo, mid, hi = (ratios[int(q * (len(ratios) - 1))] for q in (0.1, 0.5, 0.9))
-        noise = " (within noise)" if lo <= 1.0 <= hi else ""
-        print(f"kvsim / {peer}: {watch.ratio(mid, '.3f')} (10–90%: {lo:.3f}–{hi:.3f}){noise}")
+
+    for length in lengths:
+        ids = (base_ids * (length // max(1, len(base_ids)) + 1))[:length]
+        max_len = len(ids) + args.warmup + args.steps + 2
+        engines: dict[str, object] = {
+            "kv lane": LaneEngine(model, loaded.tokenizer),
+            "kvsim": KvsimEngine(model),
+            "hf-eager": HFEngine(hf_eager, False, max_len),
+            "hf-sdpa": HFEngine(hf_sdpa, False, max_len),
+        }
+        if args.kvsim_compile:
+            from kvsim.models.kernels.compiled import compile_decode
+
+            engines["kvsim-compiled"] = KvsimEngine(compile_decode(copy.deepcopy(model)))
+        if not args.no_hf_compiled:
+            engines["hf-compiled"] = HFEngine(hf_sdpa, True, max_len)
+        load_start = load_avg()
+        times, same_model, agree, worst_div, first_div, spent = lockstep(engines, ids, args, clock, KvsimEngine(fp32))
+        load_end = load_avg()
+        bw = read_bandwidth(512 << 20)
+        nbytes = bytes_per_token(model, len(ids) + args.warmup + args.steps // 2)
+        floor_ms = nbytes / bw * 1e3
+        med = {name: statistics.median(t) * 1e3 for name, t in times.items()}
+        hf_names = [n for n in engines if n.startswith("hf-")]
+        best = min(hf_names, key=lambda n: med[n])
+        print(f"\n## prompt {len(ids)} tokens, {args.steps} timed steps (+{args.warmup} warm-up), lockstep, order rotating")
+        print(f"load (1/5/15 min) {load_start} → {load_end}; read bandwidth now {bw / 1e9:.2f} GB/s")
+        print("same model: step-0 max |Δlogit| vs kvsim: " + ", ".join(f"{n} {v:.2e}" for n, v in same_model.items()))
+        print("greedy agreement with kvsim: " + ", ".join(f"{n} {a}/{args.warmup + args.steps}" for n, a in agree.items()))
+        if args.dtype != "fp32":
+            where = "never" if first_div is None else f"step {first_div}"
+            print(f"kvsim {args.dtype} vs kvsim fp32: max |Δlogit| {worst_div:.3e}, greedy choice first differs: {where}")
+        for name, s in spent.items():
+            print(f"time: {name} {s:.1f} s")
+        print(f"floor: {nbytes / 1e6:.1f} MB read per token / {bw / 1e9:.2f} GB/s = {floor_ms:.2f} ms")
+        print(f"| engine | median ms/token ({args.clock} clock) | of the floor |")
+        print("|---|---:|---:|")
+        for name in engines:
+            mark = " (best transformers)" if name == best else ""
+            print(f"| {name}{mark} | {med[name]:.2f} | {floor_ms / med[name]:.0%} |")
+        print(f"kv lane / best transformers ({best}): {describe(watch, times['kv lane'], times[best])}")
+        print(f"kvsim / best transformers ({best}): {describe(watch, times['kvsim'], times[best])}")
+        print(f"kv lane / kvsim (the record's cost): {describe(watch, times['kv lane'], times['kvsim'])}")
+        for peer in [n for n in engines if n not in ("kv lane", "kvsim", best)]:
+            print(f"kvsim / {peer}: {describe(watch, times['kvsim'], times[peer])}")
+    print(f"read bandwidth at start {bw_before / 1e9:.2f} GB/s, at end {read_bandwidth(512 << 20) / 1e9:.2f} GB/s")
     return 0
 
 

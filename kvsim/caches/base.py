@@ -218,6 +218,13 @@ class Cache(ABC):
         dequantized rows. The simulator records the rows that changed, so a trace holds them."""
         raise NotImplementedError(f"{type(self).__name__} is lossy but does not expose its rows")
 
+    def take_rewritten_from(self) -> int:
+        """The lowest row slot (index into ``held_rows``' rows) written since the last call — appended, rewritten or
+        cut and written again — and start counting anew: rows below it are bit for bit what they were, so the
+        simulator compares only the rows from there with what it last recorded (``kvsim.engine.lane.RowMirror``).
+        Default 0: any row may have changed (every held row is compared, O(n) a step)."""
+        return 0
+
 
 class SequenceAttention(Protocol):
     """What a packed batch asks of a layer's attention (``kvsim.models.transformer.Attention``): one

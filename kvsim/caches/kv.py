@@ -125,6 +125,7 @@ class KVCache(Cache):
         self._v: list[torch.Tensor | None] = [None] * self.n_layers
         self._pos: list[torch.Tensor | None] = [None] * self.n_layers
         self._len = [0] * self.n_layers
+        self._written_from = 0  # the lowest slot written since take_rewritten_from last looked
         windows = self.layer_windows or (None,) * self.n_layers
         self._local = {i: SlidingWindowCache(1, w) for i, w in enumerate(windows) if w is not None}
         self._states = RecurrentStates()  # a hybrid model's recurrent layers: no rows, a fixed-size state each
@@ -169,6 +170,7 @@ class KVCache(Cache):
             return local.update(0, k_new, v_new, positions)
         start = self._len[layer]
         end = start + k_new.shape[2]
+        self._written_from = min(self._written_from, start)
         self._ensure_capacity(layer, k_new, end, v_new)
         k, v, pos = self._buffers(layer)
         k[:, :, start:end] = k_new  # (B, H_kv, T, D) appended after the S stored rows
@@ -193,6 +195,7 @@ class KVCache(Cache):
     def truncate(self, n_tokens: int) -> None:
         # rows are appended in position order, so the first n_tokens rows are positions 0..n-1
         self._len = [min(n, n_tokens) for n in self._len]
+        self._written_from = min(self._written_from, n_tokens)
         for local in self._local.values():
             local.truncate(n_tokens)
         self._states.truncate(n_tokens)
@@ -205,6 +208,13 @@ class KVCache(Cache):
         n = self._len[layer]
         k, v, _ = self._buffers(layer)
         return k[:, :, :n], v[:, :, :n]
+
+    def take_rewritten_from(self) -> int:
+        """Append-only: the slot the first append since the last call went to (a cut lowers it). A windowed layer's
+        strip rewrites its slots: 0 then, every row compared."""
+        low = 0 if self._local else self._written_from
+        self._written_from = min(self._len)
+        return low
 
     def held_rows(self, layer: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         local = self._local.get(layer)

@@ -236,12 +236,21 @@ class QuantizedCache(Cache):
     def reset(self) -> None:
         self._layers = [_Layer() for _ in range(self.n_layers)]
         self._arange: torch.Tensor | None = None
+        self._written_from = 0  # the lowest slot written since take_rewritten_from last looked
+
+    def take_rewritten_from(self) -> int:
+        """A step writes from its first newly quantized group (its rows become their dequantized values) or, with
+        none, from its appended rows; a cut writes from the groups it gives back."""
+        low = self._written_from
+        self._written_from = min(st.n for st in self._layers)
+        return low
 
     def update(
         self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor, positions: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         st = self._layers[layer]
         n_before, q_before, exact = st.n, st.q, []
+        self._written_from = min(self._written_from, q_before)  # the groups quantized below, then the appended rows
         # groups the earlier steps completed: quantized now, after those steps read them in full precision
         while st.n - st.q >= self.residual + self.group:
             exact.append(st.held()[:, :, :, st.q : st.q + self.group].clone())  # kept until the next step, to undo
@@ -273,6 +282,9 @@ class QuantizedCache(Cache):
         for st in self._layers:
             if st.n <= n_tokens:
                 continue
+            # the undo writes exact rows back from its step's first group, a deeper cut from the group it cuts
+            low = min(st.undo[1] if st.undo is not None else st.q, n_tokens - n_tokens % self.group, n_tokens)
+            self._written_from = min(self._written_from, low)
             if st.undo is not None:
                 # undo the last update (a step that did not complete): its quantized groups back to their exact rows
                 _, q_before, exact = st.undo

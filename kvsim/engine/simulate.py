@@ -168,8 +168,11 @@ class Simulator:
                 "dtype": str(model.dtype).replace("torch.", ""),
                 # the kernel of the decode steps' products, as the weights were laid out (kvsim.models.kernels.row_matmul)
                 "one_row_matmul": model.one_row_kernel,
-                # the weights' copies asked for 2 MiB pages (kvsim.models.kernels.huge_pages): a step streams them ~8 % faster
+                # the weights' copies asked for 2 MiB pages (kvsim.models.kernels.huge_pages), where measured faster
                 "huge_page_weights": model.huge_page_weights and model.device.type == "cpu",
+                # how both were chosen: measured on the model's matrices, cached or forced, and the figures
+                # (kvsim.models.kernels.kernel_choice); None where nothing was measured (GPUs, bf16)
+                "one_row_choice": model.kernel_choice.to_dict() if model.kernel_choice is not None else None,
                 "versions": {
                     "kvsim": __version__,
                     "torch": torch.__version__,
@@ -296,14 +299,15 @@ class Simulator:
             assert cost is not None, "a speculative lane's step always records its cost"
             cost = with_weight_bytes(cost, lane.model, elem)
             logits = out.logits[0, -1].float()
-            logp = torch.log_softmax(logits, -1)
+            is_ref = i == self.reference  # its log-probabilities are the reference's: computed once
+            logp = ref_logp if is_ref else torch.log_softmax(logits, -1)
             # candidates as the sampler sees them (tempered, top-k/top-p), plain softmax when greedy;
             # the lane's own choice is drawn from that same distribution (choose() would rebuild it)
             if self.sampling.temperature > 0:
                 shown = probabilities(logits, self.sampling)
                 own_token = draw(shown, u)
             else:
-                shown = logp.exp()
+                shown = ref_p if is_ref else logp.exp()
                 own_token = int(torch.argmax(logits))
             top = torch.topk(shown, min(self.top_k_record, shown.numel()))
             seen = key_pos[
@@ -311,7 +315,7 @@ class Simulator:
             ]
             first_key = int(seen[0]) if seen.size else n - 1  # the lowest position the newest query sees
             payload, overhead = lane.cache.bytes_split()
-            kl = float((ref_p * (ref_logp - logp)).sum().clamp_min(0.0))  # KL(ref ‖ lane), nats
+            kl = 0.0 if is_ref else float((ref_p * (ref_logp - logp)).sum().clamp_min(0.0))  # KL(ref ‖ lane), nats
             held, reason = _head_rows(lane)
             lane_steps.append(
                 LaneStep(
@@ -327,7 +331,7 @@ class Simulator:
                     wall_ms_max=ms[2] if self.repeats > 1 else None,
                     cache_tokens=lane.cache.n_tokens,
                     cache_bytes=payload + overhead,
-                    logit_diff=float((logits - ref_logits).abs().max()),
+                    logit_diff=0.0 if is_ref else float((logits - ref_logits).abs().max()),
                     token_id=own_token,
                     top_ids=tuple(int(i) for i in top.indices),
                     top_probs=tuple(float(p) for p in top.values),
@@ -419,6 +423,7 @@ class Simulator:
                 v=as_np(v[:, :, changed]),
                 q=as_np(q_all[:, 0, :, -new_t:]),
             )
+        low = lane.cache.take_rewritten_from()  # the rows in slots below it are as last recorded
         held = [lane.cache.held_rows(layer) for layer in range(self.model.cfg.n_layers)]
         positions = held[0][2]
         if not all(h[2].ndim == 1 and torch.equal(h[2], positions) for h in held):
@@ -431,8 +436,10 @@ class Simulator:
                 v=as_np(v),
                 q=as_np(out.rows()[0][:, 0, :, -new_t:]),
             )
-        k = torch.stack([h[0][0] for h in held])  # (L, H_kv, S, D)
-        v = torch.stack([h[1][0] for h in held])
+        # only the slots written since the last record are compared (and copied): O(new rows) a step, not O(n)
+        positions = positions[low:]
+        k = torch.stack([h[0][0, :, low:] for h in held])  # (L, H_kv, S - low, D)
+        v = torch.stack([h[1][0, :, low:] for h in held])
         changed = lane.mirror.changed(k, v, positions)
         index = torch.searchsorted(positions, changed)
         return LaneRows(

@@ -37,7 +37,9 @@ from .attention.dsa import SparseLatentAttention
 from .attention.hybrid import GatedAttention, GatedDeltaNet
 from .attention.mla import MLAAttention
 from .config import ModelConfig
-from .kernels import huge_pages, row_matmul
+from .kernels import huge_pages
+from .kernels import kernel_choice as choosing
+from .kernels.kernel_choice import KernelChoice
 from .kernels.row_matmul import Linear, RowLinear
 
 LayerHook = Callable[[int, int], None]
@@ -405,6 +407,7 @@ class Transformer(nn.Module):
     compiled: bool = False  # its cache-free parts wrapped by torch.compile (kvsim.models.kernels.compiled, --compile)
     huge_page_weights: bool = False  # its weight copies of ≥ 2 MiB asked for 2 MiB pages (use_decode_friendly_layout)
     one_row_kernel: str = "torch"  # the kernel its weights are laid out for (use_decode_friendly_layout, row_matmul)
+    kernel_choice: KernelChoice | None = None  # how that kernel and page kind were chosen, and why
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -434,18 +437,38 @@ class Transformer(nn.Module):
     def use_decode_friendly_layout(self) -> Transformer:
         """Fuse each layer's Q/K/V projections into one matmul (and the MLP's gate and up), and store every
         projection in the layout its one-row decode product streams fastest: the model's ``one_row_kernel``
-        (``kvsim.models.kernels.row_matmul.kernel_for``, chosen here once) — row-major for numba's kernel, else
+        (``kvsim.models.kernels.kernel_choice``, measured here once) — row-major for numba's kernel, else
         column-major, (in, out) in memory, for numpy's OpenBLAS and torch's MKL (~5-9 % faster than row-major
         there, measured on 2 cores: 1×768 · 768×2304 in 122 µs vs 130 µs; what GPT-2's Conv1D layout gets for
         free). A tied embedding takes the same layout: as the LM head it is the largest matrix of a step (Gemma 3
         270M: 671 of 1,074 MB); MKL streams it at ~21 GB/s column-major against ~12 GB/s row-major (640 × 262,144
         in 31 vs 56 ms); column-major, a lookup reads one strided column per token (7.6 ms for a 512-token
-        prompt, 10 µs for a decode step). The copies go to huge pages where the system gives them
-        (``kvsim.models.kernels.huge_pages``). Values are unchanged."""
+        prompt, 10 µs for a decode step). The kernel (numba's, numpy's BLAS, torch's) and whether the copies go to
+        huge pages are measured on the model's own matrices (``kvsim.models.kernels.kernel_choice``: fp32 on the CPU;
+        elsewhere torch, and huge pages where the system gives them). Values are unchanged."""
         fp32_cpu = self.device.type == "cpu" and self.dtype == torch.float32
-        self.one_row_kernel = row_matmul.kernel_for(self.weight_bytes()) if fp32_cpu else "torch"
+        self.kernel_choice = self._measure_kernel() if fp32_cpu else None
+        self.one_row_kernel = self.kernel_choice.kernel if self.kernel_choice is not None else "torch"
         rows = self.one_row_kernel == "numba"
-        self.huge_page_weights = huge_pages.ENABLED and self.device.type == "cpu"
+        huge = self.kernel_choice.huge_pages if self.kernel_choice is not None else huge_pages.ENABLED
+        self.huge_page_weights = huge and huge_pages.ENABLED and self.device.type == "cpu"
+        with huge_pages.using(self.huge_page_weights):
+            self._lay_out(rows)
+        column = self.one_row_kernel if self.one_row_kernel in ("numpy", "torch") and fp32_cpu else None
+        for module in self.modules():  # every product module holds the column-major kernel measured fastest
+            if isinstance(module, Linear):
+                module.column = column
+            for held in vars(module).values():  # the fused Q/K/V and gate+up (hold_fused: not child modules)
+                if isinstance(held, RowLinear):
+                    held.column = column
+        return self
+
+    def _measure_kernel(self) -> KernelChoice:
+        head = self.lm_head.weight
+        layers = [m.weight for m in self.modules() if isinstance(m, nn.Linear) and m.weight is not head]
+        return choosing.choice_for(head, layers, self.weight_bytes())
+
+    def _lay_out(self, rows: bool) -> None:
         fused: set[int] = set()  # the fused matrices' views: already laid out
         for block in self.layers:
             assert isinstance(block, Block)
@@ -473,7 +496,6 @@ class Transformer(nn.Module):
                 module.rows = rows
         if tied:
             self.tok_embeddings.weight = self.lm_head.weight
-        return self
 
     def head(self, x: torch.Tensor) -> torch.Tensor:
         """The final norm and the LM head: (B, T, dim) -> (B, T, vocab) logits."""

@@ -36,9 +36,10 @@ def compile_cache_dir() -> Path:
     return Path(user_cache_dir("kvsim", appauthor=False)) / "torch-inductor"
 
 
-def compile_decode(model: Transformer, cache_dir: Path | None = None) -> Transformer:
+def compile_decode(model: Transformer, cache_dir: Path | None = None, mode: str | None = None) -> Transformer:
     """Wrap ``model``'s cache-free parts with ``torch.compile`` (in place; returns ``model``). Compilation
-    itself happens on the first forward of each shape: ``warm_up`` runs those and times them."""
+    itself happens on the first forward of each shape: ``warm_up`` runs those and times them. ``mode``: torch.compile's
+    (``"reduce-overhead"``: each part replayed as a CUDA graph on a GPU, ``benchmarks/decode/gpu_graphs.py``)."""
     if model.compiled:
         return model
     folder = compile_cache_dir() if cache_dir is None else Path(cache_dir)
@@ -49,10 +50,10 @@ def compile_decode(model: Transformer, cache_dir: Path | None = None) -> Transfo
     torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
     for block in model.layers:
         if isinstance(block, Block) and isinstance(block.attn, Attention):
-            block.attn.project = torch.compile(block.attn.project)  # type: ignore[method-assign]
+            block.attn.project = torch.compile(block.attn.project, mode=mode)  # type: ignore[method-assign]
         if isinstance(block, Block):
-            block.finish = torch.compile(block.finish)  # type: ignore[method-assign]
-    model.head = torch.compile(model.head)  # type: ignore[method-assign]
+            block.finish = torch.compile(block.finish, mode=mode)  # type: ignore[method-assign]
+    model.head = torch.compile(model.head, mode=mode)  # type: ignore[method-assign]
     model.compiled = True
     return model
 

@@ -14,9 +14,12 @@ tensor is an ordinary ``torch.empty``: the values are the same either way, only 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import mmap
 import os
+import threading
+from collections.abc import Iterator
 
 import numpy as np
 import torch
@@ -25,12 +28,28 @@ HUGE_PAGE = 2 << 20  # bytes: x86-64's and arm64's transparent huge page
 
 #: whether weight copies go to huge pages (``KVSIM_HUGE_PAGES=0`` turns it off, for an A/B comparison)
 ENABLED = hasattr(mmap, "MADV_HUGEPAGE") and os.environ.get("KVSIM_HUGE_PAGES", "1").strip() != "0"
+_choice = threading.local()  # .huge: what ``using`` asked for in this thread (a model's measured choice)
+
+
+@contextlib.contextmanager
+def using(huge: bool) -> Iterator[None]:
+    """Within the block, ``empty``'s default (and so ``row_major``'s and ``column_major``'s) is ``huge`` and
+    ``ENABLED``, in this thread: a model lays its weights out in the pages measured to stream faster on this host
+    (``kvsim.models.kernels.kernel_choice``)."""
+    was = getattr(_choice, "huge", None)
+    _choice.huge = huge
+    try:
+        yield
+    finally:
+        _choice.huge = was
 
 
 def empty(shape: tuple[int, ...], dtype: torch.dtype, *, huge: bool | None = None) -> torch.Tensor:
-    """An uninitialised C-ordered CPU tensor, in huge pages when ``huge`` (default: ``ENABLED``) and the
-    platform has the advice and the tensor spans at least one huge page."""
-    huge = ENABLED if huge is None else huge
+    """An uninitialised C-ordered CPU tensor, in huge pages when ``huge`` (default: ``ENABLED``, or what ``using``
+    asked for) and the platform has the advice and the tensor spans at least one huge page."""
+    if huge is None:
+        asked = getattr(_choice, "huge", None)
+        huge = ENABLED if asked is None else asked and ENABLED
     numel = math.prod(shape)
     nbytes = numel * torch.empty((), dtype=dtype).element_size()
     if not huge or not hasattr(mmap, "MADV_HUGEPAGE") or nbytes < HUGE_PAGE:

@@ -10,12 +10,14 @@ projection matrices; ``benchmarks/weights/row_matmul.py``), against a plain read
   accumulators), streams a row-major weight at 24–27 GB/s — 85–90 % of the read, where the BLAS
   kernels reach 55–65 %: ``gemv_rows`` below.
 
-So a model's weights are laid out for one kernel when it is loaded (``kernel_for``, called by
-``Transformer.use_decode_friendly_layout``): row-major for numba when torch runs one thread and the
-weights are large enough that numba's one-time start (~0.9 s: import and compile) is small against the
-load (``NUMBA_MIN_BYTES``); otherwise column-major for numpy's OpenBLAS (or torch where numpy's BLAS is
-something else). The module that multiplies by a weight holds that choice (``Linear.rows``, ``RowLinear``;
-the weight itself is a plain tensor): a one-row fp32 CPU product on a row-major weight laid out for numba
+Which is fastest depends on the host (numba leads where one thread reads 31–35 GB/s, OpenBLAS where it reads
+10–11 GB/s), so a model's weights are laid out for the kernel measured fastest on its own matrices when it is
+loaded (``kvsim.models.kernels.kernel_choice``, called by ``Transformer.use_decode_friendly_layout``): row-major
+for numba, column-major for numpy's BLAS or torch. numba is a candidate only when torch runs one thread and the
+weights are large enough that numba's one-time start (~0.9 s: import and compile) is small against the load
+(``NUMBA_MIN_BYTES``). ``kernel_for`` is the rule without measuring (what a model laid out before measuring got).
+The module that multiplies by a weight holds that choice (``Linear.rows`` and ``.column``,
+``RowLinear``; the weight itself is a plain tensor): a one-row fp32 CPU product on a row-major weight laid out for numba
 goes to numba, on a column-major one to numpy; everything else (prefill, batches, other dtypes, GPUs, a weight
 needing gradients) is ``F.linear``. All compute the same fp32 dot products in different summation
 orders: results agree to float32 rounding (tests/engine/models/test_row_matmul.py bounds it), not bit for bit. NaN and
@@ -171,11 +173,13 @@ def _row_linear_flops(x_shape: Any, w_shape: Any, *args: Any, out_shape: Any = N
     return 2 * math.prod(x_shape[:-1]) * x_shape[-1] * w_shape[0]  # as aten::mm counts (rows · in) @ (in · out)
 
 
-def one_row_kernel(x: torch.Tensor, weight: torch.Tensor, rows: bool = False) -> str | None:
-    """The kernel ``linear(x, weight, rows=rows)`` takes: "numba" (a one-row fp32 CPU product on a row-major weight
-    laid out for it: ``rows``), "numpy" (on a column-major weight, where numpy's BLAS is OpenBLAS), None: ``F.linear``.
-    Only a weight laid out for numba (``rows``) takes numba's kernel: what kernel a product takes depends on how its
-    model was laid out, never on whether some other model built numba's kernel earlier in the process."""
+def one_row_kernel(x: torch.Tensor, weight: torch.Tensor, rows: bool = False, column: str | None = None) -> str | None:
+    """The kernel ``linear(x, weight, rows=rows, column=column)`` takes: "numba" (a one-row fp32 CPU product on a
+    row-major weight laid out for it: ``rows``), "numpy" (on a column-major weight, when ``column`` — the kernel its
+    model measured fastest, ``kvsim.models.kernels.kernel_choice`` — is "numpy", or, not given, where numpy's BLAS is
+    OpenBLAS), None: ``F.linear``. Only a weight laid out for numba (``rows``) takes numba's kernel: what kernel a
+    product takes depends on how its model was laid out, never on whether some other model built numba's kernel
+    earlier in the process."""
     if not (
         x.device.type == "cpu"
         and x.dtype == torch.float32
@@ -189,14 +193,16 @@ def one_row_kernel(x: torch.Tensor, weight: torch.Tensor, rows: bool = False) ->
     if weight.is_contiguous() and rows:  # laid out for numba
         return "numba" if WANTED != "torch" and numba_kernel() is not None else None
     if weight.stride(0) == 1:  # column-major
-        return "numpy" if KERNEL == "numpy" else None
+        return "numpy" if (column or KERNEL) == "numpy" else None
     return None
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, rows: bool = False) -> torch.Tensor:
+def linear(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, rows: bool = False, column: str | None = None
+) -> torch.Tensor:
     """``F.linear(x, weight, bias)``, one-row fp32 CPU products through numba's kernel (``rows``: the weight is laid
-    out for it) or numpy's (see the module)."""
-    if one_row_kernel(x, weight, rows) is None:
+    out for it) or numpy's (``column``: the column-major kernel its model measured fastest; see the module)."""
+    if one_row_kernel(x, weight, rows, column) is None:
         return F.linear(x, weight, bias)
     y = torch.ops.kvsim.row_linear(x, weight, rows)
     return y if bias is None else y + bias
@@ -207,9 +213,10 @@ class Linear(nn.Linear):
     weight is laid out for numba's kernel (set by ``Transformer.use_decode_friendly_layout``)."""
 
     rows: bool = False
+    column: str | None = None  # a column-major weight's kernel, "numpy" or "torch", as its model measured (None: KERNEL)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return linear(x, self.weight, self.bias, self.rows)
+        return linear(x, self.weight, self.bias, self.rows, self.column)
 
 
 class RowLinear(nn.Module):
@@ -218,12 +225,14 @@ class RowLinear(nn.Module):
     Parameters: the Parameters of the projections it fuses are views into them, so the state dict and the
     parameter count stay those of the projections."""
 
+    column: str | None = None  # as ``Linear.column``
+
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None, rows: bool = False) -> None:
         super().__init__()
         self.weight, self.bias, self.rows = weight, bias, rows
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return linear(x, self.weight, self.bias, self.rows)
+        return linear(x, self.weight, self.bias, self.rows, self.column)
 
     def extra_repr(self) -> str:
         out_features, in_features = self.weight.shape

@@ -14,12 +14,20 @@ import pytest
 import torch
 
 from kvsim.caches import KVCache
-from kvsim.models.kernels import huge_pages
+from kvsim.models.kernels import huge_pages, kernel_choice, row_matmul
 from kvsim.models.loading import load_model
 
 LINUX_ADVICE = sys.platform.startswith("linux") and hasattr(mmap, "MADV_HUGEPAGE")
 # dim 512: the fused Q/K/V, the MLP's gate+up and down, and the tied head each span ≥ 2 MiB
 SPEC = "random:family=llama,layers=2,heads=8,kv_heads=8,dim=512,vocab=2048,ctx=64,tie=true,seed=4"
+
+
+@pytest.fixture(autouse=True)
+def pages_as_enabled(monkeypatch):
+    """A model takes huge pages whenever they are on (``ENABLED``), and one kernel throughout: what is checked here is
+    where the weights live, not which kernel or page kind measured faster (tests/engine/models/test_kernel_choice.py)."""
+    pinned = lambda *a, **k: kernel_choice.KernelChoice(row_matmul.KERNEL, huge_pages.ENABLED, "pinned by the test")  # noqa: E731
+    monkeypatch.setattr(kernel_choice, "choice_for", pinned)
 
 
 def test_a_column_major_copy_keeps_shape_values_and_layout():
