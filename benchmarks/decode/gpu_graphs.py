@@ -30,8 +30,12 @@ import copy
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import torch
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
+from _load import LoadWatch  # noqa: E402
 
 TEXT = "The key-value cache is a technique that lets a transformer reuse what it computed for earlier tokens, so"
 
@@ -57,6 +61,7 @@ def main() -> int:
     p.add_argument("--prompt-len", type=int, default=16)
     p.add_argument("--device", default="cuda", help="cuda (the point) or cpu (a check that the script runs)")
     args = p.parse_args()
+    LoadWatch()  # the host's load at the start, and at exit how far it moved
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print(f"gpu_graphs: no CUDA device here (torch {torch.__version__}): nothing to time")
         return 0

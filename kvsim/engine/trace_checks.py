@@ -122,7 +122,7 @@ def _check_model_side(lane: dict[str, Any]) -> None:
 MAX_OPTION = 999_999_999  # the largest whole number a lane spec's grammar takes (window:W)
 #: the options that count rows, heads, tokens or a group and are at least 1 in every policy's grammar (snapkv:B and its
 #: wW, h2o:B, tova:B, window:W, latent:R, spec:K and its early:N, paged:B:N, int4:gG); a percentage at most 100
-_AT_LEAST_ONE = frozenset({"budget", "window", "heavy", "rank", "k", "layers", "block_size", "pool_blocks", "group"})
+_AT_LEAST_ONE = frozenset({"budget", "window", "rank", "k", "layers", "block_size", "pool_blocks", "group"})
 
 
 _TEXT_OPTIONS = {  # the options that are text: a speculative lane's draft source and its draft model's name
@@ -161,6 +161,9 @@ def _check_options(lane: dict[str, Any]) -> None:
                 raise TraceError(f"{where}: {source} {key} must be at least 1, got {value}")
             if key == "percent" and value > 100:
                 raise TraceError(f"{where}: {source} percent must be at most 100, got {value}")
+    heavy, recent = options.get("heavy"), options.get("recent")
+    if is_int(heavy) and heavy + (recent if is_int(recent) else heavy) < 1:  # h2o:0 keeps recent rows only
+        raise TraceError(f"{where}: it keeps no row (heavy hitters {heavy}, recent rows {recent})")
     if is_int(options.get("window")) and is_int(options.get("budget")) and options["window"] > options["budget"]:
         raise TraceError(f"{where}: its window W = {options['window']} is larger than its budget B = {options['budget']}")
 

@@ -117,7 +117,7 @@ def test_config_and_refusals() -> None:
         with pytest.raises(ConfigError, match=message):
             parse_random_spec(spec)
     lm = load_model(MLA)
-    with pytest.raises(SimulationError, match="only the lanes none and kv"):  # none,kv run (tests/engine/runs/test_mla_lanes.py)
+    with pytest.raises(SimulationError, match="only the lanes none and kv"):  # none,kv run: test_mla_lanes.py
         Simulator(lm.model, lm.tokenizer, [1, 2, 3], parse_lanes("none,window:2"))
     with pytest.raises(Exception, match="must be a positive integer"):
         mla_cache_bytes(3, 0, 8, 10)
