@@ -719,6 +719,10 @@
         <translation> · pesos {weights}</translation>
     </message>
     <message>
+        <source>weights {weights}</source>
+        <translation>pesos {weights}</translation>
+    </message>
+    <message>
         <source>it also holds the attention score it ranks each row by (float32, per row and KV head: +{overhead:,} B)</source>
         <translation>também guarda a pontuação de atenção pela qual ordena cada linha (float32, por linha e cabeça KV: +{overhead:,} B)</translation>
     </message>

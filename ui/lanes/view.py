@@ -250,8 +250,8 @@ class LanePanel(LaneHover, QWidget):
     def _set_header(self) -> None:
         """One line: the lane's label, then its explanation — or, where the whole does not fit, a
         deliberate short form (the explanation's first clause, then none, then the lane's title alone, then
-        its spec for its label); never text cut mid-word. The whole label, the spec and the explanation are
-        in the tooltip."""
+        a weights lane's format alone, then its spec for its label); never text cut mid-word. The whole label,
+        the spec and the explanation are in the tooltip."""
         info = self.info
         label = policy_text.lane_label(self.session, self.index)
         explanation = policy_text.explanation(info)
@@ -259,7 +259,8 @@ class LanePanel(LaneHover, QWidget):
         bold.setBold(True)
         width = self.header.width() - 12
         full = label
-        for short in (policy_text.title(info) if getattr(info, "title", "") else "", getattr(info, "name", "")):
+        title = policy_text.title(info) if getattr(info, "title", "") else ""
+        for short in (title, policy_text.short_title(info), getattr(info, "name", "")):
             if short and QFontMetrics(bold).horizontalAdvance(f"● {label}") > width:
                 label = short  # its title in words, then its spec ("sink:4+window:16"), as the short forms
         room = width - QFontMetrics(bold).horizontalAdvance(f"● {label}")

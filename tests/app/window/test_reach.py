@@ -106,6 +106,28 @@ def test_lane_headers_say_the_lane_in_words_with_the_spec_in_the_tooltip(window,
     assert "kv@w4:g32" not in header.text()
     i18n.install(qapp, "pt_BR")
     try:
-        assert policy_text.lane_label(s, 1) == "KV cache · pesos W8"
+        assert policy_text.lane_label(s, 1) == "KV cache · pesos INT8"
     finally:
         i18n.install(qapp, "en")
+
+
+def test_weight_lane_headers_stay_in_words_three_lanes_at_853_px(window, qapp):
+    """Three lanes on a projector (853 px logical): ~260 px a header. "KV cache · weights INT4 (g32)" does not
+    fit, so a weights lane's header says its format alone ("weights INT4 (g32)"), never its spec."""
+    from kvsim.ui import i18n
+
+    window.resize(853, 480)
+    try:
+        for lang, word in (("en", "weights"), ("pt_BR", "pesos")):
+            i18n.install(qapp, lang)
+            for _ in range(20):
+                qapp.processEvents()
+            for panel in window.lane_panels:
+                panel._set_header()  # the language changed: the header is written again (as on a new run)
+                text = panel.header.text()
+                assert panel.info.name not in text, (lang, text)
+            assert f"{word} INT8" in window.lane_panels[1].header.text()
+            assert f"{word} INT4 (g32)" in window.lane_panels[2].header.text()
+    finally:
+        i18n.install(qapp, "en")
+        window.resize(1280, 720)
