@@ -1507,6 +1507,18 @@ mais rápido / mais lento só quando o intervalo inteiro fica abaixo / acima de 
         <translation>{n} chaves lidas</translation>
     </message>
     <message>
+        <source>weights {bytes}</source>
+        <translation>pesos {bytes}</translation>
+    </message>
+    <message>
+        <source>weights {bytes} · {ratio} {dtype}</source>
+        <translation>pesos {bytes} · {ratio} {dtype}</translation>
+    </message>
+    <message>
+        <source>weights {bytes} · {ratio} of the full weights</source>
+        <translation>pesos {bytes} · {ratio} dos pesos completos</translation>
+    </message>
+    <message>
         <source>all {total} rows recomputed</source>
         <translation>todas as {total} linhas recalculadas</translation>
     </message>

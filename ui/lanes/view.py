@@ -41,6 +41,7 @@ from .text import (
     step_progress,
     title_options,
     title_tips,
+    weights_line,
 )
 
 MAX_ROWS = 256  # rows drawn at most (the newest ones); older rows scroll off the top
@@ -444,6 +445,10 @@ class LanePanel(LaneHover, QWidget):
         # a narrow lane (three lanes on a projector) says the same in fewer words, so no line wraps
         narrow = self.readout.width() < self.readout.fontMetrics().horizontalAdvance("M") * 40
         text = readout_html(lane, self.info, self.color, pr, narrow, bool(compared), lane.token_id != r.token_id)
+        run = self.session.run
+        weights = weights_line(run.meta, self.index) if run is not None and self.info.weights else ""
+        if weights:  # a weights lane: the bytes it holds, beside the full-precision weights
+            text += f"<br><span style='color:{theme.MUTED}'>{weights}</span>"
         said = spec_line(self.session, self.index, narrow=narrow)  # "" but for a spec lane
         if said:  # a spec lane: its check, acceptance, tokens per forward, time vs the kv lane
             text += f"<br><span style='color:{theme.MUTED}'>{escape(said)}</span>"

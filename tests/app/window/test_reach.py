@@ -131,3 +131,17 @@ def test_weight_lane_headers_stay_in_words_three_lanes_at_853_px(window, qapp):
     finally:
         i18n.install(qapp, "en")
         window.resize(1280, 720)
+
+
+def test_a_weights_lane_says_the_bytes_it_holds_beside_the_full_weights(window):
+    """The comparison a weights lane exists for, on the lane itself: "weights 1.23 MB · 0.26× fp32"."""
+    from kvsim.ui.lanes.text import weights_line
+
+    meta = window.session.run.meta
+    full = meta["lanes"][0]["weight_bytes"]
+    assert weights_line(meta, 0) == ""  # the weights as loaded: nothing to compare
+    window.controller.run_steps(1)
+    for panel in window.lane_panels[1:]:
+        held = meta["lanes"][panel.index]["weight_bytes"]
+        panel.redraw()
+        assert f"{held / full:.2f}×</b> fp32" in panel.readout.text(), panel.readout.text()
