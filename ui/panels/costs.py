@@ -12,7 +12,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QFontMetrics
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QBoxLayout, QCheckBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from .. import theme
 from ..lanes import policy_text
@@ -82,6 +82,7 @@ class SIAxis(pg.AxisItem):
 __all__ = ["STATS_TIP", "CostsPanel", "formulas"]  # STATS_TIP, formulas: the tests read them here
 
 SERIES = ("rows", "flops", "ms", "bytes")  # the plots, left to right (session.series names)
+MIN_PLOT = 125  # px a costs plot needs beside the table (its axis, ticks and a readable curve), else the table goes under
 VERDICT_GAP = 8  # px between the log-scale check box and the verdicts beside it
 MAX_LEGEND = 4  # lanes named in the legend (more would cover the curves; the table names them all)
 
@@ -91,8 +92,9 @@ class CostsPanel(QWidget):
         super().__init__(parent)
         self.session = session
         self.log = False
-        lay = QHBoxLayout(self)
+        lay = QBoxLayout(QBoxLayout.Direction.LeftToRight, self)  # the table under the plots where it leaves them no room
         lay.setContentsMargins(4, 2, 4, 2)
+        self.box = lay
         self.glw = pg.GraphicsLayoutWidget()
         self.glw.ci.setContentsMargins(0, 0, 0, 0)
         font = QFont(self.font())
@@ -120,6 +122,7 @@ class CostsPanel(QWidget):
             item.setVisible(False)
             self.plots[0].addItem(item, ignoreBounds=True)
         self.shown_formulas: dict[str, str] = {}  # kind -> text now on the plot (tests)
+        self.plots[0].getViewBox().sigResized.connect(self._refit_formulas)  # where they fit depends on the plot's size
         lay.addWidget(self.glw, 1)
 
         side = QVBoxLayout()
@@ -216,6 +219,7 @@ class CostsPanel(QWidget):
                 plot.removeItem(curve)
             self.plots[2].removeItem(self.bands.pop(index))
         self.stats.setFixedWidth(stats_width(self.session, self.stats.font()))  # fixed: no relayout per step
+        self._fit_titles()  # another table width: beside the plots or under them
         for lane in lanes:
             if lane.index not in self.curves:
                 color = theme.lane_color(lane.index)
@@ -361,6 +365,10 @@ class CostsPanel(QWidget):
                 item.setPos(k - 1, y)
             item.setVisible(True)
 
+    def _refit_formulas(self, *_args) -> None:
+        if self.session.run is not None and self.session.cursor >= 0 and self.session.records:
+            self._formulas(self.session.cursor + 1)
+
     def _formula_font(self) -> QFont:
         font = QFont(self.font())
         font.setPointSizeF(11)
@@ -390,6 +398,14 @@ class CostsPanel(QWidget):
         viewport = getattr(self, "_watching", None)
         width = viewport.width() if viewport is not None else self.width()
         room = width - self.stats.width() - 24
+        # the table beside the plots while each plot keeps MIN_PLOT px; under them when it would not (three or
+        # four lanes on the stage at 853 px: the table's columns took the fourth plot's place)
+        stacked = room < len(self.plots) * MIN_PLOT
+        direction = QBoxLayout.Direction.TopToBottom if stacked else QBoxLayout.Direction.LeftToRight
+        if self.box.direction() != direction:
+            self.box.setDirection(direction)
+        if stacked:
+            room = width - 24
         fm = QFontMetrics(self.title_font)
         lines_most = 1
         texts = []
