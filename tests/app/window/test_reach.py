@@ -145,3 +145,21 @@ def test_a_weights_lane_says_the_bytes_it_holds_beside_the_full_weights(window):
         held = meta["lanes"][panel.index]["weight_bytes"]
         panel.redraw()
         assert f"{held / full:.2f}×</b> fp32" in panel.readout.text(), panel.readout.text()
+
+
+def test_the_model_box_paints_a_whole_shorter_form_of_a_long_item(window):
+    """A random model's spec or a preset's long name in a 132 px box: a shorter form of it, words whole."""
+    from kvsim.ui.shell.toolbar import RANDOM_PRESETS, model_forms
+
+    label, spec = RANDOM_PRESETS[4]  # the hybrid
+    assert model_forms(label, spec)[:3] == [label, label.split(" (")[0], label.split(" (")[0].split(" · ", 1)[1]]
+    assert model_forms("random:family=mla,heads=8", "random:family=mla,heads=8")[-2:] == ["random · mla", "mla"]
+    assert model_forms("tiny (bundled)", "tiny") == ["tiny (bundled)", "tiny"]
+    box = window.toolbar.model_box
+    box.insertItem(0, spec, spec)
+    try:
+        box.setCurrentIndex(0)
+        shown = box.shown_text()
+        assert shown in model_forms(spec, spec) and box.fontMetrics().horizontalAdvance(shown) <= box.width()
+    finally:
+        box.removeItem(0)
