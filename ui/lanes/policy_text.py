@@ -83,6 +83,16 @@ def weights_words(weights: str) -> str:
     return f"{name} ({', '.join(notes)})" if notes else name
 
 
+def brief_title(lane) -> str:
+    """A lane's title cut before its details ("H2O: most read + recent" → "H2O", "Speculative (k=4, lookup)" →
+    "Speculative"); "" when it has none to cut (or a weights lane: its format is what tells it apart)."""
+    if not getattr(lane, "title", "") or getattr(lane, "weights", ""):
+        return ""
+    text = title(lane)
+    cut = min((i for i in (text.find(" ("), text.find(": ")) if i > 0), default=-1)
+    return text[:cut] if cut > 0 else ""
+
+
 def short_title(lane) -> str:
     """The shortest header that still tells a weights lane from the plain cache beside it: "weights INT4 (g64)"
     for a plain KV cache over quantized weights; "" for any other lane (its title is its short form)."""

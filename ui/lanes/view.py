@@ -251,7 +251,8 @@ class LanePanel(LaneHover, QWidget):
     def _set_header(self) -> None:
         """One line: the lane's label, then its explanation — or, where the whole does not fit, a
         deliberate short form (the explanation's first clause, then none, then the lane's title alone, then
-        a weights lane's format alone, then its spec for its label); never text cut mid-word. The whole label,
+        a weights lane's format alone, then its title before its details when no other lane's reads the same,
+        then its spec for its label); never text cut mid-word. The whole label,
         the spec and the explanation are in the tooltip."""
         info = self.info
         label = policy_text.lane_label(self.session, self.index)
@@ -261,7 +262,11 @@ class LanePanel(LaneHover, QWidget):
         width = self.header.width() - 12
         full = label
         title = policy_text.title(info) if getattr(info, "title", "") else ""
-        for short in (title, policy_text.short_title(info), getattr(info, "name", "")):
+        brief = policy_text.brief_title(info)
+        if brief and any(policy_text.brief_title(o) == brief for o in self.session.lanes if o.index != self.index):
+            # two lanes of one policy: a speculative lane's drafts tell it apart ("Speculative · lookup"), else its spec
+            brief = f"{brief} · {info.draft}" if getattr(info, "draft", "") else ""
+        for short in (title, policy_text.short_title(info), brief, getattr(info, "name", "")):
             if short and QFontMetrics(bold).horizontalAdvance(f"● {label}") > width:
                 label = short  # its title in words, then its spec ("sink:4+window:16"), as the short forms
         room = width - QFontMetrics(bold).horizontalAdvance(f"● {label}")

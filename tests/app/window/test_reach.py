@@ -163,3 +163,16 @@ def test_the_model_box_paints_a_whole_shorter_form_of_a_long_item(window):
         assert shown in model_forms(spec, spec) and box.fontMetrics().horizontalAdvance(shown) <= box.width()
     finally:
         box.removeItem(0)
+
+
+def test_narrow_lane_headers_say_a_policy_by_name_and_tell_twins_apart(window, qtbot):
+    """Three lanes at 853 px: "H2O", not "h2o:8:r8"; two speculative lanes by their drafts, not their specs."""
+    import re
+
+    window.resize(853, 480)
+    window.controller.set_lanes("h2o:8:r8,spec:4:lookup,spec:4:early:2")
+    qtbot.waitUntil(lambda: window.controller.can_step and len(window.lane_panels) == 3, timeout=20_000)
+    for _ in range(20):
+        qtbot.wait(10)
+    heads = [re.sub(r"<[^>]+>", "", p.header.text()).lstrip("● ") for p in window.lane_panels]
+    assert heads[0].startswith("H2O") and heads[1:] == ["Speculative · lookup", "Speculative · early:2"], heads
