@@ -41,5 +41,5 @@ python scripts/layout_shots.py --out "$OUT"
 python scripts/contrast_shots.py --out "$OUT"
 python scripts/dock_shots.py --out "$OUT" --model "$MODEL"
 # the stage: every view at 853×480 (a 1280×720 projector at ×1.5) and in presenter mode, every lesson step
-python scripts/stage_shots.py --out "$OUT"
+python scripts/stage_shots.py "$OUT" --only projector,desktop,presenter,lesson
 ls -l "$OUT"

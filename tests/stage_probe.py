@@ -5,12 +5,15 @@ when Qt starts) by tests/app/window/test_layout.py and scripts/stage_shots.py.
     QT_QPA_PLATFORM=offscreen:configfile=… QT_SCALE_FACTOR=1.5 python tests/stage_probe.py screen FITS MODES LANGS
 
 MODE: ``normal`` (the window as it opens on this screen, and every stage view), ``presenter`` (presenter
-mode: every stage view) or ``lesson`` (every lesson step). LANGS: ``en,pt_BR``. For each language a
+mode: every stage view), ``lesson`` (every lesson step) or ``scenes`` (``scenes()``: 1, 3 and 4 lanes, the
+all-heads view of a Gemma-like and an MLA model, every lane preset, the hybrid and CLA models — one window, the
+model and lanes changed scene after scene; ``scenes:NAME,…`` for some of them). LANGS: ``en,pt_BR``. For each language a
 fresh window runs the bundled model, then every view (or lesson step) is shown and ``audit`` lists what
 is wrong on screen: visible sibling widgets that overlap (a deliberate overlay sets the property
 ``overlay``), text wider than its room (labels, buttons, check boxes, tabs, combo boxes and their
 items, table headers, dock titles, plot titles; elided text counts as cut), a plotted point outside
-its plot, a view that scrolls, text smaller than ``MIN_PX`` physical pixels. Prints one line
+its plot, a label of a plot layout wider than its cell or outside its view (the all-heads view's "head 7 · kv 1"),
+a view that scrolls, text smaller than ``MIN_PX`` physical pixels. Prints one line
 ``RESULT {json}``: {lang: {view: [problems]}} and the sizes it measured.
 
 ``screen``: everything tests/app/window/test_layout.py checks on one screen, in one process (a process per check paid
@@ -294,9 +297,12 @@ def audit(window, min_px: float = 0.0) -> list[str]:
             opt = QStyleOptionComboBox()
             w.initStyleOption(opt)
             room = w.style().subControlRect(QStyle.CC_ComboBox, opt, QStyle.SC_ComboBoxEditField, w).width()
-            if not w.isEditable() and _text_width(fm, w.currentText()) > room + TOLERANCE:
-                need = _text_width(fm, w.currentText())
-                problems.append(f"combo text {need} px wide in {room} px: {_name(w)} '{w.currentText()[:40]}'")
+            shown = w.shown_text() if hasattr(w, "shown_text") else w.currentText()  # a box may paint a short form
+            if not w.isEditable() and _text_width(fm, shown) > room + TOLERANCE:
+                need = _text_width(fm, shown)
+                problems.append(f"combo text {need} px wide in {room} px: {_name(w)} '{shown[:40]}'")
+            if not w.isEditable() and _elided(shown):
+                problems.append(f"elided combo text '{shown[-40:]}': {_name(w)}")
             problems += _combo_items(w)
             hidden_by = _cut_by(window, w, w.rect())
             if hidden_by:
@@ -392,6 +398,16 @@ def _plots(window, view) -> list[str]:
     problems = []
     visible = _clip(window, view).translated(-_box(window, view).topLeft())  # in the view's coordinates
     for item in view.scene().items():
+        if isinstance(item, pg.LabelItem) and item.isVisible() and item.text and not isinstance(item.parentItem(), pg.PlotItem):
+            # a label of the layout (the all-heads view's "head 7 · kv 1"): whole in its cell, inside the view
+            need = item.item.boundingRect().width()
+            if need > item.width() + TOLERANCE:
+                problems.append(f"plot label {need:.0f} px wide in {item.width():.0f} px: '{_plain(item.text)[:40]}'")
+            box = view.mapFromScene(item.sceneBoundingRect()).boundingRect()
+            if box.width() > 2 and not visible.adjusted(-2, -2, 2, 2).contains(box):
+                where = f"({box.getRect()} in {visible.getRect()})"
+                problems.append(f"plot label outside its view {where}: '{_plain(item.text)[:40]}'")
+            continue
         if not isinstance(item, pg.PlotItem) or not item.isVisible():
             continue
         vb = item.getViewBox()
@@ -483,6 +499,62 @@ def _settled_view(app, w, name: str) -> None:
 
 
 PROMPT = "It is a truth universally acknowledged, that a single man in possession of a good fortune"
+# the all-heads view's hard shapes, as small random models (cheap: the shape is what is looked at)
+GEMMA_LIKE = "random:family=gemma3,layers=2,heads=4,kv_heads=1,dim=128,seed=0"  # Gemma 3 270M's 4 heads sharing 1 K/V head
+MLA_MODEL = "random:family=mla,layers=2,heads=8,dim=128,seed=0"  # DeepSeek's latent: 8 heads over one latent
+SCENE_STEPS = 10  # a scene's run (the costs plots' ticks and curves of a short talk demo)
+PRESET_STEPS = 5  # a lane preset's run: its lanes after a few decode steps (the prompt already exceeds every budget)
+
+
+def scenes() -> list[tuple[str, str, str, int, tuple[str, ...]]]:
+    """The scenes a talk uses past the stage's own views, each ``(name, model, lanes, steps, views)``: one, three
+    and four lanes (lanes, costs, memory); the all-heads view of a Gemma-like MQA model and an MLA model; every
+    lane preset of the chooser past the default pair (eviction: H2O, TOVA, SnapKV, PyramidKV, AdaKV, DuoAttention;
+    speculation; weights; window, sinks, StreamingLLM; INT8/INT4, Hadamard; latent; paged), and the hybrid and
+    cross-layer (CLA) random models of the model box. The batching view (Q), the roofline and every lesson step are
+    the ``normal`` and ``lesson`` modes' views."""
+    from kvsim.ui.shell.toolbar import DEFAULT_LANES, RANDOM_PRESETS, lane_choices
+
+    out = [
+        ("lanes-1", "tiny", "kv", SCENE_STEPS, ("lanes", "costs", "memory")),
+        ("lanes-3", "tiny", "uncached,cached,int8:r8", SCENE_STEPS, ("lanes", "costs", "memory")),
+        ("lanes-4", "tiny", "kv,window:16,h2o:8:r8,tova:16", SCENE_STEPS, ("lanes", "costs", "memory")),
+        ("heads-gemma", GEMMA_LIKE, DEFAULT_LANES, 4, ("heads", "lanes")),
+        ("heads-mla", MLA_MODEL, DEFAULT_LANES, 4, ("heads", "lanes", "memory")),
+    ]
+    seen = {lanes for *_, lanes, _steps, _views in out}
+    for _label, lanes in lane_choices():
+        if lanes in seen or set(lanes.split(",")) <= {"uncached", "cached"}:
+            continue
+        name = lanes.split(",")[-1] if lanes.startswith("uncached,cached,") else lanes
+        out.append((f"preset-{_slug(name)}", "tiny", lanes, PRESET_STEPS, ("lanes",)))
+    for _label, spec in RANDOM_PRESETS:
+        if "qwen3_next" in spec or "cla=" in spec:  # the hybrid (linear attention layers) and cross-layer sharing
+            name = "hybrid" if "qwen3_next" in spec else "cla"
+            out.append((f"model-{name}", spec, DEFAULT_LANES, 4, ("lanes", "heads", "memory")))
+    return out
+
+
+def _slug(text: str) -> str:
+    import re
+
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _show_scene(app, w, model: str, lanes: str, steps: int) -> str:
+    """The window on ``model`` with ``lanes``, ``steps`` steps run ("" when reached, else what went wrong)."""
+    c = w.controller
+    c.lanes = lanes
+    w.toolbar.show_lanes(lanes)
+    if (c.loaded_info or {}).get("model_id") != model:
+        c.load_model(model)  # its first run starts with ``lanes``
+    else:
+        c.set_lanes(lanes)
+    if not c.wait_ready(600) or [lane.name for lane in w.session.lanes] != lanes.split(","):
+        return f"the run did not start: {c.last_error}"
+    if not c.run_steps(steps, timeout_s=600):
+        return f"the steps did not complete: {c.last_error}"
+    return ""
 
 
 def probe(mode: str, langs: list[str], shots: str | None) -> dict:
@@ -509,7 +581,8 @@ def _one(app, mode: str, lang: str, shots: str | None, min_px: float, sizes: dic
     w = MainWindow(persist=False, prompt=PROMPT)
     w.animator.set_speed("instant")
     w.show()
-    if not w.controller.wait_ready(300) or not w.controller.run_steps(RUN_STEPS, timeout_s=600):
+    steps = 0 if mode.startswith("scenes") else RUN_STEPS  # the scenes run their own
+    if not w.controller.wait_ready(300) or not w.controller.run_steps(steps, timeout_s=600):
         raise SystemExit("the run did not complete: " + w.controller.last_error)
     found: dict[str, list[str]] = {}
 
@@ -545,6 +618,26 @@ def _one(app, mode: str, lang: str, shots: str | None, min_px: float, sizes: dic
                 continue
             _settle(app, w, 1.0)
             look(f"demo-{path.stem}")
+    elif mode.split(":")[0] == "scenes":  # one window, scene after scene: the model and lanes change, the window stays
+        only = set(mode.split(":", 1)[1].split(",")) if ":" in mode else None  # "scenes:lanes-3,heads-mla": those
+        for name, model, lanes, steps, views in scenes():
+            if only is not None and name not in only:
+                continue
+            wrong = _show_scene(app, w, model, lanes, steps)
+            if wrong:
+                found[f"scene-{name}"] = [wrong]
+                continue
+            if not w.stage.active and name.startswith("lanes-"):  # a large screen: the docks' layout too
+                look(f"scene-{name}-desktop")
+            if not w.stage.active:
+                w.stage.toggle_forced()
+            for view in views:
+                w.stage.show(view)
+                _settled_view(app, w, view)
+                look(f"scene-{name}-{view}")
+            if w.stage.forced and w.width() >= 1100:
+                w.stage.toggle_forced()  # back to the docks for the next scene's desktop look
+            w.stage.show("lanes")
     elif mode == "desktop":  # the docks forced on this screen (the stage's threshold is measured with it)
         w.stage.forced = False
         w.stage.update()

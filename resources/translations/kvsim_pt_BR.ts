@@ -737,6 +737,10 @@
         <translation> · pesos {weights}</translation>
     </message>
     <message>
+        <source>weights {weights}</source>
+        <translation>pesos {weights}</translation>
+    </message>
+    <message>
         <source>it also holds the attention score it ranks each row by (float32, per row and KV head: +{overhead:,} B)</source>
         <translation>também guarda a pontuação de atenção pela qual ordena cada linha (float32, por linha e cabeça KV: +{overhead:,} B)</translation>
     </message>
@@ -1571,6 +1575,18 @@ mais rápido / mais lento só quando o intervalo inteiro fica abaixo / acima de 
     <message>
         <source>{n} keys read</source>
         <translation>{n} chaves lidas</translation>
+    </message>
+    <message>
+        <source>weights {bytes}</source>
+        <translation>pesos {bytes}</translation>
+    </message>
+    <message>
+        <source>weights {bytes} · {ratio} {dtype}</source>
+        <translation>pesos {bytes} · {ratio} {dtype}</translation>
+    </message>
+    <message>
+        <source>weights {bytes} · {ratio} of the full weights</source>
+        <translation>pesos {bytes} · {ratio} dos pesos completos</translation>
     </message>
     <message>
         <source>all {total} rows recomputed</source>

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QFontMetrics
 
 from .. import theme
 from ..i18n import translate
@@ -27,6 +27,7 @@ class HeadsOverview(pg.GraphicsLayoutWidget):
         self.items: list[tuple[pg.PlotItem, pg.ImageItem]] = []
         self.frames: list[str] = []  # each head's group colour (its K/V head's)
         self._shape = None
+        self._built_cols = 0  # heads per row of the grid built
         self.held_strip: HeldRowsStrip | None = None  # which rows each K/V head holds (eviction by attention)
         session.run_started.connect(self._build)
         session.cursor_moved.connect(lambda _s: self.redraw())
@@ -56,7 +57,7 @@ class HeadsOverview(pg.GraphicsLayoutWidget):
         cfg = self.session.config
         if cfg is None:
             return
-        if self.items and self._shape == (cfg.n_heads, cfg.n_kv_heads):
+        if self.items and self._shape == (cfg.n_heads, cfg.n_kv_heads) and self._cols() == self._built_cols:
             self.redraw()
             return
         self._shape = (cfg.n_heads, cfg.n_kv_heads)
@@ -66,8 +67,8 @@ class HeadsOverview(pg.GraphicsLayoutWidget):
         s = self.session
         cfg = s.config
         h, hkv, group = cfg.n_heads, cfg.n_kv_heads, cfg.group_size
-        # one row per K/V head when the groups are few and small enough; else wrap heads in rows
-        cols = group if hkv <= 8 and group <= 8 else min(h, 4 if h <= 8 else 6)
+        cols = self._cols()
+        self._built_cols = cols
         kind = "MHA" if group == 1 else "MQA"
         if group > 1 and hkv > 1:
             kind = translate("views.overview", "GQA: {group} share each").format(group=group)
@@ -107,6 +108,46 @@ class HeadsOverview(pg.GraphicsLayoutWidget):
             self.items.append((p, img))
         self.held_strip = HeldRowsStrip(self, ((h - 1) // cols) * 2 + 3, cols)
         self.redraw()
+
+    def _cols(self) -> int:
+        """Heads per row: the grid whose cells are largest (the smaller of their width and height) in this view,
+        each cell at least as wide as its label; a row per K/V head (or whole groups per row) preferred, so the
+        heads that share one K and V stand side by side (MLA, MQA: one group, wrapped into rows)."""
+        cfg = self.session.config
+        if cfg is None:
+            return 1
+        h, group = cfg.n_heads, cfg.group_size
+        font = QFont(self.font())
+        font.setPointSizeF(11)
+        fm = QFontMetrics(font)
+        label = fm.horizontalAdvance(translate("views.overview", "head {i} · kv {g}").format(i=h - 1, g=cfg.n_kv_heads - 1))
+        spacing = 8
+        width = max(self.width() - 2 * spacing, 1)
+        height = max(self.height() - 2 * fm.lineSpacing() - (140 if HeldRowsStrip.lane_of(self.session) >= 0 else 0), 1)
+        best, best_score = 1, -1.0
+        for cols in range(1, h + 1):
+            rows = -(-h // cols)
+            cell_w = width / cols - spacing
+            cell_h = height / rows - fm.lineSpacing() - spacing
+            if cell_w < label + 12 and cols > 1:
+                break  # narrower cells cut their labels: wider grids only get worse
+            score = min(cell_w, cell_h)
+            if cols == group:
+                score *= 1.1  # one row per K/V head: the grouping reads at a glance
+            elif cols % group == 0 or group % cols == 0:
+                score *= 1.05  # whole groups per row, or a group over whole rows
+            if score > best_score:
+                best, best_score = cols, score
+        return best
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        if not hasattr(self, "ci"):
+            return  # pyqtgraph's own resize while it is being made
+        if self.items and self.isVisible() and self._cols() != getattr(self, "_built_cols", None):
+            self._shape = None
+            self._build()  # another grid fits the new size better
+        self.ci.setGeometry(self.range)  # the grid as wide as the view (items never shrink below their least width)
 
     def set_layer(self, layer: int) -> None:
         self.layer = layer

@@ -21,6 +21,7 @@ from ..i18n import LocalFormatter, integer, translate
 
 CONTEXT = "policies"  # kvsim.core.words.POLICIES: the context every policy marks its words in
 WEIGHTS = QT_TRANSLATE_NOOP("policies", " · weights {weights}")
+WEIGHTS_ALONE = QT_TRANSLATE_NOOP("policies", "weights {weights}")  # a plain cache's short header: what differs
 
 
 _FORMATTER = LocalFormatter()  # named placeholders only, numbers in the locale's way
@@ -66,8 +67,39 @@ def title(lane) -> str:
         return lane.title  # the recorded title already names the weights
     text = fill(words["title"], words.get("values", {}))
     if getattr(lane, "weights", ""):  # the same policy over quantized weights (a lane spec's @w8 suffix)
-        text += fill(WEIGHTS, {"weights": lane.weights.upper()})
+        text += fill(WEIGHTS, {"weights": weights_words(lane.weights)})
     return text
+
+
+def weights_words(weights: str) -> str:
+    """A weights suffix as its format's name: "w8" → "INT8", "w4:g64" → "INT4 (g64)", "w8:fphead" → "INT8
+    (fp head)", "gguf" → "GGUF"; the group and the head are notation, the same in every language."""
+    parts = [p for p in weights.lower().split(":") if p]
+    if not parts:
+        return ""
+    head, rest = parts[0], parts[1:]
+    name = f"INT{head[1:]}" if head in ("w8", "w4") else head.upper()
+    notes = [("fp head" if part == "fphead" else part) for part in rest]
+    return f"{name} ({', '.join(notes)})" if notes else name
+
+
+def brief_title(lane) -> str:
+    """A lane's title cut before its details ("H2O: most read + recent" → "H2O", "Speculative (k=4, lookup)" →
+    "Speculative"); "" when it has none to cut (or a weights lane: its format is what tells it apart)."""
+    if not getattr(lane, "title", "") or getattr(lane, "weights", ""):
+        return ""
+    text = title(lane)
+    cut = min((i for i in (text.find(" ("), text.find(": ")) if i > 0), default=-1)
+    return text[:cut] if cut > 0 else ""
+
+
+def short_title(lane) -> str:
+    """The shortest header that still tells a weights lane from the plain cache beside it: "weights INT4 (g64)"
+    for a plain KV cache over quantized weights; "" for any other lane (its title is its short form)."""
+    weights = getattr(lane, "weights", "")
+    if not weights or getattr(lane, "policy", "") not in ("kv", "cached"):
+        return ""
+    return fill(WEIGHTS_ALONE, {"weights": weights_words(weights)})
 
 
 def explanation(lane) -> str:

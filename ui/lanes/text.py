@@ -130,6 +130,30 @@ def readout_html(lane, info, color: str, progress: Progress, narrow: bool, compa
     )
 
 
+def weights_line(meta: dict, index: int) -> str:
+    """A weights lane's bytes held, beside the full-precision weights of the run ("weights 2.23 MB ·
+    0.26× fp32"): the comparison the lane exists to show; "" for a lane with the weights as loaded."""
+    lanes = meta.get("lanes") or []
+    if not 0 <= index < len(lanes) or not lanes[index].get("weights"):
+        return ""
+    held = lanes[index].get("weight_bytes")
+    if not isinstance(held, int) or held <= 0:
+        return ""
+    size = nowrap(local(theme.human_bytes(held)))
+    full = [lane.get("weight_bytes") for lane in lanes if not lane.get("weights")]
+    full = [b for b in full if isinstance(b, int) and b > 0]
+    if not full:
+        return translate("views.lane_text", "weights {bytes}").format(bytes=f"<b>{size}</b>")
+    dtype = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(str(meta.get("dtype", "")), "")
+    ratio = f"<b>{fmt(held / max(full), '.2f')}×</b>"
+    said = (
+        translate("views.lane_text", "weights {bytes} · {ratio} {dtype}")
+        if dtype
+        else translate("views.lane_text", "weights {bytes} · {ratio} of the full weights")
+    )
+    return said.format(bytes=f"<b>{size}</b>", ratio=ratio, dtype=dtype)
+
+
 def nowrap(quantity: str) -> str:
     """A number and its unit kept on one line of rich text (a narrow readout wrapped "1,320.29 / ms")."""
     return quantity.replace(" ", "&nbsp;")

@@ -41,6 +41,7 @@ from .text import (
     step_progress,
     title_options,
     title_tips,
+    weights_line,
 )
 
 MAX_ROWS = 256  # rows drawn at most (the newest ones); older rows scroll off the top
@@ -254,8 +255,9 @@ class LanePanel(LaneHover, QWidget):
     def _set_header(self) -> None:
         """One line: the lane's label, then its explanation — or, where the whole does not fit, a
         deliberate short form (the explanation's first clause, then none, then the lane's title alone, then
-        its spec for its label); never text cut mid-word. The whole label, the spec and the explanation are
-        in the tooltip."""
+        a weights lane's format alone, then its title before its details when no other lane's reads the same,
+        then its spec for its label); never text cut mid-word. The whole label,
+        the spec and the explanation are in the tooltip."""
         info = self.info
         label = policy_text.lane_label(self.session, self.index)
         explanation = policy_text.explanation(info)
@@ -263,7 +265,12 @@ class LanePanel(LaneHover, QWidget):
         bold.setBold(True)
         width = self.header.width() - 12
         full = label
-        for short in (policy_text.title(info) if getattr(info, "title", "") else "", getattr(info, "name", "")):
+        title = policy_text.title(info) if getattr(info, "title", "") else ""
+        brief = policy_text.brief_title(info)
+        if brief and any(policy_text.brief_title(o) == brief for o in self.session.lanes if o.index != self.index):
+            # two lanes of one policy: a speculative lane's drafts tell it apart ("Speculative · lookup"), else its spec
+            brief = f"{brief} · {info.draft}" if getattr(info, "draft", "") else ""
+        for short in (title, policy_text.short_title(info), brief, getattr(info, "name", "")):
             if short and QFontMetrics(bold).horizontalAdvance(f"● {label}") > width:
                 label = short  # its title in words, then its spec ("sink:4+window:16"), as the short forms
         room = width - QFontMetrics(bold).horizontalAdvance(f"● {label}")
@@ -480,6 +487,10 @@ class LanePanel(LaneHover, QWidget):
         # a narrow lane (three lanes on a projector) says the same in fewer words, so no line wraps
         narrow = self.readout.width() < self.readout.fontMetrics().horizontalAdvance("M") * 40
         text = readout_html(lane, self.info, self.color, pr, narrow, bool(compared), lane.token_id != r.token_id)
+        run = self.session.run
+        weights = weights_line(run.meta, self.index) if run is not None and self.info.weights else ""
+        if weights:  # a weights lane: the bytes it holds, beside the full-precision weights
+            text += f"<br><span style='color:{theme.MUTED}'>{weights}</span>"
         said = spec_line(self.session, self.index, narrow=narrow)  # "" but for a spec lane
         if said:  # a spec lane: its check, acceptance, tokens per forward, time vs the kv lane
             text += f"<br><span style='color:{theme.MUTED}'>{escape(said)}</span>"

@@ -295,6 +295,9 @@ class Lesson(QObject):
         self._timer.timeout.connect(self._tick)
         self._asked: set[str] = set()
         self._started = 0.0
+        # the runs this lesson computed, by (model, lanes, prompt): going back to a step shows its run again
+        # (browsing its records) instead of computing it a second time; the latest few are kept
+        self._recorded: dict[tuple[str, str, str], tuple[Any, list]] = {}
 
     # ------------------------------------------------------------------ navigation
     def start(self) -> None:
@@ -334,6 +337,7 @@ class Lesson(QObject):
                 self.go(self.index)
 
     def go(self, index: int) -> None:
+        self._keep()
         self.index = index
         step = self.steps[index]
         self.done, self.problem = False, ""
@@ -371,7 +375,24 @@ class Lesson(QObject):
         prompt = step.prompt[self.lang]
         run = s.run
         lanes_now = ",".join(lane.name for lane in run.lanes) if run is not None else ""
-        if run is None or c.browsing or lanes_now != step.lanes or w.toolbar.prompt_text() != prompt or not c.can_step:
+        kept = self._recorded.get((step.model, step.lanes, prompt))
+        if kept is not None and len(kept[1]) <= step.step:
+            kept = None  # recorded, but not as far as this step: computed on
+        replayed = kept is not None and run is kept[0]  # browsing a run this lesson computed: as good as live
+        if (
+            run is None
+            or (c.browsing and not replayed)
+            or lanes_now != step.lanes
+            or w.toolbar.prompt_text() != prompt
+            or not (c.can_step or replayed)
+        ):
+            if kept is not None and "run" not in self._asked:  # a step already reached: its run again, nothing computed
+                self._asked.add("run")
+                w.toolbar.prompt_box.setEditText(prompt)
+                w.toolbar.show_lanes(step.lanes)
+                c.lanes = step.lanes  # what Reset restarts
+                c.show_recorded(kept[0], kept[1], step.step)
+                return None
             if "run" not in self._asked:
                 self._asked.add("run")
                 w.toolbar.prompt_box.setEditText(prompt)
@@ -393,9 +414,30 @@ class Lesson(QObject):
         self._open_dock(step)
         self.highlight.show_on(self._target(step.highlight))
         self.done = not self.problem
+        self._keep()
         if self.done:
             self._say("")
         return None
+
+    def _keep(self, most: int = 4) -> None:
+        """Keep the run on screen, when it is the current step's (its state reached, live or replayed), with
+        every record it has now, for a later way back to any step it covers."""
+        if self.index < 0 or not self.done:
+            return
+        step = self.steps[self.index]
+        s, c = self.window.session, self.window.controller
+        run = s.run
+        if run is None or not s.records or ",".join(lane.name for lane in run.lanes) != step.lanes:
+            return  # the lanes changed by hand since
+        if run.prompt_text != step.prompt[self.lang] or run.model_id != step.model:
+            return  # another prompt or model, by hand
+        if c.browsing and not any(run is kept for kept, _ in self._recorded.values()):
+            return  # an opened file, not a run of this lesson
+        key = (step.model, step.lanes, step.prompt[self.lang])
+        self._recorded.pop(key, None)
+        self._recorded[key] = (run, list(s.records))
+        while len(self._recorded) > most:
+            self._recorded.pop(next(iter(self._recorded)))
 
     def _open_dock(self, step: LessonStep) -> None:
         """Show this step's one view (on the stage, it fills the window; on the desktop layout, its dock

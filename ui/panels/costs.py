@@ -12,7 +12,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QFontMetrics
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QBoxLayout, QCheckBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from .. import theme
 from ..lanes import policy_text
@@ -30,6 +30,8 @@ from .costs_text import (
     verdict_html,
     verdicts_tip,
 )
+
+STRETCH = (3, 2, 2, 2)  # the plots' shares of the row: the rows plot writes its formulas inside (Σt = n(n+1)/2)
 
 
 def _wrap(text: str, fm: QFontMetrics, width: float) -> list[str]:
@@ -80,6 +82,7 @@ class SIAxis(pg.AxisItem):
 __all__ = ["STATS_TIP", "CostsPanel", "formulas"]  # STATS_TIP, formulas: the tests read them here
 
 SERIES = ("rows", "flops", "ms", "bytes")  # the plots, left to right (session.series names)
+MIN_PLOT = 125  # px a costs plot needs beside the table (its axis, ticks and a readable curve), else the table goes under
 VERDICT_GAP = 8  # px between the log-scale check box and the verdicts beside it
 MAX_LEGEND = 4  # lanes named in the legend (more would cover the curves; the table names them all)
 
@@ -89,8 +92,9 @@ class CostsPanel(QWidget):
         super().__init__(parent)
         self.session = session
         self.log = False
-        lay = QHBoxLayout(self)
+        lay = QBoxLayout(QBoxLayout.Direction.LeftToRight, self)  # the table under the plots where it leaves them no room
         lay.setContentsMargins(4, 2, 4, 2)
+        self.box = lay
         self.glw = pg.GraphicsLayoutWidget()
         self.glw.ci.setContentsMargins(0, 0, 0, 0)
         font = QFont(self.font())
@@ -108,7 +112,7 @@ class CostsPanel(QWidget):
             for ax in ("left", "bottom"):
                 p.getAxis(ax).setTickFont(font)
             p.disableAutoRange()
-            self.glw.ci.layout.setColumnStretchFactor(col, 1)
+            self.glw.ci.layout.setColumnStretchFactor(col, STRETCH[col])
             self.plots.append(p)
         # the legend lives on the FLOPs plot: the rows plot carries the formulas beside its curves
         self.plots[1].addLegend(offset=(70, 2), labelTextSize="11pt", brush=pg.mkBrush(18, 20, 24, 200))
@@ -118,6 +122,7 @@ class CostsPanel(QWidget):
             item.setVisible(False)
             self.plots[0].addItem(item, ignoreBounds=True)
         self.shown_formulas: dict[str, str] = {}  # kind -> text now on the plot (tests)
+        self.plots[0].getViewBox().sigResized.connect(self._refit_formulas)  # where they fit depends on the plot's size
         lay.addWidget(self.glw, 1)
 
         side = QVBoxLayout()
@@ -214,6 +219,7 @@ class CostsPanel(QWidget):
                 plot.removeItem(curve)
             self.plots[2].removeItem(self.bands.pop(index))
         self.stats.setFixedWidth(stats_width(self.session, self.stats.font()))  # fixed: no relayout per step
+        self._fit_titles()  # another table width: beside the plots or under them
         for lane in lanes:
             if lane.index not in self.curves:
                 color = theme.lane_color(lane.index)
@@ -286,41 +292,65 @@ class CostsPanel(QWidget):
 
     def _formulas(self, k: int) -> None:
         """Σt = n(n+1)/2 beside the curve of a lane that recomputes every row, n beside one that computes
-        one row per step — each only when the lane's sum is exactly that, with the values at the cursor."""
+        one row per step — each only when the lane's sum is exactly that, with the values at the cursor.
+        Where a curve's end leaves no room (a narrow plot: the stage at 853 px with the lesson band), the
+        formula goes in the plot's top left corner, above every curve (the rows axis leaves that band
+        free), on as many lines as it needs: the formula is always written, never only its value."""
         s = self.session
         n, prompt = s.n_rows(), s.prompt_len
         total, formula, values = formulas(n, prompt)
-        texts: dict[str, tuple[int, str]] = {}
+        texts: dict[str, tuple[int, list[list[str]], list[list[str]]]] = {}  # kind -> lane, forms beside, in the corner
         if k >= 2 and total != n:  # at the prefill both sums are P: nothing to tell apart yet
             for lane in s.lanes:
                 rows = s.cumulative(lane.index)[0]
                 if rows == total and "sum" not in texts:
-                    texts["sum"] = (lane.index, f"{formula}<br>{values}")
+                    split = formula.replace(" − ", "\n− ").split("\n")  # "Σt = n(n+1)/2" / "− P(P−1)/2"
+                    texts["sum"] = (
+                        lane.index,
+                        [[formula, values], [formula], split],
+                        [[formula, values], [*split, values], [formula], split],
+                    )
                 elif rows == n and "n" not in texts:
-                    texts["n"] = (lane.index, f"n = {grouped(n)}")
+                    texts["n"] = (lane.index, [[f"n = {grouped(n)}"]], [[f"n = {grouped(n)}"], ["n"]])
         x_hi = self.plots[0]._kv_range[0] if getattr(self.plots[0], "_kv_range", None) else max(k - 1, 1)
         vb = self.plots[0].getViewBox()
         fm = QFontMetrics(self._formula_font())
+        (x0, x1), (y0, y1) = vb.viewRange()
+        width, height = vb.width(), vb.height()
+        top = max((float(s.series("rows", lane.index)[k - 1]) for lane in s.lanes), default=0.0) if texts else 0.0
+        corner_h = (y1 - top) / ((y1 - y0) or 1) * height - 4  # the free band above every curve, in pixels
+        used = 0.0  # pixels of that band taken by a formula placed in the corner
         self.shown_formulas = {}
         for kind, item in self.formula_items.items():
             if kind not in texts or self.log:
                 item.setVisible(False)
                 continue
-            lane, html = texts[kind]
+            lane, beside, in_corner = texts[kind]
             y = float(s.series("rows", lane)[k - 1])
             left = (k - 1) < 0.5 * x_hi  # the curve ends in the left half: write to its right
-            # the longest form that fits beside the curve's end: two lines, one, or just the value
-            (x0, x1), (y0, y1) = vb.viewRange()
-            px = (k - 1 - x0) / ((x1 - x0) or 1) * vb.width()
-            room_w = (vb.width() - px if left else px) - 4
-            room_h = (y1 - y) / ((y1 - y0) or 1) * vb.height()  # pixels above the curve's end
-            forms = [html.split("<br>"), [f"Σt = {grouped(total)}"]] if kind == "sum" else [[html]]
-            lines = next((f for f in forms if max(fm.horizontalAdvance(t) for t in f) + 8 <= room_w), None)
-            if lines is None or len(lines) * fm.height() + 4 > room_h:
-                item.setVisible(False)
-                continue
+            # the longest form that fits beside the curve's end (the formula with its values, the formula alone, on
+            # two lines), else the longest that fits the corner (down to the formula on two lines and its value)
+            px = (k - 1 - x0) / ((x1 - x0) or 1) * width
+            room_w = (width - px if left else px) - 4
+            room_h = (y1 - y) / ((y1 - y0) or 1) * height  # pixels above the curve's end
+            lines = next((f for f in beside if max(fm.horizontalAdvance(t) for t in f) + 8 <= room_w), None)
+            corner = lines is None or len(lines) * fm.height() + 4 > room_h
+            if corner:  # the top left corner, under a formula already there
+                lines = next(
+                    (
+                        f
+                        for f in in_corner
+                        if max(fm.horizontalAdvance(t) for t in f) + 8 <= width - 4
+                        and len(f) * fm.lineSpacing() + 8 <= corner_h - used
+                    ),
+                    None,
+                )
+                if lines is None:
+                    item.setVisible(False)
+                    continue
+                left = True
             self.shown_formulas[kind] = "\n".join(lines)
-            item.setAnchor((0, 1) if left else (1, 1))
+            item.setAnchor((0, 0) if corner else (0, 1) if left else (1, 1))
             html = (
                 f"<div style='color:{theme.lane_color(lane)}; font-size:11pt; text-align:{'left' if left else 'right'}'>"
                 f"{'<br>'.join(lines)}</div>"
@@ -328,8 +358,16 @@ class CostsPanel(QWidget):
             if getattr(item, "_kv_html", None) != html:  # a rich-text relayout per step only when the words change
                 item._kv_html = html
                 item.setHtml(html)
-            item.setPos(k - 1, y)
+            if corner:
+                item.setPos(x0 + 2 / (width or 1) * (x1 - x0), y1 - used / (height or 1) * (y1 - y0))
+                used += len(lines) * fm.lineSpacing() + 8
+            else:
+                item.setPos(k - 1, y)
             item.setVisible(True)
+
+    def _refit_formulas(self, *_args) -> None:
+        if self.session.run is not None and self.session.cursor >= 0 and self.session.records:
+            self._formulas(self.session.cursor + 1)
 
     def _formula_font(self) -> QFont:
         font = QFont(self.font())
@@ -359,11 +397,21 @@ class CostsPanel(QWidget):
         that does not fit its share goes on two lines, so the four plots and the table fit side by side."""
         viewport = getattr(self, "_watching", None)
         width = viewport.width() if viewport is not None else self.width()
-        share = (width - self.stats.width() - 24) / len(self.plots) - 72  # less the left axis ("100 k") and its gap
+        room = width - self.stats.width() - 24
+        # the table beside the plots while each plot keeps MIN_PLOT px; under them when it would not (three or
+        # four lanes on the stage at 853 px: the table's columns took the fourth plot's place)
+        stacked = room < len(self.plots) * MIN_PLOT
+        direction = QBoxLayout.Direction.TopToBottom if stacked else QBoxLayout.Direction.LeftToRight
+        if self.box.direction() != direction:
+            self.box.setDirection(direction)
+        if stacked:
+            room = width - 24
         fm = QFontMetrics(self.title_font)
         lines_most = 1
         texts = []
-        for title in plot_titles():
+        for col, title in enumerate(plot_titles()):
+            share = room * STRETCH[col] / sum(STRETCH) - 72  # less the left axis ("100 k") and its gap
+            self.glw.ci.layout.setColumnPreferredWidth(col, share + 72)
             lines = _wrap(title, fm, share)
             lines_most = max(lines_most, len(lines))
             texts.append("<br>".join(lines))

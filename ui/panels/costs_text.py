@@ -29,10 +29,27 @@ def grouped(n: int) -> str:
     return local(f"{n:,}")
 
 
+SHORT_CHARS = 18  # a table column's name at most (the column is as wide as its widest cell)
+
+
 def short_label(session, lane) -> str:
-    """A lane's name in a narrow column: its label, or its spec when the label is long."""
-    label = policy_text.lane_label(session, lane.index)
-    return label if len(label) <= 12 else lane.name if len(lane.name) <= 12 else lane.name[:11] + "…"
+    """A lane's name in a narrow column, in words where they are short: its label, its title ("sliding
+    window"), a weights lane's format ("weights INT8"), else its spec; never cut. Two lanes that would read
+    alike are told apart by their specs."""
+
+    def forms(info) -> list[str]:
+        title = policy_text.title(info) if info.title else ""
+        out = [policy_text.lane_label(session, info.index), title, policy_text.short_title(info), info.name]
+        return [f for f in out if f]
+
+    def pick(info) -> str:
+        options = forms(info)
+        return next((f for f in options if len(f) <= SHORT_CHARS), min(options, key=len))
+
+    chosen = pick(lane)
+    if any(pick(other) == chosen for other in session.lanes if other.index != lane.index):
+        return lane.name  # twins in words (two windows): their specs differ
+    return chosen
 
 
 def plot_titles() -> tuple[str, ...]:

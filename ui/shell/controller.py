@@ -222,6 +222,19 @@ class Controller(QObject):
         except Exception as exc:  # noqa: BLE001 - any failure of a damaged file is one banner, never a crash
             self._cannot_open(path, exc)
             return False
+        self.show_recorded(run, trace.records, len(trace.records) - 1)
+        self.say(
+            translate(
+                "controller",
+                "opened {path}: {n} steps of {model} — browse with ← →; Reset (Home) starts a live run on the loaded model",
+            ).format(path=Path(path).name, n=i18n.integer(len(trace.records)), model=run.model_id)
+        )
+        return True
+
+    def show_recorded(self, run: RunInfo, records: list, cursor: int) -> None:
+        """Show ``records`` of ``run`` — an opened file's, or a run computed earlier in this session (the
+        lesson's way back to a step it already reached) — for browsing, at step ``cursor``, without computing
+        anything. Reset (or new lanes) starts a live run again."""
         self.stop_play()
         self.animator.stop()
         self._reset_soon.stop()
@@ -232,17 +245,10 @@ class Controller(QObject):
         self.busy = False
         self.selectors_changed.emit(run.config)
         self._show_run(run)
-        for record in trace.records:
+        for record in records:
             self.session.add_record(record)
-        self.session.set_cursor(len(trace.records) - 1)
+        self.session.set_cursor(cursor)
         self.browsed.emit()
-        self.say(
-            translate(
-                "controller",
-                "opened {path}: {n} steps of {model} — browse with ← →; Reset (Home) starts a live run on the loaded model",
-            ).format(path=Path(path).name, n=i18n.integer(len(trace.records)), model=run.model_id)
-        )
-        return True
 
     def _cannot_open(self, path: str, exc: BaseException) -> None:
         text = str(exc) or type(exc).__name__  # a TraceError already names the file

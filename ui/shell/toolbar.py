@@ -12,7 +12,18 @@ from pathlib import Path
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QAction, QFont, QKeySequence
-from PySide6.QtWidgets import QComboBox, QLineEdit, QMenu, QSizePolicy, QToolBar, QToolButton, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QLineEdit,
+    QMenu,
+    QSizePolicy,
+    QStyle,
+    QStyleOptionComboBox,
+    QStylePainter,
+    QToolBar,
+    QToolButton,
+    QWidget,
+)
 
 from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 from kvsim.models.config import ModelConfig
@@ -69,6 +80,46 @@ def model_label(name: str, kind: str) -> str:
     if kind == "fetched":
         return translate("toolbar", "{model} (fetched)").format(model=name)
     return f"{name} ({kind})"
+
+
+def model_forms(text: str, spec: str) -> list[str]:
+    """A model box item's text and its shorter forms, longest first: "random · Qwen3-Next hybrid (3 Gated
+    DeltaNet : 1 attention, 8 layers)" → "random · Qwen3-Next hybrid" → "Qwen3-Next hybrid"; a random spec
+    "random:family=mla,heads=8,…" → "random · mla"; a path → its last part; "tiny (bundled)" → "tiny"."""
+    forms = [text]
+    if " (" in text:
+        forms.append(text.split(" (")[0])
+    if " · " in forms[-1]:
+        forms.append(forms[-1].split(" · ", 1)[1])
+    if spec.startswith("random:"):
+        family = next((part.split("=", 1)[1] for part in spec[7:].split(",") if part.startswith("family=")), "")
+        forms += [f"random · {family}", family] if family else ["random"]
+    elif "/" in spec:
+        forms.append(Path(spec.rstrip("/")).name)
+    return list(dict.fromkeys(f for f in forms if f))
+
+
+class ModelBox(QComboBox):
+    """The model box: its current item's whole text where it fits, else a deliberate shorter form of it
+    (``model_forms``: never a word cut mid-way); the popup and the tooltip keep every item whole."""
+
+    def shown_text(self) -> str:
+        """The text painted in the closed box (what the layout audit measures)."""
+        text = self.currentText()
+        opt = QStyleOptionComboBox()
+        self.initStyleOption(opt)
+        room = self.style().subControlRect(QStyle.ComplexControl.CC_ComboBox, opt, QStyle.SubControl.SC_ComboBoxEditField, self)
+        fm = self.fontMetrics()
+        forms = model_forms(text, str(self.currentData() or ""))
+        return next((f for f in forms if fm.horizontalAdvance(f) <= room.width()), forms[-1])
+
+    def paintEvent(self, _event) -> None:  # noqa: N802 - Qt API
+        painter = QStylePainter(self)
+        opt = QStyleOptionComboBox()
+        self.initStyleOption(opt)
+        opt.currentText = self.shown_text()
+        painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, opt)
+        painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, opt)
 
 
 def editor(box: QComboBox) -> QLineEdit:
@@ -140,7 +191,7 @@ class ControlsToolBar(QToolBar):
         big = QFont(self.font())
         big.setPointSizeF(big.pointSizeF() * 1.1)
 
-        self.model_box = QComboBox()
+        self.model_box = ModelBox()
         self.model_box.setMinimumContentsLength(10)
         self.model_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.model_box.setToolTip(translate("toolbar", "model"))

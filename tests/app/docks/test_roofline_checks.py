@@ -54,6 +54,11 @@ def test_verification_steps_are_their_own_labelled_points(qtbot, qapp, monkeypat
     assert math.isclose(item.pos().x(), math.log10(placed.intensity), rel_tol=1e-12)
     assert math.isclose(item.pos().y(), math.log10(placed.achieved), rel_tol=1e-12)
     assert "★" in view.key.text()
+    # the prefill over the decode steps, the checks over both: a run's one prefill square is never hidden
+    z = {phase: view.groups[(0 if phase != "check" else 1, phase, "total")].zValue() for phase in ("prefill", "decode", "check")}
+    assert z["decode"] < z["prefill"] < z["check"], z
+    # the roof's words above the roof (no measured point lies there): anchored by their bottom edge
+    assert view.plot.ridge_text.anchor.y() == 1 and view.plot.slope_text.anchor.y() == 1
     # before the first check the label is hidden
     w.controller.scrub_to(checks[0].step - 1)
     qtbot.waitUntil(lambda: not view.check_labels.items[1].isVisible(), timeout=5_000)

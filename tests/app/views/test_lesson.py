@@ -154,3 +154,47 @@ def test_the_clicker_walks_every_page_of_every_step_and_back_in_both_languages(q
     finally:
         i18n.install(qapp, "en")
         w.shutdown()
+
+
+def test_going_back_a_step_shows_its_recorded_run_without_computing_it_again(qtbot, qapp) -> None:
+    """Back (Page Up) to a step whose run the lesson already computed: that run's records are shown again at the
+    step (browsing them), nothing is asked of the worker; going on past what was recorded computes live again."""
+    from kvsim.ui.lesson.guide import LessonStep
+
+    model = "random:family=llama,layers=2,heads=4,kv_heads=2,dim=64,ctx=256,seed=2"
+    w = ready_window(qtbot, qapp, model, "Hello", size=(1280, 720))
+    lesson, c = w.lesson, w.controller
+    name = c.loaded_info["model_id"]
+
+    def step(sid: str, lanes: str, at: int) -> LessonStep:
+        words = {"en": sid, "pt": sid}
+        return LessonStep(
+            id=sid, title=words, text=words, model=name, lanes=lanes, prompt={"en": "abc abc", "pt": "abc"}, step=at
+        )
+
+    lesson.steps = [step("a", "uncached,cached", 3), step("b", "kv,window:4", 2), step("c", "uncached,cached", 5)]
+    lesson.set_language("en")
+    asked: list[str] = []
+    for what in ("request_begin", "request_step"):
+        real = getattr(c.worker, what)
+        setattr(c.worker, what, lambda *a, _real=real, _what=what, **k: (asked.append(_what), _real(*a, **k))[1])
+    try:
+
+        def reach(index: int) -> None:
+            lesson.go(index)
+            qtbot.waitUntil(lambda: lesson.done or bool(lesson.problem), timeout=60_000)
+            assert not lesson.problem, lesson.problem
+
+        reach(0)
+        first = w.session.run
+        reach(1)
+        assert w.session.run is not first and asked
+        asked.clear()
+        lesson.back()  # to "a": its run, as it was recorded, at its step
+        qtbot.waitUntil(lambda: lesson.done or bool(lesson.problem), timeout=60_000)
+        assert asked == [] and w.session.run is first and w.session.cursor == 3 and c.browsing
+        assert [lane.name for lane in w.session.lanes] == ["uncached", "cached"]
+        reach(2)  # further than "a" was computed: a live run again
+        assert "request_begin" in asked and not c.browsing and w.session.cursor == 5
+    finally:
+        w.shutdown()

@@ -19,7 +19,7 @@ def test_the_app_draws_spec_and_weight_lanes(qtbot, qapp) -> None:
     assert w.controller.run_steps(8), w.controller.last_error
     s = w.session
     assert "Speculative (k=3, lookup)" in w.lane_panels[1].header.text()
-    assert "weights W8" in w.lane_panels[2].header.text()
+    assert "weights INT8" in w.lane_panels[2].header.text()
     records = s.records
     assert len(records) >= 8
     spec = [r.lane("spec:3:lookup") for r in records]

@@ -117,6 +117,29 @@ def test_formulas_beside_the_cumulative_curves_with_live_values(window, qtbot):
     assert window.costs.shown_formulas["sum"].endswith(f"= {s.cumulative(0)[0]:,}")
 
 
+def test_the_formulas_are_written_on_the_narrow_stage_plot(qtbot, qapp):
+    """At 853×480 (a projector at ×1.5) the rows plot is ~120 px wide: the curves' ends leave no room beside
+    them, so the formula goes in the plot's free top band (on two lines) — the formula, not only its value."""
+    w = ready_window(qtbot, qapp, MODEL, PROMPT, size=(853, 480))
+    try:
+        if not w.stage.active:
+            w.stage.toggle_forced()
+        w.stage.show("costs")
+        assert w.controller.run_steps(24)
+        qtbot.wait(50)
+        w.costs.redraw()
+        shown = w.costs.shown_formulas
+        assert shown.get("n", "").startswith("n"), shown
+        assert shown.get("sum", "").startswith("Σt = n(n+1)/2"), shown
+        vb = w.costs.plots[0].getViewBox()
+        inside = vb.mapRectToScene(vb.rect()).adjusted(-1, -1, 1, 1)
+        for kind in shown:
+            item = w.costs.formula_items[kind]
+            assert inside.contains(item.mapRectToScene(item.boundingRect())), kind  # whole, inside the plot
+    finally:
+        w.shutdown()
+
+
 def test_q_rows_beside_k_and_k_named_after_rope(window):
     assert window.controller.run_steps(3)
     s = window.session

@@ -36,22 +36,30 @@ SCREENS = {  # what the audience sees, every view: (width, height, QT_SCALE_FACT
     "1920x1080": (1920, 1080, 1.0, "normal"),
     "presenter@1280x720@1.5": (1280, 720, 1.5, "presenter"),
     "lesson@1280x720@1.5": (1280, 720, 1.5, "lesson"),
+    "lesson@1920x1080": (1920, 1080, 1.0, "lesson"),
+    # the scenes a talk uses past the views (tests/stage_probe.py's scenes(): 1, 3 and 4 lanes, the all-heads
+    # view of a Gemma-like MQA and an MLA model, every lane preset, the hybrid and CLA models), on the projector
+    # and the large screen
+    "scenes@1280x720@1.5": (1280, 720, 1.5, "scenes"),
+    "scenes@1920x1080": (1920, 1080, 1.0, "scenes"),
 }
 PROBE = ROOT / "tests" / "stage_probe.py"
 LANGS = "en,pt_BR"
 
 
 def _jobs() -> list[tuple[tuple[int, int, float], list[str], list[str], list[str]]]:
-    """The probe processes: one per screen for its fits and its views in both languages, and the lesson's walk
-    (the longest: every step and page) in one process per language, so that the processes can run side by side."""
+    """The probe processes: one per screen for its fits and its views in both languages, and the long walks — the
+    lesson's (every step) and the scenes' (one window, scene after scene) — in one process per language, so that
+    the processes can run side by side."""
     jobs = []
     for key in dict.fromkeys([(w, h, sc) for w, h, sc, _ in [*FITS.values(), *SCREENS.values()]]):
         fits = [mode for w, h, sc, mode in FITS.values() if (w, h, sc) == key]
-        modes = [mode for w, h, sc, mode in SCREENS.values() if (w, h, sc) == key and mode != "lesson"]
+        modes = [mode for w, h, sc, mode in SCREENS.values() if (w, h, sc) == key and mode not in ("lesson", "scenes")]
         if fits or modes:
             jobs.append((key, fits, modes, LANGS.split(",")))
-        if any((w, h, sc) == key and mode == "lesson" for w, h, sc, mode in SCREENS.values()):
-            jobs += [(key, [], ["lesson"], [lang]) for lang in LANGS.split(",")]
+        for long in ("lesson", "scenes"):  # the long walks: a process per language, side by side
+            if any((w, h, sc) == key and mode == long for w, h, sc, mode in SCREENS.values()):
+                jobs += [(key, [], [long], [lang]) for lang in LANGS.split(",")]
     return jobs
 
 
@@ -168,6 +176,11 @@ def test_every_view_is_readable_in_both_languages(screens, screen):
         seen = m[lang]
         if mode == "lesson":
             assert len(seen) >= 15, sorted(seen)  # every step was reached and looked at
+        elif mode == "scenes":
+            from stage_probe import scenes
+
+            for name, *_rest, views in scenes():  # every scene reached, each of its views looked at
+                assert {f"scene-{name}-{view}" for view in views} <= set(seen), (name, sorted(seen))
         else:
             assert {
                 "stage-lanes",
@@ -180,7 +193,7 @@ def test_every_view_is_readable_in_both_languages(screens, screen):
             } <= set(seen), sorted(seen)
         if width >= 1920 and mode == "normal":
             assert "desktop" in seen and not m["window"][lang]["stage"], "a large screen opens with the docks"
-        elif mode != "lesson":
+        elif mode not in ("lesson", "scenes"):
             assert m["window"][lang]["stage"] or mode == "presenter", "a small screen opens on the stage"
         wrong = {view: problems for view, problems in seen.items() if problems}
         assert not wrong, f"{screen} {lang}:\n" + "\n".join(f"  {v}: {p}" for v, ps in wrong.items() for p in ps)

@@ -106,6 +106,73 @@ def test_lane_headers_say_the_lane_in_words_with_the_spec_in_the_tooltip(window,
     assert "kv@w4:g32" not in header.text()
     i18n.install(qapp, "pt_BR")
     try:
-        assert policy_text.lane_label(s, 1) == "KV cache · pesos W8"
+        assert policy_text.lane_label(s, 1) == "KV cache · pesos INT8"
     finally:
         i18n.install(qapp, "en")
+
+
+def test_weight_lane_headers_stay_in_words_three_lanes_at_853_px(window, qapp):
+    """Three lanes on a projector (853 px logical): ~260 px a header. "KV cache · weights INT4 (g32)" does not
+    fit, so a weights lane's header says its format alone ("weights INT4 (g32)"), never its spec."""
+    from kvsim.ui import i18n
+
+    window.resize(853, 480)
+    try:
+        for lang, word in (("en", "weights"), ("pt_BR", "pesos")):
+            i18n.install(qapp, lang)
+            for _ in range(20):
+                qapp.processEvents()
+            for panel in window.lane_panels:
+                panel._set_header()  # the language changed: the header is written again (as on a new run)
+                text = panel.header.text()
+                assert panel.info.name not in text, (lang, text)
+            assert f"{word} INT8" in window.lane_panels[1].header.text()
+            assert f"{word} INT4 (g32)" in window.lane_panels[2].header.text()
+    finally:
+        i18n.install(qapp, "en")
+        window.resize(1280, 720)
+
+
+def test_a_weights_lane_says_the_bytes_it_holds_beside_the_full_weights(window):
+    """The comparison a weights lane exists for, on the lane itself: "weights 1.23 MB · 0.26× fp32"."""
+    from kvsim.ui.lanes.text import weights_line
+
+    meta = window.session.run.meta
+    full = meta["lanes"][0]["weight_bytes"]
+    assert weights_line(meta, 0) == ""  # the weights as loaded: nothing to compare
+    window.controller.run_steps(1)
+    for panel in window.lane_panels[1:]:
+        held = meta["lanes"][panel.index]["weight_bytes"]
+        panel.redraw()
+        assert f"{held / full:.2f}×</b> fp32" in panel.readout.text(), panel.readout.text()
+
+
+def test_the_model_box_paints_a_whole_shorter_form_of_a_long_item(window):
+    """A random model's spec or a preset's long name in a 132 px box: a shorter form of it, words whole."""
+    from kvsim.ui.shell.toolbar import RANDOM_PRESETS, model_forms
+
+    label, spec = RANDOM_PRESETS[4]  # the hybrid
+    assert model_forms(label, spec)[:3] == [label, label.split(" (")[0], label.split(" (")[0].split(" · ", 1)[1]]
+    assert model_forms("random:family=mla,heads=8", "random:family=mla,heads=8")[-2:] == ["random · mla", "mla"]
+    assert model_forms("tiny (bundled)", "tiny") == ["tiny (bundled)", "tiny"]
+    box = window.toolbar.model_box
+    box.insertItem(0, spec, spec)
+    try:
+        box.setCurrentIndex(0)
+        shown = box.shown_text()
+        assert shown in model_forms(spec, spec) and box.fontMetrics().horizontalAdvance(shown) <= box.width()
+    finally:
+        box.removeItem(0)
+
+
+def test_narrow_lane_headers_say_a_policy_by_name_and_tell_twins_apart(window, qtbot):
+    """Three lanes at 853 px: "H2O", not "h2o:8:r8"; two speculative lanes by their drafts, not their specs."""
+    import re
+
+    window.resize(853, 480)
+    window.controller.set_lanes("h2o:8:r8,spec:4:lookup,spec:4:early:2")
+    qtbot.waitUntil(lambda: window.controller.can_step and len(window.lane_panels) == 3, timeout=20_000)
+    for _ in range(20):
+        qtbot.wait(10)
+    heads = [re.sub(r"<[^>]+>", "", p.header.text()).lstrip("● ") for p in window.lane_panels]
+    assert heads[0].startswith("H2O") and heads[1:] == ["Speculative · lookup", "Speculative · early:2"], heads

@@ -29,6 +29,7 @@ SHOW = {  # the "show" menu: which components are drawn (keys in English, shown 
     QT_TRANSLATE_NOOP("views.roofline", "all three"): COMPONENTS,
 }
 PHASE_SYMBOL = {"prefill": "s", "decode": "o", CHECK: CHECK_SYMBOL}  # check: a spec lane's verification step
+PHASE_Z = {"decode": 1, "prefill": 2, CHECK: 3}  # what is drawn over what: the prefill square is never hidden
 COMPONENT_STYLE = {"total": ("filled", 11), "linear": ("hollow", 11), "attention": ("filled", 7)}
 
 
@@ -231,6 +232,7 @@ class RooflineView(QWidget):
                 fill, size = COMPONENT_STYLE[comp]
                 size += 8 if phase == CHECK else 0  # a star reads smaller than a disc of the same size
                 item = scatter(theme.lane_color(lane), PHASE_SYMBOL.get(phase, "o"), fill == "filled", size)
+                item.setZValue(PHASE_Z.get(phase, 0))  # a run's one prefill over its many decode steps
                 item.sigHovered.connect(self._hovered)
                 self.plot.addItem(item)
                 self.groups[key] = item

@@ -51,8 +51,10 @@ class RoofPlot(pg.PlotWidget):
         pi.showGrid(x=True, y=True, alpha=0.15)
         self.roof = pg.PlotCurveItem(pen=pg.mkPen(theme.TEXT, width=2))
         self.ridge_dot = pg.ScatterPlotItem(size=11, symbol="o", pen=pg.mkPen(theme.ACCENT, width=2), brush=pg.mkBrush(None))
-        self.ridge_text = pg.TextItem("", color=theme.ACCENT, anchor=(0, 0))
-        self.slope_text = pg.TextItem("", color=theme.MUTED, anchor=(0, 0))
+        # the roof's words lie above the roof, where no measured point is: the ridge's over its dot, the slope's
+        # along the slope (turned with it), the ceiling's over its right end
+        self.ridge_text = pg.TextItem("", color=theme.ACCENT, anchor=(0.5, 1))
+        self.slope_text = pg.TextItem("", color=theme.MUTED, anchor=(0, 1), rotateAxis=(1, 1))
         self.ceiling_text = pg.TextItem("", color=theme.MUTED, anchor=(1, 1))
         for item in (self.roof, self.ridge_dot, self.ridge_text, self.slope_text, self.ceiling_text):
             pi.addItem(item)
@@ -68,7 +70,7 @@ class RoofPlot(pg.PlotWidget):
             return
         r = ridge(peak_flops, bandwidth)
         self.ridge_dot.setData([math.log10(r)], [math.log10(peak_flops)])
-        self.ridge_text.setText(" " + translate("views.roofline_plot", "ridge {ridge} FLOP/B").format(ridge=local(f"{r:.3g}")))
+        self.ridge_text.setText(translate("views.roofline_plot", "ridge {ridge} FLOP/B").format(ridge=local(f"{r:.3g}")))
         self.ridge_text.setPos(math.log10(r), math.log10(peak_flops))
         memory = translate("views.roofline_plot", "memory {bandwidth}B/s").format(bandwidth=local(si(bandwidth, ".3g")))
         compute = translate("views.roofline_plot", "compute {flops}FLOP/s").format(flops=local(si(peak_flops, ".3g")))
@@ -96,10 +98,23 @@ class RoofPlot(pg.PlotWidget):
             self.slope_text.setPos(xs_label, math.log10(self.bandwidth) + xs_label)
             self.ceiling_text.setPos(x1, math.log10(self.peak))
         pi = self.getPlotItem()
+        vb = pi.getViewBox()
+        width, height = max(vb.width(), 1.0), max(vb.height(), 1.0)
+        if self.peak and self.bandwidth:  # room above the ceiling for its words (and the ridge's)
+            line = self.ceiling_text.boundingRect().height() + 4
+            y1 = max(y1, math.log10(self.peak) + line * (y1 - y0) / max(height - line, 1.0))
         for axis, span in (("bottom", x1 - x0), ("left", y1 - y0)):
             step = 1 if span <= 8 else 2  # whole decades only: 1, 10, 100 (no 3.16 between)
             pi.getAxis(axis).setTickSpacing(step, step)
         pi.setRange(xRange=(x0, x1), yRange=(y0, y1), padding=0)
+        if self.peak and self.bandwidth:
+            # the ridge's words centred over it, or beside it at an edge; the ceiling's under the roof when the
+            # ridge's would reach them
+            at = (math.log10(ridge(self.peak, self.bandwidth)) - x0) / (x1 - x0) * width
+            rw, cw = self.ridge_text.boundingRect().width(), self.ceiling_text.boundingRect().width()
+            ax = 0.5 if rw / 2 <= at <= width - rw / 2 else (0.0 if at < rw / 2 else 1.0)
+            self.ridge_text.setAnchor((ax, 1))
+            self.ceiling_text.setAnchor((1, 0) if at + (1 - ax) * rw > width - cw - 8 else (1, 1))
 
 
 def scatter(color: str, symbol: str, filled: bool, size: int = 10) -> pg.ScatterPlotItem:
