@@ -10,8 +10,8 @@ from dataclasses import replace
 import pytest
 from helpers import ready_window
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QTextDocument
 from PySide6.QtGui import Qt as GuiQt
+from PySide6.QtGui import QTextDocument
 
 from kvsim.cli.entry import main as cli_main
 from kvsim.engine.trace import Trace
