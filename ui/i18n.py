@@ -17,6 +17,7 @@ Language), else the system's locale (Portuguese → pt_BR), else English.
 
 from __future__ import annotations
 
+import html
 import re
 import string
 from importlib import resources
@@ -187,3 +188,15 @@ def fill(template: str, **values: Any) -> str:
     """``template.format(**values)`` with the numbers in the locale's way: ``fill(translate(c, "TTFT {ms:.1f} ms"), ms=12.25)``
     is "TTFT 12.2 ms" in English and "TTFT 12,2 ms" in Portuguese."""
     return _FORMATTER.format(template, **values)
+
+
+def plain_tip(text: str) -> str:
+    """A tooltip that shows ``text`` as it is. Qt renders a tooltip as rich text when its first line looks like
+    markup (``Qt.mightBeRichText``), so a prompt, a token, a lane's name or a path read from a file holding
+    ``<b>x</b>`` or ``<img src=…>`` would be formatted, not shown: such a text goes out escaped in a paragraph that
+    keeps its line breaks and spaces; any other as it is (Qt shows it as plain text)."""
+    from PySide6.QtGui import Qt
+
+    if not Qt.mightBeRichText(text):
+        return text
+    return "<p style='white-space:pre-wrap'>" + html.escape(text, quote=False) + "</p>"

@@ -215,8 +215,8 @@ def check_sequence(records: list[StepRecord], meta: dict[str, Any]) -> None:
             raise TraceError(f"step {i}: phase {r.phase!r} (step 0 is the prefill, later steps decode)")
         if [lane.name for lane in r.lanes] != names:
             raise TraceError(f"step {i}: lanes {[lane.name for lane in r.lanes]} differ from {names}")
-        if int(r.positions[0]) != next_position or not np.array_equal(
-            r.positions, np.arange(next_position, next_position + len(r.positions))
+        if int(r.positions[0]) != next_position or (
+            len(r.positions) > 1 and not np.array_equal(r.positions, np.arange(next_position, next_position + len(r.positions)))
         ):
             raise TraceError(f"step {i}: positions do not continue the previous step's")
         next_position = int(r.positions[-1]) + 1

@@ -23,7 +23,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics, QTextDocument
 from PySide6.QtWidgets import QLabel, QSizePolicy, QSplitter, QVBoxLayout, QWidget
 
 from .. import theme
-from ..i18n import translate
+from ..i18n import plain_tip, translate
 from . import layer_kinds, policy_text
 from .attention import kv_head_of
 from .derived import DerivedImages
@@ -286,7 +286,7 @@ class LanePanel(LaneHover, QWidget):
             self.header.setText(text)
         spec = getattr(info, "name", "")
         named = f"{full} — `{spec}`" if spec and spec != full else full  # its spec, as code: what one types for it
-        self.header.setToolTip(f"{named}: {explanation}" if explanation else named)  # the whole explanation
+        self.header.setToolTip(plain_tip(f"{named}: {explanation}" if explanation else named))  # the whole explanation
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)

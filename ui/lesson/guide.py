@@ -20,7 +20,7 @@ from PySide6.QtCore import QEvent, QObject, QRect, Qt, QTimer
 from PySide6.QtGui import QAction, QColor, QFontMetrics, QKeyEvent, QPainter, QPen
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
-from ..i18n import translate
+from ..i18n import plain_tip, translate
 
 LANGUAGES = ("en", "pt")
 STEP_TIMEOUT_S = 90.0  # a state not reached by then (since its last progress) is reported, not waited for
@@ -200,7 +200,7 @@ class LessonPanel(QFrame):
         self.page.setText(self.pages[self.at])
         room = max(self.title.width(), 60)
         self.title.setText(self.title.fontMetrics().elidedText(self._full_title, Qt.TextElideMode.ElideRight, room))
-        self.title.setToolTip(self._full_title)
+        self.title.setToolTip(plain_tip(self._full_title))
         self.show_counter()
 
     def show_counter(self) -> None:

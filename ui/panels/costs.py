@@ -8,6 +8,8 @@ are created once and fed with setData.
 
 from __future__ import annotations
 
+from html import escape as escape_html
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer
@@ -15,6 +17,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QBoxLayout, QCheckBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from .. import theme
+from ..i18n import plain_tip
 from ..lanes import policy_text
 from .costs_text import (
     STATS_TIP,
@@ -236,7 +239,7 @@ class CostsPanel(QWidget):
                 self.bands[lane.index] = band
         if legend is not None and labels != getattr(self, "_legend_labels", None):
             for index, label in enumerate(labels):
-                legend.addItem(self.curves[index][1], label)
+                legend.addItem(self.curves[index][1], escape_html(label))  # pyqtgraph renders a legend's text as HTML
             self._legend_labels = labels
         self.redraw()
 
@@ -475,6 +478,7 @@ class CostsPanel(QWidget):
     def _stats(self) -> None:
         self.stats.setText(stats_html(self.session))
         tip = verdicts_tip(self.session)
+        tip = plain_tip(tip)  # it names the lanes (a saved run's names are data)
         self.stats.setToolTip(tip)
         self.verdict.setToolTip(tip)
         room = self.stats.width() - self.log_box.sizeHint().width() - VERDICT_GAP

@@ -10,7 +10,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen
 from PySide6.QtWidgets import QScrollArea, QWidget
 
 from .. import theme
-from ..i18n import translate
+from ..i18n import plain_tip, translate
 
 PAD_X, PAD_Y, GAP, LINE_GAP = 4.0, 3.0, 3.0, 5.0
 
@@ -182,7 +182,7 @@ class TokenStrip(QWidget):
                     tip += "\n" + translate("views.tokens", "candidates at step {step}: {candidates}").format(
                         step=step, candidates=cands
                     )
-                self.setToolTip(tip)
+                self.setToolTip(plain_tip(tip))  # a token's text is data: shown, never rendered
             self.hovered.emit(pos)
 
 

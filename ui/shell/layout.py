@@ -145,6 +145,7 @@ class Banner(QLabel):
         super().__init__()
         self.setObjectName("banner")
         self.setWordWrap(True)
+        self.setTextFormat(Qt.TextFormat.PlainText)  # an error may quote a file's text, a path or a prompt: shown, not rendered
         self.setVisible(False)
         self.setCursor(Qt.CursorShape.PointingHandCursor)
         self.setToolTip(translate("window", "click to dismiss"))

@@ -30,7 +30,7 @@ from kvsim.models.config import ModelConfig
 from kvsim.models.words import family_words
 
 from .. import i18n
-from ..i18n import translate
+from ..i18n import plain_tip, translate
 from .animation import SPEEDS, speed_label
 
 DEFAULT_MODEL = "tiny"
@@ -488,7 +488,7 @@ class ControlsToolBar(QToolBar):
             self.model_box.insertItem(self.model_box.count() - 1, model_id, model_id)
             idx = self.model_box.findData(model_id)
         self.model_box.setCurrentIndex(idx)
-        self.model_box.setToolTip(tooltip)
+        self.model_box.setToolTip(plain_tip(tooltip))  # it may name a model's folder or a saved run's model
 
     def show_lanes(self, specs: str) -> None:
         index = self.lanes_box.findData(specs)

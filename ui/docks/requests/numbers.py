@@ -12,7 +12,7 @@ from kvsim.core.compare import Comparison
 from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
 
 from ... import theme
-from ...i18n import integer, local, num, translate
+from ...i18n import integer, local, num, plain_tip, translate
 from .blocks import ink_on, request_color
 
 # (key, label, tooltip): the side-by-side table's rows (translated where shown; the spread rows indented there)
@@ -228,7 +228,7 @@ class SideBySideTable(QTableWidget):
             head = self.horizontalHeaderItem(i)
             head.setBackground(QBrush(QColor(request_color(i))))
             head.setForeground(QBrush(QColor(ink_on(request_color(i)))))
-            head.setToolTip(on[i].prompt or "")
+            head.setToolTip(plain_tip(on[i].prompt or ""))  # a prompt read from a file: shown as typed
         ratios = both.ttft_ratios()
         physical = both.on.physical_blocks()
         offload = both.on.meta.get("offload")
