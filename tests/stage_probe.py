@@ -601,18 +601,23 @@ def _one(app, mode: str, lang: str, shots: str | None, min_px: float, sizes: dic
     if mode == "presenter":
         w.presenter.enter()
         _settle(app, w)
-    if mode in ("normal", "presenter"):
+    if mode.split(":")[0] in ("normal", "presenter"):
+        views = set(mode.split(":", 1)[1].split(",")) if ":" in mode else None  # "normal:batching,roofline": those
+        mode = mode.split(":")[0]
         if mode == "normal" and not w.stage.active:
             look("desktop")
             w.stage.toggle_forced()  # a large screen: the stage on request (S)
         for name in w.stage.entries:
+            if views is not None and name not in views:
+                continue
             w.stage.show(name)
             _settled_view(app, w, name)
             look(f"stage-{name}")
         from kvsim.ui.menu.recent import demos
 
         w.stage.show("lanes")
-        for _title, path in demos():  # the bundled demos (Alt+1 …): three lanes side by side on the stage
+        # the bundled demos (Alt+1 …): three lanes side by side on the stage
+        for _title, path in demos() if views is None else ():
             if not w.open_run(str(path)):
                 found[f"demo-{path.stem}"] = [f"the demo did not open: {w.controller.last_error}"]
                 continue
