@@ -2392,6 +2392,10 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
         <translation>voltar ao prefill da requisição anterior (Shift+←)</translation>
     </message>
     <message>
+        <source>step {s} ({i} / {n})</source>
+        <translation>passo {s} ({i} / {n})</translation>
+    </message>
+    <message>
         <source>one step back (←)</source>
         <translation>um passo para trás (←)</translation>
     </message>
@@ -3141,6 +3145,14 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
         <translation>preemptada</translation>
     </message>
     <message>
+        <source>&lt;b&gt;█ n&lt;/b&gt; prefill chunk of n positions · ▬ decode · ▨ recompute · &lt;span style=&apos;color:{muted}&apos;&gt;━&lt;/span&gt; waiting · &lt;span style=&apos;color:{error}&apos;&gt;✕&lt;/span&gt; preempted · &lt;span style=&apos;color:{accent}&apos;&gt;▯&lt;/span&gt; shown step · pool: &lt;span style=&apos;color:{accent}&apos;&gt;■&lt;/span&gt; held, ┄ + free still cached</source>
+        <translation>&lt;b&gt;█ n&lt;/b&gt; pedaço de prefill de n posições · ▬ decode · ▨ recálculo · &lt;span style=&apos;color:{muted}&apos;&gt;━&lt;/span&gt; esperando · &lt;span style=&apos;color:{error}&apos;&gt;✕&lt;/span&gt; preemptada · &lt;span style=&apos;color:{accent}&apos;&gt;▯&lt;/span&gt; passo mostrado · pool: &lt;span style=&apos;color:{accent}&apos;&gt;■&lt;/span&gt; ocupados, ┄ + livres ainda em cache</translation>
+    </message>
+    <message>
+        <source>▼ stored to a tier, ▲ loaded back</source>
+        <translation>▼ guardado num nível, ▲ trazido de volta</translation>
+    </message>
+    <message>
         <source>{n} block(s) stored to {tier}</source>
         <translation>{n} bloco(s) gravado(s) no {tier}</translation>
     </message>
@@ -3175,6 +3187,18 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     <message>
         <source>prefix reuse of these requests: blocks of {b} reuse {blocks} of {total} prompt tokens; a radix tree (token-level, as SGLang) would reuse {radix}</source>
         <translation>reúso de prefixos destas requisições: blocos de {b} reutilizam {blocks} de {total} tokens do prompt; uma árvore radix (por token, como o SGLang) reutilizaria {radix}</translation>
+    </message>
+    <message>
+        <source>step →</source>
+        <translation>passo →</translation>
+    </message>
+    <message>
+        <source>pool: {held}/{n} blocks held, {cached} cached</source>
+        <translation>pool: {held}/{n} blocos ocupados, {cached} em cache</translation>
+    </message>
+    <message>
+        <source>pool {held}/{n}</source>
+        <translation>pool {held}/{n}</translation>
     </message>
     <message>
         <source>request {n}, step {s}</source>

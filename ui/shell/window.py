@@ -163,13 +163,22 @@ class MainWindow(QMainWindow):
         self.recent, self.presenter = made_menu.recent, made_menu.presenter
         self.theme_setting, self.language_setting = made_menu.theme_setting, made_menu.language_setting
 
+    def _stage_step(self, direction: int) -> bool:
+        """→ / ← on a stage view that steps through its own run (the batching timeline): that view steps
+        (True); elsewhere the lanes do."""
+        if not self.stage.active:
+            return False
+        _entry, dock = self.stage.entries.get(self.stage.current, (None, None))
+        view = getattr(dock, "view", None)
+        return bool(view is not None and hasattr(view, "stage_step") and view.stage_step(direction))
+
     def _connect(self) -> None:
         tb, c = self.toolbar, self.controller
         tb.model_chosen.connect(self._on_model_chosen)
         tb.prompt_submitted.connect(c.reset)
         tb.reset_requested.connect(c.reset)
-        tb.back_requested.connect(c.step_back)
-        tb.step_requested.connect(c.step_forward)
+        tb.back_requested.connect(lambda: self._stage_step(-1) or c.step_back())
+        tb.step_requested.connect(lambda: self._stage_step(+1) or c.step_forward())
         tb.play_toggled.connect(c.toggle_play)
         tb.speed_chosen.connect(self.animator.set_speed)
         tb.lanes_chosen.connect(c.set_lanes)

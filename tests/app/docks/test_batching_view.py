@@ -95,6 +95,7 @@ def test_latency_and_reuse_lines(view, computed) -> None:
         gaps = r.itl_gaps_ms
         assert f"worst {max(gaps):.1f} ms" in text
     reuse = computed.reuse
+    text = view.reuse.text()  # its own line (on the stage it steps aside for the timeline's)
     # arrivals 2 steps apart: each request's prompt blocks are registered before the next one looks them
     # up, so the one-after-another replay reuses what the batched engine reused
     assert list(reuse.blocks) == [r.reused_rows for r in run.requests]
@@ -122,3 +123,44 @@ def test_the_prefix_tree_tab(view, computed) -> None:
     for k in range(tree.topLevelItemCount()):
         walk(tree.topLevelItem(k), 0)
     assert sorted(leaves) == sorted(len(h) for h in held)  # no request's tokens are a prefix of another's here
+
+
+def test_the_timeline_has_a_step_axis_a_legend_and_steps(view, computed, qtbot) -> None:
+    """The batching view read without a tooltip: a step axis numbered as the latency lines number the steps
+    (ticks thinned so their numbers never touch, and a title), a legend in words for every mark, its own
+    ◀ ▶ (and a click on a column), and a pool caption that fits its width whatever the width."""
+    from PySide6.QtCore import QPoint, Qt
+
+    from kvsim.ui.docks.requests.timeline import LABEL_W, STATE_WORDS
+
+    run = computed.both.on
+    view.tabs.setCurrentIndex(view.PARTS.index("timeline"))
+    view.show()
+    view.show_step(0)
+    timeline = view.timeline
+    fm = timeline.fontMetrics()
+    for width in (900, 300):  # the view's narrowest (its settings bar's width) and a wide one
+        view.resize(width, 800)
+        qtbot.wait(20)
+        ticks = timeline.axis_ticks()
+        assert ticks and ticks[0][0] == run.batches[0].step and "step" in timeline.axis_title()
+        assert {n for n, _x in ticks} <= {b.step for b in run.batches}
+        for (a, xa), (b, xb) in zip(ticks, ticks[1:], strict=False):  # numbers apart
+            assert xb - xa >= (fm.horizontalAdvance(str(a)) + fm.horizontalAdvance(str(b))) / 2 + 2
+        assert fm.horizontalAdvance(timeline.pool_caption()) <= timeline.width() - LABEL_W
+        assert timeline.height() >= timeline.minimumSizeHint().height()
+    legend = view.timeline_legend.text()
+    for word in [*STATE_WORDS.values(), "shown step", "pool"]:
+        assert word.split()[0] in legend, word
+    assert view.timeline_legend.isVisibleTo(view) and view.timeline_next.isVisibleTo(view)
+    view.timeline_next.click()
+    assert view.step == 1 and timeline.step == 1 and f"step {run.batches[1].step}" in view.timeline_step.text()
+    view.timeline_prev.click()
+    assert view.step == 0
+    assert view.stage_step(+1) and view.step == 1  # the app's → on the stage
+    last = timeline.states.shape[1] - 1
+    x = LABEL_W + (last + 0.5) * timeline._col_w()
+    qtbot.mouseClick(timeline, Qt.MouseButton.LeftButton, pos=QPoint(round(x), 5))
+    assert view.step == last and timeline.step == last
+    view.tabs.setCurrentIndex(view.PARTS.index("blocks"))
+    assert not view.stage_step(+1) and view.step == last  # the blocks leave the app's keys to the lanes

@@ -95,6 +95,11 @@ def test_stage_views_keys_and_page_down_walk(qtbot, qapp):
         assert w.stage.current == "batching" and requests.part == "timeline"
         qtbot.waitUntil(lambda: requests.computed is not None and not requests.busy, timeout=300_000)
         assert requests.computed.settings.schedule == "continuous" and requests.current_run().batches
+        cursor, shown = w.session.cursor, requests.step
+        press(qtbot, w, Qt.Key_Right)  # the app's step keys step the batching view, not the lanes behind it
+        assert requests.step == min(shown + 1, requests.slider.maximum()) and w.session.cursor == cursor
+        press(qtbot, w, Qt.Key_Left)
+        assert requests.step == max(shown, 0) and w.session.cursor == cursor
         press(qtbot, w, Qt.Key_F)
         assert w.stage.current == "lanes" and w.lanes.isVisible()
         w._on_selection(0, -1)  # "all heads" from the toolbar: on the stage, its view

@@ -33,7 +33,7 @@ from .blocks_table import BlockTableView
 from .form import RequestListEditor, SettingsBar
 from .job import Computed, Pending, demo_lists, start, start_demo
 from .split import SplitView, compute_split
-from .timeline import TimelineView, fill_prefix_tree, latency_lines, move_lines, reuse_line
+from .timeline import TimelineView, fill_prefix_tree, latency_lines, move_lines, reuse_line, timeline_legend_html
 from .wording import (
     NumbersPanel,
     block_text,
@@ -117,15 +117,35 @@ class RequestsView(QWidget):
             2, translate("views.requests", "edit the requests (one prompt per line) and the system prompt they share")
         )
         self.timeline = TimelineView()
+        self.timeline.scrubbed.connect(self.show_step)
+        timeline_nav = QHBoxLayout()  # the timeline's own steps (← → and the app's step keys on the stage too)
+        self.timeline_prev = self._button(
+            timeline_nav, "◀", translate("views.requests", "one step back (←)"), lambda: self.show_step(self.step - 1)
+        )
+        self.timeline_step = QLabel()
+        timeline_nav.addWidget(self.timeline_step)
+        self.timeline_next = self._button(
+            timeline_nav, "▶", translate("views.requests", "one step on (→)"), lambda: self.show_step(self.step + 1)
+        )
+        timeline_nav.addStretch(1)
+        self.timeline_legend = QLabel(timeline_legend_html())
+        self.timeline_legend.setWordWrap(True)
+        self.timeline_legend.setTextFormat(Qt.TextFormat.RichText)
         self.latency = QLabel()
         self.latency.setWordWrap(True)
         self.latency.setTextFormat(Qt.TextFormat.PlainText)
+        self.reuse = QLabel()  # prefix reuse, not batching: on the stage it steps aside for the view's own lines
+        self.reuse.setWordWrap(True)
+        self.reuse.setTextFormat(Qt.TextFormat.PlainText)
         timeline_tab = QWidget()
         timeline_lay = QVBoxLayout(timeline_tab)
         self._timeline_lay = timeline_lay  # on the stage its margins go (the lesson's band leaves it little room)
         self._timeline_margins = timeline_lay.contentsMargins()
+        timeline_lay.addLayout(timeline_nav)
         timeline_lay.addWidget(self.timeline)
+        timeline_lay.addWidget(self.timeline_legend)
         timeline_lay.addWidget(self.latency)
+        timeline_lay.addWidget(self.reuse)
         timeline_lay.addStretch(1)
         timeline_scroll = QScrollArea()
         timeline_scroll.setWidgetResizable(True)
@@ -284,6 +304,14 @@ class RequestsView(QWidget):
         if part == "timeline" and session is not None and session.run is not None:
             self.run_batching_demo()
 
+    def stage_step(self, direction: int) -> bool:
+        """The app's step keys (→ ←) on the stage: the timeline steps through its run (True), the other parts
+        leave them to the lanes (False)."""
+        if self.part != "timeline" or self.current_run() is None:
+            return False
+        self.show_step(self.step + direction)
+        return True
+
     @property
     def part(self) -> str:
         return self.PARTS[max(self.tabs.currentIndex(), 0)]
@@ -294,7 +322,8 @@ class RequestsView(QWidget):
         self.staged = on
         self.bar.setVisible(not on)
         self.tabs.tabBar().setVisible(not on)
-        for widget in (self.readout, self.choose_row, self.table):  # the grid marks L j itself: the table can step aside
+        # the grid marks L j itself: the table can step aside; the reuse line is not the timeline's
+        for widget in (self.readout, self.choose_row, self.table, self.reuse):
             widget.setVisible(not on)
         self.grid.set_fit(on)
         self.scroll.setMinimumHeight(60 if on else 150)
@@ -577,11 +606,12 @@ class RequestsView(QWidget):
 
     def _set_timeline(self, run) -> None:
         self.timeline.set_run(run)
+        self.timeline_legend.setText(timeline_legend_html(bool(self.timeline.marks)))
         lines = latency_lines(run) if run.batches else []
         lines += move_lines(run)
-        if self.computed is not None and self.computed.reuse is not None:
-            lines.append(reuse_line(self.computed.reuse))
         self.latency.setText("\n".join(lines))
+        reuse = self.computed is not None and self.computed.reuse is not None
+        self.reuse.setText(reuse_line(self.computed.reuse) if reuse else "")
 
     def selected_request(self) -> int | None:
         run = self.current_run()
@@ -602,6 +632,11 @@ class RequestsView(QWidget):
         self.table.set_table(snap.table(selected) if selected is not None else None, run.block_size)
         self.step_label.setText(
             translate("views.requests", "step {i} / {n}").format(i=integer(i + 1), n=integer(len(run.snapshots)))
+        )
+        self.timeline_step.setText(
+            translate("views.requests", "step {s} ({i} / {n})").format(
+                s=integer(self.timeline.step_number(i)), i=integer(i + 1), n=integer(len(run.snapshots))
+            )
         )
         self.summary.setText(step_summary(self.computed, self.caching, i))
         self.summary.setToolTip(free_queue_text(snap))
@@ -654,4 +689,5 @@ class RequestsView(QWidget):
 
     def _on_theme(self, _name: str) -> None:
         self._update_legend()
+        self.timeline_legend.setText(timeline_legend_html(bool(self.timeline.marks)))
         self._draw()

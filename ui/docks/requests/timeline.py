@@ -6,8 +6,11 @@ waiting). A cell says what the
 request did in that step: waiting (arrived, not in the batch: a thin grey bar), a prefill chunk (its
 colour, the number of positions written in it), a decode (its colour, narrower), a recompute of rows
 lost to preemption (its colour, hatched), preempted (a red cross: its blocks were taken back), done or
-not arrived yet (empty). The column of the shown step is outlined. Under it, the pool over the same
-steps: blocks held by running requests (filled) and free blocks still holding reusable rows (a line).
+not arrived yet (empty). The column of the shown step is outlined (a click or a drag on a column shows that
+step). Under it, the pool over the same steps: blocks held by running requests (filled) and free blocks still
+holding reusable rows (a line); under the pool the step axis (numbered ticks, thinned to fit, and its title),
+then the pool's caption for the shown step, in the longest form that fits. ``timeline_legend_html`` says the marks in
+words (the dock shows it under the view).
 A run with offload tiers also marks, in the row of the request each concerns, the step's moves between the
 device pool and a tier (``RequestsRun.moves_at``): a store (▼, rows going down to a tier) and a load (▲,
 rows coming back) in the tier's colour; the tooltip gives the blocks, bytes and measured time.
@@ -20,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from PySide6.QtCore import QPointF, QRectF, QSize, Qt
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
@@ -41,8 +44,23 @@ STATE_WORDS = {
 KIND_STATES = {"prefill": PREFILL, "decode": DECODE, "recompute": RECOMPUTE}
 ROW_H = 16
 LABEL_W = 34
-POOL_H = 70
+POOL_H = 44  # the pool's plot (its axis and caption are under it)
 MIN_COL_W = 4
+TICK_STEPS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
+
+
+def timeline_legend_html(marks: bool = False) -> str:
+    """What the timeline's colours and marks mean, in words (``marks``: the tier moves' ▼ ▲ too)."""
+    muted, accent, error = theme.MUTED, theme.ACCENT, theme.ERROR
+    words = translate(
+        "views.requests_timeline",
+        "<b>█ n</b> prefill chunk of n positions · ▬ decode · ▨ recompute · <span style='color:{muted}'>━</span> "
+        "waiting · <span style='color:{error}'>✕</span> preempted · <span style='color:{accent}'>▯</span> shown step · "
+        "pool: <span style='color:{accent}'>■</span> held, ┄ + free still cached",
+    ).format(muted=muted, accent=accent, error=error)
+    if marks:
+        words += " · " + translate("views.requests_timeline", "▼ stored to a tier, ▲ loaded back")
+    return f"<span style='color:{muted}'>{words}</span>"
 
 
 def timeline_states(run) -> tuple[np.ndarray, np.ndarray]:
@@ -232,6 +250,8 @@ class Cell:
 class TimelineView(QWidget):
     """Requests × steps, and the pool's occupancy under it; ``set_run`` then ``set_step``."""
 
+    scrubbed = Signal(int)  # a column clicked or dragged over: show that step
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.run = None
@@ -260,10 +280,71 @@ class TimelineView(QWidget):
         self.update()
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt
-        return QSize(400, self._rows_h() + POOL_H + 24)
+        return QSize(400, self._height())
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt
-        return QSize(120, self._rows_h() + POOL_H + 24)
+        return QSize(120, self._height())
+
+    def _line_h(self) -> int:
+        return self.fontMetrics().height() + 2
+
+    def _height(self) -> int:
+        """The rows, the pool, the step axis (ticks and their numbers) and the caption."""
+        return self._rows_h() + 6 + POOL_H + 4 + self._line_h() + self._line_h() + 2
+
+    def _axis_top(self) -> float:
+        return self._rows_h() + 6 + POOL_H + 4
+
+    def axis_ticks(self) -> list[tuple[int, float]]:
+        """The numbered ticks of the step axis: (the column's ``step_number``, x of its column's centre), every
+        k-th step with k the smallest of 1, 2, 5, 10 … whose numbers do not touch."""
+        steps = self.states.shape[1]
+        if not steps:
+            return []
+        w, fm = self._col_w(), self.fontMetrics()
+        room = fm.horizontalAdvance(str(steps)) + fm.horizontalAdvance("  ")
+        k = next((k for k in TICK_STEPS if k * w >= room), TICK_STEPS[-1])
+        numbers = [self.step_number(s) for s in range(steps)]
+        columns = [s for s in range(steps) if numbers[s] % k == 0]
+        if not columns or columns[0] * w >= room:
+            columns = [0, *[c for c in columns if c]]  # the first column always numbered
+        return [(numbers[c], LABEL_W + (c + 0.5) * w) for c in columns]
+
+    def step_number(self, column: int) -> int:
+        """The step a column is, as the run's own lines say it (a batched run's steps from 0: "arrives at
+        step 2"; a one-at-a-time run's snapshots from 1, as the step slider counts them)."""
+        if self.run is not None and self.run.batches:
+            return int(self.run.batches[column].step)
+        return column + 1
+
+    def axis_title(self) -> str:
+        return translate("views.requests_timeline", "step →")
+
+    def pool_caption(self) -> str:
+        """The pool at the shown step, in the longest form that fits the view's width."""
+        if self.run is None or not self.states.size:
+            return ""
+        columns = self.pool_columns()
+        held, cached, _ = columns[min(self.step, len(columns) - 1)]
+        n = max(1, self.run.usable_blocks)
+        texts = [
+            translate("views.requests_timeline", "pool: {held} of {n} blocks held, {cached} free but cached (dashed)"),
+            translate("views.requests_timeline", "pool: {held}/{n} blocks held, {cached} cached"),
+            translate("views.requests_timeline", "pool {held}/{n}"),
+        ]
+        room, fm = self.width() - LABEL_W, self.fontMetrics()
+        texts = [t.format(held=held, n=n, cached=cached) for t in texts]
+        return next((t for t in texts if fm.horizontalAdvance(t) <= room), texts[-1])
+
+    def _column_at(self, x: float) -> int | None:
+        if not self.states.size or x < LABEL_W:
+            return None
+        return min(int((x - LABEL_W) // self._col_w()), self.states.shape[1] - 1)
+
+    def mousePressEvent(self, event) -> None:  # noqa: N802 - Qt
+        column = self._column_at(event.position().x())
+        if column is not None and event.button() == Qt.MouseButton.LeftButton:
+            self.scrubbed.emit(column)
 
     def _rows_h(self) -> int:
         return max(1, self.states.shape[0]) * ROW_H
@@ -330,6 +411,10 @@ class TimelineView(QWidget):
         )
 
     def mouseMoveEvent(self, event) -> None:  # noqa: N802 - Qt
+        if event.buttons() & Qt.MouseButton.LeftButton:  # a drag scrubs, as the lanes' timeline does
+            column = self._column_at(event.position().x())
+            if column is not None and column != self.step:
+                self.scrubbed.emit(column)
         hit = self.cell_at(event.position().x(), event.position().y())
         self.setToolTip(self.describe(*hit) if hit is not None else "")
 
@@ -359,7 +444,28 @@ class TimelineView(QWidget):
         p.setPen(QPen(QColor(theme.ACCENT), 2))
         p.setBrush(Qt.BrushStyle.NoBrush)
         p.drawRect(QRectF(x, 0, w, self._rows_h()))
-        self._draw_pool(p, w, self._rows_h() + 8)
+        self._draw_pool(p, w, self._rows_h() + 6)
+        self._draw_axis(p, w)
+
+    def _draw_axis(self, p: QPainter, w: float) -> None:
+        """The step axis under the pool: a tick and a number per ``axis_ticks`` (a number that would touch the
+        title at the right end steps aside), the title; then the pool's caption on the line below."""
+        top, line, fm = self._axis_top(), self._line_h(), self.fontMetrics()
+        title = self.axis_title()
+        title_box = QRectF(self.width() - fm.horizontalAdvance(title) - 4, top, fm.horizontalAdvance(title) + 2, line)
+        p.setPen(QColor(theme.MUTED))
+        for step, x in self.axis_ticks():
+            p.drawLine(QPointF(x, top - 4), QPointF(x, top))
+            half = fm.horizontalAdvance(str(step)) / 2 + 1
+            if x + half < title_box.left() - 4:
+                p.drawText(QRectF(x - half, top, 2 * half, line), Qt.AlignmentFlag.AlignCenter, str(step))
+        p.drawText(title_box, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, title)
+        p.setPen(QColor(theme.TEXT))
+        p.drawText(
+            QRectF(LABEL_W, top + line, max(10.0, self.width() - LABEL_W), line),
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+            self.pool_caption(),
+        )
 
     def _draw_cell(self, p: QPainter, cell: Cell, w: float) -> None:
         rect, color = cell.rect, QColor(request_color(cell.request))
@@ -402,7 +508,7 @@ class TimelineView(QWidget):
         columns = self.pool_columns()
         batches = columns
         n = max(1, self.run.usable_blocks)  # held + free: the null block of vLLM's order is neither
-        h = POOL_H - 16
+        h = POOL_H
         held = [QPointF(LABEL_W, top + h)]
         cached = []
         for s, (held_blocks, cached_free, _free) in enumerate(columns):
@@ -421,17 +527,9 @@ class TimelineView(QWidget):
         p.setPen(QColor(theme.BORDER))
         p.drawLine(QPointF(LABEL_W, top + h), QPointF(LABEL_W + len(batches) * w, top + h))
         p.drawLine(QPointF(LABEL_W, top), QPointF(LABEL_W + len(batches) * w, top))
-        shown_held, shown_cached, _ = batches[min(self.step, len(batches) - 1)]
-        p.setPen(QColor(theme.TEXT))
-        p.drawText(
-            QRectF(LABEL_W, top + h + 1, max(10.0, self.width() - LABEL_W), 14),
-            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-            translate("views.requests_timeline", "pool: {held} of {n} blocks held, {cached} free but cached (dashed)").format(
-                held=shown_held, n=n, cached=shown_cached
-            ),
-        )
         p.setPen(QColor(theme.MUTED))
         p.drawText(QRectF(0, top, LABEL_W - 4, h), Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop, str(n))
+        p.drawText(QRectF(0, top, LABEL_W - 4, h), Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignBottom, "0")
 
 
 def fill_prefix_tree(widget, computed) -> None:

@@ -67,7 +67,8 @@ class RooflineView(QWidget):
         self.machine = QLabel(translate("views.roofline", "this machine: measuring its peaks…"))
         self.machine.setWordWrap(True)
         bar.addWidget(self.machine, 1)
-        bar.addWidget(QLabel(translate("views.roofline", "show:")))
+        self.show_label = QLabel(translate("views.roofline", "show:"))
+        bar.addWidget(self.show_label)
         self.show_box = QComboBox()
         for key in SHOW:
             self.show_box.addItem(translate("views.roofline", key), key)
@@ -83,14 +84,29 @@ class RooflineView(QWidget):
         self.again.clicked.connect(lambda: self.measure(refresh=True))
         bar.addWidget(self.again)
         tl.addLayout(bar)
-        self.plot = RoofPlot(translate("views.roofline", "left of the ridge: memory-bound · right of it: compute-bound"))
+        self._bar, self._top_lay = bar, tl
+        self.title = translate("views.roofline", "left of the ridge: memory-bound · right of it: compute-bound")
+        self.plot = RoofPlot(self.title)
         self.plot.setMinimumHeight(150)
         self.cursor_dots = scatter(theme.ACCENT, "o", False, size=22)
         self.cursor_dots.setPen(CURSOR_PEN)
         self.cursor_dots.opts["hoverable"] = False
         self.plot.addItem(self.cursor_dots)
         self.check_labels = CheckLabels(self.plot)  # a spec lane's latest verification step, labelled
-        tl.addWidget(self.plot, 1)
+        body = QHBoxLayout()  # the plot, and on the stage its words beside it (``set_staged``)
+        body.setContentsMargins(0, 0, 0, 0)
+        body.addWidget(self.plot, 1)
+        self.side = QWidget()
+        side = QVBoxLayout(self.side)
+        side.setContentsMargins(0, 0, 0, 0)
+        self.side.hide()
+        self.lead = QLabel(self.title)  # the plot's title, in the side column on the stage
+        self.lead.setWordWrap(True)
+        self.lead.setStyleSheet(f"color: {theme.MUTED};")
+        side.addWidget(self.lead)
+        body.addWidget(self.side)
+        tl.addLayout(body, 1)
+        self.staged = False
         self.key = QLabel()
         self.key.setWordWrap(True)
         self.key.setStyleSheet(f"color: {theme.MUTED};")
@@ -108,6 +124,43 @@ class RooflineView(QWidget):
         self.session.step_added.connect(self._on_step)
         self.session.cursor_moved.connect(self._on_cursor)
         self._on_run()
+
+    def set_staged(self, on: bool) -> None:
+        """On the stage (853×480 at the least) the plot takes the view's whole height and most of its width: the
+        machine's peaks, the show box, the key and the hover words go into a column beside it; back in the dock
+        they return above and under it."""
+        if on == self.staged:
+            return
+        self.staged = on
+        side = self.side.layout()
+        if on:
+            row = QHBoxLayout()  # the show box and Measure again on one line ("show:" steps aside: the box says it)
+            row.addWidget(self.show_box, 1)
+            row.addWidget(self.again)
+            self.show_label.hide()
+            side.addWidget(self.machine)
+            side.addLayout(row)
+            for w in (self.key, self.hover):
+                side.addWidget(w)
+            side.addStretch(1)
+            self.plot.setMinimumWidth(200)  # its words beside it: the plot takes the rest (over half the width)
+            self.side.setFixedWidth(self.fontMetrics().horizontalAdvance("m") * 18)
+            self.plot.getPlotItem().titleLabel.setText("")  # a hidden title keeps its text's width as the plot's least
+            self.plot.getPlotItem().setTitle(None)  # its words lead the column: the plot keeps the height
+            self.side.show()
+        else:
+            while side.count() > 1:  # the lead stays
+                item = side.takeAt(1)
+                if item.layout() is not None:
+                    while item.layout().count():
+                        item.layout().takeAt(0)
+            self.show_label.show()
+            for w in (self.machine, self.show_label, self.show_box, self.again):
+                self._bar.addWidget(w, 1 if w is self.machine else 0)
+            self._top_lay.addWidget(self.key)
+            self._top_lay.addWidget(self.hover)
+            self.plot.getPlotItem().setTitle(self.title, color=theme.MUTED, size="11pt")
+            self.side.hide()
 
     # ---------------------------------------------------------------- peaks
     def _device(self) -> tuple[str, str]:
