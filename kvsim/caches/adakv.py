@@ -79,6 +79,7 @@ class AdaKVCache(PaddedHeadsCache, SnapKVCache):
                 "B": QT_TRANSLATE_NOOP("policies", "prompt rows kept per KV head on average"),
                 "W": QT_TRANSLATE_NOOP("policies", "observation window"),
             },
+            short=QT_TRANSLATE_NOOP("policies", "AdaKV {budget}"),
         )
 
     # bill: SnapKVCache's: the layer holds H_kv · min(prompt, B) prompt rows, split differently across heads

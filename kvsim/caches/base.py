@@ -43,6 +43,9 @@ class PolicyWords:
     explanation: str  # e.g. "keeps the last {window} rows; older ones are evicted"
     values: dict[str, Any] = field(default_factory=dict)  # e.g. {"window": 64}
     parameters: dict[str, str] = field(default_factory=dict)  # a spec letter → what it means: {"W": "the rows kept"}
+    # the lane in a few words with its key number, for a narrow header ("window {window}", "H2O {heavy}+{recent}");
+    # "" when the title is short already
+    short: str = ""
 
     def filled(self) -> tuple[str, str]:
         """(title, explanation) in English, the values put in."""

@@ -111,6 +111,7 @@ class DuoAttentionCache(PaddedHeadsCache):
                 "S": QT_TRANSLATE_NOOP("policies", "sinks of a streaming head"),
                 "W": QT_TRANSLATE_NOOP("policies", "recent rows of a streaming head"),
             },
+            short=QT_TRANSLATE_NOOP("policies", "Duo {percent}%"),
         )
 
     @classmethod

@@ -78,6 +78,7 @@ class H2OCache(ScoredCache):
                 "B": QT_TRANSLATE_NOOP("policies", "heavy-hitter rows kept"),
                 "R": QT_TRANSLATE_NOOP("policies", "recent rows kept"),
             },
+            short=QT_TRANSLATE_NOOP("policies", "H2O {heavy}+{recent}"),
         )
 
     @classmethod

@@ -77,6 +77,7 @@ class KVCache(Cache):
                 QT_TRANSLATE_NOOP(
                     "policies", "computes the new row, reads the rest; keeps every row on every layer, local ones too"
                 ),
+                short=QT_TRANSLATE_NOOP("policies", "KV, all rows"),
             )
         if options.get("windowed"):
             return PolicyWords(

@@ -73,6 +73,7 @@ class LatentSVDCache(Cache):
             ),
             {"rank": int(options["rank"])},
             {"R": QT_TRANSLATE_NOOP("policies", "the latent's rank, values a token and layer")},
+            short=QT_TRANSLATE_NOOP("policies", "latent r{rank}"),
         )
 
     @classmethod

@@ -100,6 +100,7 @@ class PagedCache(Cache):
             QT_TRANSLATE_NOOP("policies", "rows in blocks of {block_size} slots, read through a block table"),
             {"block_size": int(options["block_size"])},
             parameters,
+            short=QT_TRANSLATE_NOOP("policies", "paged {block_size}"),
         )
 
     @classmethod

@@ -92,6 +92,7 @@ class PyramidKVCache(SnapKVCache):
                 "B": QT_TRANSLATE_NOOP("policies", "prompt rows kept per layer on average"),
                 "W": QT_TRANSLATE_NOOP("policies", "observation window"),
             },
+            short=QT_TRANSLATE_NOOP("policies", "PyramidKV {budget}"),
         )
 
     @classmethod

@@ -200,7 +200,11 @@ class QuantizedCache(Cache):
             "R": QT_TRANSLATE_NOOP("policies", "newest tokens kept in full precision"),
         }
         return PolicyWords(
-            QT_TRANSLATE_NOOP("policies", "INT{bits} cache (g{group}, r{residual})"), explanation, values, parameters
+            QT_TRANSLATE_NOOP("policies", "INT{bits} cache (g{group}, r{residual})"),
+            explanation,
+            values,
+            parameters,
+            short=QT_TRANSLATE_NOOP("policies", "INT{bits} cache, r{residual}"),
         )
 
     @classmethod

@@ -71,6 +71,7 @@ class HadamardInt4Cache(Int4Cache):
             ),
             {"bits": cls.bits, "group": group, "residual": residual},
             plain.parameters,
+            short=QT_TRANSLATE_NOOP("policies", "INT{bits} rotated"),
         )
 
     def describe(self) -> PolicyInfo:

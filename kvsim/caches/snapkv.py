@@ -84,6 +84,7 @@ class SnapKVCache(ScoredCache):
                 "B": QT_TRANSLATE_NOOP("policies", "prompt rows kept"),
                 "W": QT_TRANSLATE_NOOP("policies", "observation window"),
             },
+            short=QT_TRANSLATE_NOOP("policies", "SnapKV {budget}"),
         )
 
     @classmethod

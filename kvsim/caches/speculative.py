@@ -87,6 +87,7 @@ class SpeculativeCache(KVCache):
                 "K": QT_TRANSLATE_NOOP("policies", "the drafted tokens per check"),
                 "DRAFT": QT_TRANSLATE_NOOP("policies", "where drafts come from"),
             },
+            short=QT_TRANSLATE_NOOP("policies", "Spec. k={k}"),
         )
 
     def describe(self) -> PolicyInfo:

@@ -87,6 +87,7 @@ class StreamCache(_WindowCache):
                 "S": QT_TRANSLATE_NOOP("policies", "the first positions kept"),
                 "W": QT_TRANSLATE_NOOP("policies", "the last rows kept"),
             },
+            short=QT_TRANSLATE_NOOP("policies", "Stream {sinks}+{window}"),
         )
 
     def describe(self) -> PolicyInfo:

@@ -53,6 +53,7 @@ class TOVACache(ScoredCache):
             QT_TRANSLATE_NOOP("policies", "keeps {budget} rows; each step drops the row the newest query reads least"),
             {"budget": int(options["budget"])},
             {"B": QT_TRANSLATE_NOOP("policies", "rows kept")},
+            short=QT_TRANSLATE_NOOP("policies", "TOVA {budget}"),
         )
 
     @classmethod

@@ -274,6 +274,7 @@ class SlidingWindowCache(_WindowCache):
             QT_TRANSLATE_NOOP("policies", "keeps the last {window} rows; older ones are evicted"),
             {"window": int(options["window"])},
             {"W": QT_TRANSLATE_NOOP("policies", "the rows kept")},
+            short=QT_TRANSLATE_NOOP("policies", "window {window}"),
         )
 
     def __init__(self, n_layers: int, window: int) -> None:
@@ -318,6 +319,7 @@ class SinkWindowCache(_WindowCache):
                 "S": QT_TRANSLATE_NOOP("policies", "the first positions kept"),
                 "W": QT_TRANSLATE_NOOP("policies", "the last rows kept"),
             },
+            short=QT_TRANSLATE_NOOP("policies", "sinks {sinks}+{window}"),
         )
 
     def describe(self) -> PolicyInfo:

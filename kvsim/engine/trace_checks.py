@@ -178,8 +178,8 @@ def _check_words(lane: dict[str, Any]) -> None:
     where = f"lane {lane['name']!r}: words"
     if not isinstance(words, dict):
         raise TraceError(f"{where} are not an object")
-    for key in ("title", "explanation"):
-        template = words.get(key)
+    for key in ("title", "explanation", "short"):
+        template = words.get(key, "" if key == "short" else None)  # "short": runs saved before it have none
         if not isinstance(template, str) or len(template) > MAX_WORDS_CHARS:
             raise TraceError(f"{where}: {key} is not text of at most {MAX_WORDS_CHARS} characters")
         if (bad := unsafe_field(template)) is not None:

@@ -602,6 +602,10 @@
         <translation>calcula a linha nova, lê as demais; guarda todas as linhas em todas as camadas, também nas locais</translation>
     </message>
     <message>
+        <source>KV, all rows</source>
+        <translation>KV, todas</translation>
+    </message>
+    <message>
         <source>KV cache</source>
         <translation>KV cache</translation>
     </message>
@@ -638,6 +642,10 @@
         <translation>linhas em blocos de {block_size} slots, lidas por uma tabela de blocos</translation>
     </message>
     <message>
+        <source>paged {block_size}</source>
+        <translation>paginado {block_size}</translation>
+    </message>
+    <message>
         <source>whole blocks of {block_size}: the last one&apos;s {empty} empty slots are reserved (+{tail:,} B), and the block table holds {blocks} entries (+{table:,} B)</source>
         <translation>blocos inteiros de {block_size}: os {empty} slots vazios do último ficam reservados (+{tail:,} B), e a tabela de blocos guarda {blocks} entradas (+{table:,} B)</translation>
     </message>
@@ -662,6 +670,10 @@
         <translation>cache INT{bits} (g{group}, r{residual})</translation>
     </message>
     <message>
+        <source>INT{bits} cache, r{residual}</source>
+        <translation>cache INT{bits}, r{residual}</translation>
+    </message>
+    <message>
         <source>{newest} newest tokens are still in full precision ({bits} bits: +{residual:,} B) and the {quantized} quantized ones carry scales and zero points (+{overhead:,} B)</source>
         <translation>os {newest} tokens mais novos ainda estão em precisão plena ({bits} bits: +{residual:,} B) e os {quantized} quantizados levam escalas e pontos zero (+{overhead:,} B)</translation>
     </message>
@@ -678,12 +690,20 @@
         <translation>as linhas guardadas</translation>
     </message>
     <message>
+        <source>window {window}</source>
+        <translation>janela {window}</translation>
+    </message>
+    <message>
         <source>attention sinks + window</source>
         <translation>attention sinks + janela</translation>
     </message>
     <message>
         <source>keeps the first {sinks} rows forever and the last {window}, at their original positions; the rows between are evicted</source>
         <translation>guarda para sempre as primeiras {sinks} linhas e as últimas {window}, nas suas posições originais; as do meio são descartadas</translation>
+    </message>
+    <message>
+        <source>sinks {sinks}+{window}</source>
+        <translation>sinks {sinks}+{window}</translation>
     </message>
     <message>
         <source>StreamingLLM: positions in the cache</source>
@@ -701,6 +721,10 @@
     <message>
         <source>the last rows kept</source>
         <translation>as últimas linhas guardadas</translation>
+    </message>
+    <message>
+        <source>Stream {sinks}+{window}</source>
+        <translation>Stream {sinks}+{window}</translation>
     </message>
     <message>
         <source>recomputes the whole prefix every step: holds nothing between steps</source>
@@ -726,6 +750,10 @@
     <message>
         <source>where drafts come from</source>
         <translation>de onde vêm os rascunhos</translation>
+    </message>
+    <message>
+        <source>Spec. k={k}</source>
+        <translation>Espec. k={k}</translation>
     </message>
     <message>
         <source>{n} drafted tokens the model accepted ahead of the text are held too (+{extra:,} B)</source>
@@ -761,6 +789,10 @@
         <translation>linhas recentes guardadas</translation>
     </message>
     <message>
+        <source>H2O {heavy}+{recent}</source>
+        <translation>H2O {heavy}+{recent}</translation>
+    </message>
+    <message>
         <source>latent K/V by SVD</source>
         <extracomment>the model leaves RoPE to this cache (keys are stored as latents, rotated when read)</extracomment>
         <translation>K/V latente por SVD</translation>
@@ -774,6 +806,10 @@
         <translation>o posto do latente, valores por token e camada</translation>
     </message>
     <message>
+        <source>latent r{rank}</source>
+        <translation>latente r{rank}</translation>
+    </message>
+    <message>
         <source>SnapKV: prompt compressed once</source>
         <translation>SnapKV: prompt comprimido uma vez</translation>
     </message>
@@ -784,6 +820,10 @@
     <message>
         <source>prompt rows kept</source>
         <translation>linhas do prompt guardadas</translation>
+    </message>
+    <message>
+        <source>SnapKV {budget}</source>
+        <translation>SnapKV {budget}</translation>
     </message>
     <message>
         <source>AdaKV: heads share the layer&apos;s budget</source>
@@ -802,6 +842,10 @@
         <translation>janela de observação</translation>
     </message>
     <message>
+        <source>AdaKV {budget}</source>
+        <translation>AdaKV {budget}</translation>
+    </message>
+    <message>
         <source>TOVA: drop the least attended</source>
         <translation>TOVA: descarta a menos lida</translation>
     </message>
@@ -812,6 +856,10 @@
     <message>
         <source>rows kept</source>
         <translation>linhas guardadas</translation>
+    </message>
+    <message>
+        <source>TOVA {budget}</source>
+        <translation>TOVA {budget}</translation>
     </message>
     <message>
         <source>PyramidKV: fewer rows in upper layers</source>
@@ -826,12 +874,20 @@
         <translation>linhas do prompt guardadas por camada, em média</translation>
     </message>
     <message>
+        <source>PyramidKV {budget}</source>
+        <translation>PyramidKV {budget}</translation>
+    </message>
+    <message>
         <source>INT{bits} cache, keys rotated (g{group}, r{residual})</source>
         <translation>cache INT{bits}, chaves rotacionadas (g{group}, r{residual})</translation>
     </message>
     <message>
         <source>keys turned by a Hadamard rotation before {bits}-bit quantization, which spreads outlier channels over all; then as INT{bits}: groups of {group}, the last {residual} tokens in full precision</source>
         <translation>chaves giradas por uma rotação de Hadamard antes da quantização em {bits} bits, que espalha os canais com outliers por todos os canais; depois como o INT{bits}: grupos de {group}, os últimos {residual} tokens em precisão plena</translation>
+    </message>
+    <message>
+        <source>INT{bits} rotated</source>
+        <translation>INT{bits} rotação</translation>
     </message>
     <message>
         <source>{retrieval} of {heads} KV heads keep every row; the other {streaming} keep {sinks} sinks and the last {window} rows</source>
@@ -856,6 +912,10 @@
     <message>
         <source>recent rows of a streaming head</source>
         <translation>linhas recentes de uma cabeça de streaming</translation>
+    </message>
+    <message>
+        <source>Duo {percent}%</source>
+        <translation>Duo {percent}%</translation>
     </message>
     <message>
         <source>the recurrent states: {layers} Gated DeltaNet layers hold {state:,} B in all, flat in n, beside the K/V rows that only the attention layers ({attention} of them) hold, linear in n</source>

@@ -93,6 +93,22 @@ def brief_title(lane) -> str:
     return text[:cut] if cut > 0 else ""
 
 
+def short_words(lane) -> str:
+    """A lane in a few words with its key number, for a narrow header ("window 16", "H2O 8+8", "janela 16"),
+    and its weights' format where it has some ("window 16 · INT8"); "" when its policy gives no short form.
+    A run saved before policies gave one takes its registered policy's."""
+    words = words_of(lane) or {}
+    template = words.get("short")
+    if template is None and getattr(lane, "policy", ""):
+        words = _registered_words(lane.policy, json.dumps(lane.options, sort_keys=True)) or {}
+        template = words.get("short")
+    if not template:
+        return ""
+    text = fill(template, words.get("values", {}))
+    weights = getattr(lane, "weights", "")
+    return f"{text} · {weights_words(weights)}" if weights else text
+
+
 def short_title(lane) -> str:
     """The shortest header that still tells a weights lane from the plain cache beside it: "weights INT4 (g64)"
     for a plain KV cache over quantized weights; "" for any other lane (its title is its short form)."""

@@ -254,10 +254,10 @@ class LanePanel(LaneHover, QWidget):
 
     def _set_header(self) -> None:
         """One line: the lane's label, then its explanation — or, where the whole does not fit, a
-        deliberate short form (the explanation's first clause, then none, then the lane's title alone, then
-        a weights lane's format alone, then its title before its details when no other lane's reads the same,
-        then its spec for its label); never text cut mid-word. The whole label,
-        the spec and the explanation are in the tooltip."""
+        deliberate short form (the explanation's first clause, then none, then the policy's short form with its key
+        number, "window 16", "H2O 8+8", "weights INT8" for a plain cache over quantized weights, then its title, then
+        its title before its details; a plug-in's spec only when its policy has no words); never text cut mid-word.
+        The whole label, the spec and the explanation are in the tooltip."""
         info = self.info
         label = policy_text.lane_label(self.session, self.index)
         explanation = policy_text.explanation(info)
@@ -266,13 +266,22 @@ class LanePanel(LaneHover, QWidget):
         width = self.header.width() - 12
         full = label
         title = policy_text.title(info) if getattr(info, "title", "") else ""
-        brief = policy_text.brief_title(info)
-        if brief and any(policy_text.brief_title(o) == brief for o in self.session.lanes if o.index != self.index):
-            # two lanes of one policy: a speculative lane's drafts tell it apart ("Speculative · lookup"), else its spec
-            brief = f"{brief} · {info.draft}" if getattr(info, "draft", "") else ""
-        for short in (title, policy_text.short_title(info), brief, getattr(info, "name", "")):
-            if short and QFontMetrics(bold).horizontalAdvance(f"● {label}") > width:
-                label = short  # its title in words, then its spec ("sink:4+window:16"), as the short forms
+
+        def brief_of(lane) -> str:
+            return policy_text.short_title(lane) or policy_text.short_words(lane)
+
+        brief = brief_of(info)
+        if brief and any(brief_of(o) == brief for o in self.session.lanes if o.index != self.index):
+            # two lanes of one policy: a speculative lane's drafts tell it apart ("Speculative k=4 · lookup")
+            brief = f"{brief} · {info.draft}" if getattr(info, "draft", "") else brief
+        cut = policy_text.brief_title(info)  # a plug-in's title before its details ("Foo: …" → "Foo")
+        # its spec only for a lane whose policy has no words at all (a plug-in's): never a spec beside a short form
+        spec = "" if brief or title else getattr(info, "name", "")
+        forms = [form for form in (label, brief, title, cut, spec) if form]
+        bold_fm = QFontMetrics(bold)
+        fitting = [form for form in forms if bold_fm.horizontalAdvance(f"● {form}") <= width]
+        # the first that fits: its short form with its key number ("janela 16", "H2O 8+8"), then its title; else the narrowest
+        label = fitting[0] if fitting else min(forms, key=lambda form: bold_fm.horizontalAdvance(form))
         room = width - QFontMetrics(bold).horizontalAdvance(f"● {label}")
         first = re.split(r"[,;:(]", explanation or "")[0].strip()
         fm = self.header.fontMetrics()

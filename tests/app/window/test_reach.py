@@ -175,4 +175,61 @@ def test_narrow_lane_headers_say_a_policy_by_name_and_tell_twins_apart(window, q
     for _ in range(20):
         qtbot.wait(10)
     heads = [re.sub(r"<[^>]+>", "", p.header.text()).lstrip("● ") for p in window.lane_panels]
-    assert heads[0].startswith("H2O") and heads[1:] == ["Speculative · lookup", "Speculative · early:2"], heads
+    assert heads[0].startswith("H2O") and heads[1:] == ["Spec. k=4 · lookup", "Spec. k=4 · early:2"], heads
+
+
+def _plain(html: str) -> str:
+    import re
+    from html import unescape
+
+    return unescape(re.sub(r"<[^>]+>", "", html)).lstrip("● ")
+
+
+def test_four_lane_headers_at_853_px_say_every_policy_in_words_in_both_languages(window, qapp, qtbot):
+    """Every registered policy's example, four lanes at a time at 853 px (~200 px a header), in English and
+    Portuguese: the header's lane name is words ("janela 16", "H2O 8+8"), never its spec or a part of it, and it
+    fits the header whole. The first four are the talk's: kv, window:16, sink:4+window:12, h2o:8:r8."""
+    from PySide6.QtGui import QFont, QFontMetrics
+
+    from kvsim.caches import policy_examples
+    from kvsim.ui import i18n
+
+    specs = ["kv", "window:16", "sink:4+window:12", "h2o:8:r8"]
+    specs += [e for e, _ in policy_examples() if e not in specs]
+    window.resize(853, 480)
+    seen: dict[tuple[str, str], str] = {}
+    try:
+        for start in range(0, len(specs), 4):
+            batch = specs[start : start + 4]
+            batch += ["none", "kv", "window:16"][: 4 - len(batch)]  # four lanes in every batch
+            window.controller.set_lanes(",".join(batch))
+            qtbot.waitUntil(
+                lambda b=batch: window.controller.can_step and [p.info.name for p in window.lane_panels] == b, timeout=30_000
+            )
+            for lang in ("en", "pt_BR"):
+                i18n.install(qapp, lang)
+                for _ in range(10):
+                    qapp.processEvents()
+                for panel in window.lane_panels:
+                    panel._set_header()
+                    head = panel.header
+                    name = _plain(head.text()).split(" — ")[0]
+                    seen[(lang, panel.info.name)] = name
+                    spec = panel.info.name
+                    assert spec not in name and not any(part in name for part in spec.split("+") if ":" in part), (
+                        lang,
+                        spec,
+                        name,
+                    )
+                    bold = QFont(head.font())
+                    bold.setBold(True)
+                    assert QFontMetrics(bold).horizontalAdvance(f"● {name}") <= head.width() - 12, (
+                        lang,
+                        spec,
+                        name,
+                        head.width(),
+                    )
+    finally:
+        i18n.install(qapp, "en")
+    assert seen[("pt_BR", "window:16")] in ("janela 16", "janela deslizante (últimas 16)"), seen
+    assert seen[("en", "h2o:8:r8")].startswith("H2O"), seen
