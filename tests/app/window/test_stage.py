@@ -234,3 +234,32 @@ def test_each_idea_of_the_articles_is_on_the_stage_two_keys_from_a_fresh_start(q
         qtbot.waitUntil(lambda: shows(w), timeout=120_000)
     finally:
         w.shutdown()
+
+
+def test_the_status_bar_names_the_view_a_key_or_page_down_just_showed(qtbot, qapp):
+    """On the stage each view key, PgDn and PgUp leave the status bar naming the view now shown, after the
+    events that follow (a dock shown late, a view's own message) have run."""
+    w = ready_window(qtbot, qapp, "tiny", PROMPT, size=(1280, 720))
+    try:
+        w.stage.toggle_forced()
+        assert w.stage.active
+        bar = w.statusBar()
+
+        def check(how) -> None:
+            qtbot.wait(120)  # the timers a switch starts (a dock shown a moment later, a view's first draw)
+            entry, _dock = w.stage.entries[w.stage.current]
+            words = w.stage.words(entry)
+            assert words in bar.currentMessage(), (how, w.stage.current, bar.currentMessage())
+
+        keys = [(name, entry.key) for name, (entry, _d) in w.stage.entries.items() if entry.key]
+        for name, key in keys:
+            w.stage.actions[name].trigger()
+            assert w.stage.current == name, name
+            check(key)
+        for key in (Qt.Key_PageDown,) * 4 + (Qt.Key_PageUp,) * 3:
+            before = w.stage.current
+            press(qtbot, w, key)
+            assert w.stage.current != before
+            check(key)
+    finally:
+        w.shutdown()
