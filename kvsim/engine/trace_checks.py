@@ -162,7 +162,8 @@ def _check_options(lane: dict[str, Any]) -> None:
             if key == "percent" and value > 100:
                 raise TraceError(f"{where}: {source} percent must be at most 100, got {value}")
     heavy, recent = options.get("heavy"), options.get("recent")
-    if is_int(heavy) and heavy + (recent if is_int(recent) else heavy) < 1:  # h2o:0 keeps recent rows only
+    kept = heavy + (recent if isinstance(recent, int) else heavy) if isinstance(heavy, int) else 1
+    if kept < 1:  # h2o:0 keeps recent rows only; h2o:0:r0 keeps nothing
         raise TraceError(f"{where}: it keeps no row (heavy hitters {heavy}, recent rows {recent})")
     if is_int(options.get("window")) and is_int(options.get("budget")) and options["window"] > options["budget"]:
         raise TraceError(f"{where}: its window W = {options['window']} is larger than its budget B = {options['budget']}")

@@ -113,7 +113,9 @@ def short_title(lane) -> str:
     """The shortest header that still tells a weights lane from the plain cache beside it: "weights INT4 (g64)"
     for a plain KV cache over quantized weights; "" for any other lane (its title is its short form)."""
     weights = getattr(lane, "weights", "")
-    if not weights or getattr(lane, "policy", "") not in ("kv", "cached"):
+    # every row in full precision: only the weights tell it from the lane beside it
+    plain = getattr(lane, "reuses_past", True) and not (lane.lossy or lane.evicts or lane.window or lane.draft)
+    if not weights or not plain:
         return ""
     return fill(WEIGHTS_ALONE, {"weights": weights_words(weights)})
 
