@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
 from ..core.atomic import write_bytes
+from ..core.devices import cpu_name
 
 TERA = 1e12
 READ_METHOD = "sum over an fp32 buffer (bytes read)"
@@ -136,18 +136,6 @@ class MeasuredPeaks:
     @property
     def ridge(self) -> float:
         return self.flops / self.bandwidth
-
-
-def cpu_name() -> str:
-    """The processor's model name (from /proc/cpuinfo on Linux, else ``platform``)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown processor"
 
 
 def device_name(device: str) -> str:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -42,6 +41,7 @@ import numpy as np
 import torch
 
 from ...core.atomic import write_bytes
+from ...core.devices import cpu_name
 from . import huge_pages, row_matmul
 
 #: the candidates, in the order a tie keeps (numba's kernel is one thread; numpy's BLAS and torch take torch's count)
@@ -123,18 +123,6 @@ def read_rate(nbytes: int = PROBE_BYTES, *, budget_s: float = 0.6, repeats: int 
     return buf.numel() * 4 / best
 
 
-def _processor() -> str:
-    """The processor's model name (as ``kvsim.costs.hardware.cpu_name``, which sits a layer above)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown processor"
-
-
 def cache_file() -> Path:
     """Beside the roofline's measured peaks: ``KVSIM_CACHE_DIR`` or the user cache folder, ``row_kernels.json``."""
     folder = os.environ.get("KVSIM_CACHE_DIR")
@@ -175,7 +163,7 @@ def _key(head: torch.Tensor, layers: Sequence[torch.Tensor], kernels: Sequence[s
 
         numba_version = numba.__version__
     return (
-        f"{_processor()}|torch {torch.__version__}|numpy {np.__version__} {row_matmul._numpy_blas()}|numba {numba_version}"
+        f"{cpu_name()}|torch {torch.__version__}|numpy {np.__version__} {row_matmul._numpy_blas()}|numba {numba_version}"
         f"|threads {torch.get_num_threads()}|{'/'.join(kernels)}|huge {'/'.join(map(str, pages))}|matrices {digest}"
     )
 
