@@ -441,6 +441,21 @@ class Block(nn.Module):
         y, weights = Attention.weigh(self.attn, q, k_all, v_all, visible)
         return Block.finish(self, x, self.attn.wo(y)), weights
 
+    def chain(
+        self,
+        x: torch.Tensor,
+        q: torch.Tensor,
+        k_all: torch.Tensor,
+        v_all: torch.Tensor,
+        visible: torch.Tensor | None,
+        following: Block,
+        rope: tuple[torch.Tensor, torch.Tensor] | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """``leave``, then the ``following`` layer's ``enter`` (its q, k, v at ``rope``): what lies between two layers'
+        caches, one graph when compiled (``Transformer.forward`` of a compiled model)."""
+        x, weights = Block.leave(self, x, q, k_all, v_all, visible)
+        return x, weights, Block.enter(following, x, rope)
+
     def finish(self, x: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
         """The residual stream after the attention's output ``a``, then the MLP sub-layer (no cache: compilable)."""
         x = x + (self.post_attn_norm(a) if self.post_attn_norm is not None else a)
@@ -584,9 +599,25 @@ class Transformer(nn.Module):
             for theta in {cfg.rope_theta_of(i) for i in range(cfg.n_layers)}:
                 ropes[theta] = self.rope_tables(positions, cfg.rope_head_dim, theta, x.dtype)
         qs, ks, vs = [], [], []
+        # compiled, on the common path of every layer: one graph from each layer's cache to the next's (Block.chain)
+        chained = self.compiled and isinstance(cache, Cache) and not (ropes and cache.rope_at_read)
+        chained = chained and all(isinstance(b, Block) and type(b.attn) is Attention for b in self.layers)
+        qkv = None
         for i, block in enumerate(self.layers):
             rope = ropes.get(cfg.rope_theta_of(i)) if ropes else None
-            x, q, k, v = block(x, positions, cache, i, rope)
+            if chained:
+                assert isinstance(cache, Cache)
+                q, k, v = block.enter(x, rope) if qkv is None else qkv
+                k_all, v_all, visible = block.attn.store(k, v, positions, cache, i)
+                if i + 1 < cfg.n_layers:
+                    following = self.layers[i + 1]
+                    next_rope = ropes.get(cfg.rope_theta_of(i + 1)) if ropes else None
+                    x, weights, qkv = block.chain(x, q, k_all, v_all, visible, following, next_rope)
+                else:
+                    x, weights = block.leave(x, q, k_all, v_all, visible)
+                cache.observe_attention(i, weights)
+            else:
+                x, q, k, v = block(x, positions, cache, i, rope)
             if record:
                 qs.append(q)
                 ks.append(k)
