@@ -52,13 +52,15 @@ from pathlib import Path
 
 import torch
 
-from kvsim.caches import KVCache, parse_lanes
-from kvsim.costs.hardware import cpu_name, read_bandwidth
-from kvsim.engine.simulate import Simulator
-from kvsim.models.base import user_models_dir
-from kvsim.models.loading import load_model, set_threads
-from kvsim.models.precision import bf16_model
-from kvsim.models.transformer import Transformer
+# run as a file, python puts this folder first, not the checkout: the checkout's kvsim is measured, not an installed one
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from kvsim.caches import KVCache, parse_lanes  # noqa: E402
+from kvsim.costs.hardware import cpu_name, read_bandwidth  # noqa: E402
+from kvsim.engine.simulate import Simulator  # noqa: E402
+from kvsim.models.base import user_models_dir  # noqa: E402
+from kvsim.models.loading import load_model, set_threads  # noqa: E402
+from kvsim.models.precision import bf16_model  # noqa: E402
+from kvsim.models.transformer import Transformer  # noqa: E402
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
 from _load import LoadWatch  # noqa: E402

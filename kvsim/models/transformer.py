@@ -415,7 +415,8 @@ class Block(nn.Module):
         attn = self.attn
         if type(attn) is Attention and isinstance(cache, Cache) and not (rope is not None and cache.rope_at_read):
             # the common path (one sequence, rows rotated before they are stored): every cache-free op of the layer
-            # in two calls around the cache's part (storing the rows, which rows each query sees) — what ``--compile`` compiles whole (kvsim.models.kernels.compiled)
+            # in two calls around the cache's part (storing the rows, which rows each query sees); a compiled model
+            # runs them as one graph between two layers' caches (Transformer.forward, Block.chain)
             q, k, v = self.enter(x, rope)
             k_all, v_all, visible = attn.store(k, v, positions, cache, layer)
             x, weights = self.leave(x, q, k_all, v_all, visible)
@@ -606,11 +607,12 @@ class Transformer(nn.Module):
         for i, block in enumerate(self.layers):
             rope = ropes.get(cfg.rope_theta_of(i)) if ropes else None
             if chained:
-                assert isinstance(cache, Cache)
+                assert isinstance(cache, Cache) and isinstance(block, Block) and isinstance(block.attn, Attention)
                 q, k, v = block.enter(x, rope) if qkv is None else qkv
                 k_all, v_all, visible = block.attn.store(k, v, positions, cache, i)
                 if i + 1 < cfg.n_layers:
                     following = self.layers[i + 1]
+                    assert isinstance(following, Block)
                     next_rope = ropes.get(cfg.rope_theta_of(i + 1)) if ropes else None
                     x, weights, qkv = block.chain(x, q, k_all, v_all, visible, following, next_rope)
                 else:
