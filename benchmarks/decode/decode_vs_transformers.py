@@ -6,7 +6,10 @@ transformers' own GGUF loader — the first step's logits are compared to show t
 * ``kv lane``: a ``Simulator`` with the ``kv`` lane, its whole step timed (the forward, the token, the record:
   top-5, KL, the rows as numpy) — what the app and ``kvsim run`` pay a token;
 * ``kvsim``: the bare model, ``Transformer`` + ``KVCache``, eager (the lane's forward without the record);
-* ``kvsim-compiled`` (``--kvsim-compile``): the same with ``kvsim.models.kernels.compiled`` (``run --compile``);
+* ``kvsim-compiled`` and ``kv lane compiled`` (``--kvsim-compile``): the bare model and the kv lane with the model's
+  cache-free parts through ``torch.compile`` (``kvsim.models.kernels.compiled``, what ``kvsim run --compile`` runs).
+  transformers' best CPU configuration is itself compiled (static cache + ``torch.compile``), so kvsim's compiled lane
+  is the like-for-like answer to it; the eager lane is reported beside it;
 * ``hf-eager`` and ``hf-sdpa``: transformers' model with its eager attention and with PyTorch's
   ``scaled_dot_product_attention``, its dynamic cache passed as ``cache=`` (5.24's name);
 * ``hf-compiled`` (unless ``--no-hf-compiled``): a ``StaticCache`` and ``torch.compile`` of the forward (SDPA).
@@ -49,13 +52,15 @@ from pathlib import Path
 
 import torch
 
-from kvsim.caches import KVCache, parse_lanes
-from kvsim.costs.hardware import cpu_name, read_bandwidth
-from kvsim.engine.simulate import Simulator
-from kvsim.models.base import user_models_dir
-from kvsim.models.loading import load_model, set_threads
-from kvsim.models.precision import bf16_model
-from kvsim.models.transformer import Transformer
+# run as a file, python puts this folder first, not the checkout: the checkout's kvsim is measured, not an installed one
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from kvsim.caches import KVCache, parse_lanes  # noqa: E402
+from kvsim.costs.hardware import cpu_name, read_bandwidth  # noqa: E402
+from kvsim.engine.simulate import Simulator  # noqa: E402
+from kvsim.models.base import user_models_dir  # noqa: E402
+from kvsim.models.loading import load_model, set_threads  # noqa: E402
+from kvsim.models.precision import bf16_model  # noqa: E402
+from kvsim.models.transformer import Transformer  # noqa: E402
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the shared _load.py is
 from _load import LoadWatch  # noqa: E402
@@ -179,7 +184,7 @@ def lockstep(
     first = {name: e.prefill(ids) for name, e in engines.items()}  # type: ignore[attr-defined]
     prefill_s = time.perf_counter() - t0
     r32 = ref32.prefill(ids)
-    same_model = {n: float((first[n].float() - first["kvsim"].float()).abs().max()) for n in engines if n != "kv lane"}
+    same_model = {n: float((first[n].float() - first["kvsim"].float()).abs().max()) for n in engines if "lane" not in n}
     token = int(first["kvsim"].argmax())
     times: dict[str, list[float]] = {name: [] for name in engines}
     names = list(engines)
@@ -264,6 +269,9 @@ def main() -> int:
         f"{args.model} {args.dtype}, 1 thread"
     )
 
+    cfg = model.cfg
+    compiled: Transformer | None = None
+    compile_failed = False
     for length in lengths:
         ids = (base_ids * (length // max(1, len(base_ids)) + 1))[:length]
         max_len = len(ids) + args.warmup + args.steps + 2
@@ -273,10 +281,22 @@ def main() -> int:
             "hf-eager": HFEngine(hf_eager, False, max_len),
             "hf-sdpa": HFEngine(hf_sdpa, False, max_len),
         }
-        if args.kvsim_compile:
-            from kvsim.models.kernels.compiled import compile_decode
+        if args.kvsim_compile and not compile_failed:
+            from kvsim.models.kernels.compiled import compile_decode, warm_up
 
-            engines["kvsim-compiled"] = KvsimEngine(compile_decode(copy.deepcopy(model)))
+            if compiled is None:  # one compiled copy for every prompt length (its kernels compiled once)
+                compiled = compile_decode(copy.deepcopy(model))
+            t0 = time.perf_counter()
+            try:
+                warm_up(compiled, len(ids), lambda: KVCache(cfg.n_layers, layer_windows=cfg.layer_windows))
+            except Exception as exc:  # no C++ compiler, an unsupported op: one line, the eager engines still run
+                first = (str(exc).strip().splitlines() or [""])[0][:200]
+                print(f"# kvsim --compile failed ({type(exc).__name__}: {first}): the compiled engines are left out")
+                compile_failed = True
+            else:
+                print(f"# kvsim --compile: compiled and warmed up for prompt {len(ids)} in {time.perf_counter() - t0:.1f} s")
+                engines["kvsim-compiled"] = KvsimEngine(compiled)
+                engines["kv lane compiled"] = LaneEngine(compiled, loaded.tokenizer)
         if not args.no_hf_compiled:
             engines["hf-compiled"] = HFEngine(hf_sdpa, True, max_len)
         load_start = load_avg()
@@ -306,7 +326,12 @@ def main() -> int:
         print(f"kv lane / best transformers ({best}): {describe(watch, times['kv lane'], times[best])}")
         print(f"kvsim / best transformers ({best}): {describe(watch, times['kvsim'], times[best])}")
         print(f"kv lane / kvsim (the record's cost): {describe(watch, times['kv lane'], times['kvsim'])}")
-        for peer in [n for n in engines if n not in ("kv lane", "kvsim", best)]:
+        if "kv lane compiled" in times:
+            lane_c = times["kv lane compiled"]
+            print(f"kv lane compiled / best transformers ({best}): {describe(watch, lane_c, times[best])}")
+            print(f"kv lane compiled / kvsim-compiled (the record's cost): {describe(watch, lane_c, times['kvsim-compiled'])}")
+            print(f"kv lane compiled / kv lane: {describe(watch, lane_c, times['kv lane'])}")
+        for peer in [n for n in engines if n not in ("kv lane", "kvsim", "kv lane compiled", best)]:
             print(f"kvsim / {peer}: {describe(watch, times['kvsim'], times[peer])}")
     print(f"read bandwidth at start {bw_before / 1e9:.2f} GB/s, at end {read_bandwidth(512 << 20) / 1e9:.2f} GB/s")
     return 0

@@ -286,35 +286,55 @@ class Attention(nn.Module):
         """One sequence's attention: store this step's (B, H_kv, T, D) rows in ``cache``, read every row it
         holds, and return the heads' outputs (B, T, H*D) before the output projection. ``rope_at_read``: q and
         k come unrotated and the cache's ``read_scores`` rotates them by slot (StreamingLLM's positions)."""
-        cfg = self.cfg
-        b, _, t, d = q.shape
-        h, hkv, g = cfg.n_heads, cfg.n_kv_heads, cfg.group_size
+        k_all, v_all, visible = self.store(k, v, positions, cache, layer)
+        scores = None
+        if rope_at_read:  # StreamingLLM: (B, H_kv, g, T, S) from the unrotated rows, rotated by slot
+            scores = cache.read_scores(layer, q, k_all, positions, self.cfg.rope_theta_of(layer)) * self.scale
+        y, weights = self.weigh(q, k_all, v_all, visible, scores)
+        cache.observe_attention(layer, weights)  # (B, H_kv, g, T, S), float32: a policy that evicts by attention scores
+        return y
+
+    def store(
+        self, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor, cache: Cache, layer: int
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """The cache's part of ``attend``: store this step's rows, return every row the cache holds (B, H_kv, S, D)
+        and which of them each query may see, None when every query sees every row."""
         k_all, v_all = cache.update(layer, k, v, positions)  # (B, H_kv, S, D)
         key_pos = cache.key_positions(layer)  # (S,), or (H_kv, S) when heads hold different rows (eviction by attention)
-        s = k_all.shape[2]
         if self.lends:
             self.lent = (k_all, v_all, key_pos, k, v)
-
-        # query heads that share a K/V head are stacked along the row axis: no K/V copies
-        if rope_at_read:  # StreamingLLM: (B, H_kv, g, T, S) from the unrotated rows, rotated by slot
-            scores = cache.read_scores(layer, q, k_all, positions, cfg.rope_theta_of(layer)) * self.scale
-        else:
-            qg = q.reshape(b, hkv, g * t, d)  # (B, H_kv, g*T, D); head h reads kv head h // g
-            scores = (qg @ k_all.transpose(-1, -2)) * self.scale  # (B, H_kv, g*T, S)
-            scores = scores.view(b, hkv, g, t, s)
         # the layer's own window (Gemma 3: local layers 512, global none) and the lane's
         if key_pos.dim() == 1:
             visible = visibility(positions, key_pos, self.window, cache.mask_window, cache.mask_sinks)  # (T, S)
         else:  # (H_kv, 1, T, S): each KV head's own rows
             visible = torch.stack([visibility(positions, p, self.window, cache.mask_window, cache.mask_sinks) for p in key_pos])
             visible = visible[:, None]
-        if not bool(visible.all()):
+        return k_all, v_all, None if bool(visible.all()) else visible
+
+    def weigh(
+        self,
+        q: torch.Tensor,
+        k_all: torch.Tensor,
+        v_all: torch.Tensor,
+        visible: torch.Tensor | None,
+        scores: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The cache-free part of ``attend``: the heads' outputs (B, T, H*D) over the rows held, and the attention
+        weights (B, H_kv, g, T, S), float32. ``scores``: already computed (rows rotated when read)."""
+        cfg = self.cfg
+        b, _, t, d = q.shape
+        h, hkv, g = cfg.n_heads, cfg.n_kv_heads, cfg.group_size
+        s = k_all.shape[2]
+        if scores is None:  # query heads that share a K/V head are stacked along the row axis: no K/V copies
+            qg = q.reshape(b, hkv, g * t, d)  # (B, H_kv, g*T, D); head h reads kv head h // g
+            scores = (qg @ k_all.transpose(-1, -2)) * self.scale  # (B, H_kv, g*T, S)
+            scores = scores.view(b, hkv, g, t, s)
+        if visible is not None:
             scores = scores.masked_fill(~visible, float("-inf"))
         weights = torch.softmax(scores.float(), dim=-1)
-        cache.observe_attention(layer, weights)  # (B, H_kv, g, T, S), float32: a policy that evicts by attention scores
         probs = weights.to(q.dtype).view(b, hkv, g * t, s)
         y = (probs @ v_all).view(b, h, t, d)  # (B, H, T, D)
-        return y.transpose(1, 2).reshape(b, t, h * d)  # (B, T, H*D)
+        return y.transpose(1, 2).reshape(b, t, h * d), weights  # (B, T, H*D)
 
 
 class MLP(nn.Module):
@@ -392,8 +412,50 @@ class Block(nn.Module):
         layer: int,
         rope: tuple[torch.Tensor, torch.Tensor] | None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        a, q, k, v = self.attn(self.attn_norm(x), positions, cache, layer, rope)
+        attn = self.attn
+        if type(attn) is Attention and isinstance(cache, Cache) and not (rope is not None and cache.rope_at_read):
+            # the common path (one sequence, rows rotated before they are stored): every cache-free op of the layer
+            # in two calls around the cache's part (storing the rows, which rows each query sees); a compiled model
+            # runs them as one graph between two layers' caches (Transformer.forward, Block.chain)
+            q, k, v = self.enter(x, rope)
+            k_all, v_all, visible = attn.store(k, v, positions, cache, layer)
+            x, weights = self.leave(x, q, k_all, v_all, visible)
+            cache.observe_attention(layer, weights)  # a policy that evicts by attention scores
+            return x, q, k, v
+        a, q, k, v = attn(self.attn_norm(x), positions, cache, layer, rope)
         return self.finish(x, a), q, k, v
+
+    def enter(
+        self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The attention's input norm and ``Attention.project``: this step's q, k, v (no cache: compilable). The
+        class's own ``project`` is called, not an instance's compiled wrapper: compiled, this whole call is one graph."""
+        assert isinstance(self.attn, Attention)
+        return Attention.project(self.attn, self.attn_norm(x), rope)
+
+    def leave(
+        self, x: torch.Tensor, q: torch.Tensor, k_all: torch.Tensor, v_all: torch.Tensor, visible: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The attention over the rows the cache holds (``Attention.weigh``), its output projection, then ``finish``
+        (no cache: compilable); returns the layer's output and the attention weights."""
+        assert isinstance(self.attn, Attention)
+        y, weights = Attention.weigh(self.attn, q, k_all, v_all, visible)
+        return Block.finish(self, x, self.attn.wo(y)), weights
+
+    def chain(
+        self,
+        x: torch.Tensor,
+        q: torch.Tensor,
+        k_all: torch.Tensor,
+        v_all: torch.Tensor,
+        visible: torch.Tensor | None,
+        following: Block,
+        rope: tuple[torch.Tensor, torch.Tensor] | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """``leave``, then the ``following`` layer's ``enter`` (its q, k, v at ``rope``): what lies between two layers'
+        caches, one graph when compiled (``Transformer.forward`` of a compiled model)."""
+        x, weights = Block.leave(self, x, q, k_all, v_all, visible)
+        return x, weights, Block.enter(following, x, rope)
 
     def finish(self, x: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
         """The residual stream after the attention's output ``a``, then the MLP sub-layer (no cache: compilable)."""
@@ -538,9 +600,26 @@ class Transformer(nn.Module):
             for theta in {cfg.rope_theta_of(i) for i in range(cfg.n_layers)}:
                 ropes[theta] = self.rope_tables(positions, cfg.rope_head_dim, theta, x.dtype)
         qs, ks, vs = [], [], []
+        # compiled, on the common path of every layer: one graph from each layer's cache to the next's (Block.chain)
+        chained = self.compiled and isinstance(cache, Cache) and not (ropes and cache.rope_at_read)
+        chained = chained and all(isinstance(b, Block) and type(b.attn) is Attention for b in self.layers)
+        qkv = None
         for i, block in enumerate(self.layers):
             rope = ropes.get(cfg.rope_theta_of(i)) if ropes else None
-            x, q, k, v = block(x, positions, cache, i, rope)
+            if chained:
+                assert isinstance(cache, Cache) and isinstance(block, Block) and isinstance(block.attn, Attention)
+                q, k, v = block.enter(x, rope) if qkv is None else qkv
+                k_all, v_all, visible = block.attn.store(k, v, positions, cache, i)
+                if i + 1 < cfg.n_layers:
+                    following = self.layers[i + 1]
+                    assert isinstance(following, Block)
+                    next_rope = ropes.get(cfg.rope_theta_of(i + 1)) if ropes else None
+                    x, weights, qkv = block.chain(x, q, k_all, v_all, visible, following, next_rope)
+                else:
+                    x, weights = block.leave(x, q, k_all, v_all, visible)
+                cache.observe_attention(i, weights)
+            else:
+                x, q, k, v = block(x, positions, cache, i, rope)
             if record:
                 qs.append(q)
                 ks.append(k)

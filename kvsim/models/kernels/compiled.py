@@ -1,9 +1,13 @@
 """``--compile``: the cache-free parts of a step compiled with ``torch.compile`` (inductor).
 
-What is compiled: each block's projection (QKV matmul, QK-norm, RoPE: ``Attention.project``), each
-block's finish (residuals, norms, MLP: ``Block.finish``) and the final norm + LM head
-(``Transformer.head``). What stays eager: the cache (``Cache.update``, the lanes' own policies) and the
-attention over the rows it holds — so every lane keeps its own cache and its exact row counts. The
+What is compiled: on the common path (``Block.forward``: one sequence, rows rotated before they are
+stored, Llama/Gemma/GPT-2 attention) each block's cache-free ops — ``Block.enter`` (input norm, QKV matmul,
+QK-norm, RoPE) and ``Block.leave`` (attention over the rows the cache returned, output projection, residuals,
+norms, MLP) — one graph from each layer's cache to the next's (``Block.chain``: a layer's leave and the next
+layer's enter; 31 graph calls a SmolLM2 step), and the final norm + LM head (``Transformer.head``); on the other paths (packed
+batches, rows rotated when read, other attentions) each block's projection (``Attention.project``) and finish
+(``Block.finish``). What stays eager: the cache (``Cache.update``, the lanes' own policies, which rows each
+query may see, ``Cache.observe_attention``) — so every lane keeps its own cache and its exact row counts. The
 values are those of the eager model within float rounding (inductor fuses the elementwise work and may
 reorder a reduction); tests/reference/test_compiled.py checks logits and greedy tokens against the eager path.
 
@@ -53,6 +57,10 @@ def compile_decode(model: Transformer, cache_dir: Path | None = None, mode: str 
             block.attn.project = torch.compile(block.attn.project, mode=mode)  # type: ignore[method-assign]
         if isinstance(block, Block):
             block.finish = torch.compile(block.finish, mode=mode)  # type: ignore[method-assign]
+            if type(block.attn) is Attention:  # the common path: the layer's cache-free ops in two graphs
+                block.enter = torch.compile(block.enter, mode=mode)  # type: ignore[method-assign]
+                block.leave = torch.compile(block.leave, mode=mode)  # type: ignore[method-assign]
+                block.chain = torch.compile(block.chain, mode=mode)  # type: ignore[method-assign]
     model.head = torch.compile(model.head, mode=mode)  # type: ignore[method-assign]
     model.compiled = True
     return model
