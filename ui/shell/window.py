@@ -10,7 +10,7 @@ redraws over the frames of the one animation clock.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction
@@ -163,6 +163,11 @@ class MainWindow(QMainWindow):
         self.recent, self.presenter = made_menu.recent, made_menu.presenter
         self.theme_setting, self.language_setting = made_menu.theme_setting, made_menu.language_setting
 
+    def _step_key(self, direction: int) -> None:
+        """→ / ←: the stage's own stepping view, else the lanes."""
+        if not self._stage_step(direction):
+            (self.controller.step_forward if direction > 0 else self.controller.step_back)()
+
     def _stage_step(self, direction: int) -> bool:
         """→ / ← on a stage view that steps through its own run (the batching timeline): that view steps
         (True); elsewhere the lanes do."""
@@ -177,8 +182,8 @@ class MainWindow(QMainWindow):
         tb.model_chosen.connect(self._on_model_chosen)
         tb.prompt_submitted.connect(c.reset)
         tb.reset_requested.connect(c.reset)
-        tb.back_requested.connect(lambda: self._stage_step(-1) or c.step_back())
-        tb.step_requested.connect(lambda: self._stage_step(+1) or c.step_forward())
+        tb.back_requested.connect(lambda: self._step_key(-1))
+        tb.step_requested.connect(lambda: self._step_key(+1))
         tb.play_toggled.connect(c.toggle_play)
         tb.speed_chosen.connect(self.animator.set_speed)
         tb.lanes_chosen.connect(c.set_lanes)
@@ -297,7 +302,8 @@ class MainWindow(QMainWindow):
         """A saved requests run opened: the Requests view shows it (its dock on the desktop, or the stage's view)."""
         self.stage.show("requests")
         dock = self.extra_docks["requests"]
-        dock.build().open_saved(runs, path)
+        view: Any = dock.build()  # the requests dock's view (the registry builds docks by name)
+        view.open_saved(runs, path)
 
     def save_run(self, path: str) -> bool:
         ok = self.controller.save_run(path)

@@ -265,7 +265,7 @@ class TimelineView(QWidget):
 
     def set_run(self, run) -> None:
         self.run = run
-        self.marks: list[MoveMark] = []
+        self.marks = []
         if run is None or not (run.batches or run.snapshots):
             self.states = np.zeros((0, 0), dtype=np.int8)
             self.tokens = np.zeros((0, 0), dtype=np.int32)
