@@ -603,7 +603,7 @@
     </message>
     <message>
         <source>KV, all rows</source>
-        <translation>KV, todas</translation>
+        <translation>KV, todas as linhas</translation>
     </message>
     <message>
         <source>KV cache</source>

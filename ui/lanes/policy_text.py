@@ -113,8 +113,9 @@ def short_title(lane) -> str:
     """The shortest header that still tells a weights lane from the plain cache beside it: "weights INT4 (g64)"
     for a plain KV cache over quantized weights; "" for any other lane (its title is its short form)."""
     weights = getattr(lane, "weights", "")
-    # every row in full precision: only the weights tell it from the lane beside it
-    plain = getattr(lane, "reuses_past", True) and not (lane.lossy or lane.evicts or lane.window or lane.draft)
+    # a cache with no short form of its own keeps every row: only the weights tell it from the lane beside it
+    short = (words_of(lane) or {}).get("short")
+    plain = getattr(lane, "reuses_past", True) and not (lane.evicts or lane.window or lane.draft or short)
     if not weights or not plain:
         return ""
     return fill(WEIGHTS_ALONE, {"weights": weights_words(weights)})

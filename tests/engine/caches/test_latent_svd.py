@@ -50,7 +50,8 @@ def test_latents_are_the_projection_on_numpys_singular_vectors() -> None:
     # the layer's input, recomputed with a plain kv cache: k (before RoPE) and v of every position
     kv = make_cache("kv", 2)
     captured = {}
-    handle = attn.register_forward_pre_hook(lambda module, args: captured.update(x=args[0]))  # the normed input
+    block = model.layers[0]
+    handle = block.attn_norm.register_forward_hook(lambda module, args, out: captured.update(x=out))  # the normed input
     model(ids, torch.arange(9), kv)
     handle.remove()
     with torch.no_grad():

@@ -9,7 +9,7 @@ the snapshots: "request 1's prefill fills its blocks → request 2's prefill hit
 
 from __future__ import annotations
 
-from PySide6.QtCore import QMargins, Qt, QTimer
+from PySide6.QtCore import QEvent, QMargins, Qt, QTimer
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import (
     QComboBox,
@@ -150,6 +150,8 @@ class RequestsView(QWidget):
         timeline_scroll = QScrollArea()
         timeline_scroll.setWidgetResizable(True)
         timeline_scroll.setWidget(timeline_tab)
+        self._timeline_scroll, self._timeline_tab = timeline_scroll, timeline_tab
+        timeline_scroll.viewport().installEventFilter(self)  # on the stage the legend yields when rows need the room
         self.tabs.addTab(timeline_scroll, translate("views.requests", "Timeline"))
         self.tabs.setTabToolTip(
             3,
@@ -329,7 +331,26 @@ class RequestsView(QWidget):
         self.scroll.setMinimumHeight(60 if on else 150)
         self.numbers.set_staged(on)
         self._timeline_lay.setContentsMargins(QMargins() if on else self._timeline_margins)
+        self._fit_timeline_legend()
         self._show_status()
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt
+        if event.type() == QEvent.Type.Resize and watched is self._timeline_scroll.viewport():
+            QTimer.singleShot(0, self._fit_timeline_legend)
+        return super().eventFilter(watched, event)
+
+    def _fit_timeline_legend(self) -> None:
+        """On the stage a short view (the lesson's band below it) keeps the rows and the latency lines and lets
+        the legend go to the step label's tooltip rather than scroll; anywhere with room the legend is shown."""
+        legend = self.timeline_legend
+        if not getattr(self, "staged", False):
+            legend.setVisible(True)
+            return
+        room = self._timeline_scroll.viewport().height()
+        legend.setVisible(True)
+        needed = self._timeline_tab.layout().totalMinimumSize().height()
+        legend.setVisible(needed <= room)
+        self.timeline_step.setToolTip("" if needed <= room else legend.text())  # the timeline has its own per cell
 
     def _show_status(self) -> None:
         on = getattr(self, "staged", False)
