@@ -150,7 +150,7 @@ class RequestsView(QWidget):
         timeline_scroll = QScrollArea()
         timeline_scroll.setWidgetResizable(True)
         timeline_scroll.setWidget(timeline_tab)
-        self._timeline_scroll, self._timeline_tab = timeline_scroll, timeline_tab
+        self._timeline_scroll = timeline_scroll
         timeline_scroll.viewport().installEventFilter(self)  # on the stage the legend yields when rows need the room
         self.tabs.addTab(timeline_scroll, translate("views.requests", "Timeline"))
         self.tabs.setTabToolTip(
@@ -348,7 +348,7 @@ class RequestsView(QWidget):
             return
         room = self._timeline_scroll.viewport().height()
         legend.setVisible(True)
-        needed = self._timeline_tab.layout().totalMinimumSize().height()
+        needed = self._timeline_lay.totalMinimumSize().height()
         legend.setVisible(needed <= room)
         self.timeline_step.setToolTip("" if needed <= room else legend.text())  # the timeline has its own per cell
 
