@@ -391,7 +391,7 @@ class RequestsView(QWidget):
             if self._job_schedule == "continuous":
                 return True
             if tries > 0:
-                QTimer.singleShot(250, lambda: self.run_batching_demo(tries - 1))
+                QTimer.singleShot(250, self, lambda: self.run_batching_demo(tries - 1))  # dies with the view
             return False
         if self.computed is not None and self.computed.settings.schedule == "continuous":
             return True

@@ -140,8 +140,7 @@ class RooflineView(QWidget):
             self.show_label.hide()
             side.addWidget(self.machine)
             side.addLayout(row)
-            for w in (self.key, self.hover):
-                side.addWidget(w)
+            side.addWidget(self.key)  # the step's figures stay under the plot, the stage's whole width: two lines
             side.addStretch(1)
             self.plot.setMinimumWidth(200)  # its words beside it: the plot takes the rest (over half the width)
             self.side.setFixedWidth(self.fontMetrics().horizontalAdvance("m") * 18)
