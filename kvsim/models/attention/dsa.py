@@ -88,6 +88,8 @@ class SparseLatentAttention(MLAAttention):
     """MLA whose query goes through ``q_lora_rank`` and whose every query reads only the ``index_topk`` rows the
     lightning indexer ranks highest among those it may see."""
 
+    what = "sparse attention (deepseek_v32)"
+
     def __init__(
         self,
         cfg: ModelConfig,
@@ -117,17 +119,11 @@ class SparseLatentAttention(MLAAttention):
         cfg = self.cfg
         b, t, _ = x.shape
         h, d, r, dr = cfg.n_heads, cfg.head_dim, cfg.kv_lora_rank, cfg.qk_rope_head_dim
-        if rope is None:
-            raise ValueError("a deepseek_v32 layer needs RoPE's tables (its decoupled keys are rotated)")
-        if isinstance(cache, PackedBatch):
-            raise RuntimeError("a packed batch attends per request (attend_packed); sparse attention does not pack")
+        cache, rope = self.checked(cache, rope)
         q_resid = self.q_norm(self.wq_a(x))  # (B, T, q_lora_rank): the compressed query, the indexer's too
         q = self.wq_b(q_resid).view(b, t, h, d + dr).transpose(1, 2)  # (B, H, T, d + d_R)
         q_c, q_r = q[..., :d], apply_rope(q[..., d:], *rope)
-        kv = self.wkv_a(x)
-        c = self.kv_norm(kv[..., :r])
-        k_r = apply_rope(kv[..., None, r:].transpose(1, 2), *rope)  # (B, 1, T, d_R)
-        latent = torch.cat([c[:, None], k_r], -1)  # (B, 1, T, r + d_R)
+        latent = self.latent(x, rope)  # (B, 1, T, r + d_R)
         index_keys = self.indexer.keys(x, rope)  # (B, 1, T, d_I)
         k_all, index_all = cache.update(layer, latent, index_keys, positions)  # every row held: (B, 1, S, ·)
         key_pos = cache.key_positions(layer)

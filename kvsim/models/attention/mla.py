@@ -39,6 +39,8 @@ from ..config import ModelConfig
 class MLAAttention(nn.Module):
     #: absorbed (True, the default) or expanded computation; tests flip it to hold the two equal
     absorbed = True
+    #: how this layer's errors name it (a subclass that changes the attention names its own)
+    what = "latent attention (mla)"
 
     def __init__(
         self,
@@ -69,6 +71,24 @@ class MLAAttention(nn.Module):
         w = self.wkv_b.weight.view(cfg.n_heads, 2 * cfg.head_dim, cfg.kv_lora_rank)
         return w[:, : cfg.head_dim], w[:, cfg.head_dim :]
 
+    def checked(
+        self, cache: Cache | PackedBatch, rope: tuple[torch.Tensor, torch.Tensor] | None
+    ) -> tuple[Cache, tuple[torch.Tensor, torch.Tensor]]:
+        """The cache and RoPE's tables, once they are known to suit a latent layer (its own and its subclasses')."""
+        if rope is None:
+            raise ValueError(f"{self.what} needs RoPE's tables (its decoupled keys are rotated)")
+        if isinstance(cache, PackedBatch):
+            raise RuntimeError(f"a packed batch attends per request (attend_packed); {self.what} does not pack")
+        return cache, rope
+
+    def latent(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """This step's latents ``[c | k_R]`` (B, 1, T, r + d_R): what the cache holds."""
+        r = self.cfg.kv_lora_rank
+        kv = self.wkv_a(x)  # (B, T, r + d_R)
+        c = self.kv_norm(kv[..., :r])
+        k_r = self._rope(kv[..., None, r:].transpose(1, 2), *rope)  # (B, 1, T, d_R): one RoPE key for all heads
+        return torch.cat([c[:, None], k_r], -1)
+
     def forward(
         self,
         x: torch.Tensor,
@@ -81,16 +101,10 @@ class MLAAttention(nn.Module):
         cfg = self.cfg
         b, t, _ = x.shape
         h, d, r, dr = cfg.n_heads, cfg.head_dim, cfg.kv_lora_rank, cfg.qk_rope_head_dim
-        if rope is None:
-            raise ValueError("an mla layer needs RoPE's tables (its decoupled keys are rotated)")
-        if isinstance(cache, PackedBatch):
-            raise RuntimeError("a packed batch attends per request (attend_packed); latent attention (mla) does not pack")
+        cache, rope = self.checked(cache, rope)
         q = self.wq(x).view(b, t, h, d + dr).transpose(1, 2)  # (B, H, T, d + d_R)
         q_c, q_r = q[..., :d], apply_rope(q[..., d:], *rope)
-        kv = self.wkv_a(x)  # (B, T, r + d_R)
-        c = self.kv_norm(kv[..., :r])
-        k_r = apply_rope(kv[..., None, r:].transpose(1, 2), *rope)  # (B, 1, T, d_R): one RoPE key for all heads
-        latent = torch.cat([c[:, None], k_r], -1)  # (B, 1, T, r + d_R): what the cache holds
+        latent = self.latent(x, rope)  # (B, 1, T, r + d_R): what the cache holds
         k_all, _ = cache.update(layer, latent, latent[..., :0], positions)  # (B, 1, S, r + d_R)
         key_pos = cache.key_positions(layer)
         s = k_all.shape[2]
