@@ -25,6 +25,17 @@ FAMILY_SPECS = {
 }
 
 
+class Ids:
+    """A tokenizer for a random model's ids (the reference tests' vocabularies, below the byte tokenizer's 256):
+    each id is its own text."""
+
+    eos_id = None
+    bos_id = None
+
+    def token_text(self, token_id: int) -> str:
+        return f"<{token_id}>"
+
+
 def load(spec: str) -> LoadedModel:
     from kvsim.models.loading import load_model
 

@@ -21,6 +21,7 @@ import math
 
 import pytest
 import torch
+from helpers import Ids
 
 from kvsim.caches import KVCache, NoCache
 from kvsim.costs.memory import kv_cache_bytes, lane_bill
@@ -33,16 +34,6 @@ VOCAB = 96
 SPEC = f"random:family=llama,layers=4,heads=4,kv_heads=2,dim=64,hidden=96,vocab={VOCAB},cla=2,seed=3"
 PROMPT_LEN, STEPS = 9, 8
 ATOL = 1e-4
-
-
-class Ids:
-    """A tokenizer for ids below 256: each id is its own text."""
-
-    eos_id = None
-    bos_id = None
-
-    def token_text(self, token_id: int) -> str:
-        return f"<{token_id}>"
 
 
 @pytest.fixture(scope="module")

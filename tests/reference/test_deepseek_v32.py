@@ -31,6 +31,8 @@ import torch
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("transformers.models.deepseek_v32")
 
+from helpers import Ids  # noqa: E402
+
 from kvsim.caches import KVCache, NoCache  # noqa: E402
 from kvsim.costs.memory import lane_bill, model_facts, sparse_read_bytes  # noqa: E402
 from kvsim.engine.counting import step_cost  # noqa: E402
@@ -48,16 +50,6 @@ SPEC = (
     f"random:family=deepseek_v32,layers=2,heads=4,dim=64,head_dim=16,hidden=96,vocab={VOCAB},ctx=128,"
     f"latent=32,rope_dim=8,q_lora=24,index_heads=8,index_dim=16,topk={TOPK}"
 )
-
-
-class Ids:
-    """A tokenizer for ids below 256: each id is its own text."""
-
-    eos_id = None
-    bos_id = None
-
-    def token_text(self, token_id: int) -> str:
-        return f"<{token_id}>"
 
 
 def hf_model() -> torch.nn.Module:

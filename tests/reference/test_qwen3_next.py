@@ -25,6 +25,8 @@ import torch
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("transformers.models.qwen3_next")
 
+from helpers import Ids  # noqa: E402
+
 from kvsim.caches import KVCache, NoCache  # noqa: E402
 from kvsim.caches.state import state_bytes  # noqa: E402
 from kvsim.costs.memory import lane_bill  # noqa: E402
@@ -41,16 +43,6 @@ SPEC = (
     f"random:family=qwen3_next,layers=4,heads=4,kv_heads=2,dim=64,head_dim=16,hidden=96,vocab={VOCAB},"
     "linear_heads=2,linear_value_heads=4,linear_head_dim=16,conv=4,rope_theta=10000"
 )
-
-
-class Ids:
-    """A tokenizer for ids below 256 (the byte tokenizer needs a vocabulary of 256): each id is its own text."""
-
-    eos_id = None
-    bos_id = None
-
-    def token_text(self, token_id: int) -> str:
-        return f"<{token_id}>"
 
 
 def hf_model() -> torch.nn.Module:
