@@ -402,7 +402,7 @@ class Session(QObject):
     def series(self, which: str, lane: int) -> list:
         """Per-step values of one lane: "rows" / "flops" (cumulative), "ms" (measured per step) or
         "bytes" (the cache held after the step), "ms_min" / "ms_max" (the spread of its repeated timings)."""
-        series = {
+        series: dict[str, list[list[int]] | list[list[float]]] = {
             "rows": self._cum_rows,
             "flops": self._cum_flops,
             "ms": self._wall_ms,

@@ -114,14 +114,14 @@ class MovieDialog(QDialog):
         steps.addWidget(QLabel(translate("export_dialogs", "to")))
         steps.addWidget(self.last)
         form.addRow(translate("export_dialogs", "steps (0 = prefill)"), steps)
-        self.size = QComboBox()
+        self.size_box = QComboBox()  # not self.size: that is QWidget.size()
         w, h = window_size
         as_window = translate("export_dialogs", "as the window ({size})").format(size=f"{w - w % 2}x{h - h % 2}")
-        self.size.addItem(as_window, (w - w % 2, h - h % 2))
+        self.size_box.addItem(as_window, (w - w % 2, h - h % 2))
         for s in MOVIE_SIZES:
-            self.size.addItem(f"{s[0]}x{s[1]}", s)
-        self.size.setCurrentIndex(2)  # 1280x720: a projector's size
-        form.addRow(translate("export_dialogs", "size"), self.size)
+            self.size_box.addItem(f"{s[0]}x{s[1]}", s)
+        self.size_box.setCurrentIndex(2)  # 1280x720: a projector's size
+        form.addRow(translate("export_dialogs", "size"), self.size_box)
         self.fps = QDoubleSpinBox()
         self.fps.setRange(1, 60)
         self.fps.setDecimals(0)
@@ -142,10 +142,10 @@ class MovieDialog(QDialog):
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
-        for box in (self.first, self.last, self.fps):
-            box.valueChanged.connect(self._update)
-        for box in (self.fmt, self.speed):
-            box.currentIndexChanged.connect(self._update)
+        for spin in (self.first, self.last, self.fps):
+            spin.valueChanged.connect(self._update)
+        for combo in (self.fmt, self.speed):
+            combo.currentIndexChanged.connect(self._update)
         self._update()
 
     def _update(self, *_args) -> None:
@@ -163,7 +163,7 @@ class MovieDialog(QDialog):
             fmt=self.fmt.currentData(),
             first=min(first, last),
             last=max(first, last),
-            size=tuple(self.size.currentData()),
+            size=tuple(self.size_box.currentData()),
             fps=float(self.fps.value()),
             speed=self.speed.currentData(),
             target=self.target.currentData(),

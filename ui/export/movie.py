@@ -345,6 +345,7 @@ class MovieExport(QObject):
         self.timer.setInterval(0)
         if not self._paint_band():
             return
+        assert self._canvas is not None  # _paint_band made it at the frame's first band
         self.encoder.frames.put_nowait(to_array(fit(self._canvas.toImage(), self.spec.size)))
         self.done += 1
         self.progress.emit(self.done, len(self.plan))
@@ -363,6 +364,7 @@ class MovieExport(QObject):
             self._canvas.fill(QColor(theme.BG))
         n = max(1, min(BANDS, w.height() // 100))
         top, bottom = w.height() * self._band // n, w.height() * (self._band + 1) // n
+        assert self._canvas is not None  # made at the frame's first band, kept for the others
         w.render(self._canvas, QPoint(0, top), QRegion(QRect(0, top, w.width(), bottom - top)))
         self._band = (self._band + 1) % n
         return self._band == 0

@@ -17,6 +17,7 @@ of rows lo..hi-1 is a slice of the buffer, not rows rebuilt and converted one by
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
@@ -216,7 +217,7 @@ class DerivedImages:
                 k[gone, :, 3] = 0
                 v[gone, :, 3] = 0
             self._remember(key, (k, v))
-        return self._memo[key]
+        return cast("tuple[np.ndarray, np.ndarray]", self._memo[key])
 
     def q(self, lane: int, layer: int, head: int, lo: int, hi: int, first: int) -> np.ndarray:
         """RGBA of the query rows lo..hi-1 of ``head``, drawn only from row ``first`` on (the rows this lane
@@ -234,7 +235,7 @@ class DerivedImages:
             rgba = buf.buf[lo:hi].copy()
             rgba[: max(0, first - lo), :, 3] = 0
             self._remember(key, rgba)
-        return self._memo[key]
+        return cast("np.ndarray", self._memo[key])
 
     def attention(self, lane: int, layer: int, head: int, lo: int, hi: int) -> tuple[np.ndarray, float]:
         """RGBA of attention rows lo..hi-1 over keys 0..hi-1, and the image's width in key units.
@@ -245,7 +246,7 @@ class DerivedImages:
         view = self.view_key(lane)
         key = ("attn", view, layer, head, lo, hi)
         if key in self._memo:
-            return self._memo[key]
+            return cast("tuple[np.ndarray, float]", self._memo[key])
         f = max(1, math.ceil(hi / MAX_COLS))
         width = math.ceil(hi / f)
         # as wide as the pooled columns can get (a longer run pools more keys a column)
@@ -260,7 +261,7 @@ class DerivedImages:
             buf.write(np.arange(a, b), rgba)
         img = buf.buf[lo:hi, :width]
         self._remember(key, (img if width == buf.buf.shape[1] else np.ascontiguousarray(img), float(width * f)))
-        return self._memo[key]
+        return cast("tuple[np.ndarray, float]", self._memo[key])
 
     def rows(self, lane: int, layer: int, head: int, a: int, b: int) -> np.ndarray:
         """Exact attention probabilities of query rows a..b-1 over keys 0..b-1 (NaN: not seen)."""
@@ -270,8 +271,10 @@ class DerivedImages:
         if not self._own_view(lane):
             scale_dim = getattr(cfg, "query_pre_attn_scalar", None)  # the model's own score scale (MLA: d + d_R)
             rows = self._rows.setdefault(("shared", layer, head), AttentionRows(cfg.window_of(layer), scale_dim))
+            assert isinstance(rows, AttentionRows)  # the "shared" keys hold AttentionRows, a lane's keys its own rows
             return rows.rows(s.q_rows(lane, layer, head, 0, b), s.shared_rows(layer, g, b)[0], a, b, b)
         done = self._rows.setdefault((lane, layer, head), {})
+        assert isinstance(done, dict)  # a lane's keys hold its own rows, the "shared" keys AttentionRows
         out = np.full((b - a, b), np.nan, dtype=np.float32)
         info = s.lanes[lane]
         p = a

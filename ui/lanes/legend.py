@@ -3,6 +3,8 @@ the dimmed rows read from a cache."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QLinearGradient, QPainter
 from PySide6.QtWidgets import QWidget
@@ -40,7 +42,7 @@ class Legend(QWidget):
         h = self.height()
         dim = QColor(*theme.dimmed(theme.lut(theme.KV_CMAP)[40]).astype(int))
         # (kind, long words, short words): the longest form that fits the width is drawn
-        parts = [
+        parts: list[tuple[str, Any, Any]] = [  # the second and third by kind: words, a colour map, px, a brush
             ("text", "K, q, V:  −", "K q V −"),
             ("ramp", theme.KV_CMAP, None),
             ("text", translate("views.legend", "+   (0 = black)"), "+"),

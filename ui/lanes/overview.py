@@ -26,7 +26,7 @@ class HeadsOverview(pg.GraphicsLayoutWidget):
         self.lane = 0  # the lane whose attention is shown (the first: the reference)
         self.items: list[tuple[pg.PlotItem, pg.ImageItem]] = []
         self.frames: list[str] = []  # each head's group colour (its K/V head's)
-        self._shape = None
+        self._shape: tuple[int, int] | None = None  # (heads, K/V heads) of the grid built
         self._built_cols = 0  # heads per row of the grid built
         self.held_strip: HeldRowsStrip | None = None  # which rows each K/V head holds (eviction by attention)
         session.run_started.connect(self._build)

@@ -240,7 +240,7 @@ class ImagePlot:
     def _set_unseen(self, mask: np.ndarray | None, lo: int, col_w: float) -> None:
         self.unseen = mask if mask is not None else np.zeros((0, 0), dtype=bool)
         show = mask is not None and bool(mask.any())
-        if show:
+        if show and mask is not None:
             path = cells_path(mask, lo, col_w)
             self.unseen_fill.setPath(path)
             self.unseen_hatch.setPath(path)
@@ -269,7 +269,8 @@ def dim_rows(rgba: np.ndarray, upto: int) -> np.ndarray:
     # whole pixels as uint32 (byte masks built through the same view, so any byte order works):
     # (x >> 1) per byte, plus half the target, alpha kept — ~30× faster than per-channel floats
     as_u32 = lambda b: np.array(b, dtype=np.uint8).view(np.uint32)[0]  # noqa: E731
-    half_to = as_u32([*(c >> 1 for c in QColor(theme.DIM_TO).getRgb()[:3]), 0])
+    to = QColor(theme.DIM_TO)
+    half_to = as_u32([*(c >> 1 for c in (to.red(), to.green(), to.blue())), 0])
     px = out[:upto].view(np.uint32)
     alpha = px & as_u32([0, 0, 0, 255])
     px >>= 1

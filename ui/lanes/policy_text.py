@@ -86,7 +86,7 @@ def weights_words(weights: str) -> str:
 def brief_title(lane) -> str:
     """A lane's title cut before its details ("H2O: most read + recent" → "H2O", "Speculative (k=4, lookup)" →
     "Speculative"); "" when it has none to cut (or a weights lane: its format is what tells it apart)."""
-    if not getattr(lane, "title", "") or getattr(lane, "weights", ""):
+    if not getattr(lane, "title", None) or getattr(lane, "weights", None):
         return ""
     text = title(lane)
     cut = min((i for i in (text.find(" ("), text.find(": ")) if i > 0), default=-1)
@@ -99,7 +99,7 @@ def short_words(lane) -> str:
     A run saved before policies gave one takes its registered policy's."""
     words = words_of(lane) or {}
     template = words.get("short")
-    if template is None and getattr(lane, "policy", ""):
+    if template is None and getattr(lane, "policy", None):
         words = _registered_words(lane.policy, json.dumps(lane.options, sort_keys=True)) or {}
         template = words.get("short")
     if not template:

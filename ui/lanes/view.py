@@ -106,7 +106,7 @@ class LanePanel(LaneHover, QWidget):
         self.q_text = pg.TextItem("", color=theme.MUTED, anchor=(0.5, 0.5), angle=90)  # over the rows with no q
         self.q_text.setZValue(20)
         self.q.vb.addItem(self.q_text, ignoreBounds=True)
-        self._labels_state = None
+        self._labels_state: tuple | None = None
         self.state_tile = layer_kinds.StateTile(self.glw)  # a hybrid's recurrent layer: its state, in place of tables
         self._recurrent = False  # the drawn layer is a recurrent one: no row overlays (it has no rows)
         lay.addWidget(self.glw, 1)
@@ -184,7 +184,8 @@ class LanePanel(LaneHover, QWidget):
     def _grow_readout(self) -> None:
         """Taller than its lines when a narrow lane wraps them: its words are never cut off at the bottom."""
         base = int(self.readout.fontMetrics().lineSpacing() * getattr(self, "_readout_lines", 2) + 8)
-        m = self.layout().contentsMargins() if self.layout() is not None else None
+        lay = self.layout()
+        m = lay.contentsMargins() if lay is not None else None
         width = self.width() - (m.left() + m.right() if m is not None else 0)  # the readout's width once laid out
         need = 0
         if width > 0 and self.readout.text():  # (QLabel.heightForWidth never answers less than its fixed height)
@@ -238,7 +239,7 @@ class LanePanel(LaneHover, QWidget):
         axis = 118 if width >= 360 else max(44, int(width * 0.2))  # measured: 2 lanes at 853 px fit with 118
         if self.axis.width() != axis:
             self.axis.setWidth(axis)
-            self.axis.max_chars = 12 if axis >= 118 else max(2, (axis - 20) // max(self.axis.line_px * 0.5, 1))
+            self.axis.max_chars = 12 if axis >= 118 else max(2, int((axis - 20) // max(self.axis.line_px * 0.5, 1)))
         rest = max(width - axis - 3 * 6 - 4, 80)
         kv, q = rest * 0.23, rest * 0.11
         self._col_widths = (kv + axis, q, kv, rest - 2 * kv - q)
@@ -399,9 +400,9 @@ class LanePanel(LaneHover, QWidget):
     def _titles(self, layer: int = 0, head: int = 0) -> None:
         """Column titles, each the longest form that fits its column; a tooltip says what it shows."""
         s = self.session
-        if s.run is None:
-            return
         cfg = s.config
+        if cfg is None:  # no run (the config is its model's)
+            return
         head = min(head, cfg.n_heads - 1)
         g = kv_head_of(head, cfg.n_heads, cfg.n_kv_heads)
         err = self.derived.error_levels.get((self.index, layer, g)) if self.derived.show_error else None
@@ -444,7 +445,7 @@ class LanePanel(LaneHover, QWidget):
         cfg = self.session.config
         recurrent = cfg is not None and layer_kinds.is_recurrent(cfg, min(self.layer, cfg.n_layers - 1))
         if recurrent:  # no rows read from a cache: the state tile says what the layer holds
-            state = None
+            state: tuple[tuple[str, ...], tuple[str, ...], float, float | None] | None = None
         elif comp_lo > lo and comp_lo - lo >= 2:
             y = (lo + comp_lo) / 2
             read = self.session.read_positions(self.index)

@@ -103,7 +103,9 @@ class CostsPanel(QWidget):
         font = QFont(self.font())
         self.title_font = QFont(self.font())
         self.title_font.setPointSize(12)  # the titles' size="12pt"
-        self.plots, self.curves, self.bands = [], {}, {}
+        self.plots: list[pg.PlotItem] = []
+        self.curves: dict[int, list[pg.PlotDataItem]] = {}  # lane -> its curve in each plot
+        self.bands: dict[int, pg.ErrorBarItem] = {}  # lane -> the spread of its timings (the time plot)
         for col, title in enumerate(plot_titles()):
             p = self.glw.addPlot(row=0, col=col, axisItems={"left": SIAxis("left", on_width=self._axis_resized)})
             p.setTitle(title, color=theme.MUTED, size="12pt")
@@ -179,7 +181,7 @@ class CostsPanel(QWidget):
                 curve.setPen(pg.mkPen(color, width=2 if i == 2 else 3))
                 curve.setSymbolBrush(color)
             self.bands[lane].setData(pen=pg.mkPen(color, width=1))
-        self._legend_labels = None
+        self._legend_labels: list[str] | None = None
         if self.session.run is not None:
             self._rebuild()
 
@@ -352,6 +354,7 @@ class CostsPanel(QWidget):
                     item.setVisible(False)
                     continue
                 left = True
+            assert lines is not None  # a form beside the curve, else (corner) one in the corner
             self.shown_formulas[kind] = "\n".join(lines)
             item.setAnchor((0, 0) if corner else (0, 1) if left else (1, 1))
             html = (

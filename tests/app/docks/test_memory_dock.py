@@ -79,7 +79,7 @@ def test_edited_terms_equal_the_cli_with_the_same_flags(bare_dock, capsys, prese
             form.pattern.setText(value)
             form.pattern.editingFinished.emit()
         else:
-            getattr(form, key).setValue(value)
+            getattr(form, {"window": "window_spin"}.get(key, key)).setValue(value)  # form.window: QWidget's
             cli += [{"tokens": "--context", "kv_heads": "--kv-heads", "head_dim": "--head-dim"}.get(key, f"--{key}"), str(value)]
     out = cli_json(capsys, *cli)
     assert form.terms.bytes() == out["bytes"]

@@ -279,8 +279,9 @@ class MemoryDock(QWidget):
         wide = self.bill_layout.direction() == QBoxLayout.Direction.LeftToRight
         for area in self.scrolls:
             height = area.viewport().height() if wide else 16_777_215  # QWIDGETSIZE_MAX
-            if area.widget().maximumHeight() != height:
-                area.widget().setMaximumHeight(height)
+            page = area.widget()
+            if page is not None and page.maximumHeight() != height:  # (every area holds its page)
+                page.setMaximumHeight(height)
 
     def _fit_run_side(self) -> None:
         """Stacked: the run's lines take their whole height (the bill scrolls as one); side by side: the room there

@@ -133,7 +133,7 @@ class FormulaForm(QWidget):
                 "8 / 4 / 2 for a quantized cache (its scales and zero points come on top).",
             )
         )
-        self.window = _spin(
+        self.window_spin = _spin(  # not self.window: that is QWidget.window()
             0,
             100_000_000,
             translate(
@@ -209,7 +209,7 @@ class FormulaForm(QWidget):
         self.terms: Terms | None = None
 
     def _boxes(self) -> tuple:
-        return (self.layers, self.kv_heads, self.head_dim, self.tokens, self.batch, self.bits, self.window)
+        return (self.layers, self.kv_heads, self.head_dim, self.tokens, self.batch, self.bits, self.window_spin)
 
     # ------------------------------------------------------------------ terms in and out
     def set_terms(self, terms: Terms, heads: int | None = None) -> None:
@@ -224,7 +224,7 @@ class FormulaForm(QWidget):
             self.tokens.setValue(terms.tokens)
             self.batch.setValue(terms.batch)
             self.bits.setCurrentIndex(max(0, self.bits.findData(int(terms.bits))))
-            self.window.setValue(terms.window or 0)
+            self.window_spin.setValue(terms.window or 0)
             self.pattern.setText(format_layer_windows(terms.layer_windows))
         finally:
             self._setting = False
@@ -257,7 +257,7 @@ class FormulaForm(QWidget):
             tokens=self.tokens.value(),
             batch=self.batch.value(),
             bits=int(self.bits.currentData()),
-            window=self.window.value() or None,
+            window=self.window_spin.value() or None,
             layer_windows=windows,
             latent=getattr(self, "_latent", None),
         )

@@ -198,7 +198,8 @@ class BlocksGrid(QWidget):
         """(columns of cells, cell width, cell height) for the current width."""
         fm = self.fontMetrics()
         size = self.snapshot.block_size if self.snapshot is not None else 16
-        room = self.parentWidget().height() if self.fit and self.parentWidget() is not None else 0
+        parent = self.parentWidget()
+        room = parent.height() if self.fit and parent is not None else 0
         self.one_line = room > 0  # fitted (the stage): the event word and L j beside the id, one text line
         least = self.cell_width()
         width = max(self.width(), least)

@@ -52,7 +52,7 @@ class BlockTableView(QTableWidget):
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self._fit_height()
         self.mapping: tuple[tuple[int, int], ...] = ()
-        self._state = None
+        self._state: tuple[object, int] | None = None  # set_table's (state, block_size), redrawn on a theme change
         theme.on_change(self._on_theme)
 
     def _fit_height(self) -> None:

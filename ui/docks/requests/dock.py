@@ -266,11 +266,11 @@ class RequestsView(QWidget):
         self.grid = BlocksGrid()
         self.grid.hovered.connect(self._hover)
         self.grid.tier_hovered.connect(self._hover_tier)
-        self.scroll = QScrollArea()
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setWidget(self.grid)
-        self.scroll.setMinimumHeight(150)  # two rows of blocks even on a short screen
-        lay.addWidget(self.scroll, 1)
+        self.grid_scroll = QScrollArea()  # not self.scroll: that is QWidget.scroll(dx, dy)
+        self.grid_scroll.setWidgetResizable(True)
+        self.grid_scroll.setWidget(self.grid)
+        self.grid_scroll.setMinimumHeight(150)  # two rows of blocks even on a short screen
+        lay.addWidget(self.grid_scroll, 1)
         self.table = BlockTableView()
         lay.addWidget(self.table)
         self.readout = QLabel(_hover_hint())
@@ -328,7 +328,7 @@ class RequestsView(QWidget):
         for widget in (self.readout, self.choose_row, self.table, self.reuse):
             widget.setVisible(not on)
         self.grid.set_fit(on)
-        self.scroll.setMinimumHeight(60 if on else 150)
+        self.grid_scroll.setMinimumHeight(60 if on else 150)
         self.numbers.set_staged(on)
         self._timeline_lay.setContentsMargins(QMargins() if on else self._timeline_margins)
         self._fit_timeline_legend()
@@ -631,8 +631,8 @@ class RequestsView(QWidget):
         lines = latency_lines(run) if run.batches else []
         lines += move_lines(run)
         self.latency.setText("\n".join(lines))
-        reuse = self.computed is not None and self.computed.reuse is not None
-        self.reuse.setText(reuse_line(self.computed.reuse) if reuse else "")
+        reuse = self.computed.reuse if self.computed is not None else None
+        self.reuse.setText(reuse_line(reuse) if reuse is not None else "")
 
     def selected_request(self) -> int | None:
         run = self.current_run()
@@ -643,7 +643,7 @@ class RequestsView(QWidget):
 
     def _draw(self, *_args) -> None:
         run = self.current_run()
-        if run is None or not run.snapshots:
+        if run is None or self.computed is None or not run.snapshots:  # a run is the computed's: both or neither
             return
         i = self.step
         snap = run.snapshots[i]
@@ -666,7 +666,7 @@ class RequestsView(QWidget):
 
     def _hover(self, block: int) -> None:
         run = self.current_run()
-        if run is None or block < 0:
+        if run is None or self.computed is None or block < 0:
             self.readout.setText(_hover_hint())
             return
         text = block_text(run.snapshots[self.step], block, self.computed.token_text)
@@ -676,7 +676,7 @@ class RequestsView(QWidget):
 
     def _hover_tier(self, tier: str, place: int) -> None:
         run = self.current_run()
-        if run is None:
+        if run is None or self.computed is None:
             return
         text = tier_block_text(run.snapshots[self.step], tier, place, self.computed.token_text)
         self.readout.setText(text)

@@ -4,6 +4,8 @@ ways to allocate the same rows (contiguous preallocated, contiguous exact, paged
 
 from __future__ import annotations
 
+from typing import cast
+
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QBrush, QColor, QPainter, QPen
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QSizePolicy, QTableWidget, QTableWidgetItem, QWidget
@@ -226,6 +228,7 @@ class SideBySideTable(QTableWidget):
         )
         for i in range(n):
             head = self.horizontalHeaderItem(i)
+            assert head is not None  # setHorizontalHeaderLabels just made one for every column
             head.setBackground(QBrush(QColor(request_color(i))))
             head.setForeground(QBrush(QColor(ink_on(request_color(i)))))
             head.setToolTip(plain_tip(on[i].prompt or ""))  # a prompt read from a file: shown as typed
@@ -277,7 +280,9 @@ class SideBySideTable(QTableWidget):
         }
         total["hits"] = (total["hits"][0], "{} / {}".format(*total["hits"][0]))
         self._column(n, total, bold=True)
-        self.horizontalHeaderItem(n).setToolTip(
+        all_head = self.horizontalHeaderItem(n)
+        assert all_head is not None  # the "all" column's, made with the others
+        all_head.setToolTip(
             translate("views.requests_numbers", "sums over the requests (the ratio: total TTFT on ÷ total TTFT off)")
         )
         self.resizeColumnsToContents()
@@ -286,7 +291,7 @@ class SideBySideTable(QTableWidget):
     def _column(self, col: int, cells: dict[str, tuple[object, str | None]], bold: bool = False) -> None:
         for row, key in enumerate(ROW_KEYS):
             value, text = cells[key]
-            item = QTableWidgetItem(integer(value) if text is None else text)
+            item = QTableWidgetItem(integer(cast(int, value)) if text is None else text)  # no text: a count
             item.setData(Qt.ItemDataRole.UserRole, value)
             item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             if key == "ratio" and isinstance(value, float) and value < 1:

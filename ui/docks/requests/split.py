@@ -15,6 +15,7 @@ Nothing here measures: the worker computes a ``SplitComputed`` (``compute_split`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
@@ -39,6 +40,9 @@ from ... import theme
 from ...i18n import fill, integer, local, translate
 from .blocks import ink_on, request_color
 
+if TYPE_CHECKING:  # the worker computes the runs (it imports torch); this only reads them
+    from kvsim.serving.disagg import Served, Transfer
+
 CELL = 14  # px: one block of a pool
 GAP = 2
 MIDDLE = 70  # px between the two pools
@@ -49,8 +53,8 @@ DIP = 34  # px under the pools where the transfer's curves run (clear of every b
 class SplitComputed:
     """One press of the tab's Run: the request list colocated and disaggregated."""
 
-    colocated: object  # kvsim.serving.disagg.Served
-    split: object  # kvsim.serving.disagg.Served
+    colocated: Served
+    split: Served
     prompt_tokens: tuple[int, ...]
     block_size: int
     steps: int
@@ -93,13 +97,13 @@ class PoolsView(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.transfer = None
+        self.transfer: Transfer | None = None
         self._cells: list[PoolCell] = []
         self._lines: list[tuple[QPointF, QPointF]] = []  # (a prefill block's bottom, its decode block's bottom)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         theme.on_change(lambda _name: self.update())
 
-    def set_transfer(self, transfer) -> None:
+    def set_transfer(self, transfer: Transfer | None) -> None:
         self.transfer = transfer
         self._relayout()
 
@@ -211,6 +215,8 @@ class ClockView(QWidget):
 
     def _end_ms(self) -> float:
         c = self.computed
+        if c is None:  # no run drawn: any scale will do
+            return 1.0
         times = [t for run in (c.colocated, c.split) for r in run.requests for t in r.token_ms]
         return max(times + [t.arrived_ms for t in c.split.transfers], default=1.0) or 1.0
 
@@ -320,6 +326,7 @@ class SplitTable(QTableWidget):
         self.setHorizontalHeaderLabels([translate("views.requests_split", "req {n}").format(n=i + 1) for i in range(len(split))])
         for i in range(len(split)):
             head = self.horizontalHeaderItem(i)
+            assert head is not None  # setHorizontalHeaderLabels just made one for every column
             head.setBackground(QBrush(QColor(request_color(i))))
             head.setForeground(QBrush(QColor(ink_on(request_color(i)))))
         yes, no = translate("views.requests_split", "yes"), translate("views.requests_split", "NO")
@@ -442,17 +449,18 @@ class SplitView(QWidget):
 
     def _order(self) -> list[int]:
         """The transfers in the order their rows arrived."""
+        assert self.computed is not None  # asked by shown_transfer, once a run is shown
         ts = self.computed.split.transfers
         return sorted(range(len(ts)), key=lambda k: ts[k].arrived_ms)
 
-    def shown_transfer(self):
+    def shown_transfer(self) -> Transfer | None:
         if self.computed is None or not self.computed.split.transfers:
             return None
         return self.computed.split.transfers[self._order()[self.slider.value()]]
 
     def _show(self, _value: int = 0) -> None:
         t = self.shown_transfer()
-        if t is None:
+        if t is None or self.computed is None:
             return
         n = len(self.computed.split.transfers)
         self.step_label.setText(translate("views.requests_split", "transfer {k} / {n}").format(k=self.slider.value() + 1, n=n))

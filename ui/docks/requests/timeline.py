@@ -21,6 +21,7 @@ rows coming back) in the tier's colour; the tooltip gives the blocks, bytes and 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
@@ -32,6 +33,9 @@ from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lu
 from ... import theme
 from ...i18n import fill, translate
 from .blocks import request_color, tier_color, tier_name
+
+if TYPE_CHECKING:
+    from kvsim.serving.records import RequestsRun
 
 NONE, WAITING, PREFILL, DECODE, RECOMPUTE, PREEMPTED = range(6)
 STATE_WORDS = {
@@ -254,7 +258,7 @@ class TimelineView(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.run = None
+        self.run: RequestsRun | None = None
         self.step = 0
         self.states = np.zeros((0, 0), dtype=np.int8)
         self.tokens = np.zeros((0, 0), dtype=np.int32)
@@ -263,7 +267,7 @@ class TimelineView(QWidget):
         self.setMouseTracking(True)
         theme.on_change(lambda _name: self.update())
 
-    def set_run(self, run) -> None:
+    def set_run(self, run: RequestsRun | None) -> None:
         self.run = run
         self.marks = []
         if run is None or not (run.batches or run.snapshots):
@@ -389,6 +393,7 @@ class TimelineView(QWidget):
 
     def _describe_cell(self, request: int, step: int) -> str:
         state = int(self.states[request, step])
+        assert self.run is not None  # a cell has a state only in a run's grid (set_run)
         if not self.run.batches:  # one at a time: the snapshot's phase
             text = translate("views.requests_timeline", "request {n}, step {s}").format(n=request + 1, s=step + 1)
             return text + (": " + state_word(state) if state else "")
@@ -498,6 +503,8 @@ class TimelineView(QWidget):
     def pool_columns(self) -> list[tuple[int, int, int]]:
         """Per column: (blocks held by running requests, free blocks still cached, free blocks)."""
         run = self.run
+        if run is None:  # no run, no pool
+            return []
         if run.batches:
             return [(b.held_blocks, b.cached_free_blocks, b.free_blocks) for b in run.batches]
         return [(s.usable_blocks - s.free_blocks, s.cached_free_blocks, s.free_blocks) for s in run.snapshots]
@@ -542,7 +549,7 @@ def fill_prefix_tree(widget, computed) -> None:
     if computed is None or not computed.prefix_tree:
         return
     held = [tuple(r.prompt_ids) + tuple(r.output_ids[:-1]) for r in computed.both.on.requests]
-    items = {}
+    items: dict[int | None, QTreeWidgetItem] = {}
     for node in computed.prefix_tree:
         path = computed.tree_paths[node.id]
         through = [i + 1 for i, h in enumerate(held) if h[: len(path)] == path]

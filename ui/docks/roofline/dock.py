@@ -8,6 +8,7 @@ come from ``kvsim.costs.roofline.points_from_records`` — this view only draws 
 
 from __future__ import annotations
 
+import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QTabWidget, QVBoxLayout, QWidget
 
 from kvsim.core.units import si
@@ -53,7 +54,7 @@ class RooflineView(QWidget):
         self.peaks = None
         self._measuring: tuple[str, str] | None = None
         self.points: list[RooflinePoint] = []  # every component of every step: the RooflinePoints drawn are the shown ones
-        self.groups: dict[tuple[int, str, str], object] = {}
+        self.groups: dict[tuple[int, str, str], pg.ScatterPlotItem] = {}
         self.dirty = True
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
@@ -133,6 +134,7 @@ class RooflineView(QWidget):
             return
         self.staged = on
         side = self.side.layout()
+        assert isinstance(side, QVBoxLayout)  # the side column's own, made in __init__
         if on:
             row = QHBoxLayout()  # the show box and Measure again on one line ("show:" steps aside: the box says it)
             row.addWidget(self.show_box, 1)
@@ -150,9 +152,10 @@ class RooflineView(QWidget):
         else:
             while side.count() > 1:  # the lead stays
                 item = side.takeAt(1)
-                if item.layout() is not None:
-                    while item.layout().count():
-                        item.layout().takeAt(0)
+                inner = item.layout() if item is not None else None
+                if inner is not None:
+                    while inner.count():
+                        inner.takeAt(0)
             self.show_label.show()
             for w in (self.machine, self.show_label, self.show_box, self.again):
                 self._bar.addWidget(w, 1 if w is self.machine else 0)

@@ -58,7 +58,8 @@ class RoofPlot(pg.PlotWidget):
         self.ceiling_text = pg.TextItem("", color=theme.MUTED, anchor=(1, 1))
         for item in (self.roof, self.ridge_dot, self.ridge_text, self.slope_text, self.ceiling_text):
             pi.addItem(item)
-        self.peak = self.bandwidth = None
+        self.peak: float | None = None
+        self.bandwidth: float | None = None
 
     def set_roof(self, peak_flops: float | None, bandwidth: float | None, name: str = "") -> None:
         self.peak, self.bandwidth = peak_flops, bandwidth

@@ -209,7 +209,7 @@ class PresetPanel(QWidget):
             rows.append("<tr>" + "".join(f"<td align='right'>&nbsp;{c}&nbsp;</td>" for c in cells) + "</tr>")
         self.table.setText(f"<table cellspacing='0'><tr>{head}</tr>{''.join(rows)}</table>")
         self.plot.set_roof(chip.bf16_flops, chip.bandwidth, chip.name)
-        at = {what: min(b.peak_flops, b.bandwidth * b.intensity) for what, b in self.bounds.items()}
+        reach = {what: min(b.peak_flops, b.bandwidth * b.intensity) for what, b in self.bounds.items()}
         for what, b in self.bounds.items():
-            self.dots[what].setData(x=log10([b.intensity]), y=log10([at[what]]))
-        self.plot.fit([b.intensity for b in self.bounds.values()], list(at.values()))
+            self.dots[what].setData(x=log10([b.intensity]), y=log10([reach[what]]))
+        self.plot.fit([b.intensity for b in self.bounds.values()], list(reach.values()))
