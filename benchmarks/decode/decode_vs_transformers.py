@@ -110,11 +110,14 @@ class LaneEngine:
 
     def __init__(self, model: Transformer, tokenizer: object) -> None:
         self.model, self.tokenizer = model, tokenizer
+        self._hot = torch.zeros(model.cfg.vocab_size)  # one buffer, its one entry moved: no vocabulary-sized
+        self._last = 0  # allocation and fill timed as the lane's (lockstep reads a step's answer before the next)
 
     def _onehot(self, token: int) -> torch.Tensor:
-        out = torch.zeros(self.model.cfg.vocab_size)
-        out[token] = 1.0
-        return out
+        self._hot[self._last] = 0.0
+        self._hot[token] = 1.0
+        self._last = token
+        return self._hot
 
     def prefill(self, ids: list[int]) -> torch.Tensor:
         self.sim = Simulator(self.model, self.tokenizer, ids, parse_lanes("kv"))  # type: ignore[arg-type]

@@ -126,6 +126,7 @@ class KVCache(Cache):
         self._v: list[torch.Tensor | None] = [None] * self.n_layers
         self._pos: list[torch.Tensor | None] = [None] * self.n_layers
         self._len = [0] * self.n_layers
+        self._row_bytes = [0] * self.n_layers  # a K and a V row of each layer (its buffers' shapes), for bytes_split
         self._written_from = 0  # the lowest slot written since take_rewritten_from last looked
         windows = self.layer_windows or (None,) * self.n_layers
         self._local = {i: SlidingWindowCache(1, w) for i, w in enumerate(windows) if w is not None}
@@ -141,6 +142,8 @@ class KVCache(Cache):
     def record_layer(self) -> int:
         """The layer whose rows the records show: a global one (it holds every row) when there is one, and one
         that holds rows at all (not a recurrent layer, not a layer that reads another's: CLA)."""
+        if not self._local and self._k[0] is not None:  # every layer global, the first holds rows
+            return 0
         global_layers = [i for i in range(self.n_layers) if i not in self._local]
         return next((i for i in global_layers if self._k[i] is not None), global_layers[0] if global_layers else 0)
 
@@ -162,6 +165,7 @@ class KVCache(Cache):
             new_v[:, :, :n] = old_v[:, :, :n]
             new_pos[:n] = old_pos[:n]
         self._k[layer], self._v[layer], self._pos[layer] = new_k, new_v, new_pos
+        self._row_bytes[layer] = b * h * (new_k.shape[3] + new_v.shape[3]) * new_k.element_size()
 
     def update(
         self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor, positions: torch.Tensor
@@ -232,12 +236,9 @@ class KVCache(Cache):
         return max(held + [c.n_tokens for c in self._local.values()])
 
     def bytes_split(self) -> tuple[int, int]:
-        total = sum(local.bytes_split()[0] for local in self._local.values())
-        for layer, k in enumerate(self._k):
-            v = self._v[layer]
-            if k is not None and v is not None:
-                row_bytes = k.shape[0] * k.shape[1] * (k.shape[3] + v.shape[3]) * k.element_size()  # a K and a V row
-                total += row_bytes * self._len[layer]
+        total = sum(local.bytes_split()[0] for local in self._local.values()) if self._local else 0
+        # a K and a V row of each layer, kept when its buffers were allocated (0 for a layer that holds none)
+        total += sum(row * n for row, n in zip(self._row_bytes, self._len, strict=True))
         return total + self._states.nbytes, 0
 
     @property
