@@ -72,14 +72,16 @@ def title(lane) -> str:
 
 
 def weights_words(weights: str) -> str:
-    """A weights suffix as its format's name: "w8" → "INT8", "w4:g64" → "INT4 (g64)", "w8:fphead" → "INT8
-    (fp head)", "gguf" → "GGUF"; the group and the head are notation, the same in every language."""
+    """A weights suffix as its format's name: "w8" → "INT8" (llama.cpp's Q8_0 blocks), "w8:row" → "INT8 (per row)",
+    "w4:g64" → "INT4 (g64)", "w8:fphead" → "INT8 (fp head)", "gguf" → "GGUF"; the group and the head are notation,
+    the same in every language, "per row" is words."""
     parts = [p for p in weights.lower().split(":") if p]
     if not parts:
         return ""
     head, rest = parts[0], parts[1:]
     name = f"INT{head[1:]}" if head in ("w8", "w4") else head.upper()
-    notes = [("fp head" if part == "fphead" else part) for part in rest]
+    said = {"fphead": "fp head", "row": translate(CONTEXT, "per row")}  # one scale per row of each matrix
+    notes = [said.get(part, part) for part in rest]
     return f"{name} ({', '.join(notes)})" if notes else name
 
 
