@@ -22,6 +22,7 @@ from ..i18n import LocalFormatter, integer, translate
 CONTEXT = "policies"  # kvsim.core.words.POLICIES: the context every policy marks its words in
 WEIGHTS = QT_TRANSLATE_NOOP("policies", " · weights {weights}")
 WEIGHTS_ALONE = QT_TRANSLATE_NOOP("policies", "weights {weights}")  # a plain cache's short header: what differs
+PER_ROW = QT_TRANSLATE_NOOP("policies", "per row")  # w8:row: one scale per row of each matrix
 
 
 _FORMATTER = LocalFormatter()  # named placeholders only, numbers in the locale's way
@@ -80,7 +81,7 @@ def weights_words(weights: str) -> str:
         return ""
     head, rest = parts[0], parts[1:]
     name = f"INT{head[1:]}" if head in ("w8", "w4") else head.upper()
-    said = {"fphead": "fp head", "row": translate(CONTEXT, "per row")}  # one scale per row of each matrix
+    said = {"fphead": "fp head", "row": translate(CONTEXT, PER_ROW)}
     notes = [said.get(part, part) for part in rest]
     return f"{name} ({', '.join(notes)})" if notes else name
 
