@@ -51,9 +51,7 @@ def parse_weights(text: str) -> dict[str, Any]:
             if not 2 <= group <= 65536 or group % 2:
                 raise SpecError(f"weights suffix @{text}: the group must be an even number from 2 to 65536")
         else:
-            raise SpecError(
-                f"weights suffix @{text}: unknown part {part!r} (expected gG, e.g. g64, row (w8 only) or fphead)"
-            )
+            raise SpecError(f"weights suffix @{text}: unknown part {part!r} (expected gG, e.g. g64, row (w8 only) or fphead)")
     blocks = {"blocks": "Q8_0", "group": Q8_0_GROUP} if bits == 8 and group is None and not row else {}
     return {"bits": bits, "group": group, **blocks, **({"fphead": True} if fphead else {})}
 

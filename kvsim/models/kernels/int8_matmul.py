@@ -88,9 +88,7 @@ def usable(x: torch.Tensor, codes: torch.Tensor) -> bool:
 
 
 _LIBRARY = torch.library.Library("kvsim", "FRAGMENT")  # noqa: TOR901 - an operator kvsim defines, not an override
-_LIBRARY.define(
-    "int8_linear(Tensor x, Tensor q, Tensor scales, int out_features, int block, int stride, int offset) -> Tensor"
-)
+_LIBRARY.define("int8_linear(Tensor x, Tensor q, Tensor scales, int out_features, int block, int stride, int offset) -> Tensor")
 
 
 def _int8_linear_cpu(

@@ -101,9 +101,9 @@ def _quantize_superblocks(x: np.ndarray) -> np.ndarray:
     )
     # ql per half: [l 0..31 from runs 0|2, l 32..63 from runs 1|3]; reorder to the reference's half-by-half layout
     ql = np.concatenate([ql[:, 0:32], ql[:, 64:96], ql[:, 32:64], ql[:, 96:128]], axis=-1).astype(np.uint8)
+    top = ell >> 4  # each code's top two bits
     qh = np.concatenate(
-        [(ell[:, h, 0] >> 4) | ((ell[:, h, 1] >> 4) << 2) | ((ell[:, h, 2] >> 4) << 4) | ((ell[:, h, 3] >> 4) << 6) for h in range(2)],
-        axis=-1,
+        [top[:, h, 0] | (top[:, h, 1] << 2) | (top[:, h, 2] << 4) | (top[:, h, 3] << 6) for h in range(2)], axis=-1
     ).astype(np.uint8)
     out = np.concatenate([ql, qh, sc.view(np.uint8), d16.reshape(n, 1).view(np.uint8)], axis=-1)
     out[empty] = 0  # an all-zero super-block: every byte 0 (d = +0)

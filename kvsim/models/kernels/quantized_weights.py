@@ -183,20 +183,17 @@ def quantize_model(model: M, bits: int, group: int | None = None, head: bool = T
                                 "(w8:row quantizes them)"
                             )
                         raw = quantize_q8_0(child.weight).cpu().numpy()
-                        q8 = GGUFBlockLinear(
-                            raw, "Q8_0", child.out_features, child.in_features, child.weight.dtype, child.bias
-                        )
+                        q8 = GGUFBlockLinear(raw, "Q8_0", child.out_features, child.in_features, child.weight.dtype, child.bias)
                         setattr(parent, name, q8.to(child.weight.device))
                     else:
                         setattr(parent, name, QuantizedLinear(child, bits, group))
     if head:
-        _quantize_head(qmodel, head_kind(bits, qmodel.lm_head.in_features))
+        lm_head: Any = qmodel.lm_head
+        _quantize_head(qmodel, head_kind(bits, int(lm_head.in_features)))
     return qmodel.eval()
 
 
-def quantized_bytes(
-    model: nn.Module, bits: int, group: int | None = None, head: bool = True, blocks: str | None = None
-) -> int:
+def quantized_bytes(model: nn.Module, bits: int, group: int | None = None, head: bool = True, blocks: str | None = None) -> int:
     """The bytes ``quantize_model(model, bits, group, head, blocks)`` adds, by arithmetic on the shapes (nothing is
     quantized): each block projection's codes, scales and copied bias (or its Q8_0 blocks: 34 bytes per 32), and the
     LM head's blocks (``head_kind``: Q8_0's 34 bytes per 32 or Q6_K's 210 per 256)."""

@@ -67,7 +67,8 @@ def test_copies_over_the_memory_free_are_refused_before_any_is_made(monkeypatch,
     calls = _count_loads(monkeypatch)
     made: list[object] = []
     monkeypatch.setattr(model_side, "quantize_model", lambda *a, **k: made.append(a) or a[0])
-    need = quantized_bytes(tiny.model, 8, 32, blocks="Q8_0") + quantized_bytes(tiny.model, 4, 32) + weight_bytes(tiny.model)["total"]
+    w8 = quantized_bytes(tiny.model, 8, 32, blocks="Q8_0")
+    need = w8 + quantized_bytes(tiny.model, 4, 32) + weight_bytes(tiny.model)["total"]
     monkeypatch.setattr(blocks, "available_memory", lambda: need)  # the copies would take all of it
     lanes = parse_lanes("kv,kv@w8,kv@w4,spec:2:model:tiny,spec:4:model:tiny")
     with pytest.raises(SimulationError) as info:

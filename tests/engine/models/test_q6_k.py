@@ -16,7 +16,14 @@ from kvsim.caches import KVCache, parse_lanes
 from kvsim.engine.simulate import Simulator
 from kvsim.models.gguf.blocks import dequantize_blocks
 from kvsim.models.kernels.q6_k import quantize_q6_k
-from kvsim.models.kernels.quantized_weights import BlockEmbedding, head_format, head_kind, quantize_model, quantized_bytes, weight_bytes
+from kvsim.models.kernels.quantized_weights import (
+    BlockEmbedding,
+    head_format,
+    head_kind,
+    quantize_model,
+    quantized_bytes,
+    weight_bytes,
+)
 from kvsim.models.loading import load_model
 
 Q6_K = GGMLQuantizationType.Q6_K
