@@ -6,9 +6,9 @@ the weight shapes of SmolLM2-135M (576 wide, MLP 1536, vocab 49152). Decides
     python benchmarks/weights/weight_kernels.py [--threads 1] [--repeats 50]
     python benchmarks/weights/weight_kernels.py --model smollm2-135m --repeats 15   # whole decode steps, A/B
 
-With ``--model``: one decode step (one new row over a 16-token cache) of the model in fp32, in INT8
-with each kernel and in INT4 g32, the four interleaved round by round so that load on a shared machine
-hits them alike; the median per variant.
+With ``--model``: one decode step (one new row over a 16-token cache) of the model in fp32, in INT8 per row
+and as Q8_0 blocks with each kernel, and in INT4 g32, interleaved round by round so that load on a shared
+machine hits them alike; the median per variant.
 """
 
 from __future__ import annotations
@@ -77,7 +77,12 @@ def row(out: int, inp: int, m: int, repeats: int) -> list[float]:
 
 
 def model_ab(name: str, repeats: int) -> None:
+    """One decode step of each variant, interleaved round by round (the order rotating): fp32; INT8 per row
+    (``w8:row``) and INT8 as Q8_0 blocks (``w8``, the default), each through the codes kernel
+    (``kvsim.models.kernels.int8_matmul``) and dequantize-then-matmul (the kernel switched off for that variant);
+    INT8 per row through ``_weight_int8pack_mm``; INT4 g32."""
     from kvsim.caches import KVCache
+    from kvsim.models.kernels import int8_matmul
     from kvsim.models.kernels import quantized_weights as qw
     from kvsim.models.loading import load_model
 
@@ -85,25 +90,32 @@ def model_ab(name: str, repeats: int) -> None:
     cfg = model.cfg
     variants = {"fp32": model}
     qw.INT8_KERNEL["cpu"] = "int8pack"
-    variants["w8 int8pack"] = qw.quantize_model(model, 8)
+    variants["w8:row int8pack"] = qw.quantize_model(model, 8)
     qw.INT8_KERNEL["cpu"] = "dequant"
-    variants["w8 dequant"] = qw.quantize_model(model, 8)
+    variants["w8:row dequant"] = variants["w8:row kernel"] = qw.quantize_model(model, 8)
+    variants["w8 (Q8_0) dequant"] = variants["w8 (Q8_0) kernel"] = qw.quantize_model(model, 8, 32, blocks="Q8_0")
     variants["w4:g32 dequant"] = qw.quantize_model(model, 4, 32)
+    kernel = int8_matmul.int8_kernel()  # None where numba is not installed: every variant dequantizes
     ids = torch.arange(1, 18)[None]
     caches = {}
-    for key, m in variants.items():
-        caches[key] = KVCache(cfg.n_layers)
-        m(ids[:, :16], torch.arange(16), caches[key], last_only=True)
-    times: dict[str, list[float]] = {k: [] for k in variants}
-    for _ in range(repeats):
+    with torch.inference_mode():
         for key, m in variants.items():
-            caches[key].truncate(16)
-            t0 = time.perf_counter()
-            m(ids[:, 16:17], torch.tensor([16]), caches[key], last_only=True)
-            times[key].append((time.perf_counter() - t0) * 1e3)
-    print(f"{name}: one decode step, median of {repeats} interleaved rounds (ms)")
+            caches[key] = KVCache(cfg.n_layers)
+            m(ids[:, :16], torch.arange(16), caches[key], last_only=True)
+        times: dict[str, list[float]] = {k: [] for k in variants}
+        keys = list(variants)
+        for r in range(repeats):
+            for key in keys[r % len(keys) :] + keys[: r % len(keys)]:
+                int8_matmul._kernel = kernel if key.endswith("kernel") else False  # the codes kernel on or off
+                caches[key].truncate(16)
+                t0 = time.perf_counter()
+                variants[key](ids[:, 16:17], torch.tensor([16]), caches[key], last_only=True)
+                times[key].append((time.perf_counter() - t0) * 1e3)
+        int8_matmul._kernel = kernel
+    print(f"{name}: one decode step, median of {repeats} interleaved rounds (ms); weight bytes held")
     for key, t in times.items():
-        print(f"  {key:<16} {statistics.median(t):9.2f}  (min {min(t):.2f}, max {max(t):.2f})")
+        held = qw.weight_bytes(variants[key])["total"]
+        print(f"  {key:<20} {statistics.median(t):9.2f}  (min {min(t):.2f}, max {max(t):.2f})  {held:>13,} B")
 
 
 if __name__ == "__main__":

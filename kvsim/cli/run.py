@@ -187,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
             summary["lanes"][lane.name]["weights"] = weights_label(lane.spec.weights)
             from ..models.kernels.quantized_weights import head_format  # torch: imported once a run is under way
 
-            summary["lanes"][lane.name]["weight_head"] = head_format(lane.model)  # "Q8_0" or "as loaded"
+            summary["lanes"][lane.name]["weight_head"] = head_format(lane.model)  # "Q8_0", "Q6_K", "as loaded"
     if compile_s is not None:
         summary["compile_s"] = round(compile_s, 3)  # compiling + the warm-up forwards, outside every timed step
     if args.free_running:

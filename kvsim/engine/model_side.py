@@ -60,7 +60,9 @@ def _copy_bytes(model: Transformer, weights: dict[str, Any]) -> int:
             return os.stat(path).st_size if path is not None else 0
         except OSError:
             return 0
-    return quantized_bytes(model, weights["bits"], weights.get("group"), head=not weights.get("fphead"))
+    return quantized_bytes(
+        model, weights["bits"], weights.get("group"), head=not weights.get("fphead"), blocks=weights.get("blocks")
+    )
 
 
 def plan_copies(lanes: list[Lane], model: Transformer) -> list[tuple[str, int | None]]:
@@ -122,7 +124,9 @@ def _weights_model(model: Transformer, weights: dict[str, Any]) -> Transformer:
         if not kinds:
             raise ValueError(f"{path} has no projections in a block format kept as it is ({', '.join(BLOCK_BYTES)})")
         return kept
-    return quantize_model(model, weights["bits"], weights.get("group"), head=not weights.get("fphead"))
+    return quantize_model(
+        model, weights["bits"], weights.get("group"), head=not weights.get("fphead"), blocks=weights.get("blocks")
+    )
 
 
 def attach(lanes: list[Lane], model: Transformer, tokenizer: Tokenizer, sampling: Sampling) -> None:
@@ -154,7 +158,7 @@ def lane_meta(lane: Lane) -> dict[str, Any]:
     if lane.spec.weights:
         meta["weights"] = weights_label(lane.spec.weights)
         meta["quantized_weight_bytes"] = lane.weight_bytes["quantized"]
-        meta["weight_head"] = head_format(lane.model)  # "Q8_0", or "as loaded" (the bill says which)
+        meta["weight_head"] = head_format(lane.model)  # "Q8_0", "Q6_K" or "as loaded" (the bill says which)
     if lane.driver is not None:
         meta["draft"] = lane.driver.drafter.label
         meta["draft_k"] = lane.driver.k

@@ -769,6 +769,10 @@
         <translation>pesos {weights}</translation>
     </message>
     <message>
+        <source>per row</source>
+        <translation>por linha</translation>
+    </message>
+    <message>
         <source>it also holds the attention score it ranks each row by (float32, per row and KV head: +{overhead:,} B)</source>
         <translation>também guarda a pontuação de atenção pela qual ordena cada linha (float32, por linha e cabeça KV: +{overhead:,} B)</translation>
     </message>
@@ -2048,6 +2052,10 @@ linhas esmaecidas: lidas do cache (não calculadas neste passo)</translation>
     <message>
         <source>LM head in Q8_0</source>
         <translation>camada de saída em Q8_0</translation>
+    </message>
+    <message>
+        <source>LM head in Q6_K</source>
+        <translation>camada de saída em Q6_K</translation>
     </message>
     <message>
         <source>LM head as loaded</source>

@@ -49,7 +49,7 @@ def test_json_carries_the_model_side_fields(capsys, tmp_path) -> None:
     # the weights' bytes are those of the stored tensors
     model = load_model(SMALL).model
     assert lanes_sum["kv"]["weight_bytes"] == weight_bytes(model)["total"]
-    assert lanes_sum["kv@w8"]["weight_bytes"] == weight_bytes(quantize_model(model, 8))["total"]
+    assert lanes_sum["kv@w8"]["weight_bytes"] == weight_bytes(quantize_model(model, 8, 32, blocks="Q8_0"))["total"]
     assert lanes_sum["int4@w4:g16"]["weights"] == "w4:g16"
     assert lanes_sum["int4@w4:g16"]["weight_bytes"] < lanes_sum["kv@w8"]["weight_bytes"] < lanes_sum["kv"]["weight_bytes"]
     trace = Trace.load(path)

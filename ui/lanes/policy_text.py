@@ -22,6 +22,7 @@ from ..i18n import LocalFormatter, integer, translate
 CONTEXT = "policies"  # kvsim.core.words.POLICIES: the context every policy marks its words in
 WEIGHTS = QT_TRANSLATE_NOOP("policies", " · weights {weights}")
 WEIGHTS_ALONE = QT_TRANSLATE_NOOP("policies", "weights {weights}")  # a plain cache's short header: what differs
+PER_ROW = QT_TRANSLATE_NOOP("policies", "per row")  # w8:row: one scale per row of each matrix
 
 
 _FORMATTER = LocalFormatter()  # named placeholders only, numbers in the locale's way
@@ -72,14 +73,16 @@ def title(lane) -> str:
 
 
 def weights_words(weights: str) -> str:
-    """A weights suffix as its format's name: "w8" → "INT8", "w4:g64" → "INT4 (g64)", "w8:fphead" → "INT8
-    (fp head)", "gguf" → "GGUF"; the group and the head are notation, the same in every language."""
+    """A weights suffix as its format's name: "w8" → "INT8" (llama.cpp's Q8_0 blocks), "w8:row" → "INT8 (per row)",
+    "w4:g64" → "INT4 (g64)", "w8:fphead" → "INT8 (fp head)", "gguf" → "GGUF"; the group and the head are notation,
+    the same in every language, "per row" is words."""
     parts = [p for p in weights.lower().split(":") if p]
     if not parts:
         return ""
     head, rest = parts[0], parts[1:]
     name = f"INT{head[1:]}" if head in ("w8", "w4") else head.upper()
-    notes = [("fp head" if part == "fphead" else part) for part in rest]
+    said = {"fphead": "fp head", "row": translate(CONTEXT, PER_ROW)}
+    notes = [said.get(part, part) for part in rest]
     return f"{name} ({', '.join(notes)})" if notes else name
 
 

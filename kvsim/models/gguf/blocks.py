@@ -136,27 +136,44 @@ def dequantize_blocks(raw: torch.Tensor, kind: str, out_features: int, in_featur
 
 
 class GGUFBlockLinear(nn.Module):
-    """``nn.Linear`` (no bias) over a GGUF tensor's raw blocks, rows in kvsim's order."""
+    """``nn.Linear`` over a GGUF tensor's raw blocks, rows in kvsim's order (a bias, when given, kept as is beside
+    them, as llama.cpp keeps a projection's 1-D bias in float32)."""
 
     raw: torch.Tensor
 
-    def __init__(self, raw: np.ndarray, kind: str, out_features: int, in_features: int, dtype: torch.dtype) -> None:
+    def __init__(
+        self,
+        raw: np.ndarray,
+        kind: str,
+        out_features: int,
+        in_features: int,
+        dtype: torch.dtype,
+        bias: torch.Tensor | None = None,
+    ) -> None:
         super().__init__()
         if kind not in BLOCK_BYTES or in_features % BLOCK_WEIGHTS[kind]:
             raise ValueError(f"GGUF {kind} blocks of a {out_features}×{in_features} weight are not kept as is")
         self.kind, self.out_features, self.in_features, self.out_dtype = kind, out_features, in_features, dtype
         self.register_buffer("raw", torch.from_numpy(np.array(raw, dtype=np.uint8, copy=True)))  # off the file map
-        self.bias = None
+        self.bias = None if bias is None else nn.Parameter(bias.detach().clone(), requires_grad=False)
 
     def dequantized(self) -> torch.Tensor:
         return dequantize_blocks(self.raw, self.kind, self.out_features, self.in_features).to(self.out_dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(x, self.dequantized())
+        from ..kernels import int8_matmul
+
+        if self.kind == "Q8_0" and int8_matmul.usable(x, self.raw):  # one row: the codes multiplied in place
+            b = self.raw.view(self.out_features, -1, BLOCK_BYTES["Q8_0"])
+            scales = _f16(b[..., 0:2]).squeeze(-1)  # (out, blocks) float32: one per 32 weights, widened per call
+            y = int8_matmul.int8_linear(x, self.raw.view(torch.int8), scales, self.out_features, BLOCK, 34, 2)
+            return y if self.bias is None else y + self.bias
+        return F.linear(x, self.dequantized(), self.bias)
 
     @property
     def stored_bytes(self) -> int:
-        return self.raw.numel()
+        """The blocks' bytes (+ the bias's)."""
+        return self.raw.numel() + (0 if self.bias is None else self.bias.numel() * self.bias.element_size())
 
 
 def keep_gguf_blocks(model: M, path: str | Path) -> tuple[M, list[str]]:

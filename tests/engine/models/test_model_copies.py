@@ -48,13 +48,17 @@ def test_spec_lanes_on_one_draft_model_load_it_once(monkeypatch, tiny) -> None:
 
 def test_the_plan_is_the_copies_real_size(tiny) -> None:
     model = tiny.model
-    for bits, group, head in ((8, None, True), (8, 64, True), (4, 32, True), (4, 64, False)):
-        assert quantized_bytes(model, bits, group, head) == weight_bytes(quantize_model(model, bits, group, head))["quantized"]
+    for bits, group, head, kind in ((8, None, True, None), (8, 64, True, None), (4, 32, True, None), (4, 64, False, None)) + (
+        (8, 32, True, "Q8_0"),
+        (8, 32, False, "Q8_0"),
+    ):
+        made = quantize_model(model, bits, group, head, blocks=kind)
+        assert quantized_bytes(model, bits, group, head, blocks=kind) == weight_bytes(made)["quantized"]
     specs = parse_lanes("kv@w8,int4@w8,kv@w4:g64,spec:2:model:tiny,spec:3:model:tiny,spec:2:model:nope")
     lanes = [Lane(s, make_cache(s, model.cfg.n_layers)) for s in specs]
     plan = dict(model_side.plan_copies(lanes, model))
     assert list(plan) == ["@w8", "@w4:g64", "model:tiny", "model:nope"]  # one entry per copy, shared ones once
-    assert plan["@w8"] == quantized_bytes(model, 8)
+    assert plan["@w8"] == quantized_bytes(model, 8, 32, blocks="Q8_0")  # plain w8: llama.cpp's Q8_0 blocks
     assert plan["model:tiny"] == sum(p.numel() * p.element_size() for p in model.parameters())
     assert plan["model:nope"] is None  # not known before loading: the load says what is wrong
 
@@ -63,7 +67,8 @@ def test_copies_over_the_memory_free_are_refused_before_any_is_made(monkeypatch,
     calls = _count_loads(monkeypatch)
     made: list[object] = []
     monkeypatch.setattr(model_side, "quantize_model", lambda *a, **k: made.append(a) or a[0])
-    need = quantized_bytes(tiny.model, 8) + quantized_bytes(tiny.model, 4, 32) + weight_bytes(tiny.model)["total"]
+    w8 = quantized_bytes(tiny.model, 8, 32, blocks="Q8_0")
+    need = w8 + quantized_bytes(tiny.model, 4, 32) + weight_bytes(tiny.model)["total"]
     monkeypatch.setattr(blocks, "available_memory", lambda: need)  # the copies would take all of it
     lanes = parse_lanes("kv,kv@w8,kv@w4,spec:2:model:tiny,spec:4:model:tiny")
     with pytest.raises(SimulationError) as info:

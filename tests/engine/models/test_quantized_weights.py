@@ -221,7 +221,21 @@ def test_weight_lane_trace_round_trip(tmp_path) -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", ["kv@w3", "kv@w4:g3", "kv@w8:x", "kv@", "@w8", "kv@w8@w4", "kv@w8:g64:g32", "kv@w4:g32:g32", "kv@w8:fphead:fphead"]
+    "bad",
+    [
+        "kv@w3",
+        "kv@w4:g3",
+        "kv@w8:x",
+        "kv@",
+        "@w8",
+        "kv@w8@w4",
+        "kv@w8:g64:g32",
+        "kv@w4:g32:g32",
+        "kv@w8:fphead:fphead",
+        "kv@w8:row:g32",
+        "kv@w8:row:row",
+        "kv@w4:row",
+    ],
 )
 def test_bad_weight_suffixes_are_one_clear_error(bad: str) -> None:
     with pytest.raises(SpecError):
@@ -234,3 +248,54 @@ def test_a_group_that_does_not_divide_the_width_is_a_clear_error() -> None:
     loaded = load_model(SPEC)
     with pytest.raises(SimulationError, match="groups of 48"):
         Simulator(loaded.model, loaded.tokenizer, [1, 2], parse_lanes("kv@w4:g48"))
+
+
+def test_w8_is_q8_0_blocks_and_w8_row_one_scale_per_row() -> None:
+    """Plain ``w8`` is llama.cpp's Q8_0 (blocks of 32 with an fp16 scale, gguf-py's bytes); ``w8:row`` the per-row
+    format it was before; both labels round-trip; the bill says which head."""
+    from kvsim.caches.weights import parse_weights, weights_label
+    from kvsim.models.gguf.blocks import GGUFBlockLinear
+
+    assert parse_weights("w8") == {"bits": 8, "group": 32, "blocks": "Q8_0"}
+    assert parse_weights("w8:row") == {"bits": 8, "group": None}
+    assert parse_weights("w8:g32") == {"bits": 8, "group": 32}  # fp32 scales per 32: another format than Q8_0
+    for text in ("w8", "w8:row", "w8:g32", "w8:fphead", "w8:row:fphead", "w4:g64"):
+        assert weights_label(parse_weights(text)) == text
+    loaded = load_model(TIED)
+    sim = Simulator(loaded.model, loaded.tokenizer, [1, 2, 3], parse_lanes("kv,kv@w8,kv@w8:row"), warmup=False)
+    q8, row = sim.lanes[1].model, sim.lanes[2].model
+    wq = loaded.model.layers[0].attn.wq.weight.detach().numpy()
+    assert isinstance(q8.layers[0].attn.wq, GGUFBlockLinear) and q8.layers[0].attn.wq.kind == "Q8_0"
+    np.testing.assert_array_equal(q8.layers[0].attn.wq.raw.numpy(), quantize(wq, Q8_0))  # gguf-py's own bytes
+    assert isinstance(row.layers[0].attn.wq, QuantizedLinear) and row.layers[0].attn.wq.scales.dim() == 1
+    meta = {lane["name"]: lane for lane in sim.trace.meta["lanes"]}
+    assert meta["kv@w8"]["weights"] == "w8" and meta["kv@w8:row"]["weights"] == "w8:row"
+    assert meta["kv@w8"]["weight_head"] == meta["kv@w8:row"]["weight_head"] == "Q8_0"
+
+
+@pytest.mark.parametrize("group", [None, 32, 64])
+def test_the_int8_codes_kernel_is_dequantize_then_matmul(group) -> None:
+    """One decode row through the codes kernel (kvsim.models.kernels.int8_matmul) equals dequantize-then-matmul to
+    float32 rounding, per row, per group and on Q8_0 blocks (bias added); FlopCounterMode counts it as the matmul."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from kvsim.models.gguf.blocks import GGUFBlockLinear
+    from kvsim.models.kernels import int8_matmul
+
+    if int8_matmul.int8_kernel() is None:
+        pytest.skip("numba is not installed (or turned off): every product dequantizes")
+    w = _weight(96, 192, seed=9)
+    linear = nn.Linear(192, 96)
+    with torch.no_grad():
+        linear.weight.copy_(w)
+    layers = [QuantizedLinear(linear, 8, group)]
+    if group == 32:
+        layers.append(GGUFBlockLinear(quantize_q8_0(w).numpy(), "Q8_0", 96, 192, torch.float32, linear.bias))
+    x = torch.randn(1, 1, 192)
+    for layer in layers:
+        assert int8_matmul.usable(x, layer.raw if isinstance(layer, GGUFBlockLinear) else layer.codes)
+        expected = torch.nn.functional.linear(x, layer.dequantized(), layer.bias)
+        with FlopCounterMode(display=False) as counter:
+            got = layer(x)
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+        assert counter.get_total_flops() == 2 * 192 * 96

@@ -407,8 +407,10 @@ class MemoryDock(QWidget):
         lanes = [lane for lane in run.meta.get("lanes", []) if isinstance(lane.get("weight_bytes"), int)]
         if not any(lane.get("weights") for lane in lanes):  # every lane holds the weights as loaded: said above
             return ""
-        heads = {  # which way a quantized lane holds its LM head (kv@w8: Q8_0 blocks; kv@w8:fphead: as loaded)
+        heads = {  # which way a quantized lane holds its LM head (kv@w8: Q8_0 blocks; kv@w4:g64 on a model whose
+            # width splits into 256s: Q6_K; kv@w8:fphead: as loaded)
             "Q8_0": translate("views.memory_dock", "LM head in Q8_0"),
+            "Q6_K": translate("views.memory_dock", "LM head in Q6_K"),
             "as loaded": translate("views.memory_dock", "LM head as loaded"),
         }
         sizes = " · ".join(
