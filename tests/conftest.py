@@ -121,10 +121,21 @@ def _in_slow_folder(path: Path) -> bool:
     return bool(parts) and parts[0] in SLOW_FOLDERS
 
 
+# The files that take longest, first: `-n auto --dist loadfile` hands out whole files in collection order, so the layout
+# file (its probe processes run side by side, minutes of wall time) starts at once on one worker while the other takes
+# the short files, instead of starting late and leaving one worker alone at the end (docs/testing.md)
+LONG_FIRST = ("app/window/test_layout.py",)
+
+
+def _long(path: Path) -> bool:
+    return path.is_relative_to(_TESTS) and path.relative_to(_TESTS).as_posix() in LONG_FIRST
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if _in_slow_folder(item.path) or {"qtbot", "qapp"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: not _long(item.path))  # stable: the order within and between the other files stays
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

@@ -599,8 +599,11 @@ def _one(app, mode: str, lang: str, shots: str | None, min_px: float, sizes: dic
         raise SystemExit("the run did not complete: " + w.controller.last_error)
     found: dict[str, list[str]] = {}
 
-    def look(name: str) -> None:
-        _settle(app, w)
+    def look(name: str, settled: bool = False) -> None:
+        # ``settled``: the caller has just settled the window (``_settled_view`` or ``_settle``): nothing ran since, and
+        # a second settle (its 0.3 s of events, the lanes' and costs' redraws, 8 still rounds) only repeated it
+        if not settled:
+            _settle(app, w)
         # what the audience sees is what is painted: an offscreen window that is never exposed is never painted,
         # and pyqtgraph lays its plots out when it paints (a page shown but unpainted measures its old layout)
         picture = w.grab()
@@ -625,7 +628,7 @@ def _one(app, mode: str, lang: str, shots: str | None, min_px: float, sizes: dic
                 continue
             w.stage.show(name)
             _settled_view(app, w, name)
-            look(f"stage-{name}")
+            look(f"stage-{name}", settled=True)
         from kvsim.ui.menu.recent import demos
 
         w.stage.show("lanes")
@@ -635,7 +638,7 @@ def _one(app, mode: str, lang: str, shots: str | None, min_px: float, sizes: dic
                 found[f"demo-{path.stem}"] = [f"the demo did not open: {w.controller.last_error}"]
                 continue
             _settle(app, w, 1.0)
-            look(f"demo-{path.stem}")
+            look(f"demo-{path.stem}", settled=True)
     elif mode.split(":")[0] == "scenes":  # one window, scene after scene: the model and lanes change, the window stays
         only = set(mode.split(":", 1)[1].split(",")) if ":" in mode else None  # "scenes:lanes-3,heads-mla": those
         for name, model, lanes, steps, views in scenes():
@@ -652,7 +655,7 @@ def _one(app, mode: str, lang: str, shots: str | None, min_px: float, sizes: dic
             for view in views:
                 w.stage.show(view)
                 _settled_view(app, w, view)
-                look(f"scene-{name}-{view}")
+                look(f"scene-{name}-{view}", settled=True)
             if w.stage.forced and w.width() >= 1100:
                 w.stage.toggle_forced()  # back to the docks for the next scene's desktop look
             w.stage.show("lanes")
@@ -665,7 +668,7 @@ def _one(app, mode: str, lang: str, shots: str | None, min_px: float, sizes: dic
             dock.setVisible(True)
             dock.raise_()
             _settled_view(app, w, name)
-            look(f"desktop-{name}")
+            look(f"desktop-{name}", settled=True)
     elif mode == "lesson":
         if not w.stage.active:
             w.stage.toggle_forced()
@@ -679,7 +682,7 @@ def _one(app, mode: str, lang: str, shots: str | None, min_px: float, sizes: dic
                 found[f"lesson-{step.id}"] = ["the step's state was not reached"]
                 continue
             _settled_view(app, w, step.view)
-            look(f"lesson-{step.id}")
+            look(f"lesson-{step.id}", settled=True)
             found[f"lesson-{step.id}"] += _lesson_problems(w, lesson, step)
     w.shutdown()
     w.close()

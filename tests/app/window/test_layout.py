@@ -63,10 +63,20 @@ def _jobs() -> list[tuple[tuple[int, int, float], list[str], list[str], list[str
     return jobs
 
 
+# a process's rough cost, per mode and language (its wall time measured on 2 shared cores: the lesson's and the scenes'
+# walks about 90 s, the normal and presenter views about 40 s a language, a fit a few seconds)
+WEIGHTS = {"lesson": 95, "scenes": 95, "normal": 40, "presenter": 40}
+
+
+def _weight(job: tuple[tuple[int, int, float], list[str], list[str], list[str]]) -> int:
+    _key, fits, modes, langs = job
+    return 2 * len(fits) + sum(WEIGHTS.get(mode, 40) for mode in modes) * len(langs)
+
+
 class Screens:
-    """Every screen's probe processes, run side by side (as many at once as the machine has cores, at least two:
-    each spends part of its time waiting on Qt's event loop) when a test first asks for a screen; their results,
-    merged per screen, are kept for the module's other tests."""
+    """Every screen's probe processes, run side by side (twice as many at once as the machine has cores, at least
+    four: each spends more than half its time waiting on Qt's event loop), longest first, when a test first asks for
+    a screen; their results, merged per screen, are kept for the module's other tests."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -83,8 +93,11 @@ class Screens:
         return json.loads(lines[-1][len("RESULT ") :]) if lines else {"error": f"rc {proc.returncode}: {proc.stderr[-3000:]}"}
 
     def _run_all(self) -> None:
-        jobs = _jobs()
-        with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        # the longest processes first, so that the last to start are short ones and none is left alone at the end
+        jobs = sorted(_jobs(), key=_weight, reverse=True)
+        # a probe process spends more than half its time asleep (its _settle and _until_still wait for Qt's timers and
+        # relayouts: 49 s of sleep in an 85 s walk of the scenes, 24 s of CPU), so twice as many as the cores run at once
+        with ThreadPoolExecutor(max_workers=min(len(jobs), 2 * max(2, os.cpu_count() or 2))) as pool:
             outs = list(pool.map(lambda numbered: self._one(numbered[0], *numbered[1]), enumerate(jobs)))
         for (key, _fits, _modes, _langs), out in zip(jobs, outs, strict=True):
             merged = self.results.setdefault(key, {"fit": {}, "probe": {}})
