@@ -263,3 +263,55 @@ def test_the_status_bar_names_the_view_a_key_or_page_down_just_showed(qtbot, qap
             check(key)
     finally:
         w.shutdown()
+
+
+def _names_another_view(w) -> str:
+    """The words of a stage view other than the one shown that the status bar names ("" when none)."""
+    message = w.statusBar().currentMessage()
+    shown = w.stage.words(w.stage.entries[w.stage.current][0])
+    others = [w.stage.words(entry) for name, (entry, _d) in w.stage.entries.items() if name != w.stage.current]
+    return next((words for words in others if words in message and words not in shown), "")
+
+
+def test_the_status_bar_never_names_a_view_the_lesson_presenter_mode_or_a_demo_left(qtbot, qapp):
+    """The lesson turning to a step on another view, presenter mode's keys and PgDn, a demo opened (Alt+1) after a
+    view key: the status bar names the view now shown or says something else, never the view before (the lesson
+    showed its step's view under "stage: Memory …", a view key's message, for six seconds)."""
+    w = ready_window(qtbot, qapp, "tiny", PROMPT, size=(1280, 720))
+    lesson = w.lesson
+    try:
+        w.stage.toggle_forced()
+        # the lesson: a step whose next step is on another view, the view key pressed, then PgDn to that step
+        steps = lesson.steps
+        i = next(i for i in range(len(steps) - 1) if steps[i].view != steps[i + 1].view and steps[i].view != "memory")
+        w.lesson_action.setChecked(True)
+        lesson.go(i)
+        qtbot.waitUntil(lambda: lesson.done or bool(lesson.problem), timeout=180_000)
+        press(qtbot, w, Qt.Key_M)
+        assert w.stage.current == "memory" and "Memory" in w.statusBar().currentMessage()
+        while lesson.index == i:
+            press(qtbot, w, Qt.Key_PageDown)
+        qtbot.waitUntil(lambda: w.stage.current == steps[i + 1].view, timeout=180_000)
+        qtbot.wait(120)
+        assert not _names_another_view(w), (w.stage.current, w.statusBar().currentMessage())
+        w.lesson_action.setChecked(False)
+        # presenter mode: every view key, then PgDn / PgUp
+        w.presenter.enter()
+        for name, (entry, _dock) in w.stage.entries.items():
+            if entry.key:
+                press(qtbot, w, getattr(Qt, f"Key_{entry.key}"))
+                qtbot.wait(60)
+                assert w.stage.current == name and not _names_another_view(w), (name, w.statusBar().currentMessage())
+        for key in (Qt.Key_PageDown,) * 3 + (Qt.Key_PageUp,) * 2:
+            press(qtbot, w, key)
+            qtbot.wait(60)
+            assert not _names_another_view(w), (w.stage.current, w.statusBar().currentMessage())
+        w.presenter.leave()
+        # a demo (Alt+1) opened on another view: the bar says what opened, or the view shown
+        press(qtbot, w, Qt.Key_M)
+        qtbot.keyClick(w.focusWidget() or w, Qt.Key_1, Qt.KeyboardModifier.AltModifier)
+        qtbot.waitUntil(lambda: w.controller.browsing, timeout=60_000)
+        qtbot.wait(120)
+        assert not _names_another_view(w), (w.stage.current, w.statusBar().currentMessage())
+    finally:
+        w.shutdown()
