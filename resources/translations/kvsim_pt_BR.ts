@@ -1151,6 +1151,10 @@
         <translation>aleatório · atenção esparsa do DeepSeek-V3.2 (MLA, cada query lê as suas 16 melhores linhas)</translation>
     </message>
     <message>
+        <source>{n} lanes</source>
+        <translation>{n} faixas</translation>
+    </message>
+    <message>
         <source>↺ Reset</source>
         <translation>↺ Recomeçar</translation>
     </message>
@@ -3041,6 +3045,10 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     <message>
         <source>the paged figure recomputed for the same rows with other block sizes: small blocks waste less of the last block, but a block is only shared once it is full, and the table has more entries</source>
         <translation>o valor paginado recalculado para as mesmas linhas com outros tamanhos de bloco: blocos pequenos desperdiçam menos no último bloco, mas um bloco só é compartilhado quando está cheio, e a tabela tem mais entradas</translation>
+    </message>
+    <message>
+        <source>≈: within noise.</source>
+        <translation>≈: dentro do ruído.</translation>
     </message>
     <message>
         <source>The same {n} requests, blocks of {b}, run with prefix caching off and on ({schedule}); TTFT is the median of {repeats} timed prefills, measured on this machine.</source>

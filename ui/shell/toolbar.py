@@ -162,6 +162,7 @@ class LanesBox(QComboBox):
         self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.setMinimumContentsLength(10)
         self.help = ""  # what the chooser takes (known policies), after the current set's whole name in the tooltip
+        self.presets = 1  # the first items are the chooser's sets (``lane_choices``); typed sets come after
         self.currentIndexChanged.connect(lambda _i: self._tip())
 
     def room(self) -> int:
@@ -185,10 +186,15 @@ class LanesBox(QComboBox):
         return next((f for f in forms if fm.horizontalAdvance(f) <= room), forms[-1])
 
     def fit_width(self) -> None:
-        """At least as wide as the widest set's shortest form (the chooser never cuts a set's name, and does
-        not change its width from one set to the next)."""
+        """At least as wide as the widest preset's shortest form that is not a count (the chooser never cuts a
+        set's name, and does not change its width from one set to the next; a typed set may read "4 lanes")."""
         fm = self.fontMetrics()
-        widest = max((fm.horizontalAdvance(lanes_forms(str(self.itemData(i)))[-1]) for i in range(self.count())), default=0)
+        count = translate("toolbar", "{n} lanes")
+        widest = 0
+        for i in range(min(self.count(), self.presets)):
+            forms = lanes_forms(str(self.itemData(i)))
+            named = [f for f in forms if f != count.format(n=len(_terms(str(self.itemData(i)))))] or forms
+            widest = max(widest, fm.horizontalAdvance(named[-1]))
         self.setMinimumContentsLength(max(10, math.ceil((widest + 2 * EDIT_MARGIN + 2) / max(fm.horizontalAdvance("X"), 1))))
 
     def set_help(self, text: str) -> None:
@@ -261,7 +267,8 @@ def lanes_label(specs: str) -> str:
 def lanes_forms(specs: str) -> list[str]:
     """A lane set's whole name and its shorter forms, longest first, for a narrow chooser: the whole name
     (``lanes_label``); its words alone ("no cache | KV cache | H2O 8+8"); the lane added to the default pair
-    ("+ H2O 8+8"), or a weights set's formats ("weights FP32/INT8/INT4")."""
+    ("+ H2O 8+8"), or a weights set's formats ("weights FP32/INT8/INT4"); a set of three lanes or more, last,
+    its count ("4 lanes": the lanes' headers name them)."""
     from ..lanes.policy_text import WEIGHTS_ALONE, fill, spec_words, weights_words
 
     names = _lane_names()
@@ -275,6 +282,8 @@ def lanes_forms(specs: str) -> list[str]:
     if len(terms) > 1 and len(bases) == 1 and any("@" in t for t in terms):  # one cache, its weights in each format
         formats = [weights_words(t.partition("@")[2]).split(" (")[0] or "FP32" for t in terms]
         forms.append(fill(WEIGHTS_ALONE, {"weights": "/".join(formats)}))
+    if len(terms) > 2:
+        forms.append(translate("toolbar", "{n} lanes").format(n=len(terms)))
     return list(dict.fromkeys(f for f in forms if f))
 
 
@@ -501,6 +510,7 @@ class ControlsToolBar(QToolBar):
         self.lanes_box.clear()
         for label, value in lane_choices():
             self.lanes_box.addItem(label, value)
+        self.lanes_box.presets = self.lanes_box.count()
         self.lanes_box.blockSignals(False)
         self.show_lanes(current or DEFAULT_LANES)
         fit_popup(self.lanes_box)
@@ -583,6 +593,7 @@ class ControlsToolBar(QToolBar):
             tip = translate("toolbar", "example ({language})").format(language=lang.upper())
             box.setItemData(box.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
         box.setEditText(text)
+        editor(box).setCursorPosition(0)  # the prompt's start in a narrow box, not its end (another model's examples)
         box.blockSignals(False)
         fit_popup(box)
 
@@ -614,7 +625,6 @@ class ControlsToolBar(QToolBar):
             self.lanes_box.addItem(lanes_label(specs), specs)
             index = self.lanes_box.count() - 1
             fit_popup(self.lanes_box)
-            self.lanes_box.fit_width()
         self.lanes_box.setCurrentIndex(index)
         editor(self.lanes_box).setCursorPosition(0)  # the start of the lanes, when the box is narrow
 

@@ -187,5 +187,10 @@ def test_the_closed_lane_chooser_shows_a_whole_name_that_fits(qtbot, qapp, lang)
         assert box.shown_text() == "+ H2O 8+8"
         editor(box).setText("kv,window:4")  # typed: shown as typed
         assert box.shown_text() == "kv,window:4"
+        hint = box.sizeHint().width()
+        tb.show_lanes("kv,window:16,h2o:8:r8,tova:16")  # a set of four from the command line: its count, the box as wide
+        assert box.sizeHint().width() == hint
+        assert box.shown_text() in lanes_forms("kv,window:16,h2o:8:r8,tova:16")
+        assert fm.horizontalAdvance(box.shown_text()) <= box.room()
     finally:
         i18n.install(qapp, "en")
