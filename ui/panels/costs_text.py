@@ -141,8 +141,9 @@ def stats_width(session, font: QFont) -> int:
     fm = QFontMetrics(font)
     bold = QFont(font)
     bold.setBold(True)
-    # the widest value a cell shows: bytes, or a time of seconds marked within noise ("≈1.071,5 ms" was cut)
-    value = max(fm.horizontalAdvance("\u00a0888.88 KB"), fm.horizontalAdvance("\u00a0≈8,888.8 ms"))
+    # the widest value a cell usually shows: bytes, or a time marked within noise (a time of seconds, "≈1.071,5 ms",
+    # widens the table when it comes: CostsPanel._stats)
+    value = max(fm.horizontalAdvance("\u00a0888.88 KB"), fm.horizontalAdvance("\u00a0≈888.8 ms"))
     columns = sum(
         max(value, QFontMetrics(bold).horizontalAdvance("\u00a0" + short_label(session, lane))) + 4 for lane in session.lanes
     )

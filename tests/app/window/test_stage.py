@@ -315,3 +315,30 @@ def test_the_status_bar_never_names_a_view_the_lesson_presenter_mode_or_a_demo_l
         assert not _names_another_view(w), (w.stage.current, w.statusBar().currentMessage())
     finally:
         w.shutdown()
+
+
+def test_the_costs_table_goes_under_the_plots_in_larger_type_on_a_tall_stage(qtbot, qapp):
+    """On a 1920×1080 stage the costs view's table beside the plots was a small block over an empty column: there it
+    goes under the plots in larger type; on a short stage it keeps the panel's type; a wider figure than the table
+    was sized for ("≈1.071,5 ms") widens it rather than being cut."""
+    from PySide6.QtWidgets import QBoxLayout
+
+    from kvsim.ui.panels.costs import STAGE_TABLE, rich_width
+
+    w = ready_window(qtbot, qapp, "tiny", PROMPT, size=(1920, 1080))
+    try:
+        if not w.stage.active:
+            w.stage.toggle_forced()
+        w.stage.show("costs")
+        assert w.controller.run_steps(3)
+        costs = w.costs
+        qtbot.waitUntil(lambda: costs.box.direction() == QBoxLayout.Direction.TopToBottom, timeout=5_000)
+        assert costs.stats.font().pointSizeF() == pytest.approx(costs.font().pointSizeF() * STAGE_TABLE)
+        assert rich_width(costs.stats.text(), costs.stats.font()) <= costs.stats.width()
+        w.resize(853, 480)
+        qtbot.waitUntil(lambda: costs.stats.font().pointSizeF() == pytest.approx(costs.font().pointSizeF()), timeout=5_000)
+        costs.stats.setFixedWidth(40)  # a table sized too narrow for its figures grows to them
+        costs._stats()
+        assert rich_width(costs.stats.text(), costs.stats.font()) <= costs.stats.width()
+    finally:
+        w.shutdown()
