@@ -790,6 +790,10 @@ def fit(mode: str) -> dict:
         "lanes_min": LANES_MIN_HEIGHT,
         "plots": plots,
         "costs_visible": w.costs_dock.isVisible(),
+        # the prompt box's width, its most (layout.PROMPT_CHARS characters), and what its toolbar row leaves empty
+        # at its right end (the row's spare width went to the last bar: the prompt read "It is a truth u" at 1920 px)
+        "prompt": [tb.prompt_box.width(), _prompt_most(tb.prompt_box)],
+        "row_spare": w.width() - max(sum(box(c)[::2]) for c in controls.values() if box(c)[1] == box(tb.prompt_box)[1]),
         "toolbar_visible": tb.isVisible(),
     }
     w.shutdown()
@@ -797,6 +801,12 @@ def fit(mode: str) -> dict:
     w.deleteLater()
     app.processEvents()
     return out
+
+
+def _prompt_most(prompt) -> int:
+    from kvsim.ui.shell.layout import PROMPT_CHARS
+
+    return PROMPT_CHARS * prompt.fontMetrics().horizontalAdvance("x")
 
 
 def screen(fits: list[str], modes: list[str], langs: list[str]) -> dict:

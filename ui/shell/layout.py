@@ -108,10 +108,23 @@ def is_compact(height: int) -> bool:
     return height < COMPACT_HEIGHT
 
 
+PROMPT_CHARS = 60  # the prompt box's width at most, in characters, when the toolbar's row has room
+
+
 def fit_layout(window) -> None:
     """The toolbar's second row below the first when they do not fit side by side; docks tabbed on a
     short window (and split again when it grows)."""
-    wrap_toolbars(window, window.toolbar, window.toolbar.more)
+    prompt = window.toolbar.prompt_box
+    prompt.setMinimumWidth(0)  # its own least width while the rows are decided
+    if (bar := window.toolbar.layout()) is not None:
+        bar.invalidate()  # the toolbar's size hint without the width the prompt was given last time
+    wrapped = wrap_toolbars(window, window.toolbar, window.toolbar.more)
+    # the row's spare width goes to the prompt (the toolbar area gave it to the last bar: "It is a truth u" at 1920 px
+    # beside an empty stretch), at most PROMPT_CHARS characters of it
+    used = window.toolbar.sizeHint().width() + (0 if wrapped else window.toolbar.more.sizeHint().width()) + 24
+    spare = max(0, window.width() - used)
+    most = PROMPT_CHARS * prompt.fontMetrics().horizontalAdvance("x")
+    prompt.setMinimumWidth(min(prompt.sizeHint().width() + spare, max(most, prompt.sizeHint().width())))
     compact = is_compact(window.height())
     if compact != window._compact:
         window._compact = compact

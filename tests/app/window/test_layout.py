@@ -147,6 +147,8 @@ def test_window_fits_and_every_control_is_reachable(screens, width, height, scal
     assert m["screen"][2] == round(width / scale) and m["screen"][3] == round(height / scale)
     check_fits(m)
     check_controls(m)
+    width, most = m["prompt"]
+    assert m["row_spare"] <= 48 or width >= most, f"the prompt box is {width} px with {m['row_spare']} px empty beside"
 
 
 def test_lanes_only_is_not_clipped_on_a_projector(screens):
