@@ -139,6 +139,8 @@ class CostsPanel(QWidget):
             self.plots[0].addItem(item, ignoreBounds=True)
         self.shown_formulas: dict[str, str] = {}  # kind -> text now on the plot (tests)
         self.plots[0].getViewBox().sigResized.connect(self._refit_formulas)  # where they fit depends on the plot's size
+        for plot in self.plots:  # the steps' ticks thinned again for the plot's new width
+            plot.getViewBox().sigResized.connect(lambda _vb, plot=plot: self._thin_x(plot))
         lay.addWidget(self.glw, 1)
 
         side = QVBoxLayout()
@@ -505,7 +507,24 @@ class CostsPanel(QWidget):
         if getattr(p, "_kv_range", None) != key:
             p._kv_range = key
             p.setRange(xRange=(0, x_hi), yRange=rng, padding=0.02)
+            self._thin_x(p)
             p.getViewBox().prepareForPaint()  # settle the transform now: one paint, not two
+
+    @staticmethod
+    def _thin_x(p) -> None:
+        """The steps' ticks far enough apart that their numbers never touch: every k-th step, k the smallest of
+        1, 2, 5, 10 … whose numbers have room (a narrow plot in presenter type read "1020" for 10 and 20)."""
+        axis, vb = p.getAxis("bottom"), p.getViewBox()
+        x_hi = vb.viewRange()[0][1]
+        if vb.width() <= 0 or x_hi <= 0:
+            return
+        fm = QFontMetrics(axis.style.get("tickFont") or axis.font())
+        room = fm.horizontalAdvance(str(int(x_hi))) + fm.horizontalAdvance("  ")
+        per_step = vb.width() / x_hi
+        major = next((m * 10**e for e in range(7) for m in (1, 2, 5) if m * 10**e * per_step >= room), 10**7)
+        if getattr(p, "_x_ticks", None) != major:
+            p._x_ticks = major
+            axis.setTickSpacing(major, major / 5 if major >= 5 else major)
 
     def _stats(self) -> None:
         self.stats.setText(stats_html(self.session))

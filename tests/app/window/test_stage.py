@@ -321,6 +321,7 @@ def test_the_costs_table_goes_under_the_plots_in_larger_type_on_a_tall_stage(qtb
     """On a 1920×1080 stage the costs view's table beside the plots was a small block over an empty column: there it
     goes under the plots in larger type; on a short stage it keeps the panel's type; a wider figure than the table
     was sized for ("≈1.071,5 ms") widens it rather than being cut."""
+    from PySide6.QtGui import QFontMetrics
     from PySide6.QtWidgets import QBoxLayout
 
     from kvsim.ui.panels.costs import STAGE_TABLE, rich_width
@@ -337,6 +338,13 @@ def test_the_costs_table_goes_under_the_plots_in_larger_type_on_a_tall_stage(qtb
         assert rich_width(costs.stats.text(), costs.stats.font()) <= costs.stats.width()
         w.resize(853, 480)
         qtbot.waitUntil(lambda: costs.stats.font().pointSizeF() == pytest.approx(costs.font().pointSizeF()), timeout=5_000)
+        costs.redraw()
+        qtbot.wait(50)
+        for plot in costs.plots:  # the steps' numbers apart on a narrow plot (they read "1020" in presenter type)
+            vb, axis = plot.getViewBox(), plot.getAxis("bottom")
+            fm = QFontMetrics(axis.style.get("tickFont") or axis.font())
+            x_hi = vb.viewRange()[0][1]
+            assert plot._x_ticks * vb.width() / x_hi >= fm.horizontalAdvance(str(int(x_hi))), plot._x_ticks
         costs.stats.setFixedWidth(40)  # a table sized too narrow for its figures grows to them
         costs._stats()
         assert rich_width(costs.stats.text(), costs.stats.font()) <= costs.stats.width()
