@@ -355,6 +355,8 @@ def audit(window, min_px: float = 0.0) -> list[str]:
             problems += _plots(window, w)
         if isinstance(w, QAbstractItemView) and not isinstance(w, QHeaderView) and not w.inherits("QComboBoxListView"):
             problems += _cells(w)
+        if type(w).__name__ == "Legend" and not w.fits():  # the lanes' legend paints its words: they fit its width
+            problems.append(f"legend {w.form(w.fontMetrics())[2]} px wide in {w.width()} px: {_name(w)}")
     return problems
 
 

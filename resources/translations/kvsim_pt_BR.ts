@@ -1918,13 +1918,15 @@ K is stored after RoPE (rotated by its position) in RoPE models
 attention p: the probability a query gives a key (colour ∝ √p, so small weights show)
 hatched: masked — a future position, no query may see it
 cross-hatched: not seen by this lane — outside its window, or evicted
-dim rows: read from the cache (not computed this step)</source>
+dim rows: read from the cache (not computed this step)
+speculative lanes: a drafted row is faint until the target checks it (solid once accepted); a rejected row is struck out in red (rolled back)</source>
         <translation>K, V, q: uma escala divergente, a mesma para todas as faixas (0 no meio)
 K é guardado após RoPE (girado pela sua posição) nos modelos com RoPE
 atenção p: a probabilidade que uma query dá a uma chave (cor ∝ √p, para que pesos pequenos apareçam)
 hachurado: mascarado — uma posição futura, nenhuma query pode vê-la
 quadriculado: não visto por esta faixa — fora da janela dela, ou descartado
-linhas esmaecidas: lidas do cache (não calculadas neste passo)</translation>
+linhas esmaecidas: lidas do cache (não calculadas neste passo)
+faixas especulativas: uma linha rascunhada fica apagada até o alvo conferi-la (sólida quando aceita); uma linha rejeitada é riscada em vermelho (desfeita)</translation>
     </message>
     <message>
         <source>+   (0 = black)</source>
@@ -1961,6 +1963,22 @@ linhas esmaecidas: lidas do cache (não calculadas neste passo)</translation>
     <message>
         <source>cached</source>
         <translation>em cache</translation>
+    </message>
+    <message>
+        <source>drafted (solid once accepted)</source>
+        <translation>rascunho (sólido quando aceito)</translation>
+    </message>
+    <message>
+        <source>drafted</source>
+        <translation>rascunho</translation>
+    </message>
+    <message>
+        <source>rejected (rolled back)</source>
+        <translation>rejeitado (desfeito)</translation>
+    </message>
+    <message>
+        <source>rejected</source>
+        <translation>rejeitado</translation>
     </message>
 </context>
 <context>

@@ -196,7 +196,7 @@ def build_central(session: Session, derived: DerivedImages) -> Central:
     page.setSpacing(2)
     lanes = LaneArea(session, derived)
     page.addWidget(lanes, 1)
-    legend = Legend()
+    legend = Legend(session)
     page.addWidget(legend)
     central.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # arrows/Space drive the simulator, not a text box
     timeline = Timeline(session)

@@ -266,18 +266,18 @@ def lanes_label(specs: str) -> str:
 
 def lanes_forms(specs: str) -> list[str]:
     """A lane set's whole name and its shorter forms, longest first, for a narrow chooser: the whole name
-    (``lanes_label``); its words alone ("no cache | KV cache | H2O 8+8"); the lane added to the default pair
-    ("+ H2O 8+8"), or a weights set's formats ("weights FP32/INT8/INT4"); a set of three lanes or more, last,
-    its count ("4 lanes": the lanes' headers name them)."""
+    (``lanes_label``); its words alone ("no cache | KV cache | H2O 8+8"); the lanes added to the leading plain ones
+    ("+ H2O 8+8", "+ window 16 | sinks 4+12"), or a weights set's formats ("weights FP32/INT8/INT4"); a set of
+    three lanes or more, last, its count ("4 lanes": the lanes' headers name them)."""
     from ..lanes.policy_text import WEIGHTS_ALONE, fill, spec_words, weights_words
 
     names = _lane_names()
     terms = _terms(specs)
     words = [names.get(t) or spec_words(t) or t for t in terms]
     forms = [lanes_label(specs), " | ".join(words)]
-    pair = _terms(DEFAULT_LANES)
-    if terms[: len(pair)] == pair and len(terms) > len(pair):
-        forms.append("+ " + " | ".join(words[len(pair) :]))
+    plain = next((i for i, t in enumerate(terms) if t not in names), len(terms))  # the leading plain lanes
+    if 0 < plain < len(terms):  # what is added to them: "+ H2O 8+8", "+ janela 16 | sinks 4+12"
+        forms.append("+ " + " | ".join(words[plain:]))
     bases = {t.partition("@")[0] for t in terms}
     if len(terms) > 1 and len(bases) == 1 and any("@" in t for t in terms):  # one cache, its weights in each format
         formats = [weights_words(t.partition("@")[2]).split(" (")[0] or "FP32" for t in terms]

@@ -350,3 +350,34 @@ def test_the_costs_table_goes_under_the_plots_in_larger_type_on_a_tall_stage(qtb
         assert rich_width(costs.stats.text(), costs.stats.font()) <= costs.stats.width()
     finally:
         w.shutdown()
+
+
+def test_the_lanes_legend_explains_drafted_and_rejected_rows_when_a_speculative_lane_is_shown(qtbot, qapp):
+    """A speculative lane on screen: the legend adds its drafted (faint) and rejected (struck out) rows, in words that
+    fit a 853 px stage in both languages (a narrower form first: "rejeitado" ran past the edge)."""
+    from types import SimpleNamespace
+
+    from PySide6.QtCore import QObject, Signal
+
+    from kvsim.ui import i18n
+    from kvsim.ui.lanes.legend import Legend
+
+    class FakeSession(QObject):
+        run_started = Signal()
+
+    session = FakeSession()
+    session.lanes = [SimpleNamespace(draft=""), SimpleNamespace(draft="")]
+    legend = Legend(session)
+    qtbot.addWidget(legend)
+    legend.resize(853, 26)
+    assert not any("drafted" in str(part[1]) for part in legend.parts())
+    session.lanes.append(SimpleNamespace(draft="lookup"))
+    session.run_started.emit()
+    for lang in ("en", "pt_BR"):
+        i18n.install(qapp, lang)
+        try:
+            words = [str(part[2]) for part in legend.parts() if part[0] == "text"]
+            assert words[-2:] == (["drafted", "rejected"] if lang == "en" else ["rascunho", "rejeitado"])
+            assert legend.fits(), (lang, legend.form(legend.fontMetrics()))
+        finally:
+            i18n.install(qapp, "en")
