@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QRect, QSize, Qt
+from PySide6.QtCore import QEvent, QObject, QRect, QSize, Qt, QTimer
 from PySide6.QtGui import QGuiApplication, QMouseEvent
 from PySide6.QtWidgets import QLabel, QMainWindow, QToolBar, QVBoxLayout, QWidget
 
@@ -111,9 +111,32 @@ def is_compact(height: int) -> bool:
 PROMPT_CHARS = 60  # the prompt box's width at most, in characters, when the toolbar's row has room
 
 
+class _Refit(QObject):
+    """Fits the window's layout again once the second toolbar's contents changed their size (the layer and head
+    boxes are filled, and translated, after the model loads): the prompt's share of the row was measured before."""
+
+    def __init__(self, window) -> None:
+        super().__init__(window)
+        self.window = window
+        self.queued = False
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Type.LayoutRequest and not self.queued:
+            self.queued = True
+            QTimer.singleShot(0, self._fit)
+        return False
+
+    def _fit(self) -> None:
+        self.queued = False
+        fit_layout(self.window)
+
+
 def fit_layout(window) -> None:
     """The toolbar's second row below the first when they do not fit side by side; docks tabbed on a
     short window (and split again when it grows)."""
+    if getattr(window, "_refit", None) is None:
+        window._refit = _Refit(window)
+        window.toolbar.more.installEventFilter(window._refit)
     prompt = window.toolbar.prompt_box
     prompt.setMinimumWidth(0)  # its own least width while the rows are decided
     if (bar := window.toolbar.layout()) is not None:
