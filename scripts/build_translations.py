@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -80,7 +81,13 @@ def update(project: Path, ts: Path, lang: str) -> None:
 
 
 def release(ts: Path, qm: Path) -> None:
-    subprocess.run([tool("lrelease"), "-silent", str(ts), "-qm", str(qm)], check=True)
+    """Compile ``ts`` into ``qm`` beside it, then rename it into place: a running app maps its .qm file, and one
+    rewritten in place under it lost its translations mid-run (a Portuguese lesson turned English)."""
+    part = qm.with_name(qm.name + ".part")
+    subprocess.run([tool("lrelease"), "-silent", str(ts), "-qm", str(part)], check=True)
+    if not part.is_file() or part.stat().st_size == 0:
+        sys.exit(f"error: pyside6-lrelease wrote no {qm.name}")
+    os.replace(part, qm)
 
 
 def messages(ts: Path) -> list[tuple[str, str, ET.Element | None]]:

@@ -298,10 +298,15 @@ def audit(window, min_px: float = 0.0) -> list[str]:
             w.initStyleOption(opt)
             room = w.style().subControlRect(QStyle.CC_ComboBox, opt, QStyle.SC_ComboBoxEditField, w).width()
             shown = w.shown_text() if hasattr(w, "shown_text") else w.currentText()  # a box may paint a short form
-            if not w.isEditable() and _text_width(fm, shown) > room + TOLERANCE:
+            # an editable box scrolls what one types (the prompt); one that paints a short form (the lane chooser)
+            # is measured as a label: its room is its line edit's, less the edit's margins
+            measured = not w.isEditable() or hasattr(w, "shown_text")
+            if w.isEditable():
+                room -= 4
+            if measured and _text_width(fm, shown) > room + TOLERANCE:
                 need = _text_width(fm, shown)
                 problems.append(f"combo text {need} px wide in {room} px: {_name(w)} '{shown[:40]}'")
-            if not w.isEditable() and _elided(shown):
+            if measured and _elided(shown):
                 problems.append(f"elided combo text '{shown[-40:]}': {_name(w)}")
             problems += _combo_items(w)
             hidden_by = _cut_by(window, w, w.rect())
@@ -350,6 +355,29 @@ def audit(window, min_px: float = 0.0) -> list[str]:
             problems += _plots(window, w)
         if isinstance(w, QAbstractItemView) and not isinstance(w, QHeaderView) and not w.inherits("QComboBoxListView"):
             problems += _cells(w)
+        if type(w).__name__ == "Legend" and not w.fits():  # the lanes' legend paints its words: they fit its width
+            problems.append(f"legend {w.form(w.fontMetrics())[2]} px wide in {w.width()} px: {_name(w)}")
+    return problems
+
+
+def lane_sets(w) -> list[str]:
+    """The lane chooser closed on each of its sets in turn (what L cycles through): the text it shows fits its
+    room, and is one of the set's own forms (its whole name or a deliberate short one, never a cut)."""
+    from kvsim.ui.shell.toolbar import lanes_forms
+
+    box, problems = w.toolbar.lanes_box, []
+    if not box.isVisible():
+        return problems
+    before = box.currentIndex()
+    fm = box.fontMetrics()
+    for i in range(box.count()):
+        box.setCurrentIndex(i)
+        shown, room = box.shown_text(), box.room()
+        if fm.horizontalAdvance(shown) > room + TOLERANCE:
+            problems.append(f"lane set {fm.horizontalAdvance(shown)} px wide in {room} px: '{shown}' ({box.itemData(i)})")
+        if shown not in lanes_forms(str(box.itemData(i))):
+            problems.append(f"lane set shown as '{shown}', not one of its names ({box.itemData(i)})")
+    box.setCurrentIndex(before)
     return problems
 
 
@@ -451,6 +479,23 @@ def _roof_room(w, name: str) -> list[str]:
     stage = w.stage.stack
     if box.height() < 0.5 * stage.height() or box.width() < 0.5 * stage.width():
         return [f"the roofline's plot is {box.width():.0f}×{box.height():.0f} on a {stage.width()}×{stage.height()} stage"]
+    return []
+
+
+def _batching_room(w, name: str) -> list[str]:
+    """The batching view on the stage uses its room: its rows at their largest, or no empty band under the view
+    taller than a row (at 1920×1080 it was a strip of 16 px rows over two thirds of an empty stage)."""
+    if name != "stage-batching" or not w.stage.active:
+        return []
+    from kvsim.ui.docks.requests.timeline import MAX_ROW_H, ROW_H
+
+    view = w.extra_docks["requests"].view
+    timeline, lay = view.timeline, view._timeline_lay
+    stretch = lay.itemAt(lay.count() - 1)  # the stretch under the view's lines: what the view leaves empty
+    spare = stretch.geometry().height() if stretch is not None and stretch.spacerItem() is not None else 0
+    row_h = timeline.sizes()[0]
+    if timeline.states.size and row_h < MAX_ROW_H and spare > ROW_H:
+        return [f"the batching rows are {row_h} px with {spare} px empty under the view"]
     return []
 
 
@@ -608,7 +653,7 @@ def _one(app, mode: str, lang: str, shots: str | None, min_px: float, sizes: dic
         # and pyqtgraph lays its plots out when it paints (a page shown but unpainted measures its old layout)
         picture = w.grab()
         _until_still(app, w)
-        found[name] = audit(w, min_px) + _roof_room(w, name)
+        found[name] = audit(w, min_px) + _roof_room(w, name) + _batching_room(w, name)
         if shots:
             Path(shots).mkdir(parents=True, exist_ok=True)
             picture.save(str(Path(shots) / f"{name}-{lang}.png"), "PNG")
@@ -620,6 +665,8 @@ def _one(app, mode: str, lang: str, shots: str | None, min_px: float, sizes: dic
     if mode.split(":")[0] in ("normal", "presenter"):
         views = set(mode.split(":", 1)[1].split(",")) if ":" in mode else None  # "normal:batching,roofline": those
         mode = mode.split(":")[0]
+        if mode == "normal":
+            found["toolbar-lane-sets"] = lane_sets(w)  # every set of the chooser, closed, at this screen's width
         if mode == "normal" and not w.stage.active:
             look("desktop")
             w.stage.toggle_forced()  # a large screen: the stage on request (S)
@@ -748,6 +795,10 @@ def fit(mode: str) -> dict:
         "lanes_min": LANES_MIN_HEIGHT,
         "plots": plots,
         "costs_visible": w.costs_dock.isVisible(),
+        # the prompt box's width, its most (layout.PROMPT_CHARS characters), and what its toolbar row leaves empty
+        # at its right end (the row's spare width went to the last bar: the prompt read "It is a truth u" at 1920 px)
+        "prompt": [tb.prompt_box.width(), _prompt_most(tb.prompt_box)],
+        "row_spare": w.width() - max(sum(box(c)[::2]) for c in controls.values() if box(c)[1] == box(tb.prompt_box)[1]),
         "toolbar_visible": tb.isVisible(),
     }
     w.shutdown()
@@ -755,6 +806,12 @@ def fit(mode: str) -> dict:
     w.deleteLater()
     app.processEvents()
     return out
+
+
+def _prompt_most(prompt) -> int:
+    from kvsim.ui.shell.layout import PROMPT_CHARS
+
+    return PROMPT_CHARS * prompt.fontMetrics().horizontalAdvance("x")
 
 
 def screen(fits: list[str], modes: list[str], langs: list[str]) -> dict:

@@ -1155,6 +1155,10 @@
         <translation>aleatório · atenção esparsa do DeepSeek-V3.2 (MLA, cada query lê as suas 16 melhores linhas)</translation>
     </message>
     <message>
+        <source>{n} lanes</source>
+        <translation>{n} faixas</translation>
+    </message>
+    <message>
         <source>↺ Reset</source>
         <translation>↺ Recomeçar</translation>
     </message>
@@ -1918,13 +1922,15 @@ K is stored after RoPE (rotated by its position) in RoPE models
 attention p: the probability a query gives a key (colour ∝ √p, so small weights show)
 hatched: masked — a future position, no query may see it
 cross-hatched: not seen by this lane — outside its window, or evicted
-dim rows: read from the cache (not computed this step)</source>
+dim rows: read from the cache (not computed this step)
+speculative lanes: a drafted row is faint until the target checks it (solid once accepted); a rejected row is struck out in red (rolled back)</source>
         <translation>K, V, q: uma escala divergente, a mesma para todas as faixas (0 no meio)
 K é guardado após RoPE (girado pela sua posição) nos modelos com RoPE
 atenção p: a probabilidade que uma query dá a uma chave (cor ∝ √p, para que pesos pequenos apareçam)
 hachurado: mascarado — uma posição futura, nenhuma query pode vê-la
 quadriculado: não visto por esta faixa — fora da janela dela, ou descartado
-linhas esmaecidas: lidas do cache (não calculadas neste passo)</translation>
+linhas esmaecidas: lidas do cache (não calculadas neste passo)
+faixas especulativas: uma linha rascunhada fica apagada até o alvo conferi-la (sólida quando aceita); uma linha rejeitada é riscada em vermelho (desfeita)</translation>
     </message>
     <message>
         <source>+   (0 = black)</source>
@@ -1961,6 +1967,22 @@ linhas esmaecidas: lidas do cache (não calculadas neste passo)</translation>
     <message>
         <source>cached</source>
         <translation>em cache</translation>
+    </message>
+    <message>
+        <source>drafted (solid once accepted)</source>
+        <translation>rascunho (sólido quando aceito)</translation>
+    </message>
+    <message>
+        <source>drafted</source>
+        <translation>rascunho</translation>
+    </message>
+    <message>
+        <source>rejected (rolled back)</source>
+        <translation>rejeitado (desfeito)</translation>
+    </message>
+    <message>
+        <source>rejected</source>
+        <translation>rejeitado</translation>
     </message>
 </context>
 <context>
@@ -3049,6 +3071,10 @@ compartilham um K e um V (GQA), então o cache guarda H_kv cabeças, não H</tra
     <message>
         <source>the paged figure recomputed for the same rows with other block sizes: small blocks waste less of the last block, but a block is only shared once it is full, and the table has more entries</source>
         <translation>o valor paginado recalculado para as mesmas linhas com outros tamanhos de bloco: blocos pequenos desperdiçam menos no último bloco, mas um bloco só é compartilhado quando está cheio, e a tabela tem mais entradas</translation>
+    </message>
+    <message>
+        <source>≈: within noise.</source>
+        <translation>≈: dentro do ruído.</translation>
     </message>
     <message>
         <source>The same {n} requests, blocks of {b}, run with prefix caching off and on ({schedule}); TTFT is the median of {repeats} timed prefills, measured on this machine.</source>

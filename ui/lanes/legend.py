@@ -1,12 +1,12 @@
 """One line explaining the colours: the K/V diverging scale, the attention scale, the masked hatch,
-the dimmed rows read from a cache."""
+the dimmed rows read from a cache; with a speculative lane on screen, its drafted and rejected rows."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QBrush, QColor, QLinearGradient, QPainter
+from PySide6.QtGui import QBrush, QColor, QLinearGradient, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
 from .. import theme
@@ -16,8 +16,11 @@ from ..i18n import translate
 class Legend(QWidget):
     """One line explaining the colours: K/V diverging scale, attention scale, masked hatch."""
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, session=None, parent=None) -> None:
         super().__init__(parent)
+        self.session = session  # its lanes: a speculative one adds its rows' marks
+        if session is not None:
+            session.run_started.connect(self.update)
         self.setFixedHeight(26)
         self.setToolTip(
             translate(
@@ -27,7 +30,9 @@ class Legend(QWidget):
                 "attention p: the probability a query gives a key (colour ∝ √p, so small weights show)\n"
                 "hatched: masked — a future position, no query may see it\n"
                 "cross-hatched: not seen by this lane — outside its window, or evicted\n"
-                "dim rows: read from the cache (not computed this step)",
+                "dim rows: read from the cache (not computed this step)\n"
+                "speculative lanes: a drafted row is faint until the target checks it (solid once accepted); "
+                "a rejected row is struck out in red (rolled back)",
             )
         )
         theme.on_change(self.retheme)
@@ -35,11 +40,12 @@ class Legend(QWidget):
     def retheme(self, _name: str = "") -> None:
         self.update()
 
-    def paintEvent(self, event) -> None:  # noqa: N802
-        p = QPainter(self)
-        p.setRenderHint(QPainter.RenderHint.Antialiasing)
-        fm = p.fontMetrics()
-        h = self.height()
+    def drafts(self) -> bool:
+        """A speculative lane on screen (its drafted and rejected rows are explained too)."""
+        return self.session is not None and any(getattr(lane, "draft", "") for lane in self.session.lanes)
+
+    def parts(self) -> list[tuple]:
+        """(kind, long words, short words): the legend's pieces, in order."""
         dim = QColor(*theme.dimmed(theme.lut(theme.KV_CMAP)[40]).astype(int))
         # (kind, long words, short words): the longest form that fits the width is drawn
         parts: list[tuple[str, Any, Any]] = [  # the second and third by kind: words, a colour map, px, a brush
@@ -60,6 +66,23 @@ class Legend(QWidget):
             ("swatch", QBrush(dim), None),
             ("text", translate("views.legend", "dim = read from cache"), translate("views.legend", "cached")),
         ]
+        if self.drafts():
+            ghost = QColor(theme.TEXT)
+            ghost.setAlpha(70)
+            parts += [
+                ("gap", 16, 6),
+                ("draft", QBrush(ghost), None),
+                ("text", translate("views.legend", "drafted (solid once accepted)"), translate("views.legend", "drafted")),
+                ("gap", 8, 4),
+                ("strike", QBrush(ghost), None),
+                ("text", translate("views.legend", "rejected (rolled back)"), translate("views.legend", "rejected")),
+            ]
+
+        return parts
+
+    def form(self, fm) -> tuple[bool, int, int]:
+        """(short words, ramp width, width it takes): the longest form that fits the widget's width, else the narrowest."""
+        parts = self.parts()
 
         def width(short: bool, ramp_w: int) -> int:
             total = 8
@@ -74,9 +97,21 @@ class Legend(QWidget):
                     total += 36
             return total
 
-        short, ramp_w = next(
-            ((s, r) for s, r in ((False, 120), (False, 80), (True, 80), (True, 48)) if width(s, r) <= self.width()), (True, 48)
-        )
+        forms = ((False, 120), (False, 80), (True, 80), (True, 48), (True, 32), (True, 20))
+        short, ramp_w = next(((s, r) for s, r in forms if width(s, r) <= self.width()), forms[-1])
+        return short, ramp_w, width(short, ramp_w)
+
+    def fits(self) -> bool:
+        """Its words whole in its width (what the layout audit asks of it)."""
+        return self.form(self.fontMetrics())[2] <= self.width()
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        fm = p.fontMetrics()
+        h = self.height()
+        parts = self.parts()
+        short, ramp_w, _width = self.form(fm)
         x = 8
         for kind, long_, short_ in parts:
             if kind == "text":
@@ -96,5 +131,11 @@ class Legend(QWidget):
                 x += short_ if short else long_
             else:
                 p.fillRect(x, 6, 28, h - 12, long_)
+                if kind == "draft":  # a drafted row: faint, its outline dashed, as the lane draws it
+                    p.setPen(QPen(QColor(theme.MUTED), 1.0, Qt.PenStyle.DashLine))
+                    p.drawRect(x, 6, 28, h - 12)
+                if kind == "strike":  # a rejected row: struck out in red, as the lane draws it
+                    p.setPen(QPen(QColor(theme.ERROR), 2.0))
+                    p.drawLine(x, h // 2, x + 28, h // 2)
                 x += 36
         p.end()

@@ -10,6 +10,7 @@ wrote it (its English title and explanation).
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from dataclasses import asdict
 from functools import cache
@@ -110,6 +111,25 @@ def short_words(lane) -> str:
     text = fill(template, words.get("values", {}))
     weights = getattr(lane, "weights", "")
     return f"{text} · {weights_words(weights)}" if weights else text
+
+
+def spec_words(spec: str) -> str:
+    """One lane spec in a few words, for the lane chooser ("h2o:8:r8" → "H2O 8+8", "window:16" → "janela 16",
+    "kv@w8" → "weights INT8", "h2o:8:r8@w8" → "H2O 8+8 · INT8"); "" when its policy gives no short form, the
+    spec does not parse, or the engine's registry is not loaded yet (it imports torch: never for this alone)."""
+    caches = sys.modules.get("kvsim.caches")
+    if caches is None:
+        return ""
+    try:
+        lane = caches.parse_spec(spec)
+    except ValueError:  # SpecError: a typed spec that does not parse keeps its own text
+        return ""
+    words = _registered_words(lane.policy, json.dumps(lane.options, sort_keys=True)) or {}
+    text = fill(words["short"], words.get("values", {})) if words.get("short") else ""
+    weights = spec.partition("@")[2]
+    if not weights:
+        return text
+    return f"{text} · {weights_words(weights)}" if text else fill(WEIGHTS_ALONE, {"weights": weights_words(weights)})
 
 
 def short_title(lane) -> str:

@@ -8,12 +8,13 @@ are created once and fed with setData.
 
 from __future__ import annotations
 
+import math
 from html import escape as escape_html
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer
-from PySide6.QtGui import QColor, QFont, QFontMetrics
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QTextDocument
 from PySide6.QtWidgets import QBoxLayout, QCheckBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from .. import theme
@@ -48,12 +49,22 @@ def _wrap(text: str, fm: QFontMetrics, width: float) -> list[str]:
     return lines
 
 
-def _nice(x: float) -> float:
-    """The smallest of 1, 2, 5 × 10^k that is ≥ x."""
+def rich_width(html: str, font: QFont) -> float:
+    """The width a rich text takes on one line per paragraph in ``font`` (as a QLabel lays it out)."""
+    doc = QTextDocument()
+    doc.setDefaultFont(font)
+    doc.setDocumentMargin(0)
+    doc.setHtml(html)
+    return doc.idealWidth()
+
+
+def _nice(x: float, fine: bool = False) -> float:
+    """The smallest of 1, 2, 5 × 10^k that is ≥ x; ``fine``: of 1, 1.5, 2, 3, 4, 5, 6, 8 × 10^k (the steps' axis:
+    1-2-5 left up to 54 % of every plot empty, 23 steps on an axis to 50)."""
     if x <= 0:
         return 1.0
     e = 10 ** np.floor(np.log10(x))
-    for m in (1, 2, 5, 10):
+    for m in (1, 1.5, 2, 3, 4, 5, 6, 8, 10) if fine else (1, 2, 5, 10):
         if m * e >= x:
             return float(m * e)
     return float(10 * e)
@@ -87,6 +98,8 @@ __all__ = ["STATS_TIP", "CostsPanel", "formulas"]  # STATS_TIP, formulas: the te
 SERIES = ("rows", "flops", "ms", "bytes")  # the plots, left to right (session.series names)
 MIN_PLOT = 125  # px a costs plot needs beside the table (its axis, ticks and a readable curve), else the table goes under
 VERDICT_GAP = 8  # px between the log-scale check box and the verdicts beside it
+STAGE_TABLE = 1.4  # the table's type under the plots of a tall view (a 1920×1080 stage): read from the back of a room
+TALL_TABLES = 4  # a view this many tables tall puts the table under the plots (beside them it left a column empty)
 MAX_LEGEND = 4  # lanes named in the legend (more would cover the curves; the table names them all)
 
 
@@ -128,6 +141,8 @@ class CostsPanel(QWidget):
             self.plots[0].addItem(item, ignoreBounds=True)
         self.shown_formulas: dict[str, str] = {}  # kind -> text now on the plot (tests)
         self.plots[0].getViewBox().sigResized.connect(self._refit_formulas)  # where they fit depends on the plot's size
+        for plot in self.plots:  # the steps' ticks thinned again for the plot's new width
+            plot.getViewBox().sigResized.connect(lambda _vb, plot=plot: self._thin_x(plot))
         lay.addWidget(self.glw, 1)
 
         side = QVBoxLayout()
@@ -207,9 +222,9 @@ class CostsPanel(QWidget):
 
     def changeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().changeEvent(event)
-        if event.type() == QEvent.Type.FontChange and self.session.lanes:  # presenter mode's larger type
-            self.stats.setFixedWidth(stats_width(self.session, self.font()))
-            self._stats()  # the verdicts' words chosen again for the new widths
+        if event.type() == QEvent.Type.FontChange and hasattr(self, "log_box"):  # presenter mode: the table follows
+            scale, self._table_scale = getattr(self, "_table_scale", 1.0), 0.0
+            self._scale_table(scale)
 
     def _rebuild(self) -> None:
         """Curves for the run's lanes: kept where a lane index stays (a new run costs no new items),
@@ -406,7 +421,13 @@ class CostsPanel(QWidget):
         room = width - self.stats.width() - 24
         # the table beside the plots while each plot keeps MIN_PLOT px; under them when it would not (three or
         # four lanes on the stage at 853 px: the table's columns took the fourth plot's place)
-        stacked = room < len(self.plots) * MIN_PLOT
+        # a tall view (the stage on a large screen): the table under the plots, its type larger; beside them it was
+        # a small block over an empty column. Measured in the table's own lines (never in its scaled height).
+        height = viewport.height() if viewport is not None else self.height()
+        lines = self.stats.sizeHint().height() / max(getattr(self, "_table_scale", 1.0), 1.0)
+        tall = height >= TALL_TABLES * max(lines, 1.0) and height >= 450
+        stacked = room < len(self.plots) * MIN_PLOT or tall
+        self._scale_table(STAGE_TABLE if tall else 1.0)
         direction = QBoxLayout.Direction.TopToBottom if stacked else QBoxLayout.Direction.LeftToRight
         if self.box.direction() != direction:
             self.box.setDirection(direction)
@@ -435,6 +456,19 @@ class CostsPanel(QWidget):
             self._fit_plots()
             QTimer.singleShot(0, self._fit_plots)  # once more after the titles' own relayout
 
+    def _scale_table(self, scale: float) -> None:
+        """The table and its verdicts in the panel's type times ``scale`` (its width fitted again)."""
+        if scale == getattr(self, "_table_scale", 1.0):
+            return
+        self._table_scale = scale
+        font = QFont(self.font())
+        font.setPointSizeF(font.pointSizeF() * scale)
+        for widget in (self.stats, self.verdict, self.log_box):
+            widget.setFont(font)
+        if self.session.lanes:
+            self.stats.setFixedWidth(stats_width(self.session, font))
+            self._stats()  # the verdicts' words chosen again for the new widths
+
     def _axis_resized(self) -> None:
         """An axis took the width of its new labels (while painting): the row is fitted again once, after it."""
         if not getattr(self, "_refit_queued", False):
@@ -460,7 +494,7 @@ class CostsPanel(QWidget):
     def _fit_range(self, i: int, k: int) -> None:
         """Explicit ranges rounded up to 1-2-5 steps: axes are redrawn only when a bound is crossed."""
         s = self.session
-        x_hi = _nice(max(k - 1, 5))
+        x_hi = _nice(max(k - 1, 5), fine=True)
         p = self.plots[i]
         which = "ms_max" if SERIES[i] == "ms" else SERIES[i]  # the time plot fits its bands too
         series = {lane.index: s.series(which, lane.index) for lane in s.lanes}
@@ -476,10 +510,31 @@ class CostsPanel(QWidget):
         if getattr(p, "_kv_range", None) != key:
             p._kv_range = key
             p.setRange(xRange=(0, x_hi), yRange=rng, padding=0.02)
+            self._thin_x(p)
             p.getViewBox().prepareForPaint()  # settle the transform now: one paint, not two
+
+    @staticmethod
+    def _thin_x(p) -> None:
+        """The steps' ticks far enough apart that their numbers never touch: every k-th step, k the smallest of
+        1, 2, 5, 10 … whose numbers have room (a narrow plot in presenter type read "1020" for 10 and 20)."""
+        axis, vb = p.getAxis("bottom"), p.getViewBox()
+        x_hi = vb.viewRange()[0][1]
+        if vb.width() <= 0 or x_hi <= 0:
+            return
+        fm = QFontMetrics(axis.style.get("tickFont") or axis.font())
+        room = fm.horizontalAdvance(str(int(x_hi))) + fm.horizontalAdvance("  ")
+        per_step = vb.width() / x_hi
+        major = next((m * 10**e for e in range(7) for m in (1, 2, 5) if m * 10**e * per_step >= room), 10**7)
+        if getattr(p, "_x_ticks", None) != major:
+            p._x_ticks = major
+            axis.setTickSpacing(major, major / 5 if major >= 5 else major)
 
     def _stats(self) -> None:
         self.stats.setText(stats_html(self.session))
+        need = math.ceil(rich_width(self.stats.text(), self.stats.font())) + 2
+        if need > self.stats.width():  # a wider figure than the table was sized for ("≈1.071,5 ms"): it grows, never cut
+            self.stats.setFixedWidth(need)
+            self._fit_titles()
         tip = verdicts_tip(self.session)
         tip = plain_tip(tip)  # it names the lanes (a saved run's names are data)
         self.stats.setToolTip(tip)

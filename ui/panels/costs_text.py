@@ -34,12 +34,14 @@ SHORT_CHARS = 18  # a table column's name at most (the column is as wide as its 
 
 def short_label(session, lane) -> str:
     """A lane's name in a narrow column, in words where they are short: its label, its title ("sliding
-    window"), a weights lane's format ("weights INT8"), else its spec; never cut. Two lanes that would read
+    window"), a weights lane's format ("weights INT8"), its short words ("H2O 8+8", as its header), else its
+    spec; never cut. Two lanes that would read
     alike are told apart by their specs."""
 
     def forms(info) -> list[str]:
         title = policy_text.title(info) if info.title else ""
-        out = [policy_text.lane_label(session, info.index), title, policy_text.short_title(info), info.name]
+        short = [policy_text.short_title(info), policy_text.short_words(info)]  # "weights INT8", "H2O 8+8"
+        out = [policy_text.lane_label(session, info.index), title, *short, info.name]
         return [f for f in out if f]
 
     def pick(info) -> str:
@@ -139,7 +141,9 @@ def stats_width(session, font: QFont) -> int:
     fm = QFontMetrics(font)
     bold = QFont(font)
     bold.setBold(True)
-    value = fm.horizontalAdvance("\u00a0888.88 KB")
+    # the widest value a cell usually shows: bytes, or a time marked within noise (a time of seconds, "≈1.071,5 ms",
+    # widens the table when it comes: CostsPanel._stats)
+    value = max(fm.horizontalAdvance("\u00a0888.88 KB"), fm.horizontalAdvance("\u00a0≈888.8 ms"))
     columns = sum(
         max(value, QFontMetrics(bold).horizontalAdvance("\u00a0" + short_label(session, lane))) + 4 for lane in session.lanes
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QRect, QSize, Qt
+from PySide6.QtCore import QEvent, QObject, QRect, QSize, Qt, QTimer
 from PySide6.QtGui import QGuiApplication, QMouseEvent
 from PySide6.QtWidgets import QLabel, QMainWindow, QToolBar, QVBoxLayout, QWidget
 
@@ -108,10 +108,46 @@ def is_compact(height: int) -> bool:
     return height < COMPACT_HEIGHT
 
 
+PROMPT_CHARS = 60  # the prompt box's width at most, in characters, when the toolbar's row has room
+
+
+class _Refit(QObject):
+    """Fits the window's layout again once the second toolbar's contents changed their size (the layer and head
+    boxes are filled, and translated, after the model loads): the prompt's share of the row was measured before."""
+
+    def __init__(self, window) -> None:
+        super().__init__(window)
+        self.window = window
+        self.queued = False
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Type.LayoutRequest and not self.queued:
+            self.queued = True
+            QTimer.singleShot(0, self._fit)
+        return False
+
+    def _fit(self) -> None:
+        self.queued = False
+        fit_layout(self.window)
+
+
 def fit_layout(window) -> None:
     """The toolbar's second row below the first when they do not fit side by side; docks tabbed on a
     short window (and split again when it grows)."""
-    wrap_toolbars(window, window.toolbar, window.toolbar.more)
+    if getattr(window, "_refit", None) is None:
+        window._refit = _Refit(window)
+        window.toolbar.more.installEventFilter(window._refit)
+    prompt = window.toolbar.prompt_box
+    prompt.setMinimumWidth(0)  # its own least width while the rows are decided
+    if (bar := window.toolbar.layout()) is not None:
+        bar.invalidate()  # the toolbar's size hint without the width the prompt was given last time
+    wrapped = wrap_toolbars(window, window.toolbar, window.toolbar.more)
+    # the row's spare width goes to the prompt (the toolbar area gave it to the last bar: "It is a truth u" at 1920 px
+    # beside an empty stretch), at most PROMPT_CHARS characters of it
+    used = window.toolbar.sizeHint().width() + (0 if wrapped else window.toolbar.more.sizeHint().width()) + 24
+    spare = max(0, window.width() - used)
+    most = PROMPT_CHARS * prompt.fontMetrics().horizontalAdvance("x")
+    prompt.setMinimumWidth(min(prompt.sizeHint().width() + spare, max(most, prompt.sizeHint().width())))
     compact = is_compact(window.height())
     if compact != window._compact:
         window._compact = compact
@@ -183,7 +219,7 @@ def build_central(session: Session, derived: DerivedImages) -> Central:
     page.setSpacing(2)
     lanes = LaneArea(session, derived)
     page.addWidget(lanes, 1)
-    legend = Legend()
+    legend = Legend(session)
     page.addWidget(legend)
     central.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # arrows/Space drive the simulator, not a text box
     timeline = Timeline(session)

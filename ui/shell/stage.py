@@ -62,6 +62,7 @@ class Stage(QObject):
         self.presenting = False
         self.lesson_on = False  # the lesson's band is shown: on the stage the toolbars step aside for it
         self.current = LANES.name
+        self._said = ""  # the last message the stage put in the status bar (it says again when the view changes under it)
         self._visible_before: dict[str, bool] = {}
         self.actions: dict[str, QAction] = {}
 
@@ -157,7 +158,9 @@ class Stage(QObject):
             return
         self.stack.setCurrentWidget(self.page(name))
         self._select_part(entry, dock)
-        self.current = name
+        changed, self.current = name != self.current, name
+        if changed and self._said and self.window.statusBar().currentMessage() == self._said:
+            self.say()  # a view shown by the lesson, a demo, a menu: the bar never names the one before
         self.view_changed.emit(name)
 
     def current_page(self) -> QWidget:
@@ -198,6 +201,7 @@ class Stage(QObject):
         else:
             text = translate("stage", "all docks (S: back to the stage, one view at a time)")
         bar.showMessage(text, 6000)
+        self._said = text  # what the bar says of the stage, until another message replaces it
 
     @staticmethod
     def words(entry: StageEntry) -> str:

@@ -8,10 +8,11 @@ the window decide what an intent does, and call back the ``show_*`` methods to r
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QAction, QFont, QKeySequence
+from PySide6.QtGui import QAction, QFont, QKeySequence, QPainter, QPalette
 from PySide6.QtWidgets import (
     QComboBox,
     QLineEdit,
@@ -19,6 +20,7 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QStyle,
     QStyleOptionComboBox,
+    QStyleOptionFrame,
     QStylePainter,
     QToolBar,
     QToolButton,
@@ -68,6 +70,7 @@ DEFAULT_LANES = "uncached,cached"
 WEIGHTS_LANES = "kv,kv@w8,kv@w4:g64"  # the weights preset: the same cache, the weights in fp32, INT8, INT4
 PORTUGUESE_MODEL = "gemma3-270m"  # the fetchable model that writes Portuguese (Gemma 3 270M)
 OPEN_ITEM = "__open__"
+EDIT_MARGIN = 2  # px a line edit keeps beside its text (QLineEdit's horizontal margin)
 KIND_ROLE = Qt.ItemDataRole.UserRole + 1  # a model item's kind in the catalog: bundled / fetched / fetchable
 
 
@@ -122,6 +125,92 @@ class ModelBox(QComboBox):
         painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, opt)
 
 
+class _ShortFormEdit(QLineEdit):
+    """The lane chooser's line edit: while it has no focus it paints its box's ``shown_text`` (a form that fits)
+    in place of its text; its text itself (what Enter runs, what one edits) stays the whole name."""
+
+    def __init__(self, box: LanesBox) -> None:
+        super().__init__(box)
+        self.box = box
+
+    def paintEvent(self, event) -> None:  # noqa: N802 - Qt API
+        shown = self.box.shown_text()
+        if self.hasFocus() or shown == self.text():
+            super().paintEvent(event)
+            return
+        painter = QPainter(self)
+        opt = QStyleOptionFrame()
+        self.initStyleOption(opt)
+        self.style().drawPrimitive(QStyle.PrimitiveElement.PE_PanelLineEdit, opt, painter, self)
+        room = self.style().subElementRect(QStyle.SubElement.SE_LineEditContents, opt, self).marginsRemoved(self.textMargins())
+        room.adjust(EDIT_MARGIN, 0, -EDIT_MARGIN, 0)
+        painter.setPen(self.palette().color(QPalette.ColorRole.Text))
+        painter.drawText(room, int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), shown)
+
+
+class LanesBox(QComboBox):
+    """The lane chooser: editable (a set of specs can be typed and run with Enter); closed, it shows the current
+    set's whole name where it fits, else a shorter form of it (``lanes_forms``: "+ H2O 8+8", never a name cut
+    mid-way), and it is at least as wide as every set's shortest form; the popup, ☰ → Lane sets and the tooltip
+    keep the whole name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setEditable(True)
+        self.setLineEdit(_ShortFormEdit(self))
+        self.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.setMinimumContentsLength(10)
+        self.help = ""  # what the chooser takes (known policies), after the current set's whole name in the tooltip
+        self.presets = 1  # the first items are the chooser's sets (``lane_choices``); typed sets come after
+        self.currentIndexChanged.connect(lambda _i: self._tip())
+
+    def room(self) -> int:
+        """The width the closed box has for its text (its edit field, less the line edit's own margins)."""
+        opt = QStyleOptionComboBox()
+        self.initStyleOption(opt)
+        field = self.style().subControlRect(QStyle.ComplexControl.CC_ComboBox, opt, QStyle.SubControl.SC_ComboBoxEditField, self)
+        return field.width() - 2 * EDIT_MARGIN
+
+    def forms(self) -> list[str]:
+        """The current set's whole name and shorter forms; the text alone when it was typed (not a set's name)."""
+        index, text = self.currentIndex(), self.currentText()
+        if index < 0 or text != self.itemText(index) or not self.itemData(index):
+            return [text]
+        return lanes_forms(str(self.itemData(index)))
+
+    def shown_text(self) -> str:
+        """The text the closed box shows (what the layout audit measures)."""
+        fm, room = self.fontMetrics(), self.room()
+        forms = self.forms()
+        return next((f for f in forms if fm.horizontalAdvance(f) <= room), forms[-1])
+
+    def fit_width(self) -> None:
+        """At least as wide as the widest preset's shortest form that is not a count (the chooser never cuts a
+        set's name, and does not change its width from one set to the next; a typed set may read "4 lanes")."""
+        fm = self.fontMetrics()
+        count = translate("toolbar", "{n} lanes")
+        widest = 0
+        for i in range(min(self.count(), self.presets)):
+            forms = lanes_forms(str(self.itemData(i)))
+            named = [f for f in forms if f != count.format(n=len(_terms(str(self.itemData(i)))))] or forms
+            widest = max(widest, fm.horizontalAdvance(named[-1]))
+        self.setMinimumContentsLength(max(10, math.ceil((widest + 2 * EDIT_MARGIN + 2) / max(fm.horizontalAdvance("X"), 1))))
+
+    def set_help(self, text: str) -> None:
+        self.help = text
+        self._tip()
+
+    def _tip(self) -> None:
+        whole = self.itemText(self.currentIndex()) if self.currentIndex() >= 0 else ""
+        self.setToolTip("\n".join(t for t in (whole, self.help) if t))
+
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self.fit_width()
+
+
 def editor(box: QComboBox) -> QLineEdit:
     """The line edit of an editable combo box (Qt gives one to every editable box)."""
     line = box.lineEdit()
@@ -150,12 +239,52 @@ def example_prompts(model: str | None = None) -> list[tuple[str, str]]:
     return [(lang, text) for lang in order for text in lists.get(lang, [])]
 
 
-def lanes_label(specs: str) -> str:
-    """A lane chooser item for ``specs`` ("uncached,cached,int8" → "no cache | KV cache | int8"): the two
-    plain lanes by name, every other lane by its spec (what one types)."""
+def _lane_names() -> dict[str, str]:
+    """The two plain lanes by name, in the app's language."""
     names = {"uncached": translate("toolbar", "no cache"), "none": translate("toolbar", "no cache")}
     names.update({"cached": translate("toolbar", "KV cache"), "kv": translate("toolbar", "KV cache")})
-    return " | ".join(names.get(term.strip(), term.strip()) for term in specs.split(",") if term.strip())
+    return names
+
+
+def _terms(specs: str) -> list[str]:
+    return [term.strip() for term in specs.split(",") if term.strip()]
+
+
+def lanes_label(specs: str) -> str:
+    """A lane chooser item for ``specs``, its whole name ("uncached,cached,h2o:8:r8" → "no cache | KV cache | H2O
+    8+8 (h2o:8:r8)"): the two plain lanes by name, every other lane in a few words with its spec (what one
+    types); a spec with no words (a plug-in's, or before the engine's registry is loaded) as it is."""
+    from ..lanes.policy_text import spec_words
+
+    names = _lane_names()
+    out = []
+    for term in _terms(specs):
+        words = "" if term in names else spec_words(term)
+        out.append(names.get(term) or (f"{words} ({term})" if words else term))
+    return " | ".join(out)
+
+
+def lanes_forms(specs: str) -> list[str]:
+    """A lane set's whole name and its shorter forms, longest first, for a narrow chooser: the whole name
+    (``lanes_label``); its words alone ("no cache | KV cache | H2O 8+8"); the lanes added to the leading plain ones
+    ("+ H2O 8+8", "+ window 16 | sinks 4+12"), or a weights set's formats ("weights FP32/INT8/INT4"); a set of
+    three lanes or more, last, its count ("4 lanes": the lanes' headers name them)."""
+    from ..lanes.policy_text import WEIGHTS_ALONE, fill, spec_words, weights_words
+
+    names = _lane_names()
+    terms = _terms(specs)
+    words = [names.get(t) or spec_words(t) or t for t in terms]
+    forms = [lanes_label(specs), " | ".join(words)]
+    plain = next((i for i, t in enumerate(terms) if t not in names), len(terms))  # the leading plain lanes
+    if 0 < plain < len(terms):  # what is added to them: "+ H2O 8+8", "+ janela 16 | sinks 4+12"
+        forms.append("+ " + " | ".join(words[plain:]))
+    bases = {t.partition("@")[0] for t in terms}
+    if len(terms) > 1 and len(bases) == 1 and any("@" in t for t in terms):  # one cache, its weights in each format
+        formats = [weights_words(t.partition("@")[2]).split(" (")[0] or "FP32" for t in terms]
+        forms.append(fill(WEIGHTS_ALONE, {"weights": "/".join(formats)}))
+    if len(terms) > 2:
+        forms.append(translate("toolbar", "{n} lanes").format(n=len(terms)))
+    return list(dict.fromkeys(f for f in forms if f))
 
 
 def lane_choices() -> list[tuple[str, str]]:
@@ -255,12 +384,9 @@ class ControlsToolBar(QToolBar):
         self.more.addWidget(self.speed_box)
 
         self.more.addSeparator()
-        self.lanes_box = QComboBox()
-        self.lanes_box.setEditable(True)
-        self.lanes_box.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self.lanes_box = LanesBox()
         self.lanes_box.addItem(lanes_label(DEFAULT_LANES), DEFAULT_LANES)  # the rest once the engine is loaded
-        self.lanes_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.lanes_box.setMinimumContentsLength(10)
+        self.lanes_box.fit_width()
         self.more.addWidget(self.lanes_box)
         self.layer_box = QComboBox()
         self.layer_box.setToolTip(translate("toolbar", "layer"))
@@ -384,10 +510,12 @@ class ControlsToolBar(QToolBar):
         self.lanes_box.clear()
         for label, value in lane_choices():
             self.lanes_box.addItem(label, value)
+        self.lanes_box.presets = self.lanes_box.count()
         self.lanes_box.blockSignals(False)
         self.show_lanes(current or DEFAULT_LANES)
         fit_popup(self.lanes_box)
-        self.lanes_box.setToolTip(
+        self.lanes_box.fit_width()
+        self.lanes_box.set_help(
             translate(
                 "toolbar",
                 "the lanes, side by side: pick a set, or type cache policies separated by commas "
@@ -465,6 +593,7 @@ class ControlsToolBar(QToolBar):
             tip = translate("toolbar", "example ({language})").format(language=lang.upper())
             box.setItemData(box.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
         box.setEditText(text)
+        editor(box).setCursorPosition(0)  # the prompt's start in a narrow box, not its end (another model's examples)
         box.blockSignals(False)
         fit_popup(box)
 

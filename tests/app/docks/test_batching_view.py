@@ -164,3 +164,27 @@ def test_the_timeline_has_a_step_axis_a_legend_and_steps(view, computed, qtbot) 
     assert view.step == last and timeline.step == last
     view.tabs.setCurrentIndex(view.PARTS.index("blocks"))
     assert not view.stage_step(+1) and view.step == last  # the blocks leave the app's keys to the lanes
+
+
+def test_the_timeline_grows_with_its_room(view, computed, qtbot) -> None:
+    """On a large stage the rows, the pool and the figures in the cells grow with the view's height (to rows of
+    MAX_ROW_H): no empty band under a strip of 16 px rows; a short view keeps the smallest rows, nothing cut."""
+    from kvsim.ui.docks.requests.timeline import MAX_ROW_H, ROW_H
+
+    view.tabs.setCurrentIndex(view.PARTS.index("timeline"))
+    view.set_staged(True)
+    view.show()
+    timeline = view.timeline
+    n = timeline.states.shape[0]
+    view.resize(1400, 220)  # short: the smallest rows (the legend yields, nothing squeezed)
+    qtbot.waitUntil(lambda: timeline.height() >= timeline.minimumSizeHint().height(), timeout=2000)
+    assert timeline.sizes()[0] == ROW_H
+    view.resize(1400, 900)  # tall (a 1920×1080 stage): the rows take the room
+    qtbot.waitUntil(lambda: timeline.sizes()[0] == MAX_ROW_H, timeout=2000)
+    row_h, pool_h = timeline.sizes()
+    assert pool_h > 2 * 44 and timeline.height() <= timeline.maximumHeight()
+    cells = timeline.cells()
+    assert cells and all(c.rect.height() == row_h - 2 and c.rect.bottom() <= n * row_h for c in cells)
+    assert timeline.cell_at(cells[-1].rect.center().x(), cells[-1].rect.center().y()) == (cells[-1].request, cells[-1].step)
+    assert timeline.grown_font().pointSizeF() > timeline.font().pointSizeF()  # the figures grow with the rows
+    assert timeline.pool_caption()

@@ -333,3 +333,21 @@ def test_the_grid_shows_the_free_queue_in_its_order_and_the_next_block(view, com
             assert f"#{snap.next_block}" in view.summary.toolTip() and "next block" in view.summary.toolTip()
             seen_next += 1
     assert seen_next > 0
+
+
+def test_the_off_on_table_writes_within_noise_as_a_mark_where_the_words_do_not_fit(view, computed):
+    """Where the verdicts' words would push the "all" column past the view (Portuguese's "dentro do ruído" in four
+    columns at 853 px), "within noise" reads ≈, said in words after the caption; with room, the words again."""
+    from kvsim.ui.docks.requests.numbers import NOISE_MARK
+
+    panel, t = view.numbers, view.numbers.table
+    noisy = [i for i, c in enumerate(computed.both.ttft) if c.verdict == "within noise"]
+    t.fit(t.wide + 50)
+    assert not t.compact and all(t.text("verdict", i) == "within noise" for i in noisy)
+    t.fit(t.wide - 1)
+    assert t.compact and all(t.text("verdict", i) == NOISE_MARK for i in noisy)
+    assert t.needed_width() <= t.wide and all(t.value("verdict", i) is computed.both.ttft[i] for i in noisy)
+    panel._fit_table()  # the panel's own room decides again (and says what ≈ means when it is used)
+    assert ("≈: within noise." in panel.caption.text()) == t.compact
+    t.fit(t.wide + 50)
+    assert not t.compact

@@ -75,7 +75,10 @@ def test_the_toolbar_in_portuguese(qtbot, portuguese) -> None:
     assert tb.play_action.text() == "▶▶ Reproduzir" and tb.step_action.text() == "Avançar ▶"
     tb.show_playing(True)
     assert tb.play_action.text() == "❚❚ Pausar"
-    assert lanes_label("uncached,cached,window:8") == "sem cache | KV cache | window:8"  # specs stay specs
+    import kvsim.caches  # noqa: F401 - the engine's registry gives a lane its words (the app loads it with the engine)
+
+    assert lanes_label("uncached,cached,window:8") == "sem cache | KV cache | janela 8 (window:8)"  # words, then the spec
+    assert lanes_label("kv,kv@w8,window:x9") == "KV cache | pesos INT8 (kv@w8) | window:x9"  # no words: the spec as typed
     tb.fill_models([{"name": "smollm2-135m", "kind": "fetchable"}])
     labels = [tb.model_box.itemText(i) for i in range(tb.model_box.count())]
     assert labels[0] == "tiny (embutido)" and "smollm2-135m (não baixado: kvsim models get smollm2-135m)" in labels
@@ -96,7 +99,9 @@ def test_the_toolbar_in_english_is_unchanged(qtbot, qapp) -> None:
     assert tb.prompt_box.itemData(0) == "en"
     assert [tb.speed_box.itemText(i) for i in range(tb.speed_box.count())] == ["slow", "normal", "fast", "instant"]
     assert tb.play_action.text() == "▶▶ Play" and tb.play_action.toolTip() == "play / pause (Space)"
-    assert lanes_label("uncached,cached,int8") == "no cache | KV cache | int8"
+    import kvsim.caches  # noqa: F401 - the engine's registry gives a lane its words
+
+    assert lanes_label("uncached,cached,h2o:8:r8") == "no cache | KV cache | H2O 8+8 (h2o:8:r8)"
 
 
 def test_the_window_in_portuguese(qtbot, qapp, portuguese, tmp_path) -> None:
@@ -151,3 +156,41 @@ def test_the_step_buttons_fit_a_projector_in_portuguese(qtbot, qapp, portuguese)
         right = button.mapTo(host, button.rect().topRight()).x()
         assert button.isVisible() and right < host.width(), (action.text(), right, host.width())
     assert tb.widgetForAction(tb.play_action).text() == "▶▶ Reproduzir"
+
+
+@pytest.mark.parametrize("lang", ["en", "pt_BR"])
+def test_the_closed_lane_chooser_shows_a_whole_name_that_fits(qtbot, qapp, lang) -> None:
+    """The lane chooser, narrow: each set reads as a form of its own name that fits its room ("+ H2O 8+8", never
+    "sem cache | KV (" cut), as wide as the widest set's shortest form; the whole name stays the box's text
+    (what Enter runs), in the popup and first in the tooltip; what one types shows as typed."""
+    import kvsim.caches  # noqa: F401 - the engine's registry (fill_lanes reads it)
+    from kvsim.ui.shell.toolbar import ControlsToolBar, editor, lanes_forms
+
+    i18n.install(qapp, lang)
+    try:
+        host = QMainWindow()
+        qtbot.addWidget(host)
+        tb = ControlsToolBar(host)
+        host.addToolBar(tb)
+        tb.fill_lanes()
+        box = tb.lanes_box
+        box.resize(box.sizeHint())  # as the toolbar lays it out: never narrower than its hint
+        fm = box.fontMetrics()
+        for i in range(box.count()):
+            box.setCurrentIndex(i)
+            specs = str(box.itemData(i))
+            shown = box.shown_text()
+            assert shown in lanes_forms(specs) and fm.horizontalAdvance(shown) <= box.room(), (specs, shown, box.room())
+            assert box.currentText() == box.itemText(i) == lanes_forms(specs)[0]  # the whole name: Enter runs the set
+            assert box.toolTip().startswith(box.itemText(i) + "\n")
+        box.setCurrentIndex(box.findData("uncached,cached,h2o:8:r8"))
+        assert box.shown_text() == "+ H2O 8+8"
+        editor(box).setText("kv,window:4")  # typed: shown as typed
+        assert box.shown_text() == "kv,window:4"
+        hint = box.sizeHint().width()
+        tb.show_lanes("kv,window:16,h2o:8:r8,tova:16")  # a set of four from the command line: its count, the box as wide
+        assert box.sizeHint().width() == hint
+        assert box.shown_text() in lanes_forms("kv,window:16,h2o:8:r8,tova:16")
+        assert fm.horizontalAdvance(box.shown_text()) <= box.room()
+    finally:
+        i18n.install(qapp, "en")

@@ -160,6 +160,8 @@ def test_window_fits_and_every_control_is_reachable(screens, width, height, scal
     assert m["screen"][2] == round(width / scale) and m["screen"][3] == round(height / scale)
     check_fits(m)
     check_controls(m)
+    width, most = m["prompt"]
+    assert m["row_spare"] <= 48 or width >= most, f"the prompt box is {width} px with {m['row_spare']} px empty beside"
 
 
 def test_lanes_only_is_not_clipped_on_a_projector(screens):
@@ -204,6 +206,8 @@ def test_every_view_is_readable_in_both_languages(screens, screen):
                 "stage-offon",
                 "stage-heads",
             } <= set(seen), sorted(seen)
+            # the lane chooser closed on every set, its text measured against its room (stage_probe.lane_sets)
+            assert mode != "normal" or "toolbar-lane-sets" in seen, sorted(seen)
         if width >= 1920 and mode == "normal":
             assert "desktop" in seen and not m["window"][lang]["stage"], "a large screen opens with the docks"
         elif mode not in ("lesson", "scenes"):

@@ -263,3 +263,121 @@ def test_the_status_bar_names_the_view_a_key_or_page_down_just_showed(qtbot, qap
             check(key)
     finally:
         w.shutdown()
+
+
+def _names_another_view(w) -> str:
+    """The words of a stage view other than the one shown that the status bar names ("" when none)."""
+    message = w.statusBar().currentMessage()
+    shown = w.stage.words(w.stage.entries[w.stage.current][0])
+    others = [w.stage.words(entry) for name, (entry, _d) in w.stage.entries.items() if name != w.stage.current]
+    return next((words for words in others if words in message and words not in shown), "")
+
+
+def test_the_status_bar_never_names_a_view_the_lesson_presenter_mode_or_a_demo_left(qtbot, qapp):
+    """The lesson turning to a step on another view, presenter mode's keys and PgDn, a demo opened (Alt+1) after a
+    view key: the status bar names the view now shown or says something else, never the view before (the lesson
+    showed its step's view under "stage: Memory …", a view key's message, for six seconds)."""
+    w = ready_window(qtbot, qapp, "tiny", PROMPT, size=(1280, 720))
+    lesson = w.lesson
+    try:
+        w.stage.toggle_forced()
+        # the lesson: a step whose next step is on another view, the view key pressed, then PgDn to that step
+        steps = lesson.steps
+        i = next(i for i in range(len(steps) - 1) if steps[i].view != steps[i + 1].view and steps[i].view != "memory")
+        w.lesson_action.setChecked(True)
+        lesson.go(i)
+        qtbot.waitUntil(lambda: lesson.done or bool(lesson.problem), timeout=180_000)
+        press(qtbot, w, Qt.Key_M)
+        assert w.stage.current == "memory" and "Memory" in w.statusBar().currentMessage()
+        while lesson.index == i:
+            press(qtbot, w, Qt.Key_PageDown)
+        qtbot.waitUntil(lambda: w.stage.current == steps[i + 1].view, timeout=180_000)
+        qtbot.wait(120)
+        assert not _names_another_view(w), (w.stage.current, w.statusBar().currentMessage())
+        w.lesson_action.setChecked(False)
+        # presenter mode: every view key, then PgDn / PgUp
+        w.presenter.enter()
+        for name, (entry, _dock) in w.stage.entries.items():
+            if entry.key:
+                press(qtbot, w, getattr(Qt, f"Key_{entry.key}"))
+                qtbot.wait(60)
+                assert w.stage.current == name and not _names_another_view(w), (name, w.statusBar().currentMessage())
+        for key in (Qt.Key_PageDown,) * 3 + (Qt.Key_PageUp,) * 2:
+            press(qtbot, w, key)
+            qtbot.wait(60)
+            assert not _names_another_view(w), (w.stage.current, w.statusBar().currentMessage())
+        w.presenter.leave()
+        # a demo (Alt+1) opened on another view: the bar says what opened, or the view shown
+        press(qtbot, w, Qt.Key_M)
+        qtbot.keyClick(w.focusWidget() or w, Qt.Key_1, Qt.KeyboardModifier.AltModifier)
+        qtbot.waitUntil(lambda: w.controller.browsing, timeout=60_000)
+        qtbot.wait(120)
+        assert not _names_another_view(w), (w.stage.current, w.statusBar().currentMessage())
+    finally:
+        w.shutdown()
+
+
+def test_the_costs_table_goes_under_the_plots_in_larger_type_on_a_tall_stage(qtbot, qapp):
+    """On a 1920×1080 stage the costs view's table beside the plots was a small block over an empty column: there it
+    goes under the plots in larger type; on a short stage it keeps the panel's type; a wider figure than the table
+    was sized for ("≈1.071,5 ms") widens it rather than being cut."""
+    from PySide6.QtGui import QFontMetrics
+    from PySide6.QtWidgets import QBoxLayout
+
+    from kvsim.ui.panels.costs import STAGE_TABLE, rich_width
+
+    w = ready_window(qtbot, qapp, "tiny", PROMPT, size=(1920, 1080))
+    try:
+        if not w.stage.active:
+            w.stage.toggle_forced()
+        w.stage.show("costs")
+        assert w.controller.run_steps(3)
+        costs = w.costs
+        qtbot.waitUntil(lambda: costs.box.direction() == QBoxLayout.Direction.TopToBottom, timeout=5_000)
+        assert costs.stats.font().pointSizeF() == pytest.approx(costs.font().pointSizeF() * STAGE_TABLE)
+        assert rich_width(costs.stats.text(), costs.stats.font()) <= costs.stats.width()
+        w.resize(853, 480)
+        qtbot.waitUntil(lambda: costs.stats.font().pointSizeF() == pytest.approx(costs.font().pointSizeF()), timeout=5_000)
+        costs.redraw()
+        qtbot.wait(50)
+        for plot in costs.plots:  # the steps' numbers apart on a narrow plot (they read "1020" in presenter type)
+            vb, axis = plot.getViewBox(), plot.getAxis("bottom")
+            fm = QFontMetrics(axis.style.get("tickFont") or axis.font())
+            x_hi = vb.viewRange()[0][1]
+            assert plot._x_ticks * vb.width() / x_hi >= fm.horizontalAdvance(str(int(x_hi))), plot._x_ticks
+        costs.stats.setFixedWidth(40)  # a table sized too narrow for its figures grows to them
+        costs._stats()
+        assert rich_width(costs.stats.text(), costs.stats.font()) <= costs.stats.width()
+    finally:
+        w.shutdown()
+
+
+def test_the_lanes_legend_explains_drafted_and_rejected_rows_when_a_speculative_lane_is_shown(qtbot, qapp):
+    """A speculative lane on screen: the legend adds its drafted (faint) and rejected (struck out) rows, in words that
+    fit a 853 px stage in both languages (a narrower form first: "rejeitado" ran past the edge)."""
+    from types import SimpleNamespace
+
+    from PySide6.QtCore import QObject, Signal
+
+    from kvsim.ui import i18n
+    from kvsim.ui.lanes.legend import Legend
+
+    class FakeSession(QObject):
+        run_started = Signal()
+
+    session = FakeSession()
+    session.lanes = [SimpleNamespace(draft=""), SimpleNamespace(draft="")]
+    legend = Legend(session)
+    qtbot.addWidget(legend)
+    legend.resize(853, 26)
+    assert not any("drafted" in str(part[1]) for part in legend.parts())
+    session.lanes.append(SimpleNamespace(draft="lookup"))
+    session.run_started.emit()
+    for lang in ("en", "pt_BR"):
+        i18n.install(qapp, lang)
+        try:
+            words = [str(part[2]) for part in legend.parts() if part[0] == "text"]
+            assert words[-2:] == (["drafted", "rejected"] if lang == "en" else ["rascunho", "rejeitado"])
+            assert legend.fits(), (lang, legend.form(legend.fontMetrics()))
+        finally:
+            i18n.install(qapp, "en")

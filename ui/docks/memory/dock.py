@@ -46,6 +46,8 @@ ON_SCREEN = "__on_screen__"
 DEFAULT_OTHERS = ("llama-2-7b", "llama-3.1-8b", "mistral-7b")
 DEFAULT_FOCUS = "llama-3.1-70b"
 
+NBSP = "\u00a0"  # a figure and its unit never split by a wrap
+
 
 def _combo() -> QComboBox:
     """A combo box whose width does not follow its longest item (the dock may be narrow)."""
@@ -387,8 +389,9 @@ class MemoryDock(QWidget):
         except MemoryInputError as exc:
             self.host.say(str(exc), True)
         if p is not None:
-            sizes = " · ".join(
-                f"{k.upper()} {local(human_bytes(weight_bytes(p.n_params, k)))}" for k in ("fp32", "fp16", "int8", "int4", "int2")
+            sizes = " · ".join(  # a format, its figure and its unit on one line ("INT8 475,78 KB", never "…475,78 / KB")
+                f"{k.upper()} {local(human_bytes(weight_bytes(p.n_params, k)))}".replace(" ", NBSP)
+                for k in ("fp32", "fp16", "int8", "int4", "int2")
             )
             weights = translate("views.memory_dock", "weights of {n} parameters: {sizes}")
             self.weights.setText(weights.format(n=integer(p.n_params), sizes=sizes) + self._live_weights())
@@ -414,7 +417,7 @@ class MemoryDock(QWidget):
             "as loaded": translate("views.memory_dock", "LM head as loaded"),
         }
         sizes = " · ".join(
-            f"{lane['name']} {local(human_bytes(lane['weight_bytes']))}"
+            f"{lane['name']}{NBSP}{local(human_bytes(lane['weight_bytes'])).replace(' ', NBSP)}"
             + (f" ({heads.get(lane['weight_head'], lane['weight_head'])})" if lane.get("weight_head") else "")
             for lane in lanes
         )

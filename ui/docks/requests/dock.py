@@ -142,7 +142,7 @@ class RequestsView(QWidget):
         self._timeline_lay = timeline_lay  # on the stage its margins go (the lesson's band leaves it little room)
         self._timeline_margins = timeline_lay.contentsMargins()
         timeline_lay.addLayout(timeline_nav)
-        timeline_lay.addWidget(self.timeline)
+        timeline_lay.addWidget(self.timeline, 100)  # the room is the rows' (up to their largest), then the stretch's
         timeline_lay.addWidget(self.timeline_legend)
         timeline_lay.addWidget(self.latency)
         timeline_lay.addWidget(self.reuse)

@@ -150,10 +150,16 @@ VERDICT_WORDS = {
 }
 
 
-def verdict_cell(comparison) -> tuple[object, str]:
-    """A request's paired TTFT comparison (``kvsim.core.compare.Comparison`` or None) as (value, text)."""
+NOISE_MARK = "≈"  # "within noise" where the table has no room for the words (as the costs table marks it); the tip says it
+
+
+def verdict_cell(comparison, compact: bool = False) -> tuple[object, str]:
+    """A request's paired TTFT comparison (``kvsim.core.compare.Comparison`` or None) as (value, text); ``compact``:
+    "within noise" as ≈ (the words stay in the cell's tooltip)."""
     if comparison is None:
         return None, "–"
+    if compact and comparison.verdict == "within noise":
+        return comparison, NOISE_MARK
     return comparison, translate("views.requests_numbers", VERDICT_WORDS[comparison.verdict])
 
 
@@ -202,6 +208,8 @@ class SideBySideTable(QTableWidget):
         self.setSizeAdjustPolicy(QAbstractItemView.SizeAdjustPolicy.AdjustToContents)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._both = None
+        self.compact = False  # the verdicts "within noise" as ≈: the table had no room for the words (``fit``)
+        self.wide = 0  # the table's width with the words
         theme.on_change(self._on_theme)  # a bound method: held weakly, gone with the view
 
     def _on_theme(self, _name: str) -> None:
@@ -256,7 +264,7 @@ class SideBySideTable(QTableWidget):
                     "ttft_on": (b.ttft_ms, ms_figure(b.ttft_ms)),
                     "spread_on": ((b.ttft_ms_min, b.ttft_ms_max), f"{ms_figure(b.ttft_ms_min)}–{ms_figure(b.ttft_ms_max)}"),
                     "ratio": (ratios[i], _ratio(ratios[i])),
-                    "verdict": verdict_cell(both.ttft[i] if both.ttft else None),
+                    "verdict": verdict_cell(both.ttft[i] if both.ttft else None, self.compact),
                     "blocks": _blocks(physical[i], b.blocks_held),
                 },
             )
@@ -287,6 +295,22 @@ class SideBySideTable(QTableWidget):
         )
         self.resizeColumnsToContents()
         self.resizeRowsToContents()
+        if not self.compact:
+            self.wide = self.needed_width()
+
+    def needed_width(self) -> int:
+        """The width the table's header and columns take (its frame included)."""
+        columns = sum(self.columnWidth(c) for c in range(self.columnCount()) if not self.isColumnHidden(c))
+        return self.verticalHeader().sizeHint().width() + columns + 2 * self.frameWidth()
+
+    def fit(self, room: int) -> None:
+        """The verdicts in words where the table fits ``room`` with them, else as ≈ (Portuguese's "dentro do
+        ruído" in four columns pushed the "all" column off a 853 px stage)."""
+        compact = self.wide > room > 0
+        if compact != self.compact:
+            self.compact = compact
+            if self._both is not None:
+                self.set_runs(self._both)
 
     def _column(self, col: int, cells: dict[str, tuple[object, str | None]], bold: bool = False) -> None:
         for row, key in enumerate(ROW_KEYS):

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QPainter, QPen, QPolygonF
+from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from kvsim.core.words import QT_TRANSLATE_NOOP  # typed str, found by pyside6-lupdate as Qt's
@@ -46,9 +46,12 @@ STATE_WORDS = {
     PREEMPTED: QT_TRANSLATE_NOOP("views.requests_timeline", "preempted"),
 }
 KIND_STATES = {"prefill": PREFILL, "decode": DECODE, "recompute": RECOMPUTE}
-ROW_H = 16
+ROW_H = 16  # a request's row, at least (on a large stage rows grow to MAX_ROW_H with the view's height)
 LABEL_W = 34
-POOL_H = 44  # the pool's plot (its axis and caption are under it)
+POOL_H = 44  # the pool's plot, at least (its axis and caption are under it); it grows to MAX_POOL_H
+MAX_ROW_H = 4 * ROW_H
+MAX_POOL_H = 5 * POOL_H
+GROWN_TEXT = 1.6  # the cells' figures and the row names grow with the rows, up to this many times the view's type
 MIN_COL_W = 4
 TICK_STEPS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
 
@@ -263,9 +266,16 @@ class TimelineView(QWidget):
         self.states = np.zeros((0, 0), dtype=np.int8)
         self.tokens = np.zeros((0, 0), dtype=np.int32)
         self.marks: list[MoveMark] = []
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        # it takes the height it is given (the stage's, the dock's) up to rows of MAX_ROW_H: no empty band under it
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.setMaximumHeight(self._height(MAX_ROW_H, MAX_POOL_H))
         self.setMouseTracking(True)
         theme.on_change(lambda _name: self.update())
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:  # presenter mode's larger type: the axis lines grow
+            self.setMaximumHeight(self._height(MAX_ROW_H, MAX_POOL_H))
 
     def set_run(self, run: RequestsRun | None) -> None:
         self.run = run
@@ -276,6 +286,7 @@ class TimelineView(QWidget):
         else:
             self.states, self.tokens = run_states(run)
             self.marks = move_marks(run) if len(run.snapshots) == self.states.shape[1] else []
+        self.setMaximumHeight(self._height(MAX_ROW_H, MAX_POOL_H))
         self.updateGeometry()
         self.update()
 
@@ -292,12 +303,34 @@ class TimelineView(QWidget):
     def _line_h(self) -> int:
         return self.fontMetrics().height() + 2
 
-    def _height(self) -> int:
-        """The rows, the pool, the step axis (ticks and their numbers) and the caption."""
-        return self._rows_h() + 6 + POOL_H + 4 + self._line_h() + self._line_h() + 2
+    def _height(self, row_h: int = ROW_H, pool_h: int = POOL_H) -> int:
+        """The rows, the pool, the step axis (ticks and their numbers) and the caption: with the smallest rows and
+        pool (the view's minimum) or those given."""
+        return max(1, self.states.shape[0]) * row_h + 6 + pool_h + 4 + self._line_h() + self._line_h() + 2
+
+    def sizes(self) -> tuple[int, int]:
+        """(a row's height, the pool's height) at the view's height: the smallest, grown by the room the view has
+        past its minimum (the rows take most of it, up to MAX_ROW_H; the pool the rest, up to MAX_POOL_H)."""
+        n = max(1, self.states.shape[0])
+        extra = max(0, self.height() - self._height())
+        row_h = ROW_H + min(MAX_ROW_H - ROW_H, int(0.7 * extra / n))
+        pool_h = POOL_H + min(MAX_POOL_H - POOL_H, extra - n * (row_h - ROW_H))
+        return row_h, pool_h
+
+    def _row_h(self) -> int:
+        return self.sizes()[0]
 
     def _axis_top(self) -> float:
-        return self._rows_h() + 6 + POOL_H + 4
+        return self._rows_h() + 6 + self.sizes()[1] + 4
+
+    def grown_font(self) -> QFont:
+        """The type of the cells' figures and the row names: the view's, grown with the rows (readable from the back
+        of a room when the stage is large), at most GROWN_TEXT times."""
+        font = QFont(self.font())
+        k = min(GROWN_TEXT, max(1.0, self._row_h() / (1.4 * ROW_H)))
+        if k > 1.0:
+            font.setPointSizeF(font.pointSizeF() * k)
+        return font
 
     def axis_ticks(self) -> list[tuple[int, float]]:
         """The numbered ticks of the step axis: (the column's ``step_number``, x of its column's centre), every
@@ -351,7 +384,7 @@ class TimelineView(QWidget):
             self.scrubbed.emit(column)
 
     def _rows_h(self) -> int:
-        return max(1, self.states.shape[0]) * ROW_H
+        return max(1, self.states.shape[0]) * self._row_h()
 
     def _col_w(self) -> float:
         steps = max(1, self.states.shape[1])
@@ -359,30 +392,30 @@ class TimelineView(QWidget):
 
     def cells(self) -> list[Cell]:
         """Every drawn cell (not the empty ones)."""
-        w = self._col_w()
+        w, row_h = self._col_w(), self._row_h()
         out = []
         for r, s in zip(*np.nonzero(self.states), strict=True):
-            rect = QRectF(LABEL_W + s * w, r * ROW_H + 1, w, ROW_H - 2)
+            rect = QRectF(LABEL_W + s * w, r * row_h + 1, w, row_h - 2)
             out.append(Cell(int(r), int(s), int(self.states[r, s]), int(self.tokens[r, s]), rect))
         return out
 
     def mark_rects(self) -> list[tuple[MoveMark, QRectF]]:
         """Every move mark and where it is drawn: in its request's row and step's column, a store in the upper
         half, a load in the lower (a mark naming no request: in the first row)."""
-        w = self._col_w()
-        side = min(12.0, max(4.0, w - 2))
+        w, row_h = self._col_w(), self._row_h()
+        side = min(12.0 * row_h / ROW_H, max(4.0, w - 2))
         out = []
         for m in self.marks:  # at the right end of the cell, clear of the positions' figure at its centre
             row = max(0, m.request)
             x = LABEL_W + (m.step + 1) * w - side - 1 - (side + 1) * (m.tier == "disk")  # disk left of host
-            y = row * ROW_H + (0 if m.direction == "store" else ROW_H / 2)
-            out.append((m, QRectF(x, y, side, ROW_H / 2)))
+            y = row * row_h + (0 if m.direction == "store" else row_h / 2)
+            out.append((m, QRectF(x, y, side, row_h / 2)))
         return out
 
     def cell_at(self, x: float, y: float) -> tuple[int, int] | None:
         if not self.states.size or x < LABEL_W:
             return None
-        r, s = int(y // ROW_H), int((x - LABEL_W) // self._col_w())
+        r, s = int(y // self._row_h()), int((x - LABEL_W) // self._col_w())
         return (r, s) if 0 <= r < self.states.shape[0] and 0 <= s < self.states.shape[1] else None
 
     def describe(self, request: int, step: int) -> str:
@@ -435,14 +468,16 @@ class TimelineView(QWidget):
                 translate("views.requests_timeline", "press Run: each request over the steps is drawn here"),
             )
             return
-        w = self._col_w()
+        w, row_h = self._col_w(), self._row_h()
         p.setPen(QColor(theme.MUTED))
+        p.setFont(self.grown_font())
         for r in range(self.states.shape[0]):
             p.drawText(
-                QRectF(0, r * ROW_H, LABEL_W - 4, ROW_H), Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, f"r{r + 1}"
+                QRectF(0, r * row_h, LABEL_W - 4, row_h), Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, f"r{r + 1}"
             )
         for cell in self.cells():
             self._draw_cell(p, cell, w)
+        p.setFont(self.font())
         for mark, rect in self.mark_rects():
             self._draw_mark(p, mark, rect)
         x = LABEL_W + self.step * w
@@ -475,17 +510,18 @@ class TimelineView(QWidget):
     def _draw_cell(self, p: QPainter, cell: Cell, w: float) -> None:
         rect, color = cell.rect, QColor(request_color(cell.request))
         if cell.state == WAITING:
-            p.fillRect(QRectF(rect.x(), rect.center().y() - 1, w, 2), QColor(theme.MUTED))
+            thick = max(2.0, rect.height() / 8)
+            p.fillRect(QRectF(rect.x(), rect.center().y() - thick / 2, w, thick), QColor(theme.MUTED))
         elif cell.state == PREEMPTED:
             pen = QPen(QColor(theme.ERROR), 2)
             p.setPen(pen)
             p.drawLine(rect.topLeft(), rect.bottomRight())
             p.drawLine(rect.bottomLeft(), rect.topRight())
         else:
-            box = rect if cell.state != DECODE else rect.adjusted(0, 3, 0, -3)
+            box = rect if cell.state != DECODE else rect.adjusted(0, rect.height() / 5, 0, -rect.height() / 5)
             brush = QBrush(color, Qt.BrushStyle.BDiagPattern) if cell.state == RECOMPUTE else QBrush(color)
             p.fillRect(box.adjusted(0.5, 0, -0.5, 0), brush)
-            if cell.state != DECODE and w >= 18:
+            if cell.state != DECODE and w >= max(18, p.fontMetrics().horizontalAdvance(str(cell.tokens)) + 4):
                 p.setPen(QColor("#000000"))
                 p.drawText(box, Qt.AlignmentFlag.AlignCenter, str(cell.tokens))
 
@@ -515,7 +551,7 @@ class TimelineView(QWidget):
         columns = self.pool_columns()
         batches = columns
         n = max(1, self.run.usable_blocks)  # held + free: the null block of vLLM's order is neither
-        h = POOL_H
+        h = self.sizes()[1]
         held = [QPointF(LABEL_W, top + h)]
         cached = []
         for s, (held_blocks, cached_free, _free) in enumerate(columns):

@@ -309,6 +309,7 @@ class NumbersPanel(QScrollArea):
         lay.addStretch(1)
         self.setWidget(body)
         self._computed = None
+        self._caption = ""  # the caption's sentence (the compact table's ≈ is said after it)
         self.extras = (self.waste_caption, self.bars, self.trade_off, self.outputs)
 
     def set_staged(self, on: bool) -> None:
@@ -325,19 +326,33 @@ class NumbersPanel(QScrollArea):
         if self._computed is not None:
             self.set_computed(self._computed)
 
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._fit_table()
+
+    def _fit_table(self) -> None:
+        body = self.widget()
+        lay = body.layout() if body is not None else None
+        margins = lay.contentsMargins() if lay is not None else None
+        room = self.viewport().width() - (margins.left() + margins.right() if margins is not None else 0)
+        self.table.fit(room)
+        if self._computed is not None:  # the ≈ the compact table writes, in words under the caption's sentence
+            mark = " " + translate("views.requests_panels", "≈: within noise.") if self.table.compact else ""
+            self.caption.setText(self._caption + mark)
+
     def set_computed(self, computed) -> None:
         self._computed = computed
         both = computed.both
-        self.caption.setText(
-            translate(
-                "views.requests_panels",
-                "The same {n} requests, blocks of {b}, run with prefix caching off and on ({schedule}); TTFT is the "
-                "median of {repeats} timed prefills, measured on this machine.",
-            ).format(
-                n=len(both.on.requests), b=both.on.block_size, schedule=schedule_label(both.on.schedule), repeats=both.on.repeats
-            )
+        self._caption = translate(
+            "views.requests_panels",
+            "The same {n} requests, blocks of {b}, run with prefix caching off and on ({schedule}); TTFT is the "
+            "median of {repeats} timed prefills, measured on this machine.",
+        ).format(
+            n=len(both.on.requests), b=both.on.block_size, schedule=schedule_label(both.on.schedule), repeats=both.on.repeats
         )
+        self.caption.setText(self._caption)
         self.table.set_runs(both)
+        self._fit_table()
         w = both.on.waste
         self.waste_caption.setText(
             translate(
