@@ -238,3 +238,16 @@ def test_weight_lanes_read_a_quarter_and_a_sixth_of_fp32(tiny) -> None:
     assert {name: held_bytes[name] for name in form} == form
     assert held_bytes["kv@w8:fphead"] / held_bytes["kv"] > 0.4  # the head kept in fp32: the largest matrix as loaded
     assert heads == {"kv": None, "kv@w8": "Q8_0", "kv@w4:g64": "Q8_0", "kv@w8:fphead": "as loaded"}
+
+
+def test_the_weights_step_says_the_lanes_ratios(tiny) -> None:
+    """The lesson's live weights step names the fewer-bytes factors its lanes show (fp32 / w8 and fp32 / w4:g64, from
+    the closed form), in both languages: a format change (w8 per row → Q8_0) must carry the caption with it."""
+    import re
+
+    form = _closed_form_weight_bytes(tiny.model)
+    factors = [round(form["kv"] / form[name], 1) for name in ("kv@w8", "kv@w4:g64")]
+    step = next(s for s in LESSON if s["state"]["lanes"] == "kv,kv@w8,kv@w4:g64")
+    for lang, sep in (("en", "."), ("pt", ",")):
+        said = re.findall(rf"(\d+{re.escape(sep)}\d)×", step["text"][lang])
+        assert [float(x.replace(sep, ".")) for x in said] == factors, (lang, said, factors)
