@@ -93,6 +93,24 @@ def _text_size(label, text: str, rich: bool, width: int | None) -> tuple[float, 
     return r.width(), r.height()
 
 
+def _styled_padding(label) -> bool:
+    """Whether a style sheet (the app's, or the label's or an ancestor's) pads ``label``: a ``QLabel`` rule, for
+    every label or for its object name, that sets ``padding``."""
+    import re
+
+    from PySide6.QtWidgets import QApplication
+
+    sheets, w = [QApplication.instance().styleSheet()], label
+    while w is not None:
+        sheets.append(w.styleSheet())
+        w = w.parentWidget()
+    for selector, body in re.findall(r"([^{}]+)\{([^{}]*)\}", "\n".join(sheets)):
+        names = [part.strip() for part in selector.split(",")]
+        if "padding" in body and any(n in ("QLabel", f"QLabel#{label.objectName()}") for n in names):
+            return True
+    return False
+
+
 def _aligned(room, width: float, height: float, align):
     """Where a text of ``width`` × ``height`` aligned by ``align`` lies in the rectangle ``room``."""
     from PySide6.QtCore import QRect, Qt
@@ -255,6 +273,8 @@ def audit(window, min_px: float = 0.0) -> list[str]:
             inner = cr.adjusted(w.margin(), w.margin(), -w.margin(), -w.margin())
             if w.wordWrap():
                 need_w, need = _text_size(w, text, rich, inner.width())
+                if rich and _styled_padding(w):  # with a style sheet's padding QLabel wraps rich text 3 px inside its
+                    need = max(need, _text_size(w, text, rich, max(inner.width() - 3, 1))[1])  # contents (measured)
                 if need > inner.height() + 2:
                     problems.append(f"wrapped text {need:.0f} px tall in {cr.height()} px: {_name(w)} '{_plain(text)[:50]}'")
                 if need_w > inner.width() + TOLERANCE:

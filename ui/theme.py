@@ -284,7 +284,6 @@ QStatusBar {{ background: {PANEL}; color: {MUTED}; }}
 QToolTip {{ background: {PANEL}; color: {TEXT}; border: 1px solid {BORDER}; }}
 QLabel#banner {{ background: {BANNER[0]}; color: {BANNER[1]}; padding: 6px 10px; border-radius: 4px; }}
 QLabel#phase {{ font-weight: 700; padding: 2px 12px; border-radius: 4px; color: #111; }}
-QLabel#readout {{ padding: 2px 6px; }}
 QSlider::groove:horizontal {{ height: 6px; background: {BORDER}; border-radius: 3px; }}
 QSlider::handle:horizontal {{ width: 16px; margin: -6px 0; background: {ACCENT}; border-radius: 8px; }}
 QSlider::sub-page:horizontal {{ background: {SLIDER_DONE}; border-radius: 3px; }}

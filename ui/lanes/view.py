@@ -118,6 +118,9 @@ class LanePanel(LaneHover, QWidget):
         rf.setPointSizeF(rf.pointSizeF() * 1.08)
         self.readout.setFont(rf)
         self.readout.setWordWrap(True)
+        # margins, not a style sheet's padding: with padding QLabel wraps its rich text 3 px inside its contents
+        # (measured), so the height measured below at the contents' width missed a fifth line ('KL 1,2×10⁻⁶' cut)
+        self.readout.setContentsMargins(6, 2, 6, 2)
         self.readout.setAlignment(
             Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop
         )  # lanes' first lines level, whatever follows
