@@ -59,6 +59,11 @@ def test_verification_steps_are_their_own_labelled_points(qtbot, qapp, monkeypat
     assert z["decode"] < z["prefill"] < z["check"], z
     # the roof's words above the roof (no measured point lies there): anchored by their bottom edge
     assert view.plot.ridge_text.anchor.y() == 1 and view.plot.slope_text.anchor.y() == 1
+    # the ceiling's too (a line higher when the ridge's share its line), and the two never overlap
+    ceiling, ridge_words = view.plot.ceiling_text, view.plot.ridge_text
+    assert ceiling.anchor.y() >= 1
+    box = ceiling.mapRectToScene(ceiling.boundingRect())
+    assert not box.intersects(ridge_words.mapRectToScene(ridge_words.boundingRect())), (box, ridge_words.pos())
     # before the first check the label is hidden
     w.controller.scrub_to(checks[0].step - 1)
     qtbot.waitUntil(lambda: not view.check_labels.items[1].isVisible(), timeout=5_000)

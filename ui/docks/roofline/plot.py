@@ -101,21 +101,23 @@ class RoofPlot(pg.PlotWidget):
         pi = self.getPlotItem()
         vb = pi.getViewBox()
         width, height = max(vb.width(), 1.0), max(vb.height(), 1.0)
+        stacked = False  # the ceiling's words a line above the ridge's where both would share the line
         if self.peak and self.bandwidth:  # room above the ceiling for its words (and the ridge's)
-            line = self.ceiling_text.boundingRect().height() + 4
+            at = (math.log10(ridge(self.peak, self.bandwidth)) - x0) / (x1 - x0) * width
+            rw, cw = self.ridge_text.boundingRect().width(), self.ceiling_text.boundingRect().width()
+            ax = 0.5 if rw / 2 <= at <= width - rw / 2 else (0.0 if at < rw / 2 else 1.0)
+            stacked = at + (1 - ax) * rw > width - cw - 8
+            line = (self.ceiling_text.boundingRect().height() + 4) * (2 if stacked else 1)
             y1 = max(y1, math.log10(self.peak) + line * (y1 - y0) / max(height - line, 1.0))
         for axis, span in (("bottom", x1 - x0), ("left", y1 - y0)):
             step = 1 if span <= 8 else 2  # whole decades only: 1, 10, 100 (no 3.16 between)
             pi.getAxis(axis).setTickSpacing(step, step)
         pi.setRange(xRange=(x0, x1), yRange=(y0, y1), padding=0)
         if self.peak and self.bandwidth:
-            # the ridge's words centred over it, or beside it at an edge; the ceiling's under the roof when the
-            # ridge's would reach them
-            at = (math.log10(ridge(self.peak, self.bandwidth)) - x0) / (x1 - x0) * width
-            rw, cw = self.ridge_text.boundingRect().width(), self.ceiling_text.boundingRect().width()
-            ax = 0.5 if rw / 2 <= at <= width - rw / 2 else (0.0 if at < rw / 2 else 1.0)
+            # the ridge's words centred over it, or beside it at an edge; the ceiling's over the roof's right end,
+            # a line higher when the ridge's would reach them (under the roof they lay on the measured decode points)
             self.ridge_text.setAnchor((ax, 1))
-            self.ceiling_text.setAnchor((1, 0) if at + (1 - ax) * rw > width - cw - 8 else (1, 1))
+            self.ceiling_text.setAnchor((1, 2) if stacked else (1, 1))
 
 
 def scatter(color: str, symbol: str, filled: bool, size: int = 10) -> pg.ScatterPlotItem:
