@@ -19,7 +19,7 @@ Each graph call costs ~0.2 ms of wrappers and guards beyond its work, 31 of them
 The values are those of the eager model within float rounding (inductor fuses the elementwise work and may
 reorder a reduction); tests/reference/test_compiled.py checks logits and greedy tokens against the eager path.
 
-Compiling takes seconds to minutes (SmolLM2 on 2 shared cores: ~2 min the first time, ~35 s with inductor's cache
+Compiling takes seconds to minutes (SmolLM2 on 2 shared cores: ~2 min the first time, ~40 s with inductor's cache
 warm, most of it the one-graph step's three variants: the first length, a symbolic length, a full buffer); the
 compiled kernels are kept in inductor's cache under the user cache folder (``compile_cache_dir``), so a second run
 with the same model and shapes reads them back.
