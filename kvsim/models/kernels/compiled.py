@@ -15,6 +15,8 @@ layer; ``Transformer.one_graph_fits``) is one graph instead (``Transformer.decod
 head, reading the cache's rows without touching it; the cache's own ``update`` then appends each layer's new rows.
 Each graph call costs ~0.2 ms of wrappers and guards beyond its work, 31 of them a SmolLM2 step: one graph saves
 ~5 ms of a ~37 ms step (docs/benchmarks.md). Its layers are one region compiled once (``nested_compile_region``).
+Only in torch.compile's default mode: under ``reduce-overhead`` (CUDA graphs, recorded again for every held
+length) steps stay layer by layer.
 
 The values are those of the eager model within float rounding (inductor fuses the elementwise work and may
 reorder a reduction); tests/reference/test_compiled.py checks logits and greedy tokens against the eager path.
@@ -72,7 +74,10 @@ def compile_decode(model: Transformer, cache_dir: Path | None = None, mode: str 
                 block.leave = torch.compile(block.leave, mode=mode)  # type: ignore[method-assign]
                 block.chain = torch.compile(block.chain, mode=mode)  # type: ignore[method-assign]
     model.head = torch.compile(model.head, mode=mode)  # type: ignore[method-assign]
-    model.decode_graph = torch.compile(model.decode_graph, mode=mode)  # type: ignore[method-assign]
+    if mode is None:
+        model.decode_graph = torch.compile(model.decode_graph)  # type: ignore[method-assign]
+    else:  # CUDA graphs would record the one graph again for every held length: the layer-by-layer graphs instead
+        model.one_graph_steps = False
     model.compiled = True
     return model
 
