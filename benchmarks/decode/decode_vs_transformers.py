@@ -288,7 +288,10 @@ def main() -> int:
             from kvsim.models.kernels.compiled import compile_decode, warm_up
 
             if compiled is None:  # one compiled copy for every prompt length (its kernels compiled once)
-                compiled = compile_decode(copy.deepcopy(model))
+                # loaded again, not deep-copied: a copy's weights land in ordinary pages and its fused projections
+                # stop being views of one matrix, where `kvsim run --compile` compiles the loaded model itself
+                again = load_model(args.model).model
+                compiled = compile_decode(bf16_model(again) if args.dtype == "bf16" else again)
             t0 = time.perf_counter()
             try:
                 warm_up(compiled, len(ids), lambda: KVCache(cfg.n_layers, layer_windows=cfg.layer_windows))

@@ -228,6 +228,11 @@ class KVCache(Cache):
         return (*self.stored(layer), self.key_positions(layer))
 
     @property
+    def fewest_rows(self) -> int:
+        """Rows held by the layer that holds the fewest (0 while some layer holds none)."""
+        return min(self._len)
+
+    @property
     def n_tokens(self) -> int:
         """Rows held by the layer that holds the most (a global one): the tokens whose K/V some layer keeps."""
         if not self._local:

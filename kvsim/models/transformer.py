@@ -26,12 +26,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from ..caches.base import Cache, PackedBatch, visibility
+from ..caches.kv import KVCache
 from .attention.cla import SharedKVAttention
 from .attention.dsa import SparseLatentAttention
 from .attention.hybrid import GatedAttention, GatedDeltaNet
@@ -336,6 +338,33 @@ class Attention(nn.Module):
         y = (probs @ v_all).view(b, h, t, d)  # (B, H, T, D)
         return y.transpose(1, 2).reshape(b, t, h * d), weights  # (B, T, H*D)
 
+    def weigh_appended(
+        self,
+        q: torch.Tensor,
+        k_held: torch.Tensor,
+        v_held: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        visible: torch.Tensor,
+    ) -> torch.Tensor:
+        """``weigh`` for one sequence (B = 1) over the rows a cache held before this step (``k_held``, ``v_held``:
+        (1, H_kv, S, D)) followed by this step's own (``k``, ``v``: (1, H_kv, T, D)), as ``weigh`` reads them once a
+        cache appended them, without copying the held rows into one tensor: the scores of both parts side by side, one
+        softmax, the weighted sums of both parts added. ``visible``: (T, S + T). The heads' outputs (1, T, H*D); the
+        same values as ``weigh`` within float rounding (the last T rows' products are summed apart)."""
+        cfg = self.cfg
+        _, _, t, d = q.shape
+        h, hkv, g = cfg.n_heads, cfg.n_kv_heads, cfg.group_size
+        s = k_held.shape[2]
+        # one sequence (B = 1), its heads the batch of torch.bmm: the held rows taken as they lie (k_held[0]), where
+        # matmul or a reshape would branch on whether they lie contiguous (a buffer just full: one graph more)
+        qg = q[0].reshape(hkv, g * t, d)
+        scores = torch.cat([torch.bmm(qg, part[0].transpose(1, 2)) for part in (k_held, k)], dim=-1) * self.scale
+        scores = scores.view(1, hkv, g, t, s + t).masked_fill(~visible, float("-inf"))
+        probs = torch.softmax(scores.float(), dim=-1).to(q.dtype).view(hkv, g * t, s + t)
+        y = torch.bmm(probs[..., :s], v_held[0]) + torch.bmm(probs[..., s:], v[0])
+        return y.view(1, h, t, d).transpose(1, 2).reshape(1, t, h * d)
+
 
 class MLP(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
@@ -467,6 +496,7 @@ class Block(nn.Module):
 class Transformer(nn.Module):
     gguf_path: str | None = None  # the .gguf file it was loaded from (set by kvsim.models.gguf.file), else None
     compiled: bool = False  # its cache-free parts wrapped by torch.compile (kvsim.models.kernels.compiled, --compile)
+    one_graph_steps: bool = True  # compiled, a decode step into a plain kv cache runs as one graph (one_graph_fits)
     huge_page_weights: bool = False  # its weight copies of ≥ 2 MiB asked for 2 MiB pages (use_decode_friendly_layout)
     one_row_kernel: str = "torch"  # the kernel its weights are laid out for (use_decode_friendly_layout, row_matmul)
     kernel_choice: KernelChoice | None = None  # how that kernel and page kind were chosen, and why
@@ -559,6 +589,83 @@ class Transformer(nn.Module):
         if tied:
             self.tok_embeddings.weight = self.lm_head.weight
 
+    def one_graph_fits(
+        self,
+        cache: Cache | PackedBatch,
+        ids: torch.Tensor,
+        ropes: dict[float, tuple[torch.Tensor, torch.Tensor]],
+        last_only: bool | int,
+        rows: torch.Tensor | None,
+        hidden: bool,
+    ) -> bool:
+        """Whether a compiled model runs this forward as one graph (``decode_graph``): a one-token decode step of one
+        sequence into a plain ``kv`` cache (exactly ``KVCache``: it appends, holds every row on every layer, evicts
+        nothing, observes no attention, rotates nothing when read) that already holds rows on every layer, on a model
+        whose every layer is the common attention block with one RoPE base (or none), its last logits asked for.
+        Every other forward (a prefill, another lane's cache, a windowed or hybrid model) keeps one graph from each
+        layer's cache to the next's."""
+        if not self.one_graph_steps or type(cache) is not KVCache or cache.layer_windows is not None or ids.shape != (1, 1):
+            return False
+        if not last_only or int(last_only) != 1 or rows is not None or hidden or len(ropes) > 1:
+            return False
+        if self.cfg.kv_share > 1 or not all(isinstance(b, Block) and type(b.attn) is Attention for b in self.layers):
+            return False
+        return cache.fewest_rows > 0
+
+    def _step_in_one_graph(
+        self,
+        ids: torch.Tensor,
+        positions: torch.Tensor,
+        cache: Cache,
+        ropes: dict[float, tuple[torch.Tensor, torch.Tensor]],
+        record: bool,
+        layer_hook: LayerHook | None,
+    ) -> ForwardOutput:
+        """``forward`` of a step ``one_graph_fits``: ``decode_graph`` over the rows the cache holds, then the cache's own
+        ``update`` with each layer's new rows (its bookkeeping, counts and bytes as on every other path)."""
+        n = self.cfg.n_layers
+        held = [cache.held_rows(i) for i in range(n)]
+        rope = next(iter(ropes.values())) if ropes else None
+        # the token as a (1,) tensor: a (1, 1) slice of a longer sequence has a stride a compiled graph would guard on
+        logits, q, k, v = self.decode_graph(
+            ids.reshape(1), positions, [h[0] for h in held], [h[1] for h in held], [h[2] for h in held], rope
+        )
+        for i in range(n):
+            cache.update(i, k[i], v[i], positions)
+            if layer_hook is not None:
+                layer_hook(i + 1, n)
+        return ForwardOutput(logits, q, k, v) if record else ForwardOutput(logits)
+
+    def decode_graph(
+        self,
+        token: torch.Tensor,
+        positions: torch.Tensor,
+        k_held: list[torch.Tensor],
+        v_held: list[torch.Tensor],
+        key_held: list[torch.Tensor],
+        rope: tuple[torch.Tensor, torch.Tensor] | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """A whole decode step without touching a cache (``--compile`` compiles it into one graph): the ``token``'s (1,)
+        embedding, every layer (``Block.enter``, attention over the layer's held rows ``k_held[i]``, ``v_held[i]`` at
+        positions ``key_held[i]`` followed by its own new row, ``Attention.weigh_appended``, then ``Block.finish``) and
+        the head. Returns the logits (B, 1, vocab) and the step's q, k, v stacked by layer, as ``forward`` records them
+        (the caller appends k and v to the cache). The same ops as the layer-by-layer path, in the same order, but
+        the new row's attention product summed apart from the held rows' (``weigh_appended``)."""
+        cfg = self.cfg
+        x = self.tok_embeddings(token)[None]  # (1, 1, dim)
+        if cfg.family == "gemma3":
+            x = x * torch.tensor(math.sqrt(cfg.dim), dtype=x.dtype, device=x.device)
+        if self.pos_embeddings is not None:
+            x = x + self.pos_embeddings(positions)
+        qs, ks, vs = [], [], []
+        for i, block in enumerate(self.layers):
+            assert isinstance(block, Block)
+            x, q, k, v = _decode_layer(block, x, k_held[i], v_held[i], key_held[i], positions, rope)
+            qs.append(q)
+            ks.append(k)
+            vs.append(v)
+        return Transformer.head(self, x), torch.stack(qs), torch.stack(ks), torch.stack(vs)
+
     def head(self, x: torch.Tensor) -> torch.Tensor:
         """The final norm and the LM head: (B, T, dim) -> (B, T, vocab) logits."""
         logits = self.lm_head(self.norm(x))
@@ -599,6 +706,9 @@ class Transformer(nn.Module):
         else:
             for theta in {cfg.rope_theta_of(i) for i in range(cfg.n_layers)}:
                 ropes[theta] = self.rope_tables(positions, cfg.rope_head_dim, theta, x.dtype)
+        if self.compiled and self.one_graph_fits(cache, ids, ropes, last_only, rows, hidden):
+            assert isinstance(cache, Cache)
+            return self._step_in_one_graph(ids, positions, cache, ropes, record, layer_hook)
         qs, ks, vs = [], [], []
         # compiled, on the common path of every layer: one graph from each layer's cache to the next's (Block.chain)
         chained = self.compiled and isinstance(cache, Cache) and not (ropes and cache.rope_at_read)
@@ -639,6 +749,34 @@ class Transformer(nn.Module):
         if not record:
             return ForwardOutput(logits, hidden=last_hidden, selected=selected)
         return ForwardOutput(logits, torch.stack(qs), torch.stack(ks), torch.stack(vs), last_hidden, selected)
+
+
+def _same_region(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``torch.compiler.nested_compile_region`` where torch has it (2.8 and later): compiled, each call of ``fn`` is one
+    region traced once and reused; eager, ``fn`` itself."""
+    mark = getattr(torch.compiler, "nested_compile_region", None)
+    return fn if mark is None else mark(fn)
+
+
+@_same_region
+def _decode_layer(
+    block: Block,
+    x: torch.Tensor,
+    k_held: torch.Tensor,
+    v_held: torch.Tensor,
+    key_held: torch.Tensor,
+    positions: torch.Tensor,
+    rope: tuple[torch.Tensor, torch.Tensor] | None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One layer of ``Transformer.decode_graph``: its q, k, v (``Block.enter``), the attention over the held rows and
+    its own (``Attention.weigh_appended``), then ``Block.finish``. Returns the layer's output and q, k, v. Compiled, a
+    region traced once and reused by every layer of the same shapes (compile time of one layer, not of all)."""
+    assert isinstance(block.attn, Attention)
+    q, k, v = Block.enter(block, x, rope)
+    seen = visibility(positions, torch.cat((key_held, positions)), block.attn.window)  # (T, S + T)
+    y = Attention.weigh_appended(block.attn, q, k_held, v_held, k, v, seen)
+    # q, k and v are views of one projection: a compiled region returns tensors of their own (a few hundred floats)
+    return Block.finish(block, x, block.attn.wo(y)), q.clone(), k.clone(), v.clone()
 
 
 def init_random(model: Transformer, seed: int) -> Transformer:

@@ -17,28 +17,48 @@ from kvsim.models.loading import load_model
 PROMPT = [3, 17, 42, 9, 100, 7]
 
 
-def _greedy(model, steps: int) -> tuple[list[int], torch.Tensor]:
-    cache = KVCache(model.cfg.n_layers)
+def _greedy(model, steps: int, cache: KVCache | None = None) -> tuple[list[int], torch.Tensor, list[torch.Tensor]]:
+    """Greedy tokens, their logits and each decode step's recorded k rows (L, B, H_kv, 1, D)."""
+    cache = KVCache(model.cfg.n_layers) if cache is None else cache
     out = model(torch.tensor([PROMPT]), torch.arange(len(PROMPT)), cache, last_only=True)
-    tokens, logits = [], []
+    tokens, logits, rows = [], [], []
     for pos in range(len(PROMPT), len(PROMPT) + steps):
         logits.append(out.logits[0, -1].clone())
         tokens.append(int(out.logits[0, -1].argmax()))
-        out = model(torch.tensor([[tokens[-1]]]), torch.tensor([pos]), cache, last_only=True)
-    return tokens, torch.stack(logits)
+        out = model(torch.tensor([[tokens[-1]]]), torch.tensor([pos]), cache, last_only=True, record=True)
+        rows.append(out.k.clone())
+    return tokens, torch.stack(logits), rows
 
 
 def test_compiled_decode_and_cli(tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "unused"))  # restored after the test
     monkeypatch.setenv("KVSIM_CACHE_DIR", str(tmp_path))
     model = load_model("tiny").model
-    eager_tokens, eager_logits = _greedy(model, 8)
+    eager_cache = KVCache(model.cfg.n_layers)
+    eager_tokens, eager_logits, eager_rows = _greedy(model, 8, eager_cache)
     compile_decode(model)
     seconds = warm_up(model, len(PROMPT), lambda: KVCache(model.cfg.n_layers))
     assert seconds > 0 and model.compiled
-    tokens, logits = _greedy(model, 8)
+    cache = KVCache(model.cfg.n_layers)
+    # a decode step into a plain kv cache runs as one graph (Transformer.decode_graph), the cache updated after it
+    assert model.one_graph_fits(eager_cache, torch.tensor([[1]]), {10000.0: None}, True, None, False)
+    assert not model.one_graph_fits(eager_cache, torch.tensor([[1, 2]]), {}, True, None, False)  # a prefill
+    tokens, logits, rows = _greedy(model, 8, cache)
     assert tokens == eager_tokens
     torch.testing.assert_close(logits, eager_logits, rtol=1e-4, atol=1e-4)  # inductor's fused float32 arithmetic
+    for got, want in zip(rows, eager_rows, strict=True):  # the recorded rows: the eager path's
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    assert cache.n_tokens == eager_cache.n_tokens and cache.bytes_split() == eager_cache.bytes_split()
+    for layer in range(model.cfg.n_layers):  # what the cache holds after the steps: the eager cache's rows
+        k, v, pos = cache.held_rows(layer)
+        k0, v0, pos0 = eager_cache.held_rows(layer)
+        assert torch.equal(pos, pos0)
+        torch.testing.assert_close((k, v), (k0, v0), rtol=1e-4, atol=1e-5)
+    model.one_graph_steps = False  # the same steps layer by layer (what every other lane's cache takes)
+    chained_tokens, chained_logits, _ = _greedy(model, 8)
+    model.one_graph_steps = True
+    assert chained_tokens == eager_tokens
+    torch.testing.assert_close(chained_logits, eager_logits, rtol=1e-4, atol=1e-4)
     kernels = tmp_path / "torch-inductor"
     assert kernels.is_dir() and any(kernels.rglob("*")), "the kernels went somewhere else"
 

@@ -7,12 +7,24 @@ norms, MLP) — one graph from each layer's cache to the next's (``Block.chain``
 layer's enter; 31 graph calls a SmolLM2 step), and the final norm + LM head (``Transformer.head``); on the other paths (packed
 batches, rows rotated when read, other attentions) each block's projection (``Attention.project``) and finish
 (``Block.finish``). What stays eager: the cache (``Cache.update``, the lanes' own policies, which rows each
-query may see, ``Cache.observe_attention``) — so every lane keeps its own cache and its exact row counts. The
-values are those of the eager model within float rounding (inductor fuses the elementwise work and may
+query may see, ``Cache.observe_attention``) — so every lane keeps its own cache and its exact row counts.
+
+A decode step into a plain ``kv`` cache (exactly ``KVCache``: it appends, evicts nothing, holds every row on every
+layer; ``Transformer.one_graph_fits``) is one graph instead (``Transformer.decode_graph``): the embedding, every layer
+(attention over the rows the cache held before the step and the step's own row, ``Attention.weigh_appended``) and the
+head, reading the cache's rows without touching it; the cache's own ``update`` then appends each layer's new rows.
+Each graph call costs ~0.2 ms of wrappers and guards beyond its work, 31 of them a SmolLM2 step: one graph saves
+~5 ms of a ~37 ms step (docs/benchmarks.md). Its layers are one region compiled once (``nested_compile_region``).
+Only in torch.compile's default mode: under ``reduce-overhead`` (CUDA graphs, recorded again for every held
+length) steps stay layer by layer.
+
+The values are those of the eager model within float rounding (inductor fuses the elementwise work and may
 reorder a reduction); tests/reference/test_compiled.py checks logits and greedy tokens against the eager path.
 
-Compiling takes seconds to a minute; the compiled kernels are kept in inductor's cache under the user
-cache folder (``compile_cache_dir``), so a second run with the same model and shapes reads them back.
+Compiling takes seconds to minutes (SmolLM2 on 2 shared cores: ~2 min the first time, ~40 s with inductor's cache
+warm, most of it the one-graph step's three variants: the first length, a symbolic length, a full buffer); the
+compiled kernels are kept in inductor's cache under the user cache folder (``compile_cache_dir``), so a second run
+with the same model and shapes reads them back.
 """
 
 from __future__ import annotations
@@ -62,21 +74,39 @@ def compile_decode(model: Transformer, cache_dir: Path | None = None, mode: str 
                 block.leave = torch.compile(block.leave, mode=mode)  # type: ignore[method-assign]
                 block.chain = torch.compile(block.chain, mode=mode)  # type: ignore[method-assign]
     model.head = torch.compile(model.head, mode=mode)  # type: ignore[method-assign]
+    if mode is None:
+        model.decode_graph = torch.compile(model.decode_graph)  # type: ignore[method-assign]
+    else:  # CUDA graphs would record the one graph again for every held length: the layer-by-layer graphs instead
+        model.one_graph_steps = False
     model.compiled = True
     return model
 
 
 def warm_up(model: Transformer, prompt_len: int, make_cache: object) -> float:
     """Run the shapes a run meets — a prefill of ``prompt_len`` tokens, one of ``prompt_len + 1`` (the
-    uncached lane's next step: the graph with a symbolic length) and two one-token steps — on throwaway
-    caches (``make_cache()``), so compiling happens here and not inside a timed step; returns its seconds."""
+    uncached lane's next step: the graph with a symbolic length), two one-token steps as one graph (a plain ``kv``
+    cache, ``Transformer.decode_graph``) and two layer by layer (every other lane's cache), then, when the prompt
+    leaves the cache's first buffer (``initial_capacity`` rows) room, one step on a cache whose buffer is full (its
+    rows then lie contiguous, a case the graphs are compiled for apart) — on throwaway caches (``make_cache()``), so
+    compiling happens here and not inside a timed step; returns its seconds."""
     start = time.perf_counter()
     dev = model.device
-    ids = torch.zeros((1, prompt_len + 1), dtype=torch.long, device=dev)
+    cache = make_cache()  # type: ignore[operator]
+    full = int(getattr(cache, "initial_capacity", 0))
+    ids = torch.zeros((1, max(prompt_len + 1, full)), dtype=torch.long, device=dev)
     with torch.no_grad():
         for n in (prompt_len, prompt_len + 1) if prompt_len > 1 else (prompt_len,):
             cache = make_cache()  # type: ignore[operator]
             model(ids[:, :n], torch.arange(n, device=dev), cache, last_only=True)
-        for pos in (n, n + 1):
-            model(ids[:, :1], torch.tensor([pos], device=dev), cache, last_only=True)
+        one_graph = model.one_graph_steps
+        try:  # a step as one graph (a plain kv cache), then layer by layer (every other lane's cache)
+            for model.one_graph_steps in (True, False) if one_graph else (False,):
+                for pos in (n, n + 1) if model.one_graph_steps else (n + 2, n + 3):
+                    model(ids[:, :1], torch.tensor([pos], device=dev), cache, last_only=True)
+        finally:
+            model.one_graph_steps = one_graph
+        if prompt_len + 1 < full:
+            cache = make_cache()  # type: ignore[operator]
+            model(ids[:, :full], torch.arange(full, device=dev), cache, last_only=True)
+            model(ids[:, :1], torch.tensor([full], device=dev), cache, last_only=True)
     return time.perf_counter() - start
