@@ -604,13 +604,16 @@ class Transformer(nn.Module):
         whose every layer is the common attention block with one RoPE base (or none), its last logits asked for.
         Every other forward (a prefill, another lane's cache, a windowed or hybrid model) keeps one graph from each
         layer's cache to the next's."""
-        if not self.one_graph_steps or type(cache) is not KVCache or cache.layer_windows is not None or ids.shape != (1, 1):
+        if not self.one_graph_steps or type(cache) is not KVCache or ids.shape != (1, 1):
+            return False
+        plain: KVCache = cache  # exactly a KVCache (checked above): its own attributes, not the Cache interface's
+        if plain.layer_windows is not None:
             return False
         if not last_only or int(last_only) != 1 or rows is not None or hidden or len(ropes) > 1:
             return False
         if self.cfg.kv_share > 1 or not all(isinstance(b, Block) and type(b.attn) is Attention for b in self.layers):
             return False
-        return cache.fewest_rows > 0
+        return plain.fewest_rows > 0
 
     def _step_in_one_graph(
         self,

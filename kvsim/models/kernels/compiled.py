@@ -35,6 +35,7 @@ from pathlib import Path
 
 import torch
 
+from ...caches.kv import KVCache
 from ..transformer import Attention, Block, Transformer
 
 #: torch.compile's cap on recompilations of one function: a step of one token is one graph, longer
@@ -92,7 +93,8 @@ def warm_up(model: Transformer, prompt_len: int, make_cache: object) -> float:
     start = time.perf_counter()
     dev = model.device
     cache = make_cache()  # type: ignore[operator]
-    full = int(getattr(cache, "initial_capacity", 0))
+    # the first buffer of a plain kv cache (the caches that grow in buffers); other policies: no such step
+    full = cache.initial_capacity if isinstance(cache, KVCache) else 0
     ids = torch.zeros((1, max(prompt_len + 1, full)), dtype=torch.long, device=dev)
     with torch.no_grad():
         for n in (prompt_len, prompt_len + 1) if prompt_len > 1 else (prompt_len,):
