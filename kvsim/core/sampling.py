@@ -124,7 +124,7 @@ def top_of_exp(logp: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     probabilities unless it rounds two of them to one value, and then (a tie among the k, or between the k-th and
     the next) the whole vector's exp is ranked, as before. On the CPU, torch's exp of a few entries is bitwise
     its exp of the same entries within the whole vector (one vectorized kernel for every length, tails included;
-    tests/core/test_sampling_top.py checks it), so the values are those the whole vector's exp gives."""
+    tests/engine/runs/test_record_ranks.py checks the answers), so the values are those the whole vector's exp gives."""
     n = logp.numel()
     if logp.device.type == "cpu" and logp.dtype == torch.float32 and logp.dim() == 1 and 0 < k < n:
         values, index = top(logp, k + 1)

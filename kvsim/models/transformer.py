@@ -601,7 +601,8 @@ class Transformer(nn.Module):
         """Whether a compiled model runs this forward as one graph (``decode_graph``): a one-token decode step of one
         sequence into a plain ``kv`` cache (exactly ``KVCache``: it appends, holds every row on every layer, evicts
         nothing, observes no attention, rotates nothing when read) that already holds rows on every layer, on a model
-        whose every layer is the common attention block with one RoPE base (or none), its last logits asked for.
+        whose every layer is the common attention block (``layers_fit_one_graph``, asked when compiled: it sets
+        ``one_graph_steps``) with one RoPE base (or none), its last logits asked for.
         Every other forward (a prefill, another lane's cache, a windowed or hybrid model) keeps one graph from each
         layer's cache to the next's."""
         if not self.one_graph_steps or type(cache) is not KVCache or ids.shape != (1, 1):
@@ -611,9 +612,12 @@ class Transformer(nn.Module):
             return False
         if not last_only or int(last_only) != 1 or rows is not None or hidden or len(ropes) > 1:
             return False
-        if self.cfg.kv_share > 1 or not all(isinstance(b, Block) and type(b.attn) is Attention for b in self.layers):
-            return False
         return plain.fewest_rows > 0
+
+    def layers_fit_one_graph(self) -> bool:
+        """Whether every layer is the common attention block, none reading another's K/V (CLA): the model whose
+        decode steps ``one_graph_fits`` may take as one graph (``compile_decode`` asks once: the layers do not change)."""
+        return self.cfg.kv_share <= 1 and all(isinstance(b, Block) and type(b.attn) is Attention for b in self.layers)
 
     def _step_in_one_graph(
         self,

@@ -75,10 +75,10 @@ def compile_decode(model: Transformer, cache_dir: Path | None = None, mode: str 
                 block.leave = torch.compile(block.leave, mode=mode)  # type: ignore[method-assign]
                 block.chain = torch.compile(block.chain, mode=mode)  # type: ignore[method-assign]
     model.head = torch.compile(model.head, mode=mode)  # type: ignore[method-assign]
-    if mode is None:
+    # CUDA graphs (reduce-overhead) would record the one graph again for every held length: layer by layer instead
+    model.one_graph_steps = mode is None and model.layers_fit_one_graph()
+    if model.one_graph_steps:
         model.decode_graph = torch.compile(model.decode_graph)  # type: ignore[method-assign]
-    else:  # CUDA graphs would record the one graph again for every held length: the layer-by-layer graphs instead
-        model.one_graph_steps = False
     model.compiled = True
     return model
 
@@ -102,8 +102,11 @@ def warm_up(model: Transformer, prompt_len: int, make_cache: object) -> float:
             model(ids[:, :n], torch.arange(n, device=dev), cache, last_only=True)
         one_graph = model.one_graph_steps
         try:  # a step as one graph (a plain kv cache), then layer by layer (every other lane's cache)
-            for model.one_graph_steps in (True, False) if one_graph else (False,):
-                for pos in (n, n + 1) if model.one_graph_steps else (n + 2, n + 3):
+            for as_one, positions in ((True, (n, n + 1)), (False, (n + 2, n + 3))):
+                if as_one and not one_graph:
+                    continue
+                model.one_graph_steps = as_one
+                for pos in positions:
                     model(ids[:, :1], torch.tensor([pos], device=dev), cache, last_only=True)
         finally:
             model.one_graph_steps = one_graph

@@ -20,7 +20,6 @@ else (prefill, batches, GPUs) dequantizes and calls ``F.linear``. The product is
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from typing import Any
 
@@ -41,13 +40,10 @@ def int8_kernel() -> Any:
 
 
 def _build() -> Any:
-    if row_matmul.WANTED in ("torch", "numpy") or importlib.util.find_spec("numba") is None:
+    numba = row_matmul.numba_module(quiet=True)  # None: the dequantizing path serves (row_matmul's kernel says why)
+    if numba is None:
         return None
-    try:
-        import numba
-        import numpy as np
-    except Exception:  # a broken numba install: the dequantizing path serves (row_matmul says why once)
-        return None
+    import numpy as np
 
     # per output row: per group, the sum of code · x (widened to float32), times the group's scale. reassoc lets LLVM
     # split the sums into vector accumulators; no flag assumes finite values (NaN and infinities propagate)

@@ -99,17 +99,29 @@ NUMBA_MISSING = (
 )
 
 
-def _build_numba_kernel() -> Any:
+def numba_module(quiet: bool = False) -> Any:
+    """numba, where one-row products may use it (not turned off by ``KVSIM_ROW_MATMUL=torch|numpy``, installed and
+    importable), else None — saying why when numba was asked for by name or its import fails, unless ``quiet`` (a
+    second kernel: the first said it). Every numba kernel (``gemv_rows`` here, ``int8_matmul``'s) is built from it;
+    each caches its own answer, so it is said once."""
     if WANTED in ("torch", "numpy"):
         return None
     if importlib.util.find_spec("numba") is None:  # the `fast` extra is not installed: the BLAS kernels serve
-        if WANTED == "numba":  # asked for by name: say once why it is not used (numba_kernel caches the answer)
+        if WANTED == "numba" and not quiet:  # asked for by name: say why it is not used
             print(NUMBA_MISSING, file=sys.stderr)
         return None
     try:
         import numba
     except Exception as exc:  # a broken numba install: the column kernels stay, and the log says why
-        warnings.warn(f"numba could not be imported ({exc}); one-row products use numpy's or torch's kernel", stacklevel=2)
+        if not quiet:
+            warnings.warn(f"numba could not be imported ({exc}); one-row products use numpy's or torch's kernel", stacklevel=3)
+        return None
+    return numba
+
+
+def _build_numba_kernel() -> Any:
+    numba = numba_module()
+    if numba is None:
         return None
 
     # one output per row: a dot product of the weight's row with x. reassoc lets LLVM split the sum into several
