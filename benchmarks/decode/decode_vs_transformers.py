@@ -30,11 +30,13 @@ untied embedding table only its one row — plus the K/V rows read) divided by t
 
 ``--prompt-len 16,2000`` runs each prompt length in turn (each its own lockstep run). ``--busy`` runs a
 CPU-saturating process (``while True: pass``) on every other core for the whole run, started before the
-first measurement and ended by its id at exit. ``--clock cpu`` times each step by the thread's CPU time (one
+first measurement and ended by its id at exit; ``--busy memory`` runs one that streams memory instead (a copy
+between two 256 MiB arrays, without end): the host's read bandwidth, as printed, falls, as on a laptop whose
+neighbours share the memory bus. ``--clock cpu`` times each step by the thread's CPU time (one
 thread: descheduling by other jobs is not charged; a memory stall still is) instead of the wall clock.
 
     python benchmarks/decode/decode_vs_transformers.py --model smollm2-135m --prompt-len 16,2000 [--steps 32]
-        [--dtype bf16] [--no-hf-compiled] [--kvsim-compile] [--busy] [--clock cpu]
+        [--dtype bf16] [--no-hf-compiled] [--kvsim-compile] [--busy [cpu|memory]] [--clock cpu]
 """
 
 from __future__ import annotations
@@ -151,9 +153,19 @@ class HFEngine:
         return out.logits[0, -1]
 
 
-def start_busy(n: int) -> list[subprocess.Popen]:
-    """``n`` processes that keep a core each busy (``while True: pass``), ended by their ids at exit."""
-    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+#: what a neighbour runs (``--busy``): "cpu" keeps a core busy without touching memory; "memory" streams 256 MiB from one
+#: array into another without end (numpy's copy, one thread), taking a share of the memory bus as a neighbour's
+#: inference or build does: on the build machine one such neighbour cut the measured single-thread read from 22 to 16 GB/s
+NEIGHBOURS = {
+    "cpu": "while True: pass",
+    "memory": "import numpy as np\na = np.ones(64 << 20, np.float32)\nb = np.empty_like(a)\nwhile True: np.copyto(b, a)",
+}
+
+
+def start_busy(n: int, kind: str = "cpu") -> list[subprocess.Popen]:
+    """``n`` processes that keep a core each busy (``NEIGHBOURS[kind]``), ended by their ids at exit."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    procs = [subprocess.Popen([sys.executable, "-c", NEIGHBOURS[kind]], env=env) for _ in range(n)]
 
     def stop() -> None:
         for proc in procs:
@@ -226,7 +238,13 @@ def main() -> int:
     p.add_argument("--warmup", type=int, default=4, help="lockstep steps run before the timed ones")
     p.add_argument("--no-hf-compiled", action="store_true")
     p.add_argument("--kvsim-compile", action="store_true")
-    p.add_argument("--busy", action="store_true", help="a CPU-saturating process on every other core, all run long")
+    p.add_argument(
+        "--busy",
+        nargs="?",
+        const="cpu",
+        choices=tuple(NEIGHBOURS),
+        help="a neighbour on every other core, all run long: cpu (the default) spins, memory streams memory",
+    )
     p.add_argument("--clock", default="wall", choices=("wall", "cpu"), help="cpu: the thread's CPU time (one thread)")
     args = p.parse_args()
     try:
@@ -235,7 +253,7 @@ def main() -> int:
         sys.exit(f"error: --prompt-len takes whole numbers separated by commas, got {args.prompt_len!r}")
     if not lengths or min(lengths) < 1:
         sys.exit("error: --prompt-len must be at least 1")
-    busy = start_busy(max(1, (os.cpu_count() or 2) - 1)) if args.busy else []
+    busy = start_busy(max(1, (os.cpu_count() or 2) - 1), args.busy) if args.busy else []
     if busy:
         time.sleep(5)  # the spinners running before anything is measured
     watch = LoadWatch(max_change=float(os.environ.get("KVSIM_BENCH_MAX_LOAD_CHANGE", "1.0")) + len(busy))
@@ -264,7 +282,8 @@ def main() -> int:
     why = f"{choice.reason}" if choice is not None else "not measured (not fp32 on the CPU)"
     print(
         f"# host: {cpu_name()}, {os.cpu_count()} CPUs; single-thread read (torch.sum, huge pages) {bw_before / 1e9:.2f} GB/s; "
-        f"load (1/5/15 min) {load_before}; busy processes beside: {len(busy)}; clock: {args.clock}"
+        f"load (1/5/15 min) {load_before}; busy processes beside: {len(busy)}"
+        f"{f' ({args.busy})' if busy else ''}; clock: {args.clock}"
     )
     print(f"# kvsim's one-row products: {model.one_row_kernel}, huge pages {model.huge_page_weights}: {why}")
     print(
@@ -337,6 +356,9 @@ def main() -> int:
             print(f"kv lane compiled / best transformers ({best}): {describe(watch, lane_c, times[best])}")
             print(f"kv lane compiled / kvsim-compiled (the record's cost): {describe(watch, lane_c, times['kvsim-compiled'])}")
             print(f"kv lane compiled / kv lane: {describe(watch, lane_c, times['kv lane'])}")
+        # the like-for-like verdict: each side's best configuration on this host (transformers' may be compiled too)
+        fastest = min((n for n in ("kv lane", "kv lane compiled") if n in times), key=lambda n: med[n])
+        print(f"kvsim's fastest kv lane ({fastest}) / best transformers ({best}): {describe(watch, times[fastest], times[best])}")
         for peer in [n for n in engines if n not in ("kv lane", "kvsim", "kv lane compiled", best)]:
             print(f"kvsim / {peer}: {describe(watch, times['kvsim'], times[peer])}")
     print(f"read bandwidth at start {bw_before / 1e9:.2f} GB/s, at end {read_bandwidth(512 << 20) / 1e9:.2f} GB/s")
