@@ -213,10 +213,15 @@ def _compile_lanes(sim: Simulator, prompt_len: int) -> float:
 
     total = 0.0
     models = {id(lane.model): lane.model for lane in sim.lanes if lane.model is not None}
+
+    def say(what: str) -> None:  # on stderr: a --json run's standard output stays one JSON document a line
+        print(f"--compile: {what}", file=sys.stderr, flush=True)
+
+    say("compiling for this run's shapes (minutes the first time on a machine; compiled kernels are kept for the next run)")
     for model in models.values():
         try:
             compile_decode(model)
-            total += warm_up(model, prompt_len, lambda m=model: KVCache(m.cfg.n_layers))
+            total += warm_up(model, prompt_len, lambda m=model: KVCache(m.cfg.n_layers), say)
         except Exception as exc:  # no C++ compiler, an unsupported op: one clear line, not a traceback
             first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
             raise SimulationError(f"--compile failed ({type(exc).__name__}: {first}); run without --compile") from None

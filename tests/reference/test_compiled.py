@@ -67,6 +67,12 @@ def test_compiled_decode_and_cli(tmp_path: Path, monkeypatch, capsys) -> None:
     assert main(args) == 0
     plain = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert main([*args, "--compile"]) == 0
-    compiled = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    captured = capsys.readouterr()
+    compiled = [json.loads(line) for line in captured.out.splitlines()]
+    # minutes of compiling on a large model: the command line says what it compiles, part by part, on stderr
+    told = [line for line in captured.err.splitlines() if line.startswith("--compile: ")]
+    assert told and told[0].startswith("--compile: compiling for this run's shapes"), captured.err
+    assert any(line.startswith("--compile: a decode step as one graph") for line in told), told
+    assert told[-1].startswith("--compile: done (the last part took "), "\n".join(told)
     assert [r.get("token_id") for r in compiled[:-1]] == [r.get("token_id") for r in plain[:-1]]
     assert compiled[-1]["summary"]["compile_s"] > 0 and "compile_s" not in plain[-1]["summary"]

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -83,21 +84,31 @@ def compile_decode(model: Transformer, cache_dir: Path | None = None, mode: str 
     return model
 
 
-def warm_up(model: Transformer, prompt_len: int, make_cache: object) -> float:
+def warm_up(model: Transformer, prompt_len: int, make_cache: object, say: Callable[[str], None] | None = None) -> float:
     """Run the shapes a run meets — a prefill of ``prompt_len`` tokens, one of ``prompt_len + 1`` (the
     uncached lane's next step: the graph with a symbolic length), two one-token steps as one graph (a plain ``kv``
     cache, ``Transformer.decode_graph``) and two layer by layer (every other lane's cache), then, when the prompt
     leaves the cache's first buffer (``initial_capacity`` rows) room, one step on a cache whose buffer is full (its
     rows then lie contiguous, a case the graphs are compiled for apart) — on throwaway caches (``make_cache()``), so
-    compiling happens here and not inside a timed step; returns its seconds."""
+    compiling happens here and not inside a timed step; returns its seconds. ``say``: told what is compiled next, and
+    how long the last part took (compiling SmolLM2 takes minutes the first time: a command line shows it is working)."""
     start = time.perf_counter()
     dev = model.device
     cache = make_cache()  # type: ignore[operator]
     # the first buffer of a plain kv cache (the caches that grow in buffers); other policies: no such step
     full = cache.initial_capacity if isinstance(cache, KVCache) else 0
     ids = torch.zeros((1, max(prompt_len + 1, full)), dtype=torch.long, device=dev)
+    part: list[float] = []  # when the part under way began (none before the first)
+
+    def next_part(what: str) -> None:
+        if say is not None:
+            now = time.perf_counter()
+            say(f"{what} (the last part took {now - part[0]:.1f} s)" if part else what)
+            part[:] = [now]
+
     with torch.no_grad():
         for n in (prompt_len, prompt_len + 1) if prompt_len > 1 else (prompt_len,):
+            next_part(f"a prefill of {n} tokens")
             cache = make_cache()  # type: ignore[operator]
             model(ids[:, :n], torch.arange(n, device=dev), cache, last_only=True)
         one_graph = model.one_graph_steps
@@ -105,13 +116,16 @@ def warm_up(model: Transformer, prompt_len: int, make_cache: object) -> float:
             for as_one, positions in ((True, (n, n + 1)), (False, (n + 2, n + 3))):
                 if as_one and not one_graph:
                     continue
+                next_part("a decode step as one graph" if as_one else "a decode step layer by layer")
                 model.one_graph_steps = as_one
                 for pos in positions:
                     model(ids[:, :1], torch.tensor([pos], device=dev), cache, last_only=True)
         finally:
             model.one_graph_steps = one_graph
         if prompt_len + 1 < full:
+            next_part(f"a decode step on a full buffer of {full} rows")
             cache = make_cache()  # type: ignore[operator]
             model(ids[:, :full], torch.arange(full, device=dev), cache, last_only=True)
             model(ids[:, :1], torch.tensor([full], device=dev), cache, last_only=True)
+    next_part("done")
     return time.perf_counter() - start
