@@ -111,10 +111,12 @@ def warm_up(model: Transformer, prompt_len: int, make_cache: object, say: Callab
             next_part(f"a prefill of {n} tokens")
             cache = make_cache()  # type: ignore[operator]
             model(ids[:, :n], torch.arange(n, device=dev), cache, last_only=True)
+        # a cache with per-layer windows (Gemma 3's) never takes the one graph (Transformer.one_graph_fits)
         one_graph = model.one_graph_steps
+        windowed = isinstance(cache, KVCache) and cache.layer_windows is not None
         try:  # a step as one graph (a plain kv cache), then layer by layer (every other lane's cache)
             for as_one, positions in ((True, (n, n + 1)), (False, (n + 2, n + 3))):
-                if as_one and not one_graph:
+                if as_one and (not one_graph or windowed):
                     continue
                 next_part("a decode step as one graph" if as_one else "a decode step layer by layer")
                 model.one_graph_steps = as_one
