@@ -23,12 +23,26 @@ def test_a_ratio_is_printed_while_the_load_holds_and_withheld_once_it_moves(monk
     load = _load_module()
     readings = iter([(1.0, 1.0, 1.0), (1.4, 1.1, 1.0), (1.4, 1.1, 1.0), (3.5, 1.8, 1.2), (3.5, 1.8, 1.2), (3.5, 1.8, 1.2)])
     monkeypatch.setattr(load.os, "getloadavg", lambda: next(readings))
+    rates = iter([21.04, 11.62])  # GB/s: the host's read bandwidth at start and at the end (a fake probe)
+    monkeypatch.setattr(load, "read_gb_s", lambda: next(rates))
     watch = load.LoadWatch(max_change=1.0, report_at_exit=False)
     assert watch.ratio(0.8734) == "0.87" and watch.steady is True  # moved 0.4 ≤ 1
     said = watch.ratio(0.8734)  # now 3.5: moved 2.5 > 1
     assert said.startswith("withheld") and "1.00 → 3.50" in said and "0.87" not in said
     line = watch.line()
     assert "1.00 at start → 3.50 at end" in line and "ratios withheld" in line
+    # the host said beside the load: a decode figure read 10 or 35 GB/s is not the same figure
+    assert "host read bandwidth (one thread): 21.0 GB/s at start → 11.6 GB/s at end" in line
+
+
+def test_the_host_read_bandwidth_is_measured_or_said_missing(monkeypatch):
+    """The probe answers a positive rate here (kvsim and torch are importable), and the line says so when it cannot."""
+    load = _load_module()
+    rate = load.read_gb_s()
+    assert rate is not None and 0.1 < rate < 10_000
+    monkeypatch.setattr(load, "read_gb_s", lambda: None)
+    watch = load.LoadWatch(report_at_exit=False)
+    assert "host read bandwidth: not measured" in watch.line()
 
 
 def test_the_benchmarks_are_grouped_in_folders():
