@@ -89,8 +89,10 @@ class LoadWatch:
         return f"withheld: the load average moved {self.start[0]:.2f} → {self.end[0]:.2f} (> {self.max_change:g}) during the run"  # type: ignore[index]
 
     def read_line(self) -> str:
-        """The host's single-thread read bandwidth at start and now (measured again)."""
-        self.read_end = read_gb_s()
+        """The host's single-thread read bandwidth at start and at the end (measured when first asked: the exit line
+        and ``as_dict`` share one reading)."""
+        if self.read_end is None:
+            self.read_end = read_gb_s()
         if self.read_start is None or self.read_end is None:
             return "host read bandwidth: not measured (kvsim or torch not importable)"
         return f"host read bandwidth (one thread): {self.read_start:.1f} GB/s at start → {self.read_end:.1f} GB/s at end"

@@ -269,7 +269,6 @@ def main() -> int:
 
     transformers.utils.logging.disable_progress_bar()  # the GGUF conversion's bar: not a figure
     load_before = load_avg()
-    bw_before = read_bandwidth(512 << 20)
     path = gguf_path(args.model)
     loaded = load_model(args.model)
     fp32 = loaded.model
@@ -287,7 +286,7 @@ def main() -> int:
     choice = model.kernel_choice
     why = f"{choice.reason}" if choice is not None else "not measured (not fp32 on the CPU)"
     print(
-        f"# host: {cpu_name()}, {os.cpu_count()} CPUs; single-thread read (torch.sum, huge pages) {bw_before / 1e9:.2f} GB/s; "
+        f"# host: {cpu_name()}, {os.cpu_count()} CPUs; single-thread read (torch.sum, huge pages) {watch.read_start:.2f} GB/s; "
         f"load (1/5/15 min) {load_before}; busy processes beside: {len(busy)}"
         f"{f' ({args.busy})' if busy else ''}; clock: {args.clock}"
     )
@@ -359,8 +358,7 @@ def main() -> int:
         print(f"kv lane / kvsim (the record's cost): {describe(watch, times['kv lane'], times['kvsim'])}")
         for lane, bare in (("kv lane", "kvsim"), ("kv lane compiled", "kvsim-compiled")):
             if lane in engines:
-                own = sorted(engines[lane].record_ms[args.warmup :])  # type: ignore[attr-defined]  # the timed steps'
-                mid, lo, hi = spread(own)
+                mid, lo, hi = spread(engines[lane].record_ms[args.warmup :])  # type: ignore[attr-defined]  # the timed steps'
                 print(
                     f"{lane}'s record alone (its step less its forward, wall clock): {mid:.2f} ms (10–90%: {lo:.2f}–"
                     f"{hi:.2f}) = {watch.ratio(100 * mid / med[bare], '.1f', ' %')} of {bare}'s step"
@@ -375,7 +373,6 @@ def main() -> int:
         print(f"kvsim's fastest kv lane ({fastest}) / best transformers ({best}): {describe(watch, times[fastest], times[best])}")
         for peer in [n for n in engines if n not in ("kv lane", "kvsim", "kv lane compiled", best)]:
             print(f"kvsim / {peer}: {describe(watch, times['kvsim'], times[peer])}")
-    print(f"read bandwidth at start {bw_before / 1e9:.2f} GB/s, at end {read_bandwidth(512 << 20) / 1e9:.2f} GB/s")
     return 0
 
 

@@ -98,13 +98,14 @@ def warm_up(model: Transformer, prompt_len: int, make_cache: object, say: Callab
     # the first buffer of a plain kv cache (the caches that grow in buffers); other policies: no such step
     full = cache.initial_capacity if isinstance(cache, KVCache) else 0
     ids = torch.zeros((1, max(prompt_len + 1, full)), dtype=torch.long, device=dev)
-    part: list[float] = []  # when the part under way began (none before the first)
+    began: float | None = None  # when the part under way began (none before the first)
 
     def next_part(what: str) -> None:
+        nonlocal began
         if say is not None:
             now = time.perf_counter()
-            say(f"{what} (the last part took {now - part[0]:.1f} s)" if part else what)
-            part[:] = [now]
+            say(what if began is None else f"{what} (the last part took {now - began:.1f} s)")
+            began = now
 
     with torch.no_grad():
         for n in (prompt_len, prompt_len + 1) if prompt_len > 1 else (prompt_len,):
